@@ -1,0 +1,263 @@
+//! Table tests for parsing, track semantics, boxes and routing.
+
+use firehose_filters::{parse_filter, parse_rate, BBox, Event, Index, Phrase, Rule, StatusView};
+
+/// Parses the three parameters; `Ok(summary)` or `Err(param)`.
+fn parse(follow: Option<&str>, track: Option<&str>, loc: Option<&str>) -> Result<String, String> {
+    parse_filter(follow, track, loc)
+        .map(|s| format!("{}/{}/{}", s.follow.len(), s.track.len(), s.locations.len()))
+        .map_err(|e| e.param.to_string())
+}
+
+fn check<I: std::fmt::Debug, O: PartialEq + std::fmt::Debug>(
+    cases: &[(I, O)],
+    mut f: impl FnMut(&I) -> O,
+) {
+    for (input, expected) in cases {
+        assert_eq!(&f(input), expected, "input: {input:?}");
+    }
+}
+
+#[test]
+fn parse_accepts_valid_and_names_the_bad_parameter() {
+    let long = "x".repeat(61);
+    let many_ids = (1..=5001).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let max_ids = (1..=5000).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    let many_phrases = (0..401).map(|i| format!("w{i}")).collect::<Vec<_>>().join(",");
+    let many_boxes = vec!["0,0,1,1"; 26].join(",");
+    let max_boxes = vec!["0,0,1,1"; 25].join(",");
+    let ok = |s: &str| Ok(s.to_string());
+    let err = |s: &str| Err(s.to_string());
+    check(
+        &[
+            ((Some("1,2, 3"), None, None), ok("3/0/0")),
+            ((Some("2,2"), None, None), ok("1/0/0")),
+            ((None, Some("rust,hello world"), None), ok("0/2/0")),
+            ((None, None, Some("-122.75,36.8,-121.75,37.8")), ok("0/0/1")),
+            ((Some("1"), Some("a"), Some("0,0,1,1,2,2,3,3")), ok("1/1/2")),
+            ((Some(max_ids.as_str()), None, None), ok("5000/0/0")),
+            ((None, None, Some(max_boxes.as_str())), ok("0/0/25")),
+            ((None, None, None), err("follow")),
+            ((Some(""), Some(" "), None), err("follow")),
+            ((Some("abc"), None, None), err("follow")),
+            ((Some("0"), None, None), err("follow")),
+            ((Some("-4"), None, None), err("follow")),
+            ((Some("1,,2"), None, None), err("follow")),
+            ((Some(many_ids.as_str()), None, None), err("follow")),
+            ((None, Some(long.as_str()), None), err("track")),
+            ((None, Some("!!!"), None), err("track")),
+            ((None, Some(many_phrases.as_str()), None), err("track")),
+            ((None, None, Some("1,2,3")), err("locations")),
+            ((None, None, Some("a,b,c,d")), err("locations")),
+            ((None, None, Some("0,91,1,92")), err("locations")),
+            ((None, None, Some("-181,0,1,1")), err("locations")),
+            ((None, None, Some("0,10,1,5")), err("locations")),
+            ((None, None, Some(many_boxes.as_str())), err("locations")),
+        ],
+        |(f, t, l)| parse(*f, *t, *l),
+    );
+}
+
+#[test]
+fn rate_must_be_in_zero_to_one() {
+    check(
+        &[
+            (None, Ok(0.01)),
+            (Some("0.5"), Ok(0.5)),
+            (Some("1"), Ok(1.0)),
+            (Some("0"), Err("rate")),
+            (Some("1.5"), Err("rate")),
+            (Some("x"), Err("rate")),
+            (Some("NaN"), Err("rate")),
+        ],
+        |r| parse_rate(*r).map_err(|e| e.param),
+    );
+}
+
+#[test]
+fn track_phrases_match_whole_words_ignoring_case() {
+    let mut words = firehose_filters::track::Words::default();
+    check(
+        &[
+            (("rust", "I love Rust!"), true),
+            (("rust", "I love rustaceans"), false),
+            (("rust", "#rust is great"), true),
+            (("rust", "ping @rust please"), true),
+            (("#rust", "#rust is great"), true),
+            (("#rust", "rust is great"), false),
+            (("@rust", "#rust is great"), false),
+            (("@rust", "hi @Rust"), true),
+            (("hello world", "world, hello!"), true),
+            (("hello world", "hello there"), false),
+            (("ÉCOLE", "à l'école"), true),
+            (("Ωmega", "ωMEGA rules"), true),
+            (("don't", "I don't know"), true),
+            (("rust-lang", "rust lang"), true),
+            (("café", "cafe"), false),
+            (("big_data", "big data"), false),
+            (("big_data", "we like big_data."), true),
+            (("42", "the answer is 42."), true),
+        ],
+        |(phrase, message)| {
+            words.fill(message);
+            Phrase::new(phrase).expect("phrase").matches(&words)
+        },
+    );
+}
+
+#[test]
+fn boxes_include_edges_and_cross_the_antimeridian_when_west_exceeds_east() {
+    let sf = BBox::new(-122.75, 36.8, -121.75, 37.8).unwrap();
+    let fiji = BBox::new(170.0, -20.0, -170.0, -10.0).unwrap();
+    check(
+        &[
+            ((sf, 37.0, -122.0), true),
+            ((sf, 36.8, -122.75), true),
+            ((sf, 37.8, -121.75), true),
+            ((sf, 37.81, -122.0), false),
+            ((sf, 37.0, -121.7), false),
+            ((fiji, -15.0, 178.0), true),
+            ((fiji, -15.0, -175.0), true),
+            ((fiji, -15.0, 180.0), true),
+            ((fiji, -15.0, -180.0), true),
+            ((fiji, -15.0, 0.0), false),
+            ((fiji, -9.0, 178.0), false),
+        ],
+        |(b, lat, lon)| b.contains(*lat, *lon),
+    );
+}
+
+fn status(id: u64, uid: u64, message: &str, coords: Option<(f64, f64)>) -> StatusView<'_> {
+    StatusView {
+        id,
+        uid,
+        message,
+        coords,
+        ..StatusView::default()
+    }
+}
+
+fn filter(f: &str, t: &str, l: &str) -> Rule {
+    let opt = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    Rule::Filter(
+        parse_filter(opt(f).as_deref(), opt(t).as_deref(), opt(l).as_deref()).expect("valid"),
+    )
+}
+
+#[test]
+fn routing_delivers_to_exactly_the_matching_subscriptions() {
+    let mut index = Index::new();
+    index.insert(1, Rule::Firehose);
+    index.insert(2, filter("7", "", ""));
+    index.insert(3, filter("", "rust,hello world", ""));
+    index.insert(4, filter("", "", "0,0,10,10,170,-20,-170,-10"));
+    index.insert(
+        5,
+        Rule::User {
+            uid: 9,
+            following: vec![7],
+        },
+    );
+    index.insert(6, Rule::Sample { rate: 1.0 });
+    index.insert(7, filter("8", "rust", "0,0,1,1"));
+    let mut reply = status(13, 3, "re", None);
+    reply.reply_to_uid = Some(7);
+    let mut repost = status(14, 3, "rt", None);
+    repost.repost_of_uid = Some(8);
+    let mut private = status(15, 7, "private rust at home", Some((5.0, 5.0)));
+    private.private = true;
+    let del = |status_id, uid, private| Event::Delete {
+        status_id,
+        uid,
+        private,
+    };
+    let follow = |source, target, following| Event::Follow {
+        source,
+        target,
+        following,
+    };
+    let mut out = Vec::new();
+    check(
+        &[
+            (Event::Status(status(10, 7, "plain", None)), vec![1, 2, 5, 6]),
+            (
+                Event::Status(status(11, 1, "Hello, wide WORLD", None)),
+                vec![1, 3, 6],
+            ),
+            (
+                Event::Status(status(12, 1, "#Rust here", Some((5.0, 5.0)))),
+                vec![1, 3, 4, 6, 7],
+            ),
+            (
+                Event::Status(status(16, 1, "x", Some((-15.0, 179.5)))),
+                vec![1, 4, 6],
+            ),
+            (Event::Status(reply), vec![1, 2, 6]),
+            (Event::Status(repost), vec![1, 6, 7]),
+            (Event::Status(private), vec![5]),
+            (Event::Status(status(17, 9, "mine", None)), vec![1, 5, 6]),
+            (del(10, 7, false), vec![1, 2, 5, 6]),
+            (del(15, 7, true), vec![5]),
+            (follow(9, 8, true), vec![1, 5]),
+            (
+                Event::Status(status(18, 8, "now followed", None)),
+                vec![1, 5, 6, 7],
+            ),
+            (follow(9, 7, false), vec![1, 5]),
+            (
+                Event::Status(status(19, 7, "no longer followed", None)),
+                vec![1, 2, 6],
+            ),
+            (follow(2, 9, true), vec![1, 5]),
+            (Event::Other, vec![1]),
+        ],
+        |ev| {
+            index.route(ev, &mut out);
+            out.clone()
+        },
+    );
+}
+
+#[test]
+fn removed_subscriptions_leave_no_trace() {
+    let mut index = Index::new();
+    index.insert(1, filter("7", "rust", "0,0,10,10"));
+    index.insert(2, filter("7", "rust", "0,0,10,10"));
+    index.insert(
+        3,
+        Rule::User {
+            uid: 9,
+            following: vec![7],
+        },
+    );
+    index.remove(1);
+    index.remove(3);
+    let mut out = Vec::new();
+    let ev = Event::Status(status(1, 7, "rust", Some((5.0, 5.0))));
+    index.route(&ev, &mut out);
+    assert_eq!(out, vec![2]);
+    index.remove(2);
+    index.route(&ev, &mut out);
+    assert!(out.is_empty());
+    assert!(index.is_empty());
+}
+
+#[test]
+fn sample_is_the_same_for_every_client_at_a_rate_and_nested_across_rates() {
+    let mut index = Index::new();
+    index.insert(1, Rule::Sample { rate: 0.1 });
+    index.insert(2, Rule::Sample { rate: 0.1 });
+    index.insert(3, Rule::Sample { rate: 0.5 });
+    let mut out = Vec::new();
+    let (mut n_low, mut n_high) = (0, 0);
+    for id in 1..=10_000u64 {
+        index.route(&Event::Status(status(id, 1, "x", None)), &mut out);
+        let low = out.contains(&1);
+        assert_eq!(low, out.contains(&2), "same statuses for one rate");
+        assert!(!low || out.contains(&3), "a lower rate is a subset");
+        n_low += u32::from(low);
+        n_high += u32::from(out.contains(&3));
+    }
+    assert!((800..1200).contains(&n_low), "about 10%: {n_low}");
+    assert!((4500..5500).contains(&n_high), "about 50%: {n_high}");
+}
