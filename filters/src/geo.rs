@@ -62,9 +62,7 @@ impl BBox {
             }
         };
         // -180 and 180 are one meridian.
-        inside(lon)
-            || (lon == 180.0 && inside(-180.0))
-            || (lon == -180.0 && inside(180.0))
+        inside(lon) || (lon == 180.0 && inside(-180.0)) || (lon == -180.0 && inside(180.0))
     }
 
     /// Longitude spans the box covers, one or two (antimeridian).

@@ -190,8 +190,6 @@ fn boxes(coords: &[f64]) -> Result<Vec<BBox>, ParseError> {
     }
     coords
         .chunks(4)
-        .map(|c| {
-            BBox::new(c[0], c[1], c[2], c[3]).map_err(|m| ParseError::new("locations", m))
-        })
+        .map(|c| BBox::new(c[0], c[1], c[2], c[3]).map_err(|m| ParseError::new("locations", m)))
         .collect()
 }

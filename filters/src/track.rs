@@ -97,9 +97,9 @@ impl Phrase {
             .iter()
             .filter(|w| {
                 w.starts_with(['#', '@'])
-                    || !all
-                        .iter()
-                        .any(|o| o.len() == w.len() + 1 && o.ends_with(**w) && o.starts_with(['#', '@']))
+                    || !all.iter().any(|o| {
+                        o.len() == w.len() + 1 && o.ends_with(**w) && o.starts_with(['#', '@'])
+                    })
             })
             .map(|w| w.to_string())
             .collect();

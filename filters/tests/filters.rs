@@ -21,9 +21,18 @@ fn check<I: std::fmt::Debug, O: PartialEq + std::fmt::Debug>(
 #[test]
 fn parse_accepts_valid_and_names_the_bad_parameter() {
     let long = "x".repeat(61);
-    let many_ids = (1..=5001).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
-    let max_ids = (1..=5000).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
-    let many_phrases = (0..401).map(|i| format!("w{i}")).collect::<Vec<_>>().join(",");
+    let many_ids = (1..=5001)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let max_ids = (1..=5000)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let many_phrases = (0..401)
+        .map(|i| format!("w{i}"))
+        .collect::<Vec<_>>()
+        .join(",");
     let many_boxes = vec!["0,0,1,1"; 26].join(",");
     let max_boxes = vec!["0,0,1,1"; 25].join(",");
     let ok = |s: &str| Ok(s.to_string());
@@ -179,7 +188,10 @@ fn routing_delivers_to_exactly_the_matching_subscriptions() {
     let mut out = Vec::new();
     check(
         &[
-            (Event::Status(status(10, 7, "plain", None)), vec![1, 2, 5, 6]),
+            (
+                Event::Status(status(10, 7, "plain", None)),
+                vec![1, 2, 5, 6],
+            ),
             (
                 Event::Status(status(11, 1, "Hello, wide WORLD", None)),
                 vec![1, 3, 6],

@@ -1,0 +1,134 @@
+//! `run`: the whole server on a bound listener until a shutdown future fires.
+
+use crate::auth::Jwt;
+use crate::config::Config;
+use crate::http;
+use crate::http::stream::StreamLimits;
+use crate::password::Passwords;
+use crate::shutdown::{self, Shutdown};
+use crate::store::Store;
+use crate::stream::io::TimeoutListener;
+use crate::stream::Hub;
+use crate::workers;
+use anyhow::Context;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The configuration.
+    pub cfg: Arc<Config>,
+    /// Redis.
+    pub store: Store,
+    /// JWT keys.
+    pub jwt: Arc<Jwt>,
+    /// The stream hub.
+    pub hub: Hub,
+    /// Password hashing.
+    pub passwords: Passwords,
+    /// Concurrent streams per user.
+    pub limits: Arc<StreamLimits>,
+    /// The shutdown signal.
+    pub shutdown: Shutdown,
+}
+
+fn open_store(cfg: &Config) -> anyhow::Result<Store> {
+    let url = cfg
+        .redis_url
+        .as_deref()
+        .context("no Redis URL: resolve it (embedded::resolve) before run")?;
+    Ok(Store::open(url, cfg)?)
+}
+
+fn warn_dev_secret(cfg: &Config) {
+    if cfg.jwt_secret().1 {
+        tracing::warn!("using the development JWT secret: set --jwt-secret or FIREHOSE_JWT_SECRET in production");
+    }
+}
+
+/// Serves HTTP on `listener` with the hub and the workers until `signal`
+/// completes; returns once every connection, stream and worker has finished.
+/// `cfg.redis_url` must be set.
+pub async fn run(
+    cfg: Config,
+    listener: TcpListener,
+    signal: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    warn_dev_secret(&cfg);
+    let store = open_store(&cfg)?;
+    let (trigger, shutdown) = shutdown::channel();
+    let (hub, mut tasks) = Hub::start(store.clone(), shutdown.clone());
+    tasks.extend(workers::spawn(&store, &cfg, &shutdown));
+    let state = AppState {
+        jwt: Arc::new(Jwt::new(cfg.jwt_secret().0)),
+        cfg: Arc::new(cfg.clone()),
+        store,
+        hub,
+        passwords: Passwords::default(),
+        limits: Arc::new(StreamLimits::default()),
+        shutdown: shutdown.clone(),
+    };
+    let app = http::router(state);
+    tokio::spawn(async move {
+        signal.await;
+        tracing::info!("shutting down");
+        trigger.fire();
+    });
+    let mut on_shutdown = shutdown.clone();
+    let listener =
+        TimeoutListener::new(listener, Duration::from_secs(cfg.write_timeout_secs.max(1)));
+    tracing::info!(addr = %listener_addr(&listener), "listening");
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move { on_shutdown.wait().await })
+        .await?;
+    for task in tasks {
+        let _ = task.await;
+    }
+    Ok(())
+}
+
+fn listener_addr(l: &TimeoutListener) -> String {
+    axum::serve::Listener::local_addr(l).map_or_else(|_| "?".into(), |a| a.to_string())
+}
+
+/// Runs only the background workers until `signal` completes.
+pub async fn run_workers(
+    cfg: Config,
+    signal: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let store = open_store(&cfg)?;
+    let (trigger, shutdown) = shutdown::channel();
+    let tasks = workers::spawn(&store, &cfg, &shutdown);
+    tracing::info!(workers = cfg.workers, "workers running");
+    signal.await;
+    trigger.fire();
+    for task in tasks {
+        let _ = task.await;
+    }
+    Ok(())
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+}

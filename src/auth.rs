@@ -1,0 +1,226 @@
+//! Authentication: HS256 JWTs whose session must also be live in Redis.
+//!
+//! The algorithm is pinned: a token whose header names any other algorithm
+//! (`none` included) is refused before its signature is even considered.
+//! Every authenticated request checks the signature, the expiry AND the
+//! session record, so logout and session clean-up take effect at once.
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::model::now;
+use axum::extract::{FromRequestParts, Query};
+use axum::http::request::Parts;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Scope for ordinary reads.
+pub const SCOPE_READ: &str = "read";
+/// Scope for writes.
+pub const SCOPE_WRITE: &str = "write";
+/// Scope for the firehose stream.
+pub const SCOPE_FIREHOSE: &str = "firehose";
+
+/// The claims of a firehose JWT.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Claims {
+    /// User id.
+    pub sub: String,
+    /// Session id, checked against Redis on every request.
+    pub sid: String,
+    /// Granted scopes.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// Expiry, seconds since the epoch.
+    pub exp: u64,
+    /// Issue time.
+    #[serde(default)]
+    pub iat: u64,
+}
+
+/// Signing and checking keys.
+pub struct Jwt {
+    encoding: EncodingKey,
+    decoding: DecodingKey,
+    validation: Validation,
+}
+
+impl Jwt {
+    /// Keys for one HS256 secret.
+    pub fn new(secret: &str) -> Self {
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.algorithms = vec![Algorithm::HS256];
+        validation.leeway = 5;
+        validation.set_required_spec_claims(&["exp", "sub"]);
+        Jwt {
+            encoding: EncodingKey::from_secret(secret.as_bytes()),
+            decoding: DecodingKey::from_secret(secret.as_bytes()),
+            validation,
+        }
+    }
+
+    /// Signs a token for a session; returns it with its expiry.
+    pub fn mint(&self, uid: u64, sid: &str, scopes: &[&str], ttl_secs: u64) -> (String, u64) {
+        let iat = now() as u64;
+        let exp = iat + ttl_secs;
+        let claims = Claims {
+            sub: uid.to_string(),
+            sid: sid.to_string(),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            exp,
+            iat,
+        };
+        let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
+            .unwrap_or_default();
+        (token, exp)
+    }
+
+    /// Checks the signature, the algorithm and the expiry.
+    pub fn verify(&self, token: &str) -> Result<Claims, ApiError> {
+        jsonwebtoken::decode::<Claims>(token, &self.decoding, &self.validation)
+            .map(|d| d.claims)
+            .map_err(|e| {
+                use jsonwebtoken::errors::ErrorKind;
+                let why = match e.kind() {
+                    ErrorKind::ExpiredSignature => "The token has expired.",
+                    ErrorKind::InvalidAlgorithm => "The token's algorithm is not accepted.",
+                    ErrorKind::InvalidSignature => "The token's signature is invalid.",
+                    _ => "The token is malformed.",
+                };
+                ApiError::unauthorized(why)
+            })
+    }
+}
+
+/// An authenticated caller: a valid token whose session is live.
+#[derive(Debug, Clone)]
+pub struct AuthUser {
+    /// User id.
+    pub uid: u64,
+    /// Session id.
+    pub sid: String,
+    /// Granted scopes.
+    pub scopes: Vec<String>,
+    /// The user's login.
+    pub login: String,
+    /// Whether the user's account is private.
+    pub private: bool,
+}
+
+impl AuthUser {
+    /// Whether the token grants `scope`.
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+
+    /// 403 unless the token grants `scope`.
+    pub fn require(&self, scope: &str) -> Result<(), ApiError> {
+        if self.has_scope(scope) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!(
+                "This token lacks the {scope:?} scope."
+            )))
+        }
+    }
+
+    async fn from_token(state: &AppState, token: &str) -> Result<AuthUser, ApiError> {
+        let claims = state.jwt.verify(token)?;
+        let uid: u64 = claims
+            .sub
+            .parse()
+            .map_err(|_| ApiError::unauthorized("The token's subject is not a user id."))?;
+        let Some(session) = state.store.touch_session(&claims.sid, uid, now()).await? else {
+            return Err(ApiError::unauthorized(
+                "The session has ended; log in again.",
+            ));
+        };
+        Ok(AuthUser {
+            uid,
+            sid: claims.sid,
+            scopes: claims.scopes,
+            login: session.login,
+            private: session.private,
+        })
+    }
+}
+
+fn bearer(parts: &Parts) -> Result<Option<&str>, ApiError> {
+    let Some(value) = parts.headers.get(axum::http::header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    let value = value
+        .to_str()
+        .map_err(|_| ApiError::unauthorized("The Authorization header is not text."))?;
+    match value.split_once(' ') {
+        Some((scheme, token))
+            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
+        {
+            Ok(Some(token.trim()))
+        }
+        _ => Err(ApiError::unauthorized(
+            "The Authorization header must be \"Bearer <token>\".",
+        )),
+    }
+}
+
+impl FromRequestParts<AppState> for AuthUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        match bearer(parts)? {
+            Some(token) => AuthUser::from_token(state, token).await,
+            None => Err(ApiError::unauthorized("A bearer token is required.")),
+        }
+    }
+}
+
+/// The caller of a public read: `None` without a token; a bad token is
+/// still refused with 401.
+#[derive(Debug, Clone)]
+pub struct MaybeUser(pub Option<AuthUser>);
+
+impl FromRequestParts<AppState> for MaybeUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        match bearer(parts)? {
+            Some(token) => Ok(MaybeUser(Some(AuthUser::from_token(state, token).await?))),
+            None => Ok(MaybeUser(None)),
+        }
+    }
+}
+
+/// The caller of a stream: the token comes from the Authorization header or,
+/// for browsers' EventSource, from `?access_token=` (never logged).
+#[derive(Debug, Clone)]
+pub struct StreamUser(pub AuthUser);
+
+impl FromRequestParts<AppState> for StreamUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        if let Some(token) = bearer(parts)? {
+            return Ok(StreamUser(AuthUser::from_token(state, token).await?));
+        }
+        let query: Query<HashMap<String, String>> = Query::try_from_uri(&parts.uri)
+            .map_err(|_| ApiError::invalid("invalid_query", "The query string is malformed."))?;
+        match query.get("access_token") {
+            Some(token) if !token.is_empty() => {
+                Ok(StreamUser(AuthUser::from_token(state, token).await?))
+            }
+            _ => Err(ApiError::unauthorized(
+                "A bearer token or access_token is required.",
+            )),
+        }
+    }
+}

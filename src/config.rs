@@ -1,0 +1,191 @@
+//! Command line and environment configuration.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The development JWT secret used when none is configured (with a warning).
+pub const DEV_JWT_SECRET: &str = "firehose-development-secret-change-me";
+
+/// firehose: a Twitter-like social network on Redis with a streaming firehose.
+#[derive(Debug, Parser)]
+#[command(name = "firehose", version, about, long_about = None)]
+pub struct Cli {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP server and the background workers.
+    Serve(Config),
+    /// Run only the background workers (fan-out queue and session clean-up).
+    Worker(Config),
+    /// Mint a token for an existing user (for operators: e.g. the firehose scope).
+    Token(TokenArgs),
+    /// Report Redis reachability, its version and configuration problems.
+    Check(Config),
+    /// Seed a demo world and keep posting, so a live firehose is there to watch.
+    Demo(DemoArgs),
+}
+
+/// Output format of the logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Human,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Settings shared by every subcommand that talks to Redis or serves.
+#[derive(Debug, Clone, Args)]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "FIREHOSE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+
+    /// Redis URL. Without it the server uses redis://127.0.0.1:6379 when that
+    /// answers, and otherwise starts a private redis-server under --data-dir.
+    #[arg(long, env = "FIREHOSE_REDIS_URL")]
+    pub redis_url: Option<String>,
+
+    /// Where the private redis-server keeps its data (AOF on).
+    #[arg(long, env = "FIREHOSE_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+
+    /// The redis-server binary used for the private server.
+    #[arg(long, env = "FIREHOSE_REDIS_SERVER", default_value = "redis-server")]
+    pub redis_server: String,
+
+    /// Prefix of every Redis key and channel.
+    #[arg(long, env = "FIREHOSE_KEY_PREFIX", default_value = "fh")]
+    pub key_prefix: String,
+
+    /// Secret for HS256 JWTs. Defaults to a development value, with a warning.
+    #[arg(long, env = "FIREHOSE_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<String>,
+
+    /// Lifetime of a login token, in seconds.
+    #[arg(long, env = "FIREHOSE_TOKEN_TTL", default_value_t = 30 * 24 * 3600)]
+    pub token_ttl: u64,
+
+    /// Sessions idle longer than this many seconds are dropped by the clean-up.
+    #[arg(long, env = "FIREHOSE_SESSION_IDLE_TTL", default_value_t = 30 * 24 * 3600)]
+    pub session_idle_ttl: u64,
+
+    /// Most sessions kept; the clean-up drops the least recently seen beyond it.
+    #[arg(long, env = "FIREHOSE_MAX_SESSIONS", default_value_t = 10_000_000)]
+    pub max_sessions: u64,
+
+    /// Seconds between two clean-up passes.
+    #[arg(long, env = "FIREHOSE_CLEANUP_INTERVAL", default_value_t = 1.0)]
+    pub cleanup_interval: f64,
+
+    /// Capacity (MAXLEN, approximate) of the replay buffer of events.
+    #[arg(long, env = "FIREHOSE_REPLAY_MAXLEN", default_value_t = 100_000)]
+    pub replay_maxlen: u64,
+
+    /// Followers reached inline before POST returns; the rest go to the queue.
+    #[arg(long, env = "FIREHOSE_FANOUT_INLINE", default_value_t = 1000)]
+    pub fanout_inline: usize,
+
+    /// Followers per queued fan-out batch.
+    #[arg(long, env = "FIREHOSE_FANOUT_BATCH", default_value_t = 1000)]
+    pub fanout_batch: usize,
+
+    /// Fan-out worker tasks in this process (0 for none).
+    #[arg(long, env = "FIREHOSE_WORKERS", default_value_t = 2)]
+    pub workers: usize,
+
+    /// A batch claimed by a worker that has not finished it within this many
+    /// milliseconds is reclaimed by another worker.
+    #[arg(long, env = "FIREHOSE_RECLAIM_MS", default_value_t = 30_000)]
+    pub reclaim_ms: u64,
+
+    /// Largest request body, in bytes.
+    #[arg(long, env = "FIREHOSE_BODY_LIMIT", default_value_t = 64 * 1024)]
+    pub body_limit: usize,
+
+    /// Events queued per stream connection before it is disconnected as stalled.
+    #[arg(long, env = "FIREHOSE_STREAM_QUEUE", default_value_t = 1000)]
+    pub stream_queue: usize,
+
+    /// Concurrent streams one user may hold (then 429).
+    #[arg(long, env = "FIREHOSE_MAX_STREAMS_PER_USER", default_value_t = 5)]
+    pub max_streams_per_user: usize,
+
+    /// Seconds between SSE keep-alive comments and WebSocket pings.
+    #[arg(long, env = "FIREHOSE_KEEPALIVE", default_value_t = 15)]
+    pub keepalive_secs: u64,
+
+    /// Seconds a connection may leave written data unread before it is closed.
+    #[arg(long, env = "FIREHOSE_WRITE_TIMEOUT", default_value_t = 30)]
+    pub write_timeout_secs: u64,
+
+    /// Log format.
+    #[arg(long, env = "FIREHOSE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human)]
+    pub log_format: LogFormat,
+}
+
+impl Config {
+    /// A configuration with every default, for tests and tools.
+    pub fn defaults() -> Config {
+        Cli::parse_from(["firehose", "serve"]).into_config()
+    }
+
+    /// The JWT secret in force, and whether it is the development default.
+    pub fn jwt_secret(&self) -> (&str, bool) {
+        match &self.jwt_secret {
+            Some(s) if !s.is_empty() => (s, false),
+            _ => (DEV_JWT_SECRET, true),
+        }
+    }
+}
+
+impl Cli {
+    /// The `Config` of whichever subcommand was given.
+    pub fn into_config(self) -> Config {
+        match self.command {
+            Command::Serve(c) | Command::Worker(c) | Command::Check(c) => c,
+            Command::Token(t) => t.config,
+            Command::Demo(d) => d.config,
+        }
+    }
+}
+
+/// `firehose token`.
+#[derive(Debug, Clone, Args)]
+pub struct TokenArgs {
+    /// The user the token is for.
+    #[arg(long)]
+    pub user: u64,
+    /// Scopes to grant (repeatable): read, write, firehose.
+    #[arg(long = "scope", default_values_t = vec!["read".to_string(), "write".to_string()])]
+    pub scopes: Vec<String>,
+    /// Also mark the user so that their own logins get the firehose scope.
+    #[arg(long)]
+    pub grant_firehose: bool,
+    /// Shared settings.
+    #[command(flatten)]
+    pub config: Config,
+}
+
+/// `firehose demo`.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Users to create.
+    #[arg(long, default_value_t = 2000)]
+    pub users: usize,
+    /// Accounts with many followers (each followed by most users).
+    #[arg(long, default_value_t = 3)]
+    pub celebrities: usize,
+    /// Statuses posted per second once the world is seeded (0 to stop after seeding).
+    #[arg(long, default_value_t = 5.0)]
+    pub rate: f64,
+    /// Shared settings.
+    #[command(flatten)]
+    pub config: Config,
+}

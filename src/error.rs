@@ -1,0 +1,118 @@
+//! `ApiError`: the one error type that becomes an HTTP response.
+//!
+//! Every error body has the contract's shape
+//! `{"error": {"code": "<snake_case>", "message": "<sentence>"}}`. Server-side
+//! failures are logged once here and never leak their internals.
+
+use crate::store::StoreError;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+/// An error answered to a client.
+#[derive(Debug)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// Stable snake_case code.
+    pub code: &'static str,
+    /// Human sentence.
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error with the given status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+    /// 400 for invalid input.
+    pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, code, message)
+    }
+    /// 401.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+    /// 403.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+    /// 404.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+    /// 409.
+    pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, code, message)
+    }
+    /// 429.
+    pub fn too_many(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message)
+    }
+    /// 503: Redis cannot be reached.
+    pub fn unavailable() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "The data store is unreachable right now; try again shortly.",
+        )
+    }
+    /// 500: a server fault (never caused by client input).
+    pub fn internal() -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "The server failed to handle the request.",
+        )
+    }
+
+    /// The JSON body.
+    pub fn body(&self) -> serde_json::Value {
+        json!({"error": {"code": self.code, "message": self.message}})
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: {}",
+            self.status.as_u16(),
+            self.code,
+            self.message
+        )
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound(what) => ApiError::not_found(format!("No such {what}.")),
+            StoreError::Conflict(code, msg) => ApiError::conflict(code, msg),
+            StoreError::Forbidden(msg) => ApiError::forbidden(msg),
+            StoreError::Redis(err) => {
+                tracing::warn!(error = %err, "redis unavailable");
+                ApiError::unavailable()
+            }
+            StoreError::Internal(msg) => {
+                tracing::error!(error = %msg, "internal error");
+                ApiError::internal()
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        crate::metrics::global().count_error(self.status.as_u16());
+        (self.status, Json(self.body())).into_response()
+    }
+}
+
+/// `Result` of handlers.
+pub type ApiResult<T> = Result<T, ApiError>;

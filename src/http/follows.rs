@@ -1,0 +1,214 @@
+//! Following: follow and unfollow one user or many, list followers.
+
+use super::{path_id, JsonBody, JsonId};
+use crate::app::AppState;
+use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::model::{now, User};
+use crate::store::StoreError;
+use axum::extract::{Path, Query, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap};
+
+/// Most ids in one batch follow or unfollow.
+pub const MAX_BATCH: usize = 1000;
+/// Batch items worked at once.
+const BATCH_CONCURRENCY: usize = 16;
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/users/{id}/follow", post(create).delete(destroy))
+        .route("/api/v1/follows", post(create_many).delete(destroy_many))
+        .route("/api/v1/users/{id}/followers", get(followers))
+        .route("/api/v1/users/{id}/following", get(following))
+}
+
+/// `POST /api/v1/users/{id}/follow`: 409 when already following.
+pub async fn create(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    auth.require(SCOPE_WRITE)?;
+    let target = path_id(&id, "user")?;
+    if !state
+        .store
+        .set_follow(auth.uid, target, true, now())
+        .await?
+    {
+        return Err(ApiError::conflict(
+            "already_following",
+            "You already follow this user.",
+        ));
+    }
+    Ok(Json(json!({"following": true})))
+}
+
+/// `DELETE /api/v1/users/{id}/follow`: idempotent.
+pub async fn destroy(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    auth.require(SCOPE_WRITE)?;
+    let target = path_id(&id, "user")?;
+    state
+        .store
+        .set_follow(auth.uid, target, false, now())
+        .await?;
+    Ok(Json(json!({"following": false})))
+}
+
+/// Body of the batch calls.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct Batch {
+    /// User ids (strings or numbers), at most 1000.
+    #[schema(value_type = Vec<String>)]
+    pub ids: Vec<JsonId>,
+}
+
+/// Answer of the batch calls: per id, whether this call changed the
+/// relationship (false for unknown users, yourself, or no change).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct BatchReply {
+    /// id -> changed.
+    pub results: BTreeMap<String, bool>,
+}
+
+async fn batch(
+    state: AppState,
+    auth: AuthUser,
+    body: Batch,
+    follow: bool,
+) -> ApiResult<Json<BatchReply>> {
+    auth.require(SCOPE_WRITE)?;
+    if body.ids.len() > MAX_BATCH {
+        return Err(ApiError::invalid(
+            "too_many_ids",
+            format!("Give at most {MAX_BATCH} ids."),
+        ));
+    }
+    let at = now();
+    // Each distinct id is worked once; repeats get the same answer.
+    let mut seen = std::collections::HashSet::new();
+    let ids: Vec<JsonId> = body
+        .ids
+        .into_iter()
+        .filter(|raw| seen.insert(raw.parse().map_or_else(|| raw.raw(), |id| id.to_string())))
+        .collect();
+    let outcomes: Vec<(String, ApiResult<bool>)> = futures::stream::iter(ids)
+        .map(|raw| {
+            let state = state.clone();
+            async move {
+                let result = match raw.parse() {
+                    None => Ok(false),
+                    Some(target) => {
+                        match state.store.set_follow(auth.uid, target, follow, at).await {
+                            Ok(changed) => Ok(changed),
+                            Err(StoreError::NotFound(_) | StoreError::Forbidden(_)) => Ok(false),
+                            Err(e) => Err(ApiError::from(e)),
+                        }
+                    }
+                };
+                (raw.raw(), result)
+            }
+        })
+        .buffered(BATCH_CONCURRENCY)
+        .collect()
+        .await;
+    let mut results = BTreeMap::new();
+    for (id, r) in outcomes {
+        results.insert(id, r?);
+    }
+    Ok(Json(BatchReply { results }))
+}
+
+/// `POST /api/v1/follows`: follow many.
+pub async fn create_many(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    JsonBody(body): JsonBody<Batch>,
+) -> ApiResult<Json<BatchReply>> {
+    batch(state, auth, body, true).await
+}
+
+/// `DELETE /api/v1/follows`: unfollow many.
+pub async fn destroy_many(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    JsonBody(body): JsonBody<Batch>,
+) -> ApiResult<Json<BatchReply>> {
+    batch(state, auth, body, false).await
+}
+
+/// A page of users.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct UserPage {
+    /// Users, oldest follow first.
+    pub users: Vec<User>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+async fn list(
+    state: AppState,
+    id: String,
+    q: HashMap<String, String>,
+    followers: bool,
+) -> ApiResult<Json<UserPage>> {
+    let uid = path_id(&id, "user")?;
+    let count = match q.get("count") {
+        None => 20,
+        Some(c) => match c.parse::<usize>() {
+            Ok(n) if (1..=200).contains(&n) => n,
+            _ => {
+                return Err(ApiError::invalid(
+                    "invalid_count",
+                    "count must be a whole number from 1 to 200.",
+                ))
+            }
+        },
+    };
+    let cursor = match q.get("cursor").map(String::as_str) {
+        None | Some("") | Some("0") => 0,
+        Some(c) => c.parse::<u64>().map_err(|_| {
+            ApiError::invalid("invalid_cursor", "cursor must come from next_cursor.")
+        })?,
+    };
+    if !state.store.user_exists(uid).await? {
+        return Err(ApiError::not_found("No such user."));
+    }
+    let page = state
+        .store
+        .follow_page(uid, followers, cursor, count)
+        .await?;
+    Ok(Json(UserPage {
+        users: state.store.users(&page.ids).await?,
+        next_cursor: page.next_cursor.map(|c| c.to_string()),
+    }))
+}
+
+/// `GET /api/v1/users/{id}/followers`.
+pub async fn followers(
+    State(state): State<AppState>,
+    _viewer: MaybeUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<UserPage>> {
+    list(state, id, q, true).await
+}
+
+/// `GET /api/v1/users/{id}/following`.
+pub async fn following(
+    State(state): State<AppState>,
+    _viewer: MaybeUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<UserPage>> {
+    list(state, id, q, false).await
+}

@@ -1,0 +1,186 @@
+//! The HTTP API: one module per resource, each with its own `router()` and
+//! handlers named by verb.
+
+pub mod follows;
+pub mod openapi;
+pub mod ops;
+pub mod sessions;
+pub mod statuses;
+pub mod stream;
+pub mod timelines;
+pub mod users;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, MatchedPath, Request};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use serde::de::DeserializeOwned;
+use std::time::Instant;
+
+/// The whole application router.
+pub fn router(state: AppState) -> Router {
+    let body_limit = state.cfg.body_limit;
+    Router::new()
+        .merge(users::router())
+        .merge(sessions::router())
+        .merge(statuses::router())
+        .merge(timelines::router())
+        .merge(follows::router())
+        .merge(stream::router())
+        .merge(ops::router())
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn(observe))
+        .layer(axum::extract::DefaultBodyLimit::max(body_limit))
+        .layer(
+            tower_http::trace::TraceLayer::new_for_http().make_span_with(|req: &Request| {
+                // The path only: the query may hold an access_token.
+                let route = req
+                    .extensions()
+                    .get::<MatchedPath>()
+                    .map(|p| p.as_str().to_string())
+                    .unwrap_or_else(|| req.uri().path().to_string());
+                let request_id = req
+                    .headers()
+                    .get("x-request-id")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_string();
+                tracing::info_span!("http", method = %req.method(), route, request_id)
+            }),
+        )
+        .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
+        .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(
+            tower_http::request_id::MakeRequestUuid,
+        ))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("No such endpoint.")
+}
+
+/// Records latency by route and gives bare framework errors (405, ...) the
+/// contract's JSON shape.
+async fn observe(req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".to_string());
+    let method = req.method().to_string();
+    let response = next.run(req).await;
+    let status = response.status();
+    crate::metrics::global().observe_http(
+        &route,
+        &method,
+        status.as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    let bare = status.is_client_error() && !is_json;
+    if bare {
+        let err = match status {
+            StatusCode::METHOD_NOT_ALLOWED => ApiError::new(
+                status,
+                "method_not_allowed",
+                "This method is not allowed here.",
+            ),
+            StatusCode::PAYLOAD_TOO_LARGE => {
+                ApiError::new(status, "body_too_large", "The request body is too large.")
+            }
+            _ => ApiError::new(status, "bad_request", "The request could not be handled."),
+        };
+        let mut r = err.into_response();
+        if let Some(allow) = response.headers().get(header::ALLOW) {
+            r.headers_mut().insert(header::ALLOW, allow.clone());
+        }
+        return r;
+    }
+    response
+}
+
+/// A JSON request body, read whatever the Content-Type (curl -d sends a form
+/// type), with contract-shaped errors: 413 when too large, 400 otherwise.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| match e {
+            BytesRejection::FailedToBufferBody(_)
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE =>
+            {
+                ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "body_too_large",
+                    "The request body is too large.",
+                )
+            }
+            _ => ApiError::invalid("invalid_body", "The request body could not be read."),
+        })?;
+        if bytes.is_empty() {
+            return Err(ApiError::invalid(
+                "invalid_json",
+                "A JSON body is required.",
+            ));
+        }
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
+            let msg = e.to_string();
+            let msg = msg.split(" at line ").next().unwrap_or(&msg);
+            ApiError::invalid("invalid_json", format!("The JSON body is invalid: {msg}."))
+        })
+    }
+}
+
+/// Parses an id from a path segment; anything else is an unknown id (404).
+pub fn path_id(raw: &str, what: &str) -> Result<u64, ApiError> {
+    match raw.parse::<u64>() {
+        Ok(id) if id > 0 && !raw.starts_with('+') => Ok(id),
+        _ => Err(ApiError::not_found(format!("No such {what}."))),
+    }
+}
+
+/// An id sent as a JSON string or number.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(untagged)]
+pub enum JsonId {
+    /// `"42"`.
+    Text(String),
+    /// `42`.
+    Number(serde_json::Number),
+}
+
+impl JsonId {
+    /// The id, if it is a positive integer.
+    pub fn parse(&self) -> Option<u64> {
+        let s = match self {
+            JsonId::Text(s) => s.trim().to_string(),
+            JsonId::Number(n) => n.to_string(),
+        };
+        s.parse::<u64>().ok().filter(|id| *id > 0)
+    }
+
+    /// The id as the client wrote it, for echoing back.
+    pub fn raw(&self) -> String {
+        match self {
+            JsonId::Text(s) => s.clone(),
+            JsonId::Number(n) => n.to_string(),
+        }
+    }
+}
+
+/// `Cache-Control: no-store` for responses carrying tokens or private data.
+pub fn no_store() -> (header::HeaderName, HeaderValue) {
+    (header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
+}

@@ -1,0 +1,97 @@
+//! Operations: health, readiness, metrics, the OpenAPI document, the API
+//! reference and the browser page.
+
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::metrics::global as metrics;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(prometheus))
+        .route("/openapi.json", get(openapi))
+        .route("/docs", get(docs))
+        .route("/", get(page))
+}
+
+/// `GET /healthz`: the process is up.
+pub async fn healthz() -> Json<serde_json::Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// `GET /readyz`: 200 when Redis answers, 503 when not.
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    match state.store.ping().await {
+        Ok(()) => Json(json!({"status": "ready", "redis": "ok"})).into_response(),
+        Err(_) => {
+            let mut r = ApiError::unavailable().into_response();
+            *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+            r
+        }
+    }
+}
+
+/// `GET /metrics`: Prometheus text.
+pub async fn prometheus(State(state): State<AppState>) -> Response {
+    let depth = state
+        .store
+        .fanout_depth()
+        .await
+        .map(|d| d as f64)
+        .unwrap_or(-1.0);
+    let lag = state.store.fanout_lag().await.unwrap_or(-1.0);
+    let sessions = state
+        .store
+        .session_count()
+        .await
+        .map(|d| d as f64)
+        .unwrap_or(-1.0);
+    let body = metrics().render(&[
+        (
+            "firehose_fanout_queue_depth",
+            "Fan-out tasks queued or in progress (-1: Redis unreachable).",
+            depth,
+        ),
+        (
+            "firehose_fanout_lag_seconds",
+            "Age of the oldest queued fan-out task (-1: Redis unreachable).",
+            lag,
+        ),
+        (
+            "firehose_sessions",
+            "Live sessions (-1: Redis unreachable).",
+            sessions,
+        ),
+    ]);
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// `GET /openapi.json`.
+pub async fn openapi() -> Json<serde_json::Value> {
+    Json(super::openapi::document())
+}
+
+/// `GET /docs`: a readable API reference rendered in the browser from /openapi.json.
+pub async fn docs() -> Html<&'static str> {
+    Html(include_str!("assets/docs.html"))
+}
+
+/// `GET /`: the browser page.
+pub async fn page() -> Html<&'static str> {
+    Html(include_str!("assets/index.html"))
+}

@@ -1,0 +1,110 @@
+//! Sessions: log in (a JWT bound to a Redis session), log out, inspect.
+
+use super::{no_store, JsonBody};
+use crate::app::AppState;
+use crate::auth::{AuthUser, SCOPE_FIREHOSE, SCOPE_READ, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::model::{now, User};
+use axum::extract::State;
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use axum::routing::{delete, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/sessions", post(create))
+        .route("/api/v1/sessions/current", delete(destroy).get(show))
+}
+
+/// Body of `POST /api/v1/sessions`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct Login {
+    /// Login or email, any case.
+    pub identifier: String,
+    /// The password.
+    pub password: String,
+}
+
+/// Answer of `POST /api/v1/sessions`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct LoginReply {
+    /// Bearer token (HS256 JWT).
+    pub token: String,
+    /// Expiry of the token, seconds since the epoch.
+    pub expires_at: u64,
+    /// The logged-in user.
+    pub user: User,
+}
+
+type NoStore = [(HeaderName, HeaderValue); 1];
+
+/// `POST /api/v1/sessions`: log in with login or email and password.
+pub async fn create(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<Login>,
+) -> ApiResult<(StatusCode, NoStore, Json<LoginReply>)> {
+    let bad = || {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "invalid_credentials",
+            "The identifier or password is wrong.",
+        )
+    };
+    if body.identifier.is_empty() || body.identifier.len() > 254 || body.password.len() > 1024 {
+        return Err(bad());
+    }
+    let uid = state.store.lookup(&body.identifier).await?;
+    let hash = match uid {
+        Some(uid) => state.store.password_hash(uid).await?,
+        None => None,
+    };
+    let (Some(uid), true) = (uid, state.passwords.verify(body.password, hash).await) else {
+        return Err(bad());
+    };
+    let mut scopes = vec![SCOPE_READ, SCOPE_WRITE];
+    if state.store.firehose_allowed(uid).await? {
+        scopes.push(SCOPE_FIREHOSE);
+    }
+    let sid = state.store.create_session(uid, now()).await?;
+    let (token, expires_at) = state.jwt.mint(uid, &sid, &scopes, state.cfg.token_ttl);
+    let user = state.store.user(uid).await?;
+    Ok((
+        StatusCode::CREATED,
+        [no_store()],
+        Json(LoginReply {
+            token,
+            expires_at,
+            user,
+        }),
+    ))
+}
+
+/// `DELETE /api/v1/sessions/current`: log out; the token stops working and
+/// streams opened with it are closed.
+pub async fn destroy(State(state): State<AppState>, auth: AuthUser) -> ApiResult<StatusCode> {
+    state.store.end_session(&auth.sid).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Answer of `GET /api/v1/sessions/current`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SessionInfo {
+    /// The user id.
+    pub uid: String,
+    /// Scopes of the token.
+    pub scopes: Vec<String>,
+    /// Statuses viewed in this session, most recent first (at most 25).
+    pub viewed: Vec<String>,
+}
+
+/// `GET /api/v1/sessions/current`: the session's scopes and viewed statuses.
+pub async fn show(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<SessionInfo>> {
+    let viewed = state.store.viewed(&auth.sid).await?;
+    Ok(Json(SessionInfo {
+        uid: auth.uid.to_string(),
+        scopes: auth.scopes.clone(),
+        viewed: viewed.iter().map(u64::to_string).collect(),
+    }))
+}

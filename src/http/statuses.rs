@@ -1,0 +1,175 @@
+//! Statuses: post, read, delete.
+
+use super::{path_id, JsonBody, JsonId};
+use crate::app::AppState;
+use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::model::{now, Status};
+use crate::store::StoreError;
+use crate::text;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+
+/// Longest message, in Unicode scalar values.
+pub const MAX_MESSAGE_CHARS: usize = 280;
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/statuses", post(create))
+        .route("/api/v1/statuses/{id}", get(show).delete(destroy))
+}
+
+/// Body of `POST /api/v1/statuses`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct CreateStatus {
+    /// 1-280 characters, not only white space.
+    pub message: String,
+    /// Latitude in [-90, 90], with `lon`.
+    pub lat: Option<f64>,
+    /// Longitude in [-180, 180], with `lat`.
+    pub lon: Option<f64>,
+    /// Id of the status this one replies to.
+    #[schema(value_type = Option<String>)]
+    pub reply_to: Option<JsonId>,
+}
+
+fn validate(body: &CreateStatus) -> ApiResult<()> {
+    let n = body.message.chars().count();
+    if n == 0 || n > MAX_MESSAGE_CHARS {
+        return Err(ApiError::invalid(
+            "invalid_message",
+            "message must be 1 to 280 characters.",
+        ));
+    }
+    if body.message.trim().is_empty() {
+        return Err(ApiError::invalid(
+            "invalid_message",
+            "message must not be only white space.",
+        ));
+    }
+    match (body.lat, body.lon) {
+        (None, None) => {}
+        (Some(lat), Some(lon)) => {
+            if !(lat.is_finite() && (-90.0..=90.0).contains(&lat)) {
+                return Err(ApiError::invalid(
+                    "invalid_location",
+                    "lat must be within [-90, 90].",
+                ));
+            }
+            if !(lon.is_finite() && (-180.0..=180.0).contains(&lon)) {
+                return Err(ApiError::invalid(
+                    "invalid_location",
+                    "lon must be within [-180, 180].",
+                ));
+            }
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                "invalid_location",
+                "Give both lat and lon, or neither.",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `POST /api/v1/statuses`: post a status.
+pub async fn create(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    JsonBody(body): JsonBody<CreateStatus>,
+) -> ApiResult<(StatusCode, Json<Status>)> {
+    auth.require(SCOPE_WRITE)?;
+    validate(&body)?;
+    let (reply_to, reply_to_uid) = match &body.reply_to {
+        None => (None, None),
+        Some(raw) => {
+            let target = raw
+                .parse()
+                .ok_or_else(|| ApiError::not_found("No such status to reply to."))?;
+            let parent = state.store.status(target).await.map_err(|e| match e {
+                StoreError::NotFound(_) => ApiError::not_found("No such status to reply to."),
+                e => e.into(),
+            })?;
+            (Some(parent.id), Some(parent.uid))
+        }
+    };
+    let mut mentions = Vec::new();
+    for login in text::mentions(&body.message) {
+        if state.store.lookup(&login).await?.is_some() {
+            mentions.push(login);
+        }
+    }
+    let sid = state.store.next_status_id().await?;
+    let status = Status {
+        id: sid.to_string(),
+        uid: auth.uid.to_string(),
+        login: auth.login.clone(),
+        hashtags: text::hashtags(&body.message),
+        mentions,
+        message: body.message,
+        posted: now(),
+        lat: body.lat,
+        lon: body.lon,
+        reply_to,
+        reply_to_uid,
+    };
+    state.store.post_status(&status, auth.private).await?;
+    Ok((StatusCode::CREATED, Json(status)))
+}
+
+/// Whether `viewer` may see what `author` posts: everyone for public
+/// accounts; the author and followers for private ones.
+pub async fn can_see(state: &AppState, viewer: Option<&AuthUser>, author: u64) -> ApiResult<bool> {
+    if viewer.is_some_and(|v| v.uid == author) {
+        return Ok(true);
+    }
+    let user = state.store.user(author).await?;
+    if !user.private {
+        return Ok(true);
+    }
+    match viewer {
+        Some(v) => Ok(state.store.is_following(v.uid, author).await?),
+        None => Ok(false),
+    }
+}
+
+/// `GET /api/v1/statuses/{id}`: one status; with a token, it is recorded in
+/// the session's recently viewed statuses.
+pub async fn show(
+    State(state): State<AppState>,
+    MaybeUser(viewer): MaybeUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Status>> {
+    let sid = path_id(&id, "status")?;
+    let status = state.store.status(sid).await?;
+    let author: u64 = status.uid.parse().unwrap_or(0);
+    if !can_see(&state, viewer.as_ref(), author).await? {
+        return Err(ApiError::forbidden(
+            "This status is visible to the author's followers only.",
+        ));
+    }
+    if let Some(viewer) = &viewer {
+        state.store.record_view(&viewer.sid, sid, now()).await?;
+    }
+    Ok(Json(status))
+}
+
+/// `DELETE /api/v1/statuses/{id}`: delete one of your statuses.
+pub async fn destroy(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    auth.require(SCOPE_WRITE)?;
+    let sid = path_id(&id, "status")?;
+    state
+        .store
+        .delete_status(sid, auth.uid, auth.private, now())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,647 @@
+//! The streams: firehose, sample, filter, user and the multiplexed WebSocket.
+//!
+//! Every stream path serves Server-Sent Events by default, NDJSON with
+//! `Accept: application/x-ndjson`, and WebSocket on an upgrade request. The
+//! transport code only formats what the connection's [`Feed`] hands out;
+//! matching happens once per event in the hub.
+
+use crate::app::AppState;
+use crate::auth::{AuthUser, StreamUser, SCOPE_FIREHOSE};
+use crate::error::{ApiError, ApiResult};
+use crate::http::JsonId;
+use crate::metrics::{global as metrics, inc};
+use crate::stream::feed::{Replay, MAX_COUNT};
+use crate::stream::frame::control;
+use crate::stream::{EventId, Feed, Out};
+use axum::body::{Body, Bytes};
+use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::{FromRequestParts, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use bytes::BytesMut;
+use firehose_filters::{parse_filter, parse_rate, FilterSpec, Rule};
+use futures::{SinkExt, StreamExt};
+use serde::Deserialize;
+use serde_json::json;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Events written in one chunk at most.
+const MAX_BATCH: usize = 256;
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/stream/firehose", get(firehose))
+        .route("/api/v1/stream/sample", get(sample))
+        .route("/api/v1/stream/filter", get(filter))
+        .route("/api/v1/stream/user", get(user))
+        .route("/api/v1/stream", get(multiplexed))
+}
+
+/// Per-user count of open streams, enforcing the concurrent-stream limit.
+#[derive(Default)]
+pub struct StreamLimits {
+    counts: Mutex<HashMap<u64, usize>>,
+}
+
+/// Holds one stream slot of a user (and the connection gauge) until dropped.
+pub struct StreamGuard {
+    limits: Arc<StreamLimits>,
+    uid: u64,
+    stream: &'static str,
+    transport: &'static str,
+}
+
+impl StreamLimits {
+    fn acquire(
+        self: &Arc<Self>,
+        uid: u64,
+        max: usize,
+        stream: &'static str,
+        transport: &'static str,
+    ) -> ApiResult<StreamGuard> {
+        let mut counts = self.counts.lock().map_err(|_| ApiError::internal())?;
+        let n = counts.entry(uid).or_default();
+        if *n >= max {
+            return Err(ApiError::too_many(format!(
+                "You already have {max} streams open; close one first."
+            )));
+        }
+        *n += 1;
+        metrics().connection(stream, transport, 1);
+        Ok(StreamGuard {
+            limits: self.clone(),
+            uid,
+            stream,
+            transport,
+        })
+    }
+}
+
+impl Drop for StreamGuard {
+    fn drop(&mut self) {
+        metrics().connection(self.stream, self.transport, -1);
+        if let Ok(mut counts) = self.limits.counts.lock() {
+            if let Some(n) = counts.get_mut(&self.uid) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    counts.remove(&self.uid);
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Firehose,
+    Sample,
+    Filter,
+    User,
+}
+
+enum Transport {
+    Sse,
+    Ndjson,
+    Ws(WebSocketUpgrade),
+}
+
+impl Transport {
+    fn name(&self) -> &'static str {
+        match self {
+            Transport::Sse => "sse",
+            Transport::Ndjson => "ndjson",
+            Transport::Ws(_) => "websocket",
+        }
+    }
+}
+
+/// `GET /api/v1/stream/firehose`: every public event (scope `firehose`).
+pub async fn firehose(State(state): State<AppState>, req: Request) -> Response {
+    open(state, req, Kind::Firehose)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `GET /api/v1/stream/sample?rate=`: the same sample of public statuses for every client at one rate.
+pub async fn sample(State(state): State<AppState>, req: Request) -> Response {
+    open(state, req, Kind::Sample)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `GET /api/v1/stream/filter?follow=&track=&locations=`.
+pub async fn filter(State(state): State<AppState>, req: Request) -> Response {
+    open(state, req, Kind::Filter)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// `GET /api/v1/stream/user`: what the caller's home timeline gets, plus follows of and by them.
+pub async fn user(State(state): State<AppState>, req: Request) -> Response {
+    open(state, req, Kind::User)
+        .await
+        .unwrap_or_else(IntoResponse::into_response)
+}
+
+fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+fn wants_ndjson(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/x-ndjson"))
+}
+
+fn replay_of(headers: &HeaderMap, q: &HashMap<String, String>) -> ApiResult<Replay> {
+    let last = q.get("last_event_id").cloned().or_else(|| {
+        headers
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    });
+    if let Some(last) = last.filter(|s| !s.trim().is_empty()) {
+        let id = EventId::parse(&last).ok_or_else(|| {
+            ApiError::invalid(
+                "invalid_last_event_id",
+                "last_event_id must be an event id such as 1700000000000-0.",
+            )
+        })?;
+        return Ok(Replay::After(id));
+    }
+    match q.get("count") {
+        None => Ok(Replay::None),
+        Some(c) => match c.parse::<usize>() {
+            Ok(0) => Ok(Replay::None),
+            Ok(n) if n <= MAX_COUNT => Ok(Replay::Newest(n)),
+            _ => Err(ApiError::invalid(
+                "invalid_count",
+                format!("count must be a whole number from 0 to {MAX_COUNT}."),
+            )),
+        },
+    }
+}
+
+fn filter_error(e: firehose_filters::ParseError) -> ApiError {
+    ApiError::invalid("invalid_filter", e.to_string())
+}
+
+async fn rule_of(
+    state: &AppState,
+    auth: &AuthUser,
+    kind: Kind,
+    q: &HashMap<String, String>,
+) -> ApiResult<(&'static str, Rule)> {
+    Ok(match kind {
+        Kind::Firehose => {
+            auth.require(SCOPE_FIREHOSE)?;
+            ("firehose", Rule::Firehose)
+        }
+        Kind::Sample => {
+            let rate = parse_rate(q.get("rate").map(String::as_str)).map_err(filter_error)?;
+            ("sample", Rule::Sample { rate })
+        }
+        Kind::Filter => {
+            let spec = parse_filter(
+                q.get("follow").map(String::as_str),
+                q.get("track").map(String::as_str),
+                q.get("locations").map(String::as_str),
+            )
+            .map_err(filter_error)?;
+            ("filter", Rule::Filter(spec))
+        }
+        Kind::User => {
+            let following = state.store.following_ids(auth.uid).await?;
+            (
+                "user",
+                Rule::User {
+                    uid: auth.uid,
+                    following,
+                },
+            )
+        }
+    })
+}
+
+async fn open(state: AppState, req: Request, kind: Kind) -> ApiResult<Response> {
+    let (mut parts, _) = req.into_parts();
+    let StreamUser(auth) = StreamUser::from_request_parts(&mut parts, &state).await?;
+    let Query(q): Query<HashMap<String, String>> = Query::try_from_uri(&parts.uri)
+        .map_err(|_| ApiError::invalid("invalid_query", "The query string is malformed."))?;
+    let (name, rule) = rule_of(&state, &auth, kind, &q).await?;
+    let replay = replay_of(&parts.headers, &q)?;
+    let transport = if is_upgrade(&parts.headers) {
+        let up = WebSocketUpgrade::from_request_parts(&mut parts, &state)
+            .await
+            .map_err(|e| ApiError::invalid("invalid_upgrade", e.body_text()))?;
+        Transport::Ws(up)
+    } else if wants_ndjson(&parts.headers) {
+        Transport::Ndjson
+    } else {
+        Transport::Sse
+    };
+    let guard = state.limits.acquire(
+        auth.uid,
+        state.cfg.max_streams_per_user,
+        name,
+        transport.name(),
+    )?;
+    let keepalive = Duration::from_secs(state.cfg.keepalive_secs.max(1));
+    let mut feed = new_feed(&state, &auth);
+    feed.subscribe(name, rule, replay).await?;
+    tracing::info!(
+        uid = auth.uid,
+        stream = name,
+        transport = transport.name(),
+        "stream opened"
+    );
+    Ok(match transport {
+        Transport::Sse => body_response(feed, guard, true),
+        Transport::Ndjson => body_response(feed, guard, false),
+        Transport::Ws(up) => up
+            .max_message_size(1 << 20)
+            .on_upgrade(move |socket| ws_loop(socket, feed, guard, None, keepalive)),
+    })
+}
+
+fn new_feed(state: &AppState, auth: &AuthUser) -> Feed {
+    Feed::new(
+        state.hub.clone(),
+        state.store.clone(),
+        auth.uid,
+        auth.sid.clone(),
+        state.cfg.stream_queue,
+        Duration::from_secs(state.cfg.keepalive_secs.max(1)),
+        state.shutdown.clone(),
+    )
+}
+
+fn control_kind(json: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(json)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
+        .unwrap_or_else(|| "message".to_string())
+}
+
+/// Appends one output to an SSE or NDJSON chunk; returns events written.
+fn write_out(chunks: &mut Vec<Bytes>, out: &Out, sse: bool) -> u64 {
+    match out {
+        Out::Event(f, _) => {
+            chunks.push(if sse { f.sse.clone() } else { f.ndjson.clone() });
+            1
+        }
+        Out::Control(json) => {
+            let text = if sse {
+                format!("event: {}\ndata: {json}\n\n", control_kind(json))
+            } else {
+                format!("{json}\n")
+            };
+            chunks.push(Bytes::from(text));
+            0
+        }
+        Out::Keepalive => {
+            chunks.push(Bytes::from_static(if sse {
+                b": keepalive\n\n"
+            } else {
+                b"\n"
+            }));
+            0
+        }
+    }
+}
+
+fn body_response(feed: Feed, guard: StreamGuard, sse: bool) -> Response {
+    let first = sse.then(|| Bytes::from_static(b"retry: 3000\n\n"));
+    let stream = futures::stream::unfold(
+        (feed, guard, first),
+        move |(mut feed, guard, first)| async move {
+            if let Some(first) = first {
+                return Some((Ok::<Bytes, Infallible>(first), (feed, guard, None)));
+            }
+            let out = feed.next().await?;
+            let mut chunks = Vec::new();
+            let mut n = write_out(&mut chunks, &out, sse);
+            while chunks.len() < MAX_BATCH {
+                let Some(out) = feed.try_next() else { break };
+                n += write_out(&mut chunks, &out, sse);
+            }
+            inc(&metrics().events_sent, n);
+            let chunk = if chunks.len() == 1 {
+                chunks.pop().unwrap_or_default()
+            } else {
+                let mut buf = BytesMut::with_capacity(chunks.iter().map(Bytes::len).sum());
+                for c in &chunks {
+                    buf.extend_from_slice(c);
+                }
+                buf.freeze()
+            };
+            Some((Ok(chunk), (feed, guard, None)))
+        },
+    );
+    let content_type = if sse {
+        "text/event-stream"
+    } else {
+        "application/x-ndjson"
+    };
+    (
+        [
+            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            (
+                header::HeaderName::from_static("x-accel-buffering"),
+                HeaderValue::from_static("no"),
+            ),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// `GET /api/v1/stream` (WebSocket): subscribe and unsubscribe with control messages.
+pub async fn multiplexed(State(state): State<AppState>, req: Request) -> Response {
+    let run = async {
+        let (mut parts, _) = req.into_parts();
+        let StreamUser(auth) = StreamUser::from_request_parts(&mut parts, &state).await?;
+        if !is_upgrade(&parts.headers) {
+            return Err(ApiError::invalid(
+                "upgrade_required",
+                "This endpoint speaks WebSocket only.",
+            ));
+        }
+        let up = WebSocketUpgrade::from_request_parts(&mut parts, &state)
+            .await
+            .map_err(|e| ApiError::invalid("invalid_upgrade", e.body_text()))?;
+        let guard = state.limits.acquire(
+            auth.uid,
+            state.cfg.max_streams_per_user,
+            "multiplexed",
+            "websocket",
+        )?;
+        let feed = new_feed(&state, &auth);
+        let keepalive = Duration::from_secs(state.cfg.keepalive_secs.max(1));
+        Ok(up
+            .max_message_size(1 << 20)
+            .on_upgrade(move |socket| ws_loop(socket, feed, guard, Some((state, auth)), keepalive)))
+    };
+    run.await.unwrap_or_else(|e: ApiError| e.into_response())
+}
+
+/// A control message of the multiplexed WebSocket.
+#[derive(Debug, Deserialize)]
+struct ControlMsg {
+    #[serde(rename = "type")]
+    kind: String,
+    stream: Option<String>,
+    #[serde(default)]
+    follow: Vec<JsonId>,
+    #[serde(default)]
+    track: Vec<String>,
+    #[serde(default)]
+    locations: Vec<Loc>,
+    rate: Option<f64>,
+    last_event_id: Option<String>,
+    count: Option<usize>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Loc {
+    Box(Vec<f64>),
+    Coord(f64),
+}
+
+fn ws_error(code: &str, message: String, stream: Option<&str>) -> String {
+    control(
+        "error",
+        json!({"code": code, "message": message, "stream": stream}),
+    )
+}
+
+fn stream_name(s: &str) -> Option<&'static str> {
+    ["filter", "user", "sample", "firehose"]
+        .into_iter()
+        .find(|n| *n == s)
+}
+
+async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text: &str) {
+    let msg: ControlMsg = match serde_json::from_str(text) {
+        Ok(m) => m,
+        Err(e) => {
+            feed.push_control(ws_error(
+                "invalid_message",
+                format!("The control message is not valid JSON: {e}."),
+                None,
+            ));
+            return;
+        }
+    };
+    let Some(name) = msg.stream.as_deref().and_then(stream_name) else {
+        feed.push_control(ws_error(
+            "invalid_stream",
+            "stream must be one of filter, user, sample, firehose.".into(),
+            msg.stream.as_deref(),
+        ));
+        return;
+    };
+    match msg.kind.as_str() {
+        "subscribe" => {
+            let rule = match name {
+                "firehose" => {
+                    if let Err(e) = auth.require(SCOPE_FIREHOSE) {
+                        feed.push_control(ws_error(e.code, e.message, Some(name)));
+                        return;
+                    }
+                    Ok(Rule::Firehose)
+                }
+                "sample" => parse_rate(msg.rate.map(|r| r.to_string()).as_deref())
+                    .map(|rate| Rule::Sample { rate }),
+                "user" => match state.store.following_ids(auth.uid).await {
+                    Ok(following) => Ok(Rule::User {
+                        uid: auth.uid,
+                        following,
+                    }),
+                    Err(_) => {
+                        feed.push_control(ws_error(
+                            "unavailable",
+                            "The data store is unreachable; try again.".into(),
+                            Some(name),
+                        ));
+                        return;
+                    }
+                },
+                _ => {
+                    let ids: Vec<String> = msg.follow.iter().map(JsonId::raw).collect();
+                    let mut coords = Vec::new();
+                    let mut bad_box = false;
+                    for loc in &msg.locations {
+                        match loc {
+                            Loc::Box(b) if b.len() == 4 => coords.extend_from_slice(b),
+                            Loc::Box(_) => bad_box = true,
+                            Loc::Coord(c) => coords.push(*c),
+                        }
+                    }
+                    if bad_box {
+                        feed.push_control(ws_error(
+                            "invalid_filter",
+                            "locations: each box is four numbers sw_lon,sw_lat,ne_lon,ne_lat"
+                                .into(),
+                            Some(name),
+                        ));
+                        return;
+                    }
+                    FilterSpec::from_parts(
+                        ids.iter().map(String::as_str),
+                        msg.track.iter().map(String::as_str),
+                        &coords,
+                    )
+                    .map(Rule::Filter)
+                }
+            };
+            let rule = match rule {
+                Ok(r) => r,
+                Err(e) => {
+                    feed.push_control(ws_error("invalid_filter", e.to_string(), Some(name)));
+                    return;
+                }
+            };
+            let replay = match (msg.last_event_id.as_deref().map(EventId::parse), msg.count) {
+                (Some(Some(id)), _) => Replay::After(id),
+                (Some(None), _) => {
+                    feed.push_control(ws_error(
+                        "invalid_last_event_id",
+                        "last_event_id must be an event id.".into(),
+                        Some(name),
+                    ));
+                    return;
+                }
+                (None, Some(n)) if n > MAX_COUNT => {
+                    feed.push_control(ws_error(
+                        "invalid_count",
+                        format!("count must be at most {MAX_COUNT}."),
+                        Some(name),
+                    ));
+                    return;
+                }
+                (None, Some(n)) if n > 0 => Replay::Newest(n),
+                _ => Replay::None,
+            };
+            // Confirm first, so the replayed events follow the confirmation.
+            feed.push_control(control("subscribed", json!({"stream": name})));
+            if feed.subscribe(name, rule, replay).await.is_err() {
+                feed.unsubscribe(name);
+                feed.push_control(ws_error(
+                    "unavailable",
+                    "The data store is unreachable; try again.".into(),
+                    Some(name),
+                ));
+            }
+        }
+        "unsubscribe" => {
+            if feed.unsubscribe(name) {
+                feed.push_control(control("unsubscribed", json!({"stream": name})));
+            } else {
+                feed.push_control(ws_error(
+                    "not_subscribed",
+                    format!("There is no {name} subscription."),
+                    Some(name),
+                ));
+            }
+        }
+        other => feed.push_control(ws_error(
+            "invalid_message",
+            format!("Unknown control message type {other:?}."),
+            None,
+        )),
+    }
+}
+
+/// The text frame for one output, or `None` for a keep-alive.
+fn ws_text(out: &Out, multiplexed: bool) -> Option<Utf8Bytes> {
+    match out {
+        Out::Event(f, stream) if multiplexed => {
+            let json = std::str::from_utf8(&f.json).unwrap_or("{}");
+            let rest = json.strip_prefix('{').unwrap_or(json);
+            Some(Utf8Bytes::from(format!("{{\"stream\":\"{stream}\",{rest}")))
+        }
+        Out::Event(f, _) => Utf8Bytes::try_from(f.json.clone()).ok(),
+        Out::Control(json) => Some(Utf8Bytes::from(json.to_string())),
+        Out::Keepalive => None,
+    }
+}
+
+async fn ws_loop(
+    socket: WebSocket,
+    mut feed: Feed,
+    _guard: StreamGuard,
+    control_of: Option<(AppState, AuthUser)>,
+    keepalive: Duration,
+) {
+    let multiplexed = control_of.is_some();
+    let (mut tx, mut rx) = socket.split();
+    let mut last_pong = Instant::now();
+    loop {
+        tokio::select! {
+            out = feed.next() => {
+                let Some(out) = out else { break };
+                if let Out::Keepalive = out {
+                    // A pong is due after each ping; two missed ones close the socket.
+                    let limit = keepalive * 3;
+                    if last_pong.elapsed() > limit {
+                        let bye = feed.end("timeout", "No pong arrived in time.");
+                        if let Some(text) = ws_text(&bye, multiplexed) {
+                            let _ = tx.send(Message::Text(text)).await;
+                        }
+                        break;
+                    }
+                    if tx.send(Message::Ping(Bytes::from_static(b"fh"))).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
+                let mut n = u64::from(matches!(out, Out::Event(..)));
+                let mut ok = match ws_text(&out, multiplexed) {
+                    Some(text) => tx.feed(Message::Text(text)).await.is_ok(),
+                    None => true,
+                };
+                let mut batched = 0;
+                while ok && batched < MAX_BATCH {
+                    let Some(out) = feed.try_next() else { break };
+                    batched += 1;
+                    n += u64::from(matches!(out, Out::Event(..)));
+                    if let Some(text) = ws_text(&out, multiplexed) {
+                        ok = tx.feed(Message::Text(text)).await.is_ok();
+                    }
+                }
+                inc(&metrics().events_sent, n);
+                if !ok || tx.flush().await.is_err() {
+                    break;
+                }
+            }
+            msg = rx.next() => match msg {
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
+                Some(Ok(Message::Pong(_))) => last_pong = Instant::now(),
+                Some(Ok(Message::Text(text))) => {
+                    last_pong = Instant::now();
+                    if let Some((state, auth)) = &control_of {
+                        handle_control(&mut feed, state, auth, text.as_str()).await;
+                    }
+                }
+                Some(Ok(_)) => last_pong = Instant::now(),
+            },
+        }
+    }
+    if feed.is_ended() {
+        let _ = tx.send(Message::Close(None)).await;
+    }
+}

@@ -1,0 +1,101 @@
+//! Timelines: the caller's home timeline and any user's profile timeline.
+
+use super::path_id;
+use super::statuses::can_see;
+use crate::app::AppState;
+use crate::auth::{AuthUser, MaybeUser};
+use crate::error::{ApiError, ApiResult};
+use crate::model::Status;
+use crate::store::statuses::{Page, Timeline};
+use axum::extract::{Path, Query, State};
+use axum::routing::get;
+use axum::{Json, Router};
+use std::collections::HashMap;
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/timelines/home", get(home))
+        .route("/api/v1/users/{id}/statuses", get(profile))
+}
+
+/// Parses `count` (1-200, default 30) and `page` (>= 1) or `max_id`.
+pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
+    let count = match q.get("count") {
+        None => 30,
+        Some(c) => match c.parse::<usize>() {
+            Ok(n) if (1..=200).contains(&n) => n,
+            _ => {
+                return Err(ApiError::invalid(
+                    "invalid_count",
+                    "count must be a whole number from 1 to 200.",
+                ))
+            }
+        },
+    };
+    let page = match (q.get("page"), q.get("max_id")) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid(
+                "invalid_query",
+                "Give page or max_id, not both.",
+            ));
+        }
+        (Some(p), None) => match p.parse::<u64>() {
+            Ok(n) if n >= 1 => Page::Number(n),
+            _ => {
+                return Err(ApiError::invalid(
+                    "invalid_page",
+                    "page must be a whole number of at least 1.",
+                ))
+            }
+        },
+        (None, Some(m)) => match m.parse::<u64>() {
+            Ok(n) => Page::MaxId(n),
+            _ => {
+                return Err(ApiError::invalid(
+                    "invalid_max_id",
+                    "max_id must be a status id.",
+                ))
+            }
+        },
+        (None, None) => Page::Number(1),
+    };
+    Ok((page, count))
+}
+
+/// `GET /api/v1/timelines/home`: newest first.
+pub async fn home(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Vec<Status>>> {
+    let (page, count) = paging(&q)?;
+    Ok(Json(
+        state
+            .store
+            .timeline(Timeline::Home(auth.uid), page, count)
+            .await?,
+    ))
+}
+
+/// `GET /api/v1/users/{id}/statuses`: a user's own statuses, newest first.
+pub async fn profile(
+    State(state): State<AppState>,
+    MaybeUser(viewer): MaybeUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Vec<Status>>> {
+    let uid = path_id(&id, "user")?;
+    let (page, count) = paging(&q)?;
+    if !can_see(&state, viewer.as_ref(), uid).await? {
+        return Err(ApiError::forbidden(
+            "This account's statuses are visible to its followers only.",
+        ));
+    }
+    Ok(Json(
+        state
+            .store
+            .timeline(Timeline::Profile(uid), page, count)
+            .await?,
+    ))
+}

@@ -1,0 +1,236 @@
+//! Users: sign-up, profiles, lookup by any unique field.
+
+use super::{no_store, path_id, JsonBody};
+use crate::app::AppState;
+use crate::auth::{AuthUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::model::{now, User};
+use crate::store::users::NewUser;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use regex::Regex;
+use serde::Deserialize;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// Longest accepted password, in bytes (argon2 input is bounded server-side).
+const MAX_PASSWORD_BYTES: usize = 1024;
+/// Longest accepted email, in bytes.
+const MAX_EMAIL_BYTES: usize = 254;
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/users", post(create))
+        .route("/api/v1/users/lookup", get(lookup))
+        .route("/api/v1/users/{id}", get(show))
+        .route("/api/v1/me", get(me).patch(update_me))
+}
+
+/// Body of `POST /api/v1/users`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct CreateUser {
+    /// 3-30 of `[A-Za-z0-9_]`, not all digits, unique ignoring case.
+    pub login: String,
+    /// 1-50 characters.
+    pub name: String,
+    /// Contains `@`, unique ignoring case.
+    pub email: String,
+    /// At least 8 characters.
+    pub password: String,
+}
+
+fn login_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"^[A-Za-z0-9_]{3,30}$").expect("valid regex"))
+}
+
+/// Checks a login against the contract's rules.
+pub fn validate_login(login: &str) -> ApiResult<()> {
+    if !login_re().is_match(login) {
+        return Err(ApiError::invalid(
+            "invalid_login",
+            "login must be 3 to 30 letters, digits or underscores.",
+        ));
+    }
+    if login.chars().all(|c| c.is_ascii_digit()) {
+        return Err(ApiError::invalid(
+            "invalid_login",
+            "login must not be all digits.",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a display name: 1-50 characters, not only white space.
+pub fn validate_name(name: &str) -> ApiResult<()> {
+    let n = name.chars().count();
+    if n == 0 || n > 50 || name.trim().is_empty() {
+        return Err(ApiError::invalid(
+            "invalid_name",
+            "name must be 1 to 50 characters.",
+        ));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(ApiError::invalid(
+            "invalid_name",
+            "name must not contain control characters.",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_email(email: &str) -> ApiResult<()> {
+    let ok = email.contains('@')
+        && email.len() <= MAX_EMAIL_BYTES
+        && !email.starts_with('@')
+        && !email.ends_with('@')
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control());
+    if !ok {
+        return Err(ApiError::invalid(
+            "invalid_email",
+            "email must be an address containing @.",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_password(password: &str) -> ApiResult<()> {
+    if password.chars().count() < 8 {
+        return Err(ApiError::invalid(
+            "invalid_password",
+            "password must be at least 8 characters.",
+        ));
+    }
+    if password.len() > MAX_PASSWORD_BYTES {
+        return Err(ApiError::invalid(
+            "invalid_password",
+            "password must be at most 1024 bytes.",
+        ));
+    }
+    Ok(())
+}
+
+/// `POST /api/v1/users`: sign up.
+pub async fn create(
+    State(state): State<AppState>,
+    JsonBody(body): JsonBody<CreateUser>,
+) -> ApiResult<(StatusCode, Json<User>)> {
+    validate_login(&body.login)?;
+    validate_email(&body.email)?;
+    validate_password(&body.password)?;
+    validate_name(&body.name)?;
+    // Cheap early answers; the create script re-checks atomically.
+    if state.store.is_taken(&body.login).await? {
+        return Err(ApiError::conflict(
+            "login_taken",
+            "That login is already taken.",
+        ));
+    }
+    if state.store.is_taken(&body.email).await? {
+        return Err(ApiError::conflict(
+            "email_taken",
+            "That email is already registered.",
+        ));
+    }
+    let hash = state
+        .passwords
+        .hash(body.password)
+        .await
+        .ok_or_else(ApiError::internal)?;
+    let user = state
+        .store
+        .create_user(
+            &NewUser {
+                login: &body.login,
+                name: &body.name,
+                email: &body.email,
+                password_hash: &hash,
+            },
+            now(),
+        )
+        .await?;
+    Ok((StatusCode::CREATED, Json(user)))
+}
+
+/// `GET /api/v1/users/{id}`.
+pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<User>> {
+    let uid = path_id(&id, "user")?;
+    Ok(Json(state.store.user(uid).await?))
+}
+
+/// `GET /api/v1/users/lookup?login=|email=|any=`.
+pub async fn lookup(
+    State(state): State<AppState>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<User>> {
+    let given: Vec<(&str, &String)> = ["login", "email", "any"]
+        .iter()
+        .filter_map(|k| q.get(*k).map(|v| (*k, v)))
+        .collect();
+    let [(field, value)] = given.as_slice() else {
+        return Err(ApiError::invalid(
+            "invalid_query",
+            "Give exactly one of login, email or any.",
+        ));
+    };
+    // Logins never hold '@' and emails always do, so the shared index tells
+    // them apart by the value alone.
+    let wrong_kind = match *field {
+        "login" => value.contains('@'),
+        "email" => !value.contains('@'),
+        _ => false,
+    };
+    let found = if wrong_kind || value.is_empty() {
+        None
+    } else {
+        state.store.lookup(value).await?
+    };
+    let Some(uid) = found else {
+        return Err(ApiError::not_found("No user has that value."));
+    };
+    Ok(Json(state.store.user(uid).await?))
+}
+
+/// `GET /api/v1/me`: the caller, with the email.
+pub async fn me(
+    State(state): State<AppState>,
+    auth: AuthUser,
+) -> ApiResult<(
+    [(axum::http::HeaderName, axum::http::HeaderValue); 1],
+    Json<User>,
+)> {
+    let mut user = state.store.user(auth.uid).await?;
+    user.email = state.store.email(auth.uid).await?;
+    Ok(([no_store()], Json(user)))
+}
+
+/// Body of `PATCH /api/v1/me`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateMe {
+    /// New display name.
+    pub name: Option<String>,
+    /// Make the account private (statuses reach followers only) or public.
+    pub private: Option<bool>,
+}
+
+/// `PATCH /api/v1/me`: change the name or the private flag.
+pub async fn update_me(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    JsonBody(body): JsonBody<UpdateMe>,
+) -> ApiResult<Json<User>> {
+    auth.require(SCOPE_WRITE)?;
+    if let Some(name) = &body.name {
+        validate_name(name)?;
+    }
+    let mut user = state
+        .store
+        .update_profile(auth.uid, body.name.as_deref(), body.private)
+        .await?;
+    user.email = state.store.email(auth.uid).await?;
+    Ok(Json(user))
+}

@@ -1,0 +1,39 @@
+//! firehose: a Twitter-like social network on Redis whose heart is a
+//! streaming firehose.
+//!
+//! Write endpoints change Redis through atomic Lua scripts and emit one event
+//! per write (XADD to a capped replay buffer + PUBLISH, atomically). Each
+//! process holds one Redis subscription feeding an in-process hub that routes
+//! every event, through filters compiled into shared indices, to the bounded
+//! queues of the SSE, NDJSON and WebSocket connections that want it.
+//!
+//! - [`config`]: flags and environment.
+//! - [`app`]: `run` (server + hub + workers) and the shared [`app::AppState`].
+//! - [`http`]: one module per resource, handlers named by verb.
+//! - [`auth`]: JWT + session extractors.
+//! - [`store`]: the only code that talks to Redis.
+//! - [`stream`]: the hub and the per-connection feeds.
+//! - [`workers`]: the fan-out queue worker and the session clean-up.
+//! - [`embedded`]: the private redis-server started when none answers.
+//! - [`model`], [`text`], [`password`], [`metrics`], [`error`], [`shutdown`].
+//!
+//! The pure matcher lives in the `firehose-filters` crate (`filters/`).
+
+pub mod app;
+pub mod auth;
+pub mod config;
+pub mod demo;
+pub mod embedded;
+pub mod error;
+pub mod http;
+pub mod metrics;
+pub mod model;
+pub mod password;
+pub mod shutdown;
+pub mod store;
+pub mod stream;
+pub mod text;
+pub mod workers;
+
+pub use app::{run, run_workers, AppState};
+pub use config::Config;

@@ -1,0 +1,177 @@
+//! The `firehose` binary: parses the configuration, sets up logging, and runs
+//! the chosen subcommand.
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use firehose::config::{Cli, Command, Config, LogFormat, TokenArgs};
+use firehose::{app, embedded};
+use std::io::Write;
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,tower_http=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Human => builder.init(),
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let format = match &cli.command {
+        Command::Serve(c) | Command::Worker(c) | Command::Check(c) => c.log_format,
+        Command::Token(t) => t.config.log_format,
+        Command::Demo(d) => d.config.log_format,
+    };
+    init_tracing(format);
+    match cli.command {
+        Command::Serve(cfg) => serve(cfg).await,
+        Command::Worker(cfg) => {
+            let (cfg, redis) = with_redis(cfg).await?;
+            let result = app::run_workers(cfg, app::shutdown_signal()).await;
+            if let Some(r) = redis {
+                r.stop().await;
+            }
+            result
+        }
+        Command::Token(args) => token(args).await,
+        Command::Check(cfg) => check(cfg).await,
+        Command::Demo(args) => firehose::demo::run(args).await,
+    }
+}
+
+async fn with_redis(mut cfg: Config) -> anyhow::Result<(Config, Option<embedded::EmbeddedRedis>)> {
+    let (url, redis) = embedded::resolve(&cfg).await?;
+    cfg.redis_url = Some(url);
+    Ok((cfg, redis))
+}
+
+async fn serve(cfg: Config) -> anyhow::Result<()> {
+    let (cfg, redis) = with_redis(cfg).await?;
+    let listener = tokio::net::TcpListener::bind(cfg.listen)
+        .await
+        .with_context(|| format!("binding {}", cfg.listen))?;
+    let result = app::run(cfg, listener, app::shutdown_signal()).await;
+    if let Some(r) = redis {
+        r.stop().await;
+    }
+    result
+}
+
+async fn token(args: TokenArgs) -> anyhow::Result<()> {
+    let cfg = &args.config;
+    let url = cfg
+        .redis_url
+        .clone()
+        .unwrap_or_else(|| embedded::DEFAULT_URL.to_string());
+    let store = firehose::store::Store::open(&url, cfg)?;
+    let user = store
+        .user(args.user)
+        .await
+        .context("no such user (or Redis is unreachable)")?;
+    for scope in &args.scopes {
+        if !["read", "write", "firehose"].contains(&scope.as_str()) {
+            bail!("unknown scope {scope:?}: use read, write or firehose");
+        }
+    }
+    if args.grant_firehose {
+        store.set_firehose_allowed(args.user, true).await?;
+    }
+    let sid = store
+        .create_session(args.user, firehose::model::now())
+        .await?;
+    let jwt = firehose::auth::Jwt::new(cfg.jwt_secret().0);
+    let scopes: Vec<&str> = args.scopes.iter().map(String::as_str).collect();
+    let (token, expires_at) = jwt.mint(args.user, &sid, &scopes, cfg.token_ttl);
+    let out = serde_json::json!({"token": token, "expires_at": expires_at, "user": user, "scopes": scopes});
+    writeln!(std::io::stdout(), "{out}")?;
+    Ok(())
+}
+
+async fn check(cfg: Config) -> anyhow::Result<()> {
+    let mut problems: Vec<String> = Vec::new();
+    let say = |line: String| {
+        let _ = writeln!(std::io::stdout(), "{line}");
+    };
+    let url = cfg
+        .redis_url
+        .clone()
+        .unwrap_or_else(|| embedded::DEFAULT_URL.to_string());
+    if cfg.jwt_secret().1 {
+        problems.push(
+            "the JWT secret is the development default: set --jwt-secret / FIREHOSE_JWT_SECRET"
+                .into(),
+        );
+    } else if cfg.jwt_secret().0.len() < 32 {
+        problems.push("the JWT secret is shorter than 32 bytes".into());
+    }
+    if cfg.fanout_inline == 0 || cfg.fanout_batch == 0 {
+        problems.push("fan-out inline and batch sizes must be at least 1".into());
+    }
+    if cfg.workers == 0 {
+        problems.push("--workers 0: some other process must run `firehose worker`".into());
+    }
+    if cfg.stream_queue < 10 {
+        problems.push("--stream-queue below 10 disconnects clients at the slightest delay".into());
+    }
+    let store = firehose::store::Store::open(&url, &cfg)?;
+    match store.ping().await {
+        Ok(()) => {
+            let version = store.server_version().await.unwrap_or_default();
+            say(format!("redis: reachable at {url}, version {version}"));
+            let major: u32 = version
+                .split('.')
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            if major < 7 {
+                problems.push(format!("Redis {version} is too old: 7.0 or newer is needed (XAUTOCLAIM, max-deleted-entry-id)"));
+            }
+            let mut conn = redis::Client::open(url.as_str())?
+                .get_multiplexed_async_connection()
+                .await?;
+            let policy: Vec<String> = redis::cmd("CONFIG")
+                .arg("GET")
+                .arg("maxmemory-policy")
+                .query_async(&mut conn)
+                .await
+                .unwrap_or_default();
+            if let Some(p) = policy.get(1) {
+                say(format!("redis: maxmemory-policy {p}"));
+                if p != "noeviction" {
+                    problems.push(format!("maxmemory-policy is {p}: Redis may evict users and timelines; use noeviction"));
+                }
+            }
+            let aof: Vec<String> = redis::cmd("CONFIG")
+                .arg("GET")
+                .arg("appendonly")
+                .query_async(&mut conn)
+                .await
+                .unwrap_or_default();
+            if let Some(a) = aof.get(1) {
+                say(format!("redis: appendonly {a}"));
+                if a != "yes" {
+                    problems.push("appendonly is off: a Redis crash loses recent writes".into());
+                }
+            }
+        }
+        Err(e) => problems.push(format!("redis at {url} is unreachable: {e}")),
+    }
+    say(format!(
+        "listen: {}; key prefix: {}; replay buffer: {} events",
+        cfg.listen, cfg.key_prefix, cfg.replay_maxlen
+    ));
+    if problems.is_empty() {
+        say("ok: no problems found".into());
+        Ok(())
+    } else {
+        for p in &problems {
+            say(format!("problem: {p}"));
+        }
+        bail!("{} problem(s) found", problems.len())
+    }
+}

@@ -1,0 +1,142 @@
+//! The public JSON shapes of the contract: `user` and `status`.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Home timelines keep this many newest entries.
+pub const HOME_CAP: usize = 1000;
+
+/// The public `user` object. Email and password hash are never here.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct User {
+    /// User id (a string of digits).
+    pub id: String,
+    /// Login as typed at sign-up.
+    pub login: String,
+    /// Display name.
+    pub name: String,
+    /// Number of followers.
+    pub followers: u64,
+    /// Number of users followed.
+    pub following: u64,
+    /// Number of statuses posted.
+    pub posts: u64,
+    /// Sign-up time, seconds since the epoch.
+    pub signup: f64,
+    /// Whether the account is private (its statuses reach followers only).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub private: bool,
+    /// Only in `GET /api/v1/me`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+}
+
+impl User {
+    /// Builds a user from its Redis HASH; `None` when the HASH is empty.
+    pub fn from_hash(h: &HashMap<String, String>) -> Option<User> {
+        let num = |k: &str| h.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        Some(User {
+            id: h.get("id")?.clone(),
+            login: h.get("login")?.clone(),
+            name: h.get("name").cloned().unwrap_or_default(),
+            followers: num("followers"),
+            following: num("following"),
+            posts: num("posts"),
+            signup: h.get("signup").and_then(|v| v.parse().ok()).unwrap_or(0.0),
+            private: h.get("private").map(|v| v == "1").unwrap_or(false),
+            email: None,
+        })
+    }
+}
+
+/// The public `status` object.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Status {
+    /// Status id.
+    pub id: String,
+    /// Author id.
+    pub uid: String,
+    /// Author login.
+    pub login: String,
+    /// The text, 1-280 characters.
+    pub message: String,
+    /// Posting time, seconds since the epoch.
+    pub posted: f64,
+    /// Latitude, with `lon`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lat: Option<f64>,
+    /// Longitude, with `lat`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lon: Option<f64>,
+    /// The status this one replies to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_to: Option<String>,
+    /// Author of the status this one replies to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_to_uid: Option<String>,
+    /// Hashtags in the message, without `#`, in order of appearance.
+    pub hashtags: Vec<String>,
+    /// Logins mentioned with `@` that belong to users, in order of appearance.
+    pub mentions: Vec<String>,
+}
+
+impl Status {
+    /// The HASH fields a status is stored as.
+    pub fn to_fields(&self) -> Vec<(&'static str, String)> {
+        let mut f = vec![
+            ("uid", self.uid.clone()),
+            ("login", self.login.clone()),
+            ("message", self.message.clone()),
+            ("posted", self.posted.to_string()),
+            (
+                "hashtags",
+                serde_json::to_string(&self.hashtags).unwrap_or_default(),
+            ),
+            (
+                "mentions",
+                serde_json::to_string(&self.mentions).unwrap_or_default(),
+            ),
+        ];
+        if let (Some(lat), Some(lon)) = (self.lat, self.lon) {
+            f.push(("lat", lat.to_string()));
+            f.push(("lon", lon.to_string()));
+        }
+        if let Some(r) = &self.reply_to {
+            f.push(("reply_to", r.clone()));
+        }
+        if let Some(r) = &self.reply_to_uid {
+            f.push(("reply_to_uid", r.clone()));
+        }
+        f
+    }
+
+    /// Builds a status from its Redis HASH; `None` when the HASH is empty.
+    pub fn from_hash(h: &HashMap<String, String>) -> Option<Status> {
+        let list = |k: &str| {
+            h.get(k)
+                .and_then(|v| serde_json::from_str(v).ok())
+                .unwrap_or_default()
+        };
+        Some(Status {
+            id: h.get("id")?.clone(),
+            uid: h.get("uid")?.clone(),
+            login: h.get("login").cloned().unwrap_or_default(),
+            message: h.get("message").cloned().unwrap_or_default(),
+            posted: h.get("posted").and_then(|v| v.parse().ok()).unwrap_or(0.0),
+            lat: h.get("lat").and_then(|v| v.parse().ok()),
+            lon: h.get("lon").and_then(|v| v.parse().ok()),
+            reply_to: h.get("reply_to").cloned(),
+            reply_to_uid: h.get("reply_to_uid").cloned(),
+            hashtags: list("hashtags"),
+            mentions: list("mentions"),
+        })
+    }
+}
+
+/// Seconds since the epoch, with microseconds.
+pub fn now() -> f64 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    (d.as_micros() as f64) / 1e6
+}

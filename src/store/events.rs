@@ -1,0 +1,172 @@
+//! Events: emitting them (XADD to the replay buffer + PUBLISH, atomically) and
+//! reading the buffer back for resume.
+//!
+//! An event is stored in the buffer as its JSON body without the `id` field
+//! (the entry id is the event id); [`with_id`] splices the id in, giving the
+//! exact JSON that was published.
+
+use super::{Store, StoreResult};
+use crate::model::Status;
+use serde_json::json;
+
+/// The published JSON of an event: `{"id":"<eid>", ...body}`.
+pub fn with_id(eid: &str, body: &str) -> String {
+    let rest = body.strip_prefix('{').unwrap_or(body);
+    let sep = if rest.starts_with('}') { "" } else { "," };
+    format!("{{\"id\":\"{eid}\"{sep}{rest}")
+}
+
+/// Body of a `status` event.
+pub fn status_body(status: &Status, private: bool) -> String {
+    let mut v = json!({"type": "status", "at": status.posted, "status": status});
+    if private {
+        v["private"] = json!(true);
+    }
+    v.to_string()
+}
+
+/// Body of a `delete` event.
+pub fn delete_body(status_id: u64, uid: u64, at: f64, private: bool) -> String {
+    let mut v = json!({"type": "delete", "at": at, "status_id": status_id.to_string(), "uid": uid.to_string()});
+    if private {
+        v["private"] = json!(true);
+    }
+    v.to_string()
+}
+
+/// Body of a `follow` or `unfollow` event.
+pub fn follow_body(source: u64, target: u64, follow: bool, at: f64) -> String {
+    json!({
+        "type": if follow { "follow" } else { "unfollow" },
+        "at": at,
+        "source": source.to_string(),
+        "target": target.to_string(),
+    })
+    .to_string()
+}
+
+impl Store {
+    /// Appends an event to the buffer and publishes it in one atomic step.
+    pub async fn emit(&self, body: &str) -> StoreResult<String> {
+        let mut conn = self.conn();
+        let eid: String = self
+            .scripts
+            .emit
+            .key(self.keys.events())
+            .arg(self.replay_maxlen)
+            .arg(self.keys.channel())
+            .arg(body)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(eid)
+    }
+
+    /// Up to `count` events strictly after `after`, oldest first, as
+    /// `(event id, published JSON)`.
+    pub async fn events_after(
+        &self,
+        after: &str,
+        count: usize,
+    ) -> StoreResult<Vec<(String, String)>> {
+        let mut conn = self.conn();
+        let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+            .arg(self.keys.events())
+            .arg(format!("({after}"))
+            .arg("+")
+            .arg("COUNT")
+            .arg(count)
+            .query_async(&mut conn)
+            .await?;
+        Ok(rows.into_iter().filter_map(entry).collect())
+    }
+
+    /// Up to `count` newest events at or before `before` ("+" for the
+    /// newest), newest first.
+    pub async fn events_before(
+        &self,
+        before: &str,
+        count: usize,
+    ) -> StoreResult<Vec<(String, String)>> {
+        let mut conn = self.conn();
+        let rows: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
+            .arg(self.keys.events())
+            .arg(before)
+            .arg("-")
+            .arg("COUNT")
+            .arg(count)
+            .query_async(&mut conn)
+            .await?;
+        Ok(rows.into_iter().filter_map(entry).collect())
+    }
+
+    /// The id of the oldest event still in the buffer, if any.
+    pub async fn oldest_event_id(&self) -> StoreResult<Option<String>> {
+        let mut conn = self.conn();
+        let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+            .arg(self.keys.events())
+            .arg("-")
+            .arg("+")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(&mut conn)
+            .await?;
+        Ok(rows.into_iter().next().map(|(id, _)| id))
+    }
+
+    /// The id of the newest event in the buffer, if any.
+    pub async fn newest_event_id(&self) -> StoreResult<Option<String>> {
+        Ok(self
+            .events_before("+", 1)
+            .await?
+            .into_iter()
+            .next()
+            .map(|(id, _)| id))
+    }
+}
+
+fn entry((id, fields): (String, Vec<String>)) -> Option<(String, String)> {
+    let body = fields
+        .chunks(2)
+        .find(|kv| kv.len() == 2 && kv[0] == "e")
+        .map(|kv| kv[1].clone())?;
+    let json = with_id(&id, &body);
+    Some((id, json))
+}
+
+impl Store {
+    /// The highest id ever trimmed or deleted from the buffer (Redis 7's
+    /// `max-deleted-entry-id`), if anything was.
+    pub async fn max_deleted_event_id(&self) -> StoreResult<Option<String>> {
+        let mut conn = self.conn();
+        let info: redis::RedisResult<redis::Value> = redis::cmd("XINFO")
+            .arg("STREAM")
+            .arg(self.keys.events())
+            .query_async(&mut conn)
+            .await;
+        let info = match info {
+            Ok(v) => v,
+            Err(e) if e.code() == Some("ERR") => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let pairs: Vec<(String, redis::Value)> = match info {
+            redis::Value::Map(m) => m
+                .into_iter()
+                .filter_map(|(k, v)| redis::from_redis_value::<String>(k).ok().map(|k| (k, v)))
+                .collect(),
+            redis::Value::Array(items) => items
+                .chunks(2)
+                .filter_map(|kv| {
+                    let k = redis::from_redis_value::<String>(kv.first()?.clone()).ok()?;
+                    Some((k, kv.get(1)?.clone()))
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let deleted = pairs
+            .into_iter()
+            .find(|(k, _)| k == "max-deleted-entry-id")
+            .and_then(|(_, v)| redis::from_redis_value::<String>(v).ok())
+            .filter(|id| id != "0-0");
+        Ok(deleted)
+    }
+}

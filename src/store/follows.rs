@@ -1,0 +1,126 @@
+//! Follow and unfollow as three idempotent per-user steps (see the Lua
+//! headers): the follower's `following` set decides (step 1), the followee's
+//! `followers` set follows it in sequence order (step 2), and the follower's
+//! home timeline gains or loses the followee's newest statuses (step 3).
+//! Each step touches one user's keys only, and any step may be retried.
+
+use super::events::follow_body;
+use super::{parse_id, Store, StoreError, StoreResult};
+use crate::model::HOME_CAP;
+use redis::AsyncCommands;
+
+/// One page of a follower or following list.
+#[derive(Debug, Clone)]
+pub struct FollowPage {
+    /// User ids, oldest follow first.
+    pub ids: Vec<u64>,
+    /// Offset of the next page, if there is one.
+    pub next_cursor: Option<u64>,
+}
+
+impl Store {
+    /// Makes `source` follow (`follow = true`) or unfollow `target`. Returns
+    /// whether the relationship changed; the follow or unfollow event is
+    /// emitted only then.
+    pub async fn set_follow(
+        &self,
+        source: u64,
+        target: u64,
+        follow: bool,
+        now: f64,
+    ) -> StoreResult<bool> {
+        if source == target {
+            return Err(StoreError::Forbidden("You cannot follow yourself.".into()));
+        }
+        if !self.user_exists(target).await? {
+            return Err(StoreError::NotFound("user"));
+        }
+        let mut conn = self.conn();
+        let flag = if follow { "1" } else { "0" };
+        let (changed, seq, _following): (i64, i64, i64) = self
+            .scripts
+            .follow_source
+            .key(self.keys.following(source))
+            .key(self.keys.user(source))
+            .arg(target)
+            .arg(flag)
+            .arg(now)
+            .invoke_async(&mut conn)
+            .await?;
+        let reply: redis::Value = self
+            .scripts
+            .follow_target
+            .key(self.keys.followers(target))
+            .key(self.keys.user(target))
+            .key(self.keys.follower_seq(target))
+            .key(self.keys.profile(target))
+            .arg(source)
+            .arg(flag)
+            .arg(seq)
+            .arg(now)
+            .arg(HOME_CAP)
+            .invoke_async(&mut conn)
+            .await?;
+        let newest: Vec<String> = match redis::from_redis_value::<(i64, Vec<String>)>(reply) {
+            Ok((_, newest)) => newest,
+            Err(_) => return Err(StoreError::NotFound("user")),
+        };
+        if !newest.is_empty() {
+            let mut inv = self.scripts.follow_home.prepare_invoke();
+            inv.key(self.keys.following(source))
+                .key(self.keys.home(source))
+                .arg(target)
+                .arg(HOME_CAP);
+            for item in &newest {
+                inv.arg(item);
+            }
+            let _: i64 = inv.invoke_async(&mut conn).await?;
+        }
+        if changed == 1 {
+            self.emit(&follow_body(source, target, follow, now)).await?;
+        }
+        Ok(changed == 1)
+    }
+
+    /// Whether `source` follows `target`.
+    pub async fn is_following(&self, source: u64, target: u64) -> StoreResult<bool> {
+        let mut conn = self.conn();
+        let score: Option<f64> = conn.zscore(self.keys.following(source), target).await?;
+        Ok(score.is_some())
+    }
+
+    /// Everyone `uid` follows (for user streams).
+    pub async fn following_ids(&self, uid: u64) -> StoreResult<Vec<u64>> {
+        let mut conn = self.conn();
+        let ids: Vec<String> = conn.zrange(self.keys.following(uid), 0, -1).await?;
+        ids.iter().map(|s| parse_id(s)).collect()
+    }
+
+    /// A page of followers (`followers = true`) or followed users.
+    pub async fn follow_page(
+        &self,
+        uid: u64,
+        followers: bool,
+        cursor: u64,
+        count: usize,
+    ) -> StoreResult<FollowPage> {
+        let key = if followers {
+            self.keys.followers(uid)
+        } else {
+            self.keys.following(uid)
+        };
+        let mut conn = self.conn();
+        let start = cursor.min(isize::MAX as u64 / 2) as isize;
+        let ids: Vec<String> = conn.zrange(&key, start, start + count as isize).await?;
+        let more = ids.len() > count;
+        let ids = ids
+            .iter()
+            .take(count)
+            .map(|s| parse_id(s))
+            .collect::<StoreResult<Vec<u64>>>()?;
+        Ok(FollowPage {
+            next_cursor: more.then(|| cursor + count as u64),
+            ids,
+        })
+    }
+}

@@ -1,0 +1,102 @@
+//! Every Redis key and channel name, built in one place under one prefix.
+//!
+//! A user's own keys share the hash tag `{<uid>}` (`fh:user:{42}`,
+//! `fh:user:{42}:home`, ...), so every single-user operation touches one
+//! Redis Cluster slot; the global keys share the tag `{g}`.
+
+/// Key builder for one configured prefix.
+#[derive(Debug, Clone)]
+pub struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    /// Keys under `prefix` (for example `fh`).
+    pub fn new(prefix: &str) -> Self {
+        Keys {
+            prefix: prefix.to_string(),
+        }
+    }
+
+    /// The prefix itself.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// HASH: lowercased login or email -> user id (every unique user value).
+    pub fn unique(&self) -> String {
+        format!("{}:{{g}}:unique", self.prefix)
+    }
+    /// Counter for user ids.
+    pub fn next_uid(&self) -> String {
+        format!("{}:{{g}}:next_uid", self.prefix)
+    }
+    /// Counter for status ids.
+    pub fn next_sid(&self) -> String {
+        format!("{}:{{g}}:next_sid", self.prefix)
+    }
+    /// The start of a user HASH key, completed by `<uid>}` (for Lua).
+    pub fn user_stem(&self) -> String {
+        format!("{}:user:{{", self.prefix)
+    }
+    /// HASH: the public profile of a user.
+    pub fn user(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}", self.prefix)
+    }
+    /// HASH: email and password hash, never returned.
+    pub fn secret(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:secret", self.prefix)
+    }
+    /// ZSET: the home timeline (status id -> posted).
+    pub fn home(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:home", self.prefix)
+    }
+    /// ZSET: the profile timeline (status id -> posted).
+    pub fn profile(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:profile", self.prefix)
+    }
+    /// ZSET: followers (user id -> follow time).
+    pub fn followers(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:followers", self.prefix)
+    }
+    /// ZSET: followed users (user id -> follow time).
+    pub fn following(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:following", self.prefix)
+    }
+    /// HASH: follower id -> sequence of the last applied follow change.
+    pub fn follower_seq(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:fseq", self.prefix)
+    }
+    /// HASH: a status.
+    pub fn status(&self, sid: u64) -> String {
+        format!("{}:status:{sid}", self.prefix)
+    }
+    /// HASH: session id -> user id.
+    pub fn sessions(&self) -> String {
+        format!("{}:{{g}}:sessions", self.prefix)
+    }
+    /// ZSET: session id -> last seen.
+    pub fn recent(&self) -> String {
+        format!("{}:{{g}}:recent", self.prefix)
+    }
+    /// The start of a viewed ZSET key, completed by the session id.
+    pub fn viewed_stem(&self) -> String {
+        format!("{}:viewed:", self.prefix)
+    }
+    /// ZSET: statuses a session viewed recently (capped at 25).
+    pub fn viewed(&self, sid: &str) -> String {
+        format!("{}:viewed:{sid}", self.prefix)
+    }
+    /// STREAM: the replay buffer of events.
+    pub fn events(&self) -> String {
+        format!("{}:{{g}}:events", self.prefix)
+    }
+    /// Pub/sub channel carrying every event (and session revocations).
+    pub fn channel(&self) -> String {
+        format!("{}:events", self.prefix)
+    }
+    /// STREAM: the durable fan-out queue.
+    pub fn fanout(&self) -> String {
+        format!("{}:{{g}}:fanout", self.prefix)
+    }
+}

@@ -1,0 +1,27 @@
+-- delete_status: removes a status, its profile and home entries, recounts the
+-- author's posts and emits the delete event.
+--
+-- Atomic: the ownership check and the removal happen with nothing in between,
+-- so two concurrent deletes cannot both succeed (the seed's lock-then-check
+-- race), and the posts counter is recomputed from the profile ZSET.
+--
+-- KEYS[1] status HASH  KEYS[2] author's user HASH  KEYS[3] profile ZSET
+-- KEYS[4] home ZSET    KEYS[5] events STREAM
+-- ARGV[1] status id  ARGV[2] requesting uid  ARGV[3] MAXLEN  ARGV[4] channel
+-- ARGV[5] event body JSON without "id"
+-- Returns {"ok", event id, posts}, {"missing"} or {"forbidden"}.
+local owner = redis.call('HGET', KEYS[1], 'uid')
+if not owner then
+  return {'missing'}
+end
+if owner ~= ARGV[2] then
+  return {'forbidden'}
+end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+local posts = redis.call('ZCARD', KEYS[3])
+redis.call('HSET', KEYS[2], 'posts', posts)
+local eid = redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[3], '*', 'e', ARGV[5])
+redis.call('PUBLISH', ARGV[4], '{"id":"' .. eid .. '",' .. ARGV[5]:sub(2))
+return {'ok', eid, posts}

@@ -1,0 +1,30 @@
+-- follow_target: step 2 of follow/unfollow, on the followee's own keys.
+--
+-- Applies "follower follows (or not) at sequence S" to the followee's
+-- `followers` ZSET unless a change with a higher sequence from the same
+-- follower was applied already, recounts `followers` as the ZCARD, and
+-- returns the followee's newest statuses for step 3. Atomic: the sequence
+-- check, the change and the recount run as one script; idempotent: applying
+-- the same sequence twice leaves the same state.
+--
+-- KEYS[1] followee's followers ZSET  KEYS[2] followee's user HASH
+-- KEYS[3] followee's follower-sequence HASH  KEYS[4] followee's profile ZSET
+-- ARGV[1] follower id  ARGV[2] "1" follow / "0" unfollow  ARGV[3] sequence
+-- ARGV[4] follow time  ARGV[5] how many newest statuses to return
+-- Returns {followers count, {id, score, id, score, ...}} or {"nouser"}.
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  return {'nouser'}
+end
+local last = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '-1')
+if tonumber(ARGV[3]) >= last then
+  redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
+  if ARGV[2] == '1' then
+    redis.call('ZADD', KEYS[1], 'NX', ARGV[4], ARGV[1])
+  else
+    redis.call('ZREM', KEYS[1], ARGV[1])
+  end
+end
+local count = redis.call('ZCARD', KEYS[1])
+redis.call('HSET', KEYS[2], 'followers', count)
+local newest = redis.call('ZREVRANGE', KEYS[4], 0, tonumber(ARGV[5]) - 1, 'WITHSCORES')
+return {count, newest}

@@ -1,0 +1,159 @@
+//! The only code that talks to Redis: one module per entity.
+//!
+//! - [`keys`]: every key name.
+//! - [`users`]: registration, lookup, profile updates.
+//! - [`sessions`]: login sessions, last-seen, viewed statuses, clean-up.
+//! - [`statuses`]: post, delete, read, timelines.
+//! - [`follows`]: follow and unfollow as idempotent per-user steps.
+//! - [`fanout`]: the durable fan-out queue and its batches.
+//! - [`events`]: the replay buffer (reading history) and event emission.
+//!
+//! Each Lua script is a `lua/<name>.lua` file whose header says why it is
+//! atomic and which keys it touches.
+
+pub mod events;
+pub mod fanout;
+pub mod follows;
+pub mod keys;
+pub mod sessions;
+pub mod statuses;
+pub mod users;
+
+use crate::config::Config;
+use keys::Keys;
+use redis::aio::ConnectionManager;
+use redis::{Client, Script};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A store failure, mapped to HTTP by `ApiError`.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The named thing does not exist.
+    #[error("no such {0}")]
+    NotFound(&'static str),
+    /// A uniqueness or state conflict: code and message.
+    #[error("{1}")]
+    Conflict(&'static str, String),
+    /// The caller may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// Redis could not be reached or failed.
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// Data in Redis was not what the code expects.
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// Result of store calls.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+/// The Lua scripts, loaded once.
+#[derive(Debug)]
+pub struct Scripts {
+    pub(crate) create_user: Script,
+    pub(crate) emit: Script,
+    pub(crate) post_status: Script,
+    pub(crate) delete_status: Script,
+    pub(crate) follow_source: Script,
+    pub(crate) follow_target: Script,
+    pub(crate) follow_home: Script,
+    pub(crate) drop_sessions: Script,
+    pub(crate) record_view: Script,
+}
+
+impl Scripts {
+    fn load() -> Self {
+        Scripts {
+            create_user: Script::new(include_str!("lua/create_user.lua")),
+            emit: Script::new(include_str!("lua/emit.lua")),
+            post_status: Script::new(include_str!("lua/post_status.lua")),
+            delete_status: Script::new(include_str!("lua/delete_status.lua")),
+            follow_source: Script::new(include_str!("lua/follow_source.lua")),
+            follow_target: Script::new(include_str!("lua/follow_target.lua")),
+            follow_home: Script::new(include_str!("lua/follow_home.lua")),
+            drop_sessions: Script::new(include_str!("lua/drop_sessions.lua")),
+            record_view: Script::new(include_str!("lua/record_view.lua")),
+        }
+    }
+}
+
+/// Handle to Redis: cheap to clone, reconnects by itself.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) conn: ConnectionManager,
+    pub(crate) client: Client,
+    pub(crate) keys: Keys,
+    pub(crate) scripts: Arc<Scripts>,
+    pub(crate) replay_maxlen: u64,
+    pub(crate) fanout_inline: usize,
+    pub(crate) fanout_batch: usize,
+}
+
+impl Store {
+    /// Connects lazily: the first command opens the connection, and a lost
+    /// connection is reopened with backoff, so the server starts and recovers
+    /// without Redis and answers 503 meanwhile.
+    pub fn open(url: &str, cfg: &Config) -> StoreResult<Store> {
+        let client = Client::open(url)?;
+        let manager_cfg = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(Duration::from_secs(5)))
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500));
+        let conn = ConnectionManager::new_lazy_with_config(client.clone(), manager_cfg)?;
+        Ok(Store {
+            conn,
+            client,
+            keys: Keys::new(&cfg.key_prefix),
+            scripts: Arc::new(Scripts::load()),
+            replay_maxlen: cfg.replay_maxlen,
+            fanout_inline: cfg.fanout_inline.max(1),
+            fanout_batch: cfg.fanout_batch.max(1),
+        })
+    }
+
+    /// The key builder.
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// The client, for connections of their own (pub/sub, blocking reads).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// A connection handle for one call.
+    pub(crate) fn conn(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
+    /// PING: whether Redis answers.
+    pub async fn ping(&self) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+        Ok(())
+    }
+
+    /// The `redis_version` INFO field.
+    pub async fn server_version(&self) -> StoreResult<String> {
+        let mut conn = self.conn();
+        let info: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async(&mut conn)
+            .await?;
+        Ok(info
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .unwrap_or("unknown")
+            .trim()
+            .to_string())
+    }
+}
+
+/// Parses a decimal id kept as a Redis string.
+pub(crate) fn parse_id(s: &str) -> StoreResult<u64> {
+    s.parse()
+        .map_err(|_| StoreError::Internal(format!("bad id in redis: {s:?}")))
+}

@@ -1,0 +1,161 @@
+//! Login sessions after "Redis in Action" 2.1: `sessions` maps a session id to
+//! its user, `recent` scores each session by when it was last seen, and each
+//! session keeps the statuses it viewed most recently (at most
+//! [`VIEWED_CAP`]). The clean-up drops the least recently seen sessions beyond
+//! a size limit and those idle past a TTL, with all their keys.
+
+use super::{parse_id, Store, StoreResult};
+use redis::AsyncCommands;
+
+/// Most recently viewed statuses kept per session.
+pub const VIEWED_CAP: usize = 25;
+/// Sessions dropped per clean-up step.
+const CLEANUP_BATCH: usize = 100;
+
+/// What an authenticated request learns about its session's user.
+#[derive(Debug, Clone)]
+pub struct SessionUser {
+    /// The user's login.
+    pub login: String,
+    /// Whether the account is private.
+    pub private: bool,
+}
+
+impl Store {
+    /// Records a new session for `uid` and returns its id.
+    pub async fn create_session(&self, uid: u64, now: f64) -> StoreResult<String> {
+        let sid = new_session_id();
+        let mut conn = self.conn();
+        let _: () = redis::pipe()
+            .atomic()
+            .hset(self.keys.sessions(), &sid, uid)
+            .ignore()
+            .zadd(self.keys.recent(), &sid, now)
+            .ignore()
+            .query_async(&mut conn)
+            .await?;
+        Ok(sid)
+    }
+
+    /// Checks that session `sid` exists and belongs to `uid`, and marks it
+    /// seen now. `None` when the session is gone (logged out, cleaned up) or
+    /// belongs to someone else.
+    pub async fn touch_session(
+        &self,
+        sid: &str,
+        uid: u64,
+        now: f64,
+    ) -> StoreResult<Option<SessionUser>> {
+        let mut conn = self.conn();
+        let (owner, (login, private)): (Option<String>, (Option<String>, Option<String>)) =
+            redis::pipe()
+                .hget(self.keys.sessions(), sid)
+                .cmd("ZADD")
+                .arg(self.keys.recent())
+                .arg("XX")
+                .arg(now)
+                .arg(sid)
+                .ignore()
+                .cmd("HMGET")
+                .arg(self.keys.user(uid))
+                .arg("login")
+                .arg("private")
+                .query_async(&mut conn)
+                .await?;
+        let owned = owner.as_deref().map(parse_id).transpose()? == Some(uid);
+        Ok(match (owned, login) {
+            (true, Some(login)) => Some(SessionUser {
+                login,
+                private: private.as_deref() == Some("1"),
+            }),
+            _ => None,
+        })
+    }
+
+    /// Ends one session at once (logout): its keys go and its streams close.
+    pub async fn end_session(&self, sid: &str) -> StoreResult<bool> {
+        Ok(self.drop_sessions(&[sid.to_string()], None).await? > 0)
+    }
+
+    /// Notes that the session viewed a status.
+    pub async fn record_view(&self, sid: &str, status_id: u64, now: f64) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: i64 = self
+            .scripts
+            .record_view
+            .key(self.keys.sessions())
+            .key(self.keys.viewed(sid))
+            .arg(sid)
+            .arg(now)
+            .arg(status_id)
+            .arg(VIEWED_CAP)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// The statuses the session viewed, most recent first.
+    pub async fn viewed(&self, sid: &str) -> StoreResult<Vec<u64>> {
+        let mut conn = self.conn();
+        let ids: Vec<String> = conn.zrevrange(self.keys.viewed(sid), 0, -1).await?;
+        ids.iter().map(|s| parse_id(s)).collect()
+    }
+
+    /// Number of live sessions.
+    pub async fn session_count(&self) -> StoreResult<u64> {
+        let mut conn = self.conn();
+        Ok(conn.zcard(self.keys.recent()).await?)
+    }
+
+    /// One clean-up step: drops up to a batch of sessions beyond `max`
+    /// (least recently seen first) and up to a batch idle since before
+    /// `idle_cutoff`. Returns how many went.
+    pub async fn cleanup_sessions(&self, max: u64, idle_cutoff: f64) -> StoreResult<usize> {
+        let mut conn = self.conn();
+        let mut dropped = 0;
+        let n: u64 = conn.zcard(self.keys.recent()).await?;
+        if n > max {
+            let extra = ((n - max) as usize).min(CLEANUP_BATCH);
+            let sids: Vec<String> = conn
+                .zrange(self.keys.recent(), 0, extra as isize - 1)
+                .await?;
+            dropped += self.drop_sessions(&sids, None).await?;
+        }
+        let idle: Vec<String> = redis::cmd("ZRANGE")
+            .arg(self.keys.recent())
+            .arg("-inf")
+            .arg(idle_cutoff)
+            .arg("BYSCORE")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(CLEANUP_BATCH)
+            .query_async(&mut conn)
+            .await?;
+        dropped += self.drop_sessions(&idle, Some(idle_cutoff)).await?;
+        Ok(dropped)
+    }
+
+    async fn drop_sessions(&self, sids: &[String], cutoff: Option<f64>) -> StoreResult<usize> {
+        if sids.is_empty() {
+            return Ok(0);
+        }
+        let mut conn = self.conn();
+        let mut inv = self.scripts.drop_sessions.prepare_invoke();
+        inv.key(self.keys.sessions())
+            .key(self.keys.recent())
+            .arg(cutoff.map_or("+inf".to_string(), |c| c.to_string()))
+            .arg(self.keys.viewed_stem())
+            .arg(self.keys.channel());
+        for sid in sids {
+            inv.arg(sid);
+        }
+        let n: usize = inv.invoke_async(&mut conn).await?;
+        Ok(n)
+    }
+}
+
+/// 128 random bits, hex.
+fn new_session_id() -> String {
+    let bits: u128 = rand::random();
+    format!("{bits:032x}")
+}

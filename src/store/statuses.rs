@@ -1,0 +1,200 @@
+//! Statuses: post, delete, read, and the profile and home timelines.
+
+use super::events::{delete_body, status_body};
+use super::fanout::FanoutKind;
+use super::{parse_id, Store, StoreError, StoreResult};
+use crate::model::{Status, HOME_CAP};
+use redis::AsyncCommands;
+use std::collections::HashMap;
+
+/// Which page of a timeline to read.
+#[derive(Debug, Clone, Copy)]
+pub enum Page {
+    /// 1-based page of `count` entries.
+    Number(u64),
+    /// Entries with ids at most this one.
+    MaxId(u64),
+}
+
+/// Which timeline.
+#[derive(Debug, Clone, Copy)]
+pub enum Timeline {
+    /// A user's home timeline.
+    Home(u64),
+    /// A user's own statuses.
+    Profile(u64),
+}
+
+impl Store {
+    /// A fresh status id.
+    pub async fn next_status_id(&self) -> StoreResult<u64> {
+        let mut conn = self.conn();
+        Ok(conn.incr(self.keys.next_sid(), 1).await?)
+    }
+
+    /// Stores a status whose id came from [`Store::next_status_id`], emits its
+    /// event and fans it out. Returns the event id.
+    pub async fn post_status(&self, status: &Status, private: bool) -> StoreResult<String> {
+        let sid = parse_id(&status.id)?;
+        let uid = parse_id(&status.uid)?;
+        let body = status_body(status, private);
+        let mut conn = self.conn();
+        let mut inv = self.scripts.post_status.prepare_invoke();
+        inv.key(self.keys.status(sid))
+            .key(self.keys.user(uid))
+            .key(self.keys.profile(uid))
+            .key(self.keys.home(uid))
+            .key(self.keys.events())
+            .arg(sid)
+            .arg(status.posted)
+            .arg(HOME_CAP)
+            .arg(self.replay_maxlen)
+            .arg(self.keys.channel())
+            .arg(&body);
+        for (k, v) in status.to_fields() {
+            inv.arg(k).arg(v);
+        }
+        let reply: Vec<String> = inv.invoke_async(&mut conn).await?;
+        if reply.first().map(String::as_str) == Some("nouser") {
+            return Err(StoreError::NotFound("user"));
+        }
+        self.fanout(FanoutKind::Post, sid, uid, status.posted)
+            .await?;
+        Ok(reply.into_iter().next().unwrap_or_default())
+    }
+
+    /// Deletes a status of `uid`'s: `NotFound` if there is none, `Forbidden`
+    /// if someone else wrote it. Emits the delete event and fans it out.
+    pub async fn delete_status(
+        &self,
+        sid: u64,
+        uid: u64,
+        private: bool,
+        now: f64,
+    ) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let author: Option<String> = conn.hget(self.keys.status(sid), "uid").await?;
+        let Some(author) = author else {
+            return Err(StoreError::NotFound("status"));
+        };
+        let author = parse_id(&author)?;
+        if author != uid {
+            return Err(StoreError::Forbidden(
+                "Only the author may delete a status.".into(),
+            ));
+        }
+        let reply: Vec<String> = self
+            .scripts
+            .delete_status
+            .key(self.keys.status(sid))
+            .key(self.keys.user(uid))
+            .key(self.keys.profile(uid))
+            .key(self.keys.home(uid))
+            .key(self.keys.events())
+            .arg(sid)
+            .arg(uid)
+            .arg(self.replay_maxlen)
+            .arg(self.keys.channel())
+            .arg(delete_body(sid, uid, now, private))
+            .invoke_async(&mut conn)
+            .await?;
+        match reply.first().map(String::as_str) {
+            Some("ok") => {
+                self.fanout(FanoutKind::Delete, sid, uid, now).await?;
+                Ok(())
+            }
+            Some("forbidden") => Err(StoreError::Forbidden(
+                "Only the author may delete a status.".into(),
+            )),
+            _ => Err(StoreError::NotFound("status")),
+        }
+    }
+
+    /// One status.
+    pub async fn status(&self, sid: u64) -> StoreResult<Status> {
+        let mut conn = self.conn();
+        let h: HashMap<String, String> = conn.hgetall(self.keys.status(sid)).await?;
+        Status::from_hash(&h).ok_or(StoreError::NotFound("status"))
+    }
+
+    /// The statuses with these ids, in order; missing ones are left out.
+    pub async fn statuses(&self, ids: &[u64]) -> StoreResult<Vec<(u64, Option<Status>)>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for &id in ids {
+            pipe.hgetall(self.keys.status(id));
+        }
+        let mut conn = self.conn();
+        let hashes: Vec<HashMap<String, String>> = pipe.query_async(&mut conn).await?;
+        Ok(ids
+            .iter()
+            .zip(hashes.iter())
+            .map(|(id, h)| (*id, Status::from_hash(h)))
+            .collect())
+    }
+
+    /// A page of a timeline, newest first. Ids whose status has gone (a
+    /// delete that raced a fan-out) are dropped from the timeline on the way.
+    pub async fn timeline(
+        &self,
+        which: Timeline,
+        page: Page,
+        count: usize,
+    ) -> StoreResult<Vec<Status>> {
+        let key = match which {
+            Timeline::Home(uid) => self.keys.home(uid),
+            Timeline::Profile(uid) => self.keys.profile(uid),
+        };
+        let mut conn = self.conn();
+        let ids: Vec<String> = match page {
+            Page::Number(n) => {
+                let start = (n.saturating_sub(1))
+                    .saturating_mul(count as u64)
+                    .min(isize::MAX as u64 / 2) as isize;
+                conn.zrevrange(&key, start, start + count as isize - 1)
+                    .await?
+            }
+            Page::MaxId(max) => {
+                // Scores are posting times; ids grow with them, so start from the
+                // score of the newest entry not above `max` and filter by id.
+                let score: Option<f64> = conn.zscore(&key, max).await?;
+                let upper = match score {
+                    Some(s) => s.to_string(),
+                    None => match self.status(max).await {
+                        Ok(s) => s.posted.to_string(),
+                        Err(StoreError::NotFound(_)) => "+inf".to_string(),
+                        Err(e) => return Err(e),
+                    },
+                };
+                let raw: Vec<String> = redis::cmd("ZRANGE")
+                    .arg(&key)
+                    .arg(upper)
+                    .arg("-inf")
+                    .arg("BYSCORE")
+                    .arg("REV")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(count + 64)
+                    .query_async(&mut conn)
+                    .await?;
+                raw.into_iter()
+                    .filter(|id| id.parse::<u64>().is_ok_and(|id| id <= max))
+                    .take(count)
+                    .collect()
+            }
+        };
+        let ids: Vec<u64> = ids.iter().filter_map(|s| s.parse().ok()).collect();
+        let found = self.statuses(&ids).await?;
+        let gone: Vec<u64> = found
+            .iter()
+            .filter(|(_, s)| s.is_none())
+            .map(|(id, _)| *id)
+            .collect();
+        if !gone.is_empty() {
+            let _: () = conn.zrem(&key, &gone).await?;
+        }
+        Ok(found.into_iter().filter_map(|(_, s)| s).collect())
+    }
+}

@@ -1,0 +1,163 @@
+//! Users: registration (unique login and email), lookup by any unique field,
+//! profiles.
+
+use super::{parse_id, Store, StoreError, StoreResult};
+use crate::model::User;
+use redis::AsyncCommands;
+use std::collections::HashMap;
+
+/// What a new user is made of; validated by the caller.
+#[derive(Debug, Clone)]
+pub struct NewUser<'a> {
+    /// Login as typed.
+    pub login: &'a str,
+    /// Display name.
+    pub name: &'a str,
+    /// Email as typed.
+    pub email: &'a str,
+    /// The argon2id PHC string.
+    pub password_hash: &'a str,
+}
+
+impl Store {
+    /// Whether a login or email (any case) is already taken.
+    pub async fn is_taken(&self, value: &str) -> StoreResult<bool> {
+        let mut conn = self.conn();
+        Ok(conn
+            .hexists(self.keys.unique(), value.to_lowercase())
+            .await?)
+    }
+
+    /// Creates a user; `Conflict` when the login or the email is taken.
+    pub async fn create_user(&self, new: &NewUser<'_>, signup: f64) -> StoreResult<User> {
+        let mut conn = self.conn();
+        let reply: Vec<String> = self
+            .scripts
+            .create_user
+            .key(self.keys.unique())
+            .key(self.keys.next_uid())
+            .key(self.keys.events())
+            .arg(new.login.to_lowercase())
+            .arg(new.email.to_lowercase())
+            .arg(new.login)
+            .arg(new.name)
+            .arg(new.email)
+            .arg(new.password_hash)
+            .arg(signup.to_string())
+            .arg(self.replay_maxlen)
+            .arg(self.keys.channel())
+            .arg(self.keys.user_stem())
+            .invoke_async(&mut conn)
+            .await?;
+        match reply.first().map(String::as_str) {
+            Some("ok") => Ok(User {
+                id: reply.get(1).cloned().unwrap_or_default(),
+                login: new.login.to_string(),
+                name: new.name.to_string(),
+                followers: 0,
+                following: 0,
+                posts: 0,
+                signup,
+                private: false,
+                email: None,
+            }),
+            Some("taken") if reply.get(1).map(String::as_str) == Some("email") => Err(
+                StoreError::Conflict("email_taken", "That email is already registered.".into()),
+            ),
+            Some("taken") => Err(StoreError::Conflict(
+                "login_taken",
+                "That login is already taken.".into(),
+            )),
+            _ => Err(StoreError::Internal(format!(
+                "create_user replied {reply:?}"
+            ))),
+        }
+    }
+
+    /// The user with this id.
+    pub async fn user(&self, uid: u64) -> StoreResult<User> {
+        let mut conn = self.conn();
+        let h: HashMap<String, String> = conn.hgetall(self.keys.user(uid)).await?;
+        User::from_hash(&h).ok_or(StoreError::NotFound("user"))
+    }
+
+    /// The users with these ids, in order, skipping unknown ones.
+    pub async fn users(&self, uids: &[u64]) -> StoreResult<Vec<User>> {
+        if uids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for &uid in uids {
+            pipe.hgetall(self.keys.user(uid));
+        }
+        let mut conn = self.conn();
+        let hashes: Vec<HashMap<String, String>> = pipe.query_async(&mut conn).await?;
+        Ok(hashes.iter().filter_map(User::from_hash).collect())
+    }
+
+    /// Whether the user exists.
+    pub async fn user_exists(&self, uid: u64) -> StoreResult<bool> {
+        let mut conn = self.conn();
+        Ok(conn.exists(self.keys.user(uid)).await?)
+    }
+
+    /// The user id a login or email (any case) belongs to.
+    pub async fn lookup(&self, value: &str) -> StoreResult<Option<u64>> {
+        let mut conn = self.conn();
+        let id: Option<String> = conn.hget(self.keys.unique(), value.to_lowercase()).await?;
+        id.as_deref().map(parse_id).transpose()
+    }
+
+    /// The user's email.
+    pub async fn email(&self, uid: u64) -> StoreResult<Option<String>> {
+        let mut conn = self.conn();
+        Ok(conn.hget(self.keys.secret(uid), "email").await?)
+    }
+
+    /// The user's argon2id PHC string.
+    pub async fn password_hash(&self, uid: u64) -> StoreResult<Option<String>> {
+        let mut conn = self.conn();
+        Ok(conn.hget(self.keys.secret(uid), "password").await?)
+    }
+
+    /// Changes the display name and/or the private flag.
+    pub async fn update_profile(
+        &self,
+        uid: u64,
+        name: Option<&str>,
+        private: Option<bool>,
+    ) -> StoreResult<User> {
+        let mut pipe = redis::pipe();
+        let key = self.keys.user(uid);
+        if let Some(name) = name {
+            pipe.hset(&key, "name", name).ignore();
+        }
+        if let Some(private) = private {
+            pipe.hset(&key, "private", if private { "1" } else { "0" })
+                .ignore();
+        }
+        let mut conn = self.conn();
+        let _: () = pipe.query_async(&mut conn).await?;
+        self.user(uid).await
+    }
+
+    /// Marks (or unmarks) the user as allowed to receive the firehose scope at login.
+    pub async fn set_firehose_allowed(&self, uid: u64, allowed: bool) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: () = conn
+            .hset(
+                self.keys.user(uid),
+                "firehose",
+                if allowed { "1" } else { "0" },
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Whether logins of this user get the firehose scope.
+    pub async fn firehose_allowed(&self, uid: u64) -> StoreResult<bool> {
+        let mut conn = self.conn();
+        let v: Option<String> = conn.hget(self.keys.user(uid), "firehose").await?;
+        Ok(v.as_deref() == Some("1"))
+    }
+}

@@ -1,0 +1,316 @@
+//! One connection's feed: replayed history first, then live events, with no
+//! gap and no duplicate.
+//!
+//! The order of operations is what makes resume exact: the subscription is
+//! registered with the hub first (from then on live events queue up), then
+//! the replay buffer is read up to its current end, and every live event at
+//! or below the last id read is dropped as already considered.
+
+use super::frame::{self, control, EventId, Frame, Incoming};
+use super::hub::{Conn, Delivery, Hub};
+use crate::metrics::{global as metrics, inc};
+use crate::shutdown::Shutdown;
+use crate::store::{Store, StoreResult};
+use firehose_filters::{Index, Rule, SubId};
+use serde_json::json;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::{Interval, MissedTickBehavior};
+
+/// Events replayed at most by `count=N`.
+pub const MAX_COUNT: usize = 1000;
+/// Buffer entries read per replay round trip.
+const PAGE: usize = 1000;
+
+/// Where a replay starts.
+#[derive(Debug, Clone)]
+pub enum Replay {
+    /// Live only.
+    None,
+    /// Everything matching after this id.
+    After(EventId),
+    /// The newest N matching events.
+    Newest(usize),
+}
+
+/// What the transport writes next.
+#[derive(Debug)]
+pub enum Out {
+    /// An event, for the named subscription.
+    Event(Arc<Frame>, &'static str),
+    /// A control event (JSON text).
+    Control(Arc<str>),
+    /// Time for a keep-alive (SSE comment, NDJSON blank line, WebSocket ping).
+    Keepalive,
+}
+
+/// A connection's source of output.
+pub struct Feed {
+    conn: Arc<Conn>,
+    rx: mpsc::Receiver<Delivery>,
+    hub: Hub,
+    store: Store,
+    pending: VecDeque<Out>,
+    floors: HashMap<&'static str, EventId>,
+    subs: HashMap<&'static str, SubId>,
+    keepalive: Interval,
+    shutdown: Shutdown,
+    ended: bool,
+}
+
+impl Feed {
+    /// A feed for a new connection of `uid` on session `session`.
+    pub fn new(
+        hub: Hub,
+        store: Store,
+        uid: u64,
+        session: String,
+        queue: usize,
+        keepalive: Duration,
+        shutdown: Shutdown,
+    ) -> Feed {
+        let (conn, rx) = Conn::new(hub.next_id(), uid, session, queue);
+        let mut keepalive =
+            tokio::time::interval_at(tokio::time::Instant::now() + keepalive, keepalive);
+        keepalive.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        Feed {
+            conn,
+            rx,
+            hub,
+            store,
+            pending: VecDeque::new(),
+            floors: HashMap::new(),
+            subs: HashMap::new(),
+            keepalive,
+            shutdown,
+            ended: false,
+        }
+    }
+
+    /// Subscribes `stream` to `rule` (replacing an earlier subscription of
+    /// the same name) and queues the replay it asks for.
+    pub async fn subscribe(
+        &mut self,
+        stream: &'static str,
+        rule: Rule,
+        replay: Replay,
+    ) -> StoreResult<()> {
+        if let Some(old) = self.subs.remove(stream) {
+            self.hub.unregister(old);
+        }
+        let sub = self.hub.next_id();
+        self.hub
+            .register(&self.conn, sub, rule.clone(), stream)
+            .await;
+        self.subs.insert(stream, sub);
+        self.floors.remove(stream);
+        match replay {
+            Replay::None => {}
+            Replay::After(after) => self.replay_after(stream, rule, after).await?,
+            Replay::Newest(n) => self.replay_newest(stream, rule, n).await?,
+        }
+        Ok(())
+    }
+
+    /// Ends the subscription named `stream`; false if there was none.
+    pub fn unsubscribe(&mut self, stream: &str) -> bool {
+        match self.subs.remove(stream) {
+            Some(sub) => {
+                self.hub.unregister(sub);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Queues a control event for the client.
+    pub fn push_control(&mut self, json: String) {
+        self.pending.push_back(Out::Control(json.into()));
+    }
+
+    async fn replay_after(
+        &mut self,
+        stream: &'static str,
+        rule: Rule,
+        after: EventId,
+    ) -> StoreResult<()> {
+        if let Some(trimmed) = self.store.max_deleted_event_id().await? {
+            if EventId::parse(&trimmed).is_some_and(|t| t > after) {
+                self.push_control(control("warning", json!({"code": "resume_gap",
+                    "message": "Some events after last_event_id are no longer in the replay buffer."})));
+            }
+        }
+        let mut index = Index::new();
+        index.insert(0, rule);
+        let mut out = Vec::new();
+        let mut cursor = after;
+        loop {
+            let page = self.store.events_after(&cursor.to_string(), PAGE).await?;
+            let Some((last, _)) = page.last() else {
+                break;
+            };
+            cursor = EventId::parse(last).unwrap_or(cursor);
+            for (_, json) in &page {
+                if let Some(Incoming::Event(f)) = frame::parse(json) {
+                    index.route(&f.routing.event(), &mut out);
+                    if !out.is_empty() {
+                        inc(&metrics().events_replayed, 1);
+                        self.pending.push_back(Out::Event(f, stream));
+                    }
+                }
+            }
+            if page.len() < PAGE {
+                break;
+            }
+        }
+        self.floors.insert(stream, cursor);
+        Ok(())
+    }
+
+    async fn replay_newest(
+        &mut self,
+        stream: &'static str,
+        rule: Rule,
+        n: usize,
+    ) -> StoreResult<()> {
+        let mut index = Index::new();
+        index.insert(0, rule);
+        let mut out = Vec::new();
+        let mut found: Vec<Arc<Frame>> = Vec::new();
+        let mut cursor = "+".to_string();
+        let mut newest: Option<EventId> = None;
+        'pages: while found.len() < n {
+            let page = self.store.events_before(&cursor, PAGE).await?;
+            let Some((oldest, _)) = page.last() else {
+                break;
+            };
+            let frames: Vec<Arc<Frame>> = page
+                .iter()
+                .filter_map(|(_, json)| match frame::parse(json) {
+                    Some(Incoming::Event(f)) => Some(f),
+                    _ => None,
+                })
+                .collect();
+            if newest.is_none() {
+                newest = frames.first().map(|f| f.id);
+            }
+            // The index is replayed oldest first so that follow events update
+            // user-stream rules in order; keep the newest N matches.
+            let mut matched = Vec::new();
+            for f in frames.iter().rev() {
+                index.route(&f.routing.event(), &mut out);
+                if !out.is_empty() {
+                    matched.push(f.clone());
+                }
+            }
+            for f in matched.into_iter().rev() {
+                found.push(f);
+                if found.len() >= n {
+                    break 'pages;
+                }
+            }
+            let Some(oldest_id) = EventId::parse(oldest) else {
+                break;
+            };
+            if page.len() < PAGE || oldest_id == EventId(0, 0) {
+                break;
+            }
+            // The previous id in Redis order, as an inclusive XREVRANGE end.
+            cursor = if oldest_id.1 > 0 {
+                EventId(oldest_id.0, oldest_id.1 - 1).to_string()
+            } else {
+                format!("{}-{}", oldest_id.0.saturating_sub(1), u64::MAX)
+            };
+        }
+        inc(&metrics().events_replayed, found.len() as u64);
+        for f in found.into_iter().rev() {
+            self.pending.push_back(Out::Event(f, stream));
+        }
+        if let Some(newest) = newest {
+            self.floors.insert(stream, newest);
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, d: Delivery) -> Option<Out> {
+        if self.rx.len() * 2 < self.conn.capacity() {
+            self.conn.warned.store(false, Ordering::Relaxed);
+        }
+        match d {
+            Delivery::Event(f, stream) => {
+                if !self.subs.contains_key(stream) {
+                    return None;
+                }
+                if self.floors.get(stream).is_some_and(|floor| f.id <= *floor) {
+                    return None;
+                }
+                Some(Out::Event(f, stream))
+            }
+            Delivery::Control(json) => Some(Out::Control(json)),
+        }
+    }
+
+    /// The next thing to write; `None` once the feed has ended (after its
+    /// `disconnect` event was handed out).
+    pub async fn next(&mut self) -> Option<Out> {
+        loop {
+            if let Some(out) = self.pending.pop_front() {
+                return Some(out);
+            }
+            if self.ended {
+                return None;
+            }
+            tokio::select! {
+                biased;
+                (code, reason) = self.conn.killed() => return Some(self.end(code, &reason)),
+                _ = self.shutdown.wait() => return Some(self.end("shutdown", "The server is shutting down.")),
+                d = self.rx.recv() => match d {
+                    Some(d) => {
+                        if let Some(out) = self.accept(d) {
+                            return Some(out);
+                        }
+                    }
+                    None => return Some(self.end("closed", "The stream was closed.")),
+                },
+                _ = self.keepalive.tick() => return Some(Out::Keepalive),
+            }
+        }
+    }
+
+    /// The next thing to write if one is ready now (for batching writes).
+    pub fn try_next(&mut self) -> Option<Out> {
+        if let Some(out) = self.pending.pop_front() {
+            return Some(out);
+        }
+        if self.ended {
+            return None;
+        }
+        while let Ok(d) = self.rx.try_recv() {
+            if let Some(out) = self.accept(d) {
+                return Some(out);
+            }
+        }
+        None
+    }
+
+    /// Ends the feed with a `disconnect` event.
+    pub fn end(&mut self, code: &str, reason: &str) -> Out {
+        self.ended = true;
+        self.hub.close(self.conn.id);
+        Out::Control(control("disconnect", json!({"code": code, "reason": reason})).into())
+    }
+
+    /// Whether the feed has ended.
+    pub fn is_ended(&self) -> bool {
+        self.ended
+    }
+}
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        self.hub.close(self.conn.id);
+    }
+}

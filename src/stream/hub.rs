@@ -1,0 +1,438 @@
+//! The hub: one Redis subscription per process, one dispatcher task.
+//!
+//! The subscriber task holds the process's only SUBSCRIBE connection and
+//! forwards each message to the dispatcher; when the connection drops it
+//! reconnects with backoff and tells the dispatcher, which then replays the
+//! buffer from the last event it dispatched, so every connection is caught up
+//! with no gap and no duplicate. The dispatcher owns the compiled index: the
+//! cost of one event is the index lookups plus one `try_send` per matching
+//! connection, whatever the number of connections.
+
+use super::frame::{self, control, EventId, Frame, Incoming};
+use crate::metrics::{global as metrics, inc};
+use crate::shutdown::Shutdown;
+use crate::store::Store;
+use firehose_filters::{Index, Rule, SubId};
+use futures::StreamExt;
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, Notify};
+
+/// What a connection's queue carries.
+#[derive(Debug, Clone)]
+pub enum Delivery {
+    /// An event, for the subscription named by the stream.
+    Event(Arc<Frame>, &'static str),
+    /// A control event (JSON).
+    Control(Arc<str>),
+}
+
+/// The hub's side of one client connection.
+#[derive(Debug)]
+pub struct Conn {
+    /// Unique in the process.
+    pub id: u64,
+    /// The user.
+    pub uid: u64,
+    /// The session the connection was opened with.
+    pub session: String,
+    tx: mpsc::Sender<Delivery>,
+    cap: usize,
+    /// Set once a falling_behind warning went out; cleared when the queue drains.
+    pub warned: AtomicBool,
+    killed: Notify,
+    reason: Mutex<Option<(&'static str, String)>>,
+}
+
+impl Conn {
+    /// A connection and the receiving end of its queue of `cap` deliveries.
+    pub fn new(
+        id: u64,
+        uid: u64,
+        session: String,
+        cap: usize,
+    ) -> (Arc<Conn>, mpsc::Receiver<Delivery>) {
+        let (tx, rx) = mpsc::channel(cap.max(2));
+        let conn = Conn {
+            id,
+            uid,
+            session,
+            tx,
+            cap: cap.max(2),
+            warned: AtomicBool::new(false),
+            killed: Notify::new(),
+            reason: Mutex::new(None),
+        };
+        (Arc::new(conn), rx)
+    }
+
+    /// Capacity of the queue.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// Asks the connection to send `disconnect` with this code and close.
+    pub fn kill(&self, code: &'static str, reason: impl Into<String>) {
+        if let Ok(mut r) = self.reason.lock() {
+            if r.is_none() {
+                *r = Some((code, reason.into()));
+            }
+        }
+        self.killed.notify_one();
+    }
+
+    /// Waits until [`Conn::kill`] is called; returns the code and reason.
+    pub async fn killed(&self) -> (&'static str, String) {
+        self.killed.notified().await;
+        self.reason
+            .lock()
+            .ok()
+            .and_then(|r| r.clone())
+            .unwrap_or(("closed", "The stream was closed.".to_string()))
+    }
+
+    /// Offers a delivery without waiting. Sends a falling_behind warning when
+    /// the queue reaches 80 %; returns false when the queue is full (the
+    /// caller disconnects the client) or gone.
+    fn offer(&self, d: Delivery) -> bool {
+        match self.tx.try_send(d) {
+            Ok(()) => {
+                let used = self.cap - self.tx.capacity();
+                if used * 5 >= self.cap * 4 && !self.warned.swap(true, Ordering::Relaxed) {
+                    let pct = used * 100 / self.cap;
+                    let msg = control(
+                        "warning",
+                        json!({"code": "falling_behind", "percent_full": pct,
+                               "message": "Your stream queue is filling up; read faster or you will be disconnected."}),
+                    );
+                    inc(&metrics().behind_warnings, 1);
+                    let _ = self.tx.try_send(Delivery::Control(msg.into()));
+                }
+                true
+            }
+            Err(mpsc::error::TrySendError::Full(_)) => false,
+            Err(mpsc::error::TrySendError::Closed(_)) => false,
+        }
+    }
+
+    /// Sends a control event if there is room.
+    pub fn offer_control(&self, json: String) {
+        let _ = self.tx.try_send(Delivery::Control(json.into()));
+    }
+}
+
+enum Cmd {
+    Register {
+        conn: Arc<Conn>,
+        sub: SubId,
+        rule: Rule,
+        stream: &'static str,
+        ack: oneshot::Sender<()>,
+    },
+    Unregister {
+        sub: SubId,
+    },
+    Close {
+        conn: u64,
+    },
+}
+
+enum Msg {
+    Raw(String),
+    Resubscribed,
+}
+
+/// Handle to the hub: cheap to clone.
+#[derive(Clone)]
+pub struct Hub {
+    cmds: mpsc::UnboundedSender<Cmd>,
+    next_id: Arc<AtomicU64>,
+}
+
+impl Hub {
+    /// Starts the subscriber and dispatcher tasks; both end on shutdown.
+    pub fn start(store: Store, shutdown: Shutdown) -> (Hub, Vec<tokio::task::JoinHandle<()>>) {
+        let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
+        let (msg_tx, msg_rx) = mpsc::channel(65_536);
+        let sub = tokio::spawn(subscriber(store.clone(), msg_tx, shutdown.clone()));
+        let disp = tokio::spawn(
+            Dispatcher {
+                store,
+                index: Index::new(),
+                subs: HashMap::new(),
+                conns: HashMap::new(),
+                last: None,
+                out: Vec::new(),
+            }
+            .run(cmd_rx, msg_rx, shutdown),
+        );
+        (
+            Hub {
+                cmds: cmd_tx,
+                next_id: Arc::new(AtomicU64::new(1)),
+            },
+            vec![sub, disp],
+        )
+    }
+
+    /// A fresh id for a connection or subscription.
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Adds a subscription; events published after this returns reach it.
+    pub async fn register(&self, conn: &Arc<Conn>, sub: SubId, rule: Rule, stream: &'static str) {
+        let (ack, done) = oneshot::channel();
+        let cmd = Cmd::Register {
+            conn: conn.clone(),
+            sub,
+            rule,
+            stream,
+            ack,
+        };
+        if self.cmds.send(cmd).is_ok() {
+            let _ = done.await;
+        }
+    }
+
+    /// Removes one subscription.
+    pub fn unregister(&self, sub: SubId) {
+        let _ = self.cmds.send(Cmd::Unregister { sub });
+    }
+
+    /// Removes every subscription of a connection.
+    pub fn close(&self, conn: u64) {
+        let _ = self.cmds.send(Cmd::Close { conn });
+    }
+}
+
+struct SubEntry {
+    conn: Arc<Conn>,
+    stream: &'static str,
+}
+
+struct Dispatcher {
+    store: Store,
+    index: Index,
+    subs: HashMap<SubId, SubEntry>,
+    conns: HashMap<u64, Vec<SubId>>,
+    /// The last event dispatched; older or equal ids are duplicates.
+    last: Option<EventId>,
+    out: Vec<SubId>,
+}
+
+impl Dispatcher {
+    async fn run(
+        mut self,
+        mut cmds: mpsc::UnboundedReceiver<Cmd>,
+        mut msgs: mpsc::Receiver<Msg>,
+        mut shutdown: Shutdown,
+    ) {
+        loop {
+            tokio::select! {
+                biased;
+                _ = shutdown.wait() => break,
+                Some(cmd) = cmds.recv() => self.command(cmd),
+                Some(msg) = msgs.recv() => match msg {
+                    Msg::Raw(payload) => self.dispatch_raw(&payload),
+                    Msg::Resubscribed => self.catch_up(&mut shutdown).await,
+                },
+                else => break,
+            }
+        }
+    }
+
+    fn command(&mut self, cmd: Cmd) {
+        match cmd {
+            Cmd::Register {
+                conn,
+                sub,
+                rule,
+                stream,
+                ack,
+            } => {
+                self.index.insert(sub, rule);
+                self.conns.entry(conn.id).or_default().push(sub);
+                self.subs.insert(sub, SubEntry { conn, stream });
+                let _ = ack.send(());
+            }
+            Cmd::Unregister { sub } => self.remove_sub(sub),
+            Cmd::Close { conn } => self.remove_conn(conn),
+        }
+    }
+
+    fn remove_sub(&mut self, sub: SubId) {
+        self.index.remove(sub);
+        if let Some(entry) = self.subs.remove(&sub) {
+            if let Some(list) = self.conns.get_mut(&entry.conn.id) {
+                list.retain(|s| *s != sub);
+                if list.is_empty() {
+                    self.conns.remove(&entry.conn.id);
+                }
+            }
+        }
+    }
+
+    fn remove_conn(&mut self, conn: u64) {
+        for sub in self.conns.remove(&conn).unwrap_or_default() {
+            self.index.remove(sub);
+            self.subs.remove(&sub);
+        }
+    }
+
+    fn dispatch_raw(&mut self, payload: &str) {
+        match frame::parse(payload) {
+            Some(Incoming::Event(frame)) => self.dispatch(frame),
+            Some(Incoming::SessionRevoked(sid)) => {
+                for entry in self.subs.values() {
+                    if entry.conn.session == sid {
+                        entry.conn.kill("revoked", "The session has ended.");
+                    }
+                }
+            }
+            None => tracing::warn!("ignored a malformed event on the channel"),
+        }
+    }
+
+    fn dispatch(&mut self, frame: Arc<Frame>) {
+        if self.last.is_some_and(|last| frame.id <= last) {
+            return;
+        }
+        self.last = Some(frame.id);
+        inc(&metrics().events_received, 1);
+        let mut out = std::mem::take(&mut self.out);
+        self.index.route(&frame.routing.event(), &mut out);
+        inc(&metrics().events_matched, out.len() as u64);
+        let mut dead: Vec<u64> = Vec::new();
+        for sub in &out {
+            let Some(entry) = self.subs.get(sub) else {
+                continue;
+            };
+            if !entry
+                .conn
+                .offer(Delivery::Event(frame.clone(), entry.stream))
+            {
+                if !entry.conn.tx.is_closed() {
+                    inc(&metrics().queue_drops, 1);
+                    inc(&metrics().stall_disconnects, 1);
+                    entry.conn.kill(
+                        "stall",
+                        format!(
+                            "The stream queue of {} events is full: the client reads too slowly.",
+                            entry.conn.cap
+                        ),
+                    );
+                }
+                dead.push(entry.conn.id);
+            }
+        }
+        self.out = out;
+        for conn in dead {
+            self.remove_conn(conn);
+        }
+    }
+
+    /// After (re)subscribing: replays what the buffer holds past the last
+    /// dispatched event, warning every connection if part of it was trimmed.
+    async fn catch_up(&mut self, shutdown: &mut Shutdown) {
+        let Some(last) = self.last else {
+            // First subscription: nothing was dispatched yet, so start live.
+            match self.store.newest_event_id().await {
+                Ok(newest) => self.last = newest.as_deref().and_then(EventId::parse),
+                Err(e) => tracing::warn!(error = %e, "could not read the replay buffer position"),
+            }
+            return;
+        };
+        match self.store.max_deleted_event_id().await {
+            Ok(Some(trimmed)) if EventId::parse(&trimmed).is_some_and(|t| t > last) => {
+                let msg = control(
+                    "warning",
+                    json!({"code": "resume_gap",
+                    "message": "Events were lost while the server was disconnected from Redis."}),
+                );
+                for entry in self.subs.values() {
+                    entry.conn.offer_control(msg.clone());
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not check the replay buffer for gaps"),
+        }
+        let mut cursor = last.to_string();
+        loop {
+            if shutdown.is_set() {
+                return;
+            }
+            let page = match self.store.events_after(&cursor, 1000).await {
+                Ok(page) => page,
+                Err(e) => {
+                    tracing::warn!(error = %e, "catch-up from the replay buffer failed");
+                    return;
+                }
+            };
+            let Some((id, _)) = page.last() else {
+                return;
+            };
+            cursor = id.clone();
+            inc(&metrics().events_replayed, page.len() as u64);
+            for (_, json) in &page {
+                self.dispatch_raw(json);
+            }
+        }
+    }
+}
+
+async fn subscriber(store: Store, msgs: mpsc::Sender<Msg>, mut shutdown: Shutdown) {
+    let channel = store.keys().channel();
+    let mut backoff = Duration::from_millis(100);
+    let mut first = true;
+    while !shutdown.is_set() {
+        let connected = async {
+            let mut pubsub = store.client().get_async_pubsub().await?;
+            pubsub.subscribe(&channel).await?;
+            Ok::<_, redis::RedisError>(pubsub)
+        };
+        let pubsub = tokio::select! {
+            _ = shutdown.wait() => return,
+            r = tokio::time::timeout(Duration::from_secs(5), connected) => r,
+        };
+        let mut pubsub = match pubsub {
+            Ok(Ok(p)) => p,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "event subscription failed");
+                tokio::select! { _ = shutdown.wait() => return, _ = tokio::time::sleep(backoff) => {} }
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+                continue;
+            }
+            Err(_) => continue,
+        };
+        if !first {
+            inc(&metrics().hub_reconnects, 1);
+            tracing::info!("event subscription restored");
+        }
+        first = false;
+        backoff = Duration::from_millis(100);
+        if msgs.send(Msg::Resubscribed).await.is_err() {
+            return;
+        }
+        let mut stream = pubsub.on_message();
+        loop {
+            let msg = tokio::select! {
+                _ = shutdown.wait() => return,
+                m = stream.next() => m,
+            };
+            let Some(msg) = msg else {
+                tracing::warn!("event subscription lost; reconnecting");
+                break;
+            };
+            let Ok(payload) = msg.get_payload::<String>() else {
+                continue;
+            };
+            if msgs.send(Msg::Raw(payload)).await.is_err() {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! A listener whose connections fail a write that stays blocked too long.
+//!
+//! A client that stops reading eventually fills the socket buffers; hyper
+//! then stops polling the response body, so no code above the socket can
+//! notice. Failing the blocked write after a timeout closes the connection
+//! and frees its memory.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Sleep;
+
+/// A TCP listener handing out [`TimeoutIo`] connections.
+pub struct TimeoutListener {
+    inner: TcpListener,
+    timeout: Duration,
+}
+
+impl TimeoutListener {
+    /// Wraps `inner`; writes blocked longer than `timeout` fail.
+    pub fn new(inner: TcpListener, timeout: Duration) -> Self {
+        TimeoutListener { inner, timeout }
+    }
+}
+
+impl axum::serve::Listener for TimeoutListener {
+    type Io = TimeoutIo;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            match self.inner.accept().await {
+                Ok((stream, addr)) => {
+                    let _ = stream.set_nodelay(true);
+                    return (
+                        TimeoutIo {
+                            inner: stream,
+                            timeout: self.timeout,
+                            deadline: None,
+                        },
+                        addr,
+                    );
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, then retry.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+/// A TCP stream whose blocked writes time out.
+pub struct TimeoutIo {
+    inner: TcpStream,
+    timeout: Duration,
+    deadline: Option<Pin<Box<Sleep>>>,
+}
+
+impl TimeoutIo {
+    fn blocked(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let timeout = self.timeout;
+        let deadline = self
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match deadline.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the peer stopped reading",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for TimeoutIo {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for TimeoutIo {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write(cx, buf) {
+            Poll::Ready(r) => {
+                self.deadline = None;
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.blocked(cx).map(|r| r.map(|()| 0)),
+        }
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write_vectored(cx, bufs) {
+            Poll::Ready(r) => {
+                self.deadline = None;
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.blocked(cx).map(|r| r.map(|()| 0)),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match Pin::new(&mut self.inner).poll_flush(cx) {
+            Poll::Ready(r) => {
+                self.deadline = None;
+                Poll::Ready(r)
+            }
+            Poll::Pending => self.blocked(cx),
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}

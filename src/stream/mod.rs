@@ -1,0 +1,22 @@
+//! The streaming side: one Redis subscription per process feeding an
+//! in-process hub, which routes each event through the compiled
+//! [`firehose_filters::Index`] to the bounded queues of the matching
+//! connections.
+//!
+//! - [`frame`]: an event parsed once and serialized once ([`Frame`]), shared
+//!   by every connection that gets it.
+//! - [`hub`]: the subscriber task (reconnects, catches up from the replay
+//!   buffer) and the dispatcher task that owns the index.
+//! - [`feed`]: one connection's view: replay, then live events with no gap
+//!   and no duplicate, keep-alives, warnings and the final `disconnect`.
+//! - [`io`]: the listener wrapper that closes connections whose peer stops
+//!   reading.
+
+pub mod feed;
+pub mod frame;
+pub mod hub;
+pub mod io;
+
+pub use feed::{Feed, Out};
+pub use frame::{EventId, Frame};
+pub use hub::Hub;

@@ -1,0 +1,408 @@
+//! Shared test harness: a real redis-server per test on a free port (killed
+//! on drop, installed with apt-get when missing) and the real server on a
+//! port-0 listener, talked to over real sockets.
+
+#![allow(dead_code)]
+
+use firehose::config::Config;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Once;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+static INSTALL: Once = Once::new();
+
+fn ensure_redis_installed() {
+    INSTALL.call_once(|| {
+        if Command::new("redis-server")
+            .arg("--version")
+            .output()
+            .is_ok()
+        {
+            return;
+        }
+        let ok = Command::new("sh")
+            .arg("-c")
+            .arg("(apt-get update -qq && apt-get install -y -qq redis-server) >/dev/null 2>&1")
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "redis-server is missing and apt-get could not install it"
+        );
+    });
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A redis-server child on its own port.
+pub struct RedisServer {
+    child: Option<Child>,
+    pub port: u16,
+    dir: std::path::PathBuf,
+}
+
+impl RedisServer {
+    pub fn start() -> RedisServer {
+        ensure_redis_installed();
+        let port = free_port();
+        let dir =
+            std::env::temp_dir().join(format!("firehose-test-redis-{port}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let mut me = RedisServer {
+            child: None,
+            port,
+            dir,
+        };
+        me.spawn();
+        me
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn spawn(&mut self) {
+        let log = self.dir.join("redis.log");
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .arg("--dir")
+            .arg(&self.dir)
+            .arg("--logfile")
+            .arg(&log)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server starts");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not start; log: {}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Kills the server (data is lost: tests that restart use fresh state).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    /// A synchronous connection for poking at keys.
+    pub fn conn(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .unwrap()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The server under test with its Redis.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub redis: RedisServer,
+    pub http: reqwest::Client,
+    pub cfg: Config,
+    stop: Option<oneshot::Sender<()>>,
+    done: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+/// Default test configuration against `redis`.
+pub fn test_config(redis: &RedisServer) -> Config {
+    let mut cfg = Config::defaults();
+    cfg.redis_url = Some(redis.url());
+    cfg.jwt_secret = Some("test-secret-test-secret-test-secret".into());
+    cfg.cleanup_interval = 0.05;
+    cfg
+}
+
+impl TestApp {
+    pub async fn start() -> TestApp {
+        Self::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_env("TEST_LOG"))
+            .with_test_writer()
+            .try_init();
+        let redis = RedisServer::start();
+        let mut cfg = test_config(&redis);
+        tweak(&mut cfg);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let done = tokio::spawn(firehose::run(cfg.clone(), listener, async move {
+            let _ = stopped.await;
+        }));
+        let app = TestApp {
+            addr,
+            redis,
+            http: reqwest::Client::new(),
+            cfg,
+            stop: Some(stop),
+            done: Some(done),
+        };
+        // Wait for readiness by retrying, not sleeping a fixed time.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(r) = app.http.get(app.url("/readyz")).send().await {
+                if r.status() == StatusCode::OK {
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "server never became ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        app
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// Sends a request; returns status and JSON body (Null when empty or not JSON).
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut req = self.http.request(method, self.url(path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("request sent");
+        let status = resp.status();
+        let text = resp.text().await.unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+        self.call(Method::GET, path, token, None).await
+    }
+
+    pub async fn post(&self, path: &str, token: Option<&str>, body: Value) -> (StatusCode, Value) {
+        self.call(Method::POST, path, token, Some(body)).await
+    }
+
+    pub async fn delete(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+        self.call(Method::DELETE, path, token, None).await
+    }
+
+    /// Registers `login` (password "password123") and returns its id.
+    pub async fn register(&self, login: &str) -> String {
+        let (status, body) = self
+            .post(
+                "/api/v1/users",
+                None,
+                json!({"login": login, "name": format!("{login} name"), "email": format!("{login}@example.com"), "password": "password123"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "register {login}: {body}");
+        body["id"].as_str().expect("id is a string").to_string()
+    }
+
+    pub async fn login(&self, identifier: &str) -> String {
+        let (status, body) = self
+            .post(
+                "/api/v1/sessions",
+                None,
+                json!({"identifier": identifier, "password": "password123"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "login {identifier}: {body}");
+        body["token"].as_str().unwrap().to_string()
+    }
+
+    /// Registers and logs in: (id, token).
+    pub async fn user(&self, login: &str) -> (String, String) {
+        let id = self.register(login).await;
+        let token = self.login(login).await;
+        (id, token)
+    }
+
+    pub async fn post_status(&self, token: &str, body: Value) -> Value {
+        let (status, body) = self.post("/api/v1/statuses", Some(token), body).await;
+        assert_eq!(status, StatusCode::CREATED, "post status: {body}");
+        body
+    }
+
+    pub async fn say(&self, token: &str, message: &str) -> String {
+        self.post_status(token, json!({"message": message})).await["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    pub async fn follow(&self, token: &str, id: &str) {
+        let (status, body) = self
+            .post(
+                &format!("/api/v1/users/{id}/follow"),
+                Some(token),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "follow {id}: {body}");
+    }
+
+    /// Ids of a timeline page.
+    pub async fn timeline_ids(&self, path: &str, token: Option<&str>) -> Vec<String> {
+        let (status, body) = self.get(path, token).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        body.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// A token with the given scopes for an existing user, as `firehose token` mints it.
+    pub async fn operator_token(&self, uid: &str, scopes: &[&str]) -> String {
+        let store = firehose::store::Store::open(&self.redis.url(), &self.cfg).unwrap();
+        let uid: u64 = uid.parse().unwrap();
+        let sid = store
+            .create_session(uid, firehose::model::now())
+            .await
+            .unwrap();
+        let jwt = firehose::auth::Jwt::new(self.cfg.jwt_secret().0);
+        jwt.mint(uid, &sid, scopes, 3600).0
+    }
+
+    /// Waits until `check` holds, polling; panics with `what` after 20 s.
+    pub async fn eventually<F, Fut>(&self, what: &str, mut check: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !check().await {
+            assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Stops the server and waits for `run` to return.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(done) = self.done.take() {
+            let r = tokio::time::timeout(Duration::from_secs(20), done).await;
+            assert!(r.is_ok(), "run did not return after shutdown");
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Creates `n` users straight through the store (no password hashing), for
+/// tests that need thousands of followers. Returns their ids.
+pub async fn bulk_users(app: &TestApp, prefix: &str, n: usize) -> Vec<u64> {
+    use futures::StreamExt;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let store = store.clone();
+            let login = format!("{prefix}{i}");
+            async move {
+                let email = format!("{login}@bulk.example");
+                let new = firehose::store::users::NewUser {
+                    login: &login,
+                    name: "bulk",
+                    email: &email,
+                    password_hash: "x",
+                };
+                store
+                    .create_user(&new, firehose::model::now())
+                    .await
+                    .unwrap()
+                    .id
+                    .parse::<u64>()
+                    .unwrap()
+            }
+        })
+        .buffered(64)
+        .collect()
+        .await
+}
+
+/// Makes every one of `followers` follow `target` through the store.
+pub async fn bulk_follow(app: &TestApp, followers: &[u64], target: u64) {
+    use futures::StreamExt;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let results: Vec<bool> = futures::stream::iter(followers.to_vec())
+        .map(|f| {
+            let store = store.clone();
+            async move {
+                store
+                    .set_follow(f, target, true, firehose::model::now())
+                    .await
+                    .unwrap()
+            }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    assert!(results.iter().all(|c| *c));
+}
+
+/// How many of `users` have `status_id` in their home timeline.
+pub fn homes_with(app: &TestApp, users: &[u64], status_id: &str) -> usize {
+    let mut conn = app.redis.conn();
+    let mut pipe = redis::pipe();
+    for u in users {
+        pipe.zscore(
+            format!("{}:user:{{{u}}}:home", app.cfg.key_prefix),
+            status_id,
+        );
+    }
+    let scores: Vec<Option<f64>> = pipe.query(&mut conn).unwrap();
+    scores.iter().filter(|s| s.is_some()).count()
+}
