@@ -176,7 +176,7 @@ fn phrases<'a>(raw: impl IntoIterator<Item = &'a str>) -> Result<Vec<Phrase>, Pa
 }
 
 fn boxes(coords: &[f64]) -> Result<Vec<BBox>, ParseError> {
-    if coords.len() % 4 != 0 {
+    if !coords.len().is_multiple_of(4) {
         return Err(ParseError::new(
             "locations",
             "give boxes as groups of four numbers: sw_lon,sw_lat,ne_lon,ne_lat",

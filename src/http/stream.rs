@@ -362,6 +362,9 @@ fn body_response(feed: Feed, guard: StreamGuard, sse: bool) -> Response {
                 header::HeaderName::from_static("x-accel-buffering"),
                 HeaderValue::from_static("no"),
             ),
+            // A stream ends only when it is over for good (disconnect): close
+            // the connection then rather than keep it for another request.
+            (header::CONNECTION, HeaderValue::from_static("close")),
         ],
         Body::from_stream(stream),
     )

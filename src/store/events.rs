@@ -133,10 +133,21 @@ fn entry((id, fields): (String, Vec<String>)) -> Option<(String, String)> {
     Some((id, json))
 }
 
+/// What the replay buffer can tell about lost history.
+#[derive(Debug, Clone, Default)]
+pub struct BufferInfo {
+    /// The oldest id still held.
+    pub first: Option<String>,
+    /// Whether trimming ever dropped entries (more were added than are held).
+    pub trimmed: bool,
+    /// The highest id removed by XDEL, if any (`max-deleted-entry-id`).
+    pub max_deleted: Option<String>,
+}
+
 impl Store {
-    /// The highest id ever trimmed or deleted from the buffer (Redis 7's
-    /// `max-deleted-entry-id`), if anything was.
-    pub async fn max_deleted_event_id(&self) -> StoreResult<Option<String>> {
+    /// The buffer's oldest id and whether anything was trimmed or deleted, so
+    /// that a resume point older than the buffer can be told apart.
+    pub async fn buffer_info(&self) -> StoreResult<BufferInfo> {
         let mut conn = self.conn();
         let info: redis::RedisResult<redis::Value> = redis::cmd("XINFO")
             .arg("STREAM")
@@ -145,7 +156,8 @@ impl Store {
             .await;
         let info = match info {
             Ok(v) => v,
-            Err(e) if e.code() == Some("ERR") => return Ok(None),
+            // No such key yet: nothing was ever lost.
+            Err(e) if e.code() == Some("ERR") => return Ok(BufferInfo::default()),
             Err(e) => return Err(e.into()),
         };
         let pairs: Vec<(String, redis::Value)> = match info {
@@ -162,11 +174,22 @@ impl Store {
                 .collect(),
             _ => Vec::new(),
         };
-        let deleted = pairs
-            .into_iter()
-            .find(|(k, _)| k == "max-deleted-entry-id")
-            .and_then(|(_, v)| redis::from_redis_value::<String>(v).ok())
-            .filter(|id| id != "0-0");
-        Ok(deleted)
+        let get = |name: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        let text = |name: &str| get(name).and_then(|v| redis::from_redis_value::<String>(v).ok());
+        let int = |name: &str| {
+            get(name)
+                .and_then(|v| redis::from_redis_value::<u64>(v).ok())
+                .unwrap_or(0)
+        };
+        Ok(BufferInfo {
+            first: text("recorded-first-entry-id").filter(|id| id != "0-0"),
+            trimmed: int("entries-added") > int("length"),
+            max_deleted: text("max-deleted-entry-id").filter(|id| id != "0-0"),
+        })
     }
 }

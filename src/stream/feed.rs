@@ -137,11 +137,12 @@ impl Feed {
         rule: Rule,
         after: EventId,
     ) -> StoreResult<()> {
-        if let Some(trimmed) = self.store.max_deleted_event_id().await? {
-            if EventId::parse(&trimmed).is_some_and(|t| t > after) {
-                self.push_control(control("warning", json!({"code": "resume_gap",
-                    "message": "Some events after last_event_id are no longer in the replay buffer."})));
-            }
+        if frame::is_gap(after, &self.store.buffer_info().await?) {
+            self.push_control(control(
+                "warning",
+                json!({"code": "resume_gap",
+                "message": "Some events after last_event_id are no longer in the replay buffer."}),
+            ));
         }
         let mut index = Index::new();
         index.insert(0, rule);
@@ -298,6 +299,7 @@ impl Feed {
 
     /// Ends the feed with a `disconnect` event.
     pub fn end(&mut self, code: &str, reason: &str) -> Out {
+        tracing::debug!(code, "feed ended");
         self.ended = true;
         self.hub.close(self.conn.id);
         Out::Control(control("disconnect", json!({"code": code, "reason": reason})).into())

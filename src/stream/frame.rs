@@ -27,6 +27,19 @@ impl fmt::Display for EventId {
     }
 }
 
+/// Whether resuming after `after` misses events the buffer no longer holds:
+/// some entry newer than `after` was deleted, or entries were trimmed and
+/// `after` is older than the oldest one kept. (A resume point that is exactly
+/// the last trimmed entry is reported as a gap too: the buffer cannot tell.)
+pub fn is_gap(after: EventId, info: &crate::store::events::BufferInfo) -> bool {
+    let newer = |id: &Option<String>| {
+        id.as_deref()
+            .and_then(EventId::parse)
+            .is_some_and(|id| id > after)
+    };
+    newer(&info.max_deleted) || (info.trimmed && newer(&info.first))
+}
+
 /// What routing needs from an event, owned.
 #[derive(Debug, Clone)]
 pub enum Routing {

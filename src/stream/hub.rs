@@ -97,7 +97,7 @@ impl Conn {
     /// Offers a delivery without waiting. Sends a falling_behind warning when
     /// the queue reaches 80 %; returns false when the queue is full (the
     /// caller disconnects the client) or gone.
-    fn offer(&self, d: Delivery) -> bool {
+    pub fn offer(&self, d: Delivery) -> bool {
         match self.tx.try_send(d) {
             Ok(()) => {
                 let used = self.cap - self.tx.capacity();
@@ -318,6 +318,11 @@ impl Dispatcher {
                 if !entry.conn.tx.is_closed() {
                     inc(&metrics().queue_drops, 1);
                     inc(&metrics().stall_disconnects, 1);
+                    tracing::info!(
+                        conn = entry.conn.id,
+                        uid = entry.conn.uid,
+                        "disconnecting a stalled stream"
+                    );
                     entry.conn.kill(
                         "stall",
                         format!(
@@ -346,8 +351,8 @@ impl Dispatcher {
             }
             return;
         };
-        match self.store.max_deleted_event_id().await {
-            Ok(Some(trimmed)) if EventId::parse(&trimmed).is_some_and(|t| t > last) => {
+        match self.store.buffer_info().await {
+            Ok(info) if frame::is_gap(last, &info) => {
                 let msg = control(
                     "warning",
                     json!({"code": "resume_gap",

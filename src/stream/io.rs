@@ -73,10 +73,13 @@ impl TimeoutIo {
             .deadline
             .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
         match deadline.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                "the peer stopped reading",
-            ))),
+            Poll::Ready(()) => {
+                tracing::info!("closing a connection whose peer stopped reading");
+                Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the peer stopped reading",
+                )))
+            }
             Poll::Pending => Poll::Pending,
         }
     }
@@ -100,7 +103,9 @@ impl AsyncWrite for TimeoutIo {
     ) -> Poll<io::Result<usize>> {
         match Pin::new(&mut self.inner).poll_write(cx, buf) {
             Poll::Ready(r) => {
-                self.deadline = None;
+                if r.as_ref().is_ok_and(|n| *n > 0) {
+                    self.deadline = None;
+                }
                 Poll::Ready(r)
             }
             Poll::Pending => self.blocked(cx).map(|r| r.map(|()| 0)),
@@ -114,7 +119,9 @@ impl AsyncWrite for TimeoutIo {
     ) -> Poll<io::Result<usize>> {
         match Pin::new(&mut self.inner).poll_write_vectored(cx, bufs) {
             Poll::Ready(r) => {
-                self.deadline = None;
+                if r.as_ref().is_ok_and(|n| *n > 0) {
+                    self.deadline = None;
+                }
                 Poll::Ready(r)
             }
             Poll::Pending => self.blocked(cx).map(|r| r.map(|()| 0)),
@@ -126,11 +133,10 @@ impl AsyncWrite for TimeoutIo {
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // TCP's flush is a no-op that is always ready: it says nothing about
+        // the peer reading, so it must not reset the deadline.
         match Pin::new(&mut self.inner).poll_flush(cx) {
-            Poll::Ready(r) => {
-                self.deadline = None;
-                Poll::Ready(r)
-            }
+            Poll::Ready(r) => Poll::Ready(r),
             Poll::Pending => self.blocked(cx),
         }
     }

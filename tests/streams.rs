@@ -1,0 +1,877 @@
+//! The streams over real SSE, NDJSON and WebSocket connections against a
+//! real Redis: each stream and filter, resume, slow clients, auth, limits.
+
+mod common;
+
+use common::{Msg, StreamClient, TestApp};
+use futures::{SinkExt, StreamExt};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+
+const SHORT: Duration = Duration::from_millis(400);
+
+/// A user with a firehose token and an ordinary token.
+async fn firehose_user(app: &TestApp, login: &str) -> (String, String, String) {
+    let (id, token) = app.user(login).await;
+    let fh = app
+        .operator_token(&id, &["read", "write", "firehose"])
+        .await;
+    (id, token, fh)
+}
+
+fn status_message(m: &Msg) -> &str {
+    m.data["status"]["message"].as_str().unwrap_or("")
+}
+
+#[tokio::test]
+async fn firehose_needs_the_scope_and_carries_every_public_event_as_sse() {
+    let app = TestApp::start().await;
+    let (ida, token, fh) = firehose_user(&app, "alice").await;
+    let mut denied = app
+        .stream("/api/v1/stream/firehose", Some(&token), &[])
+        .await;
+    assert_eq!(denied.status, StatusCode::FORBIDDEN);
+    assert!(denied.body["error"]["code"].is_string());
+    assert!(denied.next_within(SHORT).await.is_none());
+
+    let mut s = app.stream("/api/v1/stream/firehose", Some(&fh), &[]).await;
+    assert_eq!(s.status, StatusCode::OK);
+    let idb = app.register("bob").await;
+    let user = s.next_event("user created").await;
+    assert_eq!(user.event, "user");
+    assert_eq!(user.data["user"]["id"], idb.as_str());
+    assert!(s.retry_seen, "SSE starts with a retry hint");
+
+    let sid = app.say(&token, "hello firehose").await;
+    let m = s.next_event("status").await;
+    assert_eq!(m.event, "status");
+    assert_eq!(
+        m.id.as_deref(),
+        m.data["id"].as_str(),
+        "SSE id equals the event id"
+    );
+    assert_eq!(m.data["type"], "status");
+    assert!(m.data["at"].is_number());
+    assert_eq!(m.data["status"]["id"], sid.as_str());
+    assert_eq!(m.data["status"]["uid"], ida.as_str());
+
+    app.follow(&token, &idb).await;
+    let f = s.next_event("follow").await;
+    assert_eq!(
+        (
+            f.event.as_str(),
+            f.data["source"].clone(),
+            f.data["target"].clone()
+        ),
+        ("follow", json!(ida), json!(idb))
+    );
+    app.delete(&format!("/api/v1/users/{idb}/follow"), Some(&token))
+        .await;
+    assert_eq!(s.next_event("unfollow").await.event, "unfollow");
+    app.delete(&format!("/api/v1/statuses/{sid}"), Some(&token))
+        .await;
+    let d = s.next_event("delete").await;
+    assert_eq!(d.event, "delete");
+    assert_eq!(
+        (d.data["status_id"].clone(), d.data["uid"].clone()),
+        (json!(sid), json!(ida))
+    );
+    // Event ids grow.
+    assert!(
+        firehose::stream::EventId::parse(d.id.as_deref().unwrap())
+            > firehose::stream::EventId::parse(m.id.as_deref().unwrap())
+    );
+}
+
+#[tokio::test]
+async fn ndjson_is_served_on_accept_and_access_token_works_in_the_query() {
+    let app = TestApp::start().await;
+    let (_, token, fh) = firehose_user(&app, "carol").await;
+    let mut s = app
+        .stream(
+            &format!("/api/v1/stream/firehose?access_token={fh}"),
+            None,
+            &[("accept", "application/x-ndjson")],
+        )
+        .await;
+    assert_eq!(s.status, StatusCode::OK);
+    app.say(&token, "as ndjson").await;
+    let m = s.next_event("ndjson status").await;
+    assert_eq!(m.data["type"], "status");
+    assert_eq!(status_message(&m), "as ndjson");
+}
+
+#[tokio::test]
+async fn filter_follow_track_and_locations_deliver_only_matching_statuses() {
+    let app = TestApp::start().await;
+    let (ida, a) = app.user("dana").await;
+    let (idb, b) = app.user("eli").await;
+    let (_, c) = app.user("fay").await;
+    let mut by_follow = app
+        .stream(
+            &format!("/api/v1/stream/filter?follow={ida}"),
+            Some(&c),
+            &[],
+        )
+        .await;
+    let mut by_track = app
+        .stream(
+            "/api/v1/stream/filter?track=rust%20lang,redis",
+            Some(&c),
+            &[],
+        )
+        .await;
+    let mut by_box = app
+        .stream(
+            "/api/v1/stream/filter?locations=-122.75,36.8,-121.75,37.8",
+            Some(&c),
+            &[],
+        )
+        .await;
+    for s in [&by_follow, &by_track, &by_box] {
+        assert_eq!(s.status, StatusCode::OK);
+    }
+    let a1 = app.say(&a, "from dana").await;
+    let b_reply = app
+        .post_status(&b, json!({"message": "reply to dana", "reply_to": a1}))
+        .await;
+    app.say(&b, "Lang of choice: RUST!").await;
+    app.say(&b, "rust only").await;
+    app.say(&b, "#Redis rocks").await;
+    app.post_status(&b, json!({"message": "in sf", "lat": 37.0, "lon": -122.0}))
+        .await;
+    app.post_status(&b, json!({"message": "in la", "lat": 34.0, "lon": -118.0}))
+        .await;
+
+    assert_eq!(
+        status_message(&by_follow.next_event("dana's status").await),
+        "from dana"
+    );
+    let reply = by_follow.next_event("reply to dana").await;
+    assert_eq!(reply.data["status"]["id"], b_reply["id"]);
+    assert_eq!(reply.data["status"]["uid"], idb.as_str());
+    by_follow.assert_quiet(SHORT).await;
+
+    assert_eq!(
+        status_message(&by_track.next_event("rust lang").await),
+        "Lang of choice: RUST!"
+    );
+    assert_eq!(
+        status_message(&by_track.next_event("#redis").await),
+        "#Redis rocks"
+    );
+    by_track.assert_quiet(SHORT).await;
+
+    assert_eq!(status_message(&by_box.next_event("in sf").await), "in sf");
+    by_box.assert_quiet(SHORT).await;
+}
+
+#[tokio::test]
+async fn filter_parameters_out_of_bounds_get_400_naming_the_parameter() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("gus").await;
+    let ids = (1..=5001)
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let long = "x".repeat(61);
+    let boxes = vec!["0,0,1,1"; 26].join(",");
+    let cases = [
+        ("", "follow"),
+        ("follow=abc", "follow"),
+        (&*format!("follow={ids}"), "follow"),
+        (&*format!("track={long}"), "track"),
+        ("locations=1,2,3", "locations"),
+        ("locations=0,95,1,96", "locations"),
+        (&*format!("locations={boxes}"), "locations"),
+    ];
+    for (query, param) in cases {
+        let s = app
+            .stream(&format!("/api/v1/stream/filter?{query}"), Some(&token), &[])
+            .await;
+        assert_eq!(s.status, StatusCode::BAD_REQUEST, "{query}");
+        let message = s.body["error"]["message"].as_str().unwrap_or("");
+        assert!(message.contains(param), "{query}: {message}");
+    }
+    for query in ["rate=0", "rate=2", "rate=x"] {
+        let s = app
+            .stream(&format!("/api/v1/stream/sample?{query}"), Some(&token), &[])
+            .await;
+        assert_eq!(s.status, StatusCode::BAD_REQUEST, "{query}");
+        assert!(s.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("rate"));
+    }
+    for query in ["count=1001", "last_event_id=garbage"] {
+        let s = app
+            .stream(&format!("/api/v1/stream/sample?{query}"), Some(&token), &[])
+            .await;
+        assert_eq!(s.status, StatusCode::BAD_REQUEST, "{query}");
+    }
+}
+
+#[tokio::test]
+async fn sample_gives_every_client_at_one_rate_the_same_statuses() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("hal").await;
+    let mut one = app
+        .stream("/api/v1/stream/sample?rate=0.5", Some(&token), &[])
+        .await;
+    let mut two = app
+        .stream("/api/v1/stream/sample?rate=0.5", Some(&token), &[])
+        .await;
+    let mut all = app
+        .stream("/api/v1/stream/sample?rate=1", Some(&token), &[])
+        .await;
+    let mut expected = BTreeSet::new();
+    for i in 0..40 {
+        let sid = app.say(&token, &format!("sample {i}")).await;
+        let id: u64 = sid.parse().unwrap();
+        if firehose_filters::sample::hit(id, firehose_filters::sample::threshold(0.5)) {
+            expected.insert(sid);
+        }
+    }
+    assert!(!expected.is_empty() && expected.len() < 40);
+    for s in [&mut one, &mut two] {
+        let mut got = BTreeSet::new();
+        while got.len() < expected.len() {
+            got.insert(
+                s.next_event("sampled").await.data["status"]["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_string(),
+            );
+        }
+        assert_eq!(got, expected);
+        s.assert_quiet(SHORT).await;
+    }
+    let mut n = 0;
+    while n < 40 {
+        all.next_event("rate 1 gets everything").await;
+        n += 1;
+    }
+}
+
+#[tokio::test]
+async fn user_stream_gets_the_home_timeline_follows_and_deletes_it_could_see() {
+    let app = TestApp::start().await;
+    let (ida, a) = app.user("ida").await;
+    let (idb, b) = app.user("jon").await;
+    let (idc, c) = app.user("kai").await;
+    app.follow(&a, &idb).await;
+    let mut s = app.stream("/api/v1/stream/user", Some(&a), &[]).await;
+    assert_eq!(s.status, StatusCode::OK);
+    app.say(&c, "stranger").await;
+    let own = app.say(&a, "mine").await;
+    assert_eq!(
+        s.next_event("own status").await.data["status"]["id"],
+        own.as_str()
+    );
+    let b1 = app.say(&b, "followee").await;
+    assert_eq!(
+        s.next_event("followee status").await.data["status"]["id"],
+        b1.as_str()
+    );
+    app.follow(&c, &ida).await;
+    let f = s.next_event("followed by kai").await;
+    assert_eq!(
+        (f.data["type"].clone(), f.data["source"].clone()),
+        (json!("follow"), json!(idc))
+    );
+    app.follow(&a, &idc).await;
+    assert_eq!(
+        s.next_event("follows kai").await.data["target"],
+        idc.as_str()
+    );
+    let c2 = app.say(&c, "now followed").await;
+    assert_eq!(
+        s.next_event("new followee").await.data["status"]["id"],
+        c2.as_str()
+    );
+    app.delete(&format!("/api/v1/statuses/{b1}"), Some(&b))
+        .await;
+    let d = s.next_event("delete").await;
+    assert_eq!(
+        (d.data["type"].clone(), d.data["status_id"].clone()),
+        (json!("delete"), json!(b1))
+    );
+    app.delete(&format!("/api/v1/users/{idb}/follow"), Some(&a))
+        .await;
+    assert_eq!(s.next_event("unfollow").await.data["type"], "unfollow");
+    app.say(&b, "after unfollow").await;
+    s.assert_quiet(SHORT).await;
+}
+
+#[tokio::test]
+async fn private_statuses_reach_only_user_streams_of_followers() {
+    let app = TestApp::start().await;
+    let (idp, p) = app.user("priv").await;
+    let (_, fan, fh) = firehose_user(&app, "fan").await;
+    app.follow(&fan, &idp).await;
+    app.call(
+        reqwest::Method::PATCH,
+        "/api/v1/me",
+        Some(&p),
+        Some(json!({"private": true})),
+    )
+    .await;
+    let mut hose = app.stream("/api/v1/stream/firehose", Some(&fh), &[]).await;
+    let mut sample = app
+        .stream("/api/v1/stream/sample?rate=1", Some(&fan), &[])
+        .await;
+    let mut filter = app
+        .stream(
+            &format!("/api/v1/stream/filter?follow={idp}&track=secret"),
+            Some(&fan),
+            &[],
+        )
+        .await;
+    let mut user = app.stream("/api/v1/stream/user", Some(&fan), &[]).await;
+    let sid = app
+        .post_status(&p, json!({"message": "a secret", "lat": 1.0, "lon": 1.0}))
+        .await["id"]
+        .clone();
+    assert_eq!(
+        user.next_event("private status to a follower").await.data["status"]["id"],
+        sid
+    );
+    app.delete(
+        &format!("/api/v1/statuses/{}", sid.as_str().unwrap()),
+        Some(&p),
+    )
+    .await;
+    assert_eq!(
+        user.next_event("private delete").await.data["type"],
+        "delete"
+    );
+    for s in [&mut hose, &mut sample, &mut filter] {
+        s.assert_quiet(SHORT).await;
+    }
+}
+
+#[tokio::test]
+async fn last_event_id_replays_what_was_missed_then_goes_live_without_duplicates() {
+    let app = TestApp::start().await;
+    let (_, a) = app.user("lea").await;
+    let path = "/api/v1/stream/filter?track=keep";
+    let mut s = app.stream(path, Some(&a), &[]).await;
+    app.say(&a, "keep 1").await;
+    let first = s.next_event("keep 1").await;
+    drop(s);
+    app.say(&a, "keep 2").await;
+    app.say(&a, "drop this").await;
+    app.say(&a, "keep 3").await;
+    let last = first.id.clone().unwrap();
+    let mut s = app
+        .stream(path, Some(&a), &[("last-event-id", &last)])
+        .await;
+    assert_eq!(status_message(&s.next_event("replayed 2").await), "keep 2");
+    assert_eq!(status_message(&s.next_event("replayed 3").await), "keep 3");
+    app.say(&a, "keep 4").await;
+    assert_eq!(status_message(&s.next_event("live 4").await), "keep 4");
+    s.assert_quiet(SHORT).await;
+    // The query form, on NDJSON.
+    let mut q = app
+        .stream(
+            &format!("{path}&last_event_id={last}"),
+            Some(&a),
+            &[("accept", "application/x-ndjson")],
+        )
+        .await;
+    let got: Vec<String> = [
+        q.next_event("2").await,
+        q.next_event("3").await,
+        q.next_event("4").await,
+    ]
+    .iter()
+    .map(|m| status_message(m).to_string())
+    .collect();
+    assert_eq!(got, ["keep 2", "keep 3", "keep 4"]);
+    q.assert_quiet(SHORT).await;
+}
+
+#[tokio::test]
+async fn count_replays_the_newest_matching_events_first() {
+    let app = TestApp::start().await;
+    let (_, a) = app.user("max").await;
+    for i in 0..6 {
+        app.say(&a, &format!("tick {i}")).await;
+        app.say(&a, "noise").await;
+    }
+    let mut s = app
+        .stream("/api/v1/stream/filter?track=tick&count=3", Some(&a), &[])
+        .await;
+    let got: Vec<String> = [
+        s.next_event("a").await,
+        s.next_event("b").await,
+        s.next_event("c").await,
+    ]
+    .iter()
+    .map(|m| status_message(m).to_string())
+    .collect();
+    assert_eq!(got, ["tick 3", "tick 4", "tick 5"]);
+    s.assert_quiet(SHORT).await;
+    app.say(&a, "tick live").await;
+    assert_eq!(status_message(&s.next_event("live").await), "tick live");
+}
+
+#[tokio::test]
+async fn an_id_older_than_the_buffer_gets_a_resume_gap_warning_and_carries_on() {
+    let app = TestApp::start_with(|c| c.replay_maxlen = 10).await;
+    let (_, a, fh) = firehose_user(&app, "ned").await;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    // Enough events for the approximate trim to drop whole stream nodes.
+    for i in 0..300 {
+        store
+            .emit(&json!({"type": "ping", "at": i}).to_string())
+            .await
+            .unwrap();
+    }
+    let mut s = app
+        .stream("/api/v1/stream/firehose?last_event_id=1-0", Some(&fh), &[])
+        .await;
+    let w = s.next("warning").await;
+    assert_eq!(
+        (w.event.as_str(), w.data["code"].clone()),
+        ("warning", json!("resume_gap"))
+    );
+    assert!(w.id.is_none(), "control events carry no id");
+    let first = s.next_event("what is left").await;
+    assert_eq!(first.data["type"], "ping");
+    let mut last = first;
+    while let Some(m) = s.next_within(SHORT).await {
+        last = m;
+    }
+    assert_eq!(last.data["at"], 299);
+    app.say(&a, "live after gap").await;
+    assert_eq!(
+        status_message(&s.next_event("live").await),
+        "live after gap"
+    );
+}
+
+#[tokio::test]
+async fn a_lost_redis_subscription_is_caught_up_from_the_buffer() {
+    let app = TestApp::start().await;
+    let (_, a, fh) = firehose_user(&app, "ora").await;
+    let mut s = app.stream("/api/v1/stream/firehose", Some(&fh), &[]).await;
+    app.say(&a, "before").await;
+    assert_eq!(status_message(&s.next_event("before").await), "before");
+    let mut conn = app.redis.conn();
+    let killed: u64 = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query(&mut conn)
+        .unwrap();
+    assert!(killed >= 1);
+    let mut sent = Vec::new();
+    for i in 0..20 {
+        sent.push(format!("during {i}"));
+        app.say(&a, &format!("during {i}")).await;
+    }
+    let mut got = Vec::new();
+    while got.len() < sent.len() {
+        got.push(status_message(&s.next_event("caught up").await).to_string());
+    }
+    assert_eq!(got, sent, "no gap, no duplicate, in order");
+    s.assert_quiet(SHORT).await;
+}
+
+#[tokio::test]
+async fn streams_survive_a_redis_restart() {
+    let mut app = TestApp::start().await;
+    let (_, _, fh) = firehose_user(&app, "pam").await;
+    let mut s = app.stream("/api/v1/stream/firehose", Some(&fh), &[]).await;
+    app.redis.restart();
+    // The test Redis keeps no data, so post as a user made after the restart.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let token = loop {
+        let (status, _) = app
+            .post(
+                "/api/v1/users",
+                None,
+                json!({"login": "pam2", "name": "p", "email": "p2@x", "password": "password123"}),
+            )
+            .await;
+        if status == StatusCode::CREATED || status == StatusCode::CONFLICT {
+            break app.login("pam2").await;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "redis never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    // Events published after the hub re-subscribed reach the old connection.
+    let mut seen = false;
+    for i in 0..100 {
+        app.say(&token, &format!("after restart {i}")).await;
+        if let Some(m) = s.next_within(Duration::from_millis(200)).await {
+            if m.data["type"] == "status" {
+                seen = true;
+                break;
+            }
+        }
+    }
+    assert!(seen, "the stream resumed after the restart");
+}
+
+#[tokio::test]
+async fn the_hub_warns_at_80_percent_and_refuses_at_the_bound() {
+    use firehose::stream::hub::{Conn, Delivery};
+    let (conn, mut rx) = Conn::new(1, 1, "s".into(), 10);
+    let frame = match firehose::stream::frame::parse(r#"{"id":"1-0","type":"ping","at":1}"#) {
+        Some(firehose::stream::frame::Incoming::Event(f)) => f,
+        _ => panic!("parse"),
+    };
+    let mut accepted = 0;
+    while conn.offer(Delivery::Event(frame.clone(), "firehose")) {
+        accepted += 1;
+        assert!(accepted <= 10);
+    }
+    let mut warnings = 0;
+    let mut events = 0;
+    while let Ok(d) = rx.try_recv() {
+        match d {
+            Delivery::Event(..) => events += 1,
+            Delivery::Control(json) => {
+                let v: Value = serde_json::from_str(&json).unwrap();
+                assert_eq!(
+                    (v["type"].clone(), v["code"].clone()),
+                    (json!("warning"), json!("falling_behind"))
+                );
+                assert!(v["percent_full"].as_u64().unwrap() >= 80);
+                warnings += 1;
+            }
+        }
+    }
+    assert_eq!(warnings, 1, "one warning per crossing");
+    assert_eq!(events + warnings, 10);
+}
+
+#[tokio::test]
+async fn a_client_that_never_reads_is_cut_off_without_delaying_anyone() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::start_with(|c| {
+        c.stream_queue = 20;
+        c.write_timeout_secs = 2;
+    })
+    .await;
+    let (id, a, fh) = firehose_user(&app, "quin").await;
+    let mut reader = app.stream("/api/v1/stream/firehose", Some(&fh), &[]).await;
+    // A raw client that sends its request and never reads a byte.
+    // A tiny receive buffer keeps the kernel from soaking up the flood.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut stalled = socket.connect(app.addr).await.unwrap();
+    stalled
+        .write_all(format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {fh}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let big = "x".repeat(100_000);
+    for i in 0..300 {
+        let body = json!({"type": "status", "at": i, "status": {"id": (1000 + i).to_string(), "uid": id, "login": "quin", "message": big, "posted": 1.0, "hashtags": [], "mentions": []}});
+        store.emit(&body.to_string()).await.unwrap();
+        // The reading client keeps up the whole time.
+        let m = reader.next_event("reader keeps up").await;
+        assert_eq!(m.data["at"], i);
+    }
+    app.say(&a, "still flowing").await;
+    assert_eq!(
+        status_message(&reader.next_event("after the flood").await),
+        "still flowing"
+    );
+    let (_, metrics) = {
+        let r = app.http.get(app.url("/metrics")).send().await.unwrap();
+        (r.status(), r.text().await.unwrap())
+    };
+    let stalls: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("firehose_stall_disconnects_total "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        stalls >= 1.0,
+        "the stalled client was disconnected: {stalls}"
+    );
+    // The server closes the socket: reading now drains what was buffered, then EOF.
+    let mut buf = vec![0u8; 1 << 20];
+    let drained = tokio::time::timeout(Duration::from_secs(20), async {
+        let mut total = 0usize;
+        loop {
+            match stalled.read(&mut buf).await {
+                Ok(0) | Err(_) => return total,
+                Ok(n) => total += n,
+            }
+        }
+    })
+    .await
+    .expect("the stalled connection is closed by the server");
+    assert!(
+        drained < 300 * 100_000,
+        "the server did not buffer everything for it ({drained} bytes)"
+    );
+}
+
+#[tokio::test]
+async fn every_auth_failure_is_refused_at_connect() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("rae").await;
+    let secret = app.cfg.jwt_secret().0.to_string();
+    let claims = json!({"sub": "1", "sid": "nope", "scopes": ["read"], "exp": 4_000_000_000u64});
+    let sign = |secret: &str, alg, claims: &Value| {
+        jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(alg),
+            claims,
+            &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+        )
+        .unwrap()
+    };
+    let mut expired_claims = claims.clone();
+    expired_claims["exp"] = json!(1000);
+    let revoked = app.login("rae").await;
+    app.delete("/api/v1/sessions/current", Some(&revoked)).await;
+    let cases: Vec<(&str, Option<String>)> = vec![
+        ("none", None),
+        (
+            "bad signature",
+            Some(sign("wrong", jsonwebtoken::Algorithm::HS256, &claims)),
+        ),
+        (
+            "expired",
+            Some(sign(
+                &secret,
+                jsonwebtoken::Algorithm::HS256,
+                &expired_claims,
+            )),
+        ),
+        (
+            "alg none",
+            Some(format!(
+                "{}.{}.",
+                "eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0",
+                "eyJzdWIiOiIxIiwic2lkIjoibm9wZSIsImV4cCI6NDAwMDAwMDAwMH0"
+            )),
+        ),
+        (
+            "unknown session",
+            Some(sign(&secret, jsonwebtoken::Algorithm::HS256, &claims)),
+        ),
+        ("revoked", Some(revoked)),
+    ];
+    for (what, t) in cases {
+        let s = app.stream("/api/v1/stream/user", t.as_deref(), &[]).await;
+        assert_eq!(s.status, StatusCode::UNAUTHORIZED, "{what}");
+        assert!(s.body["error"]["code"].is_string(), "{what}");
+        let s = app
+            .stream(
+                &format!(
+                    "/api/v1/stream/user?access_token={}",
+                    t.as_deref().unwrap_or("")
+                ),
+                None,
+                &[],
+            )
+            .await;
+        assert_eq!(s.status, StatusCode::UNAUTHORIZED, "{what} in query");
+    }
+    let s = app
+        .stream("/api/v1/stream/firehose", Some(&token), &[])
+        .await;
+    assert_eq!(s.status, StatusCode::FORBIDDEN, "missing scope");
+}
+
+#[tokio::test]
+async fn logout_closes_that_sessions_streams_with_a_disconnect() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("sol").await;
+    let other = app.login("sol").await;
+    let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
+    let mut kept = app.stream("/api/v1/stream/user", Some(&other), &[]).await;
+    app.delete("/api/v1/sessions/current", Some(&token)).await;
+    let bye = s.next("disconnect").await;
+    assert_eq!(
+        (bye.event.as_str(), bye.data["code"].clone()),
+        ("disconnect", json!("revoked"))
+    );
+    assert!(bye.data["reason"].is_string());
+    assert!(s.ended_within(Duration::from_secs(5)).await);
+    app.say(&other, "kept").await;
+    assert_eq!(
+        status_message(&kept.next_event("other session still streams").await),
+        "kept"
+    );
+}
+
+#[tokio::test]
+async fn at_most_five_streams_per_user_then_429() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("tao").await;
+    let mut open: Vec<StreamClient> = Vec::new();
+    for _ in 0..5 {
+        let s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
+        assert_eq!(s.status, StatusCode::OK);
+        open.push(s);
+    }
+    let s = app.stream("/api/v1/stream/sample", Some(&token), &[]).await;
+    assert_eq!(s.status, StatusCode::TOO_MANY_REQUESTS);
+    assert!(s.body["error"]["code"].is_string());
+    open.pop();
+    app.eventually("a slot frees up", || async {
+        app.stream("/api/v1/stream/sample", Some(&token), &[])
+            .await
+            .status
+            == StatusCode::OK
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sse_sends_keepalive_comments() {
+    let app = TestApp::start_with(|c| c.keepalive_secs = 1).await;
+    let (_, token) = app.user("uli").await;
+    let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
+    assert!(s.next_within(Duration::from_millis(2500)).await.is_none());
+    assert!(s.comments >= 1, "a comment line arrived");
+}
+
+#[tokio::test]
+async fn shutdown_sends_disconnect_to_every_client_before_closing() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("val").await;
+    let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
+    let mut n = app
+        .stream(
+            "/api/v1/stream/user",
+            Some(&token),
+            &[("accept", "application/x-ndjson")],
+        )
+        .await;
+    let stopping = tokio::spawn(app.shutdown());
+    for c in [&mut s, &mut n] {
+        let bye = c.next("disconnect").await;
+        assert_eq!(
+            (bye.data["type"].clone(), bye.data["code"].clone()),
+            (json!("disconnect"), json!("shutdown"))
+        );
+        assert!(c.ended_within(Duration::from_secs(5)).await);
+    }
+    stopping.await.unwrap();
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn ws_connect(app: &TestApp, path: &str, token: &str) -> Ws {
+    let mut req = format!("ws://{}{}", app.addr, path)
+        .into_client_request()
+        .unwrap();
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    tokio_tungstenite::connect_async(req)
+        .await
+        .expect("websocket")
+        .0
+}
+
+async fn ws_next(ws: &mut Ws) -> Value {
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("a websocket message in time")
+            .expect("open")
+            .expect("ok");
+        if let WsMessage::Text(t) = msg {
+            return serde_json::from_str(t.as_str()).unwrap();
+        }
+    }
+}
+
+async fn ws_send(ws: &mut Ws, v: Value) {
+    ws.send(WsMessage::Text(v.to_string().into()))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn websocket_on_a_stream_path_carries_the_same_json() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("wil").await;
+    let mut ws = ws_connect(&app, "/api/v1/stream/filter?track=wsword", &token).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let sid = app.say(&token, "a wsword here").await;
+    let v = ws_next(&mut ws).await;
+    assert_eq!(
+        (v["type"].clone(), v["status"]["id"].clone()),
+        (json!("status"), json!(sid))
+    );
+    assert!(v["id"].is_string());
+}
+
+#[tokio::test]
+async fn the_multiplexed_websocket_subscribes_and_unsubscribes_live() {
+    let app = TestApp::start().await;
+    let (ida, a) = app.user("xia").await;
+    let (_, b) = app.user("yan").await;
+    let mut ws = ws_connect(&app, "/api/v1/stream", &a).await;
+    ws_send(&mut ws, json!({"type": "subscribe", "stream": "filter", "track": ["alpha"], "follow": [], "locations": [[0, 0, 10, 10]]})).await;
+    let sub = ws_next(&mut ws).await;
+    assert_eq!(
+        (sub["type"].clone(), sub["stream"].clone()),
+        (json!("subscribed"), json!("filter"))
+    );
+    ws_send(&mut ws, json!({"type": "subscribe", "stream": "user"})).await;
+    let sub = ws_next(&mut ws).await;
+    assert_eq!(
+        (sub["type"].clone(), sub["stream"].clone()),
+        (json!("subscribed"), json!("user"))
+    );
+    app.say(&b, "alpha from yan").await;
+    let e = ws_next(&mut ws).await;
+    assert_eq!(
+        (e["stream"].clone(), e["status"]["message"].clone()),
+        (json!("filter"), json!("alpha from yan"))
+    );
+    app.say(&a, "my own").await;
+    let e = ws_next(&mut ws).await;
+    assert_eq!(
+        (e["stream"].clone(), e["status"]["uid"].clone()),
+        (json!("user"), json!(ida))
+    );
+    ws_send(&mut ws, json!({"type": "unsubscribe", "stream": "filter"})).await;
+    let un = ws_next(&mut ws).await;
+    assert_eq!(
+        (un["type"].clone(), un["stream"].clone()),
+        (json!("unsubscribed"), json!("filter"))
+    );
+    app.say(&b, "alpha again").await;
+    app.say(&a, "mine again").await;
+    let e = ws_next(&mut ws).await;
+    assert_eq!(
+        (e["stream"].clone(), e["status"]["message"].clone()),
+        (json!("user"), json!("mine again"))
+    );
+    for bad in [
+        json!({"type": "subscribe", "stream": "firehose"}),
+        json!({"type": "subscribe", "stream": "filter", "track": ["x".repeat(61)]}),
+        json!({"type": "subscribe", "stream": "nope"}),
+        json!({"type": "unsubscribe", "stream": "sample"}),
+        json!({"type": "dance"}),
+    ] {
+        ws_send(&mut ws, bad.clone()).await;
+        let err = ws_next(&mut ws).await;
+        assert_eq!(err["type"], "error", "{bad}: {err}");
+        assert!(err["code"].is_string() && err["message"].is_string());
+    }
+    ws.send(WsMessage::Text("not json".into())).await.unwrap();
+    assert_eq!(ws_next(&mut ws).await["type"], "error");
+}
