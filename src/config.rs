@@ -176,8 +176,8 @@ pub struct TokenArgs {
 /// `firehose demo`.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Users to create.
-    #[arg(long, default_value_t = 2000)]
+    /// Users to create (celebrities get ~90 % of them as followers).
+    #[arg(long, default_value_t = 12_000)]
     pub users: usize,
     /// Accounts with many followers (each followed by most users).
     #[arg(long, default_value_t = 3)]
