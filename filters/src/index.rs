@@ -9,7 +9,7 @@
 use crate::geo::GeoIndex;
 use crate::parse::FilterSpec;
 use crate::sample;
-use crate::track::{Phrase, Words};
+use crate::track::{word_hash, Phrase, Words};
 use crate::FxHashMap;
 use std::collections::HashSet;
 
@@ -86,10 +86,72 @@ pub enum Event<'a> {
     Other,
 }
 
+/// Subscribers of one key. Most keys have one, kept inline so that a lookup
+/// touches no further memory.
+#[derive(Debug, Clone)]
+enum Subs {
+    One(SubId),
+    Many(Vec<SubId>),
+}
+
+impl Subs {
+    fn push(&mut self, sub: SubId) {
+        match self {
+            Subs::One(first) => *self = Subs::Many(vec![*first, sub]),
+            Subs::Many(list) => list.push(sub),
+        }
+    }
+
+    /// Removes `sub`; true when nothing is left.
+    fn remove(&mut self, sub: SubId) -> bool {
+        match self {
+            Subs::One(s) => *s == sub,
+            Subs::Many(list) => {
+                list.retain(|s| *s != sub);
+                match list.as_slice() {
+                    [] => true,
+                    [only] => {
+                        *self = Subs::One(*only);
+                        false
+                    }
+                    _ => false,
+                }
+            }
+        }
+    }
+
+    fn extend_into(&self, out: &mut Vec<SubId>) {
+        match self {
+            Subs::One(s) => out.push(*s),
+            Subs::Many(list) => out.extend_from_slice(list),
+        }
+    }
+}
+
+/// One distinct tracked phrase, as sorted term ids.
 #[derive(Debug)]
 struct PhraseSlot {
-    phrase: Phrase,
-    subs: Vec<SubId>,
+    /// Term ids, sorted; the anchor is one of them.
+    terms: Vec<u32>,
+    subs: Subs,
+}
+
+/// One distinct term of any tracked phrase.
+#[derive(Debug)]
+struct TermSlot {
+    text: Box<str>,
+    /// Phrases filed under this term (their anchor).
+    anchored: Vec<u32>,
+    /// Phrases using this term at all.
+    refs: u32,
+}
+
+/// Bits in the term prefilter: 128 KiB, small enough to stay in cache, so
+/// most message words that no one tracks cost no hash-map probe.
+const FILTER_BITS: usize = 1 << 20;
+
+fn filter_bit(hash: u64) -> usize {
+    (hash >> 40) as usize & (FILTER_BITS - 1)
 }
 
 #[derive(Debug)]
@@ -110,27 +172,38 @@ pub struct Index {
     firehose: Vec<SubId>,
     /// Distinct sample thresholds with their subscribers.
     sample: Vec<(u64, Vec<SubId>)>,
-    follow: FxHashMap<u64, Vec<SubId>>,
+    follow: FxHashMap<u64, Subs>,
     phrases: Vec<Option<PhraseSlot>>,
-    phrase_ids: FxHashMap<Phrase, usize>,
-    free_phrases: Vec<usize>,
-    anchors: FxHashMap<String, Vec<usize>>,
+    phrase_ids: FxHashMap<Phrase, u32>,
+    free_phrases: Vec<u32>,
+    terms: Vec<Option<TermSlot>>,
+    /// Hash of a term's text -> term ids with that hash (almost always one).
+    term_ids: FxHashMap<u64, Vec<u32>>,
+    free_terms: Vec<u32>,
+    /// Prefilter over term hashes; bits of removed terms linger until rebuilt.
+    term_filter: Vec<u64>,
+    stale_filter_bits: usize,
     geo: GeoIndex<SubId>,
     /// Author id -> user-stream subscriptions whose home timeline gets their statuses.
-    home: FxHashMap<u64, Vec<SubId>>,
+    home: FxHashMap<u64, Subs>,
     /// User id -> that user's own user-stream subscriptions.
-    user_of: FxHashMap<u64, Vec<SubId>>,
+    user_of: FxHashMap<u64, Subs>,
     words: Words,
+    present: Vec<u32>,
 }
 
-fn push(map: &mut FxHashMap<u64, Vec<SubId>>, key: u64, sub: SubId) {
-    map.entry(key).or_default().push(sub);
+fn push(map: &mut FxHashMap<u64, Subs>, key: u64, sub: SubId) {
+    match map.get_mut(&key) {
+        Some(subs) => subs.push(sub),
+        None => {
+            map.insert(key, Subs::One(sub));
+        }
+    }
 }
 
-fn pull(map: &mut FxHashMap<u64, Vec<SubId>>, key: u64, sub: SubId) {
-    if let Some(list) = map.get_mut(&key) {
-        list.retain(|s| *s != sub);
-        if list.is_empty() {
+fn pull(map: &mut FxHashMap<u64, Subs>, key: u64, sub: SubId) {
+    if let Some(subs) = map.get_mut(&key) {
+        if subs.remove(sub) {
             map.remove(&key);
         }
     }
@@ -233,53 +306,132 @@ impl Index {
 
     fn add_phrase(&mut self, phrase: &Phrase, sub: SubId) {
         if let Some(&id) = self.phrase_ids.get(phrase) {
-            if let Some(slot) = &mut self.phrases[id] {
+            if let Some(slot) = &mut self.phrases[id as usize] {
                 slot.subs.push(sub);
             }
             return;
         }
+        let mut terms: Vec<u32> = phrase.terms().iter().map(|t| self.intern(t)).collect();
+        let anchor = self.intern(phrase.anchor());
+        // `intern` counted the anchor twice (it is also a term).
+        if let Some(t) = &mut self.terms[anchor as usize] {
+            t.refs -= 1;
+        }
+        terms.sort_unstable();
         let slot = PhraseSlot {
-            phrase: phrase.clone(),
-            subs: vec![sub],
+            terms,
+            subs: Subs::One(sub),
         };
         let id = match self.free_phrases.pop() {
             Some(id) => {
-                self.phrases[id] = Some(slot);
+                self.phrases[id as usize] = Some(slot);
                 id
             }
             None => {
                 self.phrases.push(Some(slot));
-                self.phrases.len() - 1
+                (self.phrases.len() - 1) as u32
             }
         };
         self.phrase_ids.insert(phrase.clone(), id);
-        self.anchors
-            .entry(phrase.anchor().to_string())
-            .or_default()
-            .push(id);
+        if let Some(t) = &mut self.terms[anchor as usize] {
+            t.anchored.push(id);
+        }
     }
 
     fn remove_phrase(&mut self, phrase: &Phrase, sub: SubId) {
         let Some(&id) = self.phrase_ids.get(phrase) else {
             return;
         };
-        let Some(slot) = &mut self.phrases[id] else {
+        let Some(slot) = &mut self.phrases[id as usize] else {
             return;
         };
-        slot.subs.retain(|s| *s != sub);
-        if !slot.subs.is_empty() {
+        if !slot.subs.remove(sub) {
             return;
         }
-        self.phrases[id] = None;
+        let terms = std::mem::take(&mut slot.terms);
+        self.phrases[id as usize] = None;
         self.free_phrases.push(id);
         self.phrase_ids.remove(phrase);
-        let anchor = phrase.anchor();
-        if let Some(list) = self.anchors.get_mut(anchor) {
-            list.retain(|p| *p != id);
-            if list.is_empty() {
-                self.anchors.remove(anchor);
+        let anchor = self.find_term(phrase.anchor());
+        if let Some(Some(t)) = anchor.map(|a| &mut self.terms[a as usize]) {
+            t.anchored.retain(|p| *p != id);
+        }
+        for term in terms {
+            self.release(term);
+        }
+    }
+
+    fn find_term(&self, text: &str) -> Option<u32> {
+        let ids = self.term_ids.get(&word_hash(text))?;
+        ids.iter()
+            .copied()
+            .find(|&id| self.terms[id as usize].as_ref().is_some_and(|t| &*t.text == text))
+    }
+
+    /// The id of `text`, creating the term if needed; counts one more use.
+    fn intern(&mut self, text: &str) -> u32 {
+        if let Some(id) = self.find_term(text) {
+            if let Some(t) = &mut self.terms[id as usize] {
+                t.refs += 1;
+            }
+            return id;
+        }
+        let slot = TermSlot {
+            text: text.into(),
+            anchored: Vec::new(),
+            refs: 1,
+        };
+        let id = match self.free_terms.pop() {
+            Some(id) => {
+                self.terms[id as usize] = Some(slot);
+                id
+            }
+            None => {
+                self.terms.push(Some(slot));
+                (self.terms.len() - 1) as u32
+            }
+        };
+        let hash = word_hash(text);
+        self.term_ids.entry(hash).or_default().push(id);
+        if self.term_filter.is_empty() {
+            self.term_filter = vec![0; FILTER_BITS / 64];
+        }
+        let bit = filter_bit(hash);
+        self.term_filter[bit / 64] |= 1 << (bit % 64);
+        id
+    }
+
+    /// Counts one use fewer of a term, dropping it when unused.
+    fn release(&mut self, id: u32) {
+        let Some(t) = &mut self.terms[id as usize] else {
+            return;
+        };
+        t.refs -= 1;
+        if t.refs > 0 {
+            return;
+        }
+        let hash = word_hash(&t.text);
+        self.terms[id as usize] = None;
+        self.free_terms.push(id);
+        if let Some(ids) = self.term_ids.get_mut(&hash) {
+            ids.retain(|x| *x != id);
+            if ids.is_empty() {
+                self.term_ids.remove(&hash);
             }
         }
+        self.stale_filter_bits += 1;
+        if self.stale_filter_bits > 1024 && self.stale_filter_bits > self.term_ids.len() {
+            self.rebuild_filter();
+        }
+    }
+
+    fn rebuild_filter(&mut self) {
+        self.term_filter.iter_mut().for_each(|w| *w = 0);
+        for hash in self.term_ids.keys() {
+            let bit = filter_bit(*hash);
+            self.term_filter[bit / 64] |= 1 << (bit % 64);
+        }
+        self.stale_filter_bits = 0;
     }
 
     /// Collects into `out` (cleared first) the subscriptions that want `event`,
@@ -292,8 +444,8 @@ impl Index {
                 if !s.private {
                     self.route_public_status(s, out);
                 }
-                if let Some(list) = self.home.get(&s.uid) {
-                    out.extend_from_slice(list);
+                if let Some(subs) = self.home.get(&s.uid) {
+                    subs.extend_into(out);
                 }
             }
             Event::Delete {
@@ -308,12 +460,12 @@ impl Index {
                             out.extend_from_slice(list);
                         }
                     }
-                    if let Some(list) = self.follow.get(&uid) {
-                        out.extend_from_slice(list);
+                    if let Some(subs) = self.follow.get(&uid) {
+                        subs.extend_into(out);
                     }
                 }
-                if let Some(list) = self.home.get(&uid) {
-                    out.extend_from_slice(list);
+                if let Some(subs) = self.home.get(&uid) {
+                    subs.extend_into(out);
                 }
             }
             Event::Follow {
@@ -323,8 +475,8 @@ impl Index {
             } => {
                 out.extend_from_slice(&self.firehose);
                 for uid in [source, target] {
-                    if let Some(list) = self.user_of.get(&uid) {
-                        out.extend_from_slice(list);
+                    if let Some(subs) = self.user_of.get(&uid) {
+                        subs.extend_into(out);
                     }
                 }
                 self.apply_follow(source, target, following);
@@ -344,35 +496,62 @@ impl Index {
         }
         let authors = [Some(s.uid), s.reply_to_uid, s.repost_of_uid];
         for uid in authors.into_iter().flatten() {
-            if let Some(list) = self.follow.get(&uid) {
-                out.extend_from_slice(list);
+            if let Some(subs) = self.follow.get(&uid) {
+                subs.extend_into(out);
             }
         }
-        if !self.anchors.is_empty() {
-            self.words.fill(s.message);
-            for word in self.words.iter() {
-                let Some(ids) = self.anchors.get(word) else {
-                    continue;
-                };
-                for &id in ids {
-                    if let Some(slot) = &self.phrases[id] {
-                        if slot.phrase.matches(&self.words) {
-                            out.extend_from_slice(&slot.subs);
-                        }
-                    }
-                }
-            }
+        if !self.term_ids.is_empty() {
+            self.match_track(s.message, out);
         }
         if let Some((lat, lon)) = s.coords {
             self.geo.find(lat, lon, |sub| out.push(sub));
         }
     }
 
+    /// Phrases whose terms all occur in the message: the words that are
+    /// tracked terms are found first (prefilter, then one probe each), then
+    /// only the phrases anchored at those terms are checked.
+    fn match_track(&mut self, message: &str, out: &mut Vec<SubId>) {
+        self.words.fill(message);
+        self.present.clear();
+        let hashes = self.words.hashes();
+        for (i, &h) in hashes.iter().enumerate() {
+            let bit = filter_bit(h);
+            if self.term_filter[bit / 64] & (1 << (bit % 64)) == 0 {
+                continue;
+            }
+            let Some(ids) = self.term_ids.get(&h) else {
+                continue;
+            };
+            let word = self.words.word(i);
+            for &id in ids {
+                if self.terms[id as usize].as_ref().is_some_and(|t| &*t.text == word) && !self.present.contains(&id) {
+                    self.present.push(id);
+                }
+            }
+        }
+        for &term in &self.present {
+            let Some(t) = &self.terms[term as usize] else {
+                continue;
+            };
+            for &p in &t.anchored {
+                let Some(slot) = &self.phrases[p as usize] else {
+                    continue;
+                };
+                if slot.terms.len() == 1 || slot.terms.iter().all(|x| self.present.contains(x)) {
+                    slot.subs.extend_into(out);
+                }
+            }
+        }
+    }
+
     fn apply_follow(&mut self, source: u64, target: u64, following: bool) {
-        let Some(list) = self.user_of.get(&source) else {
-            return;
-        };
-        for sub in list.clone() {
+        let mut subs = Vec::new();
+        match self.user_of.get(&source) {
+            Some(list) => list.extend_into(&mut subs),
+            None => return,
+        }
+        for sub in subs {
             let Some(Compiled::User { following: set, .. }) = self.subs.get_mut(&sub) else {
                 continue;
             };

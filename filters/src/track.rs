@@ -13,15 +13,39 @@
 //! `don't` needs the words `don` and `t`.
 
 /// A message cut into lowercased words, reusable across messages so that
-/// matching allocates nothing once warmed up.
+/// matching allocates nothing once warmed up. Each word also has a 64-bit
+/// hash, so the index finds candidate phrases and checks their terms by
+/// comparing integers; strings are compared only when hashes agree.
 #[derive(Debug, Default, Clone)]
 pub struct Words {
     buf: String,
     spans: Vec<(u32, u32)>,
+    hashes: Vec<u64>,
 }
 
 fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
+    if c.is_ascii() {
+        c.is_ascii_alphanumeric() || c == '_'
+    } else {
+        c.is_alphanumeric()
+    }
+}
+
+fn push_lower(buf: &mut String, c: char) {
+    if c.is_ascii() {
+        buf.push(c.to_ascii_lowercase());
+    } else {
+        buf.extend(c.to_lowercase());
+    }
+}
+
+/// The hash words and terms are indexed by.
+pub fn word_hash(word: &str) -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = crate::FxBuild::default().build_hasher();
+    h.write(word.as_bytes());
+    h.write_u64(word.len() as u64);
+    h.finish()
 }
 
 impl Words {
@@ -29,6 +53,7 @@ impl Words {
     pub fn fill(&mut self, text: &str) {
         self.buf.clear();
         self.spans.clear();
+        self.hashes.clear();
         let mut prev: Option<char> = None;
         let mut chars = text.char_indices().peekable();
         while let Some((_, c)) = chars.next() {
@@ -37,12 +62,12 @@ impl Words {
                 continue;
             }
             let start = self.buf.len();
-            self.buf.extend(c.to_lowercase());
+            push_lower(&mut self.buf, c);
             while let Some(&(_, c)) = chars.peek() {
                 if !is_word_char(c) {
                     break;
                 }
-                self.buf.extend(c.to_lowercase());
+                push_lower(&mut self.buf, c);
                 chars.next();
             }
             let end = self.buf.len();
@@ -55,6 +80,28 @@ impl Words {
             }
             prev = None;
         }
+        for &(s, e) in &self.spans {
+            self.hashes.push(word_hash(&self.buf[s as usize..e as usize]));
+        }
+    }
+
+    /// The hash of each word, in the order of [`Words::iter`].
+    pub fn hashes(&self) -> &[u64] {
+        &self.hashes
+    }
+
+    /// The `i`-th word.
+    pub fn word(&self, i: usize) -> &str {
+        let (s, e) = self.spans[i];
+        &self.buf[s as usize..e as usize]
+    }
+
+    /// Whether the word `word` with hash `hash` is among the words.
+    pub fn contains_hashed(&self, word: &str, hash: u64) -> bool {
+        self.hashes
+            .iter()
+            .enumerate()
+            .any(|(i, h)| *h == hash && self.word(i) == word)
     }
 
     /// The words, in message order, prefixed forms after their plain form.
@@ -84,6 +131,7 @@ impl Words {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Phrase {
     terms: Vec<String>,
+    hashes: Vec<u64>,
 }
 
 impl Phrase {
@@ -108,7 +156,8 @@ impl Phrase {
         if terms.is_empty() {
             None
         } else {
-            Some(Phrase { terms })
+            let hashes = terms.iter().map(|t| word_hash(t)).collect();
+            Some(Phrase { terms, hashes })
         }
     }
 
@@ -127,8 +176,16 @@ impl Phrase {
             .unwrap_or("")
     }
 
+    /// The hash of [`Phrase::anchor`].
+    pub fn anchor_hash(&self) -> u64 {
+        word_hash(self.anchor())
+    }
+
     /// Whether every term is among `words`.
     pub fn matches(&self, words: &Words) -> bool {
-        self.terms.iter().all(|t| words.contains(t))
+        self.terms
+            .iter()
+            .zip(&self.hashes)
+            .all(|(t, h)| words.contains_hashed(t, *h))
     }
 }

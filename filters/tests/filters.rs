@@ -273,3 +273,70 @@ fn sample_is_the_same_for_every_client_at_a_rate_and_nested_across_rates() {
     assert!((800..1200).contains(&n_low), "about 10%: {n_low}");
     assert!((4500..5500).contains(&n_high), "about 50%: {n_high}");
 }
+
+/// A deterministic generator for the randomized comparison below.
+struct Lcg(u64);
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// The index must agree with the obvious per-subscription check, through
+/// inserts, removals and re-inserts.
+#[test]
+fn the_index_agrees_with_checking_every_filter_one_by_one() {
+    let mut rng = Lcg(9);
+    let words = ["rust", "redis", "go", "tea", "coffee", "rain", "sun", "cat", "dog", "jazz"];
+    let mut specs = std::collections::BTreeMap::new();
+    let mut index = Index::new();
+    let mut words_buf = firehose_filters::track::Words::default();
+    for round in 0..400u64 {
+        // Churn: add or replace a subscription, sometimes remove one.
+        let sub = rng.below(60);
+        if rng.below(4) == 0 {
+            index.remove(sub);
+            specs.remove(&sub);
+        } else {
+            let follow: Vec<String> = (0..rng.below(3)).map(|_| (1 + rng.below(20)).to_string()).collect();
+            let track: Vec<String> = (0..rng.below(3))
+                .map(|_| {
+                    let n = 1 + rng.below(2);
+                    (0..n).map(|_| words[rng.below(10) as usize]).collect::<Vec<_>>().join(" ")
+                })
+                .collect();
+            let boxes: Vec<f64> = if rng.below(2) == 0 {
+                let lon = rng.below(20) as f64 - 10.0;
+                let lat = rng.below(20) as f64 - 10.0;
+                vec![lon, lat, lon + 5.0, lat + 5.0]
+            } else {
+                vec![]
+            };
+            if let Ok(spec) = firehose_filters::FilterSpec::from_parts(
+                follow.iter().map(String::as_str),
+                track.iter().map(String::as_str),
+                &boxes,
+            ) {
+                index.insert(sub, Rule::Filter(spec.clone()));
+                specs.insert(sub, spec);
+            }
+        }
+        let message: String = (0..1 + rng.below(5)).map(|_| words[rng.below(10) as usize]).collect::<Vec<_>>().join(" ");
+        let coords = (rng.below(2) == 0).then(|| (rng.below(30) as f64 - 15.0, rng.below(30) as f64 - 15.0));
+        let view = status(round, 1 + rng.below(20), &message, coords);
+        let mut got = Vec::new();
+        index.route(&Event::Status(view), &mut got);
+        words_buf.fill(&message);
+        let expected: Vec<u64> = specs
+            .iter()
+            .filter(|(_, spec)| {
+                spec.follow.contains(&view.uid)
+                    || spec.track.iter().any(|p| p.matches(&words_buf))
+                    || coords.is_some_and(|(lat, lon)| spec.locations.iter().any(|b| b.contains(lat, lon)))
+            })
+            .map(|(sub, _)| *sub)
+            .collect();
+        assert_eq!(got, expected, "round {round}: {message:?} at {coords:?}");
+    }
+}

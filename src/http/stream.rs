@@ -165,12 +165,13 @@ fn wants_ndjson(headers: &HeaderMap) -> bool {
 }
 
 fn replay_of(headers: &HeaderMap, q: &HashMap<String, String>) -> ApiResult<Replay> {
-    let last = q.get("last_event_id").cloned().or_else(|| {
-        headers
-            .get("last-event-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    });
+    // The header wins: a browser's EventSource sends it, newer than whatever
+    // last_event_id the page put in the URL when it first connected.
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| q.get("last_event_id").cloned());
     if let Some(last) = last.filter(|s| !s.trim().is_empty()) {
         let id = EventId::parse(&last).ok_or_else(|| {
             ApiError::invalid(

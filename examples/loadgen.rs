@@ -1,0 +1,289 @@
+//! Load generator: N stream clients against a running server, events driven
+//! by raw XADD+PUBLISH (the same atomic emit the server uses) or by POSTs.
+//!
+//! Reports delivered events/s, loss, p50/p99 latency from publish to receipt,
+//! server RSS per connection and server CPU time per delivered event (read
+//! from /proc, so the load generator sharing the cores does not blur it).
+//!
+//! ```sh
+//! ulimit -n 65536                      # in both shells
+//! cargo run --release -- serve --max-streams-per-user 100000
+//! cargo run --release --example loadgen -- --clients 1000 --rate 1000 --duration 20
+//! cargo run --release --example loadgen -- --clients 10000 --rate 0 --duration 5   # idle RSS
+//! cargo run --release --example loadgen -- --clients 200 --transport ws --rate 500
+//! ```
+
+use clap::{Parser, ValueEnum};
+use firehose::config::Config;
+use firehose::store::Store;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::watch;
+
+#[derive(Clone, Copy, PartialEq, ValueEnum, Debug)]
+enum Transport {
+    Sse,
+    Ws,
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum, Debug)]
+enum Mode {
+    /// XADD+PUBLISH straight into Redis (measures the streaming path only).
+    Publish,
+    /// POST /api/v1/statuses (measures the whole write path too).
+    Post,
+}
+
+#[derive(Parser, Debug)]
+struct Args {
+    /// Server address.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: String,
+    /// Redis URL of the server.
+    #[arg(long, default_value = "redis://127.0.0.1:6379")]
+    redis_url: String,
+    /// The server's JWT secret (default: the development secret).
+    #[arg(long, env = "FIREHOSE_JWT_SECRET")]
+    jwt_secret: Option<String>,
+    /// The server's key prefix.
+    #[arg(long, default_value = "fh")]
+    key_prefix: String,
+    /// Concurrent stream clients (firehose stream).
+    #[arg(long, default_value_t = 1000)]
+    clients: usize,
+    /// SSE or WebSocket.
+    #[arg(long, value_enum, default_value_t = Transport::Sse)]
+    transport: Transport,
+    /// Events per second (0: idle clients only, to measure memory).
+    #[arg(long, default_value_t = 1000.0)]
+    rate: f64,
+    /// How events are produced.
+    #[arg(long, value_enum, default_value_t = Mode::Publish)]
+    mode: Mode,
+    /// Seconds of load.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// The server's pid (default: found in /proc by its command line).
+    #[arg(long)]
+    server_pid: Option<u32>,
+}
+
+/// utime+stime in seconds and VmRSS in KiB of a process.
+fn proc_stats(pid: u32) -> Option<(f64, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let rss = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches(" kB").parse().ok()?;
+    Some((ticks / 100.0, rss))
+}
+
+fn find_server() -> Option<u32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        (cmd.contains("firehose") && cmd.contains(" serve") && !cmd.contains("cargo")).then_some(pid)
+    })
+}
+
+/// Latency of one `data:` line in µs, from its "at" field (publish time).
+fn latency_us(line: &str, now: f64) -> Option<u32> {
+    let rest = &line[line.find("\"at\":")? + 5..];
+    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-')).unwrap_or(rest.len());
+    let at: f64 = rest[..end].parse().ok()?;
+    Some(((now - at).max(0.0) * 1e6) as u32)
+}
+
+struct Counters {
+    received: AtomicU64,
+    connected: AtomicU64,
+}
+
+async fn sse_client(addr: String, token: String, counters: Arc<Counters>, mut stop: watch::Receiver<bool>) -> Vec<u32> {
+    let mut lat = Vec::new();
+    let Ok(mut sock) = tokio::net::TcpStream::connect(&addr).await else { return lat };
+    let req = format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\r\n");
+    if sock.write_all(req.as_bytes()).await.is_err() {
+        return lat;
+    }
+    counters.connected.fetch_add(1, Ordering::Relaxed);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        let n = tokio::select! {
+            _ = stop.changed() => break,
+            r = sock.read(&mut buf) => match r {
+                Ok(n) if n > 0 => n,
+                _ => break,
+            },
+        };
+        pending.extend_from_slice(&buf[..n]);
+        let now = firehose::model::now();
+        let mut start = 0;
+        while let Some(pos) = pending[start..].iter().position(|b| *b == b'\n') {
+            let line = &pending[start..start + pos];
+            if line.starts_with(b"data: {\"id\"") {
+                if let Some(l) = std::str::from_utf8(line).ok().and_then(|l| latency_us(l, now)) {
+                    counters.received.fetch_add(1, Ordering::Relaxed);
+                    if lat.len() < 50_000 {
+                        lat.push(l);
+                    }
+                }
+            }
+            start += pos + 1;
+        }
+        pending.drain(..start);
+    }
+    lat
+}
+
+async fn ws_client(addr: String, token: String, counters: Arc<Counters>, mut stop: watch::Receiver<bool>) -> Vec<u32> {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut lat = Vec::new();
+    let Ok(mut req) = format!("ws://{addr}/api/v1/stream/firehose").into_client_request() else { return lat };
+    req.headers_mut().insert("authorization", format!("Bearer {token}").parse().expect("header"));
+    let Ok((mut ws, _)) = tokio_tungstenite::connect_async(req).await else { return lat };
+    counters.connected.fetch_add(1, Ordering::Relaxed);
+    loop {
+        let msg = tokio::select! {
+            _ = stop.changed() => break,
+            m = ws.next() => match m {
+                Some(Ok(m)) => m,
+                _ => break,
+            },
+        };
+        if let tokio_tungstenite::tungstenite::Message::Text(t) = msg {
+            if t.as_str().starts_with("{\"id\"") {
+                if let Some(l) = latency_us(t.as_str(), firehose::model::now()) {
+                    counters.received.fetch_add(1, Ordering::Relaxed);
+                    if lat.len() < 50_000 {
+                        lat.push(l);
+                    }
+                }
+            }
+        }
+    }
+    lat
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let mut cfg = Config::defaults();
+    cfg.redis_url = Some(args.redis_url.clone());
+    cfg.key_prefix = args.key_prefix.clone();
+    cfg.jwt_secret = args.jwt_secret.clone();
+    let store = Store::open(&args.redis_url, &cfg)?;
+    let jwt = firehose::auth::Jwt::new(cfg.jwt_secret().0);
+    let pid = args.server_pid.or_else(find_server);
+
+    // One load user per 5 clients (the default per-user stream limit).
+    let n_users = args.clients.div_ceil(5).max(1);
+    let mut tokens = Vec::new();
+    for i in 0..n_users {
+        let login = format!("loadgen_{i}");
+        let uid = match store.lookup(&login).await? {
+            Some(uid) => uid,
+            None => {
+                let email = format!("{login}@load.example");
+                let new = firehose::store::users::NewUser { login: &login, name: "load", email: &email, password_hash: "x" };
+                store.create_user(&new, firehose::model::now()).await?.id.parse()?
+            }
+        };
+        let sid = store.create_session(uid, firehose::model::now()).await?;
+        tokens.push((uid, jwt.mint(uid, &sid, &["read", "write", "firehose"], 3600).0));
+    }
+    let before = pid.and_then(proc_stats);
+    let counters = Arc::new(Counters { received: AtomicU64::new(0), connected: AtomicU64::new(0) });
+    let connect_by = Instant::now() + Duration::from_secs(60);
+    let (stop_tx, stop) = watch::channel(false);
+    let mut clients = Vec::new();
+    for i in 0..args.clients {
+        let token = tokens[i / 5 % tokens.len()].1.clone();
+        let (addr, c) = (args.addr.clone(), counters.clone());
+        clients.push(match args.transport {
+            Transport::Sse => tokio::spawn(sse_client(addr, token, c, stop.clone())),
+            Transport::Ws => tokio::spawn(ws_client(addr, token, c, stop.clone())),
+        });
+        if i % 500 == 499 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    while (counters.connected.load(Ordering::Relaxed) as usize) < args.clients && Instant::now() < connect_by {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle = pid.and_then(proc_stats);
+    let connected = counters.connected.load(Ordering::Relaxed);
+    println!("clients connected: {connected}/{} ({:?})", args.clients, args.transport);
+    if let (Some((_, r0)), Some((_, r1))) = (before, idle) {
+        println!("server RSS: {r0} KiB before, {r1} KiB with clients idle: {:.2} KiB per connection", (r1 as f64 - r0 as f64) / connected.max(1) as f64);
+    }
+    let mut published = 0u64;
+    if args.rate > 0.0 {
+        let start = Instant::now();
+        let base = counters.received.load(Ordering::Relaxed);
+        let cpu0 = pid.and_then(proc_stats).map(|s| s.0);
+        let tick = Duration::from_millis(10);
+        let per_tick = args.rate / 100.0;
+        let mut owed = 0.0;
+        let mut interval = tokio::time::interval(tick);
+        let http = reqwest::Client::new();
+        let poster = tokens[0].1.clone();
+        while start.elapsed().as_secs_f64() < args.duration {
+            interval.tick().await;
+            owed += per_tick;
+            let mut batch = Vec::new();
+            while owed >= 1.0 {
+                owed -= 1.0;
+                published += 1;
+                let (store, http, poster, addr) = (store.clone(), http.clone(), poster.clone(), args.addr.clone());
+                let n = published;
+                batch.push(tokio::spawn(async move {
+                    let now = firehose::model::now();
+                    match args.mode {
+                        Mode::Publish => {
+                            let body = serde_json::json!({"type": "status", "at": now, "status": {"id": n.to_string(), "uid": "1", "login": "load", "message": format!("load event {n}"), "posted": now, "hashtags": [], "mentions": []}});
+                            let _ = store.emit(&body.to_string()).await;
+                        }
+                        Mode::Post => {
+                            let _ = http.post(format!("http://{addr}/api/v1/statuses")).bearer_auth(poster).json(&serde_json::json!({"message": format!("load event {n}")})).send().await;
+                        }
+                    }
+                }));
+            }
+            for b in batch {
+                let _ = b.await;
+            }
+        }
+        // Let the last events arrive.
+        let expected = published * connected;
+        let drain_until = Instant::now() + Duration::from_secs(5);
+        while counters.received.load(Ordering::Relaxed) - base < expected && Instant::now() < drain_until {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        let received = counters.received.load(Ordering::Relaxed) - base;
+        let cpu1 = pid.and_then(proc_stats).map(|s| s.0);
+        println!("published {published} events at {:.0}/s for {:.1}s ({:?} mode)", args.rate, args.duration, args.mode);
+        println!("delivered {received} of {expected} ({:.0} events/s); lost {} ({:.4}%)", received as f64 / elapsed, expected.saturating_sub(received), 100.0 * expected.saturating_sub(received) as f64 / expected.max(1) as f64);
+        if let (Some(c0), Some(c1)) = (cpu0, cpu1) {
+            println!("server CPU: {:.2}s, {:.2} µs per delivered event", c1 - c0, (c1 - c0) * 1e6 / received.max(1) as f64);
+        }
+    }
+    let _ = stop_tx.send(true);
+    let mut lat: Vec<u32> = Vec::new();
+    for c in clients {
+        lat.extend(c.await.unwrap_or_default());
+    }
+    if !lat.is_empty() {
+        lat.sort_unstable();
+        let q = |p: f64| lat[((lat.len() - 1) as f64 * p) as usize] as f64 / 1000.0;
+        println!("latency publish->receipt: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} samples)", q(0.5), q(0.99), q(1.0), lat.len());
+    }
+    Ok(())
+}
