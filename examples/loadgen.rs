@@ -76,7 +76,13 @@ fn proc_stats(pid: u32) -> Option<(f64, u64)> {
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
     let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rss = status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches(" kB").parse().ok()?;
+    let rss = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches(" kB")
+        .parse()
+        .ok()?;
     Some((ticks / 100.0, rss))
 }
 
@@ -85,14 +91,17 @@ fn find_server() -> Option<u32> {
         let pid: u32 = e.file_name().to_str()?.parse().ok()?;
         let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
         let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        (cmd.contains("firehose") && cmd.contains(" serve") && !cmd.contains("cargo")).then_some(pid)
+        (cmd.contains("firehose") && cmd.contains(" serve") && !cmd.contains("cargo"))
+            .then_some(pid)
     })
 }
 
 /// Latency of one `data:` line in µs, from its "at" field (publish time).
 fn latency_us(line: &str, now: f64) -> Option<u32> {
     let rest = &line[line.find("\"at\":")? + 5..];
-    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-')).unwrap_or(rest.len());
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-'))
+        .unwrap_or(rest.len());
     let at: f64 = rest[..end].parse().ok()?;
     Some(((now - at).max(0.0) * 1e6) as u32)
 }
@@ -102,9 +111,16 @@ struct Counters {
     connected: AtomicU64,
 }
 
-async fn sse_client(addr: String, token: String, counters: Arc<Counters>, mut stop: watch::Receiver<bool>) -> Vec<u32> {
+async fn sse_client(
+    addr: String,
+    token: String,
+    counters: Arc<Counters>,
+    mut stop: watch::Receiver<bool>,
+) -> Vec<u32> {
     let mut lat = Vec::new();
-    let Ok(mut sock) = tokio::net::TcpStream::connect(&addr).await else { return lat };
+    let Ok(mut sock) = tokio::net::TcpStream::connect(&addr).await else {
+        return lat;
+    };
     let req = format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\r\n");
     if sock.write_all(req.as_bytes()).await.is_err() {
         return lat;
@@ -126,7 +142,10 @@ async fn sse_client(addr: String, token: String, counters: Arc<Counters>, mut st
         while let Some(pos) = pending[start..].iter().position(|b| *b == b'\n') {
             let line = &pending[start..start + pos];
             if line.starts_with(b"data: {\"id\"") {
-                if let Some(l) = std::str::from_utf8(line).ok().and_then(|l| latency_us(l, now)) {
+                if let Some(l) = std::str::from_utf8(line)
+                    .ok()
+                    .and_then(|l| latency_us(l, now))
+                {
                     counters.received.fetch_add(1, Ordering::Relaxed);
                     if lat.len() < 50_000 {
                         lat.push(l);
@@ -140,13 +159,25 @@ async fn sse_client(addr: String, token: String, counters: Arc<Counters>, mut st
     lat
 }
 
-async fn ws_client(addr: String, token: String, counters: Arc<Counters>, mut stop: watch::Receiver<bool>) -> Vec<u32> {
+async fn ws_client(
+    addr: String,
+    token: String,
+    counters: Arc<Counters>,
+    mut stop: watch::Receiver<bool>,
+) -> Vec<u32> {
     use futures::StreamExt;
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let mut lat = Vec::new();
-    let Ok(mut req) = format!("ws://{addr}/api/v1/stream/firehose").into_client_request() else { return lat };
-    req.headers_mut().insert("authorization", format!("Bearer {token}").parse().expect("header"));
-    let Ok((mut ws, _)) = tokio_tungstenite::connect_async(req).await else { return lat };
+    let Ok(mut req) = format!("ws://{addr}/api/v1/stream/firehose").into_client_request() else {
+        return lat;
+    };
+    req.headers_mut().insert(
+        "authorization",
+        format!("Bearer {token}").parse().expect("header"),
+    );
+    let Ok((mut ws, _)) = tokio_tungstenite::connect_async(req).await else {
+        return lat;
+    };
     counters.connected.fetch_add(1, Ordering::Relaxed);
     loop {
         let msg = tokio::select! {
@@ -190,15 +221,30 @@ async fn main() -> anyhow::Result<()> {
             Some(uid) => uid,
             None => {
                 let email = format!("{login}@load.example");
-                let new = firehose::store::users::NewUser { login: &login, name: "load", email: &email, password_hash: "x" };
-                store.create_user(&new, firehose::model::now()).await?.id.parse()?
+                let new = firehose::store::users::NewUser {
+                    login: &login,
+                    name: "load",
+                    email: &email,
+                    password_hash: "x",
+                };
+                store
+                    .create_user(&new, firehose::model::now())
+                    .await?
+                    .id
+                    .parse()?
             }
         };
         let sid = store.create_session(uid, firehose::model::now()).await?;
-        tokens.push((uid, jwt.mint(uid, &sid, &["read", "write", "firehose"], 3600).0));
+        tokens.push((
+            uid,
+            jwt.mint(uid, &sid, &["read", "write", "firehose"], 3600).0,
+        ));
     }
     let before = pid.and_then(proc_stats);
-    let counters = Arc::new(Counters { received: AtomicU64::new(0), connected: AtomicU64::new(0) });
+    let counters = Arc::new(Counters {
+        received: AtomicU64::new(0),
+        connected: AtomicU64::new(0),
+    });
     let connect_by = Instant::now() + Duration::from_secs(60);
     let (stop_tx, stop) = watch::channel(false);
     let mut clients = Vec::new();
@@ -213,15 +259,23 @@ async fn main() -> anyhow::Result<()> {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-    while (counters.connected.load(Ordering::Relaxed) as usize) < args.clients && Instant::now() < connect_by {
+    while (counters.connected.load(Ordering::Relaxed) as usize) < args.clients
+        && Instant::now() < connect_by
+    {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     let idle = pid.and_then(proc_stats);
     let connected = counters.connected.load(Ordering::Relaxed);
-    println!("clients connected: {connected}/{} ({:?})", args.clients, args.transport);
+    println!(
+        "clients connected: {connected}/{} ({:?})",
+        args.clients, args.transport
+    );
     if let (Some((_, r0)), Some((_, r1))) = (before, idle) {
-        println!("server RSS: {r0} KiB before, {r1} KiB with clients idle: {:.2} KiB per connection", (r1 as f64 - r0 as f64) / connected.max(1) as f64);
+        println!(
+            "server RSS: {r0} KiB before, {r1} KiB with clients idle: {:.2} KiB per connection",
+            (r1 as f64 - r0 as f64) / connected.max(1) as f64
+        );
     }
     let mut published = 0u64;
     if args.rate > 0.0 {
@@ -241,7 +295,12 @@ async fn main() -> anyhow::Result<()> {
             while owed >= 1.0 {
                 owed -= 1.0;
                 published += 1;
-                let (store, http, poster, addr) = (store.clone(), http.clone(), poster.clone(), args.addr.clone());
+                let (store, http, poster, addr) = (
+                    store.clone(),
+                    http.clone(),
+                    poster.clone(),
+                    args.addr.clone(),
+                );
                 let n = published;
                 batch.push(tokio::spawn(async move {
                     let now = firehose::model::now();
@@ -263,16 +322,30 @@ async fn main() -> anyhow::Result<()> {
         // Let the last events arrive.
         let expected = published * connected;
         let drain_until = Instant::now() + Duration::from_secs(5);
-        while counters.received.load(Ordering::Relaxed) - base < expected && Instant::now() < drain_until {
+        while counters.received.load(Ordering::Relaxed) - base < expected
+            && Instant::now() < drain_until
+        {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let elapsed = start.elapsed().as_secs_f64();
         let received = counters.received.load(Ordering::Relaxed) - base;
         let cpu1 = pid.and_then(proc_stats).map(|s| s.0);
-        println!("published {published} events at {:.0}/s for {:.1}s ({:?} mode)", args.rate, args.duration, args.mode);
-        println!("delivered {received} of {expected} ({:.0} events/s); lost {} ({:.4}%)", received as f64 / elapsed, expected.saturating_sub(received), 100.0 * expected.saturating_sub(received) as f64 / expected.max(1) as f64);
+        println!(
+            "published {published} events at {:.0}/s for {:.1}s ({:?} mode)",
+            args.rate, args.duration, args.mode
+        );
+        println!(
+            "delivered {received} of {expected} ({:.0} events/s); lost {} ({:.4}%)",
+            received as f64 / elapsed,
+            expected.saturating_sub(received),
+            100.0 * expected.saturating_sub(received) as f64 / expected.max(1) as f64
+        );
         if let (Some(c0), Some(c1)) = (cpu0, cpu1) {
-            println!("server CPU: {:.2}s, {:.2} µs per delivered event", c1 - c0, (c1 - c0) * 1e6 / received.max(1) as f64);
+            println!(
+                "server CPU: {:.2}s, {:.2} µs per delivered event",
+                c1 - c0,
+                (c1 - c0) * 1e6 / received.max(1) as f64
+            );
         }
     }
     let _ = stop_tx.send(true);
@@ -283,7 +356,13 @@ async fn main() -> anyhow::Result<()> {
     if !lat.is_empty() {
         lat.sort_unstable();
         let q = |p: f64| lat[((lat.len() - 1) as f64 * p) as usize] as f64 / 1000.0;
-        println!("latency publish->receipt: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} samples)", q(0.5), q(0.99), q(1.0), lat.len());
+        println!(
+            "latency publish->receipt: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({} samples)",
+            q(0.5),
+            q(0.99),
+            q(1.0),
+            lat.len()
+        );
     }
     Ok(())
 }

@@ -875,3 +875,39 @@ async fn the_multiplexed_websocket_subscribes_and_unsubscribes_live() {
     ws.send(WsMessage::Text("not json".into())).await.unwrap();
     assert_eq!(ws_next(&mut ws).await["type"], "error");
 }
+
+#[tokio::test]
+async fn resubscribing_a_stream_name_replaces_its_filter_in_place() {
+    let app = TestApp::start().await;
+    let (_, a) = app.user("zoe").await;
+    let mut ws = ws_connect(&app, "/api/v1/stream", &a).await;
+    ws_send(
+        &mut ws,
+        json!({"type": "subscribe", "stream": "filter", "track": ["first"]}),
+    )
+    .await;
+    assert_eq!(ws_next(&mut ws).await["type"], "subscribed");
+    app.say(&a, "the first").await;
+    assert_eq!(ws_next(&mut ws).await["status"]["message"], "the first");
+    ws_send(
+        &mut ws,
+        json!({"type": "subscribe", "stream": "filter", "track": ["second"]}),
+    )
+    .await;
+    ws_send(&mut ws, json!({"type": "subscribe", "stream": "user"})).await;
+    assert_eq!(ws_next(&mut ws).await["type"], "subscribed");
+    assert_eq!(ws_next(&mut ws).await["type"], "subscribed");
+    app.say(&a, "first no more").await;
+    let e = ws_next(&mut ws).await;
+    assert_eq!(
+        (e["stream"].clone(), e["status"]["message"].clone()),
+        (json!("user"), json!("first no more"))
+    );
+    app.say(&a, "the second").await;
+    let mut streams = vec![
+        ws_next(&mut ws).await["stream"].clone(),
+        ws_next(&mut ws).await["stream"].clone(),
+    ];
+    streams.sort_by_key(|v| v.to_string());
+    assert_eq!(streams, vec![json!("filter"), json!("user")]);
+}

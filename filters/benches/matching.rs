@@ -109,7 +109,10 @@ fn bench_group(c: &mut Criterion, name: &str, vocab: u64) {
             index.route(&status(m), &mut probe);
             matched += probe.len();
         }
-        eprintln!("{name}/{n_sets}: {:.2} matching subscriptions per event", matched as f64 / msgs.len() as f64);
+        eprintln!(
+            "{name}/{n_sets}: {:.2} matching subscriptions per event",
+            matched as f64 / msgs.len() as f64
+        );
         let mut out = Vec::new();
         let mut i = 0usize;
         group.throughput(Throughput::Elements(1));

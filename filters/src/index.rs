@@ -363,9 +363,11 @@ impl Index {
 
     fn find_term(&self, text: &str) -> Option<u32> {
         let ids = self.term_ids.get(&word_hash(text))?;
-        ids.iter()
-            .copied()
-            .find(|&id| self.terms[id as usize].as_ref().is_some_and(|t| &*t.text == text))
+        ids.iter().copied().find(|&id| {
+            self.terms[id as usize]
+                .as_ref()
+                .is_some_and(|t| &*t.text == text)
+        })
     }
 
     /// The id of `text`, creating the term if needed; counts one more use.
@@ -525,7 +527,11 @@ impl Index {
             };
             let word = self.words.word(i);
             for &id in ids {
-                if self.terms[id as usize].as_ref().is_some_and(|t| &*t.text == word) && !self.present.contains(&id) {
+                if self.terms[id as usize]
+                    .as_ref()
+                    .is_some_and(|t| &*t.text == word)
+                    && !self.present.contains(&id)
+                {
                     self.present.push(id);
                 }
             }

@@ -81,7 +81,8 @@ impl Words {
             prev = None;
         }
         for &(s, e) in &self.spans {
-            self.hashes.push(word_hash(&self.buf[s as usize..e as usize]));
+            self.hashes
+                .push(word_hash(&self.buf[s as usize..e as usize]));
         }
     }
 

@@ -278,7 +278,10 @@ fn sample_is_the_same_for_every_client_at_a_rate_and_nested_across_rates() {
 struct Lcg(u64);
 impl Lcg {
     fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 33) % n
     }
 }
@@ -288,7 +291,9 @@ impl Lcg {
 #[test]
 fn the_index_agrees_with_checking_every_filter_one_by_one() {
     let mut rng = Lcg(9);
-    let words = ["rust", "redis", "go", "tea", "coffee", "rain", "sun", "cat", "dog", "jazz"];
+    let words = [
+        "rust", "redis", "go", "tea", "coffee", "rain", "sun", "cat", "dog", "jazz",
+    ];
     let mut specs = std::collections::BTreeMap::new();
     let mut index = Index::new();
     let mut words_buf = firehose_filters::track::Words::default();
@@ -299,11 +304,16 @@ fn the_index_agrees_with_checking_every_filter_one_by_one() {
             index.remove(sub);
             specs.remove(&sub);
         } else {
-            let follow: Vec<String> = (0..rng.below(3)).map(|_| (1 + rng.below(20)).to_string()).collect();
+            let follow: Vec<String> = (0..rng.below(3))
+                .map(|_| (1 + rng.below(20)).to_string())
+                .collect();
             let track: Vec<String> = (0..rng.below(3))
                 .map(|_| {
                     let n = 1 + rng.below(2);
-                    (0..n).map(|_| words[rng.below(10) as usize]).collect::<Vec<_>>().join(" ")
+                    (0..n)
+                        .map(|_| words[rng.below(10) as usize])
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 })
                 .collect();
             let boxes: Vec<f64> = if rng.below(2) == 0 {
@@ -322,8 +332,12 @@ fn the_index_agrees_with_checking_every_filter_one_by_one() {
                 specs.insert(sub, spec);
             }
         }
-        let message: String = (0..1 + rng.below(5)).map(|_| words[rng.below(10) as usize]).collect::<Vec<_>>().join(" ");
-        let coords = (rng.below(2) == 0).then(|| (rng.below(30) as f64 - 15.0, rng.below(30) as f64 - 15.0));
+        let message: String = (0..1 + rng.below(5))
+            .map(|_| words[rng.below(10) as usize])
+            .collect::<Vec<_>>()
+            .join(" ");
+        let coords =
+            (rng.below(2) == 0).then(|| (rng.below(30) as f64 - 15.0, rng.below(30) as f64 - 15.0));
         let view = status(round, 1 + rng.below(20), &message, coords);
         let mut got = Vec::new();
         index.route(&Event::Status(view), &mut got);
@@ -333,7 +347,9 @@ fn the_index_agrees_with_checking_every_filter_one_by_one() {
             .filter(|(_, spec)| {
                 spec.follow.contains(&view.uid)
                     || spec.track.iter().any(|p| p.matches(&words_buf))
-                    || coords.is_some_and(|(lat, lon)| spec.locations.iter().any(|b| b.contains(lat, lon)))
+                    || coords.is_some_and(|(lat, lon)| {
+                        spec.locations.iter().any(|b| b.contains(lat, lon))
+                    })
             })
             .map(|(sub, _)| *sub)
             .collect();

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
+
 use firehose::config::Config;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};

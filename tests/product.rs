@@ -1,0 +1,424 @@
+//! The product surface: OpenAPI, metrics, health, the CLI, every example run
+//! against a live server, and the browser page in a real headless Chromium.
+
+mod common;
+
+use common::TestApp;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// Every `.route("path", method(...))` in src/http, as (METHOD, path) pairs.
+fn routes_in_source() -> Vec<(String, String)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/http");
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).unwrap();
+        // Join lines so that a formatted `.route(\n "path",\n get(x).post(y),\n)` reads as one.
+        let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut rest = flat.as_str();
+        while let Some(i) = rest.find(".route(\"") {
+            rest = &rest[i + 8..];
+            let path = rest[..rest.find('"').unwrap()].to_string();
+            let call_end = rest.find(')').map(|j| rest[..j + 1].len()).unwrap_or(0);
+            // The method router runs to the matching close of `.route(`.
+            let mut depth = 1;
+            let mut end = 0;
+            for (k, c) in rest.char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            end = k;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let _ = call_end;
+            let methods = &rest[..end];
+            for m in ["get", "post", "put", "patch", "delete"] {
+                if methods.contains(&format!(" {m}("))
+                    || methods.contains(&format!(".{m}("))
+                    || methods.contains(&format!(",{m}("))
+                {
+                    out.push((m.to_string(), path.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_route_is_in_the_openapi_document() {
+    let app = TestApp::start().await;
+    let (status, doc) = app.get("/openapi.json", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(doc["openapi"], "3.1.0");
+    let routes = routes_in_source();
+    assert!(routes.len() >= 25, "found only {routes:?}");
+    for (method, path) in &routes {
+        let op = &doc["paths"][path][method];
+        assert!(
+            op.is_object(),
+            "{method} {path} is missing from /openapi.json"
+        );
+        assert!(
+            op["summary"].is_string() && op["responses"].is_object(),
+            "{method} {path}"
+        );
+    }
+    // And the document names no route the server lacks.
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            assert!(
+                routes.contains(&(method.clone(), path.clone())),
+                "documented but not routed: {method} {path}"
+            );
+        }
+    }
+    for schema in [
+        "User",
+        "Status",
+        "Error",
+        "Event",
+        "CreateUser",
+        "LoginReply",
+    ] {
+        assert!(doc["components"]["schemas"][schema].is_object(), "{schema}");
+    }
+    let resp = app.http.get(app.url("/docs")).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(resp.text().await.unwrap().contains("/openapi.json"));
+}
+
+#[tokio::test]
+async fn health_readiness_and_metrics_report_what_happens() {
+    let app = TestApp::start().await;
+    assert_eq!(
+        app.get("/healthz", None).await,
+        (StatusCode::OK, json!({"status": "ok"}))
+    );
+    assert_eq!(app.get("/readyz", None).await.0, StatusCode::OK);
+    let (_, token) = app.user("metric").await;
+    let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
+    app.say(&token, "counted").await;
+    s.next_event("status").await;
+    app.get("/api/v1/nope", None).await;
+    let resp = app.http.get(app.url("/metrics")).send().await.unwrap();
+    assert!(resp.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/plain"));
+    let text = resp.text().await.unwrap();
+    for needle in [
+        "firehose_events_received_total",
+        "firehose_events_matched_total",
+        "firehose_events_sent_total",
+        "firehose_queue_drops_total",
+        "firehose_stall_disconnects_total",
+        "firehose_fanout_queue_depth",
+        "firehose_fanout_lag_seconds",
+        "firehose_stream_connections{stream=\"user\",transport=\"sse\"}",
+        "firehose_http_request_duration_seconds_bucket{route=\"/api/v1/statuses\",method=\"POST\",status=\"201\"",
+        "firehose_http_errors_total{status=\"404\"}",
+    ] {
+        assert!(text.contains(needle), "metrics lack {needle}");
+    }
+    let sent: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("firehose_events_sent_total "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(sent >= 1.0);
+}
+
+fn firehose_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_firehose"))
+}
+
+fn example_bin(name: &str) -> PathBuf {
+    // Examples are built next to the test binaries' parent directory by `cargo test`.
+    let deps = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let bin = deps.parent().unwrap().join("examples").join(name);
+    assert!(
+        bin.exists(),
+        "example {name} was not built at {}",
+        bin.display()
+    );
+    bin
+}
+
+#[test]
+fn the_cli_help_lists_every_subcommand_and_flag() {
+    let out = Command::new(firehose_bin()).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for sub in ["serve", "worker", "token", "check", "demo"] {
+        assert!(help.contains(sub), "{sub} missing from --help");
+    }
+    let out = Command::new(firehose_bin())
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "--listen",
+        "--redis-url",
+        "--key-prefix",
+        "--jwt-secret",
+        "--replay-maxlen",
+        "--max-streams-per-user",
+        "--stream-queue",
+        "--log-format",
+        "FIREHOSE_LISTEN",
+    ] {
+        assert!(help.contains(flag), "{flag} missing from serve --help");
+    }
+}
+
+#[tokio::test]
+async fn check_and_token_talk_to_redis() {
+    let app = TestApp::start().await;
+    let id = app.register("oper").await;
+    let out = Command::new(firehose_bin())
+        .args(["check", "--redis-url", &app.redis.url()])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("reachable"), "{report}");
+    assert!(
+        report.contains("development default"),
+        "the dev secret is flagged: {report}"
+    );
+    assert!(!out.status.success(), "problems give a failing exit code");
+    let out = Command::new(firehose_bin())
+        .args(["check", "--redis-url", "redis://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("unreachable"));
+    let out = Command::new(firehose_bin())
+        .args([
+            "token",
+            "--user",
+            &id,
+            "--scope",
+            "read",
+            "--scope",
+            "firehose",
+            "--redis-url",
+            &app.redis.url(),
+        ])
+        .env("FIREHOSE_JWT_SECRET", app.cfg.jwt_secret().0)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let minted: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let token = minted["token"].as_str().unwrap();
+    let s = app
+        .stream("/api/v1/stream/firehose", Some(token), &[])
+        .await;
+    assert_eq!(
+        s.status,
+        StatusCode::OK,
+        "the minted token opens the firehose"
+    );
+}
+
+#[tokio::test]
+async fn the_curl_walkthrough_runs() {
+    let app = TestApp::start().await;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/walkthrough.sh");
+    let out = tokio::process::Command::new("bash")
+        .arg(script)
+        .env("BASE", format!("http://{}", app.addr))
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("bob's stream received"), "{stdout}");
+}
+
+#[tokio::test]
+async fn the_websocket_client_resubscribes_live() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("wsex").await;
+    let child = tokio::process::Command::new(example_bin("ws_client"))
+        .args([
+            "--addr",
+            &app.addr.to_string(),
+            "--token",
+            &token,
+            "--track",
+            "first",
+            "--then-track",
+            "second",
+            "--switch-events",
+            "1",
+            "--max-events",
+            "3",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    app.say(&token, "the first one").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    app.say(&token, "not tracked any more, but it is my own")
+        .await;
+    app.say(&token, "the second one").await;
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .expect("ws_client exits after three events")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("[filter] @wsex: the first one"), "{stdout}");
+    assert!(stdout.contains("now tracking"), "{stdout}");
+    assert!(
+        stdout.contains("[user] @wsex: not tracked any more"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("[filter] @wsex: not tracked"), "{stdout}");
+    assert!(stdout.contains("@wsex: the second one"), "{stdout}");
+}
+
+#[tokio::test]
+async fn the_trending_consumer_counts_hashtags_and_resumes() {
+    let app = TestApp::start().await;
+    let (id, token) = app.user("trend").await;
+    let fh = app.operator_token(&id, &["read", "firehose"]).await;
+    let child = tokio::process::Command::new(example_bin("trending"))
+        .args([
+            "--url",
+            &format!("http://{}", app.addr),
+            "--token",
+            &fh,
+            "--window",
+            "60",
+            "--max-events",
+            "4",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for msg in ["#rust is fun", "#Rust again #redis", "#rust #tea"] {
+        app.say(&token, msg).await;
+    }
+    // Drop the server's Redis subscription: the hub catches up from the buffer.
+    let mut conn = app.redis.conn();
+    let _: () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query(&mut conn)
+        .unwrap();
+    app.say(&token, "#redis later").await;
+    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("trending: #rust 3, #redis 2, #tea 1"),
+        "{stdout}"
+    );
+}
+
+#[tokio::test]
+async fn the_load_generator_reports_delivery_and_latency() {
+    let app = TestApp::start_with(|c| c.max_streams_per_user = 100).await;
+    let out = tokio::process::Command::new(example_bin("loadgen"))
+        .args([
+            "--addr",
+            &app.addr.to_string(),
+            "--redis-url",
+            &app.redis.url(),
+            "--clients",
+            "20",
+            "--rate",
+            "200",
+            "--duration",
+            "1",
+        ])
+        .env("FIREHOSE_JWT_SECRET", app.cfg.jwt_secret().0)
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("clients connected: 20/20"), "{stdout}");
+    assert!(stdout.contains("lost 0 "), "{stdout}");
+    assert!(stdout.contains("p99"), "{stdout}");
+}
+
+#[tokio::test]
+async fn the_browser_page_shows_a_followed_users_post_live() {
+    let Some(browser) = common::browser::Browser::start().await else {
+        panic!(
+            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
+        );
+    };
+    let app = TestApp::start().await;
+    let (ida, alice) = app.user("alice").await;
+    let _ = ida;
+    let page = format!("http://{}/", app.addr);
+    browser.goto(&page).await;
+    // Bob signs up through the page, follows alice and opens his live stream.
+    browser.fill("su-login", "bob").await;
+    browser.fill("su-email", "bob@example.com").await;
+    browser.fill("su-password", "password123").await;
+    browser.click("signup").await;
+    browser.wait_for_text("who", "@bob").await;
+    browser.fill("follow-login", "alice").await;
+    browser.click("follow").await;
+    browser
+        .wait_for_text("follow-msg", "following @alice")
+        .await;
+    browser.click("connect").await;
+    browser.wait_for_text("live-status", "live").await;
+    app.say(&alice, "hello bob, live from alice").await;
+    browser
+        .wait_for_text("events", "hello bob, live from alice")
+        .await;
+    // Bob posts through the page, with a location, and sees it on his timeline.
+    browser.fill("message", "bob posts from the page").await;
+    browser.fill("lat", "37.77").await;
+    browser.fill("lon", "-122.42").await;
+    browser.click("post").await;
+    browser
+        .wait_for_text("timeline", "bob posts from the page")
+        .await;
+    let png = browser.screenshot().await;
+    assert!(png.len() > 1000, "a screenshot was taken");
+    let _ = std::fs::write(std::env::temp_dir().join("firehose-page.png"), png);
+    browser.stop().await;
+}
