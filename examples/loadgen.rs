@@ -13,6 +13,9 @@
 //! cargo run --release --example loadgen -- --clients 200 --transport ws --rate 500
 //! ```
 
+// Examples are command-line programs: printing is their output.
+#![allow(clippy::print_stdout)]
+
 use clap::{Parser, ValueEnum};
 use firehose::config::Config;
 use firehose::store::Store;

@@ -8,6 +8,9 @@
 //! cargo run --example trending -- --token "$TOKEN"
 //! ```
 
+// Examples are command-line programs: printing is their output.
+#![allow(clippy::print_stdout)]
+
 use clap::Parser;
 use futures::StreamExt;
 use serde_json::Value;

@@ -7,6 +7,9 @@
 //! cargo run --example ws_client -- --token "$TOKEN" --track rust --then-track redis,tokio
 //! ```
 
+// Examples are command-line programs: printing is their output.
+#![allow(clippy::print_stdout)]
+
 use clap::Parser;
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
