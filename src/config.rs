@@ -105,6 +105,10 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_RECLAIM_MS", default_value_t = 30_000)]
     pub reclaim_ms: u64,
 
+    /// Statuses kept in the in-process cache (0 disables it).
+    #[arg(long, env = "FIREHOSE_STATUS_CACHE", default_value_t = 100_000)]
+    pub status_cache: usize,
+
     /// Largest request body, in bytes.
     #[arg(long, env = "FIREHOSE_BODY_LIMIT", default_value_t = 64 * 1024)]
     pub body_limit: usize,

@@ -136,13 +136,43 @@ struct PhraseSlot {
     subs: Subs,
 }
 
+/// A term's text: short ones (most words) live inside the slot, so checking
+/// a candidate word touches no further memory.
+#[derive(Debug)]
+enum Text {
+    Inline(u8, [u8; 22]),
+    Heap(Box<str>),
+}
+
+impl Text {
+    fn new(s: &str) -> Text {
+        if s.len() <= 22 {
+            let mut buf = [0u8; 22];
+            buf[..s.len()].copy_from_slice(s.as_bytes());
+            Text::Inline(s.len() as u8, buf)
+        } else {
+            Text::Heap(s.into())
+        }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Text::Inline(len, buf) => &buf[..*len as usize],
+            Text::Heap(s) => s.as_bytes(),
+        }
+    }
+}
+
 /// One distinct term of any tracked phrase.
 #[derive(Debug)]
 struct TermSlot {
-    text: Box<str>,
-    /// Phrases filed under this term (their anchor).
+    text: Text,
+    /// Subscribers of the one-term phrase made of just this term: the common
+    /// case, answered from the term slot alone.
+    single: Option<Subs>,
+    /// Multi-term phrases filed under this term (their anchor).
     anchored: Vec<u32>,
-    /// Phrases using this term at all.
+    /// Uses by phrases (a one-term phrase counts once).
     refs: u32,
 }
 
@@ -173,12 +203,15 @@ pub struct Index {
     /// Distinct sample thresholds with their subscribers.
     sample: Vec<(u64, Vec<SubId>)>,
     follow: FxHashMap<u64, Subs>,
+    /// Multi-term phrases.
     phrases: Vec<Option<PhraseSlot>>,
     phrase_ids: FxHashMap<Phrase, u32>,
     free_phrases: Vec<u32>,
     terms: Vec<Option<TermSlot>>,
-    /// Hash of a term's text -> term ids with that hash (almost always one).
-    term_ids: FxHashMap<u64, Vec<u32>>,
+    /// Hash of a term's text -> its term id.
+    term_ids: FxHashMap<u64, u32>,
+    /// Further terms whose hash collides with one in `term_ids` (rare).
+    term_collisions: FxHashMap<u64, Vec<u32>>,
     free_terms: Vec<u32>,
     /// Prefilter over term hashes; bits of removed terms linger until rebuilt.
     term_filter: Vec<u64>,
@@ -305,6 +338,20 @@ impl Index {
     }
 
     fn add_phrase(&mut self, phrase: &Phrase, sub: SubId) {
+        if let [term] = phrase.terms() {
+            let id = self.intern(term);
+            let Some(t) = &mut self.terms[id as usize] else {
+                return;
+            };
+            match &mut t.single {
+                Some(subs) => {
+                    subs.push(sub);
+                    t.refs -= 1; // the one-term phrase counts once
+                }
+                None => t.single = Some(Subs::One(sub)),
+            }
+            return;
+        }
         if let Some(&id) = self.phrase_ids.get(phrase) {
             if let Some(slot) = &mut self.phrases[id as usize] {
                 slot.subs.push(sub);
@@ -312,12 +359,8 @@ impl Index {
             return;
         }
         let mut terms: Vec<u32> = phrase.terms().iter().map(|t| self.intern(t)).collect();
-        let anchor = self.intern(phrase.anchor());
-        // `intern` counted the anchor twice (it is also a term).
-        if let Some(t) = &mut self.terms[anchor as usize] {
-            t.refs -= 1;
-        }
         terms.sort_unstable();
+        let anchor = self.find_term(phrase.anchor());
         let slot = PhraseSlot {
             terms,
             subs: Subs::One(sub),
@@ -333,12 +376,28 @@ impl Index {
             }
         };
         self.phrase_ids.insert(phrase.clone(), id);
-        if let Some(t) = &mut self.terms[anchor as usize] {
+        if let Some(Some(t)) = anchor.map(|a| &mut self.terms[a as usize]) {
             t.anchored.push(id);
         }
     }
 
     fn remove_phrase(&mut self, phrase: &Phrase, sub: SubId) {
+        if let [term] = phrase.terms() {
+            let Some(id) = self.find_term(term) else {
+                return;
+            };
+            let Some(t) = &mut self.terms[id as usize] else {
+                return;
+            };
+            let Some(subs) = &mut t.single else {
+                return;
+            };
+            if subs.remove(sub) {
+                t.single = None;
+                self.release(id);
+            }
+            return;
+        }
         let Some(&id) = self.phrase_ids.get(phrase) else {
             return;
         };
@@ -352,8 +411,7 @@ impl Index {
         self.phrases[id as usize] = None;
         self.free_phrases.push(id);
         self.phrase_ids.remove(phrase);
-        let anchor = self.find_term(phrase.anchor());
-        if let Some(Some(t)) = anchor.map(|a| &mut self.terms[a as usize]) {
+        if let Some(Some(t)) = self.find_term(phrase.anchor()).map(|a| &mut self.terms[a as usize]) {
             t.anchored.retain(|p| *p != id);
         }
         for term in terms {
@@ -361,13 +419,27 @@ impl Index {
         }
     }
 
+    fn term_is(&self, id: u32, text: &[u8]) -> bool {
+        self.terms[id as usize]
+            .as_ref()
+            .is_some_and(|t| t.text.as_bytes() == text)
+    }
+
+    /// The id of the term with this text and hash, if tracked.
+    fn lookup(&self, hash: u64, text: &[u8]) -> Option<u32> {
+        let id = *self.term_ids.get(&hash)?;
+        if self.term_is(id, text) {
+            return Some(id);
+        }
+        self.term_collisions
+            .get(&hash)?
+            .iter()
+            .copied()
+            .find(|&id| self.term_is(id, text))
+    }
+
     fn find_term(&self, text: &str) -> Option<u32> {
-        let ids = self.term_ids.get(&word_hash(text))?;
-        ids.iter().copied().find(|&id| {
-            self.terms[id as usize]
-                .as_ref()
-                .is_some_and(|t| &*t.text == text)
-        })
+        self.lookup(word_hash(text), text.as_bytes())
     }
 
     /// The id of `text`, creating the term if needed; counts one more use.
@@ -379,7 +451,8 @@ impl Index {
             return id;
         }
         let slot = TermSlot {
-            text: text.into(),
+            text: Text::new(text),
+            single: None,
             anchored: Vec::new(),
             refs: 1,
         };
@@ -394,7 +467,11 @@ impl Index {
             }
         };
         let hash = word_hash(text);
-        self.term_ids.entry(hash).or_default().push(id);
+        if self.term_ids.contains_key(&hash) {
+            self.term_collisions.entry(hash).or_default().push(id);
+        } else {
+            self.term_ids.insert(hash, id);
+        }
         if self.term_filter.is_empty() {
             self.term_filter = vec![0; FILTER_BITS / 64];
         }
@@ -412,13 +489,24 @@ impl Index {
         if t.refs > 0 {
             return;
         }
-        let hash = word_hash(&t.text);
+        let hash = word_hash(std::str::from_utf8(t.text.as_bytes()).unwrap_or(""));
         self.terms[id as usize] = None;
         self.free_terms.push(id);
-        if let Some(ids) = self.term_ids.get_mut(&hash) {
-            ids.retain(|x| *x != id);
-            if ids.is_empty() {
-                self.term_ids.remove(&hash);
+        if self.term_ids.get(&hash) == Some(&id) {
+            self.term_ids.remove(&hash);
+            // Promote a colliding term, if any, to the primary slot.
+            if let Some(list) = self.term_collisions.get_mut(&hash) {
+                if let Some(next) = list.pop() {
+                    self.term_ids.insert(hash, next);
+                }
+                if list.is_empty() {
+                    self.term_collisions.remove(&hash);
+                }
+            }
+        } else if let Some(list) = self.term_collisions.get_mut(&hash) {
+            list.retain(|x| *x != id);
+            if list.is_empty() {
+                self.term_collisions.remove(&hash);
             }
         }
         self.stale_filter_bits += 1;
@@ -522,18 +610,15 @@ impl Index {
             if self.term_filter[bit / 64] & (1 << (bit % 64)) == 0 {
                 continue;
             }
-            let Some(ids) = self.term_ids.get(&h) else {
+            let Some(id) = self.lookup(h, self.words.word(i).as_bytes()) else {
                 continue;
             };
-            let word = self.words.word(i);
-            for &id in ids {
-                if self.terms[id as usize]
-                    .as_ref()
-                    .is_some_and(|t| &*t.text == word)
-                    && !self.present.contains(&id)
-                {
-                    self.present.push(id);
-                }
+            if self.present.contains(&id) {
+                continue;
+            }
+            self.present.push(id);
+            if let Some(Some(subs)) = self.terms[id as usize].as_ref().map(|t| &t.single) {
+                subs.extend_into(out);
             }
         }
         for &term in &self.present {
@@ -544,7 +629,7 @@ impl Index {
                 let Some(slot) = &self.phrases[p as usize] else {
                     continue;
                 };
-                if slot.terms.len() == 1 || slot.terms.iter().all(|x| self.present.contains(x)) {
+                if slot.terms.iter().all(|x| self.present.contains(x)) {
                     slot.subs.extend_into(out);
                 }
             }

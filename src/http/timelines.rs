@@ -5,11 +5,12 @@ use super::statuses::can_see;
 use crate::app::AppState;
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
-use crate::model::Status;
 use crate::store::statuses::{Page, Timeline};
 use axum::extract::{Path, Query, State};
 use axum::routing::get;
-use axum::{Json, Router};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::Router;
 use std::collections::HashMap;
 
 /// Routes of this resource.
@@ -63,19 +64,29 @@ pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
     Ok((page, count))
 }
 
+/// A JSON array of already serialized statuses.
+pub fn json_page(statuses: &[std::sync::Arc<crate::store::cache::CachedStatus>]) -> Response {
+    let mut body = Vec::with_capacity(2 + statuses.iter().map(|s| s.json.len() + 1).sum::<usize>());
+    body.push(b'[');
+    for (i, s) in statuses.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(&s.json);
+    }
+    body.push(b']');
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
 /// `GET /api/v1/timelines/home`: newest first.
 pub async fn home(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Vec<Status>>> {
+) -> ApiResult<Response> {
     let (page, count) = paging(&q)?;
-    Ok(Json(
-        state
-            .store
-            .timeline(Timeline::Home(auth.uid), page, count)
-            .await?,
-    ))
+    let statuses = state.store.timeline(Timeline::Home(auth.uid), page, count).await?;
+    Ok(json_page(&statuses))
 }
 
 /// `GET /api/v1/users/{id}/statuses`: a user's own statuses, newest first.
@@ -84,7 +95,7 @@ pub async fn profile(
     MaybeUser(viewer): MaybeUser,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Vec<Status>>> {
+) -> ApiResult<Response> {
     let uid = path_id(&id, "user")?;
     let (page, count) = paging(&q)?;
     if !can_see(&state, viewer.as_ref(), uid).await? {
@@ -92,10 +103,6 @@ pub async fn profile(
             "This account's statuses are visible to its followers only.",
         ));
     }
-    Ok(Json(
-        state
-            .store
-            .timeline(Timeline::Profile(uid), page, count)
-            .await?,
-    ))
+    let statuses = state.store.timeline(Timeline::Profile(uid), page, count).await?;
+    Ok(json_page(&statuses))
 }

@@ -2,15 +2,18 @@
 //! timeline of every follower of its author.
 //!
 //! The first `fanout_inline` followers (oldest follows first) are reached
-//! before the POST or DELETE returns. When there may be more, one task goes
-//! to the `fanout` STREAM, worked through a consumer group by worker tasks in
-//! pipelined batches of `fanout_batch` followers. A task carries a cursor
-//! (score and member of the last follower reached), so it does not depend on
-//! ranks that shift as people follow and unfollow. A worker finishes a batch
-//! by adding the task for the next batch and acknowledging its own in one
-//! MULTI/EXEC; a worker killed mid-batch leaves its task pending, and another
-//! worker reclaims it with XAUTOCLAIM after `reclaim_ms` and redoes the batch
-//! (ZADD, ZREM and the trim are idempotent).
+//! before the POST or DELETE returns. The rest is cut into ranges of about
+//! `fanout_batch` followers, one task per range on the `fanout` STREAM, so
+//! that the workers of every process work them in parallel through a
+//! consumer group. A range runs between two cursors (score and member of a
+//! follower in the ZSET's order), not ranks, so followers who come and go
+//! meanwhile shift nothing: every follower falls in exactly one range, and
+//! the last range is open-ended. A worker that finds more than a batch in its
+//! range (people followed since) does a batch and queues the remainder; it
+//! finishes by adding that task and acknowledging its own in one MULTI/EXEC.
+//! A worker killed mid-batch leaves its task pending, and another worker
+//! reclaims it with XAUTOCLAIM after `reclaim_ms` and redoes the batch (ZADD,
+//! ZREM and the trim are idempotent).
 
 use super::{Store, StoreResult};
 use crate::model::HOME_CAP;
@@ -55,6 +58,19 @@ pub struct FanoutTask {
     pub cursor_score: f64,
     /// Member (user id) of the last follower already reached.
     pub cursor_member: String,
+    /// Score of the last follower of the range (`+inf`: open-ended).
+    pub end_score: f64,
+    /// Member of the last follower of the range.
+    pub end_member: String,
+}
+
+impl FanoutTask {
+    /// Whether the follower (`member`, `score`) lies in the range.
+    fn covers(&self, member: &str, score: f64) -> bool {
+        let after_start = score > self.cursor_score || (score == self.cursor_score && member > self.cursor_member.as_str());
+        let before_end = score < self.end_score || (score == self.end_score && member <= self.end_member.as_str());
+        after_start && before_end
+    }
 }
 
 impl FanoutTask {
@@ -66,6 +82,8 @@ impl FanoutTask {
             ("posted", self.posted.to_string()),
             ("cs", self.cursor_score.to_string()),
             ("cm", self.cursor_member.clone()),
+            ("es", self.end_score.to_string()),
+            ("em", self.end_member.clone()),
         ]
     }
 
@@ -87,6 +105,8 @@ impl FanoutTask {
             posted: get("posted")?.parse().ok()?,
             cursor_score: get("cs")?.parse().ok()?,
             cursor_member: get("cm")?.to_string(),
+            end_score: get("es").and_then(|v| v.parse().ok()).unwrap_or(f64::INFINITY),
+            end_member: get("em").unwrap_or("").to_string(),
         })
     }
 }
@@ -120,20 +140,48 @@ impl Store {
             posted,
             cursor_score: f64::NEG_INFINITY,
             cursor_member: String::new(),
+            end_score: f64::INFINITY,
+            end_member: String::new(),
         };
         self.apply(&mut conn, &task, &followers).await?;
-        if followers.len() >= self.fanout_inline {
-            let (cs, cm) = followers
-                .last()
-                .map(|(m, s)| (*s, m.clone()))
-                .unwrap_or_default();
-            let next = FanoutTask {
-                cursor_score: cs,
-                cursor_member: cm,
-                ..task
-            };
-            let _: String = conn.xadd(self.keys.fanout(), "*", &next.fields()).await?;
+        if followers.len() < self.fanout_inline {
+            return Ok(followers.len());
         }
+        // Cut the rest into ranges at every `fanout_batch`-th follower.
+        let n: usize = conn.zcard(self.keys.followers(uid)).await?;
+        let mut cuts: Vec<(f64, String)> = followers
+            .last()
+            .map(|(m, s)| (*s, m.clone()))
+            .into_iter()
+            .collect();
+        let ranks: Vec<usize> = (1..)
+            .map(|k| self.fanout_inline - 1 + k * self.fanout_batch)
+            .take_while(|r| *r + 1 < n)
+            .collect();
+        if !ranks.is_empty() {
+            let mut pipe = redis::pipe();
+            for r in &ranks {
+                pipe.zrange_withscores(self.keys.followers(uid), *r as isize, *r as isize);
+            }
+            let found: Vec<Vec<(String, f64)>> = pipe.query_async(&mut conn).await?;
+            cuts.extend(found.into_iter().flatten().map(|(m, s)| (s, m)));
+        }
+        let mut pipe = redis::pipe();
+        for (i, (cs, cm)) in cuts.iter().enumerate() {
+            let (end_score, end_member) = cuts
+                .get(i + 1)
+                .cloned()
+                .unwrap_or((f64::INFINITY, String::new()));
+            let range = FanoutTask {
+                cursor_score: *cs,
+                cursor_member: cm.clone(),
+                end_score,
+                end_member,
+                ..task.clone()
+            };
+            pipe.xadd(self.keys.fanout(), "*", &range.fields()).ignore();
+        }
+        let _: () = pipe.query_async(&mut conn).await?;
         Ok(followers.len())
     }
 
@@ -247,7 +295,7 @@ impl Store {
                 let raw: Vec<(String, f64)> = redis::cmd("ZRANGE")
                     .arg(self.keys.followers(task.uid))
                     .arg(task.cursor_score)
-                    .arg("+inf")
+                    .arg(task.end_score)
                     .arg("BYSCORE")
                     .arg("LIMIT")
                     .arg(0)
@@ -258,9 +306,7 @@ impl Store {
                 let full = raw.len() == self.fanout_batch + TIE_SLACK;
                 let mut batch: Vec<(String, f64)> = raw
                     .into_iter()
-                    .filter(|(m, s)| {
-                        *s > task.cursor_score || m.as_str() > task.cursor_member.as_str()
-                    })
+                    .filter(|(m, s)| task.covers(m, *s))
                     .collect();
                 let more = full || batch.len() > self.fanout_batch;
                 batch.truncate(self.fanout_batch);

@@ -11,6 +11,7 @@
 //! Each Lua script is a `lua/<name>.lua` file whose header says why it is
 //! atomic and which keys it touches.
 
+pub mod cache;
 pub mod events;
 pub mod fanout;
 pub mod follows;
@@ -89,6 +90,8 @@ pub struct Store {
     pub(crate) replay_maxlen: u64,
     pub(crate) fanout_inline: usize,
     pub(crate) fanout_batch: usize,
+    pub(crate) cache: Arc<cache::StatusCache>,
+    pub(crate) sessions: Arc<cache::SessionCache>,
 }
 
 impl Store {
@@ -111,7 +114,19 @@ impl Store {
             replay_maxlen: cfg.replay_maxlen,
             fanout_inline: cfg.fanout_inline.max(1),
             fanout_batch: cfg.fanout_batch.max(1),
+            cache: Arc::new(cache::StatusCache::new(cfg.status_cache)),
+            sessions: Arc::new(cache::SessionCache::new()),
         })
+    }
+
+    /// The status cache (the hub evicts deleted statuses from it).
+    pub fn status_cache(&self) -> &cache::StatusCache {
+        &self.cache
+    }
+
+    /// Recently verified sessions (the hub evicts revoked ones).
+    pub fn session_cache(&self) -> &cache::SessionCache {
+        &self.sessions
     }
 
     /// The key builder.

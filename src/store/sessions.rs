@@ -64,10 +64,11 @@ impl Store {
                 .await?;
         let owned = owner.as_deref().map(parse_id).transpose()? == Some(uid);
         Ok(match (owned, login) {
-            (true, Some(login)) => Some(SessionUser {
-                login,
-                private: private.as_deref() == Some("1"),
-            }),
+            (true, Some(login)) => {
+                let private = private.as_deref() == Some("1");
+                self.sessions.put(sid, uid, &login, private);
+                Some(SessionUser { login, private })
+            }
             _ => None,
         })
     }
@@ -139,6 +140,9 @@ impl Store {
         if sids.is_empty() {
             return Ok(0);
         }
+        for sid in sids {
+            self.sessions.forget(sid);
+        }
         let mut conn = self.conn();
         let mut inv = self.scripts.drop_sessions.prepare_invoke();
         inv.key(self.keys.sessions())
@@ -150,6 +154,11 @@ impl Store {
             inv.arg(sid);
         }
         let n: usize = inv.invoke_async(&mut conn).await?;
+        // Again after the script: a request racing the drop may have cached
+        // the session in between.
+        for sid in sids {
+            self.sessions.forget(sid);
+        }
         Ok(n)
     }
 }

@@ -6,6 +6,8 @@ use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::{Status, HOME_CAP};
 use redis::AsyncCommands;
 use std::collections::HashMap;
+use super::cache::CachedStatus;
+use std::sync::Arc;
 
 /// Which page of a timeline to read.
 #[derive(Debug, Clone, Copy)]
@@ -100,6 +102,7 @@ impl Store {
             .await?;
         match reply.first().map(String::as_str) {
             Some("ok") => {
+                self.cache.forget(sid);
                 self.fanout(FanoutKind::Delete, sid, uid, now).await?;
                 Ok(())
             }
@@ -112,27 +115,39 @@ impl Store {
 
     /// One status.
     pub async fn status(&self, sid: u64) -> StoreResult<Status> {
+        if let Some(s) = self.cache.get(sid) {
+            return Ok(s.status.clone());
+        }
         let mut conn = self.conn();
         let h: HashMap<String, String> = conn.hgetall(self.keys.status(sid)).await?;
-        Status::from_hash(&h).ok_or(StoreError::NotFound("status"))
+        let status = Status::from_hash(&h).ok_or(StoreError::NotFound("status"))?;
+        self.cache.put(sid, CachedStatus::new(status.clone()));
+        Ok(status)
     }
 
-    /// The statuses with these ids, in order; missing ones are left out.
-    pub async fn statuses(&self, ids: &[u64]) -> StoreResult<Vec<(u64, Option<Status>)>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
+    /// The statuses with these ids, in order (`None` for missing ones); from
+    /// the cache where possible, the rest in one pipeline.
+    pub async fn statuses(&self, ids: &[u64]) -> StoreResult<Vec<(u64, Option<Arc<CachedStatus>>)>> {
+        let mut found: Vec<(u64, Option<Arc<CachedStatus>>)> =
+            ids.iter().map(|&id| (id, self.cache.get(id))).collect();
+        let missing: Vec<usize> = (0..found.len()).filter(|&i| found[i].1.is_none()).collect();
+        if missing.is_empty() {
+            return Ok(found);
         }
         let mut pipe = redis::pipe();
-        for &id in ids {
-            pipe.hgetall(self.keys.status(id));
+        for &i in &missing {
+            pipe.hgetall(self.keys.status(found[i].0));
         }
         let mut conn = self.conn();
         let hashes: Vec<HashMap<String, String>> = pipe.query_async(&mut conn).await?;
-        Ok(ids
-            .iter()
-            .zip(hashes.iter())
-            .map(|(id, h)| (*id, Status::from_hash(h)))
-            .collect())
+        for (&i, h) in missing.iter().zip(hashes.iter()) {
+            if let Some(status) = Status::from_hash(h) {
+                let cached = CachedStatus::new(status);
+                self.cache.put(found[i].0, cached.clone());
+                found[i].1 = Some(cached);
+            }
+        }
+        Ok(found)
     }
 
     /// A page of a timeline, newest first. Ids whose status has gone (a
@@ -142,7 +157,7 @@ impl Store {
         which: Timeline,
         page: Page,
         count: usize,
-    ) -> StoreResult<Vec<Status>> {
+    ) -> StoreResult<Vec<Arc<CachedStatus>>> {
         let key = match which {
             Timeline::Home(uid) => self.keys.home(uid),
             Timeline::Profile(uid) => self.keys.profile(uid),

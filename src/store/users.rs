@@ -138,6 +138,8 @@ impl Store {
         }
         let mut conn = self.conn();
         let _: () = pipe.query_async(&mut conn).await?;
+        // Session checks carry the private flag: re-read it on the next request.
+        self.sessions.forget_user(uid);
         self.user(uid).await
     }
 

@@ -8,7 +8,7 @@
 //! cost of one event is the index lookups plus one `try_send` per matching
 //! connection, whatever the number of connections.
 
-use super::frame::{self, control, EventId, Frame, Incoming};
+use super::frame::{self, control, EventId, Frame, Incoming, Routing};
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::Store;
@@ -287,6 +287,7 @@ impl Dispatcher {
         match frame::parse(payload) {
             Some(Incoming::Event(frame)) => self.dispatch(frame),
             Some(Incoming::SessionRevoked(sid)) => {
+                self.store.session_cache().forget(&sid);
                 for entry in self.subs.values() {
                     if entry.conn.session == sid {
                         entry.conn.kill("revoked", "The session has ended.");
@@ -303,6 +304,11 @@ impl Dispatcher {
         }
         self.last = Some(frame.id);
         inc(&metrics().events_received, 1);
+        if let Routing::Delete { status_id, .. } = frame.routing {
+            // Deleted statuses leave this process's cache (other processes'
+            // hubs see the same event).
+            self.store.status_cache().forget(status_id);
+        }
         let mut out = std::mem::take(&mut self.out);
         self.index.route(&frame.routing.event(), &mut out);
         inc(&metrics().events_matched, out.len() as u64);

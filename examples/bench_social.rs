@@ -1,0 +1,205 @@
+//! Benchmarks of the social core against a running server:
+//! - full fan-out time of one post to N followers (inline part + queue
+//!   drained), next to the time the same Redis takes for the same ZADD+trim
+//!   commands sent as a raw pipeline in batches of 1000;
+//! - posts per second over HTTP (the poster has 50 followers);
+//! - home timeline reads per second over HTTP, 30 statuses per page.
+//!
+//! ```sh
+//! cargo run --release -- serve                      # shell 1 (or with --redis-url)
+//! cargo run --release --example bench_social -- --followers 10000,100000
+//! ```
+
+// Examples are command-line programs: printing is their output.
+#![allow(clippy::print_stdout)]
+
+use clap::Parser;
+use firehose::config::Config;
+use firehose::store::Store;
+use futures::StreamExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+struct Args {
+    /// Server address.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: String,
+    /// The server's Redis.
+    #[arg(long, default_value = "redis://127.0.0.1:6379")]
+    redis_url: String,
+    /// The server's JWT secret (default: the development secret).
+    #[arg(long, env = "FIREHOSE_JWT_SECRET")]
+    jwt_secret: Option<String>,
+    /// Follower counts to measure fan-out for (comma-separated).
+    #[arg(long, default_value = "10000,100000")]
+    followers: String,
+    /// Seconds for the posts/s and reads/s phases.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Concurrent HTTP requests in those phases.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+}
+
+async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<u64>> {
+    let ids: Vec<anyhow::Result<u64>> = futures::stream::iter(0..n)
+        .map(|i| async move {
+            let login = format!("{prefix}{i}");
+            if let Some(id) = store.lookup(&login).await? {
+                return Ok(id);
+            }
+            let email = format!("{login}@bench.example");
+            let new = firehose::store::users::NewUser { login: &login, name: "bench", email: &email, password_hash: "x" };
+            Ok(store.create_user(&new, firehose::model::now()).await?.id.parse()?)
+        })
+        .buffered(64)
+        .collect()
+        .await;
+    ids.into_iter().collect()
+}
+
+async fn follow_all(store: &Store, followers: &[u64], target: u64) -> anyhow::Result<()> {
+    let results: Vec<_> = futures::stream::iter(followers.to_vec())
+        .map(|f| async move { store.set_follow(f, target, true, firehose::model::now()).await })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    for r in results {
+        r?;
+    }
+    Ok(())
+}
+
+async fn token(store: &Store, jwt: &firehose::auth::Jwt, uid: u64) -> anyhow::Result<String> {
+    let sid = store.create_session(uid, firehose::model::now()).await?;
+    Ok(jwt.mint(uid, &sid, &["read", "write"], 3600).0)
+}
+
+/// Runs `make` concurrently for `secs`; returns completed successes per second.
+async fn hammer<F, Fut>(concurrency: usize, secs: f64, make: F) -> f64
+where
+    F: Fn(usize) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = bool> + Send,
+{
+    let ok = Arc::new(AtomicU64::new(0));
+    let stop = Instant::now() + Duration::from_secs_f64(secs);
+    let tasks: Vec<_> = (0..concurrency)
+        .map(|w| {
+            let (ok, make) = (ok.clone(), make.clone());
+            tokio::spawn(async move {
+                let mut i = 0;
+                while Instant::now() < stop {
+                    if make(w * 1_000_000 + i).await {
+                        ok.fetch_add(1, Ordering::Relaxed);
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        let _ = t.await;
+    }
+    ok.load(Ordering::Relaxed) as f64 / secs
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let mut cfg = Config::defaults();
+    cfg.redis_url = Some(args.redis_url.clone());
+    cfg.jwt_secret = args.jwt_secret.clone();
+    let store = Store::open(&args.redis_url, &cfg)?;
+    let jwt = firehose::auth::Jwt::new(cfg.jwt_secret().0);
+    let http = reqwest::Client::builder().pool_max_idle_per_host(1024).build()?;
+    let base = format!("http://{}", args.addr);
+    let keys = store.keys().clone();
+
+    for n in args.followers.split(',').filter_map(|s| s.trim().parse::<usize>().ok()) {
+        let celeb = users(&store, &format!("celeb{n}_"), 1).await?[0];
+        let fans = users(&store, "fan_", n).await?;
+        follow_all(&store, &fans, celeb).await?;
+        let celeb_token = token(&store, &jwt, celeb).await?;
+        let last_home = keys.home(*fans.last().unwrap_or(&celeb));
+        let t0 = Instant::now();
+        let resp: serde_json::Value = http.post(format!("{base}/api/v1/statuses")).bearer_auth(&celeb_token)
+            .json(&serde_json::json!({"message": format!("fan-out to {n}")})).send().await?.json().await?;
+        let post_ms = t0.elapsed().as_secs_f64() * 1000.0;
+        let sid = resp["id"].as_str().unwrap_or("0").to_string();
+        let mut conn = store.client().get_multiplexed_async_connection().await?;
+        loop {
+            let depth = store.fanout_depth().await?;
+            let score: Option<f64> = redis::cmd("ZSCORE").arg(&last_home).arg(&sid).query_async(&mut conn).await?;
+            if depth == 0 && score.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let fanout_ms = t0.elapsed().as_secs_f64() * 1000.0;
+        // The same ZADD + trim commands for the same homes, as a raw pipeline.
+        let t1 = Instant::now();
+        for chunk in fans.chunks(1000) {
+            let mut pipe = redis::pipe();
+            for f in chunk {
+                pipe.zadd(keys.home(*f), "bench-raw", 1.0).ignore();
+                pipe.zremrangebyrank(keys.home(*f), 0, -1001).ignore();
+            }
+            let _: () = pipe.query_async(&mut conn).await?;
+        }
+        let raw_ms = t1.elapsed().as_secs_f64() * 1000.0;
+        for chunk in fans.chunks(1000) {
+            let mut pipe = redis::pipe();
+            for f in chunk {
+                pipe.zrem(keys.home(*f), "bench-raw").ignore();
+            }
+            let _: () = pipe.query_async(&mut conn).await?;
+        }
+        println!(
+            "fan-out to {n} followers: POST returned in {post_ms:.1} ms, all homes reached in {fanout_ms:.1} ms; raw pipelined ZADD+trim of the same homes: {raw_ms:.1} ms (ratio {:.2})",
+            fanout_ms / raw_ms
+        );
+    }
+
+    // Posts per second: a poster with 50 followers.
+    let poster = users(&store, "poster_", 1).await?[0];
+    let readers = users(&store, "reader_", 50).await?;
+    follow_all(&store, &readers, poster).await?;
+    let poster_token = token(&store, &jwt, poster).await?;
+    for i in 0..40 {
+        http.post(format!("{base}/api/v1/statuses")).bearer_auth(&poster_token)
+            .json(&serde_json::json!({"message": format!("seed {i} #bench")})).send().await?;
+    }
+    let (h, t, b) = (http.clone(), poster_token.clone(), base.clone());
+    let posts = hammer(args.concurrency, args.duration, move |i| {
+        let (h, t, b) = (h.clone(), t.clone(), b.clone());
+        async move {
+            h.post(format!("{b}/api/v1/statuses")).bearer_auth(&t)
+                .json(&serde_json::json!({"message": format!("bench post {i} #bench")})).send().await
+                .is_ok_and(|r| r.status().as_u16() == 201)
+        }
+    })
+    .await;
+    println!("posts: {posts:.0}/s over HTTP ({} concurrent, 50 followers each)", args.concurrency);
+
+    let mut tokens = Vec::new();
+    for r in &readers {
+        tokens.push(token(&store, &jwt, *r).await?);
+    }
+    let tokens = Arc::new(tokens);
+    let (h, b) = (http.clone(), base.clone());
+    let reads = hammer(args.concurrency, args.duration, move |i| {
+        let (h, b, tokens) = (h.clone(), b.clone(), tokens.clone());
+        async move {
+            let t = &tokens[i % tokens.len()];
+            match h.get(format!("{b}/api/v1/timelines/home?count=30")).bearer_auth(t).send().await {
+                Ok(r) if r.status().is_success() => r.bytes().await.is_ok_and(|body| body.len() > 1000),
+                _ => false,
+            }
+        }
+    })
+    .await;
+    println!("home timeline reads: {reads:.0}/s over HTTP (30 statuses per page, {} concurrent)", args.concurrency);
+    Ok(())
+}

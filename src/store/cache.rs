@@ -1,0 +1,171 @@
+//! A bounded in-process cache of statuses.
+//!
+//! Statuses never change after they are posted; they only disappear. So a
+//! cached status is valid until its delete, and the hub evicts it when the
+//! delete event arrives (every server process sees every event). A deleted id
+//! is remembered for a while so that a read that fetched the status just
+//! before the delete cannot put it back. Timelines are not cached: they are
+//! read from Redis on every request.
+
+use crate::model::Status;
+use bytes::Bytes;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A status with its public JSON, serialized once.
+#[derive(Debug)]
+pub struct CachedStatus {
+    /// The status.
+    pub status: Status,
+    /// `serde_json` of it.
+    pub json: Bytes,
+}
+
+impl CachedStatus {
+    /// Wraps a status, serializing it.
+    pub fn new(status: Status) -> Arc<CachedStatus> {
+        let json = Bytes::from(serde_json::to_vec(&status).unwrap_or_default());
+        Arc::new(CachedStatus { status, json })
+    }
+}
+
+const SHARDS: usize = 16;
+
+#[derive(Default)]
+struct Shard {
+    map: HashMap<u64, Arc<CachedStatus>>,
+    order: VecDeque<u64>,
+    deleted: HashSet<u64>,
+    deleted_order: VecDeque<u64>,
+}
+
+/// The cache; cheap to share.
+pub struct StatusCache {
+    shards: Vec<Mutex<Shard>>,
+    per_shard: usize,
+}
+
+impl StatusCache {
+    /// A cache of at most about `capacity` statuses (0 disables it).
+    pub fn new(capacity: usize) -> Self {
+        StatusCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            per_shard: capacity.div_ceil(SHARDS),
+        }
+    }
+
+    fn shard(&self, id: u64) -> Option<std::sync::MutexGuard<'_, Shard>> {
+        if self.per_shard == 0 {
+            return None;
+        }
+        self.shards[(id as usize) % SHARDS].lock().ok()
+    }
+
+    /// The cached status, if any.
+    pub fn get(&self, id: u64) -> Option<Arc<CachedStatus>> {
+        self.shard(id)?.map.get(&id).cloned()
+    }
+
+    /// Remembers a status read from Redis (unless it was deleted meanwhile).
+    pub fn put(&self, id: u64, status: Arc<CachedStatus>) {
+        let per_shard = self.per_shard;
+        let Some(mut shard) = self.shard(id) else {
+            return;
+        };
+        if shard.deleted.contains(&id) || shard.map.contains_key(&id) {
+            return;
+        }
+        shard.map.insert(id, status);
+        shard.order.push_back(id);
+        while shard.map.len() > per_shard {
+            match shard.order.pop_front() {
+                Some(old) => {
+                    shard.map.remove(&old);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// Forgets a deleted status for good.
+    pub fn forget(&self, id: u64) {
+        let per_shard = self.per_shard;
+        let Some(mut shard) = self.shard(id) else {
+            return;
+        };
+        shard.map.remove(&id);
+        if shard.deleted.insert(id) {
+            shard.deleted_order.push_back(id);
+            while shard.deleted.len() > per_shard {
+                match shard.deleted_order.pop_front() {
+                    Some(old) => {
+                        shard.deleted.remove(&old);
+                    }
+                    None => break,
+                }
+            }
+        }
+    }
+}
+
+/// How long a session check is trusted without asking Redis again. Logout
+/// and clean-up evict at once (in this process directly, in others through
+/// the `session_revoked` event), so this bounds only how stale last-seen
+/// times and missed revocations can be.
+pub const SESSION_TTL: Duration = Duration::from_secs(2);
+
+/// Recently verified sessions: sid -> (uid, login, private, verified at).
+#[derive(Default)]
+pub struct SessionCache {
+    shards: Vec<Mutex<HashMap<String, (u64, String, bool, Instant)>>>,
+}
+
+impl SessionCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        SessionCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+        }
+    }
+
+    fn shard(&self, sid: &str) -> &Mutex<HashMap<String, (u64, String, bool, Instant)>> {
+        let h = sid.bytes().fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
+        &self.shards[h % SHARDS]
+    }
+
+    /// The login and private flag of a session of `uid` verified within the TTL.
+    pub fn get(&self, sid: &str, uid: u64) -> Option<(String, bool)> {
+        let map = self.shard(sid).lock().ok()?;
+        match map.get(sid) {
+            Some((u, login, private, at)) if *u == uid && at.elapsed() < SESSION_TTL => Some((login.clone(), *private)),
+            _ => None,
+        }
+    }
+
+    /// Records a successful check.
+    pub fn put(&self, sid: &str, uid: u64, login: &str, private: bool) {
+        if let Ok(mut map) = self.shard(sid).lock() {
+            if map.len() > 100_000 {
+                map.retain(|_, v| v.3.elapsed() < SESSION_TTL);
+            }
+            map.insert(sid.to_string(), (uid, login.to_string(), private, Instant::now()));
+        }
+    }
+
+    /// Forgets a session (logout, clean-up, revocation).
+    pub fn forget(&self, sid: &str) {
+        if let Ok(mut map) = self.shard(sid).lock() {
+            map.remove(sid);
+        }
+    }
+
+    /// Forgets every session of a user (its profile changed).
+    pub fn forget_user(&self, uid: u64) {
+        for shard in &self.shards {
+            if let Ok(mut map) = shard.lock() {
+                map.retain(|_, v| v.0 != uid);
+            }
+        }
+    }
+}
