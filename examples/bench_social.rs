@@ -51,8 +51,17 @@ async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<u64>
                 return Ok(id);
             }
             let email = format!("{login}@bench.example");
-            let new = firehose::store::users::NewUser { login: &login, name: "bench", email: &email, password_hash: "x" };
-            Ok(store.create_user(&new, firehose::model::now()).await?.id.parse()?)
+            let new = firehose::store::users::NewUser {
+                login: &login,
+                name: "bench",
+                email: &email,
+                password_hash: "x",
+            };
+            Ok(store
+                .create_user(&new, firehose::model::now())
+                .await?
+                .id
+                .parse()?)
         })
         .buffered(64)
         .collect()
@@ -62,7 +71,11 @@ async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<u64>
 
 async fn follow_all(store: &Store, followers: &[u64], target: u64) -> anyhow::Result<()> {
     let results: Vec<_> = futures::stream::iter(followers.to_vec())
-        .map(|f| async move { store.set_follow(f, target, true, firehose::model::now()).await })
+        .map(|f| async move {
+            store
+                .set_follow(f, target, true, firehose::model::now())
+                .await
+        })
         .buffer_unordered(64)
         .collect()
         .await;
@@ -113,25 +126,41 @@ async fn main() -> anyhow::Result<()> {
     cfg.jwt_secret = args.jwt_secret.clone();
     let store = Store::open(&args.redis_url, &cfg)?;
     let jwt = firehose::auth::Jwt::new(cfg.jwt_secret().0);
-    let http = reqwest::Client::builder().pool_max_idle_per_host(1024).build()?;
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(1024)
+        .build()?;
     let base = format!("http://{}", args.addr);
     let keys = store.keys().clone();
 
-    for n in args.followers.split(',').filter_map(|s| s.trim().parse::<usize>().ok()) {
+    for n in args
+        .followers
+        .split(',')
+        .filter_map(|s| s.trim().parse::<usize>().ok())
+    {
         let celeb = users(&store, &format!("celeb{n}_"), 1).await?[0];
         let fans = users(&store, "fan_", n).await?;
         follow_all(&store, &fans, celeb).await?;
         let celeb_token = token(&store, &jwt, celeb).await?;
         let last_home = keys.home(*fans.last().unwrap_or(&celeb));
         let t0 = Instant::now();
-        let resp: serde_json::Value = http.post(format!("{base}/api/v1/statuses")).bearer_auth(&celeb_token)
-            .json(&serde_json::json!({"message": format!("fan-out to {n}")})).send().await?.json().await?;
+        let resp: serde_json::Value = http
+            .post(format!("{base}/api/v1/statuses"))
+            .bearer_auth(&celeb_token)
+            .json(&serde_json::json!({"message": format!("fan-out to {n}")}))
+            .send()
+            .await?
+            .json()
+            .await?;
         let post_ms = t0.elapsed().as_secs_f64() * 1000.0;
         let sid = resp["id"].as_str().unwrap_or("0").to_string();
         let mut conn = store.client().get_multiplexed_async_connection().await?;
         loop {
             let depth = store.fanout_depth().await?;
-            let score: Option<f64> = redis::cmd("ZSCORE").arg(&last_home).arg(&sid).query_async(&mut conn).await?;
+            let score: Option<f64> = redis::cmd("ZSCORE")
+                .arg(&last_home)
+                .arg(&sid)
+                .query_async(&mut conn)
+                .await?;
             if depth == 0 && score.is_some() {
                 break;
             }
@@ -168,38 +197,58 @@ async fn main() -> anyhow::Result<()> {
     follow_all(&store, &readers, poster).await?;
     let poster_token = token(&store, &jwt, poster).await?;
     for i in 0..40 {
-        http.post(format!("{base}/api/v1/statuses")).bearer_auth(&poster_token)
-            .json(&serde_json::json!({"message": format!("seed {i} #bench")})).send().await?;
+        http.post(format!("{base}/api/v1/statuses"))
+            .bearer_auth(&poster_token)
+            .json(&serde_json::json!({"message": format!("seed {i} #bench")}))
+            .send()
+            .await?;
     }
     let (h, t, b) = (http.clone(), poster_token.clone(), base.clone());
     let posts = hammer(args.concurrency, args.duration, move |i| {
         let (h, t, b) = (h.clone(), t.clone(), b.clone());
         async move {
-            h.post(format!("{b}/api/v1/statuses")).bearer_auth(&t)
-                .json(&serde_json::json!({"message": format!("bench post {i} #bench")})).send().await
+            h.post(format!("{b}/api/v1/statuses"))
+                .bearer_auth(&t)
+                .json(&serde_json::json!({"message": format!("bench post {i} #bench")}))
+                .send()
+                .await
                 .is_ok_and(|r| r.status().as_u16() == 201)
         }
     })
     .await;
-    println!("posts: {posts:.0}/s over HTTP ({} concurrent, 50 followers each)", args.concurrency);
+    println!(
+        "posts: {posts:.0}/s over HTTP ({} concurrent, 50 followers each)",
+        args.concurrency
+    );
 
     let mut tokens = Vec::new();
     for r in &readers {
         tokens.push(token(&store, &jwt, *r).await?);
     }
-    let tokens = Arc::new(tokens);
+    let shared = Arc::new(tokens.clone());
     let (h, b) = (http.clone(), base.clone());
     let reads = hammer(args.concurrency, args.duration, move |i| {
-        let (h, b, tokens) = (h.clone(), b.clone(), tokens.clone());
+        let (h, b, tokens) = (h.clone(), b.clone(), shared.clone());
         async move {
             let t = &tokens[i % tokens.len()];
-            match h.get(format!("{b}/api/v1/timelines/home?count=30")).bearer_auth(t).send().await {
-                Ok(r) if r.status().is_success() => r.bytes().await.is_ok_and(|body| body.len() > 1000),
+            match h
+                .get(format!("{b}/api/v1/timelines/home?count=30"))
+                .bearer_auth(t)
+                .send()
+                .await
+            {
+                Ok(r) if r.status().is_success() => {
+                    r.bytes().await.is_ok_and(|body| body.len() > 1000)
+                }
                 _ => false,
             }
         }
     })
     .await;
-    println!("home timeline reads: {reads:.0}/s over HTTP (30 statuses per page, {} concurrent)", args.concurrency);
+    println!("home timeline reads: {reads:.0}/s over HTTP (30 statuses per page, {} concurrent; this client shares the CPU)", args.concurrency);
+    println!(
+        "for a lighter client: wrk -t1 -c64 -d10s -H 'Authorization: Bearer {}' 'http://{}/api/v1/timelines/home?count=30'",
+        tokens[0], args.addr
+    );
     Ok(())
 }

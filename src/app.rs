@@ -7,13 +7,11 @@ use crate::http::stream::StreamLimits;
 use crate::password::Passwords;
 use crate::shutdown::{self, Shutdown};
 use crate::store::Store;
-use crate::stream::io::TimeoutListener;
 use crate::stream::Hub;
 use crate::workers;
 use anyhow::Context;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::net::TcpListener;
 
 /// What every handler can reach.
@@ -71,27 +69,18 @@ pub async fn run(
         limits: Arc::new(StreamLimits::default()),
         shutdown: shutdown.clone(),
     };
-    let app = http::router(state);
+    let app = http::router(state.clone());
     tokio::spawn(async move {
         signal.await;
         tracing::info!("shutting down");
         trigger.fire();
     });
-    let mut on_shutdown = shutdown.clone();
-    let listener =
-        TimeoutListener::new(listener, Duration::from_secs(cfg.write_timeout_secs.max(1)));
-    tracing::info!(addr = %listener_addr(&listener), "listening");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { on_shutdown.wait().await })
-        .await?;
+    tracing::info!(addr = %listener.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()), "listening");
+    crate::serve::serve(listener, state, app, shutdown.clone()).await?;
     for task in tasks {
         let _ = task.await;
     }
     Ok(())
-}
-
-fn listener_addr(l: &TimeoutListener) -> String {
-    axum::serve::Listener::local_addr(l).map_or_else(|_| "?".into(), |a| a.to_string())
 }
 
 /// Runs only the background workers until `signal` completes.

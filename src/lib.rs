@@ -9,6 +9,8 @@
 //!
 //! - [`config`]: flags and environment.
 //! - [`app`]: `run` (server + hub + workers) and the shared [`app::AppState`].
+//! - [`serve`]: the accept loop; plain SSE/NDJSON streams on the raw socket,
+//!   everything else through hyper and the axum router.
 //! - [`http`]: one module per resource, handlers named by verb.
 //! - [`auth`]: JWT + session extractors.
 //! - [`store`]: the only code that talks to Redis.
@@ -29,6 +31,7 @@ pub mod http;
 pub mod metrics;
 pub mod model;
 pub mod password;
+pub mod serve;
 pub mod shutdown;
 pub mod store;
 pub mod stream;

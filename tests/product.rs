@@ -427,26 +427,66 @@ async fn the_browser_page_shows_a_followed_users_post_live() {
 async fn demo_seeds_a_world_with_celebrities_and_statuses() {
     let app = TestApp::start().await;
     let out = tokio::process::Command::new(firehose_bin())
-        .args(["demo", "--users", "60", "--celebrities", "2", "--rate", "0", "--redis-url", &app.redis.url()])
+        .args([
+            "demo",
+            "--users",
+            "60",
+            "--celebrities",
+            "2",
+            "--rate",
+            "0",
+            "--redis-url",
+            &app.redis.url(),
+        ])
         .output()
         .await
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("Demo world ready: 60 users"));
     let (status, celeb) = app.get("/api/v1/users/lookup?login=ada_0", None).await;
     assert_eq!(status, StatusCode::OK);
-    assert!(celeb["followers"].as_u64().unwrap() >= 40, "a celebrity has most users as followers: {celeb}");
+    assert!(
+        celeb["followers"].as_u64().unwrap() >= 40,
+        "a celebrity has most users as followers: {celeb}"
+    );
     let (status, body) = app
-        .post("/api/v1/sessions", None, json!({"identifier": "ada_0", "password": firehose::demo::DEMO_PASSWORD}))
+        .post(
+            "/api/v1/sessions",
+            None,
+            json!({"identifier": "ada_0", "password": firehose::demo::DEMO_PASSWORD}),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
-    let home = app.timeline_ids("/api/v1/timelines/home", body["token"].as_str()).await;
-    assert!(!home.is_empty(), "demo users have statuses on their home timeline");
+    let home = app
+        .timeline_ids("/api/v1/timelines/home", body["token"].as_str())
+        .await;
+    assert!(
+        !home.is_empty(),
+        "demo users have statuses on their home timeline"
+    );
     // A second run finds the world in place and does not fail.
     let again = tokio::process::Command::new(firehose_bin())
-        .args(["demo", "--users", "60", "--celebrities", "2", "--rate", "0", "--redis-url", &app.redis.url()])
+        .args([
+            "demo",
+            "--users",
+            "60",
+            "--celebrities",
+            "2",
+            "--rate",
+            "0",
+            "--redis-url",
+            &app.redis.url(),
+        ])
         .output()
         .await
         .unwrap();
-    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
 }

@@ -411,7 +411,10 @@ impl Index {
         self.phrases[id as usize] = None;
         self.free_phrases.push(id);
         self.phrase_ids.remove(phrase);
-        if let Some(Some(t)) = self.find_term(phrase.anchor()).map(|a| &mut self.terms[a as usize]) {
+        if let Some(Some(t)) = self
+            .find_term(phrase.anchor())
+            .map(|a| &mut self.terms[a as usize])
+        {
             t.anchored.retain(|p| *p != id);
         }
         for term in terms {

@@ -16,6 +16,7 @@ use crate::stream::{EventId, Feed, Out};
 use axum::body::{Body, Bytes};
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequestParts, Query, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -235,13 +236,62 @@ async fn rule_of(
     })
 }
 
-async fn open(state: AppState, req: Request, kind: Kind) -> ApiResult<Response> {
-    let (mut parts, _) = req.into_parts();
-    let StreamUser(auth) = StreamUser::from_request_parts(&mut parts, &state).await?;
+/// A stream request accepted: its feed (already subscribed, replay queued)
+/// and its slot in the per-user limit.
+pub struct Opened {
+    /// The connection's feed.
+    pub feed: Feed,
+    /// Released when the stream ends.
+    pub guard: StreamGuard,
+}
+
+/// Authenticates, parses the filter and resume parameters, takes a stream
+/// slot and subscribes: everything before the first byte of the response.
+async fn prepare(
+    state: &AppState,
+    parts: &mut Parts,
+    kind: Kind,
+    transport: &'static str,
+) -> ApiResult<Opened> {
+    let StreamUser(auth) = StreamUser::from_request_parts(parts, state).await?;
     let Query(q): Query<HashMap<String, String>> = Query::try_from_uri(&parts.uri)
         .map_err(|_| ApiError::invalid("invalid_query", "The query string is malformed."))?;
-    let (name, rule) = rule_of(&state, &auth, kind, &q).await?;
+    let (name, rule) = rule_of(state, &auth, kind, &q).await?;
     let replay = replay_of(&parts.headers, &q)?;
+    let guard = state
+        .limits
+        .acquire(auth.uid, state.cfg.max_streams_per_user, name, transport)?;
+    let mut feed = new_feed(state, &auth);
+    feed.subscribe(name, rule, replay).await?;
+    tracing::info!(uid = auth.uid, stream = name, transport, "stream opened");
+    Ok(Opened { feed, guard })
+}
+
+/// For a plain (non-WebSocket) GET of a stream path: the opened stream and
+/// whether it is SSE (else NDJSON). `None` when the request is not one.
+/// Used by the server's raw stream path, which writes the response itself.
+pub async fn open_plain(state: &AppState, parts: &mut Parts) -> Option<ApiResult<(Opened, bool)>> {
+    let kind = match parts.uri.path() {
+        "/api/v1/stream/firehose" => Kind::Firehose,
+        "/api/v1/stream/sample" => Kind::Sample,
+        "/api/v1/stream/filter" => Kind::Filter,
+        "/api/v1/stream/user" => Kind::User,
+        _ => return None,
+    };
+    if parts.method != axum::http::Method::GET || is_upgrade(&parts.headers) {
+        return None;
+    }
+    let sse = !wants_ndjson(&parts.headers);
+    let transport = if sse { "sse" } else { "ndjson" };
+    Some(
+        prepare(state, parts, kind, transport)
+            .await
+            .map(|o| (o, sse)),
+    )
+}
+
+async fn open(state: AppState, req: Request, kind: Kind) -> ApiResult<Response> {
+    let (mut parts, _) = req.into_parts();
     let transport = if is_upgrade(&parts.headers) {
         let up = WebSocketUpgrade::from_request_parts(&mut parts, &state)
             .await
@@ -252,21 +302,8 @@ async fn open(state: AppState, req: Request, kind: Kind) -> ApiResult<Response> 
     } else {
         Transport::Sse
     };
-    let guard = state.limits.acquire(
-        auth.uid,
-        state.cfg.max_streams_per_user,
-        name,
-        transport.name(),
-    )?;
+    let Opened { feed, guard } = prepare(&state, &mut parts, kind, transport.name()).await?;
     let keepalive = Duration::from_secs(state.cfg.keepalive_secs.max(1));
-    let mut feed = new_feed(&state, &auth);
-    feed.subscribe(name, rule, replay).await?;
-    tracing::info!(
-        uid = auth.uid,
-        stream = name,
-        transport = transport.name(),
-        "stream opened"
-    );
     Ok(match transport {
         Transport::Sse => body_response(feed, guard, true),
         Transport::Ndjson => body_response(feed, guard, false),
@@ -296,7 +333,7 @@ fn control_kind(json: &str) -> String {
 }
 
 /// Appends one output to an SSE or NDJSON chunk; returns events written.
-fn write_out(chunks: &mut Vec<Bytes>, out: &Out, sse: bool) -> u64 {
+pub fn write_out(chunks: &mut Vec<Bytes>, out: &Out, sse: bool) -> u64 {
     match out {
         Out::Event(f, _) => {
             chunks.push(if sse { f.sse.clone() } else { f.ndjson.clone() });

@@ -7,9 +7,9 @@ use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
 use crate::store::statuses::{Page, Timeline};
 use axum::extract::{Path, Query, State};
-use axum::routing::get;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use axum::Router;
 use std::collections::HashMap;
 
@@ -85,7 +85,10 @@ pub async fn home(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
     let (page, count) = paging(&q)?;
-    let statuses = state.store.timeline(Timeline::Home(auth.uid), page, count).await?;
+    let statuses = state
+        .store
+        .timeline(Timeline::Home(auth.uid), page, count)
+        .await?;
     Ok(json_page(&statuses))
 }
 
@@ -103,6 +106,9 @@ pub async fn profile(
             "This account's statuses are visible to its followers only.",
         ));
     }
-    let statuses = state.store.timeline(Timeline::Profile(uid), page, count).await?;
+    let statuses = state
+        .store
+        .timeline(Timeline::Profile(uid), page, count)
+        .await?;
     Ok(json_page(&statuses))
 }

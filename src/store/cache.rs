@@ -130,7 +130,9 @@ impl SessionCache {
     }
 
     fn shard(&self, sid: &str) -> &Mutex<HashMap<String, (u64, String, bool, Instant)>> {
-        let h = sid.bytes().fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
+        let h = sid
+            .bytes()
+            .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
         &self.shards[h % SHARDS]
     }
 
@@ -138,7 +140,9 @@ impl SessionCache {
     pub fn get(&self, sid: &str, uid: u64) -> Option<(String, bool)> {
         let map = self.shard(sid).lock().ok()?;
         match map.get(sid) {
-            Some((u, login, private, at)) if *u == uid && at.elapsed() < SESSION_TTL => Some((login.clone(), *private)),
+            Some((u, login, private, at)) if *u == uid && at.elapsed() < SESSION_TTL => {
+                Some((login.clone(), *private))
+            }
             _ => None,
         }
     }
@@ -149,7 +153,10 @@ impl SessionCache {
             if map.len() > 100_000 {
                 map.retain(|_, v| v.3.elapsed() < SESSION_TTL);
             }
-            map.insert(sid.to_string(), (uid, login.to_string(), private, Instant::now()));
+            map.insert(
+                sid.to_string(),
+                (uid, login.to_string(), private, Instant::now()),
+            );
         }
     }
 

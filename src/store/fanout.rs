@@ -67,8 +67,10 @@ pub struct FanoutTask {
 impl FanoutTask {
     /// Whether the follower (`member`, `score`) lies in the range.
     fn covers(&self, member: &str, score: f64) -> bool {
-        let after_start = score > self.cursor_score || (score == self.cursor_score && member > self.cursor_member.as_str());
-        let before_end = score < self.end_score || (score == self.end_score && member <= self.end_member.as_str());
+        let after_start = score > self.cursor_score
+            || (score == self.cursor_score && member > self.cursor_member.as_str());
+        let before_end = score < self.end_score
+            || (score == self.end_score && member <= self.end_member.as_str());
         after_start && before_end
     }
 }
@@ -105,7 +107,9 @@ impl FanoutTask {
             posted: get("posted")?.parse().ok()?,
             cursor_score: get("cs")?.parse().ok()?,
             cursor_member: get("cm")?.to_string(),
-            end_score: get("es").and_then(|v| v.parse().ok()).unwrap_or(f64::INFINITY),
+            end_score: get("es")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(f64::INFINITY),
             end_member: get("em").unwrap_or("").to_string(),
         })
     }

@@ -1,12 +1,12 @@
 //! Statuses: post, delete, read, and the profile and home timelines.
 
+use super::cache::CachedStatus;
 use super::events::{delete_body, status_body};
 use super::fanout::FanoutKind;
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::{Status, HOME_CAP};
 use redis::AsyncCommands;
 use std::collections::HashMap;
-use super::cache::CachedStatus;
 use std::sync::Arc;
 
 /// Which page of a timeline to read.
@@ -127,7 +127,10 @@ impl Store {
 
     /// The statuses with these ids, in order (`None` for missing ones); from
     /// the cache where possible, the rest in one pipeline.
-    pub async fn statuses(&self, ids: &[u64]) -> StoreResult<Vec<(u64, Option<Arc<CachedStatus>>)>> {
+    pub async fn statuses(
+        &self,
+        ids: &[u64],
+    ) -> StoreResult<Vec<(u64, Option<Arc<CachedStatus>>)>> {
         let mut found: Vec<(u64, Option<Arc<CachedStatus>>)> =
             ids.iter().map(|&id| (id, self.cache.get(id))).collect();
         let missing: Vec<usize> = (0..found.len()).filter(|&i| found[i].1.is_none()).collect();

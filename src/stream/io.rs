@@ -1,4 +1,4 @@
-//! A listener whose connections fail a write that stays blocked too long.
+//! Connections whose writes fail when they stay blocked too long.
 //!
 //! A client that stops reading eventually fills the socket buffers; hyper
 //! then stops polling the response body, so no code above the socket can
@@ -11,62 +11,25 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::time::Sleep;
 
-/// A TCP listener handing out [`TimeoutIo`] connections.
-pub struct TimeoutListener {
-    inner: TcpListener,
-    timeout: Duration,
-}
-
-impl TimeoutListener {
-    /// Wraps `inner`; writes blocked longer than `timeout` fail.
-    pub fn new(inner: TcpListener, timeout: Duration) -> Self {
-        TimeoutListener { inner, timeout }
-    }
-}
-
-impl axum::serve::Listener for TimeoutListener {
-    type Io = TimeoutIo;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            match self.inner.accept().await {
-                Ok((stream, addr)) => {
-                    let _ = stream.set_nodelay(true);
-                    return (
-                        TimeoutIo {
-                            inner: stream,
-                            timeout: self.timeout,
-                            deadline: None,
-                        },
-                        addr,
-                    );
-                }
-                Err(e) => {
-                    // Out of file descriptors and the like: wait, then retry.
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }
-    }
-
-    fn local_addr(&self) -> io::Result<Self::Addr> {
-        self.inner.local_addr()
-    }
-}
-
-/// A TCP stream whose blocked writes time out.
-pub struct TimeoutIo {
-    inner: TcpStream,
+/// A connection whose blocked writes time out.
+pub struct TimeoutIo<T> {
+    inner: T,
     timeout: Duration,
     deadline: Option<Pin<Box<Sleep>>>,
 }
 
-impl TimeoutIo {
+impl<T> TimeoutIo<T> {
+    /// Wraps `inner`; a write blocked longer than `timeout` fails.
+    pub fn new(inner: T, timeout: Duration) -> Self {
+        TimeoutIo {
+            inner,
+            timeout,
+            deadline: None,
+        }
+    }
+
     fn blocked(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let timeout = self.timeout;
         let deadline = self
@@ -85,7 +48,7 @@ impl TimeoutIo {
     }
 }
 
-impl AsyncRead for TimeoutIo {
+impl<T: AsyncRead + Unpin> AsyncRead for TimeoutIo<T> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -95,7 +58,7 @@ impl AsyncRead for TimeoutIo {
     }
 }
 
-impl AsyncWrite for TimeoutIo {
+impl<T: AsyncWrite + Unpin> AsyncWrite for TimeoutIo<T> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

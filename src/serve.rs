@@ -1,0 +1,312 @@
+//! The accept loop.
+//!
+//! A long-lived SSE or NDJSON stream spends almost all of its life idle, so
+//! what it holds per connection decides how many clients a server can keep.
+//! Served by hyper, each one would keep hyper's read and header buffers and a
+//! clone of the middleware stack for its whole life (~20 KiB). So the first
+//! request head of every connection is read here: a plain GET of a stream
+//! path is answered on the raw socket (status line, headers, then the event
+//! frames until the stream ends, body delimited by closing the connection),
+//! and every other connection, WebSocket upgrades included, goes to hyper
+//! and the axum router with the bytes already read put back in front.
+
+use crate::app::AppState;
+use crate::http::stream::{open_plain, write_out, Opened};
+use crate::metrics::{global as metrics, inc};
+use crate::shutdown::Shutdown;
+use crate::stream::io::TimeoutIo;
+use axum::body::Body;
+use axum::response::IntoResponse;
+use axum::Router;
+use bytes::Bytes;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tower::ServiceExt;
+
+/// Longest request head read before handing over to hyper (long filter URLs
+/// with 5000 follow ids fit).
+const MAX_HEAD: usize = 128 * 1024;
+/// How long a new connection may take to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// Events written in one write at most.
+const MAX_BATCH: usize = 256;
+
+/// Serves `router` on `listener` until `shutdown`, then waits for every
+/// connection to finish (streams end with a `disconnect` event).
+pub async fn serve(
+    listener: TcpListener,
+    state: AppState,
+    router: Router,
+    mut shutdown: Shutdown,
+) -> io::Result<()> {
+    let write_timeout = Duration::from_secs(state.cfg.write_timeout_secs.max(1));
+    let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
+    loop {
+        let accepted = tokio::select! {
+            _ = shutdown.wait() => break,
+            a = listener.accept() => a,
+        };
+        let tcp = match accepted {
+            Ok((tcp, _)) => tcp,
+            Err(e) => {
+                // Out of file descriptors and the like: wait, then go on.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let (state, router, shutdown, done) = (
+            state.clone(),
+            router.clone(),
+            shutdown.clone(),
+            done_tx.clone(),
+        );
+        tokio::spawn(async move {
+            connection(tcp, state, router, shutdown, write_timeout).await;
+            drop(done);
+        });
+    }
+    drop(done_tx);
+    // Every connection task holds a sender; recv returns None once all are gone.
+    let _ = done_rx.recv().await;
+    Ok(())
+}
+
+/// Reads bytes until a full request head is buffered; `None` on EOF, error,
+/// timeout or an oversized head (hyper then answers or closes).
+async fn read_head(tcp: &mut TcpStream, buf: &mut Vec<u8>) -> Option<usize> {
+    let read = async {
+        loop {
+            if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                return Some(end + 4);
+            }
+            if buf.len() >= MAX_HEAD {
+                return None;
+            }
+            let mut chunk = [0u8; 2048];
+            match tcp.read(&mut chunk).await {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    };
+    tokio::time::timeout(HEAD_TIMEOUT, read)
+        .await
+        .ok()
+        .flatten()
+}
+
+/// The request head as `http` parts, if it parses.
+fn parse_head(head: &[u8]) -> Option<axum::http::request::Parts> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut req = httparse::Request::new(&mut headers);
+    if !matches!(req.parse(head), Ok(httparse::Status::Complete(_))) {
+        return None;
+    }
+    let mut builder = axum::http::Request::builder()
+        .method(req.method?)
+        .uri(req.path?)
+        .version(axum::http::Version::HTTP_11);
+    for h in req.headers.iter() {
+        builder = builder.header(h.name, h.value);
+    }
+    builder.body(()).ok().map(|r| r.into_parts().0)
+}
+
+async fn connection(
+    mut tcp: TcpStream,
+    state: AppState,
+    router: Router,
+    mut shutdown: Shutdown,
+    write_timeout: Duration,
+) {
+    let mut buf = Vec::with_capacity(1024);
+    let head_end = read_head(&mut tcp, &mut buf).await;
+    if let Some(mut parts) = head_end.and_then(|end| parse_head(&buf[..end])) {
+        if let Some(opened) = open_plain(&state, &mut parts).await {
+            drop(buf);
+            raw_stream(tcp, opened, write_timeout).await;
+            return;
+        }
+    }
+    if buf.is_empty() {
+        return;
+    }
+    let io = TimeoutIo::new(
+        Rewind {
+            prefix: Some(Bytes::from(buf)),
+            inner: tcp,
+        },
+        write_timeout,
+    );
+    let service = TowerToHyperService::new(
+        router.map_request(|req: axum::http::Request<hyper::body::Incoming>| req.map(Body::new)),
+    );
+    let builder = Builder::new(TokioExecutor::new());
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        _ = conn.as_mut() => {}
+        _ = shutdown.wait() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+async fn write_all(tcp: &mut TcpStream, bytes: &[u8], timeout: Duration) -> bool {
+    matches!(
+        tokio::time::timeout(timeout, tcp.write_all(bytes)).await,
+        Ok(Ok(()))
+    )
+}
+
+/// Writes a stream on the raw socket until it ends, the peer goes away, or a
+/// write stays blocked longer than `timeout` (a client that stopped reading).
+async fn raw_stream(
+    mut tcp: TcpStream,
+    opened: crate::error::ApiResult<(Opened, bool)>,
+    timeout: Duration,
+) {
+    let (Opened { mut feed, guard }, sse) = match opened {
+        Ok(o) => o,
+        Err(e) => {
+            let status = e.status;
+            let body = e.into_response();
+            let json = axum::body::to_bytes(body.into_body(), 64 * 1024)
+                .await
+                .unwrap_or_default();
+            let head = format!(
+                "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                status.as_u16(),
+                status.canonical_reason().unwrap_or(""),
+                json.len()
+            );
+            if write_all(&mut tcp, head.as_bytes(), timeout).await {
+                write_all(&mut tcp, &json, timeout).await;
+            }
+            let _ = tcp.shutdown().await;
+            return;
+        }
+    };
+    let content_type = if sse {
+        "text/event-stream"
+    } else {
+        "application/x-ndjson"
+    };
+    let head = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncache-control: no-cache\r\nx-accel-buffering: no\r\nconnection: close\r\n\r\n{}",
+        if sse { "retry: 3000\n\n" } else { "" }
+    );
+    if !write_all(&mut tcp, head.as_bytes(), timeout).await {
+        return;
+    }
+    let mut chunks: Vec<Bytes> = Vec::new();
+    let mut out_buf: Vec<u8> = Vec::new();
+    loop {
+        // Watch the socket too: a client that hangs up frees its slot at
+        // once, not at the next keep-alive.
+        let out = tokio::select! {
+            out = feed.next() => match out {
+                Some(out) => out,
+                None => break,
+            },
+            ready = tcp.readable() => {
+                if ready.is_err() {
+                    break;
+                }
+                let mut scratch = [0u8; 256];
+                match tcp.try_read(&mut scratch) {
+                    Ok(0) => break,
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                    Err(_) => break,
+                }
+            }
+        };
+        chunks.clear();
+        let mut n = write_out(&mut chunks, &out, sse);
+        while chunks.len() < MAX_BATCH {
+            let Some(out) = feed.try_next() else { break };
+            n += write_out(&mut chunks, &out, sse);
+        }
+        let ok = if let [only] = chunks.as_slice() {
+            write_all(&mut tcp, only, timeout).await
+        } else {
+            out_buf.clear();
+            for c in &chunks {
+                out_buf.extend_from_slice(c);
+            }
+            let ok = write_all(&mut tcp, &out_buf, timeout).await;
+            // Do not keep a large buffer for an idle stream.
+            if out_buf.capacity() > 64 * 1024 {
+                out_buf = Vec::new();
+            }
+            ok
+        };
+        if !ok {
+            break;
+        }
+        inc(&metrics().events_sent, n);
+    }
+    let _ = tcp.shutdown().await;
+    drop(guard);
+}
+
+/// An IO that yields `prefix` before reading from `inner`.
+struct Rewind {
+    prefix: Option<Bytes>,
+    inner: TcpStream,
+}
+
+impl AsyncRead for Rewind {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if let Some(prefix) = self.prefix.as_mut() {
+            let n = prefix.len().min(buf.remaining());
+            buf.put_slice(&prefix[..n]);
+            let rest = prefix.slice(n..);
+            self.prefix = (!rest.is_empty()).then_some(rest);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Rewind {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
