@@ -470,10 +470,13 @@ impl Index {
             }
         };
         let hash = word_hash(text);
-        if self.term_ids.contains_key(&hash) {
-            self.term_collisions.entry(hash).or_default().push(id);
-        } else {
-            self.term_ids.insert(hash, id);
+        match self.term_ids.entry(hash) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                self.term_collisions.entry(hash).or_default().push(id);
+            }
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(id);
+            }
         }
         if self.term_filter.is_empty() {
             self.term_filter = vec![0; FILTER_BITS / 64];

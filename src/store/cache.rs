@@ -115,10 +115,13 @@ impl StatusCache {
 /// times and missed revocations can be.
 pub const SESSION_TTL: Duration = Duration::from_secs(2);
 
-/// Recently verified sessions: sid -> (uid, login, private, verified at).
+/// A verified session: (uid, login, private, verified at).
+type Verified = (u64, String, bool, Instant);
+
+/// Recently verified sessions by session id.
 #[derive(Default)]
 pub struct SessionCache {
-    shards: Vec<Mutex<HashMap<String, (u64, String, bool, Instant)>>>,
+    shards: Vec<Mutex<HashMap<String, Verified>>>,
 }
 
 impl SessionCache {
@@ -129,7 +132,7 @@ impl SessionCache {
         }
     }
 
-    fn shard(&self, sid: &str) -> &Mutex<HashMap<String, (u64, String, bool, Instant)>> {
+    fn shard(&self, sid: &str) -> &Mutex<HashMap<String, Verified>> {
         let h = sid
             .bytes()
             .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
