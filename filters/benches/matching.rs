@@ -33,10 +33,10 @@ fn word(n: u64) -> String {
     format!("w{n}")
 }
 
-fn build(n_sets: usize, vocab: u64, rng: &mut Lcg) -> Index {
+fn build(n_sets: usize, vocab: u64, users: u64, rng: &mut Lcg) -> Index {
     let mut index = Index::new();
     for sub in 0..n_sets as u64 {
-        let follow = (0..100).map(|_| 1 + rng.below(USERS)).collect();
+        let follow = (0..100).map(|_| 1 + rng.below(users)).collect();
         let track = (0..10)
             .map(|_| {
                 let text = if rng.below(3) == 0 {
@@ -73,11 +73,11 @@ struct Msg {
     coords: Option<(f64, f64)>,
 }
 
-fn messages(vocab: u64, rng: &mut Lcg) -> Vec<Msg> {
+fn messages(vocab: u64, users: u64, rng: &mut Lcg) -> Vec<Msg> {
     (0..4096)
         .map(|i| Msg {
             id: i,
-            uid: 1 + rng.below(USERS),
+            uid: 1 + rng.below(users),
             text: (0..15)
                 .map(|_| word(rng.below(vocab)))
                 .collect::<Vec<_>>()
@@ -93,16 +93,21 @@ fn messages(vocab: u64, rng: &mut Lcg) -> Vec<Msg> {
 }
 
 fn route(c: &mut Criterion) {
-    bench_group(c, "route_status", VOCAB);
-    bench_group(c, "route_status_dense", DENSE_VOCAB);
+    bench_group(c, "route_status", |_| (VOCAB, USERS));
+    bench_group(c, "route_status_dense", |_| (DENSE_VOCAB, USERS));
+    // Words and users grow with the number of filter sets, so an event
+    // matches about the same number of subscriptions at every size: what
+    // remains is the cost of the index's size alone.
+    bench_group(c, "route_status_constant_matches", |n| (n as u64 * 300, n as u64 * 5_000));
 }
 
-fn bench_group(c: &mut Criterion, name: &str, vocab: u64) {
+fn bench_group(c: &mut Criterion, name: &str, sizes: impl Fn(usize) -> (u64, u64)) {
     let mut group = c.benchmark_group(name);
     for n_sets in [100usize, 1_000, 10_000, 100_000] {
+        let (vocab, users) = sizes(n_sets);
         let mut rng = Lcg(42);
-        let mut index = build(n_sets, vocab, &mut rng);
-        let msgs = messages(vocab, &mut rng);
+        let mut index = build(n_sets, vocab, users, &mut rng);
+        let msgs = messages(vocab, users, &mut rng);
         let mut matched = 0usize;
         let mut probe = Vec::new();
         for m in &msgs {
