@@ -490,3 +490,204 @@ async fn demo_seeds_a_world_with_celebrities_and_statuses() {
         String::from_utf8_lossy(&again.stderr)
     );
 }
+
+fn sigterm(child: &tokio::process::Child) {
+    let pid = child.id().expect("running").to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+}
+
+#[tokio::test]
+async fn a_separate_worker_process_drains_the_fanout_queue_and_stops_on_sigterm() {
+    let app = TestApp::start_with(|c| c.workers = 0).await;
+    let (idc, celeb) = app.user("workstar").await;
+    let fans = common::bulk_users(&app, "wf", 1500).await;
+    common::bulk_follow(&app, &fans, idc.parse().unwrap()).await;
+    let sid = app.say(&celeb, "for the worker").await;
+    assert_eq!(
+        common::homes_with(&app, &fans, &sid),
+        1000,
+        "only the inline part without workers"
+    );
+    let mut worker = tokio::process::Command::new(firehose_bin())
+        .args([
+            "worker",
+            "--redis-url",
+            &app.redis.url(),
+            "--log-format",
+            "json",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    app.eventually("the worker process reached everyone", || async {
+        common::homes_with(&app, &fans, &sid) == 1500
+    })
+    .await;
+    sigterm(&worker);
+    let status = tokio::time::timeout(Duration::from_secs(10), worker.wait())
+        .await
+        .expect("exits on SIGTERM")
+        .unwrap();
+    assert!(status.success());
+    let mut err = String::new();
+    use tokio::io::AsyncReadExt;
+    worker
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .await
+        .unwrap();
+    let first = err.lines().next().expect("it logged");
+    let line: Value = serde_json::from_str(first).expect("JSON logs");
+    assert!(
+        line["level"].is_string() && line["message"].is_string(),
+        "{first}"
+    );
+}
+
+#[tokio::test]
+async fn the_serve_binary_logs_no_tokens_and_shuts_down_streams_on_sigterm() {
+    use tokio::io::AsyncReadExt;
+    let redis = common::RedisServer::start();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = tokio::process::Command::new(firehose_bin())
+        .args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--redis-url",
+            &redis.url(),
+            "--log-format",
+            "json",
+        ])
+        .env("RUST_LOG", "debug")
+        .env(
+            "FIREHOSE_JWT_SECRET",
+            "process-test-secret-process-test-secret",
+        )
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let http = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while http.get(format!("{base}/readyz")).send().await.is_err() {
+        assert!(std::time::Instant::now() < deadline, "server did not start");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let body = json!({"login": "proc", "name": "p", "email": "p@x.y", "password": "password123"});
+    assert_eq!(
+        http.post(format!("{base}/api/v1/users"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::CREATED
+    );
+    let login: Value = http
+        .post(format!("{base}/api/v1/sessions"))
+        .json(&json!({"identifier": "proc", "password": "password123"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = login["token"].as_str().unwrap().to_string();
+    // A stream opened with the token in the query, as browsers do.
+    let mut stream = http
+        .get(format!("{base}/api/v1/stream/user?access_token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    let _ = http
+        .get(format!("{base}/api/v1/me?access_token={token}"))
+        .send()
+        .await
+        .unwrap();
+    sigterm(&server);
+    let mut seen = String::new();
+    let got_disconnect = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Ok(Some(chunk)) = stream.chunk().await {
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+            if seen.contains("event: disconnect") {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false);
+    assert!(got_disconnect && seen.contains("\"shutdown\""), "{seen}");
+    let status = tokio::time::timeout(Duration::from_secs(15), server.wait())
+        .await
+        .expect("exits")
+        .unwrap();
+    assert!(status.success());
+    let mut logs = String::new();
+    server
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut logs)
+        .await
+        .unwrap();
+    assert!(logs.contains("stream opened"), "the stream was logged");
+    assert!(!logs.contains(&token), "a token appeared in the logs");
+    assert!(
+        !logs.contains("access_token"),
+        "a query with the token appeared in the logs"
+    );
+    for line in logs.lines() {
+        assert!(
+            serde_json::from_str::<Value>(line).is_ok(),
+            "not JSON: {line}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_stream_requested_on_a_used_keep_alive_connection_works_too() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::start().await;
+    let (_, token) = app.user("keeper").await;
+    let mut tcp = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    // First an ordinary request, then a stream on the same connection (served by hyper).
+    tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tcp.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).contains("200 OK"));
+    tcp.write_all(
+        format!(
+            "GET /api/v1/stream/user HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    app.say(&token, "via hyper").await;
+    let mut seen = String::new();
+    let found = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let n = tcp.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed early: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if seen.contains("via hyper") {
+                return true;
+            }
+        }
+    })
+    .await
+    .unwrap_or(false);
+    assert!(found && seen.contains("text/event-stream"), "{seen}");
+}

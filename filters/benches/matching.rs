@@ -98,7 +98,9 @@ fn route(c: &mut Criterion) {
     // Words and users grow with the number of filter sets, so an event
     // matches about the same number of subscriptions at every size: what
     // remains is the cost of the index's size alone.
-    bench_group(c, "route_status_constant_matches", |n| (n as u64 * 300, n as u64 * 5_000));
+    bench_group(c, "route_status_constant_matches", |n| {
+        (n as u64 * 300, n as u64 * 5_000)
+    });
 }
 
 fn bench_group(c: &mut Criterion, name: &str, sizes: impl Fn(usize) -> (u64, u64)) {
