@@ -911,3 +911,45 @@ async fn resubscribing_a_stream_name_replaces_its_filter_in_place() {
     streams.sort_by_key(|v| v.to_string());
     assert_eq!(streams, vec![json!("filter"), json!("user")]);
 }
+
+#[tokio::test]
+async fn websockets_are_pinged_and_closed_when_pongs_stop() {
+    let app = TestApp::start_with(|c| c.keepalive_secs = 1).await;
+    let (_, token) = app.user("pong").await;
+    let mut ws = ws_connect(&app, "/api/v1/stream/user", &token).await;
+    // Not reading means no pongs go back (the client answers pings as it reads).
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    let mut pings = 0;
+    let mut bye = None;
+    while let Ok(Some(Ok(msg))) = tokio::time::timeout(Duration::from_secs(5), ws.next()).await {
+        match msg {
+            WsMessage::Ping(_) => pings += 1,
+            WsMessage::Text(t) => bye = Some(serde_json::from_str::<Value>(t.as_str()).unwrap()),
+            WsMessage::Close(_) => break,
+            _ => {}
+        }
+    }
+    assert!(pings >= 2, "pings were sent: {pings}");
+    let bye = bye.expect("a disconnect event before the close");
+    assert_eq!(
+        (bye["type"].clone(), bye["code"].clone()),
+        (json!("disconnect"), json!("timeout"))
+    );
+}
+
+#[tokio::test]
+async fn websockets_that_answer_pings_stay_open() {
+    let app = TestApp::start_with(|c| c.keepalive_secs = 1).await;
+    let (_, token) = app.user("alive").await;
+    let mut ws = ws_connect(&app, "/api/v1/stream/user", &token).await;
+    // Reading keeps answering pings; after 4 intervals the socket still delivers.
+    let until = tokio::time::Instant::now() + Duration::from_millis(4500);
+    while let Ok(Some(Ok(msg))) = tokio::time::timeout_at(until, ws.next()).await {
+        assert!(
+            !matches!(msg, WsMessage::Close(_) | WsMessage::Text(_)),
+            "{msg:?}"
+        );
+    }
+    app.say(&token, "still here").await;
+    assert_eq!(ws_next(&mut ws).await["status"]["message"], "still here");
+}

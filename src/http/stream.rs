@@ -683,6 +683,16 @@ async fn ws_loop(
         }
     }
     if feed.is_ended() {
+        // The closing handshake: send Close, then let the peer answer (and
+        // read what was sent before it) for a moment before dropping the socket.
         let _ = tx.send(Message::Close(None)).await;
+        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+            while let Some(Ok(msg)) = rx.next().await {
+                if matches!(msg, Message::Close(_)) {
+                    break;
+                }
+            }
+        })
+        .await;
     }
 }
