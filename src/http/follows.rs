@@ -162,18 +162,7 @@ async fn list(
     followers: bool,
 ) -> ApiResult<Json<UserPage>> {
     let uid = path_id(&id, "user")?;
-    let count = match q.get("count") {
-        None => 20,
-        Some(c) => match c.parse::<usize>() {
-            Ok(n) if (1..=200).contains(&n) => n,
-            _ => {
-                return Err(ApiError::invalid(
-                    "invalid_count",
-                    "count must be a whole number from 1 to 200.",
-                ))
-            }
-        },
-    };
+    let count = super::timelines::count_param(&q, 20)?;
     let cursor = match q.get("cursor").map(String::as_str) {
         None | Some("") | Some("0") => 0,
         Some(c) => c.parse::<u64>().map_err(|_| {

@@ -20,20 +20,23 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/users/{id}/statuses", get(profile))
 }
 
+/// Parses `count`: 1-200, `default` when absent.
+pub fn count_param(q: &HashMap<String, String>, default: usize) -> ApiResult<usize> {
+    match q.get("count") {
+        None => Ok(default),
+        Some(c) => match c.parse::<usize>() {
+            Ok(n) if (1..=200).contains(&n) => Ok(n),
+            _ => Err(ApiError::invalid(
+                "invalid_count",
+                "count must be a whole number from 1 to 200.",
+            )),
+        },
+    }
+}
+
 /// Parses `count` (1-200, default 30) and `page` (>= 1) or `max_id`.
 pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
-    let count = match q.get("count") {
-        None => 30,
-        Some(c) => match c.parse::<usize>() {
-            Ok(n) if (1..=200).contains(&n) => n,
-            _ => {
-                return Err(ApiError::invalid(
-                    "invalid_count",
-                    "count must be a whole number from 1 to 200.",
-                ))
-            }
-        },
-    };
+    let count = count_param(q, 30)?;
     let page = match (q.get("page"), q.get("max_id")) {
         (Some(_), Some(_)) => {
             return Err(ApiError::invalid(

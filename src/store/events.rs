@@ -99,20 +99,6 @@ impl Store {
         Ok(rows.into_iter().filter_map(entry).collect())
     }
 
-    /// The id of the oldest event still in the buffer, if any.
-    pub async fn oldest_event_id(&self) -> StoreResult<Option<String>> {
-        let mut conn = self.conn();
-        let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-            .arg(self.keys.events())
-            .arg("-")
-            .arg("+")
-            .arg("COUNT")
-            .arg(1)
-            .query_async(&mut conn)
-            .await?;
-        Ok(rows.into_iter().next().map(|(id, _)| id))
-    }
-
     /// The id of the newest event in the buffer, if any.
     pub async fn newest_event_id(&self) -> StoreResult<Option<String>> {
         Ok(self
