@@ -176,12 +176,17 @@ struct TermSlot {
     refs: u32,
 }
 
-/// Bits in the term prefilter: 128 KiB, small enough to stay in cache, so
-/// most message words that no one tracks cost no hash-map probe.
-const FILTER_BITS: usize = 1 << 20;
+/// Smallest term prefilter, in bits (128 KiB). The filter grows to keep at
+/// least [`FILTER_BITS_PER_TERM`] bits per tracked term, so that most message
+/// words no one tracks cost a cache hit instead of a hash-map probe, whatever
+/// the number of filters.
+const MIN_FILTER_BITS: usize = 1 << 20;
+/// Bits per term: about one word in 16 that no one tracks gets past the filter.
+const FILTER_BITS_PER_TERM: usize = 16;
 
-fn filter_bit(hash: u64) -> usize {
-    (hash >> 40) as usize & (FILTER_BITS - 1)
+/// The bit of `hash` in a filter of `words` 64-bit words (a power of two).
+fn filter_bit(hash: u64, words: usize) -> usize {
+    (hash >> 20) as usize & (words * 64 - 1)
 }
 
 #[derive(Debug)]
@@ -478,11 +483,17 @@ impl Index {
                 slot.insert(id);
             }
         }
-        if self.term_filter.is_empty() {
-            self.term_filter = vec![0; FILTER_BITS / 64];
+        let wanted = (self.term_ids.len() * FILTER_BITS_PER_TERM)
+            .next_power_of_two()
+            .max(MIN_FILTER_BITS)
+            / 64;
+        if self.term_filter.len() < wanted {
+            self.term_filter = vec![0; wanted];
+            self.rebuild_filter();
+        } else {
+            let bit = filter_bit(hash, self.term_filter.len());
+            self.term_filter[bit / 64] |= 1 << (bit % 64);
         }
-        let bit = filter_bit(hash);
-        self.term_filter[bit / 64] |= 1 << (bit % 64);
         id
     }
 
@@ -523,8 +534,9 @@ impl Index {
 
     fn rebuild_filter(&mut self) {
         self.term_filter.iter_mut().for_each(|w| *w = 0);
+        let words = self.term_filter.len();
         for hash in self.term_ids.keys() {
-            let bit = filter_bit(*hash);
+            let bit = filter_bit(*hash, words);
             self.term_filter[bit / 64] |= 1 << (bit % 64);
         }
         self.stale_filter_bits = 0;
@@ -612,7 +624,7 @@ impl Index {
         self.present.clear();
         let hashes = self.words.hashes();
         for (i, &h) in hashes.iter().enumerate() {
-            let bit = filter_bit(h);
+            let bit = filter_bit(h, self.term_filter.len());
             if self.term_filter[bit / 64] & (1 << (bit % 64)) == 0 {
                 continue;
             }
