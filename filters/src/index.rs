@@ -184,9 +184,11 @@ const MIN_FILTER_BITS: usize = 1 << 20;
 /// Bits per term: about one word in 16 that no one tracks gets past the filter.
 const FILTER_BITS_PER_TERM: usize = 16;
 
-/// The bit of `hash` in a filter of `words` 64-bit words (a power of two).
+/// The bit of `hash` in a filter of `words` 64-bit words (a power of two):
+/// the hash's top bits, which the Fx multiply mixes best.
 fn filter_bit(hash: u64, words: usize) -> usize {
-    (hash >> 20) as usize & (words * 64 - 1)
+    let bits = (words * 64).trailing_zeros();
+    (hash >> (64 - bits)) as usize
 }
 
 #[derive(Debug)]
