@@ -114,6 +114,16 @@ struct Counters {
     connected: AtomicU64,
 }
 
+/// Counts one received event and keeps its latency (up to a cap per client).
+fn record(text: &str, now: f64, counters: &Counters, lat: &mut Vec<u32>) {
+    if let Some(l) = latency_us(text, now) {
+        counters.received.fetch_add(1, Ordering::Relaxed);
+        if lat.len() < 50_000 {
+            lat.push(l);
+        }
+    }
+}
+
 async fn sse_client(
     addr: String,
     token: String,
@@ -145,14 +155,8 @@ async fn sse_client(
         while let Some(pos) = pending[start..].iter().position(|b| *b == b'\n') {
             let line = &pending[start..start + pos];
             if line.starts_with(b"data: {\"id\"") {
-                if let Some(l) = std::str::from_utf8(line)
-                    .ok()
-                    .and_then(|l| latency_us(l, now))
-                {
-                    counters.received.fetch_add(1, Ordering::Relaxed);
-                    if lat.len() < 50_000 {
-                        lat.push(l);
-                    }
+                if let Ok(text) = std::str::from_utf8(line) {
+                    record(text, now, &counters, &mut lat);
                 }
             }
             start += pos + 1;
@@ -192,12 +196,7 @@ async fn ws_client(
         };
         if let tokio_tungstenite::tungstenite::Message::Text(t) = msg {
             if t.as_str().starts_with("{\"id\"") {
-                if let Some(l) = latency_us(t.as_str(), firehose::model::now()) {
-                    counters.received.fetch_add(1, Ordering::Relaxed);
-                    if lat.len() < 50_000 {
-                        lat.push(l);
-                    }
-                }
+                record(t.as_str(), firehose::model::now(), &counters, &mut lat);
             }
         }
     }

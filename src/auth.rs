@@ -171,10 +171,10 @@ impl FromRequestParts<AppState> for AuthUser {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        match bearer(parts)? {
-            Some(token) => AuthUser::from_token(state, token).await,
-            None => Err(ApiError::unauthorized("A bearer token is required.")),
-        }
+        MaybeUser::from_request_parts(parts, state)
+            .await?
+            .0
+            .ok_or_else(|| ApiError::unauthorized("A bearer token is required."))
     }
 }
 

@@ -131,28 +131,13 @@ async fn check(cfg: Config) -> anyhow::Result<()> {
             if major < 7 {
                 problems.push(format!("Redis {version} is too old: 7.0 or newer is needed (XAUTOCLAIM, max-deleted-entry-id)"));
             }
-            let mut conn = redis::Client::open(url.as_str())?
-                .get_multiplexed_async_connection()
-                .await?;
-            let policy: Vec<String> = redis::cmd("CONFIG")
-                .arg("GET")
-                .arg("maxmemory-policy")
-                .query_async(&mut conn)
-                .await
-                .unwrap_or_default();
-            if let Some(p) = policy.get(1) {
+            if let Ok(Some(p)) = store.config_get("maxmemory-policy").await {
                 say(format!("redis: maxmemory-policy {p}"));
                 if p != "noeviction" {
                     problems.push(format!("maxmemory-policy is {p}: Redis may evict users and timelines; use noeviction"));
                 }
             }
-            let aof: Vec<String> = redis::cmd("CONFIG")
-                .arg("GET")
-                .arg("appendonly")
-                .query_async(&mut conn)
-                .await
-                .unwrap_or_default();
-            if let Some(a) = aof.get(1) {
+            if let Ok(Some(a)) = store.config_get("appendonly").await {
                 say(format!("redis: appendonly {a}"));
                 if a != "yes" {
                     problems.push("appendonly is off: a Redis crash loses recent writes".into());

@@ -85,10 +85,13 @@ pub async fn serve(
 /// timeout or an oversized head (hyper then answers or closes).
 async fn read_head(tcp: &mut TcpStream, buf: &mut Vec<u8>) -> Option<usize> {
     let read = async {
+        // Where the search resumes: the terminator may straddle two reads.
+        let mut from = 0;
         loop {
-            if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                return Some(end + 4);
+            if let Some(end) = buf[from..].windows(4).position(|w| w == b"\r\n\r\n") {
+                return Some(from + end + 4);
             }
+            from = buf.len().saturating_sub(3);
             if buf.len() >= MAX_HEAD {
                 return None;
             }

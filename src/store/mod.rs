@@ -151,6 +151,17 @@ impl Store {
         Ok(())
     }
 
+    /// A Redis configuration parameter (CONFIG GET), if the server reports it.
+    pub async fn config_get(&self, name: &str) -> StoreResult<Option<String>> {
+        let mut conn = self.conn();
+        let pair: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg(name)
+            .query_async(&mut conn)
+            .await?;
+        Ok(pair.into_iter().nth(1))
+    }
+
     /// The `redis_version` INFO field.
     pub async fn server_version(&self) -> StoreResult<String> {
         let mut conn = self.conn();
