@@ -6,9 +6,11 @@
 //! and its id against each distinct sample rate. The cost is a handful of hash
 //! lookups plus the number of subscriptions that actually match.
 
+use crate::bloom::Prefilter;
 use crate::geo::GeoIndex;
 use crate::parse::FilterSpec;
 use crate::sample;
+use crate::table::{SubsMap, U64Map};
 use crate::track::{word_hash, Phrase, Words};
 use crate::FxHashMap;
 use std::collections::HashSet;
@@ -87,17 +89,18 @@ pub enum Event<'a> {
 }
 
 /// Subscribers of one key. Most keys have one, kept inline so that a lookup
-/// touches no further memory.
+/// touches no further memory; the list is boxed to keep this 16 bytes.
 #[derive(Debug, Clone)]
+#[allow(clippy::box_collection)]
 enum Subs {
     One(SubId),
-    Many(Vec<SubId>),
+    Many(Box<Vec<SubId>>),
 }
 
 impl Subs {
     fn push(&mut self, sub: SubId) {
         match self {
-            Subs::One(first) => *self = Subs::Many(vec![*first, sub]),
+            Subs::One(first) => *self = Subs::Many(Box::new(vec![*first, sub])),
             Subs::Many(list) => list.push(sub),
         }
     }
@@ -128,26 +131,58 @@ impl Subs {
     }
 }
 
-/// One distinct tracked phrase, as sorted term ids.
+/// Term ids of a phrase, sorted: up to [`INLINE_TERMS`] inside the phrase's
+/// slot, so that checking a candidate phrase reads one place.
+#[derive(Debug)]
+enum TermIds {
+    Inline(u8, [u32; INLINE_TERMS]),
+    Heap(Box<[u32]>),
+}
+
+const INLINE_TERMS: usize = 5;
+
+impl TermIds {
+    fn new(ids: &[u32]) -> TermIds {
+        if ids.len() <= INLINE_TERMS {
+            let mut buf = [0; INLINE_TERMS];
+            buf[..ids.len()].copy_from_slice(ids);
+            TermIds::Inline(ids.len() as u8, buf)
+        } else {
+            TermIds::Heap(ids.into())
+        }
+    }
+
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            TermIds::Inline(n, ids) => &ids[..usize::from(*n)],
+            TermIds::Heap(ids) => ids,
+        }
+    }
+}
+
+/// One distinct tracked phrase.
 #[derive(Debug)]
 struct PhraseSlot {
-    /// Term ids, sorted; the anchor is one of them.
-    terms: Vec<u32>,
+    /// The anchor is one of them.
+    terms: TermIds,
     subs: Subs,
 }
+
+/// Bytes of a term's text kept inside its slot.
+const INLINE_TEXT: usize = 14;
 
 /// A term's text: short ones (most words) live inside the slot, so checking
 /// a candidate word touches no further memory.
 #[derive(Debug)]
 enum Text {
-    Inline(u8, [u8; 22]),
+    Inline(u8, [u8; INLINE_TEXT]),
     Heap(Box<str>),
 }
 
 impl Text {
     fn new(s: &str) -> Text {
-        if s.len() <= 22 {
-            let mut buf = [0u8; 22];
+        if s.len() <= INLINE_TEXT {
+            let mut buf = [0u8; INLINE_TEXT];
             buf[..s.len()].copy_from_slice(s.as_bytes());
             Text::Inline(s.len() as u8, buf)
         } else {
@@ -163,8 +198,10 @@ impl Text {
     }
 }
 
-/// One distinct term of any tracked phrase.
+/// One distinct term of any tracked phrase, in one cache line (64 bytes):
+/// a message word that is a tracked term costs one read here.
 #[derive(Debug)]
+#[repr(align(64))]
 struct TermSlot {
     text: Text,
     /// Subscribers of the one-term phrase made of just this term: the common
@@ -174,21 +211,6 @@ struct TermSlot {
     anchored: Vec<u32>,
     /// Uses by phrases (a one-term phrase counts once).
     refs: u32,
-}
-
-/// Smallest term prefilter, in bits (128 KiB). The filter grows to keep at
-/// least [`FILTER_BITS_PER_TERM`] bits per tracked term, so that most message
-/// words no one tracks cost a cache hit instead of a hash-map probe, whatever
-/// the number of filters.
-const MIN_FILTER_BITS: usize = 1 << 20;
-/// Bits per term: about one word in 16 that no one tracks gets past the filter.
-const FILTER_BITS_PER_TERM: usize = 16;
-
-/// The bit of `hash` in a filter of `words` 64-bit words (a power of two):
-/// the hash's top bits, which the Fx multiply mixes best.
-fn filter_bit(hash: u64, words: usize) -> usize {
-    let bits = (words * 64).trailing_zeros();
-    (hash >> (64 - bits)) as usize
 }
 
 #[derive(Debug)]
@@ -209,44 +231,30 @@ pub struct Index {
     firehose: Vec<SubId>,
     /// Distinct sample thresholds with their subscribers.
     sample: Vec<(u64, Vec<SubId>)>,
-    follow: FxHashMap<u64, Subs>,
+    follow: SubsMap,
     /// Multi-term phrases.
     phrases: Vec<Option<PhraseSlot>>,
     phrase_ids: FxHashMap<Phrase, u32>,
     free_phrases: Vec<u32>,
     terms: Vec<Option<TermSlot>>,
     /// Hash of a term's text -> its term id.
-    term_ids: FxHashMap<u64, u32>,
+    term_ids: U64Map,
     /// Further terms whose hash collides with one in `term_ids` (rare).
     term_collisions: FxHashMap<u64, Vec<u32>>,
     free_terms: Vec<u32>,
     /// Prefilter over term hashes; bits of removed terms linger until rebuilt.
-    term_filter: Vec<u64>,
-    stale_filter_bits: usize,
+    term_filter: Prefilter,
     geo: GeoIndex<SubId>,
     /// Author id -> user-stream subscriptions whose home timeline gets their statuses.
-    home: FxHashMap<u64, Subs>,
+    home: SubsMap,
     /// User id -> that user's own user-stream subscriptions.
-    user_of: FxHashMap<u64, Subs>,
+    user_of: SubsMap,
     words: Words,
     present: Vec<u32>,
-}
-
-fn push(map: &mut FxHashMap<u64, Subs>, key: u64, sub: SubId) {
-    match map.get_mut(&key) {
-        Some(subs) => subs.push(sub),
-        None => {
-            map.insert(key, Subs::One(sub));
-        }
-    }
-}
-
-fn pull(map: &mut FxHashMap<u64, Subs>, key: u64, sub: SubId) {
-    if let Some(subs) = map.get_mut(&key) {
-        if subs.remove(sub) {
-            map.remove(&key);
-        }
-    }
+    /// Per word of the message being matched: whether it passed the prefilter.
+    passed: Vec<bool>,
+    /// (word index, term id) of the words found in `term_ids`.
+    candidates: Vec<(u32, u32)>,
 }
 
 impl Index {
@@ -283,7 +291,7 @@ impl Index {
             }
             Rule::Filter(spec) => {
                 for &uid in &spec.follow {
-                    push(&mut self.follow, uid, sub);
+                    self.follow.push(uid, sub);
                 }
                 for phrase in &spec.track {
                     self.add_phrase(phrase, sub);
@@ -294,11 +302,11 @@ impl Index {
                 Compiled::Filter(spec)
             }
             Rule::User { uid, following } => {
-                push(&mut self.user_of, uid, sub);
+                self.user_of.push(uid, sub);
                 let mut set: HashSet<u64, crate::FxBuild> = following.into_iter().collect();
                 set.insert(uid);
                 for &author in &set {
-                    push(&mut self.home, author, sub);
+                    self.home.push(author, sub);
                 }
                 Compiled::User {
                     uid,
@@ -326,7 +334,7 @@ impl Index {
             }
             Compiled::Filter(spec) => {
                 for &uid in &spec.follow {
-                    pull(&mut self.follow, uid, sub);
+                    self.follow.pull(uid, sub);
                 }
                 for phrase in &spec.track {
                     self.remove_phrase(phrase, sub);
@@ -336,9 +344,9 @@ impl Index {
                 }
             }
             Compiled::User { uid, following } => {
-                pull(&mut self.user_of, uid, sub);
+                self.user_of.pull(uid, sub);
                 for author in following {
-                    pull(&mut self.home, author, sub);
+                    self.home.pull(author, sub);
                 }
             }
         }
@@ -365,8 +373,9 @@ impl Index {
             }
             return;
         }
-        let mut terms: Vec<u32> = phrase.terms().iter().map(|t| self.intern(t)).collect();
-        terms.sort_unstable();
+        let mut ids: Vec<u32> = phrase.terms().iter().map(|t| self.intern(t)).collect();
+        ids.sort_unstable();
+        let terms = TermIds::new(&ids);
         let anchor = self.find_term(phrase.anchor());
         let slot = PhraseSlot {
             terms,
@@ -414,7 +423,7 @@ impl Index {
         if !slot.subs.remove(sub) {
             return;
         }
-        let terms = std::mem::take(&mut slot.terms);
+        let terms = std::mem::replace(&mut slot.terms, TermIds::Inline(0, [0; INLINE_TERMS]));
         self.phrases[id as usize] = None;
         self.free_phrases.push(id);
         self.phrase_ids.remove(phrase);
@@ -424,7 +433,7 @@ impl Index {
         {
             t.anchored.retain(|p| *p != id);
         }
-        for term in terms {
+        for &term in terms.as_slice() {
             self.release(term);
         }
     }
@@ -437,10 +446,15 @@ impl Index {
 
     /// The id of the term with this text and hash, if tracked.
     fn lookup(&self, hash: u64, text: &[u8]) -> Option<u32> {
-        let id = *self.term_ids.get(&hash)?;
+        let id = self.term_ids.get(hash)? as u32;
         if self.term_is(id, text) {
             return Some(id);
         }
+        self.lookup_collision(hash, text)
+    }
+
+    /// The id of a term whose hash is shared with the one `term_ids` holds.
+    fn lookup_collision(&self, hash: u64, text: &[u8]) -> Option<u32> {
         self.term_collisions
             .get(&hash)?
             .iter()
@@ -477,24 +491,13 @@ impl Index {
             }
         };
         let hash = word_hash(text);
-        match self.term_ids.entry(hash) {
-            std::collections::hash_map::Entry::Occupied(_) => {
-                self.term_collisions.entry(hash).or_default().push(id);
-            }
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                slot.insert(id);
-            }
-        }
-        let wanted = (self.term_ids.len() * FILTER_BITS_PER_TERM)
-            .next_power_of_two()
-            .max(MIN_FILTER_BITS)
-            / 64;
-        if self.term_filter.len() < wanted {
-            self.term_filter = vec![0; wanted];
-            self.rebuild_filter();
+        if self.term_ids.get(hash).is_some() {
+            self.term_collisions.entry(hash).or_default().push(id);
         } else {
-            let bit = filter_bit(hash, self.term_filter.len());
-            self.term_filter[bit / 64] |= 1 << (bit % 64);
+            self.term_ids.insert(hash, u64::from(id));
+        }
+        if !self.term_filter.add(hash, self.term_ids.len()) {
+            self.rebuild_filter();
         }
         id
     }
@@ -511,12 +514,12 @@ impl Index {
         let hash = word_hash(std::str::from_utf8(t.text.as_bytes()).unwrap_or(""));
         self.terms[id as usize] = None;
         self.free_terms.push(id);
-        if self.term_ids.get(&hash) == Some(&id) {
-            self.term_ids.remove(&hash);
+        if self.term_ids.get(hash) == Some(u64::from(id)) {
+            self.term_ids.remove(hash);
             // Promote a colliding term, if any, to the primary slot.
             if let Some(list) = self.term_collisions.get_mut(&hash) {
                 if let Some(next) = list.pop() {
-                    self.term_ids.insert(hash, next);
+                    self.term_ids.insert(hash, u64::from(next));
                 }
                 if list.is_empty() {
                     self.term_collisions.remove(&hash);
@@ -528,20 +531,14 @@ impl Index {
                 self.term_collisions.remove(&hash);
             }
         }
-        self.stale_filter_bits += 1;
-        if self.stale_filter_bits > 1024 && self.stale_filter_bits > self.term_ids.len() {
+        if self.term_filter.removed(self.term_ids.len()) {
             self.rebuild_filter();
         }
     }
 
     fn rebuild_filter(&mut self) {
-        self.term_filter.iter_mut().for_each(|w| *w = 0);
-        let words = self.term_filter.len();
-        for hash in self.term_ids.keys() {
-            let bit = filter_bit(*hash, words);
-            self.term_filter[bit / 64] |= 1 << (bit % 64);
-        }
-        self.stale_filter_bits = 0;
+        let hashes = self.term_ids.iter().map(|(h, _)| h);
+        self.term_filter.rebuild(self.term_ids.len(), hashes);
     }
 
     /// Collects into `out` (cleared first) the subscriptions that want `event`,
@@ -554,9 +551,7 @@ impl Index {
                 if !s.private {
                     self.route_public_status(s, out);
                 }
-                if let Some(subs) = self.home.get(&s.uid) {
-                    subs.extend_into(out);
-                }
+                self.home.extend_into(s.uid, out);
             }
             Event::Delete {
                 status_id,
@@ -570,13 +565,9 @@ impl Index {
                             out.extend_from_slice(list);
                         }
                     }
-                    if let Some(subs) = self.follow.get(&uid) {
-                        subs.extend_into(out);
-                    }
+                    self.follow.extend_into(uid, out);
                 }
-                if let Some(subs) = self.home.get(&uid) {
-                    subs.extend_into(out);
-                }
+                self.home.extend_into(uid, out);
             }
             Event::Follow {
                 source,
@@ -585,9 +576,7 @@ impl Index {
             } => {
                 out.extend_from_slice(&self.firehose);
                 for uid in [source, target] {
-                    if let Some(subs) = self.user_of.get(&uid) {
-                        subs.extend_into(out);
-                    }
+                    self.user_of.extend_into(uid, out);
                 }
                 self.apply_follow(source, target, following);
             }
@@ -606,9 +595,7 @@ impl Index {
         }
         let authors = [Some(s.uid), s.reply_to_uid, s.repost_of_uid];
         for uid in authors.into_iter().flatten() {
-            if let Some(subs) = self.follow.get(&uid) {
-                subs.extend_into(out);
-            }
+            self.follow.extend_into(uid, out);
         }
         if !self.term_ids.is_empty() {
             self.match_track(s.message, out);
@@ -621,35 +608,63 @@ impl Index {
     /// Phrases whose terms all occur in the message: the words that are
     /// tracked terms are found first (prefilter, then one probe each), then
     /// only the phrases anchored at those terms are checked.
+    ///
+    /// Each step runs over all words before the next starts, with no branch
+    /// between the memory reads of one step, so that with a large index the
+    /// cache misses of a message's words overlap instead of queueing.
     fn match_track(&mut self, message: &str, out: &mut Vec<SubId>) {
         self.words.fill(message);
-        self.present.clear();
         let hashes = self.words.hashes();
+        // 1. The prefilter, for every word.
+        let filter = &self.term_filter;
+        self.passed.clear();
+        self.passed
+            .extend(hashes.iter().map(|&h| filter.may_contain(h)));
+        // 2. One probe per word that passed: the term id its hash names.
+        self.candidates.clear();
         for (i, &h) in hashes.iter().enumerate() {
-            let bit = filter_bit(h, self.term_filter.len());
-            if self.term_filter[bit / 64] & (1 << (bit % 64)) == 0 {
-                continue;
-            }
-            let Some(id) = self.lookup(h, self.words.word(i).as_bytes()) else {
-                continue;
-            };
-            if self.present.contains(&id) {
-                continue;
-            }
-            self.present.push(id);
-            if let Some(Some(subs)) = self.terms[id as usize].as_ref().map(|t| &t.single) {
-                subs.extend_into(out);
+            if self.passed[i] {
+                if let Some(id) = self.term_ids.get(h) {
+                    self.candidates.push((i as u32, id as u32));
+                }
             }
         }
+        // 3. The term slots: the word's text must be the term's (a hash may
+        // stand for several terms, see `term_collisions`).
+        self.present.clear();
+        for &(i, id) in &self.candidates {
+            let word = self.words.word(i as usize).as_bytes();
+            let id = if self.term_is(id, word) {
+                id
+            } else {
+                match self.lookup_collision(hashes[i as usize], word) {
+                    Some(id) => id,
+                    None => continue,
+                }
+            };
+            if !self.present.contains(&id) {
+                self.present.push(id);
+            }
+        }
+        // 4. Subscribers of the one-term phrases, and the multi-term phrases
+        // anchored at a present term whose other terms are present too.
         for &term in &self.present {
             let Some(t) = &self.terms[term as usize] else {
                 continue;
             };
+            if let Some(subs) = &t.single {
+                subs.extend_into(out);
+            }
             for &p in &t.anchored {
                 let Some(slot) = &self.phrases[p as usize] else {
                     continue;
                 };
-                if slot.terms.iter().all(|x| self.present.contains(x)) {
+                if slot
+                    .terms
+                    .as_slice()
+                    .iter()
+                    .all(|x| self.present.contains(x))
+                {
                     slot.subs.extend_into(out);
                 }
             }
@@ -658,20 +673,17 @@ impl Index {
 
     fn apply_follow(&mut self, source: u64, target: u64, following: bool) {
         let mut subs = Vec::new();
-        match self.user_of.get(&source) {
-            Some(list) => list.extend_into(&mut subs),
-            None => return,
-        }
+        self.user_of.extend_into(source, &mut subs);
         for sub in subs {
             let Some(Compiled::User { following: set, .. }) = self.subs.get_mut(&sub) else {
                 continue;
             };
             if following {
                 if set.insert(target) {
-                    push(&mut self.home, target, sub);
+                    self.home.push(target, sub);
                 }
             } else if target != source && set.remove(&target) {
-                pull(&mut self.home, target, sub);
+                self.home.pull(target, sub);
             }
         }
     }

@@ -13,10 +13,12 @@
 //!   clients are connected.
 //! - [`sample`]: the deterministic sampling rule shared by every sample client.
 
+pub mod bloom;
 pub mod geo;
 pub mod index;
 pub mod parse;
 pub mod sample;
+pub mod table;
 pub mod track;
 
 pub use geo::BBox;
@@ -53,7 +55,11 @@ impl std::hash::Hasher for FxHasher {
         self.add(i as u64);
     }
     fn finish(&self) -> u64 {
-        self.hash
+        // The multiply leaves the low bits depending only on the input's low
+        // bits (words sharing a first chunk, ids sharing a residue), and the
+        // hash maps pick buckets with the low bits: rotate the well-mixed
+        // high bits down, as rustc-hash 2 does.
+        self.hash.rotate_left(26)
     }
 }
 

@@ -12,6 +12,8 @@
 //! matches only the hashtag. Punctuation inside a term splits it, so the term
 //! `don't` needs the words `don` and `t`.
 
+use crate::bloom::fold_mul;
+
 /// A message cut into lowercased words, reusable across messages so that
 /// matching allocates nothing once warmed up. Each word also has a 64-bit
 /// hash, so the index finds candidate phrases and checks their terms by
@@ -23,62 +25,121 @@ pub struct Words {
     hashes: Vec<u64>,
 }
 
-fn is_word_char(c: char) -> bool {
-    if c.is_ascii() {
-        c.is_ascii_alphanumeric() || c == '_'
-    } else {
-        c.is_alphanumeric()
+/// Whether an ASCII byte is a word character (`[0-9A-Za-z_]`).
+const ASCII_WORD: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'_';
+        b += 1;
     }
-}
+    t
+};
 
-fn push_lower(buf: &mut String, c: char) {
-    if c.is_ascii() {
-        buf.push(c.to_ascii_lowercase());
-    } else {
-        buf.extend(c.to_lowercase());
-    }
-}
+const HASH_K0: u64 = 0x243f_6a88_85a3_08d3;
+const HASH_K1: u64 = 0x1319_8a2e_0370_7344;
+const HASH_K2: u64 = 0xa409_3822_299f_31d0;
 
-/// The hash words and terms are indexed by.
+/// The hash words and terms are indexed by: eight bytes per multiply, with
+/// the tail read as overlapping pieces instead of byte by byte. Every bit of
+/// the result depends on every byte, so both the prefilter (which uses the
+/// top and low bits) and the maps get uniform indices whatever the words
+/// look like.
 pub fn word_hash(word: &str) -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = crate::FxBuild::default().build_hasher();
-    h.write(word.as_bytes());
-    h.write_u64(word.len() as u64);
-    h.finish()
+    let bytes = word.as_bytes();
+    let n = bytes.len();
+    let mut h = HASH_K0 ^ n as u64;
+    let mut rest = bytes;
+    while rest.len() > 8 {
+        let (head, tail) = rest.split_at(8);
+        h = fold_mul(h ^ le64(head), HASH_K1);
+        rest = tail;
+    }
+    let last = match rest.len() {
+        8 => le64(rest),
+        4..=7 => u64::from(le32(rest)) | u64::from(le32(&rest[rest.len() - 4..])) << 32,
+        1..=3 => {
+            let m = rest.len();
+            u64::from(rest[0]) | u64::from(rest[m / 2]) << 8 | u64::from(rest[m - 1]) << 16
+        }
+        _ => 0,
+    };
+    fold_mul(fold_mul(h ^ last, HASH_K1) ^ HASH_K2, HASH_K0)
+}
+
+fn le64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(a)
+}
+
+fn le32(b: &[u8]) -> u32 {
+    let mut a = [0u8; 4];
+    a.copy_from_slice(&b[..4]);
+    u32::from_le_bytes(a)
+}
+
+/// Whether the character at byte `i` of `text` is a word character (a
+/// Unicode letter or digit, or `_`), and its length in bytes.
+#[inline]
+fn classify(text: &str, i: usize) -> (bool, usize) {
+    let b = text.as_bytes()[i];
+    if b < 0x80 {
+        return (ASCII_WORD[usize::from(b)], 1);
+    }
+    let c = text[i..].chars().next().unwrap_or_default();
+    (c.is_alphanumeric(), c.len_utf8())
 }
 
 impl Words {
     /// Cuts `text` into words, replacing what the value held before.
+    ///
+    /// ASCII (most text) is scanned byte by byte through a table; other
+    /// characters are decoded and classified with Unicode's tables.
     pub fn fill(&mut self, text: &str) {
         self.buf.clear();
         self.spans.clear();
         self.hashes.clear();
-        let mut prev: Option<char> = None;
-        let mut chars = text.char_indices().peekable();
-        while let Some((_, c)) = chars.next() {
-            if !is_word_char(c) {
-                prev = Some(c);
+        let bytes = text.as_bytes();
+        // The character just before the current position, when it was `#` or `@`.
+        let mut sigil: Option<char> = None;
+        let mut i = 0;
+        while i < bytes.len() {
+            let (is_word, len) = classify(text, i);
+            if !is_word {
+                sigil = match bytes[i] {
+                    b'#' => Some('#'),
+                    b'@' => Some('@'),
+                    _ => None,
+                };
+                i += len;
                 continue;
             }
             let start = self.buf.len();
-            push_lower(&mut self.buf, c);
-            while let Some(&(_, c)) = chars.peek() {
-                if !is_word_char(c) {
+            loop {
+                let b = bytes[i];
+                if b < 0x80 {
+                    self.buf.push(char::from(b.to_ascii_lowercase()));
+                    i += 1;
+                } else {
+                    let c = text[i..].chars().next().unwrap_or_default();
+                    self.buf.extend(c.to_lowercase());
+                    i += c.len_utf8();
+                }
+                if i >= bytes.len() || !classify(text, i).0 {
                     break;
                 }
-                push_lower(&mut self.buf, c);
-                chars.next();
             }
             let end = self.buf.len();
             self.spans.push((start as u32, end as u32));
-            if let Some(sigil @ ('#' | '@')) = prev {
+            if let Some(sigil) = sigil {
                 let pstart = self.buf.len();
                 self.buf.push(sigil);
                 self.buf.extend_from_within(start..end);
                 self.spans.push((pstart as u32, self.buf.len() as u32));
             }
-            prev = None;
+            sigil = None;
         }
         for &(s, e) in &self.spans {
             self.hashes
