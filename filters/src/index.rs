@@ -198,6 +198,39 @@ impl Text {
     }
 }
 
+/// Bytes of a term's text copied into its [`TermHot`].
+const HOT_TEXT: usize = 10;
+/// [`TermHot::len`] of a term too long to copy.
+const NOT_INLINE: u8 = u8::MAX;
+
+/// What the term map holds for a term, beside its hash: its id, a copy of
+/// its text when short, and, for a *simple* term (tracked alone, by one
+/// subscriber, in no longer phrase, the common case), that subscriber. A
+/// message word that is a simple term is then answered from the map's slot
+/// alone, with its text checked there, without reading the term's slot.
+#[derive(Debug, Clone, Copy, Default)]
+struct TermHot {
+    /// The one subscriber, when `simple`.
+    single: SubId,
+    id: u32,
+    simple: bool,
+    /// Length of `text`, or [`NOT_INLINE`].
+    len: u8,
+    text: [u8; HOT_TEXT],
+}
+
+impl TermHot {
+    /// Whether the term's text is `word`: `Some` when the copy decides it.
+    #[inline]
+    fn text_is(&self, word: &[u8]) -> Option<bool> {
+        if self.len == NOT_INLINE {
+            return None;
+        }
+        let len = usize::from(self.len);
+        Some(word.len() == len && self.text[..len] == *word)
+    }
+}
+
 /// One distinct term of any tracked phrase, in one cache line (64 bytes):
 /// a message word that is a tracked term costs one read here.
 #[derive(Debug)]
@@ -238,7 +271,7 @@ pub struct Index {
     free_phrases: Vec<u32>,
     terms: Vec<Option<TermSlot>>,
     /// Hash of a term's text -> its term id.
-    term_ids: U64Map,
+    term_ids: U64Map<TermHot>,
     /// Further terms whose hash collides with one in `term_ids` (rare).
     term_collisions: FxHashMap<u64, Vec<u32>>,
     free_terms: Vec<u32>,
@@ -365,6 +398,7 @@ impl Index {
                 }
                 None => t.single = Some(Subs::One(sub)),
             }
+            self.sync_hot(id);
             return;
         }
         if let Some(&id) = self.phrase_ids.get(phrase) {
@@ -395,6 +429,9 @@ impl Index {
         if let Some(Some(t)) = anchor.map(|a| &mut self.terms[a as usize]) {
             t.anchored.push(id);
         }
+        for term in ids {
+            self.sync_hot(term);
+        }
     }
 
     fn remove_phrase(&mut self, phrase: &Phrase, sub: SubId) {
@@ -412,6 +449,7 @@ impl Index {
                 t.single = None;
                 self.release(id);
             }
+            self.sync_hot(id);
             return;
         }
         let Some(&id) = self.phrase_ids.get(phrase) else {
@@ -436,6 +474,9 @@ impl Index {
         for &term in terms.as_slice() {
             self.release(term);
         }
+        for &term in terms.as_slice() {
+            self.sync_hot(term);
+        }
     }
 
     fn term_is(&self, id: u32, text: &[u8]) -> bool {
@@ -446,7 +487,7 @@ impl Index {
 
     /// The id of the term with this text and hash, if tracked.
     fn lookup(&self, hash: u64, text: &[u8]) -> Option<u32> {
-        let id = self.term_ids.get(hash)? as u32;
+        let id = self.term_ids.get(hash)?.id;
         if self.term_is(id, text) {
             return Some(id);
         }
@@ -494,7 +535,8 @@ impl Index {
         if self.term_ids.get(hash).is_some() {
             self.term_collisions.entry(hash).or_default().push(id);
         } else {
-            self.term_ids.insert(hash, u64::from(id));
+            let hot = self.hot(id);
+            self.term_ids.insert(hash, hot);
         }
         if !self.term_filter.add(hash, self.term_ids.len()) {
             self.rebuild_filter();
@@ -514,15 +556,17 @@ impl Index {
         let hash = word_hash(std::str::from_utf8(t.text.as_bytes()).unwrap_or(""));
         self.terms[id as usize] = None;
         self.free_terms.push(id);
-        if self.term_ids.get(hash) == Some(u64::from(id)) {
+        if self.term_ids.get(hash).is_some_and(|h| h.id == id) {
             self.term_ids.remove(hash);
             // Promote a colliding term, if any, to the primary slot.
             if let Some(list) = self.term_collisions.get_mut(&hash) {
-                if let Some(next) = list.pop() {
-                    self.term_ids.insert(hash, u64::from(next));
-                }
+                let next = list.pop();
                 if list.is_empty() {
                     self.term_collisions.remove(&hash);
+                }
+                if let Some(next) = next {
+                    let hot = self.hot(next);
+                    self.term_ids.insert(hash, hot);
                 }
             }
         } else if let Some(list) = self.term_collisions.get_mut(&hash) {
@@ -533,6 +577,41 @@ impl Index {
         }
         if self.term_filter.removed(self.term_ids.len()) {
             self.rebuild_filter();
+        }
+    }
+
+    /// The [`TermHot`] of a live term.
+    fn hot(&self, id: u32) -> TermHot {
+        let mut hot = TermHot {
+            id,
+            len: NOT_INLINE,
+            ..TermHot::default()
+        };
+        let Some(t) = &self.terms[id as usize] else {
+            return hot;
+        };
+        let text = t.text.as_bytes();
+        if text.len() <= HOT_TEXT {
+            hot.len = text.len() as u8;
+            hot.text[..text.len()].copy_from_slice(text);
+        }
+        if let (1, Some(Subs::One(sub)), true) = (t.refs, &t.single, t.anchored.is_empty()) {
+            hot.simple = true;
+            hot.single = *sub;
+        }
+        hot
+    }
+
+    /// Refreshes the map's copy of term `id` after its uses changed.
+    fn sync_hot(&mut self, id: u32) {
+        let Some(t) = &self.terms[id as usize] else {
+            return;
+        };
+        let hash = word_hash(std::str::from_utf8(t.text.as_bytes()).unwrap_or(""));
+        let hot = self.hot(id);
+        // A term that collides lives in `term_collisions`, not in the map.
+        if let Some(slot) = self.term_ids.get_mut(hash).filter(|h| h.id == id) {
+            *slot = hot;
         }
     }
 
@@ -620,13 +699,20 @@ impl Index {
         self.passed.clear();
         self.passed
             .extend(hashes.iter().map(|&h| filter.may_contain(h)));
-        // 2. One probe per word that passed: the term id its hash names.
+        // 2. One probe per word that passed. A simple term whose text the
+        // map's copy confirms is answered there; the rest become candidates.
         self.candidates.clear();
         for (i, &h) in hashes.iter().enumerate() {
-            if self.passed[i] {
-                if let Some(id) = self.term_ids.get(h) {
-                    self.candidates.push((i as u32, id as u32));
-                }
+            if !self.passed[i] {
+                continue;
+            }
+            let Some(hot) = self.term_ids.get(h) else {
+                continue;
+            };
+            match hot.text_is(self.words.word(i).as_bytes()) {
+                Some(true) if hot.simple => out.push(hot.single),
+                Some(false) if !self.term_collisions.contains_key(&h) => {}
+                _ => self.candidates.push((i as u32, hot.id)),
             }
         }
         // 3. The term slots: the word's text must be the term's (a hash may

@@ -15,9 +15,9 @@ use crate::index::SubId;
 
 /// One slot: `key == 0` marks it empty (key 0 itself lives beside the table).
 #[derive(Debug, Clone, Copy, Default)]
-struct Slot {
+struct Slot<V> {
     key: u64,
-    val: u64,
+    val: V,
 }
 
 /// Fewest slots once anything is stored.
@@ -27,19 +27,31 @@ const MIN_SLOTS: usize = 16;
 /// bits, which pick the slot, so sequential user ids spread evenly too.
 const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 
-/// A map from `u64` to `u64` with linear probing and backward-shift deletion
-/// (no tombstones, so probe runs never silt up under churn). Load stays at
-/// most 3/4; the table halves when it falls under 1/8.
-#[derive(Debug, Clone, Default)]
-pub struct U64Map {
-    slots: Vec<Slot>,
+/// A map from `u64` to a small `Copy` value (a `u64` unless said otherwise)
+/// with linear probing and backward-shift deletion (no tombstones, so probe
+/// runs never silt up under churn). Load stays at most 3/4; the table halves
+/// when it falls under 1/8.
+#[derive(Debug, Clone)]
+pub struct U64Map<V = u64> {
+    slots: Vec<Slot<V>>,
     /// `64 - log2(slots.len())`.
     shift: u32,
     len: usize,
-    zero: Option<u64>,
+    zero: Option<V>,
 }
 
-impl U64Map {
+impl<V> Default for U64Map<V> {
+    fn default() -> Self {
+        U64Map {
+            slots: Vec::new(),
+            shift: 64,
+            len: 0,
+            zero: None,
+        }
+    }
+}
+
+impl<V: Copy + Default> U64Map<V> {
     /// An empty map (allocates nothing until the first insert).
     pub fn new() -> Self {
         Self::default()
@@ -87,7 +99,7 @@ impl U64Map {
 
     /// The value of `key`.
     #[inline]
-    pub fn get(&self, key: u64) -> Option<u64> {
+    pub fn get(&self, key: u64) -> Option<V> {
         if key == 0 {
             return self.zero;
         }
@@ -95,7 +107,7 @@ impl U64Map {
     }
 
     /// The value of `key`, to change in place.
-    pub fn get_mut(&mut self, key: u64) -> Option<&mut u64> {
+    pub fn get_mut(&mut self, key: u64) -> Option<&mut V> {
         if key == 0 {
             return self.zero.as_mut();
         }
@@ -104,7 +116,7 @@ impl U64Map {
     }
 
     /// Sets `key` to `val`, returning the value it replaces.
-    pub fn insert(&mut self, key: u64, val: u64) -> Option<u64> {
+    pub fn insert(&mut self, key: u64, val: V) -> Option<V> {
         if key == 0 {
             let old = self.zero.replace(val);
             if old.is_none() {
@@ -132,7 +144,7 @@ impl U64Map {
     }
 
     /// Removes `key`, returning its value.
-    pub fn remove(&mut self, key: u64) -> Option<u64> {
+    pub fn remove(&mut self, key: u64) -> Option<V> {
         if key == 0 {
             let old = self.zero.take();
             if old.is_some() {
@@ -183,7 +195,7 @@ impl U64Map {
     }
 
     /// Every key with its value, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (u64, V)> + '_ {
         self.zero.map(|v| (0, v)).into_iter().chain(
             self.slots
                 .iter()
