@@ -294,7 +294,16 @@ fn the_index_agrees_with_checking_every_filter_one_by_one() {
     // Short words and long ones (the index copies short terms' text beside
     // their hash and reads the long ones from the term's slot).
     let words = [
-        "rust", "redis", "go", "tea", "coffee", "rain", "sun", "cat", "doghouse_keeper", "jazzfestivals",
+        "rust",
+        "redis",
+        "go",
+        "tea",
+        "coffee",
+        "rain",
+        "sun",
+        "cat",
+        "doghouse_keeper",
+        "jazzfestivals",
     ];
     let mut specs = std::collections::BTreeMap::new();
     let mut index = Index::new();
