@@ -35,7 +35,21 @@ fn word(n: u64) -> String {
     format!("w{n:08}")
 }
 
-fn build(n_sets: usize, vocab: u64, users: u64, rng: &mut Lcg) -> Index {
+/// What a group varies with the number of filter sets.
+#[derive(Clone, Copy)]
+struct World {
+    /// Distinct words.
+    vocab: u64,
+    /// Distinct user ids.
+    users: u64,
+    /// Box corners and points lie on a grid of `1/geo` degrees, and boxes are
+    /// `0.5/geo` degrees wide: a larger `geo` packs more boxes into the world
+    /// without more of them containing a given point.
+    geo: u64,
+}
+
+fn build(n_sets: usize, w: World, rng: &mut Lcg) -> Index {
+    let (vocab, users) = (w.vocab, w.users);
     let mut index = Index::new();
     for sub in 0..n_sets as u64 {
         let follow = (0..100).map(|_| 1 + rng.below(users)).collect();
@@ -49,11 +63,12 @@ fn build(n_sets: usize, vocab: u64, users: u64, rng: &mut Lcg) -> Index {
                 Phrase::new(&text).expect("phrase")
             })
             .collect();
+        let g = w.geo as f64;
         let locations = (0..2)
             .map(|_| {
-                let lon = rng.below(350) as f64 - 175.0;
-                let lat = rng.below(170) as f64 - 85.0;
-                BBox::new(lon, lat, lon + 0.5, lat + 0.5).expect("box")
+                let lon = rng.below(350 * w.geo) as f64 / g - 175.0;
+                let lat = rng.below(170 * w.geo) as f64 / g - 85.0;
+                BBox::new(lon, lat, lon + 0.5 / g, lat + 0.5 / g).expect("box")
             })
             .collect();
         index.insert(
@@ -75,7 +90,8 @@ struct Msg {
     coords: Option<(f64, f64)>,
 }
 
-fn messages(vocab: u64, users: u64, rng: &mut Lcg) -> Vec<Msg> {
+fn messages(w: World, rng: &mut Lcg) -> Vec<Msg> {
+    let (vocab, users, g) = (w.vocab, w.users, w.geo as f64);
     (0..4096)
         .map(|i| Msg {
             id: i,
@@ -86,8 +102,8 @@ fn messages(vocab: u64, users: u64, rng: &mut Lcg) -> Vec<Msg> {
                 .join(" "),
             coords: (rng.below(2) == 0).then(|| {
                 (
-                    rng.below(170) as f64 - 85.0 + 0.25,
-                    rng.below(350) as f64 - 175.0 + 0.25,
+                    (rng.below(170 * w.geo) as f64 + 0.25) / g - 85.0,
+                    (rng.below(350 * w.geo) as f64 + 0.25) / g - 175.0,
                 )
             }),
         })
@@ -95,20 +111,29 @@ fn messages(vocab: u64, users: u64, rng: &mut Lcg) -> Vec<Msg> {
 }
 
 fn route(c: &mut Criterion) {
-    bench_group(c, "route_status", |_| (VOCAB, USERS));
-    bench_group(c, "route_status_dense", |_| (DENSE_VOCAB, USERS));
-    // Words and users grow with the number of filter sets, so an event
-    // matches about the same number of subscriptions at every size: what
-    // remains is the cost of the index's size alone.
-    bench_group(c, "route_status_constant_matches", |n| {
-        (n as u64 * 300, n as u64 * 5_000)
+    let fixed = |vocab| {
+        move |_| World {
+            vocab,
+            users: USERS,
+            geo: 1,
+        }
+    };
+    bench_group(c, "route_status", fixed(VOCAB));
+    bench_group(c, "route_status_dense", fixed(DENSE_VOCAB));
+    // Words, users and box positions grow with the number of filter sets,
+    // so an event matches about the same number of subscriptions at every
+    // size: what remains is the cost of the index's size alone.
+    bench_group(c, "route_status_constant_matches", |n| World {
+        vocab: n as u64 * 300,
+        users: n as u64 * 5_000,
+        geo: ((n as f64 / 100.0).sqrt().round() as u64).max(1),
     });
 }
 
-fn bench_group(c: &mut Criterion, name: &str, sizes: impl Fn(usize) -> (u64, u64)) {
+fn bench_group(c: &mut Criterion, name: &str, sizes: impl Fn(usize) -> World) {
     let mut group = c.benchmark_group(name);
     for n_sets in [100usize, 1_000, 10_000, 100_000] {
-        let (vocab, users) = sizes(n_sets);
+        let world = sizes(n_sets);
         // Built on the first call, so that a filtered run (`cargo bench --
         // route_status/10000`) builds only the index it measures.
         let mut state: Option<(Index, Vec<Msg>)> = None;
@@ -118,8 +143,8 @@ fn bench_group(c: &mut Criterion, name: &str, sizes: impl Fn(usize) -> (u64, u64
         group.bench_with_input(BenchmarkId::from_parameter(n_sets), &n_sets, |b, _| {
             let (index, msgs) = state.get_or_insert_with(|| {
                 let mut rng = Lcg(42);
-                let mut index = build(n_sets, vocab, users, &mut rng);
-                let msgs = messages(vocab, users, &mut rng);
+                let mut index = build(n_sets, world, &mut rng);
+                let msgs = messages(world, &mut rng);
                 let mut matched = 0usize;
                 let mut probe = Vec::new();
                 for m in &msgs {

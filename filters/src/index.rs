@@ -672,15 +672,18 @@ impl Index {
                 out.extend_from_slice(list);
             }
         }
+        // The lookups that read memory at fixed places go first, so that
+        // with a large index their cache misses overlap cutting the message
+        // into words.
+        if let Some((lat, lon)) = s.coords {
+            self.geo.find(lat, lon, |sub| out.push(sub));
+        }
         let authors = [Some(s.uid), s.reply_to_uid, s.repost_of_uid];
         for uid in authors.into_iter().flatten() {
             self.follow.extend_into(uid, out);
         }
         if !self.term_ids.is_empty() {
             self.match_track(s.message, out);
-        }
-        if let Some((lat, lon)) = s.coords {
-            self.geo.find(lat, lon, |sub| out.push(sub));
         }
     }
 
