@@ -307,6 +307,58 @@ async fn user_stream_gets_the_home_timeline_follows_and_deletes_it_could_see() {
     s.assert_quiet(SHORT).await;
 }
 
+/// Events published back to back reach the hub together and are routed as a
+/// batch: each stream still gets exactly its events, in order, and a follow in
+/// the middle of the burst takes effect for the events after it only.
+#[tokio::test]
+async fn a_burst_is_routed_in_order_with_follows_taking_effect_mid_burst() {
+    let app = TestApp::start().await;
+    let (idu, u) = app.user("una").await;
+    let (ida, _) = app.user("abe").await;
+    let (idb, _) = app.user("bea").await;
+    let (_, _, fh) = firehose_user(&app, "fay").await;
+    let mut home = app.stream("/api/v1/stream/user", Some(&u), &[]).await;
+    let mut hot = app
+        .stream("/api/v1/stream/filter?track=hot", Some(&fh), &[])
+        .await;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let bodies: Vec<String> = (0..120)
+        .map(|i| {
+            if i == 60 {
+                json!({"type": "follow", "at": i, "source": idu, "target": idb})
+            } else {
+                let (author, word) = (if i % 2 == 0 { &idb } else { &ida }, if i % 3 == 0 { "hot" } else { "cold" });
+                json!({"type": "status", "at": i, "status": {"id": (5000 + i).to_string(), "uid": author, "login": "x", "message": format!("{word} {i}"), "posted": 1.0, "hashtags": [], "mentions": []}})
+            }
+            .to_string()
+        })
+        .collect();
+    // One event first loads the script, so that none of the burst is
+    // retried out of order after a NOSCRIPT reply.
+    store
+        .emit(&json!({"type": "ping", "at": -1}).to_string())
+        .await
+        .unwrap();
+    // Sent together on one connection: Redis publishes them in this order.
+    let sent = futures::future::join_all(bodies.iter().map(|b| store.emit(b))).await;
+    assert!(sent.iter().all(Result::is_ok));
+    for i in (0..120).filter(|i| i % 3 == 0 && *i != 60) {
+        let m = hot.next_event("hot status").await;
+        assert_eq!(status_message(&m), format!("hot {i}"));
+    }
+    hot.assert_quiet(SHORT).await;
+    let f = home.next_event("the follow").await;
+    assert_eq!(
+        (f.data["type"].clone(), f.data["at"].clone()),
+        (json!("follow"), json!(60))
+    );
+    for i in (61..120).filter(|i| i % 2 == 0) {
+        let m = home.next_event("followee's status after the follow").await;
+        assert_eq!(m.data["at"], i);
+    }
+    home.assert_quiet(SHORT).await;
+}
+
 #[tokio::test]
 async fn private_statuses_reach_only_user_streams_of_followers() {
     let app = TestApp::start().await;

@@ -118,19 +118,24 @@ fn route(c: &mut Criterion) {
             geo: 1,
         }
     };
-    bench_group(c, "route_status", fixed(VOCAB));
-    bench_group(c, "route_status_dense", fixed(DENSE_VOCAB));
+    bench_group(c, "route_status", fixed(VOCAB), 1);
+    bench_group(c, "route_status_dense", fixed(DENSE_VOCAB), 1);
     // Words, users and box positions grow with the number of filter sets,
     // so an event matches about the same number of subscriptions at every
     // size: what remains is the cost of the index's size alone.
-    bench_group(c, "route_status_constant_matches", |n| World {
+    let constant = |n: usize| World {
         vocab: n as u64 * 300,
         users: n as u64 * 5_000,
         geo: ((n as f64 / 100.0).sqrt().round() as u64).max(1),
-    });
+    };
+    bench_group(c, "route_status_constant_matches", constant, 1);
+    // The same, routed 16 at a time with `route_batch`, as the hub's
+    // dispatcher does with what it has queued: time is per event.
+    bench_group(c, "route_batch16_constant_matches", constant, 16);
+    bench_group(c, "route_batch16", fixed(VOCAB), 16);
 }
 
-fn bench_group(c: &mut Criterion, name: &str, sizes: impl Fn(usize) -> World) {
+fn bench_group(c: &mut Criterion, name: &str, sizes: impl Fn(usize) -> World, batch: usize) {
     let mut group = c.benchmark_group(name);
     for n_sets in [100usize, 1_000, 10_000, 100_000] {
         let world = sizes(n_sets);
@@ -138,8 +143,9 @@ fn bench_group(c: &mut Criterion, name: &str, sizes: impl Fn(usize) -> World) {
         // route_status/10000`) builds only the index it measures.
         let mut state: Option<(Index, Vec<Msg>)> = None;
         let mut out = Vec::new();
+        let mut outs = Vec::new();
         let mut i = 0usize;
-        group.throughput(Throughput::Elements(1));
+        group.throughput(Throughput::Elements(batch as u64));
         group.bench_with_input(BenchmarkId::from_parameter(n_sets), &n_sets, |b, _| {
             let (index, msgs) = state.get_or_insert_with(|| {
                 let mut rng = Lcg(42);
@@ -157,12 +163,25 @@ fn bench_group(c: &mut Criterion, name: &str, sizes: impl Fn(usize) -> World) {
                 );
                 (index, msgs)
             });
-            b.iter(|| {
-                let m = &msgs[i % msgs.len()];
-                i += 1;
-                index.route(&status(m), &mut out);
-                out.len()
-            })
+            if batch == 1 {
+                b.iter(|| {
+                    let m = &msgs[i % msgs.len()];
+                    i += 1;
+                    index.route(&status(m), &mut out);
+                    out.len()
+                })
+            } else {
+                let mut events = Vec::with_capacity(batch);
+                b.iter(|| {
+                    events.clear();
+                    for _ in 0..batch {
+                        events.push(status(&msgs[i % msgs.len()]));
+                        i += 1;
+                    }
+                    index.route_batch(&events, &mut outs);
+                    outs.len()
+                })
+            }
         });
     }
     group.finish();

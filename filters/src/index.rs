@@ -282,12 +282,30 @@ pub struct Index {
     home: SubsMap,
     /// User id -> that user's own user-stream subscriptions.
     user_of: SubsMap,
+    /// Working space of track matching, one per event of a batch.
+    scratch: Vec<Scratch>,
+}
+
+/// Track matching's working space for one message, kept between calls so
+/// that routing allocates nothing once warmed up.
+#[derive(Debug, Default)]
+struct Scratch {
     words: Words,
-    present: Vec<u32>,
-    /// Per word of the message being matched: whether it passed the prefilter.
+    /// Per word: whether it passed the term prefilter.
     passed: Vec<bool>,
-    /// (word index, term id) of the words found in `term_ids`.
+    /// (word index, term id) of the words found in the term map.
     candidates: Vec<(u32, u32)>,
+    /// Tracked terms among the words.
+    present: Vec<u32>,
+}
+
+impl Scratch {
+    fn reset(&mut self) {
+        self.words.fill("");
+        self.passed.clear();
+        self.candidates.clear();
+        self.present.clear();
+    }
 }
 
 impl Index {
@@ -624,105 +642,194 @@ impl Index {
     /// each once, in ascending order. Follow and unfollow events also update
     /// the followed set of the follower's user streams.
     pub fn route(&mut self, event: &Event<'_>, out: &mut Vec<SubId>) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        if scratch.is_empty() {
+            scratch.push(Scratch::default());
+        }
+        self.route_with(event, out, &mut scratch[0]);
+        self.scratch = scratch;
+    }
+
+    /// Routes `events` in order, as [`Index::route`] would one by one, into
+    /// `outs` (resized to one list per event).
+    ///
+    /// With a large index most of routing is waiting for memory. Here each
+    /// step of matching runs for every event of the batch before the next
+    /// step, so the cache misses of different events overlap: a busy
+    /// dispatcher routes what it has queued in one call.
+    pub fn route_batch(&mut self, events: &[Event<'_>], outs: &mut Vec<Vec<SubId>>) {
+        outs.resize_with(events.len(), Vec::new);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut start = 0;
+        while start < events.len() {
+            // Follow events change the index: they route alone, in order.
+            let end = events[start..]
+                .iter()
+                .position(|e| matches!(e, Event::Follow { .. }))
+                .map_or(events.len(), |p| start + p);
+            if end == start {
+                if scratch.is_empty() {
+                    scratch.push(Scratch::default());
+                }
+                self.route_with(&events[start], &mut outs[start], &mut scratch[0]);
+                start += 1;
+                continue;
+            }
+            let (evs, outs) = (&events[start..end], &mut outs[start..end]);
+            if scratch.len() < evs.len() {
+                scratch.resize_with(evs.len(), Scratch::default);
+            }
+            // Each step for every event before the next step, so that the
+            // reads of one step, independent across events, overlap.
+            for ((e, out), sc) in evs.iter().zip(outs.iter_mut()).zip(&mut scratch) {
+                out.clear();
+                sc.reset();
+                self.route_cheap(e, out, sc);
+            }
+            for (e, out) in evs.iter().zip(outs.iter_mut()) {
+                self.route_lookups(e, out);
+            }
+            for sc in &mut scratch[..evs.len()] {
+                self.prefilter_words(sc);
+            }
+            for (out, sc) in outs.iter_mut().zip(&mut scratch) {
+                self.probe_terms(out, sc);
+            }
+            for ((_, out), sc) in evs.iter().zip(outs.iter_mut()).zip(&mut scratch) {
+                self.match_phrases(out, sc);
+                out.sort_unstable();
+                out.dedup();
+            }
+            start = end;
+        }
+        self.scratch = scratch;
+    }
+
+    fn route_with(&mut self, event: &Event<'_>, out: &mut Vec<SubId>, sc: &mut Scratch) {
         out.clear();
-        match *event {
-            Event::Status(ref s) => {
-                if !s.private {
-                    self.route_public_status(s, out);
-                }
-                self.home.extend_into(s.uid, out);
+        sc.reset();
+        if let Event::Follow {
+            source,
+            target,
+            following,
+        } = *event
+        {
+            out.extend_from_slice(&self.firehose);
+            for uid in [source, target] {
+                self.user_of.extend_into(uid, out);
             }
-            Event::Delete {
-                status_id,
-                uid,
-                private,
-            } => {
-                if !private {
-                    out.extend_from_slice(&self.firehose);
-                    for (t, list) in &self.sample {
-                        if sample::hit(status_id, *t) {
-                            out.extend_from_slice(list);
-                        }
-                    }
-                    self.follow.extend_into(uid, out);
-                }
-                self.home.extend_into(uid, out);
-            }
-            Event::Follow {
-                source,
-                target,
-                following,
-            } => {
-                out.extend_from_slice(&self.firehose);
-                for uid in [source, target] {
-                    self.user_of.extend_into(uid, out);
-                }
-                self.apply_follow(source, target, following);
-            }
-            Event::Other => out.extend_from_slice(&self.firehose),
+            self.apply_follow(source, target, following);
+        } else {
+            self.route_cheap(event, out, sc);
+            self.route_lookups(event, out);
+            self.prefilter_words(sc);
+            self.probe_terms(out, sc);
+            self.match_phrases(out, sc);
         }
         out.sort_unstable();
         out.dedup();
     }
 
-    fn route_public_status(&mut self, s: &StatusView<'_>, out: &mut Vec<SubId>) {
+    /// Routing of a status, delete or other event (not follow), step 1:
+    /// what needs no large table (firehose, sample), and the message of a
+    /// public status cut into words, into `sc`.
+    fn route_cheap(&self, event: &Event<'_>, out: &mut Vec<SubId>, sc: &mut Scratch) {
+        let (id, public) = match *event {
+            Event::Status(ref s) => (s.id, !s.private),
+            Event::Delete {
+                status_id, private, ..
+            } => (status_id, !private),
+            Event::Other => {
+                out.extend_from_slice(&self.firehose);
+                return;
+            }
+            Event::Follow { .. } => return,
+        };
+        if !public {
+            return;
+        }
         out.extend_from_slice(&self.firehose);
         for (t, list) in &self.sample {
-            if sample::hit(s.id, *t) {
+            if sample::hit(id, *t) {
                 out.extend_from_slice(list);
             }
         }
-        // The lookups that read memory at fixed places go first, so that
-        // with a large index their cache misses overlap cutting the message
-        // into words.
-        if let Some((lat, lon)) = s.coords {
-            self.geo.find(lat, lon, |sub| out.push(sub));
-        }
-        let authors = [Some(s.uid), s.reply_to_uid, s.repost_of_uid];
-        for uid in authors.into_iter().flatten() {
-            self.follow.extend_into(uid, out);
-        }
-        if !self.term_ids.is_empty() {
-            self.match_track(s.message, out);
+        if let Event::Status(ref s) = *event {
+            if !self.term_ids.is_empty() {
+                sc.words.fill(s.message);
+            }
         }
     }
 
-    /// Phrases whose terms all occur in the message: the words that are
-    /// tracked terms are found first (prefilter, then one probe each), then
-    /// only the phrases anchored at those terms are checked.
-    ///
-    /// Each step runs over all words before the next starts, with no branch
-    /// between the memory reads of one step, so that with a large index the
-    /// cache misses of a message's words overlap instead of queueing.
-    fn match_track(&mut self, message: &str, out: &mut Vec<SubId>) {
-        self.words.fill(message);
-        let hashes = self.words.hashes();
-        // 1. The prefilter, for every word.
+    /// Step 2: the lookups by author and by place.
+    fn route_lookups(&self, event: &Event<'_>, out: &mut Vec<SubId>) {
+        match *event {
+            Event::Status(ref s) => {
+                if !s.private {
+                    if let Some((lat, lon)) = s.coords {
+                        self.geo.find(lat, lon, |sub| out.push(sub));
+                    }
+                    let authors = [Some(s.uid), s.reply_to_uid, s.repost_of_uid];
+                    for uid in authors.into_iter().flatten() {
+                        self.follow.extend_into(uid, out);
+                    }
+                }
+                self.home.extend_into(s.uid, out);
+            }
+            Event::Delete { uid, private, .. } => {
+                if !private {
+                    self.follow.extend_into(uid, out);
+                }
+                self.home.extend_into(uid, out);
+            }
+            Event::Follow { .. } | Event::Other => {}
+        }
+    }
+
+    /// Track, step 1: every word against the term prefilter, with no branch
+    /// between the reads.
+    fn prefilter_words(&self, sc: &mut Scratch) {
         let filter = &self.term_filter;
-        self.passed.clear();
-        self.passed
-            .extend(hashes.iter().map(|&h| filter.may_contain(h)));
-        // 2. One probe per word that passed. A simple term whose text the
-        // map's copy confirms is answered there; the rest become candidates.
-        self.candidates.clear();
-        for (i, &h) in hashes.iter().enumerate() {
-            if !self.passed[i] {
+        sc.passed
+            .extend(sc.words.hashes().iter().map(|&h| filter.may_contain(h)));
+    }
+
+    /// Track, step 2: one probe per word that passed the prefilter. A simple
+    /// term whose text the map's copy confirms is answered there; the rest
+    /// become candidates.
+    ///
+    /// Track matching finds the words that are tracked terms first, then
+    /// checks only the phrases anchored at those terms. Each step runs over
+    /// all words (and, in [`Index::route_batch`], all events) before the
+    /// next, so that with a large index their cache misses overlap.
+    fn probe_terms(&self, out: &mut Vec<SubId>, sc: &mut Scratch) {
+        for (i, &h) in sc.words.hashes().iter().enumerate() {
+            if !sc.passed[i] {
                 continue;
             }
             let Some(hot) = self.term_ids.get(h) else {
                 continue;
             };
-            match hot.text_is(self.words.word(i).as_bytes()) {
+            match hot.text_is(sc.words.word(i).as_bytes()) {
                 Some(true) if hot.simple => out.push(hot.single),
                 Some(false) if !self.term_collisions.contains_key(&h) => {}
-                _ => self.candidates.push((i as u32, hot.id)),
+                _ => sc.candidates.push((i as u32, hot.id)),
             }
         }
-        // 3. The term slots: the word's text must be the term's (a hash may
-        // stand for several terms, see `term_collisions`).
-        self.present.clear();
-        for &(i, id) in &self.candidates {
-            let word = self.words.word(i as usize).as_bytes();
+    }
+
+    /// Track, steps 3 and 4: the candidates' term slots (the word's text
+    /// must be the term's; a hash may stand for several terms, see
+    /// `term_collisions`), then the subscribers of one-term phrases and the
+    /// multi-term phrases anchored at a present term whose other terms are
+    /// present too.
+    fn match_phrases(&self, out: &mut Vec<SubId>, sc: &mut Scratch) {
+        if sc.candidates.is_empty() {
+            return;
+        }
+        let hashes = sc.words.hashes();
+        for &(i, id) in &sc.candidates {
+            let word = sc.words.word(i as usize).as_bytes();
             let id = if self.term_is(id, word) {
                 id
             } else {
@@ -731,13 +838,11 @@ impl Index {
                     None => continue,
                 }
             };
-            if !self.present.contains(&id) {
-                self.present.push(id);
+            if !sc.present.contains(&id) {
+                sc.present.push(id);
             }
         }
-        // 4. Subscribers of the one-term phrases, and the multi-term phrases
-        // anchored at a present term whose other terms are present too.
-        for &term in &self.present {
+        for &term in &sc.present {
             let Some(t) = &self.terms[term as usize] else {
                 continue;
             };
@@ -748,12 +853,7 @@ impl Index {
                 let Some(slot) = &self.phrases[p as usize] else {
                     continue;
                 };
-                if slot
-                    .terms
-                    .as_slice()
-                    .iter()
-                    .all(|x| self.present.contains(x))
-                {
+                if slot.terms.as_slice().iter().all(|x| sc.present.contains(x)) {
                     slot.subs.extend_into(out);
                 }
             }

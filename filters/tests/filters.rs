@@ -367,3 +367,82 @@ fn the_index_agrees_with_checking_every_filter_one_by_one() {
         assert_eq!(got, expected, "round {round}: {message:?} at {coords:?}");
     }
 }
+
+/// `route_batch` gives what routing the events one by one gives, follow
+/// events included: they change the user streams' followed sets mid-batch.
+#[test]
+fn routing_a_batch_equals_routing_each_event_in_turn() {
+    let words = ["rust", "redis", "go", "tea", "doghouse_keeper", "jazz"];
+    let build = || {
+        let mut rng = Lcg(5);
+        let mut index = Index::new();
+        index.insert(1000, Rule::Firehose);
+        index.insert(1001, Rule::Sample { rate: 0.5 });
+        for sub in 0..40u64 {
+            let rule = if sub % 4 == 0 {
+                Rule::User {
+                    uid: 1 + rng.below(10),
+                    following: (0..rng.below(4)).map(|_| 1 + rng.below(10)).collect(),
+                }
+            } else {
+                let track = format!(
+                    "{},{} {}",
+                    words[rng.below(6) as usize],
+                    words[rng.below(6) as usize],
+                    words[rng.below(6) as usize]
+                );
+                let lon = rng.below(20) as f64 - 10.0;
+                let lat = rng.below(20) as f64 - 10.0;
+                let boxes = format!("{lon},{lat},{},{}", lon + 5.0, lat + 5.0);
+                filter(&(1 + rng.below(10)).to_string(), &track, &boxes)
+            };
+            index.insert(sub, rule);
+        }
+        index
+    };
+    let (mut one_by_one, mut batched) = (build(), build());
+    let mut rng = Lcg(11);
+    let messages: Vec<String> = (0..64)
+        .map(|_| {
+            (0..1 + rng.below(6))
+                .map(|_| words[rng.below(6) as usize])
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    for round in 0..50 {
+        let events: Vec<Event> = (0..1 + rng.below(24))
+            .map(|i| match rng.below(8) {
+                0 | 1 => Event::Follow {
+                    source: 1 + rng.below(10),
+                    target: 1 + rng.below(10),
+                    following: rng.below(3) != 0,
+                },
+                2 => Event::Delete {
+                    status_id: i,
+                    uid: 1 + rng.below(10),
+                    private: rng.below(4) == 0,
+                },
+                3 => Event::Other,
+                _ => Event::Status(StatusView {
+                    private: rng.below(5) == 0,
+                    ..status(
+                        round * 100 + i,
+                        1 + rng.below(10),
+                        &messages[rng.below(64) as usize],
+                        (rng.below(2) == 0)
+                            .then(|| (rng.below(30) as f64 - 15.0, rng.below(30) as f64 - 15.0)),
+                    )
+                }),
+            })
+            .collect();
+        let mut outs = Vec::new();
+        batched.route_batch(&events, &mut outs);
+        assert_eq!(outs.len(), events.len());
+        for (i, e) in events.iter().enumerate() {
+            let mut out = Vec::new();
+            one_by_one.route(e, &mut out);
+            assert_eq!(outs[i], out, "round {round}, event {i}: {e:?}");
+        }
+    }
+}

@@ -166,6 +166,7 @@ impl Hub {
                 conns: HashMap::new(),
                 last: None,
                 out: Vec::new(),
+                outs: Vec::new(),
             }
             .run(cmd_rx, msg_rx, shutdown),
         );
@@ -222,7 +223,12 @@ struct Dispatcher {
     /// The last event dispatched; older or equal ids are duplicates.
     last: Option<EventId>,
     out: Vec<SubId>,
+    /// Per event of a batch: the subscriptions that want it.
+    outs: Vec<Vec<SubId>>,
 }
+
+/// Most events routed in one batch.
+const MAX_BATCH: usize = 64;
 
 impl Dispatcher {
     async fn run(
@@ -236,10 +242,31 @@ impl Dispatcher {
                 biased;
                 _ = shutdown.wait() => break,
                 Some(cmd) = cmds.recv() => self.command(cmd),
-                Some(msg) = msgs.recv() => match msg {
-                    Msg::Raw(payload) => self.dispatch_raw(&payload),
-                    Msg::Resubscribed => self.catch_up(&mut shutdown).await,
-                },
+                Some(msg) = msgs.recv() => {
+                    // Events already queued behind this one are routed in
+                    // one batch (see `Index::route_batch`), in order.
+                    let mut next = Some(msg);
+                    let mut batch = Vec::new();
+                    while let Some(msg) = next.take() {
+                        match msg {
+                            Msg::Raw(payload) => match frame::parse(&payload) {
+                                Some(Incoming::Event(frame)) => batch.push(frame),
+                                other => {
+                                    self.dispatch_batch(&mut batch);
+                                    self.incoming(other);
+                                }
+                            },
+                            Msg::Resubscribed => {
+                                self.dispatch_batch(&mut batch);
+                                self.catch_up(&mut shutdown).await;
+                            }
+                        }
+                        if batch.len() < MAX_BATCH {
+                            next = msgs.try_recv().ok();
+                        }
+                    }
+                    self.dispatch_batch(&mut batch);
+                }
                 else => break,
             }
         }
@@ -283,8 +310,9 @@ impl Dispatcher {
         }
     }
 
-    fn dispatch_raw(&mut self, payload: &str) {
-        match frame::parse(payload) {
+    /// A message from the channel other than an event to route.
+    fn incoming(&mut self, msg: Option<Incoming>) {
+        match msg {
             Some(Incoming::Event(frame)) => self.dispatch(frame),
             Some(Incoming::SessionRevoked(sid)) => {
                 self.store.session_cache().forget(&sid);
@@ -298,9 +326,11 @@ impl Dispatcher {
         }
     }
 
-    fn dispatch(&mut self, frame: Arc<Frame>) {
+    /// Whether `frame` is new (not at or before the last one dispatched);
+    /// if so, counts it and makes it the last.
+    fn accept(&mut self, frame: &Frame) -> bool {
         if self.last.is_some_and(|last| frame.id <= last) {
-            return;
+            return false;
         }
         self.last = Some(frame.id);
         inc(&metrics().events_received, 1);
@@ -309,11 +339,47 @@ impl Dispatcher {
             // hubs see the same event).
             self.store.status_cache().forget(status_id);
         }
+        true
+    }
+
+    fn dispatch(&mut self, frame: Arc<Frame>) {
+        if !self.accept(&frame) {
+            return;
+        }
         let mut out = std::mem::take(&mut self.out);
         self.index.route(&frame.routing.event(), &mut out);
+        self.deliver(&frame, &out);
+        self.out = out;
+    }
+
+    /// Routes and delivers `batch` (emptied) in order.
+    fn dispatch_batch(&mut self, batch: &mut Vec<Arc<Frame>>) {
+        if batch.len() <= 1 {
+            if let Some(frame) = batch.pop() {
+                self.dispatch(frame);
+            }
+            return;
+        }
+        let mut frames = std::mem::take(batch);
+        frames.retain(|f| self.accept(f));
+        let mut outs = std::mem::take(&mut self.outs);
+        let events: Vec<_> = frames.iter().map(|f| f.routing.event()).collect();
+        self.index.route_batch(&events, &mut outs);
+        drop(events);
+        for (frame, out) in frames.iter().zip(&outs) {
+            self.deliver(frame, out);
+        }
+        self.outs = outs;
+        frames.clear();
+        *batch = frames;
+    }
+
+    /// Offers `frame` to the subscriptions in `out`; a full queue
+    /// disconnects its client.
+    fn deliver(&mut self, frame: &Arc<Frame>, out: &[SubId]) {
         inc(&metrics().events_matched, out.len() as u64);
         let mut dead: Vec<u64> = Vec::new();
-        for sub in &out {
+        for sub in out {
             let Some(entry) = self.subs.get(sub) else {
                 continue;
             };
@@ -340,7 +406,6 @@ impl Dispatcher {
                 dead.push(entry.conn.id);
             }
         }
-        self.out = out;
         for conn in dead {
             self.remove_conn(conn);
         }
@@ -389,7 +454,7 @@ impl Dispatcher {
             cursor = id.clone();
             inc(&metrics().events_replayed, page.len() as u64);
             for (_, json) in &page {
-                self.dispatch_raw(json);
+                self.incoming(frame::parse(json));
             }
         }
     }
