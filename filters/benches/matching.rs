@@ -6,6 +6,11 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use firehose_filters::{BBox, Event, FilterSpec, Index, Phrase, Rule, StatusView};
 
+/// The allocator the server runs with (see `src/main.rs`): the index's
+/// tables then sit on transparent huge pages.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A small deterministic generator so runs are repeatable.
 struct Lcg(u64);
 impl Lcg {
