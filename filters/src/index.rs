@@ -1,10 +1,12 @@
 //! [`Index`]: every live subscription compiled into shared indices.
 //!
 //! Routing an event never walks the list of subscriptions. A status is looked
-//! up by author (and by the author it replies to or reposts) in one hash map,
-//! each of its words in one map of phrase anchors, its point in one grid cell,
-//! and its id against each distinct sample rate. The cost is a handful of hash
-//! lookups plus the number of subscriptions that actually match.
+//! up by author (and by the author it replies to or reposts) in one map, each
+//! of its words in one map of terms, its point in one grid cell, and its id
+//! against each distinct sample rate; both maps sit behind a prefilter. The
+//! cost is a handful of lookups plus the number of subscriptions that actually
+//! match. [`Index::route_batch`] routes several events at once, step by step,
+//! so that with a large index their cache misses overlap.
 
 use crate::bloom::Prefilter;
 use crate::geo::GeoIndex;

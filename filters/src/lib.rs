@@ -9,8 +9,11 @@
 //!   statuses/filter `track`).
 //! - [`geo`]: bounding boxes and the grid index over them.
 //! - [`index`]: [`Index`], every live subscription compiled into shared
-//!   indices, so that routing one event costs the same whether 100 or 100,000
-//!   clients are connected.
+//!   indices, so that routing one event takes a fixed number of lookups
+//!   whether 100 or 100,000 clients are connected (what grows is only how far
+//!   in the memory hierarchy those lookups land).
+//! - [`table`]: the compact open-addressing maps behind those lookups.
+//! - [`bloom`]: the prefilters that keep most lookups in cache.
 //! - [`sample`]: the deterministic sampling rule shared by every sample client.
 
 pub mod bloom;
