@@ -644,12 +644,19 @@ impl Index {
     /// each once, in ascending order. Follow and unfollow events also update
     /// the followed set of the follower's user streams.
     pub fn route(&mut self, event: &Event<'_>, out: &mut Vec<SubId>) {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        if scratch.is_empty() {
-            scratch.push(Scratch::default());
-        }
+        let mut scratch = self.take_scratch(1);
         self.route_with(event, out, &mut scratch[0]);
         self.scratch = scratch;
+    }
+
+    /// The working space, moved out of `self` while routing borrows the
+    /// index, with room for at least `n` events.
+    fn take_scratch(&mut self, n: usize) -> Vec<Scratch> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        if scratch.len() < n {
+            scratch.resize_with(n, Scratch::default);
+        }
+        scratch
     }
 
     /// Routes `events` in order, as [`Index::route`] would one by one, into
@@ -661,7 +668,7 @@ impl Index {
     /// dispatcher routes what it has queued in one call.
     pub fn route_batch(&mut self, events: &[Event<'_>], outs: &mut Vec<Vec<SubId>>) {
         outs.resize_with(events.len(), Vec::new);
-        let mut scratch = std::mem::take(&mut self.scratch);
+        let mut scratch = self.take_scratch(1);
         let mut start = 0;
         while start < events.len() {
             // Follow events change the index: they route alone, in order.
@@ -670,9 +677,6 @@ impl Index {
                 .position(|e| matches!(e, Event::Follow { .. }))
                 .map_or(events.len(), |p| start + p);
             if end == start {
-                if scratch.is_empty() {
-                    scratch.push(Scratch::default());
-                }
                 self.route_with(&events[start], &mut outs[start], &mut scratch[0]);
                 start += 1;
                 continue;
