@@ -1,4 +1,4 @@
-//! Bounding boxes and a two-level grid over them.
+//! Bounding boxes and a multi-level grid over them.
 //!
 //! A box is `sw_lon,sw_lat,ne_lon,ne_lat` in degrees. Edges are inclusive: a
 //! point on the border is inside. Latitudes must satisfy `sw_lat <= ne_lat`.
@@ -6,6 +6,8 @@
 //! crosses the antimeridian and covers `sw_lon..=180` and `-180..=ne_lon`
 //! (so `170,-10,-170,10` is a 20° wide box around Fiji). Longitudes 180 and
 //! -180 are the same meridian and both edges match it.
+
+use crate::table::ListMap;
 
 /// A validated bounding box.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -75,37 +77,43 @@ impl BBox {
     }
 }
 
-/// A grid level: cells of `deg` degrees.
+/// A grid level: cells of `1 / per_deg` degrees. Only cells holding boxes
+/// are stored, in a map behind a prefilter, so a point in an empty cell
+/// usually costs one read in a small bit array.
 #[derive(Debug, Clone)]
 struct Level<T> {
-    deg: f64,
+    /// Cells per degree: a power of two, so `(x + 90) * per_deg` is exact
+    /// and a point and the box edges around it land in cells consistently.
+    per_deg: f64,
     n_lat: usize,
     n_lon: usize,
-    cells: Vec<Vec<(BBox, T)>>,
+    /// Most cells a box may take here before it moves to a coarser level.
+    max_cells: usize,
+    /// Cell number -> the boxes (with their values) that overlap the cell.
+    cells: ListMap<(BBox, T)>,
 }
 
 impl<T: Copy + PartialEq> Level<T> {
-    fn new(deg: f64) -> Self {
-        let n_lat = (180.0 / deg) as usize;
-        let n_lon = (360.0 / deg) as usize;
+    fn new(per_deg: f64, max_cells: usize) -> Self {
         Level {
-            deg,
-            n_lat,
-            n_lon,
-            cells: Vec::new(),
+            per_deg,
+            n_lat: (180.0 * per_deg).ceil() as usize,
+            n_lon: (360.0 * per_deg).ceil() as usize,
+            max_cells,
+            cells: ListMap::default(),
         }
     }
 
     fn lat_idx(&self, lat: f64) -> usize {
-        (((lat + 90.0) / self.deg).floor().max(0.0) as usize).min(self.n_lat - 1)
+        (((lat + 90.0) * self.per_deg).floor().max(0.0) as usize).min(self.n_lat - 1)
     }
 
     fn lon_idx(&self, lon: f64) -> usize {
-        (((lon + 180.0) / self.deg).floor().max(0.0) as usize).min(self.n_lon - 1)
+        (((lon + 180.0) * self.per_deg).floor().max(0.0) as usize).min(self.n_lon - 1)
     }
 
-    /// Cell indices the box covers, or `None` if more than `max`.
-    fn cover(&self, b: &BBox, max: usize) -> Option<Vec<usize>> {
+    /// Cell numbers the box covers, or `None` if more than `max_cells`.
+    fn cover(&self, b: &BBox) -> Option<Vec<u64>> {
         let lats = self.lat_idx(b.sw_lat)..=self.lat_idx(b.ne_lat);
         let mut lons: Vec<usize> = Vec::new();
         for (w, e) in b.lon_spans() {
@@ -123,80 +131,99 @@ impl<T: Copy + PartialEq> Level<T> {
         }
         lons.sort_unstable();
         lons.dedup();
-        if lats.clone().count() * lons.len() > max {
+        if lats.clone().count() * lons.len() > self.max_cells {
             return None;
         }
         Some(
-            lats.flat_map(|la| lons.iter().map(move |lo| la * self.n_lon + lo))
+            lats.flat_map(|la| lons.iter().map(move |lo| (la * self.n_lon + lo) as u64))
                 .collect(),
         )
     }
 
-    fn cell_of(&self, lat: f64, lon: f64) -> usize {
-        self.lat_idx(lat) * self.n_lon + self.lon_idx(lon)
+    fn cell_of(&self, lat: f64, lon: f64) -> u64 {
+        (self.lat_idx(lat) * self.n_lon + self.lon_idx(lon)) as u64
     }
 
-    fn insert(&mut self, cells: &[usize], b: BBox, v: T) {
-        if self.cells.is_empty() {
-            self.cells = vec![Vec::new(); self.n_lat * self.n_lon];
-        }
+    fn insert(&mut self, cells: &[u64], b: BBox, v: T) {
         for &c in cells {
-            self.cells[c].push((b, v));
+            self.cells.push(c, (b, v));
         }
     }
 
-    fn remove(&mut self, cells: &[usize], v: T) {
+    fn remove(&mut self, cells: &[u64], v: T) {
         for &c in cells {
-            if let Some(cell) = self.cells.get_mut(c) {
-                cell.retain(|(_, x)| *x != v);
-            }
+            self.cells.retain(c, |(_, x)| *x != v);
         }
     }
 }
 
-/// Most cells one box may take in a level before it moves to a coarser one.
-const MAX_CELLS: usize = 64;
+/// Cells a box may take in every level but the coarsest: with at most four
+/// (two by two), a box goes to the level whose cells are about its size.
+const MAX_CELLS: usize = 4;
+/// Cells a box may take in the coarsest level (16°), which holds boxes up
+/// to about 110° across; larger ones go to one list every point scans.
+const MAX_COARSE_CELLS: usize = 64;
+/// Cells per degree of each level, finest first: 1/16°, 1/4°, 1°, 4°, 16°.
+const LEVELS: [f64; 5] = [16.0, 4.0, 1.0, 0.25, 0.0625];
 
-/// Boxes of many subscribers, found from a point without scanning them all:
-/// small boxes live in a 1° grid, large ones in a 10° grid, and the few boxes
-/// too large even for that in one list.
+/// Boxes of many subscribers, found from a point without scanning them all.
+///
+/// A box lives in the finest of five grids (cells of 1/16° up to 16°, four
+/// times coarser each) where it takes at most four cells, so a cell holds
+/// boxes of about its own size and a point reads one cell per level. Cells
+/// are stored only when they hold boxes, behind prefilters, so a hundred
+/// thousand city-sized boxes cost a point a few cache hits, not a walk
+/// through memory. The few boxes too large even for the coarsest grid are
+/// in one list.
 #[derive(Debug, Clone)]
 pub struct GeoIndex<T> {
-    fine: Level<T>,
-    coarse: Level<T>,
+    levels: Vec<Level<T>>,
     huge: Vec<(BBox, T)>,
 }
 
 impl<T: Copy + PartialEq> Default for GeoIndex<T> {
     fn default() -> Self {
+        let last = LEVELS.len() - 1;
         GeoIndex {
-            fine: Level::new(1.0),
-            coarse: Level::new(10.0),
+            levels: LEVELS
+                .iter()
+                .enumerate()
+                .map(|(i, &per_deg)| {
+                    let max = if i == last {
+                        MAX_COARSE_CELLS
+                    } else {
+                        MAX_CELLS
+                    };
+                    Level::new(per_deg, max)
+                })
+                .collect(),
             huge: Vec::new(),
         }
     }
 }
 
 impl<T: Copy + PartialEq> GeoIndex<T> {
+    /// The level that files `b`, with the cells it takes there (`None`: huge).
+    fn place(&self, b: &BBox) -> Option<(usize, Vec<u64>)> {
+        self.levels
+            .iter()
+            .enumerate()
+            .find_map(|(i, level)| level.cover(b).map(|cells| (i, cells)))
+    }
+
     /// Files `b` under `v`.
     pub fn insert(&mut self, b: BBox, v: T) {
-        if let Some(cells) = self.fine.cover(&b, MAX_CELLS) {
-            self.fine.insert(&cells, b, v);
-        } else if let Some(cells) = self.coarse.cover(&b, MAX_CELLS) {
-            self.coarse.insert(&cells, b, v);
-        } else {
-            self.huge.push((b, v));
+        match self.place(&b) {
+            Some((i, cells)) => self.levels[i].insert(&cells, b, v),
+            None => self.huge.push((b, v)),
         }
     }
 
     /// Removes box `b` filed under `v` (and any other box of `v` in the same cells).
     pub fn remove(&mut self, b: BBox, v: T) {
-        if let Some(cells) = self.fine.cover(&b, MAX_CELLS) {
-            self.fine.remove(&cells, v);
-        } else if let Some(cells) = self.coarse.cover(&b, MAX_CELLS) {
-            self.coarse.remove(&cells, v);
-        } else {
-            self.huge.retain(|(_, x)| *x != v);
+        match self.place(&b) {
+            Some((i, cells)) => self.levels[i].remove(&cells, v),
+            None => self.huge.retain(|(_, x)| *x != v),
         }
     }
 
@@ -210,15 +237,43 @@ impl<T: Copy + PartialEq> GeoIndex<T> {
                 }
             }
         };
-        for level in [&self.fine, &self.coarse] {
-            if !level.cells.is_empty() {
-                scan(&level.cells[level.cell_of(lat, lon)]);
-                // A point on the ±180 meridian also belongs to the other edge column.
-                if lon.abs() == 180.0 {
-                    scan(&level.cells[level.cell_of(lat, -lon)]);
-                }
+        for level in &self.levels {
+            if level.cells.is_empty() {
+                continue;
             }
+            // A box on the ±180 meridian is filed in both edge columns (see
+            // `Level::cover`), so a point there needs only its own cell.
+            scan(level.cells.get(level.cell_of(lat, lon)));
         }
         scan(&self.huge);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which level files a box (`None`: the huge list), and in how many cells.
+    fn placed(b: BBox) -> Option<(f64, usize)> {
+        let g = GeoIndex::<u64>::default();
+        g.place(&b)
+            .map(|(i, cells)| (g.levels[i].per_deg, cells.len()))
+    }
+
+    /// Boxes go to the grid whose cells match their size, so a point reads
+    /// few boxes that cannot contain it; only near-world boxes are scanned
+    /// by every point.
+    #[test]
+    fn a_box_is_filed_in_the_grid_of_its_size() {
+        let b = |w: f64, s: f64, e: f64, n: f64| BBox::new(w, s, e, n).unwrap();
+        // A block in a city, a city, a region, a country, a continent.
+        assert_eq!(placed(b(2.35, 48.85, 2.36, 48.86)), Some((16.0, 1)));
+        assert_eq!(placed(b(2.2, 48.8, 2.5, 48.9)), Some((4.0, 3)));
+        assert_eq!(placed(b(-5.0, 42.0, -3.5, 43.5)), Some((1.0, 4)));
+        assert_eq!(placed(b(-5.0, 42.0, 3.0, 51.0)), Some((0.0625, 2)));
+        assert_eq!(placed(b(-20.0, -35.0, 52.0, 38.0)), Some((0.0625, 30)));
+        // Across the antimeridian: both sides' cells.
+        assert_eq!(placed(b(179.95, -16.0, -179.95, -15.95)), Some((16.0, 2)));
+        assert_eq!(placed(b(-180.0, -90.0, 180.0, 90.0)), None);
     }
 }

@@ -6,9 +6,11 @@
 //! sets the follow map holds ten million authors and every miss goes to
 //! memory, so the number of lines a lookup touches is what routing costs.
 //!
-//! [`SubsMap`] builds on it: key → subscribers, with the common single
-//! subscriber stored in the slot itself, behind a [`Prefilter`] so that most
-//! keys nobody subscribed to cost a cache hit rather than a trip to memory.
+//! [`FilteredMap`] puts a [`Prefilter`] in front of it, so that most keys
+//! nobody subscribed to cost a cache hit rather than a trip to memory.
+//! [`SubsMap`] builds on that: key → subscribers, with the common single
+//! subscriber stored in the slot itself. [`ListMap`] is key → a list of
+//! larger entries (the geo grid's cells).
 
 use crate::bloom::{id_hash, Prefilter};
 use crate::index::SubId;
@@ -205,6 +207,96 @@ impl<V: Copy + Default> U64Map<V> {
     }
 }
 
+/// A [`U64Map`] behind a [`Prefilter`] over its keys: looking up a key
+/// that is not there usually costs one read in the filter, which is small
+/// enough to stay in cache, instead of a trip to memory in the map.
+#[derive(Debug, Clone, Default)]
+pub struct FilteredMap<V = u64> {
+    map: U64Map<V>,
+    filter: Prefilter,
+}
+
+impl<V: Copy + Default> FilteredMap<V> {
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when the map holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The value of `key`.
+    #[inline]
+    pub fn get(&self, key: u64) -> Option<V> {
+        if !self.filter.may_contain(id_hash(key)) {
+            return None;
+        }
+        self.map.get(key)
+    }
+
+    /// Sets `key` to `val`, returning the value it replaces.
+    pub fn insert(&mut self, key: u64, val: V) -> Option<V> {
+        let old = self.map.insert(key, val);
+        if old.is_none() && !self.filter.add(id_hash(key), self.map.len()) {
+            self.rebuild_filter();
+        }
+        old
+    }
+
+    /// Removes `key`, returning its value.
+    pub fn remove(&mut self, key: u64) -> Option<V> {
+        let old = self.map.remove(key);
+        if old.is_some() && self.filter.removed(self.map.len()) {
+            self.rebuild_filter();
+        }
+        old
+    }
+
+    fn rebuild_filter(&mut self) {
+        let keys = self.map.iter().map(|(k, _)| id_hash(k));
+        self.filter.rebuild(self.map.len(), keys);
+    }
+}
+
+/// Lists addressed by a small number, with the numbers of released lists
+/// handed out again.
+#[derive(Debug, Clone)]
+struct Slab<E> {
+    lists: Vec<Vec<E>>,
+    free: Vec<usize>,
+}
+
+impl<E> Default for Slab<E> {
+    fn default() -> Self {
+        Slab {
+            lists: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<E> Slab<E> {
+    fn insert(&mut self, list: Vec<E>) -> usize {
+        match self.free.pop() {
+            Some(at) => {
+                self.lists[at] = list;
+                at
+            }
+            None => {
+                self.lists.push(list);
+                self.lists.len() - 1
+            }
+        }
+    }
+
+    fn release(&mut self, at: usize) {
+        self.lists[at] = Vec::new();
+        self.free.push(at);
+    }
+}
+
 /// Set on a [`SubsMap`] value that indexes a list; clear, the value is the
 /// only subscriber itself.
 const LIST: u64 = 1 << 63;
@@ -213,10 +305,8 @@ const LIST: u64 = 1 << 63;
 /// sits in the map's slot; more move to a list.
 #[derive(Debug, Clone, Default)]
 pub struct SubsMap {
-    map: U64Map,
-    filter: Prefilter,
-    lists: Vec<Vec<SubId>>,
-    free: Vec<usize>,
+    map: FilteredMap,
+    lists: Slab<SubId>,
 }
 
 impl SubsMap {
@@ -231,17 +321,7 @@ impl SubsMap {
     }
 
     fn new_list(&mut self, list: Vec<SubId>) -> u64 {
-        let at = match self.free.pop() {
-            Some(at) => {
-                self.lists[at] = list;
-                at
-            }
-            None => {
-                self.lists.push(list);
-                self.lists.len() - 1
-            }
-        };
-        LIST | at as u64
+        LIST | self.lists.insert(list) as u64
     }
 
     /// Adds `sub` under `key` (a subscriber may be added more than once).
@@ -254,12 +334,8 @@ impl SubsMap {
                     self.new_list(vec![sub])
                 };
                 self.map.insert(key, v);
-                if !self.filter.add(id_hash(key), self.map.len()) {
-                    let keys = self.map.iter().map(|(k, _)| id_hash(k));
-                    self.filter.rebuild(self.map.len(), keys);
-                }
             }
-            Some(v) if v & LIST != 0 => self.lists[(v & !LIST) as usize].push(sub),
+            Some(v) if v & LIST != 0 => self.lists.lists[(v & !LIST) as usize].push(sub),
             Some(first) => {
                 let v = self.new_list(vec![first, sub]);
                 self.map.insert(key, v);
@@ -274,47 +350,98 @@ impl SubsMap {
         };
         if v & LIST == 0 {
             if v == sub {
-                self.remove_key(key);
+                self.map.remove(key);
             }
             return;
         }
         let at = (v & !LIST) as usize;
-        let list = &mut self.lists[at];
+        let list = &mut self.lists.lists[at];
         list.retain(|s| *s != sub);
         match list.as_slice() {
             [] => {
-                self.remove_key(key);
-                self.lists[at] = Vec::new();
-                self.free.push(at);
+                self.map.remove(key);
+                self.lists.release(at);
             }
             [only] if only & LIST == 0 => {
                 let only = *only;
                 self.map.insert(key, only);
-                self.lists[at] = Vec::new();
-                self.free.push(at);
+                self.lists.release(at);
             }
             _ => {}
-        }
-    }
-
-    fn remove_key(&mut self, key: u64) {
-        self.map.remove(key);
-        if self.filter.removed(self.map.len()) {
-            let keys = self.map.iter().map(|(k, _)| id_hash(k));
-            self.filter.rebuild(self.map.len(), keys);
         }
     }
 
     /// Appends the subscribers of `key` to `out`.
     #[inline]
     pub fn extend_into(&self, key: u64, out: &mut Vec<SubId>) {
-        if !self.filter.may_contain(id_hash(key)) {
-            return;
-        }
         match self.map.get(key) {
             None => {}
-            Some(v) if v & LIST != 0 => out.extend_from_slice(&self.lists[(v & !LIST) as usize]),
+            Some(v) if v & LIST != 0 => {
+                out.extend_from_slice(&self.lists.lists[(v & !LIST) as usize])
+            }
             Some(sub) => out.push(sub),
+        }
+    }
+}
+
+/// Key → a list of entries, behind a prefilter: for keys that usually hold
+/// several entries, or entries larger than a map slot (the geo grid's cells).
+#[derive(Debug, Clone)]
+pub struct ListMap<E> {
+    map: FilteredMap<usize>,
+    lists: Slab<E>,
+}
+
+impl<E> Default for ListMap<E> {
+    fn default() -> Self {
+        ListMap {
+            map: FilteredMap::default(),
+            lists: Slab::default(),
+        }
+    }
+}
+
+impl<E> ListMap<E> {
+    /// Number of keys with at least one entry.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// True when no key has an entry.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// The entries under `key` (empty when none).
+    #[inline]
+    pub fn get(&self, key: u64) -> &[E] {
+        match self.map.get(key) {
+            Some(at) => &self.lists.lists[at],
+            None => &[],
+        }
+    }
+
+    /// Adds `e` under `key`.
+    pub fn push(&mut self, key: u64, e: E) {
+        match self.map.get(key) {
+            Some(at) => self.lists.lists[at].push(e),
+            None => {
+                let at = self.lists.insert(vec![e]);
+                self.map.insert(key, at);
+            }
+        }
+    }
+
+    /// Keeps only the entries under `key` for which `keep` is true.
+    pub fn retain(&mut self, key: u64, keep: impl FnMut(&E) -> bool) {
+        let Some(at) = self.map.get(key) else {
+            return;
+        };
+        let list = &mut self.lists.lists[at];
+        list.retain(keep);
+        if list.is_empty() {
+            self.map.remove(key);
+            self.lists.release(at);
         }
     }
 }
@@ -390,7 +517,7 @@ mod tests {
         m.extend_into(5, &mut out);
         assert_eq!(out, [2]);
         assert!(
-            m.free.len() == 1,
+            m.lists.free.len() == 1,
             "a list down to one subscriber is released"
         );
         m.pull(5, 2);

@@ -446,3 +446,91 @@ fn routing_a_batch_equals_routing_each_event_in_turn() {
         }
     }
 }
+
+/// The grid finds exactly the boxes a scan of every box finds: boxes from a
+/// thousandth of a degree to the whole world, edges on and off cell borders,
+/// boxes across the antimeridian, points on edges, corners, the poles and
+/// ±180, through inserts and removals.
+#[test]
+fn the_geo_grid_agrees_with_scanning_every_box() {
+    use firehose_filters::geo::GeoIndex;
+    let mut rng = Lcg(23);
+    // Widths and heights in degrees: each grid level's cell size, just
+    // under and over it, and sizes only the huge list takes.
+    let sizes: [f64; 16] = [
+        0.001, 0.015625, 0.0625, 0.07, 0.25, 0.3, 1.0, 1.5, 4.0, 6.0, 16.0, 40.0, 100.0, 200.0,
+        359.0, 360.0,
+    ];
+    // Positions on a 1/64° lattice (so edges fall on cell borders) or anywhere.
+    let coord = |rng: &mut Lcg, lo: f64, span: f64| {
+        if span <= 0.0 {
+            return lo;
+        }
+        if rng.below(2) == 0 {
+            lo + (rng.below((span * 64.0) as u64 + 1) as f64 / 64.0).min(span)
+        } else {
+            lo + span * rng.below(1 << 20) as f64 / f64::from(1 << 20)
+        }
+    };
+    let mut grid = GeoIndex::default();
+    let mut live: std::collections::BTreeMap<u64, BBox> = std::collections::BTreeMap::new();
+    for round in 0..20_000u64 {
+        let v = rng.below(300);
+        if let Some(b) = live.remove(&v) {
+            grid.remove(b, v);
+        } else {
+            let w = sizes[rng.below(sizes.len() as u64) as usize];
+            let h = sizes[rng.below(sizes.len() as u64) as usize].min(180.0);
+            // Some boxes end or start right on the antimeridian.
+            let sw_lon = match rng.below(8) {
+                0 => 180.0 - w,
+                1 => -180.0,
+                _ => coord(&mut rng, -180.0, 360.0),
+            };
+            let sw_lat = coord(&mut rng, -90.0, 180.0 - h);
+            let mut ne_lon = sw_lon + w;
+            if ne_lon > 180.0 {
+                // Across the antimeridian (west edge east of the east edge).
+                ne_lon -= 360.0;
+            }
+            let b = BBox::new(sw_lon, sw_lat, ne_lon, sw_lat + h).unwrap();
+            grid.insert(b, v);
+            live.insert(v, b);
+        }
+        // A point anywhere, or on an edge or corner of a live box, or on
+        // the antimeridian or a pole.
+        for _ in 0..4 {
+            let (mut lat, mut lon) = (
+                coord(&mut rng, -90.0, 180.0),
+                coord(&mut rng, -180.0, 360.0),
+            );
+            if let Some((_, b)) = live
+                .iter()
+                .nth(rng.below(live.len().max(1) as u64) as usize)
+            {
+                match rng.below(4) {
+                    0 => (lat, lon) = (b.sw_lat, b.sw_lon),
+                    1 => (lat, lon) = (b.ne_lat, b.ne_lon),
+                    2 => lat = b.sw_lat,
+                    _ => {}
+                }
+            }
+            match rng.below(8) {
+                0 => lon = 180.0,
+                1 => lon = -180.0,
+                2 => lat = if rng.below(2) == 0 { 90.0 } else { -90.0 },
+                _ => {}
+            }
+            let mut got = Vec::new();
+            grid.find(lat, lon, |v| got.push(v));
+            got.sort_unstable();
+            got.dedup();
+            let want: Vec<u64> = live
+                .iter()
+                .filter(|(_, b)| b.contains(lat, lon))
+                .map(|(v, _)| *v)
+                .collect();
+            assert_eq!(got, want, "round {round}: point ({lat}, {lon})");
+        }
+    }
+}

@@ -1,0 +1,131 @@
+//! The synthetic world the filter benchmarks route in: filter sets as the
+//! streams issue specifies them (100 follow ids, 10 track phrases, 2 boxes
+//! each) and statuses drawn from the same vocabulary, users and map. Shared
+//! by the criterion bench and `examples/flatness.rs`.
+
+use firehose_filters::{BBox, Event, FilterSpec, Index, Phrase, Rule, StatusView};
+
+/// A small deterministic generator so runs are repeatable.
+pub struct Lcg(pub u64);
+impl Lcg {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+pub const USERS: u64 = 1_000_000;
+/// Words in the language. With a million distinct words (names, hashtags,
+/// ordinary words) an event matches a handful of subscriptions even at
+/// 100,000 filter sets; `route_status_dense` uses 50,000 words, where matches
+/// per event grow with the number of filter sets and so does the cost.
+pub const VOCAB: u64 = 1_000_000;
+pub const DENSE_VOCAB: u64 = 50_000;
+
+/// Words all have the same length whatever the vocabulary size, so that the
+/// groups differ only in the index, not in how much text each event carries.
+pub fn word(n: u64) -> String {
+    format!("w{n:08}")
+}
+
+/// What a group varies with the number of filter sets.
+#[derive(Clone, Copy)]
+pub struct World {
+    /// Distinct words.
+    pub vocab: u64,
+    /// Distinct user ids.
+    pub users: u64,
+    /// Box corners and points lie on a grid of `1/geo` degrees, and boxes are
+    /// `0.5/geo` degrees wide: a larger `geo` packs more boxes into the world
+    /// without more of them containing a given point.
+    pub geo: u64,
+}
+
+pub fn build(n_sets: usize, w: World, rng: &mut Lcg) -> Index {
+    let (vocab, users) = (w.vocab, w.users);
+    let mut index = Index::new();
+    for sub in 0..n_sets as u64 {
+        let follow = (0..100).map(|_| 1 + rng.below(users)).collect();
+        let track = (0..10)
+            .map(|_| {
+                let text = if rng.below(3) == 0 {
+                    format!("{} {}", word(rng.below(vocab)), word(rng.below(vocab)))
+                } else {
+                    word(rng.below(vocab))
+                };
+                Phrase::new(&text).expect("phrase")
+            })
+            .collect();
+        let g = w.geo as f64;
+        let locations = (0..2)
+            .map(|_| {
+                let lon = rng.below(350 * w.geo) as f64 / g - 175.0;
+                let lat = rng.below(170 * w.geo) as f64 / g - 85.0;
+                BBox::new(lon, lat, lon + 0.5 / g, lat + 0.5 / g).expect("box")
+            })
+            .collect();
+        index.insert(
+            sub,
+            Rule::Filter(FilterSpec {
+                follow,
+                track,
+                locations,
+            }),
+        );
+    }
+    index
+}
+
+pub struct Msg {
+    pub id: u64,
+    pub uid: u64,
+    pub text: String,
+    pub coords: Option<(f64, f64)>,
+}
+
+pub fn messages(w: World, rng: &mut Lcg) -> Vec<Msg> {
+    let (vocab, users, g) = (w.vocab, w.users, w.geo as f64);
+    (0..4096)
+        .map(|i| Msg {
+            id: i,
+            uid: 1 + rng.below(users),
+            text: (0..15)
+                .map(|_| word(rng.below(vocab)))
+                .collect::<Vec<_>>()
+                .join(" "),
+            coords: (rng.below(2) == 0).then(|| {
+                (
+                    (rng.below(170 * w.geo) as f64 + 0.25) / g - 85.0,
+                    (rng.below(350 * w.geo) as f64 + 0.25) / g - 175.0,
+                )
+            }),
+        })
+        .collect()
+}
+
+pub fn status(m: &Msg) -> Event<'_> {
+    Event::Status(StatusView {
+        id: m.id,
+        uid: m.uid,
+        message: &m.text,
+        coords: m.coords,
+        ..StatusView::default()
+    })
+}
+
+/// Words, users and box positions grow with the number of filter sets, so
+/// an event matches about the same number of subscriptions at every size:
+/// what remains is the cost of the index's size alone.
+pub fn constant(n: usize) -> World {
+    World {
+        vocab: n as u64 * 300,
+        users: n as u64 * 5_000,
+        geo: ((n as f64 / 100.0).sqrt().round() as u64).max(1),
+    }
+}
