@@ -3,9 +3,9 @@
 //!
 //! With 100,000 filter sets the follow map holds ten million authors and the
 //! term map over a million terms; a lookup there is a trip to memory. The
-//! prefilter keeps 16 bits per key (a fraction of the map's size, so it stays
-//! in cache) and each key sets two bits of one 64-bit word, so a test is one
-//! read and lets about one absent key in 25 through.
+//! prefilter keeps 10 to 15 bits per key (a fraction of the map's size, so
+//! it stays in cache) and each key sets two bits of one 64-bit word, so a
+//! test is one read and lets one absent key in 25 to 50 through.
 
 /// One step of hashing: a 64×64→128-bit multiply folded back to 64 bits,
 /// which mixes every input bit into every output bit.

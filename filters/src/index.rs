@@ -206,20 +206,51 @@ const HOT_TEXT: usize = 10;
 /// [`TermHot::len`] of a term too long to copy.
 const NOT_INLINE: u8 = u8::MAX;
 
+/// What a message word that is this term (its text checked in the map's
+/// slot) needs beyond the slot; see [`TermHot`].
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[repr(u8)]
+enum Kind {
+    /// Read the term's slot (several subscribers, or a one-term phrase and
+    /// longer ones together).
+    #[default]
+    Other,
+    /// Tracked alone, by one subscriber, in no longer phrase (the common
+    /// case): that subscriber is [`TermHot::data`].
+    Simple,
+    /// Only a non-anchor term of longer phrases: its presence is all that
+    /// matters, to the phrases' anchors.
+    Present,
+    /// Anchors longer phrases and is tracked in no other way: the slot is
+    /// worth reading only if the message holds, for some anchored phrase,
+    /// one chosen other term, whose bits [`TermHot::data`] gathers (see
+    /// [`sig_bit`]).
+    Gated,
+}
+
 /// What the term map holds for a term, beside its hash: its id, a copy of
-/// its text when short, and, for a *simple* term (tracked alone, by one
-/// subscriber, in no longer phrase, the common case), that subscriber. A
-/// message word that is a simple term is then answered from the map's slot
-/// alone, with its text checked there, without reading the term's slot.
+/// its text when short, and what a word that is this term needs beyond the
+/// map's slot ([`Kind`]). Most matched words (a simple term's, a non-anchor
+/// term's, an anchor's whose phrases lack a term in the message) are then
+/// answered from the map's slot alone, without reading the term's slot.
 #[derive(Debug, Clone, Copy, Default)]
 struct TermHot {
-    /// The one subscriber, when `simple`.
-    single: SubId,
+    /// The one subscriber of a [`Kind::Simple`] term; the other terms' bits
+    /// of a [`Kind::Gated`] one.
+    data: u64,
     id: u32,
-    simple: bool,
+    kind: Kind,
     /// Length of `text`, or [`NOT_INLINE`].
     len: u8,
     text: [u8; HOT_TEXT],
+}
+
+/// The bit a word (or term) with hash `hash` sets in a message's signature:
+/// a 64-bit Bloom filter of its words, which a [`Kind::Gated`] term tests
+/// before reading its slot.
+#[inline]
+fn sig_bit(hash: u64) -> u64 {
+    1 << (hash >> 58)
 }
 
 impl TermHot {
@@ -300,6 +331,9 @@ struct Scratch {
     candidates: Vec<(u32, u32)>,
     /// Tracked terms among the words.
     present: Vec<u32>,
+    /// Present terms whose slot must be read: their one-term phrases'
+    /// subscribers, or phrases anchored at them that may match.
+    active: Vec<u32>,
 }
 
 impl Scratch {
@@ -308,6 +342,7 @@ impl Scratch {
         self.passed.clear();
         self.candidates.clear();
         self.present.clear();
+        self.active.clear();
     }
 }
 
@@ -616,11 +651,34 @@ impl Index {
             hot.len = text.len() as u8;
             hot.text[..text.len()].copy_from_slice(text);
         }
-        if let (1, Some(Subs::One(sub)), true) = (t.refs, &t.single, t.anchored.is_empty()) {
-            hot.simple = true;
-            hot.single = *sub;
+        match (&t.single, t.anchored.is_empty()) {
+            (Some(Subs::One(sub)), true) if t.refs == 1 => {
+                hot.kind = Kind::Simple;
+                hot.data = *sub;
+            }
+            (None, true) => hot.kind = Kind::Present,
+            (None, false) => {
+                hot.kind = Kind::Gated;
+                hot.data = t.anchored.iter().fold(0, |bits, &p| {
+                    bits | self.phrases[p as usize]
+                        .as_ref()
+                        .and_then(|slot| slot.terms.as_slice().iter().find(|&&x| x != id))
+                        .map_or(u64::MAX, |&other| self.term_sig_bit(other))
+                });
+            }
+            _ => {}
         }
         hot
+    }
+
+    /// The signature bit of live term `id`'s text.
+    fn term_sig_bit(&self, id: u32) -> u64 {
+        match &self.terms[id as usize] {
+            Some(t) => sig_bit(word_hash(
+                std::str::from_utf8(t.text.as_bytes()).unwrap_or(""),
+            )),
+            None => u64::MAX,
+        }
     }
 
     /// Refreshes the map's copy of term `id` after its uses changed.
@@ -801,15 +859,19 @@ impl Index {
             .extend(sc.words.hashes().iter().map(|&h| filter.may_contain(h)));
     }
 
-    /// Track, step 2: one probe per word that passed the prefilter. A simple
-    /// term whose text the map's copy confirms is answered there; the rest
-    /// become candidates.
+    /// Track, step 2: one probe per word that passed the prefilter. A word
+    /// whose text the map's copy confirms is answered there as its term's
+    /// [`Kind`] says; the rest become candidates.
     ///
     /// Track matching finds the words that are tracked terms first, then
     /// checks only the phrases anchored at those terms. Each step runs over
     /// all words (and, in [`Index::route_batch`], all events) before the
     /// next, so that with a large index their cache misses overlap.
     fn probe_terms(&self, out: &mut Vec<SubId>, sc: &mut Scratch) {
+        let mut sig = 0;
+        for &h in sc.words.hashes() {
+            sig |= sig_bit(h);
+        }
         for (i, &h) in sc.words.hashes().iter().enumerate() {
             if !sc.passed[i] {
                 continue;
@@ -818,7 +880,14 @@ impl Index {
                 continue;
             };
             match hot.text_is(sc.words.word(i).as_bytes()) {
-                Some(true) if hot.simple => out.push(hot.single),
+                Some(true) if hot.kind == Kind::Simple => out.push(hot.data),
+                Some(true) if hot.kind == Kind::Present => push_new(&mut sc.present, hot.id),
+                Some(true) if hot.kind == Kind::Gated => {
+                    push_new(&mut sc.present, hot.id);
+                    if sig & hot.data != 0 {
+                        push_new(&mut sc.active, hot.id);
+                    }
+                }
                 Some(false) if !self.term_collisions.contains_key(&h) => {}
                 _ => sc.candidates.push((i as u32, hot.id)),
             }
@@ -827,11 +896,11 @@ impl Index {
 
     /// Track, steps 3 and 4: the candidates' term slots (the word's text
     /// must be the term's; a hash may stand for several terms, see
-    /// `term_collisions`), then the subscribers of one-term phrases and the
-    /// multi-term phrases anchored at a present term whose other terms are
-    /// present too.
+    /// `term_collisions`), which makes them present and active; then, for
+    /// each active term, the subscribers of its one-term phrase and the
+    /// multi-term phrases anchored at it whose terms are all present.
     fn match_phrases(&self, out: &mut Vec<SubId>, sc: &mut Scratch) {
-        if sc.candidates.is_empty() {
+        if sc.candidates.is_empty() && sc.active.is_empty() {
             return;
         }
         let hashes = sc.words.hashes();
@@ -845,11 +914,10 @@ impl Index {
                     None => continue,
                 }
             };
-            if !sc.present.contains(&id) {
-                sc.present.push(id);
-            }
+            push_new(&mut sc.present, id);
+            push_new(&mut sc.active, id);
         }
-        for &term in &sc.present {
+        for &term in &sc.active {
             let Some(t) = &self.terms[term as usize] else {
                 continue;
             };
@@ -882,5 +950,13 @@ impl Index {
                 self.home.pull(target, sub);
             }
         }
+    }
+}
+
+/// Appends `id` unless `list` (a message's few terms) holds it already.
+#[inline]
+fn push_new(list: &mut Vec<u32>, id: u32) {
+    if !list.contains(&id) {
+        list.push(id);
     }
 }
