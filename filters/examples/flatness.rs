@@ -59,9 +59,11 @@ fn main() {
     println!("{rounds} rounds of {} ms per size", BLOCK.as_millis());
     for (w, (n, _, _)) in worlds.iter().enumerate() {
         let ratios: Vec<f64> = times[w].iter().zip(&times[0]).map(|(t, b)| t / b).collect();
+        let within = ratios.iter().filter(|r| **r <= 2.0).count();
         println!(
             "{n:>7} sets: median {:7.1} ns per event (min {:7.1}, max {:7.1}); \
-             ratio to {} sets: median {:.2} (min {:.2}, max {:.2})",
+             ratio to {} sets: median {:.2} (min {:.2}, max {:.2}), \
+             within 2x in {within} of {rounds} rounds",
             median(&times[w]),
             min(&times[w]),
             max(&times[w]),
