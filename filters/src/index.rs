@@ -4,10 +4,10 @@
 //! up by author (and by the author it replies to or reposts) in one map, each
 //! of its words in one map of terms, its point in one cell of each grid level,
 //! and its id against each distinct sample rate; the maps and the grids' cells
-//! sit behind prefilters. The
-//! cost is a handful of lookups plus the number of subscriptions that actually
-//! match. [`Index::route_batch`] routes several events at once, step by step,
-//! so that with a large index their cache misses overlap.
+//! sit behind prefilters. The cost is a handful of lookups plus the number of
+//! subscriptions that actually match. [`Index::route_batch`] routes several
+//! events at once, step by step, so that with a large index their cache misses
+//! overlap.
 
 use crate::bloom::Prefilter;
 use crate::geo::GeoIndex;
