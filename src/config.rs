@@ -105,6 +105,12 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_RECLAIM_MS", default_value_t = 30_000)]
     pub reclaim_ms: u64,
 
+    /// Seconds a request owns the outbox entry of its committed write (the
+    /// fan-out or follow steps it still owes) before a worker takes the work
+    /// over, as it does when the request's process died or its client hung up.
+    #[arg(long, env = "FIREHOSE_OUTBOX_LEASE", default_value_t = 10.0)]
+    pub outbox_lease: f64,
+
     /// Statuses kept in the in-process cache (0 disables it).
     #[arg(long, env = "FIREHOSE_STATUS_CACHE", default_value_t = 100_000)]
     pub status_cache: usize,

@@ -142,7 +142,7 @@ async fn post(
         reply_to: None,
         reply_to_uid: None,
     };
-    store.post_status(&status, false).await.map(|_| ())
+    store.post_status(&status, false, None).await.map(|_| ())
 }
 
 /// Seeds the world, then posts at `args.rate` per second until Ctrl-C.

@@ -43,6 +43,8 @@ pub struct Metrics {
     pub fanout_batches: AtomicU64,
     /// Sessions dropped by the clean-up.
     pub sessions_cleaned: AtomicU64,
+    /// Outbox entries completed by a worker because their request did not.
+    pub outbox_completed: AtomicU64,
     connections: Mutex<BTreeMap<(&'static str, &'static str), i64>>,
     http: Mutex<BTreeMap<(String, String, u16), Histogram>>,
     errors: Mutex<BTreeMap<u16, u64>>,
@@ -68,8 +70,14 @@ impl Metrics {
         }
     }
 
-    /// One HTTP request served.
+    /// One HTTP request served. `route` must come from a fixed set (the
+    /// router's matched paths, or "unmatched"); methods outside the standard
+    /// ones fold into "other", so clients cannot add series.
     pub fn observe_http(&self, route: &str, method: &str, status: u16, seconds: f64) {
+        let method = match method {
+            "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" => method,
+            _ => "other",
+        };
         if let Ok(mut map) = self.http.lock() {
             let h = map
                 .entry((route.to_string(), method.to_string(), status))
@@ -94,7 +102,7 @@ impl Metrics {
     /// Renders everything; `extra` holds gauges read at scrape time.
     pub fn render(&self, extra: &[(&str, &str, f64)]) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 10] = [
+        let counters: [(&str, &str, &AtomicU64); 11] = [
             (
                 "firehose_events_received_total",
                 "Events received from Redis by the hub.",
@@ -144,6 +152,11 @@ impl Metrics {
                 "firehose_sessions_cleaned_total",
                 "Sessions dropped by the clean-up.",
                 &self.sessions_cleaned,
+            ),
+            (
+                "firehose_outbox_completed_total",
+                "Writes whose outstanding work a worker completed after their request did not.",
+                &self.outbox_completed,
             ),
         ];
         for (name, help, c) in counters {

@@ -1,5 +1,6 @@
-//! Background workers: the fan-out queue and the session clean-up. Each obeys
-//! the shutdown signal and keeps going through Redis outages.
+//! Background workers: the fan-out queue, the outbox sweeper and the session
+//! clean-up. Each obeys the shutdown signal and keeps going through Redis
+//! outages.
 
 use crate::config::Config;
 use crate::metrics::{global as metrics, inc};
@@ -14,7 +15,8 @@ use tokio::task::JoinHandle;
 /// How long one blocking read of the fan-out queue waits.
 const BLOCK_MS: u64 = 1000;
 
-/// Starts `cfg.workers` fan-out workers and one session cleaner.
+/// Starts `cfg.workers` fan-out workers, with them one outbox sweeper, and
+/// one session cleaner.
 pub fn spawn(store: &Store, cfg: &Config, shutdown: &Shutdown) -> Vec<JoinHandle<()>> {
     let mut tasks = Vec::new();
     let base = format!("{}-{}", std::process::id(), rand::random::<u32>());
@@ -23,6 +25,13 @@ pub fn spawn(store: &Store, cfg: &Config, shutdown: &Shutdown) -> Vec<JoinHandle
             store.clone(),
             format!("{base}-{n}"),
             cfg.reclaim_ms,
+            shutdown.clone(),
+        )));
+    }
+    if cfg.workers > 0 {
+        tasks.push(tokio::spawn(outbox_sweeper(
+            store.clone(),
+            Duration::from_secs_f64((cfg.outbox_lease / 4.0).clamp(0.05, 1.0)),
             shutdown.clone(),
         )));
     }
@@ -88,6 +97,45 @@ pub async fn fanout_worker(
                     _ = tokio::time::sleep(Duration::from_millis(500)) => {}
                 }
             }
+        }
+    }
+}
+
+/// Completes the work of committed writes whose request did not finish it
+/// (the process died, or the client hung up and the task was dropped): the
+/// outbox entries whose lease ran out.
+pub async fn outbox_sweeper(store: Store, every: Duration, mut shutdown: Shutdown) {
+    while !shutdown.is_set() {
+        let swept = async {
+            let claimed = store.claim_ops(16).await?;
+            let n = claimed.len();
+            for (raw, op) in claimed {
+                match op {
+                    Some(op) => store.complete_op(&op).await?,
+                    None => {
+                        tracing::warn!(op = raw, "dropping an outbox entry that cannot be parsed");
+                        store.drop_op(&raw).await?;
+                    }
+                }
+            }
+            Ok::<usize, crate::store::StoreError>(n)
+        };
+        let result = tokio::select! {
+            _ = shutdown.wait() => break,
+            r = swept => r,
+        };
+        match result {
+            Ok(n) if n > 0 => {
+                inc(&metrics().outbox_completed, n as u64);
+                tracing::info!(ops = n, "completed writes left unfinished by their request");
+                continue;
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "outbox sweep failed"),
+        }
+        tokio::select! {
+            _ = shutdown.wait() => break,
+            _ = tokio::time::sleep(every) => {}
         }
     }
 }

@@ -787,7 +787,7 @@ async fn home_timelines_keep_the_newest_1000() {
             hashtags: vec![],
             mentions: vec![],
         };
-        store.post_status(&status, false).await.unwrap();
+        store.post_status(&status, false, None).await.unwrap();
     }
     let _ = token;
     app.follow(&reader, &id).await;

@@ -1,6 +1,6 @@
 //! Following: follow and unfollow one user or many, list followers.
 
-use super::{path_id, JsonBody, JsonId};
+use super::{detached, path_id, JsonBody, JsonId};
 use crate::app::AppState;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
@@ -36,11 +36,11 @@ pub async fn create(
 ) -> ApiResult<Json<serde_json::Value>> {
     auth.require(SCOPE_WRITE)?;
     let target = path_id(&id, "user")?;
-    if !state
-        .store
-        .set_follow(auth.uid, target, true, now())
-        .await?
-    {
+    let store = state.store.clone();
+    let uid = auth.uid;
+    let changed =
+        detached(async move { Ok(store.set_follow(uid, target, true, now()).await?) }).await?;
+    if !changed {
         return Err(ApiError::conflict(
             "already_following",
             "You already follow this user.",
@@ -57,10 +57,9 @@ pub async fn destroy(
 ) -> ApiResult<Json<serde_json::Value>> {
     auth.require(SCOPE_WRITE)?;
     let target = path_id(&id, "user")?;
-    state
-        .store
-        .set_follow(auth.uid, target, false, now())
-        .await?;
+    let store = state.store.clone();
+    let uid = auth.uid;
+    detached(async move { Ok(store.set_follow(uid, target, false, now()).await?) }).await?;
     Ok(Json(json!({"following": false})))
 }
 
@@ -101,14 +100,16 @@ async fn batch(
         .into_iter()
         .filter(|raw| seen.insert(raw.parse().map_or_else(|| raw.raw(), |id| id.to_string())))
         .collect();
-    let outcomes: Vec<(String, ApiResult<bool>)> = futures::stream::iter(ids)
+    let uid = auth.uid;
+    let outcomes: Vec<(String, ApiResult<bool>)> = detached(async move {
+        Ok(futures::stream::iter(ids)
         .map(|raw| {
             let state = state.clone();
             async move {
                 let result = match raw.parse() {
                     None => Ok(false),
                     Some(target) => {
-                        match state.store.set_follow(auth.uid, target, follow, at).await {
+                        match state.store.set_follow(uid, target, follow, at).await {
                             Ok(changed) => Ok(changed),
                             Err(StoreError::NotFound(_) | StoreError::Forbidden(_)) => Ok(false),
                             Err(e) => Err(ApiError::from(e)),
@@ -120,7 +121,9 @@ async fn batch(
         })
         .buffered(BATCH_CONCURRENCY)
         .collect()
-        .await;
+        .await)
+    })
+    .await?;
     let mut results = BTreeMap::new();
     for (id, r) in outcomes {
         results.insert(id, r?);

@@ -143,6 +143,21 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// Runs a write on a task of its own and waits for it. A client hanging up
+/// drops the handler's future, which would otherwise cancel the write half
+/// way (after its commit, before the work the commit implies); a spawned
+/// task runs to the end whatever becomes of the request.
+pub async fn detached<T, F>(write: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = Result<T, ApiError>> + Send + 'static,
+{
+    tokio::spawn(write).await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "a detached write panicked");
+        Err(ApiError::internal())
+    })
+}
+
 /// Parses an id from a path segment; anything else is an unknown id (404).
 pub fn path_id(raw: &str, what: &str) -> Result<u64, ApiError> {
     match raw.parse::<u64>() {

@@ -1,14 +1,16 @@
 //! Statuses: post, read, delete.
 
-use super::{path_id, JsonBody, JsonId};
+use super::{detached, path_id, JsonBody, JsonId};
 use crate::app::AppState;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, Status};
+use crate::store::statuses::Posted;
 use crate::store::StoreError;
 use crate::text;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
@@ -77,14 +79,59 @@ fn validate(body: &CreateStatus) -> ApiResult<()> {
     Ok(())
 }
 
-/// `POST /api/v1/statuses`: post a status.
+/// Longest `Idempotency-Key`, in bytes.
+pub const MAX_IDEMPOTENCY_KEY: usize = 64;
+
+/// The `Idempotency-Key` header, if any: 1-64 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    let Some(raw) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = raw.to_str().unwrap_or("");
+    let valid = !key.is_empty()
+        && key.len() <= MAX_IDEMPOTENCY_KEY
+        && key.bytes().all(|b| b.is_ascii_graphic());
+    if !valid {
+        return Err(ApiError::invalid(
+            "invalid_idempotency_key",
+            "Idempotency-Key must be 1 to 64 visible ASCII characters.",
+        ));
+    }
+    Ok(Some(key.to_string()))
+}
+
+/// `POST /api/v1/statuses`: post a status. With an `Idempotency-Key` used
+/// by the same user in the last 24 hours, answers the first answer again
+/// and creates nothing.
 pub async fn create(
     State(state): State<AppState>,
     auth: AuthUser,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<CreateStatus>,
-) -> ApiResult<(StatusCode, Json<Status>)> {
+) -> ApiResult<Response> {
     auth.require(SCOPE_WRITE)?;
+    let idem = idempotency_key(&headers)?;
     validate(&body)?;
+    // From here on the post runs to its end even if the client hangs up.
+    let posted = detached(async move { publish(state, auth, body, idem).await }).await?;
+    Ok(match posted {
+        (Posted::Created(_), status) => (StatusCode::CREATED, Json(status)).into_response(),
+        (Posted::Duplicate(first), _) => (
+            StatusCode::CREATED,
+            [(header::CONTENT_TYPE, "application/json")],
+            first,
+        )
+            .into_response(),
+    })
+}
+
+/// Checks the reply target and mentions, then stores and fans out the status.
+async fn publish(
+    state: AppState,
+    auth: AuthUser,
+    body: CreateStatus,
+    idem: Option<String>,
+) -> ApiResult<(Posted, Status)> {
     let (reply_to, reply_to_uid) = match &body.reply_to {
         None => (None, None),
         Some(raw) => {
@@ -118,10 +165,12 @@ pub async fn create(
         reply_to,
         reply_to_uid,
     };
-    state.store.post_status(&status, auth.private).await?;
-    Ok((StatusCode::CREATED, Json(status)))
+    let posted = state
+        .store
+        .post_status(&status, auth.private, idem.as_deref())
+        .await?;
+    Ok((posted, status))
 }
-
 /// Whether `viewer` may see what `author` posts: everyone for public
 /// accounts; the author and followers for private ones.
 pub async fn can_see(state: &AppState, viewer: Option<&AuthUser>, author: u64) -> ApiResult<bool> {
@@ -167,9 +216,12 @@ pub async fn destroy(
 ) -> ApiResult<StatusCode> {
     auth.require(SCOPE_WRITE)?;
     let sid = path_id(&id, "status")?;
-    state
-        .store
-        .delete_status(sid, auth.uid, auth.private, now())
-        .await?;
+    let store = state.store.clone();
+    detached(async move {
+        Ok(store
+            .delete_status(sid, auth.uid, auth.private, now())
+            .await?)
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }

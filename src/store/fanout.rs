@@ -1,29 +1,45 @@
 //! Fan-out on write: a status id enters (or, for a delete, leaves) the home
-//! timeline of every follower of its author.
+//! timeline of every follower of its author, exactly once per follower.
 //!
-//! The first `fanout_inline` followers (oldest follows first) are reached
-//! before the POST or DELETE returns. The rest is cut into ranges of about
-//! `fanout_batch` followers, one task per range on the `fanout` STREAM, so
-//! that the workers of every process work them in parallel through a
-//! consumer group. A range runs between two cursors (score and member of a
-//! follower in the ZSET's order), not ranks, so followers who come and go
-//! meanwhile shift nothing: every follower falls in exactly one range, and
-//! the last range is open-ended. A worker that finds more than a batch in its
-//! range (people followed since) does a batch and queues the remainder; it
-//! finishes by adding that task and acknowledging its own in one MULTI/EXEC.
-//! A worker killed mid-batch leaves its task pending, and another worker
-//! reclaims it with XAUTOCLAIM after `reclaim_ms` and redoes the batch (ZADD,
-//! ZREM and the trim are idempotent).
+//! Durability: the script that stores a status (or deletes one) records the
+//! fan-out it owes as an entry of the `outbox` ZSET in the same atomic step,
+//! scored by a lease deadline. The request then reaches the first
+//! `fanout_inline` followers itself (oldest follows first), cuts the rest
+//! into ranges of about `fanout_batch` followers and, in one script, retires
+//! the outbox entry and queues one task per range on the `fanout` STREAM,
+//! where the workers of every process work them through a consumer group.
+//! If the request dies or its client hangs up first, the entry's lease runs
+//! out and a worker's sweeper claims it and does the same work
+//! ([`Store::complete_op`]); only whoever retires the entry queues the
+//! ranges, so nothing is queued twice.
+//!
+//! A range runs between two cursors (score and member of a follower in the
+//! ZSET's order), not ranks, so followers who come and go meanwhile shift
+//! nothing: every follower falls in exactly one range, and the last range is
+//! open-ended. Pages are read by `fanout_page.lua`, exact with any number of
+//! followers sharing one follow time. A worker that finds more than a batch
+//! in its range does a batch and queues the remainder in the same script
+//! that acknowledges its own task (`fanout_ack.lua`); a worker killed
+//! mid-batch leaves its task pending, another reclaims it with XAUTOCLAIM
+//! after `reclaim_ms` and redoes the batch, and only the first
+//! acknowledgement queues the remainder.
+//!
+//! A batch is compensated so that late work leaves nothing behind: after
+//! adding a status to homes it re-reads, in the same pipeline, whether each
+//! follower still follows the author (the follower's `following` set, the
+//! authority) and whether the status still exists, and takes it out of the
+//! homes where either is no longer so. An unfollow or delete that commits
+//! before that re-read is seen by it; one that commits after it runs its own
+//! home clean-up after the add, so either way the id does not stay.
 
+use super::events::follow_body;
 use super::{Store, StoreResult};
-use crate::model::HOME_CAP;
+use crate::model::{now, HOME_CAP};
 use redis::aio::ConnectionManager;
 use redis::AsyncCommands;
 
 /// The consumer group of the fan-out workers.
 pub const GROUP: &str = "workers";
-/// Followers fetched beyond the batch to step over ties at the cursor's score.
-const TIE_SLACK: usize = 64;
 
 /// What a fan-out task does to each follower's home timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +55,87 @@ impl FanoutKind {
         match self {
             FanoutKind::Post => "post",
             FanoutKind::Delete => "delete",
+        }
+    }
+
+    fn parse(s: &str) -> Option<FanoutKind> {
+        match s {
+            "post" => Some(FanoutKind::Post),
+            "delete" => Some(FanoutKind::Delete),
+            _ => None,
+        }
+    }
+}
+
+/// Work a committed write still owes, as recorded in the outbox in the same
+/// atomic step as the write. Encoded as `|`-separated fields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Fan a post or a delete out to the author's followers.
+    Fanout {
+        /// Post or delete.
+        kind: FanoutKind,
+        /// The status.
+        status_id: u64,
+        /// Its author.
+        uid: u64,
+        /// The status's score in homes (for a delete, the time of the delete).
+        at: f64,
+    },
+    /// Apply a follow change to the followee's keys and the follower's home,
+    /// and emit its event (steps 2 and 3 of a follow).
+    Follow {
+        /// The follower.
+        source: u64,
+        /// The followee.
+        target: u64,
+        /// Follow (true) or unfollow.
+        follow: bool,
+        /// Sequence stamped by step 1.
+        seq: i64,
+        /// Time of the change.
+        at: f64,
+    },
+}
+
+impl Op {
+    /// The outbox member.
+    pub fn encode(&self) -> String {
+        match self {
+            Op::Fanout {
+                kind,
+                status_id,
+                uid,
+                at,
+            } => format!("{}|{status_id}|{uid}|{at}", kind.as_str()),
+            Op::Follow {
+                source,
+                target,
+                follow,
+                seq,
+                at,
+            } => format!("follow|{source}|{target}|{}|{seq}|{at}", u8::from(*follow)),
+        }
+    }
+
+    /// Parses an outbox member.
+    pub fn decode(s: &str) -> Option<Op> {
+        let parts: Vec<&str> = s.split('|').collect();
+        match parts.as_slice() {
+            ["follow", source, target, flag, seq, at] => Some(Op::Follow {
+                source: source.parse().ok()?,
+                target: target.parse().ok()?,
+                follow: *flag == "1",
+                seq: seq.parse().ok()?,
+                at: at.parse().ok()?,
+            }),
+            [kind, sid, uid, at] => Some(Op::Fanout {
+                kind: FanoutKind::parse(kind)?,
+                status_id: sid.parse().ok()?,
+                uid: uid.parse().ok()?,
+                at: at.parse().ok()?,
+            }),
+            _ => None,
         }
     }
 }
@@ -65,52 +162,44 @@ pub struct FanoutTask {
 }
 
 impl FanoutTask {
-    /// Whether the follower (`member`, `score`) lies in the range.
-    fn covers(&self, member: &str, score: f64) -> bool {
-        let after_start = score > self.cursor_score
-            || (score == self.cursor_score && member > self.cursor_member.as_str());
-        let before_end = score < self.end_score
-            || (score == self.end_score && member <= self.end_member.as_str());
-        after_start && before_end
-    }
-}
-
-impl FanoutTask {
-    fn fields(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("kind", self.kind.as_str().to_string()),
-            ("sid", self.status_id.to_string()),
-            ("uid", self.uid.to_string()),
-            ("posted", self.posted.to_string()),
-            ("cs", self.cursor_score.to_string()),
-            ("cm", self.cursor_member.clone()),
-            ("es", self.end_score.to_string()),
-            ("em", self.end_member.clone()),
-        ]
+    /// Whether the follower (`member`, `score`) is at or before the range's end.
+    fn before_end(&self, member: &str, score: f64) -> bool {
+        score < self.end_score || (score == self.end_score && member <= self.end_member.as_str())
     }
 
-    fn from_fields(fields: &[String]) -> Option<FanoutTask> {
-        let get = |k: &str| {
-            fields
-                .chunks(2)
-                .find(|kv| kv.len() == 2 && kv[0] == k)
-                .map(|kv| kv[1].as_str())
+    /// The stream entry's single field `t`.
+    fn encode(&self) -> String {
+        format!(
+            "{}|{}|{}|{}|{}|{}|{}|{}",
+            self.kind.as_str(),
+            self.status_id,
+            self.uid,
+            self.posted,
+            self.cursor_score,
+            self.cursor_member,
+            self.end_score,
+            self.end_member
+        )
+    }
+
+    fn decode(fields: &[String]) -> Option<FanoutTask> {
+        let t = fields
+            .chunks(2)
+            .find(|kv| kv.len() == 2 && kv[0] == "t")
+            .map(|kv| kv[1].as_str())?;
+        let p: Vec<&str> = t.split('|').collect();
+        let [kind, sid, uid, posted, cs, cm, es, em] = p.as_slice() else {
+            return None;
         };
         Some(FanoutTask {
-            kind: match get("kind")? {
-                "post" => FanoutKind::Post,
-                "delete" => FanoutKind::Delete,
-                _ => return None,
-            },
-            status_id: get("sid")?.parse().ok()?,
-            uid: get("uid")?.parse().ok()?,
-            posted: get("posted")?.parse().ok()?,
-            cursor_score: get("cs")?.parse().ok()?,
-            cursor_member: get("cm")?.to_string(),
-            end_score: get("es")
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(f64::INFINITY),
-            end_member: get("em").unwrap_or("").to_string(),
+            kind: FanoutKind::parse(kind)?,
+            status_id: sid.parse().ok()?,
+            uid: uid.parse().ok()?,
+            posted: posted.parse().ok()?,
+            cursor_score: cs.parse().ok()?,
+            cursor_member: cm.to_string(),
+            end_score: es.parse().ok()?,
+            end_member: em.to_string(),
         })
     }
 }
@@ -125,18 +214,81 @@ pub enum Step {
 }
 
 impl Store {
-    /// Reaches the first followers inline and queues the rest.
-    pub async fn fanout(
+    /// The outbox lease deadline for work starting now.
+    pub(crate) fn lease_deadline(&self) -> f64 {
+        now() + self.outbox_lease
+    }
+
+    /// Does what an outbox entry owes and retires it. Safe to run more than
+    /// once for the same entry, concurrently too: every step is idempotent
+    /// and only the call that retires the entry queues follow-up tasks.
+    pub async fn complete_op(&self, op: &Op) -> StoreResult<()> {
+        match *op {
+            Op::Fanout {
+                kind,
+                status_id,
+                uid,
+                at,
+            } => self.fanout(op, kind, status_id, uid, at).await.map(|_| ()),
+            Op::Follow {
+                source,
+                target,
+                follow,
+                seq,
+                at,
+            } => {
+                self.follow_steps(source, target, follow, seq, at, Some(op))
+                    .await
+            }
+        }
+    }
+
+    /// Claims outbox entries whose lease ran out, for a worker to complete.
+    pub async fn claim_ops(&self, most: usize) -> StoreResult<Vec<(String, Option<Op>)>> {
+        let mut conn = self.conn();
+        let ops: Vec<String> = self
+            .scripts
+            .outbox_claim
+            .key(self.keys.outbox())
+            .arg(now())
+            .arg(self.lease_deadline())
+            .arg(most)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(ops
+            .into_iter()
+            .map(|raw| {
+                let op = Op::decode(&raw);
+                (raw, op)
+            })
+            .collect())
+    }
+
+    /// Drops an outbox entry that cannot be parsed (written by a foreign
+    /// version), so it is not claimed for ever.
+    pub async fn drop_op(&self, raw: &str) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: () = conn.zrem(self.keys.outbox(), raw).await?;
+        Ok(())
+    }
+
+    /// Entries in the outbox (work owed by committed writes).
+    pub async fn outbox_depth(&self) -> StoreResult<u64> {
+        let mut conn = self.conn();
+        Ok(conn.zcard(self.keys.outbox()).await?)
+    }
+
+    /// Reaches the first followers inline, then retires the outbox entry
+    /// `op` and queues the rest in one step.
+    async fn fanout(
         &self,
+        op: &Op,
         kind: FanoutKind,
         status_id: u64,
         uid: u64,
         posted: f64,
     ) -> StoreResult<usize> {
         let mut conn = self.conn();
-        let followers: Vec<(String, f64)> = conn
-            .zrange_withscores(self.keys.followers(uid), 0, self.fanout_inline as isize - 1)
-            .await?;
         let task = FanoutTask {
             kind,
             status_id,
@@ -147,76 +299,183 @@ impl Store {
             end_score: f64::INFINITY,
             end_member: String::new(),
         };
+        let followers = self.page(&mut conn, &task, self.fanout_inline).await?;
         self.apply(&mut conn, &task, &followers).await?;
-        if followers.len() < self.fanout_inline {
-            return Ok(followers.len());
-        }
-        // Cut the rest into ranges at every `fanout_batch`-th follower.
-        let n: usize = conn.zcard(self.keys.followers(uid)).await?;
-        let mut cuts: Vec<(f64, String)> = followers
-            .last()
-            .map(|(m, s)| (*s, m.clone()))
-            .into_iter()
-            .collect();
-        let ranks: Vec<usize> = (1..)
-            .map(|k| self.fanout_inline - 1 + k * self.fanout_batch)
-            .take_while(|r| *r + 1 < n)
-            .collect();
-        if !ranks.is_empty() {
-            let mut pipe = redis::pipe();
-            for r in &ranks {
-                pipe.zrange_withscores(self.keys.followers(uid), *r as isize, *r as isize);
+        let mut tasks = Vec::new();
+        if followers.len() >= self.fanout_inline {
+            // Cut the rest into ranges at every `fanout_batch`-th follower.
+            let n: usize = conn.zcard(self.keys.followers(uid)).await?;
+            let mut cuts: Vec<(f64, String)> = followers
+                .last()
+                .map(|(m, s)| (*s, m.clone()))
+                .into_iter()
+                .collect();
+            let ranks: Vec<usize> = (1..)
+                .map(|k| self.fanout_inline - 1 + k * self.fanout_batch)
+                .take_while(|r| *r + 1 < n)
+                .collect();
+            if !ranks.is_empty() {
+                let mut pipe = redis::pipe();
+                for r in &ranks {
+                    pipe.zrange_withscores(self.keys.followers(uid), *r as isize, *r as isize);
+                }
+                let found: Vec<Vec<(String, f64)>> = pipe.query_async(&mut conn).await?;
+                cuts.extend(found.into_iter().flatten().map(|(m, s)| (s, m)));
             }
-            let found: Vec<Vec<(String, f64)>> = pipe.query_async(&mut conn).await?;
-            cuts.extend(found.into_iter().flatten().map(|(m, s)| (s, m)));
+            for (i, (cs, cm)) in cuts.iter().enumerate() {
+                let (end_score, end_member) = cuts
+                    .get(i + 1)
+                    .cloned()
+                    .unwrap_or((f64::INFINITY, String::new()));
+                let range = FanoutTask {
+                    cursor_score: *cs,
+                    cursor_member: cm.clone(),
+                    end_score,
+                    end_member,
+                    ..task.clone()
+                };
+                tasks.push(range.encode());
+            }
         }
-        let mut pipe = redis::pipe();
-        for (i, (cs, cm)) in cuts.iter().enumerate() {
-            let (end_score, end_member) = cuts
-                .get(i + 1)
-                .cloned()
-                .unwrap_or((f64::INFINITY, String::new()));
-            let range = FanoutTask {
-                cursor_score: *cs,
-                cursor_member: cm.clone(),
-                end_score,
-                end_member,
-                ..task.clone()
-            };
-            pipe.xadd(self.keys.fanout(), "*", &range.fields()).ignore();
+        let mut inv = self.scripts.outbox_finish.prepare_invoke();
+        inv.key(self.keys.outbox())
+            .key(self.keys.fanout())
+            .arg(op.encode());
+        for t in &tasks {
+            inv.arg(t);
         }
-        let _: () = pipe.query_async(&mut conn).await?;
+        let _: i64 = inv.invoke_async(&mut conn).await?;
         Ok(followers.len())
     }
 
-    /// Applies a task to a batch of followers in one pipeline.
+    /// Up to `limit` followers of the task's author after its cursor (and at
+    /// most its end), in the followers ZSET's order.
+    async fn page(
+        &self,
+        conn: &mut ConnectionManager,
+        task: &FanoutTask,
+        limit: usize,
+    ) -> StoreResult<Vec<(String, f64)>> {
+        let raw: Vec<(String, f64)> = self
+            .scripts
+            .fanout_page
+            .key(self.keys.followers(task.uid))
+            .arg(task.cursor_score.to_string())
+            .arg(&task.cursor_member)
+            .arg(limit)
+            .invoke_async(conn)
+            .await?;
+        Ok(raw
+            .into_iter()
+            .take_while(|(m, s)| task.before_end(m, *s))
+            .collect())
+    }
+
+    /// Applies a task to a batch of followers, compensated (see the module
+    /// docs): a post is taken back out of the homes of followers who have
+    /// unfollowed meanwhile, and out of every home if the status has gone.
     async fn apply(
         &self,
         conn: &mut ConnectionManager,
         task: &FanoutTask,
         followers: &[(String, f64)],
     ) -> StoreResult<()> {
-        if followers.is_empty() {
+        let ids: Vec<u64> = followers
+            .iter()
+            .filter_map(|(m, _)| m.parse::<u64>().ok())
+            .collect();
+        if ids.is_empty() {
             return Ok(());
         }
         let mut pipe = redis::pipe();
-        for (member, _) in followers {
-            let Ok(follower) = member.parse::<u64>() else {
-                continue;
-            };
-            let home = self.keys.home(follower);
-            match task.kind {
-                FanoutKind::Post => {
+        match task.kind {
+            FanoutKind::Delete => {
+                for &follower in &ids {
+                    pipe.zrem(self.keys.home(follower), task.status_id).ignore();
+                }
+                let _: () = pipe.query_async(conn).await?;
+                return Ok(());
+            }
+            FanoutKind::Post => {
+                for &follower in &ids {
+                    let home = self.keys.home(follower);
                     pipe.zadd(&home, task.status_id, task.posted).ignore();
                     pipe.zremrangebyrank(&home, 0, -(HOME_CAP as isize) - 1)
                         .ignore();
                 }
-                FanoutKind::Delete => {
-                    pipe.zrem(&home, task.status_id).ignore();
+                for &follower in &ids {
+                    pipe.zscore(self.keys.following(follower), task.uid);
                 }
+                pipe.exists(self.keys.status(task.status_id));
             }
         }
-        let _: () = pipe.query_async(conn).await?;
+        let mut reply: Vec<redis::Value> = pipe.query_async(conn).await?;
+        let exists: bool = reply
+            .pop()
+            .map(|v| redis::from_redis_value(v).unwrap_or(true))
+            .unwrap_or(true);
+        let undo: Vec<u64> = ids
+            .iter()
+            .zip(reply)
+            .filter(|(_, score)| !exists || matches!(score, redis::Value::Nil))
+            .map(|(id, _)| *id)
+            .collect();
+        if !undo.is_empty() {
+            let mut pipe = redis::pipe();
+            for follower in undo {
+                pipe.zrem(self.keys.home(follower), task.status_id).ignore();
+            }
+            let _: () = pipe.query_async(conn).await?;
+        }
+        Ok(())
+    }
+
+    /// Steps 2 and 3 of a follow change; step 3 emits the event when `op`
+    /// (the outbox entry of step 1) is still there to retire.
+    pub(crate) async fn follow_steps(
+        &self,
+        source: u64,
+        target: u64,
+        follow: bool,
+        seq: i64,
+        at: f64,
+        op: Option<&Op>,
+    ) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let flag = if follow { "1" } else { "0" };
+        let reply: redis::Value = self
+            .scripts
+            .follow_target
+            .key(self.keys.followers(target))
+            .key(self.keys.user(target))
+            .key(self.keys.follower_seq(target))
+            .key(self.keys.profile(target))
+            .arg(source)
+            .arg(flag)
+            .arg(seq)
+            .arg(at)
+            .arg(HOME_CAP)
+            .invoke_async(&mut conn)
+            .await?;
+        let newest: Vec<String> = match redis::from_redis_value::<(i64, Vec<String>)>(reply) {
+            Ok((_, newest)) => newest,
+            Err(_) => Vec::new(),
+        };
+        let mut inv = self.scripts.follow_home.prepare_invoke();
+        inv.key(self.keys.following(source))
+            .key(self.keys.home(source))
+            .key(self.keys.outbox())
+            .key(self.keys.events())
+            .arg(target)
+            .arg(HOME_CAP)
+            .arg(op.map(Op::encode).unwrap_or_default())
+            .arg(self.replay_maxlen)
+            .arg(self.keys.channel())
+            .arg(follow_body(source, target, follow, at));
+        for item in &newest {
+            inv.arg(item);
+        }
+        let _: i64 = inv.invoke_async(&mut conn).await?;
         Ok(())
     }
 
@@ -257,7 +516,7 @@ impl Store {
                 .query_async(conn)
                 .await?;
         if let Some((id, fields)) = claimed.into_iter().next() {
-            return Ok(Some((id, FanoutTask::from_fields(&fields))));
+            return Ok(Some((id, FanoutTask::decode(&fields))));
         }
         type Reply = Option<Vec<(String, Vec<(String, Vec<String>)>)>>;
         let reply: Reply = redis::cmd("XREADGROUP")
@@ -277,13 +536,13 @@ impl Store {
             .and_then(|streams| streams.into_iter().next())
             .and_then(|(_, entries)| entries.into_iter().next());
         Ok(entry.map(|(id, fields)| {
-            let task = FanoutTask::from_fields(&fields);
+            let task = FanoutTask::decode(&fields);
             (id, task)
         }))
     }
 
-    /// Does the batch of a claimed task, queues the next batch and
-    /// acknowledges this one atomically.
+    /// Does the batch of a claimed task, then acknowledges it and queues the
+    /// rest of its range in one step.
     pub async fn work_fanout(
         &self,
         conn: &mut ConnectionManager,
@@ -296,27 +555,10 @@ impl Store {
             let live = task.kind == FanoutKind::Delete
                 || conn.exists(self.keys.status(task.status_id)).await?;
             if live {
-                let raw: Vec<(String, f64)> = redis::cmd("ZRANGE")
-                    .arg(self.keys.followers(task.uid))
-                    .arg(task.cursor_score)
-                    .arg(task.end_score)
-                    .arg("BYSCORE")
-                    .arg("LIMIT")
-                    .arg(0)
-                    .arg(self.fanout_batch + TIE_SLACK)
-                    .arg("WITHSCORES")
-                    .query_async(conn)
-                    .await?;
-                let full = raw.len() == self.fanout_batch + TIE_SLACK;
-                let mut batch: Vec<(String, f64)> = raw
-                    .into_iter()
-                    .filter(|(m, s)| task.covers(m, *s))
-                    .collect();
-                let more = full || batch.len() > self.fanout_batch;
-                batch.truncate(self.fanout_batch);
+                let batch = self.page(conn, task, self.fanout_batch).await?;
                 self.apply(conn, task, &batch).await?;
                 reached = batch.len();
-                if more {
+                if batch.len() == self.fanout_batch {
                     if let Some((m, s)) = batch.last() {
                         next = Some(FanoutTask {
                             cursor_score: *s,
@@ -327,17 +569,17 @@ impl Store {
                 }
             }
         }
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        if let Some(next) = &next {
-            pipe.xadd(self.keys.fanout(), "*", &next.fields()).ignore();
-        }
-        pipe.xack(self.keys.fanout(), GROUP, &[entry_id]).ignore();
-        pipe.xdel(self.keys.fanout(), &[entry_id]).ignore();
-        let _: () = pipe.query_async(conn).await?;
+        let _: i64 = self
+            .scripts
+            .fanout_ack
+            .key(self.keys.fanout())
+            .arg(GROUP)
+            .arg(entry_id)
+            .arg(next.map(|n| n.encode()).unwrap_or_default())
+            .invoke_async(conn)
+            .await?;
         Ok(Step::Done(reached))
     }
-
     /// Tasks queued or in progress.
     pub async fn fanout_depth(&self) -> StoreResult<u64> {
         let mut conn = self.conn();

@@ -4,9 +4,8 @@
 //! home timeline gains or loses the followee's newest statuses (step 3).
 //! Each step touches one user's keys only, and any step may be retried.
 
-use super::events::follow_body;
+use super::fanout::Op;
 use super::{parse_id, Store, StoreError, StoreResult};
-use crate::model::HOME_CAP;
 use redis::AsyncCommands;
 
 /// One page of a follower or following list.
@@ -37,48 +36,31 @@ impl Store {
         }
         let mut conn = self.conn();
         let flag = if follow { "1" } else { "0" };
-        let (changed, seq, _following): (i64, i64, i64) = self
+        let (changed, seq, _following, op): (i64, i64, i64, String) = self
             .scripts
             .follow_source
             .key(self.keys.following(source))
             .key(self.keys.user(source))
+            .key(self.keys.outbox())
             .arg(target)
             .arg(flag)
-            .arg(now)
+            // As text in Rust's own form, which the script copies into the
+            // outbox op, so that `Op::encode` gives back the same member.
+            .arg(now.to_string())
+            .arg(format!("follow|{source}|{target}|{flag}|"))
+            .arg(self.lease_deadline())
             .invoke_async(&mut conn)
             .await?;
-        let reply: redis::Value = self
-            .scripts
-            .follow_target
-            .key(self.keys.followers(target))
-            .key(self.keys.user(target))
-            .key(self.keys.follower_seq(target))
-            .key(self.keys.profile(target))
-            .arg(source)
-            .arg(flag)
-            .arg(seq)
-            .arg(now)
-            .arg(HOME_CAP)
-            .invoke_async(&mut conn)
-            .await?;
-        let newest: Vec<String> = match redis::from_redis_value::<(i64, Vec<String>)>(reply) {
-            Ok((_, newest)) => newest,
-            Err(_) => return Err(StoreError::NotFound("user")),
+        // Steps 2 and 3 run on a retry too (they are idempotent), so a
+        // follow whose first attempt died half way is completed by it; the
+        // event goes out with the step that retires the outbox entry.
+        let op = Op::decode(&op);
+        let at = match &op {
+            Some(Op::Follow { at, .. }) => *at,
+            _ => now,
         };
-        if !newest.is_empty() {
-            let mut inv = self.scripts.follow_home.prepare_invoke();
-            inv.key(self.keys.following(source))
-                .key(self.keys.home(source))
-                .arg(target)
-                .arg(HOME_CAP);
-            for item in &newest {
-                inv.arg(item);
-            }
-            let _: i64 = inv.invoke_async(&mut conn).await?;
-        }
-        if changed == 1 {
-            self.emit(&follow_body(source, target, follow, now)).await?;
-        }
+        self.follow_steps(source, target, follow, seq, at, op.as_ref())
+            .await?;
         Ok(changed == 1)
     }
 

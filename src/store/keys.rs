@@ -99,4 +99,12 @@ impl Keys {
     pub fn fanout(&self) -> String {
         format!("{}:{{g}}:fanout", self.prefix)
     }
+    /// ZSET: work committed writes still owe (op -> lease deadline).
+    pub fn outbox(&self) -> String {
+        format!("{}:{{g}}:outbox", self.prefix)
+    }
+    /// STRING: the first answer to a post with this idempotency key.
+    pub fn idempotency(&self, uid: u64, key: &str) -> String {
+        format!("{}:user:{{{uid}}}:idem:{key}", self.prefix)
+    }
 }

@@ -62,6 +62,10 @@ pub struct Scripts {
     pub(crate) follow_home: Script,
     pub(crate) drop_sessions: Script,
     pub(crate) record_view: Script,
+    pub(crate) fanout_page: Script,
+    pub(crate) fanout_ack: Script,
+    pub(crate) outbox_finish: Script,
+    pub(crate) outbox_claim: Script,
 }
 
 impl Scripts {
@@ -76,6 +80,10 @@ impl Scripts {
             follow_home: Script::new(include_str!("lua/follow_home.lua")),
             drop_sessions: Script::new(include_str!("lua/drop_sessions.lua")),
             record_view: Script::new(include_str!("lua/record_view.lua")),
+            fanout_page: Script::new(include_str!("lua/fanout_page.lua")),
+            fanout_ack: Script::new(include_str!("lua/fanout_ack.lua")),
+            outbox_finish: Script::new(include_str!("lua/outbox_finish.lua")),
+            outbox_claim: Script::new(include_str!("lua/outbox_claim.lua")),
         }
     }
 }
@@ -90,6 +98,9 @@ pub struct Store {
     pub(crate) replay_maxlen: u64,
     pub(crate) fanout_inline: usize,
     pub(crate) fanout_batch: usize,
+    /// Seconds a request owns the outbox entry of its write before a
+    /// worker may take the work over.
+    pub(crate) outbox_lease: f64,
     pub(crate) cache: Arc<cache::StatusCache>,
     pub(crate) sessions: Arc<cache::SessionCache>,
 }
@@ -114,6 +125,7 @@ impl Store {
             replay_maxlen: cfg.replay_maxlen,
             fanout_inline: cfg.fanout_inline.max(1),
             fanout_batch: cfg.fanout_batch.max(1),
+            outbox_lease: cfg.outbox_lease.max(0.1),
             cache: Arc::new(cache::StatusCache::new(cfg.status_cache)),
             sessions: Arc::new(cache::SessionCache::new()),
         })

@@ -2,12 +2,24 @@
 
 use super::cache::CachedStatus;
 use super::events::{delete_body, status_body};
-use super::fanout::FanoutKind;
+use super::fanout::{FanoutKind, Op};
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::{Status, HOME_CAP};
 use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// How long an `Idempotency-Key` of `POST /api/v1/statuses` is remembered, in seconds.
+pub const IDEMPOTENCY_TTL: u64 = 24 * 3600;
+
+/// What [`Store::post_status`] did.
+#[derive(Debug, Clone)]
+pub enum Posted {
+    /// Stored, with this event id.
+    Created(String),
+    /// The idempotency key was used before: the first answer (status JSON).
+    Duplicate(String),
+}
 
 /// Which page of a timeline to read.
 #[derive(Debug, Clone, Copy)]
@@ -35,11 +47,26 @@ impl Store {
     }
 
     /// Stores a status whose id came from [`Store::next_status_id`], emits its
-    /// event and fans it out. Returns the event id.
-    pub async fn post_status(&self, status: &Status, private: bool) -> StoreResult<String> {
+    /// event and fans it out. With an idempotency key already used by this
+    /// author within [`IDEMPOTENCY_TTL`], creates nothing and returns the
+    /// first answer.
+    pub async fn post_status(
+        &self,
+        status: &Status,
+        private: bool,
+        idempotency_key: Option<&str>,
+    ) -> StoreResult<Posted> {
         let sid = parse_id(&status.id)?;
         let uid = parse_id(&status.uid)?;
         let body = status_body(status, private);
+        let answer = serde_json::to_string(status)
+            .map_err(|e| StoreError::Internal(format!("status JSON: {e}")))?;
+        let op = Op::Fanout {
+            kind: FanoutKind::Post,
+            status_id: sid,
+            uid,
+            at: status.posted,
+        };
         let mut conn = self.conn();
         let mut inv = self.scripts.post_status.prepare_invoke();
         inv.key(self.keys.status(sid))
@@ -47,22 +74,33 @@ impl Store {
             .key(self.keys.profile(uid))
             .key(self.keys.home(uid))
             .key(self.keys.events())
+            .key(self.keys.outbox())
+            .key(match idempotency_key {
+                Some(k) => self.keys.idempotency(uid, k),
+                None => self.keys.user(uid),
+            })
             .arg(sid)
             .arg(status.posted)
             .arg(HOME_CAP)
             .arg(self.replay_maxlen)
             .arg(self.keys.channel())
-            .arg(&body);
+            .arg(&body)
+            .arg(op.encode())
+            .arg(self.lease_deadline())
+            .arg(if idempotency_key.is_some() { "1" } else { "0" })
+            .arg(IDEMPOTENCY_TTL)
+            .arg(&answer);
         for (k, v) in status.to_fields() {
             inv.arg(k).arg(v);
         }
         let reply: Vec<String> = inv.invoke_async(&mut conn).await?;
-        if reply.first().map(String::as_str) == Some("nouser") {
-            return Err(StoreError::NotFound("user"));
+        match reply.first().map(String::as_str) {
+            Some("nouser") => return Err(StoreError::NotFound("user")),
+            Some("dup") => return Ok(Posted::Duplicate(reply.into_iter().nth(1).unwrap_or_default())),
+            _ => {}
         }
-        self.fanout(FanoutKind::Post, sid, uid, status.posted)
-            .await?;
-        Ok(reply.into_iter().next().unwrap_or_default())
+        self.complete_op(&op).await?;
+        Ok(Posted::Created(reply.into_iter().next().unwrap_or_default()))
     }
 
     /// Deletes a status of `uid`'s: `NotFound` if there is none, `Forbidden`
@@ -85,6 +123,12 @@ impl Store {
                 "Only the author may delete a status.".into(),
             ));
         }
+        let op = Op::Fanout {
+            kind: FanoutKind::Delete,
+            status_id: sid,
+            uid,
+            at: now,
+        };
         let reply: Vec<String> = self
             .scripts
             .delete_status
@@ -93,17 +137,20 @@ impl Store {
             .key(self.keys.profile(uid))
             .key(self.keys.home(uid))
             .key(self.keys.events())
+            .key(self.keys.outbox())
             .arg(sid)
             .arg(uid)
             .arg(self.replay_maxlen)
             .arg(self.keys.channel())
             .arg(delete_body(sid, uid, now, private))
+            .arg(op.encode())
+            .arg(self.lease_deadline())
             .invoke_async(&mut conn)
             .await?;
         match reply.first().map(String::as_str) {
             Some("ok") => {
                 self.cache.forget(sid);
-                self.fanout(FanoutKind::Delete, sid, uid, now).await?;
+                self.complete_op(&op).await?;
                 Ok(())
             }
             Some("forbidden") => Err(StoreError::Forbidden(

@@ -17,23 +17,29 @@ use tokio::sync::oneshot;
 
 static INSTALL: Once = Once::new();
 
+/// Installs with apt-get what the tests run that a fresh Debian machine
+/// lacks: redis-server (for every test) and curl (for the walkthrough).
 fn ensure_redis_installed() {
     INSTALL.call_once(|| {
-        if Command::new("redis-server")
-            .arg("--version")
-            .output()
-            .is_ok()
-        {
+        let missing: Vec<&str> = [("redis-server", "redis-server"), ("curl", "curl")]
+            .into_iter()
+            .filter(|(bin, _)| Command::new(bin).arg("--version").output().is_err())
+            .map(|(_, package)| package)
+            .collect();
+        if missing.is_empty() {
             return;
         }
         let ok = Command::new("sh")
             .arg("-c")
-            .arg("(apt-get update -qq && apt-get install -y -qq redis-server) >/dev/null 2>&1")
+            .arg(format!(
+                "(apt-get update -qq && apt-get install -y -qq {}) >/dev/null 2>&1",
+                missing.join(" ")
+            ))
             .status()
             .is_ok_and(|s| s.success());
         assert!(
             ok,
-            "redis-server is missing and apt-get could not install it"
+            "{missing:?} missing and apt-get could not install them"
         );
     });
 }
@@ -583,5 +589,60 @@ impl StreamClient {
                 Err(_) => return false,
             }
         }
+    }
+}
+
+/// The firehose binary as a child process (`serve` or `worker`), for tests
+/// that kill it with SIGKILL or run several processes on one Redis.
+pub struct ServerProcess {
+    pub child: tokio::process::Child,
+    pub port: u16,
+}
+
+impl ServerProcess {
+    /// Starts `firehose serve` on a free port against `redis_url` and waits
+    /// until it answers /readyz.
+    pub async fn serve(redis_url: &str, env: &[(&str, &str)]) -> ServerProcess {
+        let port = free_port();
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_firehose"));
+        cmd.args([
+            "serve",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--redis-url",
+            redis_url,
+        ])
+        .env("FIREHOSE_JWT_SECRET", "test-secret-test-secret-test-secret")
+        .env("FIREHOSE_RATE_LIMITS", "off")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let child = cmd.spawn().expect("the firehose binary starts");
+        let server = ServerProcess { child, port };
+        let http = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(r) = http.get(server.url("/readyz")).send().await {
+                if r.status() == StatusCode::OK {
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "the server process never became ready");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        server
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.port, path)
+    }
+
+    /// SIGKILL: no shutdown, no clean-up, whatever it was doing.
+    pub async fn kill9(mut self) {
+        let _ = self.child.start_kill();
+        let _ = self.child.wait().await;
     }
 }

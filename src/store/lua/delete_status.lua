@@ -1,14 +1,19 @@
 -- delete_status: removes a status, its profile and home entries, recounts the
--- author's posts and emits the delete event.
+-- author's posts, emits the delete event and records the fan-out (removal
+-- from the followers' homes) still owed in the outbox.
 --
 -- Atomic: the ownership check and the removal happen with nothing in between,
 -- so two concurrent deletes cannot both succeed (the seed's lock-then-check
--- race), and the posts counter is recomputed from the profile ZSET.
+-- race), the posts counter is recomputed from the profile ZSET, and a delete
+-- that happened always has its fan-out recorded.
+--
+-- Keys: the status, the author's user keys (one slot), the global event
+-- buffer and outbox.
 --
 -- KEYS[1] status HASH  KEYS[2] author's user HASH  KEYS[3] profile ZSET
--- KEYS[4] home ZSET    KEYS[5] events STREAM
+-- KEYS[4] home ZSET    KEYS[5] events STREAM       KEYS[6] outbox ZSET
 -- ARGV[1] status id  ARGV[2] requesting uid  ARGV[3] MAXLEN  ARGV[4] channel
--- ARGV[5] event body JSON without "id"
+-- ARGV[5] event body JSON without "id"  ARGV[6] outbox op  ARGV[7] lease deadline
 -- Returns {"ok", event id, posts}, {"missing"} or {"forbidden"}.
 local owner = redis.call('HGET', KEYS[1], 'uid')
 if not owner then
@@ -24,4 +29,5 @@ local posts = redis.call('ZCARD', KEYS[3])
 redis.call('HSET', KEYS[2], 'posts', posts)
 local eid = redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[3], '*', 'e', ARGV[5])
 redis.call('PUBLISH', ARGV[4], '{"id":"' .. eid .. '",' .. ARGV[5]:sub(2))
+redis.call('ZADD', KEYS[6], ARGV[7], ARGV[6])
 return {'ok', eid, posts}

@@ -1,18 +1,38 @@
 -- post_status: stores a status, puts it on the author's profile and home
--- timelines, recounts the author's posts and emits the status event.
+-- timelines, recounts the author's posts, emits the status event and records
+-- the fan-out still owed in the outbox.
 --
 -- Atomic: readers never see the status without its event or the counter out
 -- of step with the profile timeline, because the counter is recomputed as
--- ZCARD of the profile inside the same script. The status id was taken by
--- INCR before the call, so a retry after a lost reply is harmless: the
+-- ZCARD of the profile inside the same script; and a stored status always
+-- has its fan-out recorded, so a client hanging up or the process dying
+-- after this script leaves the work in Redis (the outbox entry, finished by
+-- the request or later by a worker), never nothing. The status id was taken
+-- by INCR before the call, so a retry after a lost reply is harmless: the
 -- HSETNX guard makes the second run a no-op that returns the first event id.
+-- With an Idempotency-Key, a key already used returns the first answer and
+-- creates nothing.
+--
+-- Keys: the status, the author's user keys (one slot), the global event
+-- buffer and outbox. On Redis Cluster this is to become per-slot steps.
 --
 -- KEYS[1] status HASH  KEYS[2] author's user HASH  KEYS[3] profile ZSET
--- KEYS[4] home ZSET    KEYS[5] events STREAM
+-- KEYS[4] home ZSET    KEYS[5] events STREAM       KEYS[6] outbox ZSET
+-- KEYS[7] idempotency STRING (or the user HASH again when there is no key)
 -- ARGV[1] status id  ARGV[2] posted  ARGV[3] home cap  ARGV[4] MAXLEN
 -- ARGV[5] channel    ARGV[6] event body JSON without "id"
--- ARGV[7..] field, value pairs of the status HASH
--- Returns {event id, posts} or {"nouser"}.
+-- ARGV[7] outbox op  ARGV[8] outbox lease deadline
+-- ARGV[9] "1" when KEYS[7] is an idempotency key  ARGV[10] its TTL (s)
+-- ARGV[11] the answer (status JSON) kept under the idempotency key
+-- ARGV[12..] field, value pairs of the status HASH
+-- Returns {event id, posts}, {"dup", first answer} or {"nouser"}.
+local idem = ARGV[9] == '1'
+if idem then
+  local first = redis.call('GET', KEYS[7])
+  if first then
+    return {'dup', first}
+  end
+end
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return {'nouser'}
 end
@@ -20,7 +40,7 @@ if redis.call('HSETNX', KEYS[1], 'id', ARGV[1]) == 0 then
   return {redis.call('HGET', KEYS[1], 'event') or '', redis.call('ZCARD', KEYS[3])}
 end
 local fields = {}
-for i = 7, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 12, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[2], ARGV[1])
@@ -30,4 +50,8 @@ redis.call('HSET', KEYS[2], 'posts', posts)
 local eid = redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[4], '*', 'e', ARGV[6])
 redis.call('HSET', KEYS[1], 'event', eid)
 redis.call('PUBLISH', ARGV[5], '{"id":"' .. eid .. '",' .. ARGV[6]:sub(2))
+redis.call('ZADD', KEYS[6], ARGV[8], ARGV[7])
+if idem then
+  redis.call('SET', KEYS[7], ARGV[11], 'EX', ARGV[10])
+end
 return {eid, posts}

@@ -1,0 +1,176 @@
+//! Faults with real processes: clients that hang up mid-request, a server
+//! killed with SIGKILL mid-burst, races between fan-out and unfollow or
+//! delete, and follow times that tie. Each test counts what was lost and
+//! asserts that it is nothing.
+
+mod common;
+
+use common::{bulk_follow, bulk_users, homes_with, ServerProcess, TestApp};
+use futures::StreamExt;
+use redis::Commands;
+use serde_json::json;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+/// Every status id in `uid`'s profile timeline.
+fn profile_ids(app: &TestApp, uid: &str) -> Vec<String> {
+    let mut conn = app.redis.conn();
+    conn.zrange(format!("{}:user:{{{uid}}}:profile", app.cfg.key_prefix), 0, -1)
+        .unwrap()
+}
+
+/// Waits until no committed write owes any work (outbox and fan-out queue empty).
+async fn drained(app: &TestApp) {
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    app.eventually("the outbox and the fan-out queue are empty", || async {
+        store.outbox_depth().await.unwrap() == 0 && store.fanout_depth().await.unwrap() == 0
+    })
+    .await;
+}
+
+/// For every status of the author, how many followers lack it at home.
+fn missing_from_homes(app: &TestApp, author: &str, fans: &[u64]) -> (usize, usize) {
+    let ids = profile_ids(app, author);
+    let missing = ids
+        .iter()
+        .map(|sid| fans.len() - homes_with(app, fans, sid))
+        .sum();
+    (ids.len(), missing)
+}
+
+#[tokio::test]
+async fn statuses_whose_client_hangs_up_mid_post_still_reach_every_follower() {
+    let app = TestApp::start_with(|c| {
+        c.fanout_inline = 200;
+        c.fanout_batch = 200;
+    })
+    .await;
+    let (author, token) = app.user("hangup").await;
+    let fans = bulk_users(&app, "hf", 1200).await;
+    bulk_follow(&app, &fans, author.parse().unwrap()).await;
+    for i in 0..20 {
+        let body = json!({"message": format!("posted and gone {i}")}).to_string();
+        let request = format!(
+            "POST /api/v1/statuses HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let mut socket = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+        socket.write_all(request.as_bytes()).await.unwrap();
+        // Hang up without reading the answer, at once or a little later
+        // (while the token is checked, the status stored, or fanned out).
+        tokio::time::sleep(Duration::from_millis(i % 5 * 2)).await;
+        drop(socket);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drained(&app).await;
+    let (stored, missing) = missing_from_homes(&app, &author, &fans);
+    println!("hang-ups: {stored} of 20 statuses stored, {missing} (status, follower) pairs missing");
+    assert!(stored > 0, "no post got far enough to be stored");
+    assert_eq!(missing, 0);
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_burst_leaves_its_fanout_to_the_next_process() {
+    // The in-process app only sets up and reads: no workers of its own.
+    let app = TestApp::start_with(|c| c.workers = 0).await;
+    let (author, token) = app.user("killed").await;
+    let fans = bulk_users(&app, "kf", 600).await;
+    bulk_follow(&app, &fans, author.parse().unwrap()).await;
+    let env = [("FIREHOSE_OUTBOX_LEASE", "1")];
+    let first = ServerProcess::serve(&app.redis.url(), &env).await;
+    let url = first.url("/api/v1/statuses");
+    let http = reqwest::Client::new();
+    let posts = futures::stream::iter(0..200)
+        .map(|i| {
+            let req = http
+                .post(&url)
+                .bearer_auth(&token)
+                .json(&json!({"message": format!("burst {i}")}));
+            async move { req.send().await.map(|r| r.status().as_u16()).unwrap_or(0) }
+        })
+        .buffer_unordered(16);
+    // Kill the process after a few posts have been answered.
+    let answered: Vec<u16> = posts.take(20).collect().await;
+    first.kill9().await;
+    assert!(answered.iter().all(|s| *s == 201), "{answered:?}");
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let owed = store.outbox_depth().await.unwrap();
+    let (stored, missing_before) = missing_from_homes(&app, &author, &fans);
+    // A new process (with workers) finishes what the dead one owed.
+    let second = ServerProcess::serve(&app.redis.url(), &env).await;
+    drained(&app).await;
+    let (stored_after, missing) = missing_from_homes(&app, &author, &fans);
+    println!(
+        "kill -9: {stored} statuses stored, {owed} writes owed in the outbox, \
+         {missing_before} (status, follower) pairs missing right after the kill, {missing} after restart"
+    );
+    assert!(stored >= 20);
+    assert_eq!(stored_after, stored);
+    assert_eq!(missing, 0);
+    second.kill9().await;
+}
+
+#[tokio::test]
+async fn followers_sharing_one_follow_time_are_each_reached_once() {
+    let app = TestApp::start_with(|c| {
+        c.fanout_inline = 100;
+        c.fanout_batch = 100;
+    })
+    .await;
+    let (author, token) = app.user("importer").await;
+    let target: u64 = author.parse().unwrap();
+    let fans = bulk_users(&app, "tie", 2500).await;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    // One follow time for everyone, as an import would give.
+    futures::stream::iter(fans.clone())
+        .map(|f| {
+            let store = store.clone();
+            async move { store.set_follow(f, target, true, 1_700_000_000.0).await.unwrap() }
+        })
+        .buffer_unordered(64)
+        .collect::<Vec<_>>()
+        .await;
+    let sid = app.say(&token, "to everyone who imported me").await;
+    drained(&app).await;
+    assert_eq!(homes_with(&app, &fans, &sid), 2500);
+}
+
+#[tokio::test]
+async fn unfollows_and_deletes_racing_a_fanout_leave_nothing_behind() {
+    let app = TestApp::start_with(|c| {
+        c.fanout_inline = 50;
+        c.fanout_batch = 50;
+        c.workers = 4;
+    })
+    .await;
+    let (author, token) = app.user("racer").await;
+    let target: u64 = author.parse().unwrap();
+    let fans = bulk_users(&app, "rf", 1500).await;
+    bulk_follow(&app, &fans, target).await;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    // Everyone unfollows while the workers fan a status out.
+    let kept = app.say(&token, "racing the unfollows").await;
+    futures::stream::iter(fans.clone())
+        .map(|f| {
+            let store = store.clone();
+            async move { store.set_follow(f, target, false, firehose::model::now()).await.unwrap() }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await;
+    drained(&app).await;
+    assert_eq!(homes_with(&app, &fans, &kept), 0, "an unfollowed author's status stayed");
+    // Follow again, then delete a status while its fan-out runs.
+    bulk_follow(&app, &fans, target).await;
+    let gone = app.say(&token, "deleted at once").await;
+    let (status, _) = app
+        .delete(&format!("/api/v1/statuses/{gone}"), Some(&token))
+        .await;
+    assert_eq!(status, reqwest::StatusCode::NO_CONTENT);
+    drained(&app).await;
+    assert_eq!(homes_with(&app, &fans, &gone), 0, "a deleted status stayed in a home");
+    // The first status is back in every home through the follow backfill.
+    assert_eq!(homes_with(&app, &fans, &kept), 1500);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+}
