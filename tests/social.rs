@@ -79,11 +79,33 @@ async fn registration_rejects_each_invalid_field_with_400() {
     let resp = app
         .http
         .post(app.url("/api/v1/users"))
+        .header("content-type", "application/json")
         .body("{not json")
         .send()
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    // A valid JSON body under another Content-Type, or none, is 415.
+    let valid = json!({"login": "typed", "name": "n", "email": "t@y", "password": "12345678"});
+    for content_type in [None, Some("text/plain"), Some("application/x-www-form-urlencoded")] {
+        let mut req = app.http.post(app.url("/api/v1/users")).body(valid.to_string());
+        if let Some(t) = content_type {
+            req = req.header("content-type", t);
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE, "{content_type:?}");
+        let err: Value = resp.json().await.unwrap();
+        assert_eq!(err["error"]["code"], "unsupported_media_type");
+    }
+    let resp = app
+        .http
+        .post(app.url("/api/v1/users"))
+        .header("content-type", "Application/JSON; charset=utf-8")
+        .body(valid.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::CREATED);
     // Edge values that are valid.
     let (status, _) = app
         .post(
@@ -995,4 +1017,48 @@ async fn shutdown_returns_once_everything_has_stopped() {
     tokio::time::timeout(Duration::from_secs(20), app.shutdown())
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn an_idempotency_key_makes_a_retried_post_answer_the_first_status() {
+    let app = TestApp::start().await;
+    let (uid, token) = app.user("retrier").await;
+    let (_, other) = app.user("otherposter").await;
+    let post = |token: String, key: &'static str, message: &'static str| {
+        let req = app
+            .http
+            .post(app.url("/api/v1/statuses"))
+            .bearer_auth(token)
+            .header("idempotency-key", key)
+            .json(&json!({"message": message}));
+        async move {
+            let resp = req.send().await.unwrap();
+            let status = resp.status();
+            (status, resp.json::<Value>().await.unwrap())
+        }
+    };
+    let (s1, first) = post(token.clone(), "k-1", "only once").await;
+    let (s2, again) = post(token.clone(), "k-1", "only once").await;
+    assert_eq!((s1, s2), (StatusCode::CREATED, StatusCode::CREATED));
+    assert_eq!(first, again, "the retry answers the first status");
+    // Ten concurrent retries with one key create one status between them.
+    let racing: Vec<(StatusCode, Value)> =
+        futures::future::join_all((0..10).map(|_| post(token.clone(), "k-2", "raced"))).await;
+    let ids: std::collections::HashSet<String> = racing
+        .iter()
+        .map(|(_, s)| s["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 1, "{racing:?}");
+    let (_, me) = app.get(&format!("/api/v1/users/{uid}"), None).await;
+    assert_eq!(me["posts"], 2);
+    // Keys are per user; a fresh key creates a new status.
+    let (_, theirs) = post(other, "k-1", "someone else's k-1").await;
+    assert_ne!(theirs["id"], first["id"]);
+    let (_, fresh) = post(token.clone(), "k-3", "another").await;
+    assert_ne!(fresh["id"], first["id"]);
+    // Keys longer than 64 bytes, or with control characters, are refused.
+    let long: &'static str = Box::leak("x".repeat(65).into_boxed_str());
+    let (status, err) = post(token.clone(), long, "too long a key").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(err["error"]["code"], "invalid_idempotency_key");
 }

@@ -109,14 +109,36 @@ async fn observe(req: Request, next: Next) -> Response {
     response
 }
 
-/// A JSON request body, read whatever the Content-Type (curl -d sends a form
-/// type), with contract-shaped errors: 413 when too large, 400 otherwise.
+/// A JSON request body with contract-shaped errors: 415 unless the
+/// Content-Type is `application/json` (or a `+json` type), 413 when too
+/// large, 400 when it is not valid JSON of the expected shape.
 pub struct JsonBody<T>(pub T);
+
+/// Whether a Content-Type header names JSON (`application/json`, with or
+/// without parameters, or an `application/*+json` type).
+fn is_json_type(value: Option<&HeaderValue>) -> bool {
+    let Some(essence) = value
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .map(|v| v.trim().to_ascii_lowercase())
+    else {
+        return false;
+    };
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !is_json_type(req.headers().get(header::CONTENT_TYPE)) {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "Send the body as JSON with Content-Type: application/json.",
+            ));
+        }
         let bytes = Bytes::from_request(req, state).await.map_err(|e| match e {
             BytesRejection::FailedToBufferBody(_)
                 if e.status() == StatusCode::PAYLOAD_TOO_LARGE =>
