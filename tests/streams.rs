@@ -207,12 +207,51 @@ async fn filter_parameters_out_of_bounds_get_400_naming_the_parameter() {
             .unwrap()
             .contains("rate"));
     }
-    for query in ["count=1001", "last_event_id=garbage"] {
-        let s = app
-            .stream(&format!("/api/v1/stream/sample?{query}"), Some(&token), &[])
-            .await;
-        assert_eq!(s.status, StatusCode::BAD_REQUEST, "{query}");
+    let s = app
+        .stream("/api/v1/stream/sample?count=1001", Some(&token), &[])
+        .await;
+    assert_eq!(s.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn a_resume_point_the_buffer_cannot_serve_opens_the_stream_with_resume_gap() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("resumer").await;
+    let before = app.say(&token, "already in the buffer").await;
+    let _ = before;
+    // Malformed (query or header) and from the future: each opens, warns
+    // resume_gap, and then delivers live events.
+    let cases: [(&str, &[(&str, &str)]); 4] = [
+        ("/api/v1/stream/sample?rate=1&last_event_id=garbage", &[]),
+        ("/api/v1/stream/sample?rate=1", &[("last-event-id", "not-an-id")]),
+        ("/api/v1/stream/sample?rate=1&last_event_id=99999999999999-0", &[]),
+        ("/api/v1/stream/sample?rate=1", &[("last-event-id", "99999999999999-7")]),
+    ];
+    for (path, headers) in cases {
+        let mut s = app.stream(path, Some(&token), headers).await;
+        assert_eq!(s.status, StatusCode::OK, "{path} {headers:?}");
+        let w = s.next("warning").await;
+        assert_eq!(
+            (w.event.as_str(), w.data["code"].clone()),
+            ("warning", json!("resume_gap")),
+            "{path} {headers:?}"
+        );
+        let id = app.say(&token, "live after the gap").await;
+        let e = s.next_event("the live status").await;
+        assert_eq!(e.data["status"]["id"], json!(id), "{path} {headers:?}");
     }
+    // The same over a WebSocket subscription.
+    let mut ws = ws_connect(&app, "/api/v1/stream", &token).await;
+    ws_send(
+        &mut ws,
+        json!({"type": "subscribe", "stream": "sample", "rate": 1, "last_event_id": "garbage"}),
+    )
+    .await;
+    assert_eq!(ws_next(&mut ws).await["type"], "subscribed");
+    let w = ws_next(&mut ws).await;
+    assert_eq!((w["type"].clone(), w["code"].clone()), (json!("warning"), json!("resume_gap")));
+    let id = app.say(&token, "live on the socket").await;
+    assert_eq!(ws_next(&mut ws).await["status"]["id"], json!(id));
 }
 
 #[tokio::test]

@@ -174,13 +174,7 @@ fn replay_of(headers: &HeaderMap, q: &HashMap<String, String>) -> ApiResult<Repl
         .map(str::to_string)
         .or_else(|| q.get("last_event_id").cloned());
     if let Some(last) = last.filter(|s| !s.trim().is_empty()) {
-        let id = EventId::parse(&last).ok_or_else(|| {
-            ApiError::invalid(
-                "invalid_last_event_id",
-                "last_event_id must be an event id such as 1700000000000-0.",
-            )
-        })?;
-        return Ok(Replay::After(id));
+        return Ok(EventId::parse(last.trim()).map_or(Replay::Unservable, Replay::After));
     }
     match q.get("count") {
         None => Ok(Replay::None),
@@ -558,14 +552,7 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
             };
             let replay = match (msg.last_event_id.as_deref().map(EventId::parse), msg.count) {
                 (Some(Some(id)), _) => Replay::After(id),
-                (Some(None), _) => {
-                    feed.push_control(ws_error(
-                        "invalid_last_event_id",
-                        "last_event_id must be an event id.".into(),
-                        Some(name),
-                    ));
-                    return;
-                }
+                (Some(None), _) => Replay::Unservable,
                 (None, Some(n)) if n > MAX_COUNT => {
                     feed.push_control(ws_error(
                         "invalid_count",

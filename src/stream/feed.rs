@@ -25,6 +25,11 @@ pub const MAX_COUNT: usize = 1000;
 /// Buffer entries read per replay round trip.
 const PAGE: usize = 1000;
 
+/// A `warning` `resume_gap` control event.
+fn resume_gap(message: &str) -> String {
+    control("warning", json!({"code": "resume_gap", "message": message}))
+}
+
 /// Where a replay starts.
 #[derive(Debug, Clone)]
 pub enum Replay {
@@ -32,6 +37,10 @@ pub enum Replay {
     None,
     /// Everything matching after this id.
     After(EventId),
+    /// A resume point that cannot be honoured (malformed): the stream warns
+    /// `resume_gap` and goes live. Not an error, since a 400 would make a
+    /// browser's EventSource stop reconnecting.
+    Unservable,
     /// The newest N matching events.
     Newest(usize),
 }
@@ -109,6 +118,9 @@ impl Feed {
         self.floors.remove(stream);
         match replay {
             Replay::None => {}
+            Replay::Unservable => self.push_control(resume_gap(
+                "last_event_id is not an event id this server issued; continuing live.",
+            )),
             Replay::After(after) => self.replay_after(stream, rule, after).await?,
             Replay::Newest(n) => self.replay_newest(stream, rule, n).await?,
         }
@@ -137,11 +149,23 @@ impl Feed {
         rule: Rule,
         after: EventId,
     ) -> StoreResult<()> {
+        let newest = self
+            .store
+            .newest_event_id()
+            .await?
+            .as_deref()
+            .and_then(EventId::parse);
+        if newest.is_none_or(|newest| after > newest) && after != EventId::ZERO {
+            // An id from the future (or from another server's buffer) cannot
+            // be placed: replaying after it would drop every event below it.
+            self.push_control(resume_gap(
+                "last_event_id is newer than any event in the replay buffer; continuing live.",
+            ));
+            return Ok(());
+        }
         if frame::is_gap(after, &self.store.buffer_info().await?) {
-            self.push_control(control(
-                "warning",
-                json!({"code": "resume_gap",
-                "message": "Some events after last_event_id are no longer in the replay buffer."}),
+            self.push_control(resume_gap(
+                "Some events after last_event_id are no longer in the replay buffer.",
             ));
         }
         let mut index = Index::new();

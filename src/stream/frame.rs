@@ -11,6 +11,9 @@ use std::sync::Arc;
 pub struct EventId(pub u64, pub u64);
 
 impl EventId {
+    /// `0-0`: before every event (a resume point asking for the whole buffer).
+    pub const ZERO: EventId = EventId(0, 0);
+
     /// Parses `ms-seq` (or a bare `ms`).
     pub fn parse(s: &str) -> Option<EventId> {
         let s = s.trim();
