@@ -105,6 +105,9 @@ pub struct AuthUser {
     pub login: String,
     /// Whether the user's account is private.
     pub private: bool,
+    /// When the token expires (seconds since the epoch); a stream opened
+    /// with it is closed then.
+    pub expires: u64,
 }
 
 impl AuthUser {
@@ -141,6 +144,7 @@ impl AuthUser {
             scopes: claims.scopes,
             login: session.login,
             private: session.private,
+            expires: claims.exp,
         })
     }
 }

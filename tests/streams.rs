@@ -804,6 +804,74 @@ async fn logout_closes_that_sessions_streams_with_a_disconnect() {
 }
 
 #[tokio::test]
+async fn logout_closes_every_kind_of_stream_even_a_websocket_with_no_subscription() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("leaver").await;
+    let mut idle_ws = ws_connect(&app, "/api/v1/stream", &token).await;
+    let mut ndjson = app
+        .stream(
+            "/api/v1/stream/sample?rate=1",
+            Some(&token),
+            &[("accept", "application/x-ndjson")],
+        )
+        .await;
+    // The socket has been accepted; make sure the server has registered it
+    // by a round trip on it before the logout.
+    ws_send(&mut idle_ws, json!({"type": "unsubscribe", "stream": "user"})).await;
+    assert_eq!(ws_next(&mut idle_ws).await["type"], "error");
+    let (status, _) = app.delete("/api/v1/sessions/current", Some(&token)).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let bye = ws_next(&mut idle_ws).await;
+    assert_eq!((bye["type"].clone(), bye["code"].clone()), (json!("disconnect"), json!("revoked")));
+    let bye = ndjson.next("disconnect").await;
+    assert_eq!(bye.data["code"], "revoked");
+    // Whatever it tries next, the socket gets nothing more of the user's.
+    let _ = idle_ws
+        .send(WsMessage::Text(json!({"type": "subscribe", "stream": "user"}).to_string().into()))
+        .await;
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        while let Some(Ok(m)) = idle_ws.next().await {
+            if let WsMessage::Text(t) = m {
+                let v: Value = serde_json::from_str(t.as_str()).unwrap();
+                assert_ne!(v["type"], "subscribed", "a revoked socket subscribed");
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the revoked socket was not closed");
+}
+
+#[tokio::test]
+async fn a_logout_while_the_hubs_subscription_is_down_still_closes_the_stream() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("missed").await;
+    let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
+    let mut conn = app.redis.conn();
+    // Drop the hub's pub/sub connection and log out at once: the revocation
+    // is published while nobody listens, and must come from the buffer.
+    let _: redis::Value = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query(&mut conn)
+        .unwrap();
+    app.delete("/api/v1/sessions/current", Some(&token)).await;
+    let bye = s.next("disconnect").await;
+    assert_eq!(bye.data["code"], "revoked");
+}
+
+#[tokio::test]
+async fn a_stream_whose_token_expires_is_closed_with_expired() {
+    let app = TestApp::start_with(|c| c.token_ttl = 2).await;
+    let (_, token) = app.user("shortlived").await;
+    let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
+    assert_eq!(s.status, StatusCode::OK);
+    let bye = s.next("disconnect").await;
+    assert_eq!((bye.event.as_str(), bye.data["code"].clone()), ("disconnect", json!("expired")));
+    assert!(s.ended_within(Duration::from_secs(5)).await);
+}
+
+#[tokio::test]
 async fn at_most_five_streams_per_user_then_429() {
     let app = TestApp::start().await;
     let (_, token) = app.user("tao").await;

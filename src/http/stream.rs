@@ -313,6 +313,7 @@ fn new_feed(state: &AppState, auth: &AuthUser) -> Feed {
         state.store.clone(),
         auth.uid,
         auth.sid.clone(),
+        auth.expires,
         state.cfg.stream_queue,
         Duration::from_secs(state.cfg.keepalive_secs.max(1)),
         state.shutdown.clone(),

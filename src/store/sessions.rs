@@ -147,9 +147,11 @@ impl Store {
         let mut inv = self.scripts.drop_sessions.prepare_invoke();
         inv.key(self.keys.sessions())
             .key(self.keys.recent())
+            .key(self.keys.events())
             .arg(cutoff.map_or("+inf".to_string(), |c| c.to_string()))
             .arg(self.keys.viewed_stem())
-            .arg(self.keys.channel());
+            .arg(self.keys.channel())
+            .arg(self.replay_maxlen);
         for sid in sids {
             inv.arg(sid);
         }

@@ -66,22 +66,32 @@ pub struct Feed {
     floors: HashMap<&'static str, EventId>,
     subs: HashMap<&'static str, SubId>,
     keepalive: Interval,
+    /// Fires when the token the stream was opened with expires.
+    expiry: std::pin::Pin<Box<tokio::time::Sleep>>,
     shutdown: Shutdown,
     ended: bool,
 }
 
 impl Feed {
-    /// A feed for a new connection of `uid` on session `session`.
+    /// A feed for a new connection of `uid` on session `session`, whose
+    /// token expires at `expires` (seconds since the epoch). The hub knows
+    /// the connection from here on, so ending the session closes it even
+    /// before it subscribes to anything.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         hub: Hub,
         store: Store,
         uid: u64,
         session: String,
+        expires: u64,
         queue: usize,
         keepalive: Duration,
         shutdown: Shutdown,
     ) -> Feed {
         let (conn, rx) = Conn::new(hub.next_id(), uid, session, queue);
+        hub.open(&conn);
+        let left = (expires as f64 - crate::model::now()).clamp(0.0, 10.0 * 365.0 * 86400.0);
+        let expiry = Box::pin(tokio::time::sleep(Duration::from_secs_f64(left)));
         let mut keepalive =
             tokio::time::interval_at(tokio::time::Instant::now() + keepalive, keepalive);
         keepalive.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -94,6 +104,7 @@ impl Feed {
             floors: HashMap::new(),
             subs: HashMap::new(),
             keepalive,
+            expiry,
             shutdown,
             ended: false,
         }
@@ -292,6 +303,7 @@ impl Feed {
                 biased;
                 (code, reason) = self.conn.killed() => return Some(self.end(code, &reason)),
                 _ = self.shutdown.wait() => return Some(self.end("shutdown", "The server is shutting down.")),
+                _ = &mut self.expiry => return Some(self.end("expired", "The token has expired; log in again.")),
                 d = self.rx.recv() => match d {
                     Some(d) => {
                         if let Some(out) = self.accept(d) {

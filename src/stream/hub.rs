@@ -125,6 +125,9 @@ impl Conn {
 }
 
 enum Cmd {
+    Open {
+        conn: Arc<Conn>,
+    },
     Register {
         conn: Arc<Conn>,
         sub: SubId,
@@ -164,6 +167,9 @@ impl Hub {
                 index: Index::new(),
                 subs: HashMap::new(),
                 conns: HashMap::new(),
+                open: HashMap::new(),
+                by_session: HashMap::new(),
+                revoked: HashMap::new(),
                 last: None,
                 out: Vec::new(),
                 outs: Vec::new(),
@@ -182,6 +188,12 @@ impl Hub {
     /// A fresh id for a connection or subscription.
     pub fn next_id(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Makes a new connection known, so that ending its session closes it
+    /// whatever it is subscribed to (nothing yet, for a fresh WebSocket).
+    pub fn open(&self, conn: &Arc<Conn>) {
+        let _ = self.cmds.send(Cmd::Open { conn: conn.clone() });
     }
 
     /// Adds a subscription; events published after this returns reach it.
@@ -220,12 +232,23 @@ struct Dispatcher {
     index: Index,
     subs: HashMap<SubId, SubEntry>,
     conns: HashMap<u64, Vec<SubId>>,
+    /// Every open connection by id, subscribed or not.
+    open: HashMap<u64, Arc<Conn>>,
+    /// Open connections by session id.
+    by_session: HashMap<String, Vec<u64>>,
+    /// Sessions revoked in the last [`REVOKED_MEMORY`], with when: a
+    /// connection whose `Open` arrives after its session's revocation (its
+    /// token was checked just before the logout) is closed at once.
+    revoked: HashMap<String, std::time::Instant>,
     /// The last event dispatched; older or equal ids are duplicates.
     last: Option<EventId>,
     out: Vec<SubId>,
     /// Per event of a batch: the subscriptions that want it.
     outs: Vec<Vec<SubId>>,
 }
+
+/// How long a revoked session is remembered for connections still opening.
+const REVOKED_MEMORY: Duration = Duration::from_secs(60);
 
 /// Most events routed in one batch.
 const MAX_BATCH: usize = 64;
@@ -274,6 +297,16 @@ impl Dispatcher {
 
     fn command(&mut self, cmd: Cmd) {
         match cmd {
+            Cmd::Open { conn } => {
+                if self.revoked.contains_key(&conn.session) {
+                    conn.kill("revoked", "The session has ended.");
+                }
+                self.by_session
+                    .entry(conn.session.clone())
+                    .or_default()
+                    .push(conn.id);
+                self.open.insert(conn.id, conn);
+            }
             Cmd::Register {
                 conn,
                 sub,
@@ -308,20 +341,36 @@ impl Dispatcher {
             self.index.remove(sub);
             self.subs.remove(&sub);
         }
+        if let Some(c) = self.open.remove(&conn) {
+            if let Some(ids) = self.by_session.get_mut(&c.session) {
+                ids.retain(|id| *id != conn);
+                if ids.is_empty() {
+                    self.by_session.remove(&c.session);
+                }
+            }
+        }
+    }
+
+    /// Closes every connection of a session, and remembers the session for
+    /// connections that are still opening.
+    fn revoke(&mut self, sid: String) {
+        self.store.session_cache().forget(&sid);
+        for id in self.by_session.get(&sid).into_iter().flatten() {
+            if let Some(conn) = self.open.get(id) {
+                conn.kill("revoked", "The session has ended.");
+            }
+        }
+        let now = std::time::Instant::now();
+        self.revoked
+            .retain(|_, at| now.duration_since(*at) < REVOKED_MEMORY);
+        self.revoked.insert(sid, now);
     }
 
     /// A message from the channel other than an event to route.
     fn incoming(&mut self, msg: Option<Incoming>) {
         match msg {
             Some(Incoming::Event(frame)) => self.dispatch(frame),
-            Some(Incoming::SessionRevoked(sid)) => {
-                self.store.session_cache().forget(&sid);
-                for entry in self.subs.values() {
-                    if entry.conn.session == sid {
-                        entry.conn.kill("revoked", "The session has ended.");
-                    }
-                }
-            }
+            Some(Incoming::SessionRevoked(sid)) => self.revoke(sid),
             None => tracing::warn!("ignored a malformed event on the channel"),
         }
     }
