@@ -131,6 +131,17 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_KEEPALIVE", default_value_t = 15)]
     pub keepalive_secs: u64,
 
+    /// Most client connections open at once (streams, WebSockets and
+    /// requests alike); beyond it a new connection is answered 503 with
+    /// Retry-After and closed.
+    #[arg(long, env = "FIREHOSE_MAX_CONNECTIONS", default_value_t = 50_000)]
+    pub max_connections: usize,
+
+    /// Seconds a graceful shutdown waits for connections to finish before
+    /// it returns anyway.
+    #[arg(long, env = "FIREHOSE_SHUTDOWN_GRACE", default_value_t = 10)]
+    pub shutdown_grace_secs: u64,
+
     /// Seconds a connection may leave written data unread before it is closed.
     #[arg(long, env = "FIREHOSE_WRITE_TIMEOUT", default_value_t = 30)]
     pub write_timeout_secs: u64,

@@ -45,6 +45,8 @@ pub struct Metrics {
     pub sessions_cleaned: AtomicU64,
     /// Outbox entries completed by a worker because their request did not.
     pub outbox_completed: AtomicU64,
+    /// Connections refused beyond `--max-connections`.
+    pub connections_refused: AtomicU64,
     connections: Mutex<BTreeMap<(&'static str, &'static str), i64>>,
     http: Mutex<BTreeMap<(String, String, u16), Histogram>>,
     errors: Mutex<BTreeMap<u16, u64>>,
@@ -102,7 +104,7 @@ impl Metrics {
     /// Renders everything; `extra` holds gauges read at scrape time.
     pub fn render(&self, extra: &[(&str, &str, f64)]) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 11] = [
+        let counters: [(&str, &str, &AtomicU64); 12] = [
             (
                 "firehose_events_received_total",
                 "Events received from Redis by the hub.",
@@ -157,6 +159,11 @@ impl Metrics {
                 "firehose_outbox_completed_total",
                 "Writes whose outstanding work a worker completed after their request did not.",
                 &self.outbox_completed,
+            ),
+            (
+                "firehose_connections_refused_total",
+                "Connections refused beyond --max-connections.",
+                &self.connections_refused,
             ),
         ];
         for (name, help, c) in counters {

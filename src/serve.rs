@@ -19,7 +19,11 @@ use axum::body::Body;
 use axum::response::IntoResponse;
 use axum::Router;
 use bytes::Bytes;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use crate::error::ApiError;
+use axum::http::StatusCode;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use std::sync::Arc;
+use tokio::sync::Semaphore;
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use std::io;
@@ -34,8 +38,10 @@ use tower::ServiceExt;
 /// Longest request head read before handing over to hyper (long filter URLs
 /// with 5000 follow ids fit).
 const MAX_HEAD: usize = 128 * 1024;
-/// How long a new connection may take to send its request head.
-const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a connection may take to send a request head (the first, or the
+/// next one on a kept-alive connection: idle keep-alive connections close
+/// after it too).
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Events written in one write at most.
 const MAX_BATCH: usize = 256;
 
@@ -48,6 +54,8 @@ pub async fn serve(
     mut shutdown: Shutdown,
 ) -> io::Result<()> {
     let write_timeout = Duration::from_secs(state.cfg.write_timeout_secs.max(1));
+    let grace = Duration::from_secs(state.cfg.shutdown_grace_secs);
+    let slots = Arc::new(Semaphore::new(state.cfg.max_connections.max(1)));
     let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
     loop {
         let accepted = tokio::select! {
@@ -64,6 +72,11 @@ pub async fn serve(
             }
         };
         let _ = tcp.set_nodelay(true);
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            inc(&metrics().connections_refused, 1);
+            tokio::spawn(refuse(tcp, write_timeout));
+            continue;
+        };
         let (state, router, shutdown, done) = (
             state.clone(),
             router.clone(),
@@ -72,18 +85,68 @@ pub async fn serve(
         );
         tokio::spawn(async move {
             connection(tcp, state, router, shutdown, write_timeout).await;
-            drop(done);
+            drop((slot, done));
         });
     }
     drop(done_tx);
-    // Every connection task holds a sender; recv returns None once all are gone.
-    let _ = done_rx.recv().await;
+    // Every connection task holds a sender; recv returns None once all are
+    // gone. Streams end at once on shutdown; a request stuck on a client
+    // that stopped reading is not waited for beyond the grace period.
+    if tokio::time::timeout(grace, done_rx.recv()).await.is_err() {
+        tracing::warn!(
+            grace_secs = grace.as_secs(),
+            "connections still open after the shutdown grace period; leaving them"
+        );
+    }
     Ok(())
 }
 
-/// Reads bytes until a full request head is buffered; `None` on EOF, error,
-/// timeout or an oversized head (hyper then answers or closes).
-async fn read_head(tcp: &mut TcpStream, buf: &mut Vec<u8>) -> Option<usize> {
+/// Answers a connection beyond `--max-connections`: 503 with Retry-After.
+async fn refuse(mut tcp: TcpStream, timeout: Duration) {
+    let err = ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "too_many_connections",
+        "The server holds as many connections as it may; retry shortly.",
+    );
+    write_error(&mut tcp, err, &[("retry-after", "5")], timeout).await;
+}
+
+/// Writes an error response in the contract's shape and closes.
+async fn write_error(
+    tcp: &mut TcpStream,
+    err: ApiError,
+    extra: &[(&str, &str)],
+    timeout: Duration,
+) {
+    let status = err.status;
+    let json = err.body().to_string();
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        json.len()
+    );
+    for (name, value) in extra {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    head.push_str(&json);
+    write_all(tcp, head.as_bytes(), timeout).await;
+    let _ = tcp.shutdown().await;
+}
+
+/// What reading the first request head gave.
+enum Head {
+    /// A complete head ending at this offset of the buffer.
+    Complete(usize),
+    /// EOF, an error, or an oversized head: hyper answers or closes.
+    Incomplete,
+    /// Not complete within [`HEAD_TIMEOUT`].
+    TimedOut,
+}
+
+/// Reads bytes until a full request head is buffered.
+async fn read_head(tcp: &mut TcpStream, buf: &mut Vec<u8>) -> Head {
     let read = async {
         // Where the search resumes: the terminator may straddle two reads.
         let mut from = 0;
@@ -102,10 +165,11 @@ async fn read_head(tcp: &mut TcpStream, buf: &mut Vec<u8>) -> Option<usize> {
             }
         }
     };
-    tokio::time::timeout(HEAD_TIMEOUT, read)
-        .await
-        .ok()
-        .flatten()
+    match tokio::time::timeout(HEAD_TIMEOUT, read).await {
+        Ok(Some(end)) => Head::Complete(end),
+        Ok(None) => Head::Incomplete,
+        Err(_) => Head::TimedOut,
+    }
 }
 
 /// The request head as `http` parts, if it parses.
@@ -133,7 +197,25 @@ async fn connection(
     write_timeout: Duration,
 ) {
     let mut buf = Vec::with_capacity(1024);
-    let head_end = read_head(&mut tcp, &mut buf).await;
+    let head_end = tokio::select! {
+        h = read_head(&mut tcp, &mut buf) => h,
+        _ = shutdown.wait() => return,
+    };
+    let head_end = match head_end {
+        Head::Complete(end) => Some(end),
+        Head::Incomplete => None,
+        Head::TimedOut => {
+            if !buf.is_empty() {
+                let err = ApiError::new(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "request_timeout",
+                    "The request head was not complete in time.",
+                );
+                write_error(&mut tcp, err, &[], write_timeout).await;
+            }
+            return;
+        }
+    };
     if let Some(mut parts) = head_end.and_then(|end| parse_head(&buf[..end])) {
         if let Some(opened) = open_plain(&state, &mut parts).await {
             drop(buf);
@@ -154,7 +236,11 @@ async fn connection(
     let service = TowerToHyperService::new(
         router.map_request(|req: axum::http::Request<hyper::body::Incoming>| req.map(Body::new)),
     );
-    let builder = Builder::new(TokioExecutor::new());
+    let mut builder = Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT);
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(conn);
     tokio::select! {

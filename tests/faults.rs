@@ -174,3 +174,99 @@ async fn unfollows_and_deletes_racing_a_fanout_leave_nothing_behind() {
     assert_eq!(homes_with(&app, &fans, &kept), 1500);
     tokio::time::sleep(Duration::from_millis(10)).await;
 }
+
+/// Reads what the server sends until it closes (or `wait` passes).
+async fn read_to_close(socket: &mut tokio::net::TcpStream, wait: Duration) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let read = tokio::time::timeout(wait, socket.read_to_end(&mut got)).await;
+    read.ok().map(|_| String::from_utf8_lossy(&got).into_owned())
+}
+
+#[tokio::test]
+async fn an_incomplete_request_head_gets_408_and_is_closed() {
+    let app = TestApp::start().await;
+    let mut partial = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    partial.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+    let answer = read_to_close(&mut partial, Duration::from_secs(20))
+        .await
+        .expect("closed within the head timeout");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("\"request_timeout\""), "{answer}");
+    // The same for the second request of a kept-alive connection.
+    let mut kept = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\n")
+        .await
+        .unwrap();
+    let answer = read_to_close(&mut kept, Duration::from_secs(20))
+        .await
+        .expect("closed within the head timeout");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_get_503_with_retry_after() {
+    let app = TestApp::start_with(|c| c.max_connections = 3).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(tokio::net::TcpStream::connect(app.addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut extra = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    extra
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_to_close(&mut extra, Duration::from_secs(5))
+        .await
+        .expect("answered at once");
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.to_ascii_lowercase().contains("retry-after: "), "{answer}");
+    assert!(answer.contains("\"too_many_connections\""), "{answer}");
+    // A slot freed is a slot usable again.
+    drop(held);
+    app.eventually("a freed slot serves again", || async {
+        app.http
+            .get(app.url("/healthz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == reqwest::StatusCode::OK)
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn made_up_methods_and_paths_add_no_metric_series() {
+    let app = TestApp::start().await;
+    // One histogram per (route, method, status): count their `_count` lines.
+    let series = |text: &str| text.lines().filter(|l| l.contains("_count{")).count();
+    let before = app
+        .http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for i in 0..50 {
+        let mut socket = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+        let request = format!("X{i} /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        socket.write_all(request.as_bytes()).await.unwrap();
+        read_to_close(&mut socket, Duration::from_secs(5)).await;
+        let (_, _) = app.get(&format!("/no/such/path/{i}"), None).await;
+    }
+    let after = app
+        .http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!after.contains("method=\"X1\""), "a made-up method became a label");
+    assert!(!after.contains("/no/such/path"), "a made-up path became a label");
+    // The requests above fold into a bounded handful of new series.
+    assert!(series(&after) - series(&before) <= 4, "{}", series(&after) - series(&before));
+}

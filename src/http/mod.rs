@@ -114,6 +114,9 @@ async fn observe(req: Request, next: Next) -> Response {
 /// large, 400 when it is not valid JSON of the expected shape.
 pub struct JsonBody<T>(pub T);
 
+/// How long a request body may take to arrive.
+const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Whether a Content-Type header names JSON (`application/json`, with or
 /// without parameters, or an `application/*+json` type).
 fn is_json_type(value: Option<&HeaderValue>) -> bool {
@@ -139,7 +142,17 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
                 "Send the body as JSON with Content-Type: application/json.",
             ));
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| match e {
+        // A body trickled in slowly would hold the connection and its
+        // task; it gets as long as a request head does.
+        let read = tokio::time::timeout(BODY_TIMEOUT, Bytes::from_request(req, state)).await;
+        let Ok(read) = read else {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "request_timeout",
+                "The request body was not complete in time.",
+            ));
+        };
+        let bytes = read.map_err(|e| match e {
             BytesRejection::FailedToBufferBody(_)
                 if e.status() == StatusCode::PAYLOAD_TOO_LARGE =>
             {
