@@ -29,6 +29,8 @@ pub struct AppState {
     pub passwords: Passwords,
     /// Concurrent streams per user.
     pub limits: Arc<StreamLimits>,
+    /// Rate limits on sign-up, login and writes.
+    pub rate: Arc<crate::limits::Limits>,
     /// The shutdown signal.
     pub shutdown: Shutdown,
 }
@@ -67,6 +69,7 @@ pub async fn run(
         hub,
         passwords: Passwords::default(),
         limits: Arc::new(StreamLimits::default()),
+        rate: Arc::new(crate::limits::Limits::new(&cfg)),
         shutdown: shutdown.clone(),
     };
     let app = http::router(state.clone());

@@ -40,6 +40,22 @@ pub enum LogFormat {
     Json,
 }
 
+/// A feature that is on or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+impl Switch {
+    /// Whether it is on.
+    pub fn enabled(self) -> bool {
+        self == Switch::On
+    }
+}
+
 /// Settings shared by every subcommand that talks to Redis or serves.
 #[derive(Debug, Clone, Args)]
 pub struct Config {
@@ -130,6 +146,25 @@ pub struct Config {
     /// Seconds between SSE keep-alive comments and WebSocket pings.
     #[arg(long, env = "FIREHOSE_KEEPALIVE", default_value_t = 15)]
     pub keepalive_secs: u64,
+
+    /// Abuse limits (sign-ups and logins per client address, writes per
+    /// user): `on` or `off` (load tests and test suites that register
+    /// thousands of users from one address).
+    #[arg(long, env = "FIREHOSE_RATE_LIMITS", value_enum, default_value_t = Switch::On)]
+    pub rate_limits: Switch,
+
+    /// Sign-ups a minute per client address (also the burst).
+    #[arg(long, env = "FIREHOSE_SIGNUPS_PER_MINUTE", default_value_t = 10)]
+    pub signups_per_minute: u32,
+
+    /// Logins a minute per client address (also the burst).
+    #[arg(long, env = "FIREHOSE_LOGINS_PER_MINUTE", default_value_t = 30)]
+    pub logins_per_minute: u32,
+
+    /// Writes (posts, deletes, follows, profile changes) a minute per user
+    /// (also the burst).
+    #[arg(long, env = "FIREHOSE_WRITES_PER_MINUTE", default_value_t = 300)]
+    pub writes_per_minute: u32,
 
     /// Most client connections open at once (streams, WebSockets and
     /// requests alike); beyond it a new connection is answered 503 with

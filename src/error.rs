@@ -19,6 +19,8 @@ pub struct ApiError {
     pub code: &'static str,
     /// Human sentence.
     pub message: String,
+    /// Seconds for a `Retry-After` header (429 and 503 answers).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -28,6 +30,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            retry_after: None,
         }
     }
     /// 400 for invalid input.
@@ -50,9 +53,15 @@ impl ApiError {
     pub fn conflict(code: &'static str, message: impl Into<String>) -> Self {
         Self::new(StatusCode::CONFLICT, code, message)
     }
-    /// 429.
+    /// 429, with `Retry-After: 1` unless [`ApiError::retry_after`] says more.
     pub fn too_many(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message)
+        Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message).retry_after(1)
+    }
+
+    /// Sets the `Retry-After` seconds.
+    pub fn retry_after(mut self, secs: u64) -> Self {
+        self.retry_after = Some(secs);
+        self
     }
     /// 503: Redis cannot be reached.
     pub fn unavailable() -> Self {
@@ -110,7 +119,13 @@ impl From<StoreError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         crate::metrics::global().count_error(self.status.as_u16());
-        (self.status, Json(self.body())).into_response()
+        let mut response = (self.status, Json(self.body())).into_response();
+        if let Some(secs) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        response
     }
 }
 

@@ -17,6 +17,7 @@
 //! - [`stream`]: the hub and the per-connection feeds.
 //! - [`workers`]: the fan-out queue worker and the session clean-up.
 //! - [`embedded`]: the private redis-server started when none answers.
+//! - [`limits`]: rate limits on sign-up, login and writes.
 //! - [`model`], [`text`], [`password`], [`metrics`], [`error`], [`shutdown`].
 //!
 //! The pure matcher lives in the `firehose-filters` crate (`filters/`).
@@ -28,6 +29,7 @@ pub mod demo;
 pub mod embedded;
 pub mod error;
 pub mod http;
+pub mod limits;
 pub mod metrics;
 pub mod model;
 pub mod password;

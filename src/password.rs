@@ -5,6 +5,7 @@
 use argon2::password_hash::rand_core::OsRng;
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 
@@ -16,6 +17,22 @@ const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$
 #[derive(Clone)]
 pub struct Passwords {
     permits: Arc<Semaphore>,
+    /// Requests admitted to hash or verify and not yet done.
+    admitted: Arc<AtomicUsize>,
+}
+
+/// Most password operations admitted at once (running or queued); beyond
+/// it a sign-up or login is answered 503 with Retry-After instead of
+/// queueing without bound behind the CPU-bound hashing.
+pub const MAX_ADMITTED: usize = 256;
+
+/// A place in the password-hashing queue, held while hashing or verifying.
+pub struct Admission(Arc<AtomicUsize>);
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Default for Passwords {
@@ -23,11 +40,26 @@ impl Default for Passwords {
         let n = std::thread::available_parallelism().map_or(2, |n| n.get());
         Passwords {
             permits: Arc::new(Semaphore::new(n * 2)),
+            admitted: Arc::new(AtomicUsize::new(0)),
         }
     }
 }
 
 impl Passwords {
+    /// A place in the hashing queue, or 503 when it is full.
+    pub fn admit(&self) -> Result<Admission, crate::error::ApiError> {
+        if self.admitted.fetch_add(1, Ordering::Relaxed) >= MAX_ADMITTED {
+            self.admitted.fetch_sub(1, Ordering::Relaxed);
+            return Err(crate::error::ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "busy",
+                "Too many sign-ups and logins are in progress; try again shortly.",
+            )
+            .retry_after(1));
+        }
+        Ok(Admission(self.admitted.clone()))
+    }
+
     /// The argon2id PHC string of `password`.
     pub async fn hash(&self, password: String) -> Option<String> {
         let _permit = self.permits.acquire().await.ok()?;

@@ -20,6 +20,7 @@ use axum::response::IntoResponse;
 use axum::Router;
 use bytes::Bytes;
 use crate::error::ApiError;
+use crate::limits::ClientAddr;
 use axum::http::StatusCode;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use std::sync::Arc;
@@ -196,6 +197,7 @@ async fn connection(
     mut shutdown: Shutdown,
     write_timeout: Duration,
 ) {
+    let peer = tcp.peer_addr().ok().map(|a| a.ip());
     let mut buf = Vec::with_capacity(1024);
     let head_end = tokio::select! {
         h = read_head(&mut tcp, &mut buf) => h,
@@ -233,9 +235,16 @@ async fn connection(
         },
         write_timeout,
     );
-    let service = TowerToHyperService::new(
-        router.map_request(|req: axum::http::Request<hyper::body::Incoming>| req.map(Body::new)),
-    );
+    let peer = peer.map(ClientAddr);
+    let service = TowerToHyperService::new(router.map_request(
+        move |req: axum::http::Request<hyper::body::Incoming>| {
+            let mut req = req.map(Body::new);
+            if let Some(peer) = peer {
+                req.extensions_mut().insert(peer);
+            }
+            req
+        },
+    ));
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()

@@ -270,3 +270,65 @@ async fn made_up_methods_and_paths_add_no_metric_series() {
     // The requests above fold into a bounded handful of new series.
     assert!(series(&after) - series(&before) <= 4, "{}", series(&after) - series(&before));
 }
+
+#[tokio::test]
+async fn sign_ups_logins_and_writes_over_their_limits_get_429_with_retry_after() {
+    let app = TestApp::start_with(|c| {
+        c.rate_limits = firehose::config::Switch::On;
+        c.signups_per_minute = 3;
+        c.logins_per_minute = 4;
+        c.writes_per_minute = 5;
+    })
+    .await;
+    let signup = |i: usize| {
+        app.http.post(app.url("/api/v1/users")).json(&json!({
+            "login": format!("limited{i}"), "name": "n",
+            "email": format!("l{i}@x.y"), "password": "password123"}))
+    };
+    let mut codes = Vec::new();
+    for i in 0..4 {
+        codes.push(signup(i).send().await.unwrap().status().as_u16());
+    }
+    assert_eq!(codes, [201, 201, 201, 429]);
+    let refused = signup(9).send().await.unwrap();
+    assert_eq!(refused.status().as_u16(), 429);
+    let wait: u64 = refused.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "rate_limited");
+    // Logins: four, then 429 (wrong passwords count too).
+    let mut codes = Vec::new();
+    for _ in 0..5 {
+        let r = app
+            .http
+            .post(app.url("/api/v1/sessions"))
+            .json(&json!({"identifier": "limited0", "password": "password123"}))
+            .send()
+            .await
+            .unwrap();
+        codes.push(r.status().as_u16());
+    }
+    assert_eq!(codes, [201, 201, 201, 201, 429]);
+    // Writes per user: five posts, then 429 with Retry-After.
+    let token = app.operator_token(&app.get("/api/v1/users/lookup?login=limited0", None).await.1["id"]
+        .as_str()
+        .unwrap()
+        .to_string(), &["read", "write"])
+        .await;
+    let mut codes = Vec::new();
+    for i in 0..6 {
+        let r = app
+            .http
+            .post(app.url("/api/v1/statuses"))
+            .bearer_auth(&token)
+            .json(&json!({"message": format!("write {i}")}))
+            .send()
+            .await
+            .unwrap();
+        codes.push(r.status().as_u16());
+        if r.status().as_u16() == 429 {
+            assert!(r.headers().contains_key("retry-after"));
+        }
+    }
+    assert_eq!(codes, [201, 201, 201, 201, 201, 429]);
+}

@@ -35,6 +35,7 @@ pub async fn create(
     Path(id): Path<String>,
 ) -> ApiResult<Json<serde_json::Value>> {
     auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid)?;
     let target = path_id(&id, "user")?;
     let store = state.store.clone();
     let uid = auth.uid;
@@ -56,6 +57,7 @@ pub async fn destroy(
     Path(id): Path<String>,
 ) -> ApiResult<Json<serde_json::Value>> {
     auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid)?;
     let target = path_id(&id, "user")?;
     let store = state.store.clone();
     let uid = auth.uid;
@@ -86,6 +88,7 @@ async fn batch(
     follow: bool,
 ) -> ApiResult<Json<BatchReply>> {
     auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid)?;
     if body.ids.len() > MAX_BATCH {
         return Err(ApiError::invalid(
             "too_many_ids",

@@ -5,6 +5,8 @@ use crate::app::AppState;
 use crate::auth::{AuthUser, SCOPE_FIREHOSE, SCOPE_READ, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, User};
+use crate::limits::ClientAddr;
+use axum::Extension;
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::routing::{delete, post};
@@ -43,8 +45,10 @@ type NoStore = [(HeaderName, HeaderValue); 1];
 /// `POST /api/v1/sessions`: log in with login or email and password.
 pub async fn create(
     State(state): State<AppState>,
+    client: Option<Extension<ClientAddr>>,
     JsonBody(body): JsonBody<Login>,
 ) -> ApiResult<(StatusCode, NoStore, Json<LoginReply>)> {
+    state.rate.login(client.map(|c| c.0 .0))?;
     let bad = || {
         ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -60,7 +64,10 @@ pub async fn create(
         Some(uid) => state.store.password_hash(uid).await?,
         None => None,
     };
-    let (Some(uid), true) = (uid, state.passwords.verify(body.password, hash).await) else {
+    let admission = state.passwords.admit()?;
+    let verified = state.passwords.verify(body.password, hash).await;
+    drop(admission);
+    let (Some(uid), true) = (uid, verified) else {
         return Err(bad());
     };
     let mut scopes = vec![SCOPE_READ, SCOPE_WRITE];

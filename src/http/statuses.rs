@@ -110,6 +110,7 @@ pub async fn create(
     JsonBody(body): JsonBody<CreateStatus>,
 ) -> ApiResult<Response> {
     auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid)?;
     let idem = idempotency_key(&headers)?;
     validate(&body)?;
     // From here on the post runs to its end even if the client hangs up.
@@ -215,6 +216,7 @@ pub async fn destroy(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid)?;
     let sid = path_id(&id, "status")?;
     let store = state.store.clone();
     detached(async move {

@@ -6,6 +6,8 @@ use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, User};
 use crate::store::users::NewUser;
+use crate::limits::ClientAddr;
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
@@ -116,8 +118,10 @@ fn validate_password(password: &str) -> ApiResult<()> {
 /// `POST /api/v1/users`: sign up.
 pub async fn create(
     State(state): State<AppState>,
+    client: Option<Extension<ClientAddr>>,
     JsonBody(body): JsonBody<CreateUser>,
 ) -> ApiResult<(StatusCode, Json<User>)> {
+    state.rate.signup(client.map(|c| c.0 .0))?;
     validate_login(&body.login)?;
     validate_email(&body.email)?;
     validate_password(&body.password)?;
@@ -135,6 +139,7 @@ pub async fn create(
             "That email is already registered.",
         ));
     }
+    let _admission = state.passwords.admit()?;
     let hash = state
         .passwords
         .hash(body.password)
@@ -224,6 +229,7 @@ pub async fn update_me(
     JsonBody(body): JsonBody<UpdateMe>,
 ) -> ApiResult<Json<User>> {
     auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid)?;
     if let Some(name) = &body.name {
         validate_name(name)?;
     }

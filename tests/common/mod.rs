@@ -157,6 +157,7 @@ pub fn test_config(redis: &RedisServer) -> Config {
     cfg.redis_url = Some(redis.url());
     cfg.jwt_secret = Some("test-secret-test-secret-test-secret".into());
     cfg.cleanup_interval = 0.05;
+    cfg.rate_limits = firehose::config::Switch::Off;
     cfg
 }
 
