@@ -29,7 +29,7 @@ struct Args {
     /// The server's Redis.
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
-    /// The server's JWT secret (default: the development secret).
+    /// The server's JWT secret (default: the one the server generated and keeps in Redis).
     #[arg(long, env = "FIREHOSE_JWT_SECRET")]
     jwt_secret: Option<String>,
     /// Follower counts to measure fan-out for (comma-separated).
@@ -125,7 +125,7 @@ async fn main() -> anyhow::Result<()> {
     cfg.redis_url = Some(args.redis_url.clone());
     cfg.jwt_secret = args.jwt_secret.clone();
     let store = Store::open(&args.redis_url, &cfg)?;
-    let jwt = firehose::auth::Jwt::new(cfg.jwt_secret().0);
+    let jwt = firehose::auth::Jwt::new(&store.jwt_secret(cfg.jwt_secret()).await?);
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(1024)
         .build()?;

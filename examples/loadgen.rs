@@ -47,7 +47,7 @@ struct Args {
     /// Redis URL of the server.
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
-    /// The server's JWT secret (default: the development secret).
+    /// The server's JWT secret (default: the one the server generated and keeps in Redis).
     #[arg(long, env = "FIREHOSE_JWT_SECRET")]
     jwt_secret: Option<String>,
     /// The server's key prefix.
@@ -211,7 +211,7 @@ async fn main() -> anyhow::Result<()> {
     cfg.key_prefix = args.key_prefix.clone();
     cfg.jwt_secret = args.jwt_secret.clone();
     let store = Store::open(&args.redis_url, &cfg)?;
-    let jwt = firehose::auth::Jwt::new(cfg.jwt_secret().0);
+    let jwt = firehose::auth::Jwt::new(&store.jwt_secret(cfg.jwt_secret()).await?);
     let pid = args.server_pid.or_else(find_server);
 
     // One load user per 5 clients (the default per-user stream limit).

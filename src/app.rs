@@ -43,9 +43,24 @@ fn open_store(cfg: &Config) -> anyhow::Result<Store> {
     Ok(Store::open(url, cfg)?)
 }
 
-fn warn_dev_secret(cfg: &Config) {
-    if cfg.jwt_secret().1 {
-        tracing::warn!("using the development JWT secret: set --jwt-secret or FIREHOSE_JWT_SECRET in production");
+/// The JWT secret: the configured one, or the one kept in Redis (retried
+/// until Redis answers, since nothing can be signed or checked without it).
+async fn jwt_secret(
+    cfg: &Config,
+    store: &Store,
+    shutdown: &mut Shutdown,
+) -> anyhow::Result<String> {
+    let mut backoff = std::time::Duration::from_millis(100);
+    loop {
+        match store.jwt_secret(cfg.jwt_secret()).await {
+            Ok(secret) => return Ok(secret),
+            Err(e) => tracing::warn!(error = %e, "cannot read the JWT secret from Redis yet"),
+        }
+        tokio::select! {
+            _ = shutdown.wait() => anyhow::bail!("shut down before the JWT secret could be read"),
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(std::time::Duration::from_secs(2));
     }
 }
 
@@ -57,13 +72,18 @@ pub async fn run(
     listener: TcpListener,
     signal: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    warn_dev_secret(&cfg);
     let store = open_store(&cfg)?;
     let (trigger, shutdown) = shutdown::channel();
+    tokio::spawn(async move {
+        signal.await;
+        tracing::info!("shutting down");
+        trigger.fire();
+    });
+    let secret = jwt_secret(&cfg, &store, &mut shutdown.clone()).await?;
     let (hub, mut tasks) = Hub::start(store.clone(), shutdown.clone());
     tasks.extend(workers::spawn(&store, &cfg, &shutdown));
     let state = AppState {
-        jwt: Arc::new(Jwt::new(cfg.jwt_secret().0)),
+        jwt: Arc::new(Jwt::new(&secret)),
         cfg: Arc::new(cfg.clone()),
         store,
         hub,
@@ -73,11 +93,6 @@ pub async fn run(
         shutdown: shutdown.clone(),
     };
     let app = http::router(state.clone());
-    tokio::spawn(async move {
-        signal.await;
-        tracing::info!("shutting down");
-        trigger.fire();
-    });
     tracing::info!(addr = %listener.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()), "listening");
     crate::serve::serve(listener, state, app, shutdown.clone()).await?;
     for task in tasks {

@@ -4,9 +4,6 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// The development JWT secret used when none is configured (with a warning).
-pub const DEV_JWT_SECRET: &str = "firehose-development-secret-change-me";
-
 /// firehose: a Twitter-like social network on Redis with a streaming firehose.
 #[derive(Debug, Parser)]
 #[command(name = "firehose", version, about, long_about = None)]
@@ -80,7 +77,9 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_KEY_PREFIX", default_value = "fh")]
     pub key_prefix: String,
 
-    /// Secret for HS256 JWTs. Defaults to a development value, with a warning.
+    /// Secret for HS256 JWTs (at least 32 bytes). Without one, a random
+    /// secret is generated at first start and kept in Redis, shared by every
+    /// process on that Redis.
     #[arg(long, env = "FIREHOSE_JWT_SECRET", hide_env_values = true)]
     pub jwt_secret: Option<String>,
 
@@ -192,12 +191,10 @@ impl Config {
         Cli::parse_from(["firehose", "serve"]).into_config()
     }
 
-    /// The JWT secret in force, and whether it is the development default.
-    pub fn jwt_secret(&self) -> (&str, bool) {
-        match &self.jwt_secret {
-            Some(s) if !s.is_empty() => (s, false),
-            _ => (DEV_JWT_SECRET, true),
-        }
+    /// The configured JWT secret, if one is (else the store generates one
+    /// at first start and keeps it in Redis: [`crate::store::Store::jwt_secret`]).
+    pub fn jwt_secret(&self) -> Option<&str> {
+        self.jwt_secret.as_deref().filter(|s| !s.is_empty())
     }
 }
 

@@ -93,9 +93,21 @@ impl Limits {
     pub fn new(cfg: &Config) -> Self {
         Limits {
             enabled: cfg.rate_limits.enabled(),
-            signups: RateLimiter::new("sign-ups from this address", cfg.signups_per_minute, cfg.signups_per_minute),
-            logins: RateLimiter::new("logins from this address", cfg.logins_per_minute, cfg.logins_per_minute),
-            writes: RateLimiter::new("writes by this user", cfg.writes_per_minute, cfg.writes_per_minute),
+            signups: RateLimiter::new(
+                "sign-ups from this address",
+                cfg.signups_per_minute,
+                cfg.signups_per_minute,
+            ),
+            logins: RateLimiter::new(
+                "logins from this address",
+                cfg.logins_per_minute,
+                cfg.logins_per_minute,
+            ),
+            writes: RateLimiter::new(
+                "writes by this user",
+                cfg.writes_per_minute,
+                cfg.writes_per_minute,
+            ),
         }
     }
 

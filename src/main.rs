@@ -91,7 +91,8 @@ async fn token(args: TokenArgs) -> anyhow::Result<()> {
     let sid = store
         .create_session(args.user, firehose::model::now())
         .await?;
-    let jwt = firehose::auth::Jwt::new(cfg.jwt_secret().0);
+    let secret = store.jwt_secret(cfg.jwt_secret()).await?;
+    let jwt = firehose::auth::Jwt::new(&secret);
     let scopes: Vec<&str> = args.scopes.iter().map(String::as_str).collect();
     let (token, expires_at) = jwt.mint(args.user, &sid, &scopes, cfg.token_ttl);
     let out = serde_json::json!({"token": token, "expires_at": expires_at, "user": user, "scopes": scopes});
@@ -108,13 +109,10 @@ async fn check(cfg: Config) -> anyhow::Result<()> {
         .redis_url
         .clone()
         .unwrap_or_else(|| embedded::DEFAULT_URL.to_string());
-    if cfg.jwt_secret().1 {
-        problems.push(
-            "the JWT secret is the development default: set --jwt-secret / FIREHOSE_JWT_SECRET"
-                .into(),
-        );
-    } else if cfg.jwt_secret().0.len() < 32 {
-        problems.push("the JWT secret is shorter than 32 bytes".into());
+    match cfg.jwt_secret() {
+        None => say("JWT secret: generated at first start and kept in Redis".into()),
+        Some(s) if s.len() < 32 => problems.push("the JWT secret is shorter than 32 bytes".into()),
+        Some(_) => {}
     }
     if cfg.fanout_inline == 0 || cfg.fanout_batch == 0 {
         problems.push("fan-out inline and batch sizes must be at least 1".into());

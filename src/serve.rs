@@ -11,29 +11,29 @@
 //! and the axum router with the bytes already read put back in front.
 
 use crate::app::AppState;
+use crate::error::ApiError;
 use crate::http::stream::{open_plain, write_out, Opened};
+use crate::limits::ClientAddr;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::stream::io::TimeoutIo;
 use axum::body::Body;
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Router;
 use bytes::Bytes;
-use crate::error::ApiError;
-use crate::limits::ClientAddr;
-use axum::http::StatusCode;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use std::sync::Arc;
-use tokio::sync::Semaphore;
 use hyper_util::server::conn::auto::Builder;
 use hyper_util::service::TowerToHyperService;
 use std::io;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
+use tokio::sync::Semaphore;
 use tower::ServiceExt;
 
 /// Longest request head read before handing over to hyper (long filter URLs

@@ -15,8 +15,12 @@ use tokio::io::AsyncWriteExt;
 /// Every status id in `uid`'s profile timeline.
 fn profile_ids(app: &TestApp, uid: &str) -> Vec<String> {
     let mut conn = app.redis.conn();
-    conn.zrange(format!("{}:user:{{{uid}}}:profile", app.cfg.key_prefix), 0, -1)
-        .unwrap()
+    conn.zrange(
+        format!("{}:user:{{{uid}}}:profile", app.cfg.key_prefix),
+        0,
+        -1,
+    )
+    .unwrap()
 }
 
 /// Waits until no committed write owes any work (outbox and fan-out queue empty).
@@ -65,7 +69,9 @@ async fn statuses_whose_client_hangs_up_mid_post_still_reach_every_follower() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     drained(&app).await;
     let (stored, missing) = missing_from_homes(&app, &author, &fans);
-    println!("hang-ups: {stored} of 20 statuses stored, {missing} (status, follower) pairs missing");
+    println!(
+        "hang-ups: {stored} of 20 statuses stored, {missing} (status, follower) pairs missing"
+    );
     assert!(stored > 0, "no post got far enough to be stored");
     assert_eq!(missing, 0);
 }
@@ -126,7 +132,12 @@ async fn followers_sharing_one_follow_time_are_each_reached_once() {
     futures::stream::iter(fans.clone())
         .map(|f| {
             let store = store.clone();
-            async move { store.set_follow(f, target, true, 1_700_000_000.0).await.unwrap() }
+            async move {
+                store
+                    .set_follow(f, target, true, 1_700_000_000.0)
+                    .await
+                    .unwrap()
+            }
         })
         .buffer_unordered(64)
         .collect::<Vec<_>>()
@@ -154,13 +165,22 @@ async fn unfollows_and_deletes_racing_a_fanout_leave_nothing_behind() {
     futures::stream::iter(fans.clone())
         .map(|f| {
             let store = store.clone();
-            async move { store.set_follow(f, target, false, firehose::model::now()).await.unwrap() }
+            async move {
+                store
+                    .set_follow(f, target, false, firehose::model::now())
+                    .await
+                    .unwrap()
+            }
         })
         .buffer_unordered(32)
         .collect::<Vec<_>>()
         .await;
     drained(&app).await;
-    assert_eq!(homes_with(&app, &fans, &kept), 0, "an unfollowed author's status stayed");
+    assert_eq!(
+        homes_with(&app, &fans, &kept),
+        0,
+        "an unfollowed author's status stayed"
+    );
     // Follow again, then delete a status while its fan-out runs.
     bulk_follow(&app, &fans, target).await;
     let gone = app.say(&token, "deleted at once").await;
@@ -169,7 +189,11 @@ async fn unfollows_and_deletes_racing_a_fanout_leave_nothing_behind() {
         .await;
     assert_eq!(status, reqwest::StatusCode::NO_CONTENT);
     drained(&app).await;
-    assert_eq!(homes_with(&app, &fans, &gone), 0, "a deleted status stayed in a home");
+    assert_eq!(
+        homes_with(&app, &fans, &gone),
+        0,
+        "a deleted status stayed in a home"
+    );
     // The first status is back in every home through the follow backfill.
     assert_eq!(homes_with(&app, &fans, &kept), 1500);
     tokio::time::sleep(Duration::from_millis(10)).await;
@@ -180,7 +204,8 @@ async fn read_to_close(socket: &mut tokio::net::TcpStream, wait: Duration) -> Op
     use tokio::io::AsyncReadExt;
     let mut got = Vec::new();
     let read = tokio::time::timeout(wait, socket.read_to_end(&mut got)).await;
-    read.ok().map(|_| String::from_utf8_lossy(&got).into_owned())
+    read.ok()
+        .map(|_| String::from_utf8_lossy(&got).into_owned())
 }
 
 #[tokio::test]
@@ -221,7 +246,10 @@ async fn connections_beyond_the_cap_get_503_with_retry_after() {
         .await
         .expect("answered at once");
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
-    assert!(answer.to_ascii_lowercase().contains("retry-after: "), "{answer}");
+    assert!(
+        answer.to_ascii_lowercase().contains("retry-after: "),
+        "{answer}"
+    );
     assert!(answer.contains("\"too_many_connections\""), "{answer}");
     // A slot freed is a slot usable again.
     drop(held);
@@ -265,10 +293,20 @@ async fn made_up_methods_and_paths_add_no_metric_series() {
         .text()
         .await
         .unwrap();
-    assert!(!after.contains("method=\"X1\""), "a made-up method became a label");
-    assert!(!after.contains("/no/such/path"), "a made-up path became a label");
+    assert!(
+        !after.contains("method=\"X1\""),
+        "a made-up method became a label"
+    );
+    assert!(
+        !after.contains("/no/such/path"),
+        "a made-up path became a label"
+    );
     // The requests above fold into a bounded handful of new series.
-    assert!(series(&after) - series(&before) <= 4, "{}", series(&after) - series(&before));
+    assert!(
+        series(&after) - series(&before) <= 4,
+        "{}",
+        series(&after) - series(&before)
+    );
 }
 
 #[tokio::test]
@@ -292,7 +330,11 @@ async fn sign_ups_logins_and_writes_over_their_limits_get_429_with_retry_after()
     assert_eq!(codes, [201, 201, 201, 429]);
     let refused = signup(9).send().await.unwrap();
     assert_eq!(refused.status().as_u16(), 429);
-    let wait: u64 = refused.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    let wait: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!((1..=60).contains(&wait), "{wait}");
     let body: serde_json::Value = refused.json().await.unwrap();
     assert_eq!(body["error"]["code"], "rate_limited");
@@ -310,10 +352,14 @@ async fn sign_ups_logins_and_writes_over_their_limits_get_429_with_retry_after()
     }
     assert_eq!(codes, [201, 201, 201, 201, 429]);
     // Writes per user: five posts, then 429 with Retry-After.
-    let token = app.operator_token(&app.get("/api/v1/users/lookup?login=limited0", None).await.1["id"]
-        .as_str()
-        .unwrap()
-        .to_string(), &["read", "write"])
+    let token = app
+        .operator_token(
+            &app.get("/api/v1/users/lookup?login=limited0", None).await.1["id"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            &["read", "write"],
+        )
         .await;
     let mut codes = Vec::new();
     for i in 0..6 {
@@ -331,4 +377,40 @@ async fn sign_ups_logins_and_writes_over_their_limits_get_429_with_retry_after()
         }
     }
     assert_eq!(codes, [201, 201, 201, 201, 201, 429]);
+}
+
+#[tokio::test]
+async fn without_a_configured_secret_tokens_signed_with_a_published_constant_are_refused() {
+    let app = TestApp::start_with(|c| c.jwt_secret = None).await;
+    let (uid, token) = app.user("secretive").await;
+    // The constant earlier versions signed with when none was configured,
+    // over the user's real, live session.
+    let mut conn = app.redis.conn();
+    let sessions: Vec<String> = conn
+        .hkeys(format!("{}:{{g}}:sessions", app.cfg.key_prefix))
+        .unwrap();
+    assert_eq!(sessions.len(), 1);
+    let forged = firehose::auth::Jwt::new("firehose-development-secret-change-me").mint(
+        uid.parse().unwrap(),
+        &sessions[0],
+        &["read", "write", "firehose"],
+        3600,
+    );
+    let (status, _) = app.get("/api/v1/me", Some(&forged.0)).await;
+    assert_eq!(status, reqwest::StatusCode::UNAUTHORIZED);
+    // A second process on the same Redis shares the generated secret.
+    let other = ServerProcess::serve(&app.redis.url(), &[("FIREHOSE_JWT_SECRET", "")]).await;
+    let me = app
+        .http
+        .get(other.url("/api/v1/me"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(me.status(), reqwest::StatusCode::OK);
+    let kept: String = conn
+        .get(format!("{}:{{g}}:jwt_secret", app.cfg.key_prefix))
+        .unwrap();
+    assert_eq!(kept.len(), 64, "256 random bits, hex");
+    other.kill9().await;
 }

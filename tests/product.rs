@@ -222,7 +222,7 @@ async fn check_and_token_talk_to_redis() {
             "--redis-url",
             &app.redis.url(),
         ])
-        .env("FIREHOSE_JWT_SECRET", app.cfg.jwt_secret().0)
+        .env("FIREHOSE_JWT_SECRET", app.cfg.jwt_secret().unwrap())
         .output()
         .unwrap();
     assert!(
@@ -365,7 +365,7 @@ async fn the_load_generator_reports_delivery_and_latency() {
             "--duration",
             "1",
         ])
-        .env("FIREHOSE_JWT_SECRET", app.cfg.jwt_secret().0)
+        .env("FIREHOSE_JWT_SECRET", app.cfg.jwt_secret().unwrap())
         .output()
         .await
         .unwrap();

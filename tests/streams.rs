@@ -223,9 +223,18 @@ async fn a_resume_point_the_buffer_cannot_serve_opens_the_stream_with_resume_gap
     // resume_gap, and then delivers live events.
     let cases: [(&str, &[(&str, &str)]); 4] = [
         ("/api/v1/stream/sample?rate=1&last_event_id=garbage", &[]),
-        ("/api/v1/stream/sample?rate=1", &[("last-event-id", "not-an-id")]),
-        ("/api/v1/stream/sample?rate=1&last_event_id=99999999999999-0", &[]),
-        ("/api/v1/stream/sample?rate=1", &[("last-event-id", "99999999999999-7")]),
+        (
+            "/api/v1/stream/sample?rate=1",
+            &[("last-event-id", "not-an-id")],
+        ),
+        (
+            "/api/v1/stream/sample?rate=1&last_event_id=99999999999999-0",
+            &[],
+        ),
+        (
+            "/api/v1/stream/sample?rate=1",
+            &[("last-event-id", "99999999999999-7")],
+        ),
     ];
     for (path, headers) in cases {
         let mut s = app.stream(path, Some(&token), headers).await;
@@ -249,7 +258,10 @@ async fn a_resume_point_the_buffer_cannot_serve_opens_the_stream_with_resume_gap
     .await;
     assert_eq!(ws_next(&mut ws).await["type"], "subscribed");
     let w = ws_next(&mut ws).await;
-    assert_eq!((w["type"].clone(), w["code"].clone()), (json!("warning"), json!("resume_gap")));
+    assert_eq!(
+        (w["type"].clone(), w["code"].clone()),
+        (json!("warning"), json!("resume_gap"))
+    );
     let id = app.say(&token, "live on the socket").await;
     assert_eq!(ws_next(&mut ws).await["status"]["id"], json!(id));
 }
@@ -717,7 +729,7 @@ async fn a_client_that_never_reads_is_cut_off_without_delaying_anyone() {
 async fn every_auth_failure_is_refused_at_connect() {
     let app = TestApp::start().await;
     let (_, token) = app.user("rae").await;
-    let secret = app.cfg.jwt_secret().0.to_string();
+    let secret = app.cfg.jwt_secret().unwrap().to_string();
     let claims = json!({"sub": "1", "sid": "nope", "scopes": ["read"], "exp": 4_000_000_000u64});
     let sign = |secret: &str, alg, claims: &Value| {
         jsonwebtoken::encode(
@@ -817,17 +829,28 @@ async fn logout_closes_every_kind_of_stream_even_a_websocket_with_no_subscriptio
         .await;
     // The socket has been accepted; make sure the server has registered it
     // by a round trip on it before the logout.
-    ws_send(&mut idle_ws, json!({"type": "unsubscribe", "stream": "user"})).await;
+    ws_send(
+        &mut idle_ws,
+        json!({"type": "unsubscribe", "stream": "user"}),
+    )
+    .await;
     assert_eq!(ws_next(&mut idle_ws).await["type"], "error");
     let (status, _) = app.delete("/api/v1/sessions/current", Some(&token)).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     let bye = ws_next(&mut idle_ws).await;
-    assert_eq!((bye["type"].clone(), bye["code"].clone()), (json!("disconnect"), json!("revoked")));
+    assert_eq!(
+        (bye["type"].clone(), bye["code"].clone()),
+        (json!("disconnect"), json!("revoked"))
+    );
     let bye = ndjson.next("disconnect").await;
     assert_eq!(bye.data["code"], "revoked");
     // Whatever it tries next, the socket gets nothing more of the user's.
     let _ = idle_ws
-        .send(WsMessage::Text(json!({"type": "subscribe", "stream": "user"}).to_string().into()))
+        .send(WsMessage::Text(
+            json!({"type": "subscribe", "stream": "user"})
+                .to_string()
+                .into(),
+        ))
         .await;
     let closed = tokio::time::timeout(Duration::from_secs(5), async {
         while let Some(Ok(m)) = idle_ws.next().await {
@@ -867,7 +890,10 @@ async fn a_stream_whose_token_expires_is_closed_with_expired() {
     let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
     assert_eq!(s.status, StatusCode::OK);
     let bye = s.next("disconnect").await;
-    assert_eq!((bye.event.as_str(), bye.data["code"].clone()), ("disconnect", json!("expired")));
+    assert_eq!(
+        (bye.event.as_str(), bye.data["code"].clone()),
+        ("disconnect", json!("expired"))
+    );
     assert!(s.ended_within(Duration::from_secs(5)).await);
 }
 

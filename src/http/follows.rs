@@ -106,25 +106,27 @@ async fn batch(
     let uid = auth.uid;
     let outcomes: Vec<(String, ApiResult<bool>)> = detached(async move {
         Ok(futures::stream::iter(ids)
-        .map(|raw| {
-            let state = state.clone();
-            async move {
-                let result = match raw.parse() {
-                    None => Ok(false),
-                    Some(target) => {
-                        match state.store.set_follow(uid, target, follow, at).await {
-                            Ok(changed) => Ok(changed),
-                            Err(StoreError::NotFound(_) | StoreError::Forbidden(_)) => Ok(false),
-                            Err(e) => Err(ApiError::from(e)),
+            .map(|raw| {
+                let state = state.clone();
+                async move {
+                    let result = match raw.parse() {
+                        None => Ok(false),
+                        Some(target) => {
+                            match state.store.set_follow(uid, target, follow, at).await {
+                                Ok(changed) => Ok(changed),
+                                Err(StoreError::NotFound(_) | StoreError::Forbidden(_)) => {
+                                    Ok(false)
+                                }
+                                Err(e) => Err(ApiError::from(e)),
+                            }
                         }
-                    }
-                };
-                (raw.raw(), result)
-            }
-        })
-        .buffered(BATCH_CONCURRENCY)
-        .collect()
-        .await)
+                    };
+                    (raw.raw(), result)
+                }
+            })
+            .buffered(BATCH_CONCURRENCY)
+            .collect()
+            .await)
     })
     .await?;
     let mut results = BTreeMap::new();

@@ -4,12 +4,12 @@ use super::{no_store, JsonBody};
 use crate::app::AppState;
 use crate::auth::{AuthUser, SCOPE_FIREHOSE, SCOPE_READ, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
-use crate::model::{now, User};
 use crate::limits::ClientAddr;
-use axum::Extension;
+use crate::model::{now, User};
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::routing::{delete, post};
+use axum::Extension;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 

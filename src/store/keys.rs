@@ -107,4 +107,8 @@ impl Keys {
     pub fn idempotency(&self, uid: u64, key: &str) -> String {
         format!("{}:user:{{{uid}}}:idem:{key}", self.prefix)
     }
+    /// STRING: the generated JWT secret, when none is configured.
+    pub fn jwt_secret(&self) -> String {
+        format!("{}:{{g}}:jwt_secret", self.prefix)
+    }
 }

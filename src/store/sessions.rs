@@ -170,3 +170,25 @@ fn new_session_id() -> String {
     let bits: u128 = rand::random();
     format!("{bits:032x}")
 }
+
+impl Store {
+    /// The JWT secret: `configured` if given, else the one kept in Redis,
+    /// generated (256 random bits) by whichever process asks first.
+    pub async fn jwt_secret(&self, configured: Option<&str>) -> StoreResult<String> {
+        if let Some(secret) = configured {
+            return Ok(secret.to_string());
+        }
+        let fresh: String = (0..32)
+            .map(|_| format!("{:02x}", rand::random::<u8>()))
+            .collect();
+        let mut conn = self.conn();
+        let _: Option<String> = redis::cmd("SET")
+            .arg(self.keys.jwt_secret())
+            .arg(&fresh)
+            .arg("NX")
+            .query_async(&mut conn)
+            .await?;
+        let kept: Option<String> = conn.get(self.keys.jwt_secret()).await?;
+        kept.ok_or_else(|| super::StoreError::Internal("the JWT secret vanished".into()))
+    }
+}

@@ -96,11 +96,17 @@ impl Store {
         let reply: Vec<String> = inv.invoke_async(&mut conn).await?;
         match reply.first().map(String::as_str) {
             Some("nouser") => return Err(StoreError::NotFound("user")),
-            Some("dup") => return Ok(Posted::Duplicate(reply.into_iter().nth(1).unwrap_or_default())),
+            Some("dup") => {
+                return Ok(Posted::Duplicate(
+                    reply.into_iter().nth(1).unwrap_or_default(),
+                ))
+            }
             _ => {}
         }
         self.complete_op(&op).await?;
-        Ok(Posted::Created(reply.into_iter().next().unwrap_or_default()))
+        Ok(Posted::Created(
+            reply.into_iter().next().unwrap_or_default(),
+        ))
     }
 
     /// Deletes a status of `uid`'s: `NotFound` if there is none, `Forbidden`

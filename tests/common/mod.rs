@@ -37,10 +37,7 @@ fn ensure_redis_installed() {
             ))
             .status()
             .is_ok_and(|s| s.success());
-        assert!(
-            ok,
-            "{missing:?} missing and apt-get could not install them"
-        );
+        assert!(ok, "{missing:?} missing and apt-get could not install them");
     });
 }
 
@@ -314,7 +311,7 @@ impl TestApp {
             .create_session(uid, firehose::model::now())
             .await
             .unwrap();
-        let jwt = firehose::auth::Jwt::new(self.cfg.jwt_secret().0);
+        let jwt = firehose::auth::Jwt::new(self.cfg.jwt_secret().unwrap());
         jwt.mint(uid, &sid, scopes, 3600).0
     }
 
@@ -631,7 +628,10 @@ impl ServerProcess {
                     break;
                 }
             }
-            assert!(Instant::now() < deadline, "the server process never became ready");
+            assert!(
+                Instant::now() < deadline,
+                "the server process never became ready"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         server
