@@ -137,6 +137,41 @@ impl Limits {
     }
 }
 
+/// One token bucket, for a limit kept by a single task (a socket's control
+/// messages).
+pub struct Bucket {
+    per_sec: f64,
+    burst: f64,
+    tokens: f64,
+    at: Instant,
+}
+
+impl Bucket {
+    /// `per_sec` a second with bursts of `burst`.
+    pub fn new(per_sec: f64, burst: f64) -> Self {
+        Bucket {
+            per_sec,
+            burst,
+            tokens: burst,
+            at: Instant::now(),
+        }
+    }
+
+    /// Takes a token if there is one.
+    pub fn take(&mut self) -> bool {
+        let now = Instant::now();
+        self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * self.per_sec)
+            .min(self.burst);
+        self.at = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// The client's address, put on each request by the accept loop.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub IpAddr);

@@ -1,7 +1,9 @@
 //! Faults with real processes: clients that hang up mid-request, a server
 //! killed with SIGKILL mid-burst, races between fan-out and unfollow or
 //! delete, and follow times that tie. Each test counts what was lost and
-//! asserts that it is nothing.
+//! asserts that it is nothing. The counts are printed (`-- --nocapture`).
+
+#![allow(clippy::print_stdout)]
 
 mod common;
 
@@ -352,14 +354,9 @@ async fn sign_ups_logins_and_writes_over_their_limits_get_429_with_retry_after()
     }
     assert_eq!(codes, [201, 201, 201, 201, 429]);
     // Writes per user: five posts, then 429 with Retry-After.
+    let (_, user) = app.get("/api/v1/users/lookup?login=limited0", None).await;
     let token = app
-        .operator_token(
-            &app.get("/api/v1/users/lookup?login=limited0", None).await.1["id"]
-                .as_str()
-                .unwrap()
-                .to_string(),
-            &["read", "write"],
-        )
+        .operator_token(user["id"].as_str().unwrap(), &["read", "write"])
         .await;
     let mut codes = Vec::new();
     for i in 0..6 {
@@ -413,4 +410,86 @@ async fn without_a_configured_secret_tokens_signed_with_a_published_constant_are
         .unwrap();
     assert_eq!(kept.len(), 64, "256 random bits, hex");
     other.kill9().await;
+}
+
+/// Resident memory of a process, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_unread_socket_asking_for_the_whole_buffer_again_and_again_stays_bounded() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message;
+    let app = TestApp::start_with(|c| c.workers = 0).await;
+    let (_, token) = app.user("hoarder").await;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let padding = "x".repeat(500);
+    futures::stream::iter(0..20_000)
+        .map(|i| {
+            let store = store.clone();
+            let body = json!({"type": "status", "at": i, "status": {"id": (i + 1).to_string(),
+                "uid": "1", "login": "l", "message": padding, "posted": i, "hashtags": [], "mentions": []}})
+            .to_string();
+            async move { store.emit(&body).await.unwrap() }
+        })
+        .buffered(64)
+        .collect::<Vec<_>>()
+        .await;
+    let server = ServerProcess::serve(&app.redis.url(), &[]).await;
+    let pid = server.child.id().unwrap();
+    let before = rss_kib(pid);
+    let mut req = format!("ws://127.0.0.1:{}/api/v1/stream", server.port)
+        .into_client_request()
+        .unwrap();
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    for _ in 0..10 {
+        let msg =
+            json!({"type": "subscribe", "stream": "sample", "rate": 1, "last_event_id": "0-0"});
+        ws.send(Message::Text(msg.to_string().into()))
+            .await
+            .unwrap();
+    }
+    // Let the server do what it will with the requests, unread.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let grown = rss_kib(pid).saturating_sub(before);
+    println!("10 whole-buffer subscribes on an unread socket: server RSS grew {grown} KiB");
+    assert!(grown < 64 * 1024, "grew {grown} KiB");
+    // Read it all: after the tenth confirmation, the whole buffer once.
+    let mut subscribed = 0;
+    let mut ids = Vec::new();
+    while subscribed < 10 || ids.len() < 20_000 {
+        let msg = tokio::time::timeout(Duration::from_secs(30), ws.next())
+            .await
+            .expect("the replay keeps coming")
+            .unwrap()
+            .unwrap();
+        let Message::Text(t) = msg else { continue };
+        let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap();
+        match v["type"].as_str() {
+            Some("subscribed") => {
+                // What an earlier subscription had already sent is its own.
+                subscribed += 1;
+                ids.clear();
+            }
+            Some("status") => ids.push(v["status"]["id"].as_str().unwrap().parse::<u64>().unwrap()),
+            _ => {}
+        }
+    }
+    assert_eq!(subscribed, 10);
+    let distinct: std::collections::HashSet<u64> = ids.iter().copied().collect();
+    assert_eq!(
+        (ids.len(), distinct.len()),
+        (20_000, 20_000),
+        "the last replay, once each"
+    );
+    server.kill9().await;
 }

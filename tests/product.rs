@@ -196,15 +196,23 @@ async fn check_and_token_talk_to_redis() {
     let id = app.register("oper").await;
     let out = Command::new(firehose_bin())
         .args(["check", "--redis-url", &app.redis.url()])
+        .env("FIREHOSE_JWT_SECRET", "too-short")
         .output()
         .unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(report.contains("reachable"), "{report}");
     assert!(
-        report.contains("development default"),
-        "the dev secret is flagged: {report}"
+        report.contains("shorter than 32 bytes"),
+        "a weak secret is flagged: {report}"
     );
     assert!(!out.status.success(), "problems give a failing exit code");
+    let out = Command::new(firehose_bin())
+        .args(["check", "--redis-url", &app.redis.url()])
+        .env_remove("FIREHOSE_JWT_SECRET")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("generated at first start"), "{report}");
     let out = Command::new(firehose_bin())
         .args(["check", "--redis-url", "redis://127.0.0.1:1"])
         .output()

@@ -609,6 +609,11 @@ fn ws_text(out: &Out, multiplexed: bool) -> Option<Utf8Bytes> {
     }
 }
 
+/// Control messages a multiplexed socket may send a second (bursts of twice
+/// that); beyond it they are ignored with an `error` event, so a client
+/// cannot keep the server replaying and re-registering.
+const CONTROL_PER_SEC: u32 = 10;
+
 async fn ws_loop(
     socket: WebSocket,
     mut feed: Feed,
@@ -619,6 +624,8 @@ async fn ws_loop(
     let multiplexed = control_of.is_some();
     let (mut tx, mut rx) = socket.split();
     let mut last_pong = Instant::now();
+    let mut control_budget =
+        crate::limits::Bucket::new(CONTROL_PER_SEC as f64, CONTROL_PER_SEC as f64 * 2.0);
     loop {
         tokio::select! {
             out = feed.next() => {
@@ -663,7 +670,15 @@ async fn ws_loop(
                 Some(Ok(Message::Text(text))) => {
                     last_pong = Instant::now();
                     if let Some((state, auth)) = &control_of {
-                        handle_control(&mut feed, state, auth, text.as_str()).await;
+                        if control_budget.take() {
+                            handle_control(&mut feed, state, auth, text.as_str()).await;
+                        } else {
+                            feed.push_control(ws_error(
+                                "rate_limited",
+                                format!("At most {CONTROL_PER_SEC} control messages a second; this one was ignored."),
+                                None,
+                            ));
+                        }
                     }
                 }
                 Some(Ok(_)) => last_pong = Instant::now(),

@@ -24,6 +24,18 @@ use tokio::time::{Interval, MissedTickBehavior};
 pub const MAX_COUNT: usize = 1000;
 /// Buffer entries read per replay round trip.
 const PAGE: usize = 1000;
+/// Buffer entries read per page of a resume (`last_event_id`): at most this
+/// many events of a replay are held per connection at a time.
+const REPLAY_PAGE: usize = 256;
+
+/// A resume still being read from the buffer.
+struct ReplayJob {
+    stream: &'static str,
+    /// The subscription's rule alone.
+    index: Index,
+    /// The last buffer id read.
+    cursor: EventId,
+}
 
 /// A `warning` `resume_gap` control event.
 fn resume_gap(message: &str) -> String {
@@ -63,6 +75,10 @@ pub struct Feed {
     hub: Hub,
     store: Store,
     pending: VecDeque<Out>,
+    /// Replays still to read from the buffer, a page at a time as the
+    /// client drains what was read, so memory per connection stays bounded
+    /// whatever history it asks for.
+    replays: VecDeque<ReplayJob>,
     floors: HashMap<&'static str, EventId>,
     subs: HashMap<&'static str, SubId>,
     keepalive: Interval,
@@ -101,6 +117,7 @@ impl Feed {
             hub,
             store,
             pending: VecDeque::new(),
+            replays: VecDeque::new(),
             floors: HashMap::new(),
             subs: HashMap::new(),
             keepalive,
@@ -121,6 +138,10 @@ impl Feed {
         if let Some(old) = self.subs.remove(stream) {
             self.hub.unregister(old);
         }
+        // A repeated subscribe replaces the earlier one, replay included.
+        self.replays.retain(|job| job.stream != stream);
+        self.pending
+            .retain(|out| !matches!(out, Out::Event(_, s) if *s == stream));
         let sub = self.hub.next_id();
         self.hub
             .register(&self.conn, sub, rule.clone(), stream)
@@ -181,28 +202,51 @@ impl Feed {
         }
         let mut index = Index::new();
         index.insert(0, rule);
+        // Any replay of this stream was dropped by `subscribe`, so this job
+        // is the only one for it. The first page is read now, so that a
+        // store failure is answered to the request; the rest as the client
+        // reads.
+        self.replays.push_back(ReplayJob {
+            stream,
+            index,
+            cursor: after,
+        });
+        self.replay_step().await
+    }
+
+    /// Reads the next page of the first replay into `pending`; once a page
+    /// comes back short, the replay is done, its stream's floor is set and
+    /// its live events resume. Cancel-safe: nothing changes before the read
+    /// has returned.
+    async fn replay_step(&mut self) -> StoreResult<()> {
+        let Some(cursor) = self.replays.front().map(|job| job.cursor) else {
+            return Ok(());
+        };
+        let page = self
+            .store
+            .events_after(&cursor.to_string(), REPLAY_PAGE)
+            .await?;
+        let Some(job) = self.replays.front_mut() else {
+            return Ok(());
+        };
+        if let Some((last, _)) = page.last() {
+            job.cursor = EventId::parse(last).unwrap_or(job.cursor);
+        }
         let mut out = Vec::new();
-        let mut cursor = after;
-        loop {
-            let page = self.store.events_after(&cursor.to_string(), PAGE).await?;
-            let Some((last, _)) = page.last() else {
-                break;
-            };
-            cursor = EventId::parse(last).unwrap_or(cursor);
-            for (_, json) in &page {
-                if let Some(Incoming::Event(f)) = frame::parse(json) {
-                    index.route(&f.routing.event(), &mut out);
-                    if !out.is_empty() {
-                        inc(&metrics().events_replayed, 1);
-                        self.pending.push_back(Out::Event(f, stream));
-                    }
+        for (_, json) in &page {
+            if let Some(Incoming::Event(f)) = frame::parse(json) {
+                out.clear();
+                job.index.route(&f.routing.event(), &mut out);
+                if !out.is_empty() {
+                    inc(&metrics().events_replayed, 1);
+                    self.pending.push_back(Out::Event(f, job.stream));
                 }
             }
-            if page.len() < PAGE {
-                break;
-            }
         }
-        self.floors.insert(stream, cursor);
+        if page.len() < REPLAY_PAGE {
+            self.floors.insert(job.stream, job.cursor);
+            self.replays.pop_front();
+        }
         Ok(())
     }
 
@@ -299,6 +343,27 @@ impl Feed {
             if self.ended {
                 return None;
             }
+            if !self.replays.is_empty() {
+                // Live events wait in the queue until the replay is done (the
+                // floor then drops those the replay already sent).
+                // A kill or shutdown still ends the feed mid-replay.
+                let conn = self.conn.clone();
+                let mut shutdown = self.shutdown.clone();
+                let step = tokio::select! {
+                    biased;
+                    (code, reason) = conn.killed() => return Some(self.end(code, &reason)),
+                    _ = shutdown.wait() => return Some(self.end("shutdown", "The server is shutting down.")),
+                    step = self.replay_step() => step,
+                };
+                if let Err(e) = step {
+                    tracing::warn!(error = %e, "replay page failed");
+                    return Some(self.end(
+                        "unavailable",
+                        "The data store is unreachable; reconnect with Last-Event-ID to resume.",
+                    ));
+                }
+                continue;
+            }
             tokio::select! {
                 biased;
                 (code, reason) = self.conn.killed() => return Some(self.end(code, &reason)),
@@ -322,7 +387,7 @@ impl Feed {
         if let Some(out) = self.pending.pop_front() {
             return Some(out);
         }
-        if self.ended {
+        if self.ended || !self.replays.is_empty() {
             return None;
         }
         while let Ok(d) = self.rx.try_recv() {
