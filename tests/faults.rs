@@ -493,3 +493,82 @@ async fn an_unread_socket_asking_for_the_whole_buffer_again_and_again_stays_boun
     );
     server.kill9().await;
 }
+
+#[tokio::test]
+async fn killing_the_hubs_pubsub_connection_loses_and_repeats_nothing() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("steady").await;
+    let mut sse = app
+        .stream("/api/v1/stream/sample?rate=1", Some(&token), &[])
+        .await;
+    let mut ndjson = app
+        .stream(
+            "/api/v1/stream/user",
+            Some(&token),
+            &[("accept", "application/x-ndjson")],
+        )
+        .await;
+    let mut conn = app.redis.conn();
+    let mut posted = Vec::new();
+    for i in 0..60 {
+        if i % 15 == 7 {
+            let _: redis::Value = redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("TYPE")
+                .arg("pubsub")
+                .query(&mut conn)
+                .unwrap();
+        }
+        posted.push(app.say(&token, &format!("through the cut {i}")).await);
+    }
+    for (name, stream) in [("sse", &mut sse), ("ndjson", &mut ndjson)] {
+        let mut seen = Vec::new();
+        while seen.len() < posted.len() {
+            let m = stream.next_event("a status").await;
+            if m.data["type"] == "status" {
+                seen.push(m.data["status"]["id"].as_str().unwrap().to_string());
+            }
+        }
+        stream.assert_quiet(Duration::from_millis(300)).await;
+        println!(
+            "pub/sub killed 4 times: {name} got {} of {} statuses",
+            seen.len(),
+            posted.len()
+        );
+        assert_eq!(seen, posted, "{name}: every status once, in order");
+    }
+}
+
+#[tokio::test]
+async fn a_paused_redis_gives_503s_then_everything_recovers() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("patient").await;
+    let mut s = app
+        .stream("/api/v1/stream/sample?rate=1", Some(&token), &[])
+        .await;
+    let mut conn = app.redis.conn();
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(8000)
+        .arg("ALL")
+        .query(&mut conn)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (status, body) = app.get("/api/v1/me", Some(&token)).await;
+    let waited = started.elapsed();
+    println!("paused Redis: /api/v1/me answered {status} after {waited:?}");
+    assert_eq!(status, reqwest::StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "unavailable");
+    // Once the pause ends, requests, readiness and streams come back alone.
+    app.eventually("ready again", || async {
+        app.http
+            .get(app.url("/readyz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == reqwest::StatusCode::OK)
+    })
+    .await;
+    let id = app.say(&token, "after the pause").await;
+    let e = s.next_event("the status after the pause").await;
+    assert_eq!(e.data["status"]["id"], json!(id));
+}

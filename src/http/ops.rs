@@ -27,16 +27,21 @@ pub async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// `GET /readyz`: 200 when Redis answers, 503 when not.
+/// `GET /readyz`: 200 when Redis answers and the event subscription is up
+/// (pinged every 2 s), 503 when either is not.
 pub async fn readyz(State(state): State<AppState>) -> Response {
-    match state.store.ping().await {
-        Ok(()) => Json(json!({"status": "ready", "redis": "ok"})).into_response(),
-        Err(_) => {
-            let mut r = ApiError::unavailable().into_response();
-            *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-            r
-        }
+    if state.store.ping().await.is_err() {
+        return ApiError::unavailable().into_response();
     }
+    if !state.hub.is_subscribed() {
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "The event subscription to Redis is down; streams are catching up.",
+        )
+        .into_response();
+    }
+    Json(json!({"status": "ready", "redis": "ok", "events": "subscribed"})).into_response()
 }
 
 /// `GET /metrics`: Prometheus text.

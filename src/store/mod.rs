@@ -156,6 +156,13 @@ impl Store {
         self.conn.clone()
     }
 
+    /// A pub/sub connection of its own, subscribed to the event channel.
+    pub async fn subscribe_events(&self) -> StoreResult<redis::aio::PubSub> {
+        let mut pubsub = self.client.get_async_pubsub().await?;
+        pubsub.subscribe(self.keys.channel()).await?;
+        Ok(pubsub)
+    }
+
     /// PING: whether Redis answers.
     pub async fn ping(&self) -> StoreResult<()> {
         let mut conn = self.conn();

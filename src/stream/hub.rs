@@ -153,14 +153,29 @@ enum Msg {
 pub struct Hub {
     cmds: mpsc::UnboundedSender<Cmd>,
     next_id: Arc<AtomicU64>,
+    subscribed: Arc<AtomicBool>,
 }
+
+/// How often the subscription connection is pinged.
+const PING_EVERY: Duration = Duration::from_secs(2);
+/// How long a ping may take before the connection is taken for dead.
+const PING_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long catch-up keeps retrying a failing buffer read before it gives
+/// up and tells every connection `resume_gap`.
+const CATCH_UP_PATIENCE: Duration = Duration::from_secs(30);
 
 impl Hub {
     /// Starts the subscriber and dispatcher tasks; both end on shutdown.
     pub fn start(store: Store, shutdown: Shutdown) -> (Hub, Vec<tokio::task::JoinHandle<()>>) {
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let (msg_tx, msg_rx) = mpsc::channel(65_536);
-        let sub = tokio::spawn(subscriber(store.clone(), msg_tx, shutdown.clone()));
+        let subscribed = Arc::new(AtomicBool::new(false));
+        let sub = tokio::spawn(subscriber(
+            store.clone(),
+            msg_tx,
+            subscribed.clone(),
+            shutdown.clone(),
+        ));
         let disp = tokio::spawn(
             Dispatcher {
                 store,
@@ -180,9 +195,15 @@ impl Hub {
             Hub {
                 cmds: cmd_tx,
                 next_id: Arc::new(AtomicU64::new(1)),
+                subscribed,
             },
             vec![sub, disp],
         )
+    }
+
+    /// Whether the event subscription is up (pinged within seconds).
+    pub fn is_subscribed(&self) -> bool {
+        self.subscribed.load(Ordering::Relaxed)
     }
 
     /// A fresh id for a connection or subscription.
@@ -486,15 +507,42 @@ impl Dispatcher {
             Err(e) => tracing::warn!(error = %e, "could not check the replay buffer for gaps"),
         }
         let mut cursor = last.to_string();
+        let mut failing_since: Option<std::time::Instant> = None;
+        let mut backoff = Duration::from_millis(50);
         loop {
             if shutdown.is_set() {
                 return;
             }
             let page = match self.store.events_after(&cursor, 1000).await {
-                Ok(page) => page,
+                Ok(page) => {
+                    failing_since = None;
+                    backoff = Duration::from_millis(50);
+                    page
+                }
                 Err(e) => {
-                    tracing::warn!(error = %e, "catch-up from the replay buffer failed");
-                    return;
+                    // Retry: giving up silently would be a gap no client
+                    // hears of. Past the patience, say so to everyone.
+                    let since = *failing_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() > CATCH_UP_PATIENCE {
+                        tracing::error!(error = %e, "catch-up from the replay buffer failed; telling every stream resume_gap");
+                        let msg = control(
+                            "warning",
+                            json!({"code": "resume_gap",
+                            "message": "Events may have been lost while the server could not read the replay buffer."}),
+                        );
+                        for conn in self.open.values() {
+                            conn.offer_control(msg.clone());
+                        }
+                        self.last = None;
+                        return;
+                    }
+                    tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "catch-up from the replay buffer failed; retrying");
+                    tokio::select! {
+                        _ = shutdown.wait() => return,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    continue;
                 }
             };
             let Some((id, _)) = page.last() else {
@@ -509,21 +557,20 @@ impl Dispatcher {
     }
 }
 
-async fn subscriber(store: Store, msgs: mpsc::Sender<Msg>, mut shutdown: Shutdown) {
-    let channel = store.keys().channel();
+async fn subscriber(
+    store: Store,
+    msgs: mpsc::Sender<Msg>,
+    subscribed: Arc<AtomicBool>,
+    mut shutdown: Shutdown,
+) {
     let mut backoff = Duration::from_millis(100);
     let mut first = true;
     while !shutdown.is_set() {
-        let connected = async {
-            let mut pubsub = store.client().get_async_pubsub().await?;
-            pubsub.subscribe(&channel).await?;
-            Ok::<_, redis::RedisError>(pubsub)
-        };
         let pubsub = tokio::select! {
             _ = shutdown.wait() => return,
-            r = tokio::time::timeout(Duration::from_secs(5), connected) => r,
+            r = tokio::time::timeout(Duration::from_secs(5), store.subscribe_events()) => r,
         };
-        let mut pubsub = match pubsub {
+        let pubsub = match pubsub {
             Ok(Ok(p)) => p,
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "event subscription failed");
@@ -542,11 +589,24 @@ async fn subscriber(store: Store, msgs: mpsc::Sender<Msg>, mut shutdown: Shutdow
         if msgs.send(Msg::Resubscribed).await.is_err() {
             return;
         }
-        let mut stream = pubsub.on_message();
+        subscribed.store(true, Ordering::Relaxed);
+        let (mut sink, mut stream) = pubsub.split();
+        let mut ping = tokio::time::interval(PING_EVERY);
+        ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let msg = tokio::select! {
                 _ = shutdown.wait() => return,
                 m = stream.next() => m,
+                _ = ping.tick() => {
+                    // A connection that died without a FIN, or a Redis that
+                    // stopped answering, is noticed here within seconds.
+                    match tokio::time::timeout(PING_TIMEOUT, sink.ping::<redis::Value>()).await {
+                        Ok(Ok(_)) => continue,
+                        Ok(Err(e)) => tracing::warn!(error = %e, "event subscription ping failed; reconnecting"),
+                        Err(_) => tracing::warn!("event subscription ping timed out; reconnecting"),
+                    }
+                    break;
+                }
             };
             let Some(msg) = msg else {
                 tracing::warn!("event subscription lost; reconnecting");
@@ -559,5 +619,6 @@ async fn subscriber(store: Store, msgs: mpsc::Sender<Msg>, mut shutdown: Shutdow
                 return;
             }
         }
+        subscribed.store(false, Ordering::Relaxed);
     }
 }
