@@ -35,6 +35,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::sync::Semaphore;
 use tower::ServiceExt;
+use tracing::Instrument;
 
 /// Longest request head read before handing over to hyper (long filter URLs
 /// with 5000 follow ids fit).
@@ -219,9 +220,28 @@ async fn connection(
         }
     };
     if let Some(mut parts) = head_end.and_then(|end| parse_head(&buf[..end])) {
-        if let Some(opened) = open_plain(&state, &mut parts).await {
+        // The same span and latency series as a stream served through the
+        // router (the path only: the query may hold an access_token).
+        let route = parts.uri.path().to_string();
+        let span = tracing::info_span!("http", method = "GET", route, raw = true);
+        let started = std::time::Instant::now();
+        if let Some(opened) = open_plain(&state, &mut parts)
+            .instrument(span.clone())
+            .await
+        {
             drop(buf);
-            raw_stream(tcp, opened, write_timeout).await;
+            let status = opened
+                .as_ref()
+                .map_or_else(|e| e.status, |_| StatusCode::OK);
+            metrics().observe_http(
+                &route,
+                "GET",
+                status.as_u16(),
+                started.elapsed().as_secs_f64(),
+            );
+            raw_stream(tcp, opened, write_timeout)
+                .instrument(span)
+                .await;
             return;
         }
     }
@@ -358,6 +378,7 @@ async fn raw_stream(
     }
     let _ = tcp.shutdown().await;
     drop(guard);
+    tracing::debug!("stream closed");
 }
 
 /// An IO that yields `prefix` before reading from `inner`.
