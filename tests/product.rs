@@ -699,3 +699,41 @@ async fn a_stream_requested_on_a_used_keep_alive_connection_works_too() {
     .unwrap_or(false);
     assert!(found && seen.contains("text/event-stream"), "{seen}");
 }
+
+#[tokio::test]
+async fn schemathesis_finds_nothing_against_the_openapi_document() {
+    let st = common::schemathesis();
+    let app = TestApp::start().await;
+    let (_, token) = app.user("fuzzer").await;
+    app.say(&token, "something to read").await;
+    // Streams are excluded (they never end), and so is logout, which would
+    // end the token the rest of the run uses.
+    let out = tokio::process::Command::new(st)
+        .args([
+            "run",
+            &app.url("/openapi.json"),
+            "--checks",
+            "all",
+            "--exclude-path-regex",
+            "/api/v1/stream",
+            "--exclude-operation-id",
+            "delete_api_v1_sessions_current",
+            "--max-examples",
+            "40",
+            "--seed",
+            "20261123",
+            "-H",
+            &format!("Authorization: Bearer {token}"),
+        ])
+        .env("NO_COLOR", "1")
+        .output()
+        .await
+        .expect("schemathesis runs");
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "schemathesis found problems:\n{report}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(report.contains("No issues found"), "{report}");
+}

@@ -89,6 +89,12 @@ async fn batch(
 ) -> ApiResult<Json<BatchReply>> {
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid)?;
+    if !body.ids.iter().all(JsonId::is_whole) {
+        return Err(ApiError::invalid(
+            "invalid_ids",
+            "ids must be strings or whole numbers.",
+        ));
+    }
     if body.ids.len() > MAX_BATCH {
         return Err(ApiError::invalid(
             "too_many_ids",
@@ -170,10 +176,11 @@ async fn list(
     followers: bool,
 ) -> ApiResult<Json<UserPage>> {
     let uid = path_id(&id, "user")?;
+    super::known_params(&q, &["count", "cursor"])?;
     let count = super::timelines::count_param(&q, 20)?;
     let cursor = match q.get("cursor").map(String::as_str) {
-        None | Some("") | Some("0") => 0,
-        Some(c) => c.parse::<u64>().map_err(|_| {
+        None => 0,
+        Some(c) => super::timelines::uint(c).ok_or_else(|| {
             ApiError::invalid("invalid_cursor", "cursor must come from next_cursor.")
         })?,
     };

@@ -170,6 +170,14 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
                 "A JSON body is required.",
             ));
         }
+        // Every body is a JSON object (serde would also take an array for a
+        // struct, field by position).
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(ApiError::invalid(
+                "invalid_json",
+                "The JSON body must be an object.",
+            ));
+        }
         serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
             let msg = e.to_string();
             let msg = msg.split(" at line ").next().unwrap_or(&msg);
@@ -208,25 +216,60 @@ pub enum JsonId {
     /// `"42"`.
     Text(String),
     /// `42`.
-    Number(serde_json::Number),
+    Unsigned(u64),
+    /// `-42`: a whole number, but no one's id.
+    Signed(i64),
+    /// `42.0` (a whole number, as JSON Schema counts) or `4.2` (not one).
+    Float(f64),
 }
 
 impl JsonId {
     /// The id, if it is a positive integer.
     pub fn parse(&self) -> Option<u64> {
-        let s = match self {
-            JsonId::Text(s) => s.trim().to_string(),
-            JsonId::Number(n) => n.to_string(),
-        };
-        s.parse::<u64>().ok().filter(|id| *id > 0)
+        match self {
+            JsonId::Text(s) => s.trim().parse::<u64>().ok(),
+            JsonId::Unsigned(n) => Some(*n),
+            JsonId::Signed(_) => None,
+            JsonId::Float(f) => (self.is_whole() && *f >= 1.0 && *f < 18_446_744_073_709_551_616.0)
+                .then_some(*f as u64),
+        }
+        .filter(|id| *id > 0)
+    }
+
+    /// Whether it is a string or a whole number (not `4.2`).
+    pub fn is_whole(&self) -> bool {
+        match self {
+            JsonId::Float(f) => f.is_finite() && f.fract() == 0.0,
+            _ => true,
+        }
     }
 
     /// The id as the client wrote it, for echoing back.
     pub fn raw(&self) -> String {
         match self {
             JsonId::Text(s) => s.clone(),
-            JsonId::Number(n) => n.to_string(),
+            JsonId::Unsigned(n) => n.to_string(),
+            JsonId::Signed(n) => n.to_string(),
+            JsonId::Float(f) => f.to_string(),
         }
+    }
+}
+
+/// 400 unless every query parameter is one of `allowed` (the OpenAPI
+/// document lists them; a misspelt one should not be silently ignored).
+pub fn known_params(
+    q: &std::collections::HashMap<String, String>,
+    allowed: &[&str],
+) -> Result<(), ApiError> {
+    match q.keys().find(|k| !allowed.contains(&k.as_str())) {
+        None => Ok(()),
+        Some(k) => Err(ApiError::invalid(
+            "invalid_query",
+            format!(
+                "Unknown query parameter {k:?}; this call takes {}.",
+                allowed.join(", ")
+            ),
+        )),
     }
 }
 

@@ -20,12 +20,21 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/users/{id}/statuses", get(profile))
 }
 
+/// A whole number written in decimal digits only (no sign, no spaces), as
+/// the OpenAPI document's integer parameters say.
+pub fn uint(raw: &str) -> Option<u64> {
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    raw.parse().ok()
+}
+
 /// Parses `count`: 1-200, `default` when absent.
 pub fn count_param(q: &HashMap<String, String>, default: usize) -> ApiResult<usize> {
     match q.get("count") {
         None => Ok(default),
-        Some(c) => match c.parse::<usize>() {
-            Ok(n) if (1..=200).contains(&n) => Ok(n),
+        Some(c) => match uint(c) {
+            Some(n) if (1..=200).contains(&n) => Ok(n as usize),
             _ => Err(ApiError::invalid(
                 "invalid_count",
                 "count must be a whole number from 1 to 200.",
@@ -36,6 +45,7 @@ pub fn count_param(q: &HashMap<String, String>, default: usize) -> ApiResult<usi
 
 /// Parses `count` (1-200, default 30) and `page` (>= 1) or `max_id`.
 pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
+    super::known_params(q, &["count", "page", "max_id"])?;
     let count = count_param(q, 30)?;
     let page = match (q.get("page"), q.get("max_id")) {
         (Some(_), Some(_)) => {
@@ -44,8 +54,8 @@ pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
                 "Give page or max_id, not both.",
             ));
         }
-        (Some(p), None) => match p.parse::<u64>() {
-            Ok(n) if n >= 1 => Page::Number(n),
+        (Some(p), None) => match uint(p) {
+            Some(n) if n >= 1 => Page::Number(n),
             _ => {
                 return Err(ApiError::invalid(
                     "invalid_page",
@@ -53,8 +63,8 @@ pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
                 ))
             }
         },
-        (None, Some(m)) => match m.parse::<u64>() {
-            Ok(n) => Page::MaxId(n),
+        (None, Some(m)) => match uint(m) {
+            Some(n) => Page::MaxId(n),
             _ => {
                 return Err(ApiError::invalid(
                     "invalid_max_id",

@@ -17,10 +17,11 @@ use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-/// Longest accepted password, in bytes (argon2 input is bounded server-side).
-const MAX_PASSWORD_BYTES: usize = 1024;
-/// Longest accepted email, in bytes.
-const MAX_EMAIL_BYTES: usize = 254;
+/// Longest accepted password, in characters (argon2 input is bounded
+/// server-side; the OpenAPI schema says the same).
+pub const MAX_PASSWORD_CHARS: usize = 256;
+/// Longest accepted email, in characters.
+pub const MAX_EMAIL_CHARS: usize = 254;
 
 /// Routes of this resource.
 pub fn router() -> Router<AppState> {
@@ -86,7 +87,7 @@ pub fn validate_name(name: &str) -> ApiResult<()> {
 
 fn validate_email(email: &str) -> ApiResult<()> {
     let ok = email.contains('@')
-        && email.len() <= MAX_EMAIL_BYTES
+        && email.chars().count() <= MAX_EMAIL_CHARS
         && !email.starts_with('@')
         && !email.ends_with('@')
         && !email.chars().any(|c| c.is_whitespace() || c.is_control());
@@ -106,10 +107,10 @@ fn validate_password(password: &str) -> ApiResult<()> {
             "password must be at least 8 characters.",
         ));
     }
-    if password.len() > MAX_PASSWORD_BYTES {
+    if password.chars().count() > MAX_PASSWORD_CHARS {
         return Err(ApiError::invalid(
             "invalid_password",
-            "password must be at most 1024 bytes.",
+            "password must be at most 256 characters.",
         ));
     }
     Ok(())
@@ -171,6 +172,7 @@ pub async fn lookup(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<User>> {
+    super::known_params(&q, &["login", "email", "any"])?;
     let given: Vec<(&str, &String)> = ["login", "email", "any"]
         .iter()
         .filter_map(|k| q.get(*k).map(|v| (*k, v)))

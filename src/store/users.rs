@@ -137,7 +137,9 @@ impl Store {
                 .ignore();
         }
         let mut conn = self.conn();
-        let _: () = pipe.query_async(&mut conn).await?;
+        if name.is_some() || private.is_some() {
+            let _: () = pipe.query_async(&mut conn).await?;
+        }
         // Session checks carry the private flag: re-read it on the next request.
         self.sessions.forget_user(uid);
         self.user(uid).await

@@ -41,6 +41,41 @@ fn ensure_redis_installed() {
     });
 }
 
+static SCHEMATHESIS: Once = Once::new();
+
+/// The schemathesis CLI: `st` on the PATH, or one installed with pip into a
+/// virtual environment under the target directory (on a fresh Debian
+/// machine, after apt-get installs python3-venv).
+pub fn schemathesis() -> std::path::PathBuf {
+    let venv = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/schemathesis");
+    let st_in_venv = venv.join("bin/st");
+    if Command::new("st")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return "st".into();
+    }
+    SCHEMATHESIS.call_once(|| {
+        if st_in_venv.exists() {
+            return;
+        }
+        let script = format!(
+            "(python3 -m venv --help >/dev/null 2>&1 && python3 -m ensurepip --version >/dev/null 2>&1 \
+               || (apt-get update -qq && apt-get install -y -qq python3-venv python3-pip)) >/dev/null 2>&1; \
+             python3 -m venv {venv} && {venv}/bin/pip install -q schemathesis",
+            venv = venv.display()
+        );
+        let ok = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "could not install schemathesis with pip");
+    });
+    st_in_venv
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
