@@ -476,6 +476,31 @@ impl Store {
             inv.arg(item);
         }
         let _: i64 = inv.invoke_async(&mut conn).await?;
+        if follow && !newest.is_empty() {
+            // Compensate as a fan-out batch does: a status deleted between
+            // step 2's read of the profile and step 3 must not stay in the
+            // home (a delete after this check reaches the new follower
+            // through its own fan-out).
+            let ids: Vec<u64> = newest
+                .iter()
+                .step_by(2)
+                .filter_map(|id| id.parse().ok())
+                .collect();
+            let mut pipe = redis::pipe();
+            for id in &ids {
+                pipe.exists(self.keys.status(*id));
+            }
+            let exists: Vec<bool> = pipe.query_async(&mut conn).await?;
+            let gone: Vec<u64> = ids
+                .iter()
+                .zip(exists)
+                .filter(|(_, e)| !e)
+                .map(|(id, _)| *id)
+                .collect();
+            if !gone.is_empty() {
+                let _: () = conn.zrem(self.keys.home(source), gone).await?;
+            }
+        }
         Ok(())
     }
 
