@@ -450,6 +450,7 @@ impl Store {
             .key(self.keys.user(target))
             .key(self.keys.follower_seq(target))
             .key(self.keys.profile(target))
+            .key(self.keys.deleted(target))
             .arg(source)
             .arg(flag)
             .arg(seq)
@@ -457,10 +458,11 @@ impl Store {
             .arg(HOME_CAP)
             .invoke_async(&mut conn)
             .await?;
-        let newest: Vec<String> = match redis::from_redis_value::<(i64, Vec<String>)>(reply) {
-            Ok((_, newest)) => newest,
-            Err(_) => Vec::new(),
-        };
+        let (newest, deleted): (Vec<String>, Vec<String>) =
+            match redis::from_redis_value::<(i64, Vec<String>, Vec<String>)>(reply) {
+                Ok((_, newest, deleted)) => (newest, deleted),
+                Err(_) => (Vec::new(), Vec::new()),
+            };
         let mut inv = self.scripts.follow_home.prepare_invoke();
         inv.key(self.keys.following(source))
             .key(self.keys.home(source))
@@ -471,9 +473,15 @@ impl Store {
             .arg(op.map(Op::encode).unwrap_or_default())
             .arg(self.replay_maxlen)
             .arg(self.keys.channel())
-            .arg(follow_body(source, target, follow, at));
+            .arg(follow_body(source, target, follow, at))
+            .arg(newest.len() / 2);
         for item in &newest {
             inv.arg(item);
+        }
+        if !follow {
+            for id in &deleted {
+                inv.arg(id);
+            }
         }
         let _: i64 = inv.invoke_async(&mut conn).await?;
         if follow && !newest.is_empty() {

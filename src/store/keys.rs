@@ -63,6 +63,10 @@ impl Keys {
     pub fn following(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:following", self.prefix)
     }
+    /// ZSET: the user's most recently deleted status ids (-> time), at most 1000.
+    pub fn deleted(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:deleted", self.prefix)
+    }
     /// HASH: follower id -> sequence of the last applied follow change.
     pub fn follower_seq(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:fseq", self.prefix)

@@ -144,6 +144,7 @@ impl Store {
             .key(self.keys.home(uid))
             .key(self.keys.events())
             .key(self.keys.outbox())
+            .key(self.keys.deleted(uid))
             .arg(sid)
             .arg(uid)
             .arg(self.replay_maxlen)
@@ -151,6 +152,8 @@ impl Store {
             .arg(delete_body(sid, uid, now, private))
             .arg(op.encode())
             .arg(self.lease_deadline())
+            .arg(now)
+            .arg(HOME_CAP)
             .invoke_async(&mut conn)
             .await?;
         match reply.first().map(String::as_str) {

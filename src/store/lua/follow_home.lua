@@ -16,18 +16,23 @@
 -- KEYS[3] outbox ZSET  KEYS[4] events STREAM
 -- ARGV[1] followee id  ARGV[2] home cap  ARGV[3] outbox op ("" for none)
 -- ARGV[4] MAXLEN  ARGV[5] channel  ARGV[6] event body JSON without "id"
--- ARGV[7..] id, score pairs
+-- ARGV[7] n, the number of id, score pairs  ARGV[8 .. 7+2n] the pairs
+-- ARGV[8+2n ..] the followee's recently deleted ids (removed on unfollow: a
+-- delete's fan-out does not reach someone who has just left)
 -- Returns the number of home entries added or removed.
 local following = redis.call('ZSCORE', KEYS[1], ARGV[1])
 local n = 0
+local last = 7 + 2 * tonumber(ARGV[7])
 if following then
-  for i = 7, #ARGV, 2 do
+  for i = 8, last, 2 do
     n = n + redis.call('ZADD', KEYS[2], ARGV[i + 1], ARGV[i])
   end
   redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -tonumber(ARGV[2]) - 1)
 else
-  for i = 7, #ARGV, 2 do
-    n = n + redis.call('ZREM', KEYS[2], ARGV[i])
+  for i = 8, #ARGV do
+    if i > last or (i - 8) % 2 == 0 then
+      n = n + redis.call('ZREM', KEYS[2], ARGV[i])
+    end
   end
 end
 if ARGV[3] ~= '' and redis.call('ZREM', KEYS[3], ARGV[3]) == 1 then

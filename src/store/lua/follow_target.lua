@@ -3,15 +3,18 @@
 -- Applies "follower follows (or not) at sequence S" to the followee's
 -- `followers` ZSET unless a change with a higher sequence from the same
 -- follower was applied already, recounts `followers` as the ZCARD, and
--- returns the followee's newest statuses for step 3. Atomic: the sequence
+-- returns the followee's newest statuses (and most recently deleted ids, for
+-- an unfollow to take out too) for step 3. Atomic: the sequence
 -- check, the change and the recount run as one script; idempotent: applying
 -- the same sequence twice leaves the same state.
 --
 -- KEYS[1] followee's followers ZSET  KEYS[2] followee's user HASH
 -- KEYS[3] followee's follower-sequence HASH  KEYS[4] followee's profile ZSET
+-- KEYS[5] followee's recently-deleted ZSET
 -- ARGV[1] follower id  ARGV[2] "1" follow / "0" unfollow  ARGV[3] sequence
 -- ARGV[4] follow time  ARGV[5] how many newest statuses to return
--- Returns {followers count, {id, score, id, score, ...}} or {"nouser"}.
+-- Returns {followers count, {id, score, id, score, ...}, {deleted id, ...}}
+-- or {"nouser"}.
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return {'nouser'}
 end
@@ -27,4 +30,5 @@ end
 local count = redis.call('ZCARD', KEYS[1])
 redis.call('HSET', KEYS[2], 'followers', count)
 local newest = redis.call('ZREVRANGE', KEYS[4], 0, tonumber(ARGV[5]) - 1, 'WITHSCORES')
-return {count, newest}
+local deleted = redis.call('ZREVRANGE', KEYS[5], 0, tonumber(ARGV[5]) - 1)
+return {count, newest, deleted}
