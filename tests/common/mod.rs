@@ -88,16 +88,28 @@ pub struct RedisServer {
     child: Option<Child>,
     pub port: u16,
     dir: std::path::PathBuf,
+    /// AOF with fsync on every write, so a restart keeps everything.
+    durable: bool,
 }
 
 impl RedisServer {
     pub fn start() -> RedisServer {
+        Self::start_with_durability(false)
+    }
+
+    /// A server whose data survives `restart` (AOF, fsync always).
+    pub fn start_durable() -> RedisServer {
+        Self::start_with_durability(true)
+    }
+
+    fn start_with_durability(durable: bool) -> RedisServer {
         ensure_redis_installed();
         let port = free_port();
         let dir =
             std::env::temp_dir().join(format!("firehose-test-redis-{port}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let mut me = RedisServer {
+            durable,
             child: None,
             port,
             dir,
@@ -121,7 +133,9 @@ impl RedisServer {
                 "--save",
                 "",
                 "--appendonly",
-                "no",
+                if self.durable { "yes" } else { "no" },
+                "--appendfsync",
+                "always",
             ])
             .arg("--dir")
             .arg(&self.dir)
@@ -141,9 +155,24 @@ impl RedisServer {
             );
             std::thread::sleep(Duration::from_millis(10));
         }
+        // Accepting connections is not serving: an AOF may still be loading.
+        let client = redis::Client::open(self.url()).expect("redis url");
+        loop {
+            let pong = client
+                .get_connection()
+                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
+            if pong.is_ok() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not finish loading"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
-    /// Kills the server (data is lost: tests that restart use fresh state).
+    /// Kills the server (data is lost unless it was started durable).
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
@@ -199,11 +228,15 @@ impl TestApp {
     }
 
     pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+        Self::start_on(RedisServer::start(), tweak).await
+    }
+
+    /// The app on a Redis of the test's choosing (a durable one, say).
+    pub async fn start_on(redis: RedisServer, tweak: impl FnOnce(&mut Config)) -> TestApp {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_env("TEST_LOG"))
             .with_test_writer()
             .try_init();
-        let redis = RedisServer::start();
         let mut cfg = test_config(&redis);
         tweak(&mut cfg);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
