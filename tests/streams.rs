@@ -835,8 +835,29 @@ async fn logout_closes_every_kind_of_stream_even_a_websocket_with_no_subscriptio
     )
     .await;
     assert_eq!(ws_next(&mut idle_ws).await["type"], "error");
+    let mut path_ws = ws_connect(&app, "/api/v1/stream/sample?rate=1", &token).await;
+    let mut filter_sse = app
+        .stream("/api/v1/stream/filter?track=never", Some(&token), &[])
+        .await;
+    // A fresh client: its stream cannot ride a kept-alive connection, so it
+    // is served on the raw socket.
+    let raw_user = reqwest::Client::new()
+        .get(app.url("/api/v1/stream/user"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(raw_user.status(), StatusCode::OK);
     let (status, _) = app.delete("/api/v1/sessions/current", Some(&token)).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
+    let bye = ws_next(&mut path_ws).await;
+    assert_eq!(bye["code"], "revoked", "WebSocket on a stream path");
+    assert_eq!(filter_sse.next("disconnect").await.data["code"], "revoked");
+    let raw_body = tokio::time::timeout(Duration::from_secs(10), raw_user.text())
+        .await
+        .expect("the raw stream ends")
+        .unwrap_or_default();
+    assert!(raw_body.contains("\"revoked\""), "{raw_body}");
     let bye = ws_next(&mut idle_ws).await;
     assert_eq!(
         (bye["type"].clone(), bye["code"].clone()),
