@@ -135,6 +135,9 @@ async fn post(
         login: login.to_string(),
         hashtags: text::hashtags(&msg),
         mentions: text::mentions(&msg),
+        repost_of: None,
+        repost_of_uid: None,
+        counts: Default::default(),
         message: msg,
         posted: now(),
         lat: coords.map(|c| c.0),
@@ -142,7 +145,10 @@ async fn post(
         reply_to: None,
         reply_to_uid: None,
     };
-    store.post_status(&status, false, None).await.map(|_| ())
+    store
+        .post_status(&status, false, None, &[])
+        .await
+        .map(|_| ())
 }
 
 /// Seeds the world, then posts at `args.rate` per second until Ctrl-C.

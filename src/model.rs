@@ -78,6 +78,42 @@ pub struct Status {
     pub hashtags: Vec<String>,
     /// Logins mentioned with `@` that belong to users, in order of appearance.
     pub mentions: Vec<String>,
+    /// The status this one reposts (a repost's own message may be empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repost_of: Option<String>,
+    /// Author of the reposted status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repost_of_uid: Option<String>,
+    /// Likes, reposts and replies it has (read at the time of the answer;
+    /// always the last fields, see `store::cache`).
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+/// How many likes, reposts and replies a status has.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Counts {
+    /// Users who like it.
+    #[serde(default)]
+    pub likes: u64,
+    /// Users who reposted it.
+    #[serde(default)]
+    pub reposts: u64,
+    /// Replies to it.
+    #[serde(default)]
+    pub replies: u64,
+}
+
+impl Counts {
+    /// From the `likes`, `reposts`, `replies` fields of a status HASH.
+    pub fn from_hash(h: &HashMap<String, String>) -> Counts {
+        let num = |k: &str| h.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        Counts {
+            likes: num("likes"),
+            reposts: num("reposts"),
+            replies: num("replies"),
+        }
+    }
 }
 
 impl Status {
@@ -107,6 +143,12 @@ impl Status {
         if let Some(r) = &self.reply_to_uid {
             f.push(("reply_to_uid", r.clone()));
         }
+        if let Some(r) = &self.repost_of {
+            f.push(("repost_of", r.clone()));
+        }
+        if let Some(r) = &self.repost_of_uid {
+            f.push(("repost_of_uid", r.clone()));
+        }
         f
     }
 
@@ -129,6 +171,9 @@ impl Status {
             reply_to_uid: h.get("reply_to_uid").cloned(),
             hashtags: list("hashtags"),
             mentions: list("mentions"),
+            repost_of: h.get("repost_of").cloned(),
+            repost_of_uid: h.get("repost_of_uid").cloned(),
+            counts: Counts::from_hash(h),
         })
     }
 }

@@ -819,8 +819,11 @@ async fn home_timelines_keep_the_newest_1000() {
             reply_to_uid: None,
             hashtags: vec![],
             mentions: vec![],
+            repost_of: None,
+            repost_of_uid: None,
+            counts: Default::default(),
         };
-        store.post_status(&status, false, None).await.unwrap();
+        store.post_status(&status, false, None, &[]).await.unwrap();
     }
     let _ = token;
     app.follow(&reader, &id).await;
@@ -1003,11 +1006,12 @@ async fn private_accounts_show_statuses_to_followers_only() {
         app.get(&format!("/api/v1/statuses/{sid}"), Some(&c))
             .await
             .0,
-        StatusCode::FORBIDDEN
+        StatusCode::NOT_FOUND,
+        "to anyone else a private status does not exist"
     );
     assert_eq!(
         app.get(&format!("/api/v1/statuses/{sid}"), None).await.0,
-        StatusCode::FORBIDDEN
+        StatusCode::NOT_FOUND
     );
     assert_eq!(
         app.get(&format!("/api/v1/users/{ida}/statuses"), Some(&c))

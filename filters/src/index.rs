@@ -87,6 +87,15 @@ pub enum Event<'a> {
         /// True for follow, false for unfollow.
         following: bool,
     },
+    /// A notice for some users (a like of their status, a mention, a follow
+    /// request, a repost of their status): their user streams, and the
+    /// firehose when `public`.
+    Notice {
+        /// The users whose user streams get it.
+        uids: &'a [u64],
+        /// Whether it may reach the firehose (nothing private in it).
+        public: bool,
+    },
     /// Any other public event (a user signed up, ...): firehose only.
     Other,
 }
@@ -808,6 +817,12 @@ impl Index {
                 out.extend_from_slice(&self.firehose);
                 return;
             }
+            Event::Notice { public, .. } => {
+                if public {
+                    out.extend_from_slice(&self.firehose);
+                }
+                return;
+            }
             Event::Follow { .. } => return,
         };
         if !public {
@@ -846,6 +861,11 @@ impl Index {
                     self.follow.extend_into(uid, out);
                 }
                 self.home.extend_into(uid, out);
+            }
+            Event::Notice { uids, .. } => {
+                for &uid in uids {
+                    self.user_of.extend_into(uid, out);
+                }
             }
             Event::Follow { .. } | Event::Other => {}
         }

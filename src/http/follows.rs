@@ -160,6 +160,20 @@ pub async fn destroy_many(
     batch(state, auth, body, false).await
 }
 
+/// Parses the paging of a list of users: `cursor` (default 0) and `count`
+/// (1-200, default 20); no other parameter.
+pub fn user_paging(q: &HashMap<String, String>) -> ApiResult<(u64, usize)> {
+    super::known_params(q, &["count", "cursor"])?;
+    let count = super::timelines::count_param(q, 20)?;
+    let cursor = match q.get("cursor").map(String::as_str) {
+        None => 0,
+        Some(c) => super::timelines::uint(c).ok_or_else(|| {
+            ApiError::invalid("invalid_cursor", "cursor must come from next_cursor.")
+        })?,
+    };
+    Ok((cursor, count))
+}
+
 /// A page of users.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct UserPage {
@@ -176,14 +190,7 @@ async fn list(
     followers: bool,
 ) -> ApiResult<Json<UserPage>> {
     let uid = path_id(&id, "user")?;
-    super::known_params(&q, &["count", "cursor"])?;
-    let count = super::timelines::count_param(&q, 20)?;
-    let cursor = match q.get("cursor").map(String::as_str) {
-        None => 0,
-        Some(c) => super::timelines::uint(c).ok_or_else(|| {
-            ApiError::invalid("invalid_cursor", "cursor must come from next_cursor.")
-        })?,
-    };
+    let (cursor, count) = user_paging(&q)?;
     if !state.store.user_exists(uid).await? {
         return Err(ApiError::not_found("No such user."));
     }

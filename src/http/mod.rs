@@ -2,12 +2,14 @@
 //! handlers named by verb.
 
 pub mod follows;
+pub mod likes;
 pub mod openapi;
 pub mod ops;
 pub mod sessions;
 pub mod statuses;
 pub mod stream;
 pub mod timelines;
+pub mod trends;
 pub mod users;
 
 use crate::app::AppState;
@@ -31,6 +33,8 @@ pub fn router(state: AppState) -> Router {
         .merge(statuses::router())
         .merge(timelines::router())
         .merge(follows::router())
+        .merge(likes::router())
+        .merge(trends::router())
         .merge(stream::router())
         .merge(ops::router())
         .fallback(not_found)

@@ -6,7 +6,7 @@
 
 use super::follows::{BatchReply, UserPage};
 use super::sessions::{LoginReply, SessionInfo};
-use crate::model::{Status, User};
+use crate::model::{Counts, Status, User};
 use serde_json::{json, Map, Value};
 use utoipa::PartialSchema;
 
@@ -45,6 +45,8 @@ enum Params {
     FollowPaging,
     /// Exactly one of `login`, `email`, `any`.
     Lookup,
+    /// `window` and `limit`.
+    Trends,
 }
 
 #[derive(Clone, Copy)]
@@ -92,6 +94,14 @@ const OPS: &[Op] = &[
     Op { method: "delete", path: "/api/v1/follows", tag: "follows", summary: "Unfollow up to 1000 users", auth: Auth::Bearer, query: &[], body: Some("Batch"), status: 200, params: Params::None, reply: Reply::Schema("BatchReply"), errors: &[400, 401, 403, 408, 413, 415, 429, 503] },
     Op { method: "get", path: "/api/v1/users/{id}/followers", tag: "follows", summary: "Followers, oldest follow first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::FollowPaging, reply: Reply::Schema("UserPage"), errors: &[400, 401, 404, 503] },
     Op { method: "get", path: "/api/v1/users/{id}/following", tag: "follows", summary: "Followed users, oldest follow first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::FollowPaging, reply: Reply::Schema("UserPage"), errors: &[400, 401, 404, 503] },
+    Op { method: "post", path: "/api/v1/statuses/{id}/like", tag: "likes", summary: "Like a status (idempotent)", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#), errors: &[401, 403, 404, 429, 503] },
+    Op { method: "delete", path: "/api/v1/statuses/{id}/like", tag: "likes", summary: "Stop liking a status (idempotent)", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#), errors: &[401, 403, 404, 429, 503] },
+    Op { method: "get", path: "/api/v1/statuses/{id}/liked_by", tag: "likes", summary: "Who likes a status, oldest like first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::FollowPaging, reply: Reply::Schema("UserPage"), errors: &[400, 401, 404, 503] },
+    Op { method: "get", path: "/api/v1/users/{id}/likes", tag: "likes", summary: "Statuses a user likes, newest like first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::Paging, reply: Reply::List("Status"), errors: &[400, 401, 404, 503] },
+    Op { method: "get", path: "/api/v1/statuses/{id}/context", tag: "statuses", summary: "The conversation: ancestors and descendants (paginated), oldest first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::FollowPaging, reply: Reply::Inline(r##"{"type":"object","required":["ancestors","descendants"],"properties":{"ancestors":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"descendants":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]}}}"##), errors: &[400, 401, 404, 503] },
+    Op { method: "get", path: "/api/v1/timelines/mentions", tag: "timelines", summary: "Statuses mentioning you, newest first", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::Paging, reply: Reply::List("Status"), errors: &[400, 401, 503] },
+    Op { method: "get", path: "/api/v1/timelines/tag/{tag}", tag: "timelines", summary: "Statuses carrying #tag (any case, without #), newest first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::Paging, reply: Reply::List("Status"), errors: &[400, 401, 503] },
+    Op { method: "get", path: "/api/v1/trends/tags", tag: "trends", summary: "The most used hashtags of public statuses in a sliding window", auth: Auth::None, query: &[], body: None, status: 200, params: Params::Trends, reply: Reply::Inline(r#"{"type":"array","items":{"type":"object","required":["tag","count"],"properties":{"tag":{"type":"string"},"count":{"type":"integer","minimum":1}}}}"#), errors: &[400, 503] },
     Op { method: "get", path: "/api/v1/stream/firehose", tag: "streams", summary: "Every public event (scope firehose). SSE, NDJSON (Accept: application/x-ndjson) or WebSocket", auth: Auth::Stream, query: RESUME, body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] },
     Op { method: "get", path: "/api/v1/stream/sample", tag: "streams", summary: "A sample of public statuses, the same for every client at one rate", auth: Auth::Stream, query: &[("rate", "Fraction in (0, 1], default 0.01."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] },
     Op { method: "get", path: "/api/v1/stream/filter", tag: "streams", summary: "Public statuses matching follow, track or locations", auth: Auth::Stream, query: &[("follow", "Comma-separated user ids (<= 5000)."), ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."), ("locations", "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] },
@@ -115,6 +125,7 @@ fn schemas() -> Map<String, Value> {
     };
     add("User", User::schema());
     add("Status", Status::schema());
+    add("Counts", Counts::schema());
     add("LoginReply", LoginReply::schema());
     add("SessionInfo", SessionInfo::schema());
 
@@ -147,6 +158,17 @@ fn object_params(params: Params) -> Option<(&'static str, &'static str, Value)> 
     let count = |default: u32| json!({"type": "integer", "minimum": 1, "maximum": 200, "description": format!("Entries per page (default {default}).")});
     match params {
         Params::None => None,
+        Params::Trends => Some((
+            "trend",
+            "window (60-86400 s, default 3600) and limit (1-100, default 10).",
+            json!({
+                "type": "object", "additionalProperties": false,
+                "properties": {
+                    "window": {"type": "integer", "minimum": 60, "maximum": 86_400},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                },
+            }),
+        )),
         Params::Paging => Some((
             "paging",
             "count, and page or max_id (not both).",
@@ -273,6 +295,10 @@ fn operation(op: &Op) -> Value {
         params.push(
             json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}),
         );
+    }
+    if op.path.contains("{tag}") {
+        params.push(json!({"name": "tag", "in": "path", "required": true,
+            "schema": {"type": "string", "minLength": 1, "maxLength": 280, "pattern": "[^#]"}}));
     }
     for (name, desc) in op.query {
         params.push(json!({"name": name, "in": "query", "required": false, "description": desc, "schema": {"type": "string"}}));

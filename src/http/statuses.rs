@@ -8,12 +8,13 @@ use crate::model::{now, Status};
 use crate::store::statuses::Posted;
 use crate::store::StoreError;
 use crate::text;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// Longest message, in Unicode scalar values.
 pub const MAX_MESSAGE_CHARS: usize = 280;
@@ -23,6 +24,72 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/statuses", post(create))
         .route("/api/v1/statuses/{id}", get(show).delete(destroy))
+        .route("/api/v1/statuses/{id}/context", get(context))
+}
+
+/// Most ancestors a conversation shows.
+const MAX_ANCESTORS: usize = 200;
+
+/// Answer of `GET /api/v1/statuses/{id}/context`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Context {
+    /// The statuses this one replies to, up the chain, oldest first (it
+    /// stops at one that is gone or that the caller may not see).
+    pub ancestors: Vec<Status>,
+    /// Replies, replies to them and so on, oldest first, `count` from `cursor`.
+    pub descendants: Vec<Status>,
+    /// Pass as `cursor` for more descendants; null when there are no more.
+    pub next_cursor: Option<String>,
+}
+
+/// `GET /api/v1/statuses/{id}/context`: the conversation around a status,
+/// as the caller may see it.
+pub async fn context(
+    State(state): State<AppState>,
+    MaybeUser(viewer): MaybeUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Context>> {
+    let sid = path_id(&id, "status")?;
+    let (cursor, count) = super::follows::user_paging(&q)?;
+    let status = visible(&state, viewer.as_ref(), sid).await?;
+    let mut ancestors = Vec::new();
+    let mut parent = status
+        .reply_to
+        .as_deref()
+        .and_then(|p| p.parse::<u64>().ok());
+    while let Some(p) = parent {
+        if ancestors.len() >= MAX_ANCESTORS {
+            break;
+        }
+        let Ok(up) = visible(&state, viewer.as_ref(), p).await else {
+            break;
+        };
+        parent = up.reply_to.as_deref().and_then(|p| p.parse::<u64>().ok());
+        ancestors.push(up);
+    }
+    ancestors.reverse();
+    let ids = state.store.descendants(sid).await?;
+    let found = state.store.statuses(&ids).await?;
+    let cached: Vec<_> = found.into_iter().filter_map(|(_, s)| s).collect();
+    let shown = state.store.shown(cached).await?;
+    let mut shown = super::timelines::only_visible(&state, viewer.as_ref(), shown).await?;
+    shown.sort_by(|a, b| {
+        let id = |s: &crate::store::statuses::Shown| s.0.status.id.parse::<u64>().unwrap_or(0);
+        id(a).cmp(&id(b))
+    });
+    let start = (cursor as usize).min(shown.len());
+    let end = (start + count).min(shown.len());
+    let next_cursor = (end < shown.len()).then(|| end.to_string());
+    let descendants = shown[start..end]
+        .iter()
+        .map(|(s, counts)| s.with_counts(*counts))
+        .collect();
+    Ok(Json(Context {
+        ancestors,
+        descendants,
+        next_cursor,
+    }))
 }
 
 /// Body of `POST /api/v1/statuses`.
@@ -139,17 +206,28 @@ async fn publish(
             let target = raw
                 .parse()
                 .ok_or_else(|| ApiError::not_found("No such status to reply to."))?;
-            let parent = state.store.status(target).await.map_err(|e| match e {
-                StoreError::NotFound(_) => ApiError::not_found("No such status to reply to."),
-                e => e.into(),
-            })?;
+            // A status the author may not see is one that does not exist.
+            let parent =
+                visible(&state, Some(&auth), target)
+                    .await
+                    .map_err(|e| match e.status {
+                        StatusCode::NOT_FOUND => ApiError::not_found("No such status to reply to."),
+                        _ => e,
+                    })?;
             (Some(parent.id), Some(parent.uid))
         }
     };
     let mut mentions = Vec::new();
+    let mut mentioned = Vec::new();
     for login in text::mentions(&body.message) {
-        if state.store.lookup(&login).await?.is_some() {
+        if let Some(uid) = state.store.lookup(&login).await? {
             mentions.push(login);
+            // Of a private account, only those who may see it hear of it.
+            let sees =
+                !auth.private || uid == auth.uid || state.store.is_following(uid, auth.uid).await?;
+            if sees && !mentioned.contains(&uid) {
+                mentioned.push(uid);
+            }
         }
     }
     let sid = state.store.next_status_id().await?;
@@ -159,6 +237,9 @@ async fn publish(
         login: auth.login.clone(),
         hashtags: text::hashtags(&body.message),
         mentions,
+        repost_of: None,
+        repost_of_uid: None,
+        counts: Default::default(),
         message: body.message,
         posted: now(),
         lat: body.lat,
@@ -168,7 +249,7 @@ async fn publish(
     };
     let posted = state
         .store
-        .post_status(&status, auth.private, idem.as_deref())
+        .post_status(&status, auth.private, idem.as_deref(), &mentioned)
         .await?;
     Ok((posted, status))
 }
@@ -188,6 +269,20 @@ pub async fn can_see(state: &AppState, viewer: Option<&AuthUser>, author: u64) -
     }
 }
 
+/// The status `sid` if `viewer` may see it; else 404, as if it did not
+/// exist (a private account's statuses are not even acknowledged).
+pub async fn visible(state: &AppState, viewer: Option<&AuthUser>, sid: u64) -> ApiResult<Status> {
+    let status = state.store.status(sid).await.map_err(|e| match e {
+        StoreError::NotFound(_) => ApiError::not_found("No such status."),
+        e => e.into(),
+    })?;
+    let author: u64 = status.uid.parse().unwrap_or(0);
+    if !can_see(state, viewer, author).await? {
+        return Err(ApiError::not_found("No such status."));
+    }
+    Ok(status)
+}
+
 /// `GET /api/v1/statuses/{id}`: one status; with a token, it is recorded in
 /// the session's recently viewed statuses.
 pub async fn show(
@@ -196,13 +291,7 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Status>> {
     let sid = path_id(&id, "status")?;
-    let status = state.store.status(sid).await?;
-    let author: u64 = status.uid.parse().unwrap_or(0);
-    if !can_see(&state, viewer.as_ref(), author).await? {
-        return Err(ApiError::forbidden(
-            "This status is visible to the author's followers only.",
-        ));
-    }
+    let status = visible(&state, viewer.as_ref(), sid).await?;
     if let Some(viewer) = &viewer {
         state.store.record_view(&viewer.sid, sid, now()).await?;
     }

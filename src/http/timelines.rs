@@ -5,7 +5,7 @@ use super::statuses::can_see;
 use crate::app::AppState;
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
-use crate::store::statuses::{Page, Timeline};
+use crate::store::statuses::{Page, Shown, Timeline};
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
@@ -18,6 +18,75 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/timelines/home", get(home))
         .route("/api/v1/users/{id}/statuses", get(profile))
+        .route("/api/v1/timelines/mentions", get(mentions))
+        .route("/api/v1/timelines/tag/{tag}", get(tag))
+}
+
+/// Keeps the statuses `viewer` may see (a private author's only for the
+/// author and their followers).
+pub async fn only_visible(
+    state: &AppState,
+    viewer: Option<&AuthUser>,
+    statuses: Vec<Shown>,
+) -> ApiResult<Vec<Shown>> {
+    let mut sees: HashMap<u64, bool> = HashMap::new();
+    let mut kept = Vec::with_capacity(statuses.len());
+    for item in statuses {
+        let author: u64 = item.0.status.uid.parse().unwrap_or(0);
+        let ok = match sees.get(&author) {
+            Some(ok) => *ok,
+            None => {
+                let ok = can_see(state, viewer, author).await?;
+                sees.insert(author, ok);
+                ok
+            }
+        };
+        if ok {
+            kept.push(item);
+        }
+    }
+    Ok(kept)
+}
+
+/// `GET /api/v1/timelines/mentions`: statuses mentioning the caller, newest first.
+pub async fn mentions(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let (page, count) = paging(&q)?;
+    let statuses = state
+        .store
+        .timeline(Timeline::Mentions(auth.uid), page, count)
+        .await?;
+    Ok(json_page(
+        &only_visible(&state, Some(&auth), statuses).await?,
+    ))
+}
+
+/// `GET /api/v1/timelines/tag/{tag}`: statuses carrying `#tag` (any case,
+/// with or without the `#`), newest first.
+pub async fn tag(
+    State(state): State<AppState>,
+    MaybeUser(viewer): MaybeUser,
+    Path(tag): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let (page, count) = paging(&q)?;
+    let tag = tag.trim_start_matches('#').to_lowercase();
+    if tag.is_empty() || tag.chars().count() > crate::http::statuses::MAX_MESSAGE_CHARS {
+        return Err(ApiError::invalid(
+            "invalid_tag",
+            "Give a hashtag, such as rust.",
+        ));
+    }
+    let statuses = state
+        .store
+        .timeline(Timeline::Tag(tag), page, count)
+        .await?;
+    Ok(json_page(
+        &only_visible(&state, viewer.as_ref(), statuses).await?,
+    ))
 }
 
 /// A whole number written in decimal digits only (no sign, no spaces), as
@@ -77,15 +146,20 @@ pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
     Ok((page, count))
 }
 
-/// A JSON array of already serialized statuses.
-pub fn json_page(statuses: &[std::sync::Arc<crate::store::cache::CachedStatus>]) -> Response {
-    let mut body = Vec::with_capacity(2 + statuses.iter().map(|s| s.json.len() + 1).sum::<usize>());
+/// A JSON array of statuses serialized but for their counts.
+pub fn json_page(statuses: &[crate::store::statuses::Shown]) -> Response {
+    let mut body = Vec::with_capacity(
+        2 + statuses
+            .iter()
+            .map(|(s, _)| s.head.len() + 48)
+            .sum::<usize>(),
+    );
     body.push(b'[');
-    for (i, s) in statuses.iter().enumerate() {
+    for (i, (s, counts)) in statuses.iter().enumerate() {
         if i > 0 {
             body.push(b',');
         }
-        body.extend_from_slice(&s.json);
+        s.write_json(*counts, &mut body);
     }
     body.push(b']');
     ([(header::CONTENT_TYPE, "application/json")], body).into_response()

@@ -7,26 +7,57 @@
 //! before the delete cannot put it back. Timelines are not cached: they are
 //! read from Redis on every request.
 
-use crate::model::Status;
+use crate::model::{Counts, Status};
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A status with its public JSON, serialized once.
+/// A status with its public JSON, serialized once but for its counts,
+/// which change and are read with every answer.
 #[derive(Debug)]
 pub struct CachedStatus {
-    /// The status.
+    /// The status (its counts as they were when it was cached).
     pub status: Status,
-    /// `serde_json` of it.
-    pub json: Bytes,
+    /// `serde_json` of it up to its counts, which are its last fields:
+    /// `{"id":...,"mentions":[...]` with no closing brace.
+    pub head: Bytes,
 }
 
 impl CachedStatus {
     /// Wraps a status, serializing it.
     pub fn new(status: Status) -> Arc<CachedStatus> {
-        let json = Bytes::from(serde_json::to_vec(&status).unwrap_or_default());
-        Arc::new(CachedStatus { status, json })
+        let mut bare = status.clone();
+        bare.counts = Counts::default();
+        let json = serde_json::to_vec(&bare).unwrap_or_default();
+        const TAIL: &[u8] = br#","likes":0,"reposts":0,"replies":0}"#;
+        let head = json
+            .strip_suffix(TAIL)
+            .unwrap_or(&json[..json.len().saturating_sub(1)]);
+        Arc::new(CachedStatus {
+            status,
+            head: Bytes::copy_from_slice(head),
+        })
+    }
+
+    /// The status JSON with `counts`, appended to `out`.
+    pub fn write_json(&self, counts: Counts, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.head);
+        out.extend_from_slice(
+            format!(
+                r#","likes":{},"reposts":{},"replies":{}}}"#,
+                counts.likes, counts.reposts, counts.replies
+            )
+            .as_bytes(),
+        );
+    }
+
+    /// The status with `counts`.
+    pub fn with_counts(&self, counts: Counts) -> Status {
+        Status {
+            counts,
+            ..self.status.clone()
+        }
     }
 }
 

@@ -67,6 +67,38 @@ impl Keys {
     pub fn deleted(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:deleted", self.prefix)
     }
+    /// ZSET: statuses mentioning the user (status id -> posted).
+    pub fn mentions(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:mentions", self.prefix)
+    }
+    /// ZSET: statuses the user likes (status id -> like time).
+    pub fn likes(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:likes", self.prefix)
+    }
+    /// ZSET: statuses carrying a hashtag, lowercased (status id -> posted).
+    pub fn tag(&self, tag: &str) -> String {
+        format!("{}:tag:{{{tag}}}", self.prefix)
+    }
+    /// ZSET: users who like a status (user id -> like time).
+    pub fn likers(&self, sid: u64) -> String {
+        format!("{}:status:{sid}:likers", self.prefix)
+    }
+    /// ZSET: replies to a status (status id -> posted).
+    pub fn replies(&self, sid: u64) -> String {
+        format!("{}:status:{sid}:replies", self.prefix)
+    }
+    /// HASH: who reposted a status (user id -> the repost's id).
+    pub fn reposters(&self, sid: u64) -> String {
+        format!("{}:status:{sid}:reposters", self.prefix)
+    }
+    /// ZSET: hashtag -> uses, in one minute's bucket (epoch minute).
+    pub fn trend_bucket(&self, minute: u64) -> String {
+        format!("{}:{{trends}}:{minute}", self.prefix)
+    }
+    /// ZSET: a trending window summed (expires in seconds).
+    pub fn trend_sum(&self, window: u64, minute: u64) -> String {
+        format!("{}:{{trends}}:sum:{window}:{minute}", self.prefix)
+    }
     /// HASH: follower id -> sequence of the last applied follow change.
     pub fn follower_seq(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:fseq", self.prefix)

@@ -6,6 +6,7 @@
 //! - [`statuses`]: post, delete, read, timelines.
 //! - [`follows`]: follow and unfollow as idempotent per-user steps.
 //! - [`fanout`]: the durable fan-out queue and its batches.
+//! - [`likes`]: likes and who likes a status.
 //! - [`events`]: the replay buffer (reading history) and event emission.
 //!
 //! Each Lua script is a `lua/<name>.lua` file whose header says why it is
@@ -16,7 +17,9 @@ pub mod events;
 pub mod fanout;
 pub mod follows;
 pub mod keys;
+pub mod likes;
 pub mod sessions;
+pub mod social;
 pub mod statuses;
 pub mod users;
 
@@ -66,6 +69,7 @@ pub struct Scripts {
     pub(crate) fanout_ack: Script,
     pub(crate) outbox_finish: Script,
     pub(crate) outbox_claim: Script,
+    pub(crate) like: Script,
 }
 
 impl Scripts {
@@ -84,6 +88,7 @@ impl Scripts {
             fanout_ack: Script::new(include_str!("lua/fanout_ack.lua")),
             outbox_finish: Script::new(include_str!("lua/outbox_finish.lua")),
             outbox_claim: Script::new(include_str!("lua/outbox_claim.lua")),
+            like: Script::new(include_str!("lua/like.lua")),
         }
     }
 }

@@ -4,13 +4,39 @@ use super::cache::CachedStatus;
 use super::events::{delete_body, status_body};
 use super::fanout::{FanoutKind, Op};
 use super::{parse_id, Store, StoreError, StoreResult};
-use crate::model::{Status, HOME_CAP};
+use crate::model::{Counts, Status, HOME_CAP};
 use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// How long an `Idempotency-Key` of `POST /api/v1/statuses` is remembered, in seconds.
 pub const IDEMPOTENCY_TTL: u64 = 24 * 3600;
+
+/// Most entries kept in a mentions or hashtag timeline.
+pub const INDEX_CAP: usize = 10_000;
+/// Seconds a trending bucket (one minute of hashtag counts) is kept: the
+/// longest window, plus a margin.
+pub const TREND_BUCKET_TTL: u64 = 86_400 + 120;
+
+/// Hashtags lowercased, each once, in order.
+pub fn unique_tags(hashtags: &[String]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    hashtags
+        .iter()
+        .map(|t| t.to_lowercase())
+        .filter(|t| seen.insert(t.clone()))
+        .collect()
+}
+
+/// Body of a `mention` event for `target`.
+fn mention_body(status: &Status, target: u64, private: bool) -> String {
+    let mut v = serde_json::json!({"type": "mention", "at": status.posted, "status": status,
+        "target": target.to_string()});
+    if private {
+        v["private"] = serde_json::json!(true);
+    }
+    v.to_string()
+}
 
 /// What [`Store::post_status`] did.
 #[derive(Debug, Clone)]
@@ -30,13 +56,22 @@ pub enum Page {
     MaxId(u64),
 }
 
+/// A status as answered: its cached part and its current counts.
+pub type Shown = (Arc<CachedStatus>, Counts);
+
 /// Which timeline.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub enum Timeline {
     /// A user's home timeline.
     Home(u64),
     /// A user's own statuses.
     Profile(u64),
+    /// Statuses mentioning a user.
+    Mentions(u64),
+    /// Statuses carrying a hashtag (lowercased, without `#`).
+    Tag(String),
+    /// Statuses a user likes, newest like first.
+    Likes(u64),
 }
 
 impl Store {
@@ -50,11 +85,15 @@ impl Store {
     /// event and fans it out. With an idempotency key already used by this
     /// author within [`IDEMPOTENCY_TTL`], creates nothing and returns the
     /// first answer.
+    ///
+    /// `mentioned` are the ids of the mentioned users who may see the status:
+    /// it enters their mentions timelines and they get a `mention` event.
     pub async fn post_status(
         &self,
         status: &Status,
         private: bool,
         idempotency_key: Option<&str>,
+        mentioned: &[u64],
     ) -> StoreResult<Posted> {
         let sid = parse_id(&status.id)?;
         let uid = parse_id(&status.uid)?;
@@ -67,6 +106,24 @@ impl Store {
             uid,
             at: status.posted,
         };
+        let parent = status
+            .reply_to
+            .as_deref()
+            .and_then(|p| p.parse::<u64>().ok());
+        let tags: Vec<String> = unique_tags(&status.hashtags);
+        let minute = (status.posted / 60.0) as u64;
+        let mention_events: Vec<String> = mentioned
+            .iter()
+            .map(|target| mention_body(status, *target, private))
+            .collect();
+        let extras = serde_json::json!({
+            "reply": parent.is_some(),
+            "mention_events": mention_events,
+            "tags": tags,
+            "trend": !private,
+            "trend_ttl": TREND_BUCKET_TTL,
+            "cap": INDEX_CAP,
+        });
         let mut conn = self.conn();
         let mut inv = self.scripts.post_status.prepare_invoke();
         inv.key(self.keys.status(sid))
@@ -79,7 +136,16 @@ impl Store {
                 Some(k) => self.keys.idempotency(uid, k),
                 None => self.keys.user(uid),
             })
-            .arg(sid)
+            .key(parent.map_or_else(|| self.keys.user(uid), |p| self.keys.status(p)))
+            .key(parent.map_or_else(|| self.keys.user(uid), |p| self.keys.replies(p)))
+            .key(self.keys.trend_bucket(minute));
+        for target in mentioned {
+            inv.key(self.keys.mentions(*target));
+        }
+        for tag in &tags {
+            inv.key(self.keys.tag(tag));
+        }
+        inv.arg(sid)
             .arg(status.posted)
             .arg(HOME_CAP)
             .arg(self.replay_maxlen)
@@ -89,10 +155,13 @@ impl Store {
             .arg(self.lease_deadline())
             .arg(if idempotency_key.is_some() { "1" } else { "0" })
             .arg(IDEMPOTENCY_TTL)
-            .arg(&answer);
+            .arg(&answer)
+            .arg(extras.to_string());
         for (k, v) in status.to_fields() {
             inv.arg(k).arg(v);
         }
+        inv.arg("mention_uids")
+            .arg(serde_json::to_string(mentioned).unwrap_or_default());
         let reply: Vec<String> = inv.invoke_async(&mut conn).await?;
         match reply.first().map(String::as_str) {
             Some("nouser") => return Err(StoreError::NotFound("user")),
@@ -119,33 +188,52 @@ impl Store {
         now: f64,
     ) -> StoreResult<()> {
         let mut conn = self.conn();
-        let author: Option<String> = conn.hget(self.keys.status(sid), "uid").await?;
-        let Some(author) = author else {
+        let h: HashMap<String, String> = conn.hgetall(self.keys.status(sid)).await?;
+        let Some(status) = Status::from_hash(&h) else {
             return Err(StoreError::NotFound("status"));
         };
-        let author = parse_id(&author)?;
+        let author = parse_id(&status.uid)?;
         if author != uid {
             return Err(StoreError::Forbidden(
                 "Only the author may delete a status.".into(),
             ));
         }
+        let parent = status
+            .reply_to
+            .as_deref()
+            .and_then(|p| p.parse::<u64>().ok());
+        let mentioned: Vec<u64> = h
+            .get("mention_uids")
+            .and_then(|m| serde_json::from_str(m).ok())
+            .unwrap_or_default();
+        let tags = unique_tags(&status.hashtags);
+        let extras =
+            serde_json::json!({"reply": parent.is_some(), "m": mentioned.len(), "tags": tags});
         let op = Op::Fanout {
             kind: FanoutKind::Delete,
             status_id: sid,
             uid,
             at: now,
         };
-        let reply: Vec<String> = self
-            .scripts
-            .delete_status
-            .key(self.keys.status(sid))
+        let mut inv = self.scripts.delete_status.prepare_invoke();
+        inv.key(self.keys.status(sid))
             .key(self.keys.user(uid))
             .key(self.keys.profile(uid))
             .key(self.keys.home(uid))
             .key(self.keys.events())
             .key(self.keys.outbox())
             .key(self.keys.deleted(uid))
-            .arg(sid)
+            .key(parent.map_or_else(|| self.keys.user(uid), |p| self.keys.status(p)))
+            .key(parent.map_or_else(|| self.keys.user(uid), |p| self.keys.replies(p)))
+            .key(self.keys.trend_bucket((status.posted / 60.0) as u64))
+            .key(self.keys.likers(sid));
+        for target in &mentioned {
+            inv.key(self.keys.mentions(*target));
+        }
+        for tag in &tags {
+            inv.key(self.keys.tag(tag));
+        }
+        inv.arg(sid)
             .arg(uid)
             .arg(self.replay_maxlen)
             .arg(self.keys.channel())
@@ -154,8 +242,8 @@ impl Store {
             .arg(self.lease_deadline())
             .arg(now)
             .arg(HOME_CAP)
-            .invoke_async(&mut conn)
-            .await?;
+            .arg(extras.to_string());
+        let reply: Vec<String> = inv.invoke_async(&mut conn).await?;
         match reply.first().map(String::as_str) {
             Some("ok") => {
                 self.cache.forget(sid);
@@ -169,16 +257,54 @@ impl Store {
         }
     }
 
-    /// One status.
+    /// One status, with its counts as they are now.
     pub async fn status(&self, sid: u64) -> StoreResult<Status> {
         if let Some(s) = self.cache.get(sid) {
-            return Ok(s.status.clone());
+            let counts = self.counts(&[sid]).await?;
+            return Ok(s.with_counts(counts.first().copied().unwrap_or_default()));
         }
         let mut conn = self.conn();
         let h: HashMap<String, String> = conn.hgetall(self.keys.status(sid)).await?;
         let status = Status::from_hash(&h).ok_or(StoreError::NotFound("status"))?;
         self.cache.put(sid, CachedStatus::new(status.clone()));
         Ok(status)
+    }
+
+    /// The counts of these statuses, in order (zeros for missing ones), in
+    /// one pipeline.
+    pub async fn counts(&self, ids: &[u64]) -> StoreResult<Vec<Counts>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.cmd("HMGET")
+                .arg(self.keys.status(*id))
+                .arg("likes")
+                .arg("reposts")
+                .arg("replies");
+        }
+        let mut conn = self.conn();
+        let rows: Vec<(Option<u64>, Option<u64>, Option<u64>)> =
+            pipe.query_async(&mut conn).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(likes, reposts, replies)| Counts {
+                likes: likes.unwrap_or(0),
+                reposts: reposts.unwrap_or(0),
+                replies: replies.unwrap_or(0),
+            })
+            .collect())
+    }
+
+    /// Cached statuses with their current counts.
+    pub async fn shown(&self, statuses: Vec<Arc<CachedStatus>>) -> StoreResult<Vec<Shown>> {
+        let ids: Vec<u64> = statuses
+            .iter()
+            .filter_map(|s| s.status.id.parse().ok())
+            .collect();
+        let counts = self.counts(&ids).await?;
+        Ok(statuses.into_iter().zip(counts).collect())
     }
 
     /// The statuses with these ids, in order (`None` for missing ones); from
@@ -216,10 +342,13 @@ impl Store {
         which: Timeline,
         page: Page,
         count: usize,
-    ) -> StoreResult<Vec<Arc<CachedStatus>>> {
-        let key = match which {
-            Timeline::Home(uid) => self.keys.home(uid),
-            Timeline::Profile(uid) => self.keys.profile(uid),
+    ) -> StoreResult<Vec<Shown>> {
+        let key = match &which {
+            Timeline::Home(uid) => self.keys.home(*uid),
+            Timeline::Profile(uid) => self.keys.profile(*uid),
+            Timeline::Mentions(uid) => self.keys.mentions(*uid),
+            Timeline::Tag(tag) => self.keys.tag(tag),
+            Timeline::Likes(uid) => self.keys.likes(*uid),
         };
         let mut conn = self.conn();
         let ids: Vec<String> = match page {
@@ -269,6 +398,7 @@ impl Store {
         if !gone.is_empty() {
             let _: () = conn.zrem(&key, &gone).await?;
         }
-        Ok(found.into_iter().filter_map(|(_, s)| s).collect())
+        self.shown(found.into_iter().filter_map(|(_, s)| s).collect())
+            .await
     }
 }

@@ -81,6 +81,14 @@ pub enum Routing {
         /// Follow (true) or unfollow.
         following: bool,
     },
+    /// A notice for some users' streams (like, mention, repost of their
+    /// status, follow request).
+    Notice {
+        /// The users it is for.
+        uids: Vec<u64>,
+        /// About something private: never the firehose.
+        private: bool,
+    },
     /// Anything else (firehose only).
     Other,
 }
@@ -123,6 +131,10 @@ impl Routing {
                 source: *source,
                 target: *target,
                 following: *following,
+            },
+            Routing::Notice { uids, private } => Event::Notice {
+                uids,
+                public: !private,
             },
             Routing::Other => Event::Other,
         }
@@ -216,6 +228,16 @@ pub fn parse(json: &str) -> Option<Incoming> {
             source: num(&wire.source)?,
             target: num(&wire.target)?,
             following: wire.kind == "follow",
+        },
+        // For the user named by `target` (the liked, mentioned or reposted
+        // author); a follow request is for both users.
+        "like" | "mention" | "repost" => Routing::Notice {
+            uids: vec![num(&wire.target)?],
+            private: wire.private,
+        },
+        "follow_request" => Routing::Notice {
+            uids: vec![num(&wire.source)?, num(&wire.target)?],
+            private: true,
         },
         _ => Routing::Other,
     };

@@ -20,6 +20,16 @@
 -- ARGV[1] status id  ARGV[2] requesting uid  ARGV[3] MAXLEN  ARGV[4] channel
 -- ARGV[5] event body JSON without "id"  ARGV[6] outbox op  ARGV[7] lease deadline
 -- ARGV[8] now  ARGV[9] how many recent deletes to keep
+-- KEYS[8] parent status HASH  KEYS[9] parent's replies ZSET (the user HASH
+-- when not a reply)  KEYS[10] the trending bucket of its minute
+-- KEYS[11] its likers ZSET  KEYS[12 .. 11+m] mentions ZSETs
+-- KEYS[12+m ..] hashtag ZSETs
+-- ARGV[10] JSON {reply: bool, m: number of mentions ZSETs, tags: [tag]}
+--
+-- The indices it entered when posted lose it in the same step: the parent's
+-- replies (recounted), mentions and hashtag timelines, the trending bucket
+-- (if it was counted there) and its likers (the likers' own liked lists drop
+-- it when next read).
 -- Returns {"ok", event id, posts}, {"missing"} or {"forbidden"}.
 local owner = redis.call('HGET', KEYS[1], 'uid')
 if not owner then
@@ -28,7 +38,27 @@ end
 if owner ~= ARGV[2] then
   return {'forbidden'}
 end
+local trended = redis.call('HGET', KEYS[1], 'trended')
 redis.call('DEL', KEYS[1])
+local x = cjson.decode(ARGV[10])
+if x.reply then
+  redis.call('ZREM', KEYS[9], ARGV[1])
+  if redis.call('EXISTS', KEYS[8]) == 1 then
+    redis.call('HSET', KEYS[8], 'replies', redis.call('ZCARD', KEYS[9]))
+  end
+end
+redis.call('DEL', KEYS[11])
+for i = 1, x.m do
+  redis.call('ZREM', KEYS[11 + i], ARGV[1])
+end
+for i = 1, #x.tags do
+  redis.call('ZREM', KEYS[11 + x.m + i], ARGV[1])
+  if trended then
+    if tonumber(redis.call('ZINCRBY', KEYS[10], -1, x.tags[i])) <= 0 then
+      redis.call('ZREM', KEYS[10], x.tags[i])
+    end
+  end
+end
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('ZREM', KEYS[4], ARGV[1])
 redis.call('ZADD', KEYS[7], ARGV[8], ARGV[1])

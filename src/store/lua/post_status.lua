@@ -16,15 +16,25 @@
 -- Keys: the status, the author's user keys (one slot), the global event
 -- buffer and outbox. On Redis Cluster this is to become per-slot steps.
 --
+-- The indices a status enters go with it in the same step: the parent's
+-- replies (and its `replies` count, the ZCARD), each mentioned user's
+-- mentions timeline (with a `mention` event each), each hashtag's timeline,
+-- and (for public statuses) the trending bucket of its minute.
+--
 -- KEYS[1] status HASH  KEYS[2] author's user HASH  KEYS[3] profile ZSET
 -- KEYS[4] home ZSET    KEYS[5] events STREAM       KEYS[6] outbox ZSET
 -- KEYS[7] idempotency STRING (or the user HASH again when there is no key)
+-- KEYS[8] parent status HASH  KEYS[9] parent's replies ZSET (both the user
+-- HASH again when not a reply)  KEYS[10] trending bucket ZSET
+-- KEYS[11 .. 10+m] mentions ZSETs  KEYS[11+m ..] hashtag ZSETs
 -- ARGV[1] status id  ARGV[2] posted  ARGV[3] home cap  ARGV[4] MAXLEN
 -- ARGV[5] channel    ARGV[6] event body JSON without "id"
 -- ARGV[7] outbox op  ARGV[8] outbox lease deadline
 -- ARGV[9] "1" when KEYS[7] is an idempotency key  ARGV[10] its TTL (s)
 -- ARGV[11] the answer (status JSON) kept under the idempotency key
--- ARGV[12..] field, value pairs of the status HASH
+-- ARGV[12] JSON {reply: bool, mention_events: [body], tags: [tag],
+--   trend: bool, trend_ttl: s, cap: n}
+-- ARGV[13..] field, value pairs of the status HASH
 -- Returns {event id, posts}, {"dup", first answer} or {"nouser"}.
 local idem = ARGV[9] == '1'
 if idem then
@@ -40,7 +50,7 @@ if redis.call('HSETNX', KEYS[1], 'id', ARGV[1]) == 0 then
   return {redis.call('HGET', KEYS[1], 'event') or '', redis.call('ZCARD', KEYS[3])}
 end
 local fields = {}
-for i = 12, #ARGV do fields[#fields + 1] = ARGV[i] end
+for i = 13, #ARGV do fields[#fields + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(fields))
 redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 redis.call('ZADD', KEYS[4], ARGV[2], ARGV[1])
@@ -51,6 +61,32 @@ local eid = redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[4], '*', 'e', ARGV[6
 redis.call('HSET', KEYS[1], 'event', eid)
 redis.call('PUBLISH', ARGV[5], '{"id":"' .. eid .. '",' .. ARGV[6]:sub(2))
 redis.call('ZADD', KEYS[6], ARGV[8], ARGV[7])
+local x = cjson.decode(ARGV[12])
+if x.reply then
+  redis.call('ZADD', KEYS[9], ARGV[2], ARGV[1])
+  if redis.call('EXISTS', KEYS[8]) == 1 then
+    redis.call('HSET', KEYS[8], 'replies', redis.call('ZCARD', KEYS[9]))
+  end
+end
+local m = #x.mention_events
+for i = 1, m do
+  redis.call('ZADD', KEYS[10 + i], ARGV[2], ARGV[1])
+  redis.call('ZREMRANGEBYRANK', KEYS[10 + i], 0, -x.cap - 1)
+  local body = x.mention_events[i]
+  local mid = redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[4], '*', 'e', body)
+  redis.call('PUBLISH', ARGV[5], '{"id":"' .. mid .. '",' .. body:sub(2))
+end
+for i = 1, #x.tags do
+  redis.call('ZADD', KEYS[10 + m + i], ARGV[2], ARGV[1])
+  redis.call('ZREMRANGEBYRANK', KEYS[10 + m + i], 0, -x.cap - 1)
+  if x.trend then
+    redis.call('ZINCRBY', KEYS[10], 1, x.tags[i])
+  end
+end
+if x.trend and #x.tags > 0 then
+  redis.call('EXPIRE', KEYS[10], x.trend_ttl)
+  redis.call('HSET', KEYS[1], 'trended', '1')
+end
 if idem then
   redis.call('SET', KEYS[7], ARGV[11], 'EX', ARGV[10])
 end

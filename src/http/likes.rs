@@ -1,0 +1,114 @@
+//! Likes: like and unlike a status, who likes it, what a user likes.
+
+use super::follows::{user_paging, UserPage};
+use super::statuses::{can_see, visible};
+use super::timelines::{json_page, paging};
+use super::{detached, path_id};
+use crate::app::AppState;
+use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::store::statuses::Timeline;
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Routes of this resource.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/statuses/{id}/like", post(create).delete(destroy))
+        .route("/api/v1/statuses/{id}/liked_by", get(liked_by))
+        .route("/api/v1/users/{id}/likes", get(user_likes))
+}
+
+/// Answer of like and unlike.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct LikeReply {
+    /// Whether the caller likes the status now.
+    pub liked: bool,
+    /// How many users like it.
+    pub likes: u64,
+}
+
+async fn set(
+    state: AppState,
+    auth: AuthUser,
+    id: String,
+    like: bool,
+) -> ApiResult<Json<LikeReply>> {
+    auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid)?;
+    let sid = path_id(&id, "status")?;
+    let status = visible(&state, Some(&auth), sid).await?;
+    let author: u64 = status.uid.parse().unwrap_or(0);
+    let private = state.store.user(author).await?.private;
+    let store = state.store.clone();
+    let (_, likes) =
+        detached(async move { Ok(store.set_like(auth.uid, sid, author, private, like).await?) })
+            .await?;
+    Ok(Json(LikeReply { liked: like, likes }))
+}
+
+/// `POST /api/v1/statuses/{id}/like`: idempotent.
+pub async fn create(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<LikeReply>> {
+    set(state, auth, id, true).await
+}
+
+/// `DELETE /api/v1/statuses/{id}/like`: idempotent.
+pub async fn destroy(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<LikeReply>> {
+    set(state, auth, id, false).await
+}
+
+/// `GET /api/v1/statuses/{id}/liked_by`: users, oldest like first.
+pub async fn liked_by(
+    State(state): State<AppState>,
+    MaybeUser(viewer): MaybeUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<UserPage>> {
+    let sid = path_id(&id, "status")?;
+    let (cursor, count) = user_paging(&q)?;
+    visible(&state, viewer.as_ref(), sid).await?;
+    let page = state.store.likers(sid, cursor, count).await?;
+    Ok(Json(UserPage {
+        users: state.store.users(&page.ids).await?,
+        next_cursor: page.next_cursor.map(|c| c.to_string()),
+    }))
+}
+
+/// `GET /api/v1/users/{id}/likes`: the statuses a user likes, newest like
+/// first (those the caller may see).
+pub async fn user_likes(
+    State(state): State<AppState>,
+    MaybeUser(viewer): MaybeUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let uid = path_id(&id, "user")?;
+    let (page, count) = paging(&q)?;
+    if !state.store.user_exists(uid).await? {
+        return Err(ApiError::not_found("No such user."));
+    }
+    let statuses = state
+        .store
+        .timeline(Timeline::Likes(uid), page, count)
+        .await?;
+    let mut shown = Vec::with_capacity(statuses.len());
+    for item in statuses {
+        let author: u64 = item.0.status.uid.parse().unwrap_or(0);
+        if can_see(&state, viewer.as_ref(), author).await? {
+            shown.push(item);
+        }
+    }
+    Ok(json_page(&shown))
+}

@@ -1,0 +1,343 @@
+//! The social features around statuses: likes, mentions, hashtags,
+//! trending, replies and conversations, each with its privacy rules.
+
+mod common;
+
+use common::TestApp;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+fn ids(list: &Value) -> Vec<String> {
+    list.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| s["id"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Makes the account of `token` private.
+async fn make_private(app: &TestApp, token: &str) {
+    let (status, _) = app
+        .call(
+            Method::PATCH,
+            "/api/v1/me",
+            Some(token),
+            Some(json!({"private": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn likes_are_idempotent_counted_listed_and_announced_to_the_author() {
+    let app = TestApp::start().await;
+    let (author, at) = app.user("liked").await;
+    let (fan, ft) = app.user("liker").await;
+    let sid = app.say(&at, "like me").await;
+    let mut stream = app.stream("/api/v1/stream/user", Some(&at), &[]).await;
+    let like = format!("/api/v1/statuses/{sid}/like");
+    for _ in 0..2 {
+        let (status, body) = app.post(&like, Some(&ft), json!({})).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!({"liked": true, "likes": 1}));
+    }
+    let event = stream.next_event("the like event").await;
+    assert_eq!(event.data["type"], "like");
+    assert_eq!(
+        (
+            event.data["status_id"].clone(),
+            event.data["source"].clone()
+        ),
+        (json!(sid), json!(fan))
+    );
+    let (_, status) = app.get(&format!("/api/v1/statuses/{sid}"), None).await;
+    assert_eq!(
+        (
+            status["likes"].clone(),
+            status["reposts"].clone(),
+            status["replies"].clone()
+        ),
+        (json!(1), json!(0), json!(0))
+    );
+    let (_, page) = app
+        .get(&format!("/api/v1/statuses/{sid}/liked_by"), None)
+        .await;
+    assert_eq!(page["users"][0]["id"], json!(fan));
+    assert_eq!(page["next_cursor"], Value::Null);
+    let (_, liked) = app.get(&format!("/api/v1/users/{fan}/likes"), None).await;
+    assert_eq!(ids(&liked), vec![sid.clone()]);
+    assert_eq!(liked[0]["likes"], 1, "timelines carry current counts");
+    for _ in 0..2 {
+        let (status, body) = app.delete(&like, Some(&ft)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!({"liked": false, "likes": 0}));
+    }
+    let (_, liked) = app.get(&format!("/api/v1/users/{fan}/likes"), None).await;
+    assert_eq!(ids(&liked), Vec::<String>::new());
+    let _ = author;
+    let (status, _) = app
+        .post("/api/v1/statuses/999999/like", Some(&ft), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn two_hundred_parallel_like_toggles_leave_the_count_equal_to_the_set() {
+    let app = TestApp::start().await;
+    let (_, at) = app.user("popular").await;
+    let sid = app.say(&at, "toggle me").await;
+    let mut tokens = Vec::new();
+    for i in 0..20 {
+        tokens.push(app.user(&format!("toggler{i}")).await.1);
+    }
+    let like = format!("/api/v1/statuses/{sid}/like");
+    let calls = (0..200).map(|i| {
+        let method = if i % 3 == 0 {
+            Method::DELETE
+        } else {
+            Method::POST
+        };
+        app.call(method, &like, Some(&tokens[i % 20]), None)
+    });
+    for (status, _) in futures::future::join_all(calls).await {
+        assert_eq!(status, StatusCode::OK);
+    }
+    let mut conn = app.redis.conn();
+    let likers: u64 = redis::cmd("ZCARD")
+        .arg(format!("{}:status:{sid}:likers", app.cfg.key_prefix))
+        .query(&mut conn)
+        .unwrap();
+    let (_, status) = app.get(&format!("/api/v1/statuses/{sid}"), None).await;
+    assert_eq!(status["likes"], json!(likers));
+}
+
+#[tokio::test]
+async fn private_statuses_are_404_to_others_on_every_social_path() {
+    let app = TestApp::start().await;
+    let (owner, ot) = app.user("secretive2").await;
+    let (_, stranger) = app.user("stranger").await;
+    make_private(&app, &ot).await;
+    let sid = app.say(&ot, "for followers #hidden").await;
+    for path in [
+        format!("/api/v1/statuses/{sid}"),
+        format!("/api/v1/statuses/{sid}/liked_by"),
+        format!("/api/v1/statuses/{sid}/context"),
+    ] {
+        let (status, body) = app.get(&path, Some(&stranger)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+    }
+    let (status, _) = app
+        .post(
+            &format!("/api/v1/statuses/{sid}/like"),
+            Some(&stranger),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app
+        .post(
+            "/api/v1/statuses",
+            Some(&stranger),
+            json!({"message": "a reply", "reply_to": sid}),
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "no replying to what one cannot see"
+    );
+    let (_, tagged) = app
+        .get("/api/v1/timelines/tag/hidden", Some(&stranger))
+        .await;
+    assert_eq!(ids(&tagged), Vec::<String>::new());
+    let (_, tagged) = app.get("/api/v1/timelines/tag/hidden", Some(&ot)).await;
+    assert_eq!(ids(&tagged), vec![sid.clone()]);
+    let (_, trends) = app.get("/api/v1/trends/tags?window=60", None).await;
+    assert!(
+        !trends.to_string().contains("hidden"),
+        "private statuses never trend: {trends}"
+    );
+    let _ = owner;
+}
+
+#[tokio::test]
+async fn mentions_fill_a_timeline_and_reach_the_mentioned_users_stream() {
+    let app = TestApp::start().await;
+    let (_, at) = app.user("talker").await;
+    let (bob, bt) = app.user("bob_m").await;
+    let mut stream = app.stream("/api/v1/stream/user", Some(&bt), &[]).await;
+    let sid = app
+        .say(&at, "hello @bob_m and @BOB_M and @nobody_here")
+        .await;
+    let event = stream.next_event("the mention").await;
+    assert_eq!(event.data["type"], "mention");
+    assert_eq!(event.data["status"]["id"], json!(sid));
+    assert_eq!(event.data["target"], json!(bob));
+    stream
+        .assert_quiet(std::time::Duration::from_millis(300))
+        .await;
+    let (_, mine) = app.get("/api/v1/timelines/mentions", Some(&bt)).await;
+    assert_eq!(ids(&mine), vec![sid.clone()]);
+    // A private author's mention reaches only a follower.
+    let (_, ct) = app.user("quiet_one").await;
+    make_private(&app, &ct).await;
+    app.say(&ct, "psst @bob_m").await;
+    let (_, mine) = app.get("/api/v1/timelines/mentions", Some(&bt)).await;
+    assert_eq!(ids(&mine), vec![sid.clone()]);
+    // Deleting the status takes it out of the timeline.
+    app.delete(&format!("/api/v1/statuses/{sid}"), Some(&at))
+        .await;
+    let (_, mine) = app.get("/api/v1/timelines/mentions", Some(&bt)).await;
+    assert_eq!(ids(&mine), Vec::<String>::new());
+}
+
+#[tokio::test]
+async fn hashtag_timelines_ignore_case_and_trends_count_a_sliding_window() {
+    let app = TestApp::start().await;
+    let (_, at) = app.user("tagger").await;
+    let one = app.say(&at, "learning #Rust today").await;
+    let two = app.say(&at, "more #rust and #redis, #RUST again").await;
+    let three = app.say(&at, "just #redis").await;
+    let (status, tagged) = app.get("/api/v1/timelines/tag/RUST", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        ids(&tagged),
+        vec![two.clone(), one.clone()],
+        "newest first, once each"
+    );
+    let (_, tagged) = app.get("/api/v1/timelines/tag/%23redis", None).await;
+    assert_eq!(ids(&tagged), vec![three.clone(), two.clone()]);
+    let (status, trends) = app
+        .get("/api/v1/trends/tags?window=60&limit=10", None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let counts: Vec<(String, u64)> = trends
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["tag"].as_str().unwrap().to_string(),
+                t["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        counts.contains(&("rust".into(), 2)) && counts.contains(&("redis".into(), 2)),
+        "{counts:?}"
+    );
+    let (_, top) = app.get("/api/v1/trends/tags?window=60&limit=1", None).await;
+    assert_eq!(top.as_array().unwrap().len(), 1);
+    app.delete(&format!("/api/v1/statuses/{two}"), Some(&at))
+        .await;
+    let (_, trends) = app.get("/api/v1/trends/tags?window=60", None).await;
+    let after: Vec<(String, u64)> = trends
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["tag"].as_str().unwrap().to_string(),
+                t["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // The trend sum is cached for up to 2 s: ask again until it moves.
+    let mut after = after;
+    for _ in 0..40 {
+        if after.contains(&("rust".into(), 1)) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let (_, t) = app.get("/api/v1/trends/tags?window=60", None).await;
+        after = t
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| {
+                (
+                    t["tag"].as_str().unwrap().to_string(),
+                    t["count"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+    }
+    assert!(
+        after.contains(&("rust".into(), 1)) && after.contains(&("redis".into(), 1)),
+        "{after:?}"
+    );
+    let (_, tagged) = app.get("/api/v1/timelines/tag/rust", None).await;
+    assert_eq!(ids(&tagged), vec![one]);
+    for bad in [
+        "window=59",
+        "window=86401",
+        "limit=0",
+        "limit=101",
+        "window=x",
+        "other=1",
+    ] {
+        let (status, _) = app.get(&format!("/api/v1/trends/tags?{bad}"), None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+    }
+}
+
+#[tokio::test]
+async fn replies_are_counted_and_conversations_read_in_order() {
+    let app = TestApp::start().await;
+    let (_, at) = app.user("root_author").await;
+    let (_, bt) = app.user("replier").await;
+    let root = app.say(&at, "what do you think?").await;
+    let reply = |token: String, to: String, message: &'static str| {
+        let app = &app;
+        async move {
+            app.post_status(&token, json!({"message": message, "reply_to": to}))
+                .await["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        }
+    };
+    let b = reply(bt.clone(), root.clone(), "I agree").await;
+    let c = reply(at.clone(), b.clone(), "thanks").await;
+    let d = reply(bt.clone(), root.clone(), "also this").await;
+    let (_, status) = app.get(&format!("/api/v1/statuses/{root}"), None).await;
+    assert_eq!(status["replies"], 2);
+    let (_, ctx) = app
+        .get(&format!("/api/v1/statuses/{c}/context"), None)
+        .await;
+    assert_eq!(ids(&ctx["ancestors"]), vec![root.clone(), b.clone()]);
+    assert_eq!(ids(&ctx["descendants"]), Vec::<String>::new());
+    let (_, ctx) = app
+        .get(&format!("/api/v1/statuses/{root}/context"), None)
+        .await;
+    assert_eq!(ids(&ctx["ancestors"]), Vec::<String>::new());
+    assert_eq!(
+        ids(&ctx["descendants"]),
+        vec![b.clone(), c.clone(), d.clone()]
+    );
+    let (_, page) = app
+        .get(&format!("/api/v1/statuses/{root}/context?count=2"), None)
+        .await;
+    assert_eq!(ids(&page["descendants"]), vec![b.clone(), c.clone()]);
+    let cursor = page["next_cursor"].as_str().unwrap().to_string();
+    let (_, page) = app
+        .get(
+            &format!("/api/v1/statuses/{root}/context?count=2&cursor={cursor}"),
+            None,
+        )
+        .await;
+    assert_eq!(ids(&page["descendants"]), vec![d.clone()]);
+    // A reply whose parent is gone: the count drops and its context stops.
+    app.delete(&format!("/api/v1/statuses/{b}"), Some(&bt))
+        .await;
+    let (_, status) = app.get(&format!("/api/v1/statuses/{root}"), None).await;
+    assert_eq!(status["replies"], 1);
+    let (_, ctx) = app
+        .get(&format!("/api/v1/statuses/{c}/context"), None)
+        .await;
+    assert_eq!(ids(&ctx["ancestors"]), Vec::<String>::new());
+    let (_, gone) = app.get(&format!("/api/v1/statuses/{b}"), None).await;
+    assert_eq!(gone["error"]["code"], "not_found");
+}
