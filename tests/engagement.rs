@@ -341,3 +341,88 @@ async fn replies_are_counted_and_conversations_read_in_order() {
     let (_, gone) = app.get(&format!("/api/v1/statuses/{b}"), None).await;
     assert_eq!(gone["error"]["code"], "not_found");
 }
+
+#[tokio::test]
+async fn reposts_are_once_per_user_counted_fanned_out_and_undone() {
+    let app = TestApp::start().await;
+    let (author, at) = app.user("original").await;
+    let (reposter, rt) = app.user("amplifier").await;
+    let (_, ft) = app.user("follower_r").await;
+    app.follow(&ft, &reposter).await;
+    let sid = app.say(&at, "worth sharing").await;
+    let mut author_stream = app.stream("/api/v1/stream/user", Some(&at), &[]).await;
+    let mut follower_stream = app.stream("/api/v1/stream/user", Some(&ft), &[]).await;
+    let mut by_author = app
+        .stream(
+            &format!("/api/v1/stream/filter?follow={author}"),
+            Some(&ft),
+            &[],
+        )
+        .await;
+    let path = format!("/api/v1/statuses/{sid}/repost");
+    let (status, repost) = app.post(&path, Some(&rt), json!({})).await;
+    assert_eq!(status, StatusCode::CREATED, "{repost}");
+    assert_eq!(repost["repost_of"], json!(sid));
+    assert_eq!(repost["uid"], json!(reposter));
+    let (status, again) = app.post(&path, Some(&rt), json!({})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(again["id"], repost["id"], "once per user");
+    let (_, original) = app.get(&format!("/api/v1/statuses/{sid}"), None).await;
+    assert_eq!(original["reposts"], 1);
+    let e = author_stream.next_event("the repost event").await;
+    assert_eq!(
+        (e.data["type"].clone(), e.data["status"]["id"].clone()),
+        (json!("repost"), repost["id"].clone())
+    );
+    let e = follower_stream
+        .next_event("the repost in the follower's stream")
+        .await;
+    assert_eq!(
+        (
+            e.data["type"].clone(),
+            e.data["status"]["repost_of"].clone()
+        ),
+        (json!("status"), json!(sid))
+    );
+    let e = by_author
+        .next_event("follow matches reposts of the followed user")
+        .await;
+    assert_eq!(e.data["status"]["id"], repost["id"]);
+    let home = app.timeline_ids("/api/v1/timelines/home", Some(&ft)).await;
+    assert_eq!(home, vec![repost["id"].as_str().unwrap().to_string()]);
+    // Undo, twice: idempotent; the repost leaves the follower's home.
+    for _ in 0..2 {
+        let (status, body) = app.delete(&path, Some(&rt)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!({"reposted": false, "reposts": 0}));
+    }
+    app.eventually("the repost left the home", || async {
+        app.timeline_ids("/api/v1/timelines/home", Some(&ft))
+            .await
+            .is_empty()
+    })
+    .await;
+    // Reposting again, then the original is deleted: the repost goes too.
+    let (_, second) = app.post(&path, Some(&rt), json!({})).await;
+    app.delete(&format!("/api/v1/statuses/{sid}"), Some(&at))
+        .await;
+    let (status, _) = app
+        .get(
+            &format!("/api/v1/statuses/{}", second["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // A private account's status cannot be reposted.
+    let (_, pt) = app.user("private_poster").await;
+    make_private(&app, &pt).await;
+    let private_sid = app.say(&pt, "mine only").await;
+    let (status, _) = app
+        .post(
+            &format!("/api/v1/statuses/{private_sid}/repost"),
+            Some(&pt),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+}

@@ -461,6 +461,9 @@ async fn a_status_carries_its_fields_hashtags_mentions_and_reply() {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
+    // The same status, now with one reply.
+    let mut first = first;
+    first["replies"] = json!(1);
     assert_eq!(fetched, first);
 }
 

@@ -102,6 +102,8 @@ const OPS: &[Op] = &[
     Op { method: "get", path: "/api/v1/timelines/mentions", tag: "timelines", summary: "Statuses mentioning you, newest first", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::Paging, reply: Reply::List("Status"), errors: &[400, 401, 503] },
     Op { method: "get", path: "/api/v1/timelines/tag/{tag}", tag: "timelines", summary: "Statuses carrying #tag (any case, without #), newest first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::Paging, reply: Reply::List("Status"), errors: &[400, 401, 503] },
     Op { method: "get", path: "/api/v1/trends/tags", tag: "trends", summary: "The most used hashtags of public statuses in a sliding window", auth: Auth::None, query: &[], body: None, status: 200, params: Params::Trends, reply: Reply::Inline(r#"{"type":"array","items":{"type":"object","required":["tag","count"],"properties":{"tag":{"type":"string"},"count":{"type":"integer","minimum":1}}}}"#), errors: &[400, 503] },
+    Op { method: "post", path: "/api/v1/statuses/{id}/repost", tag: "statuses", summary: "Repost a status: 201 with the repost (200 with the existing one if already reposted)", auth: Auth::Bearer, query: &[], body: None, status: 201, params: Params::None, reply: Reply::Schema("Status"), errors: &[401, 403, 404, 429, 503] },
+    Op { method: "delete", path: "/api/v1/statuses/{id}/repost", tag: "statuses", summary: "Undo your repost of a status (idempotent)", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["reposted","reposts"],"properties":{"reposted":{"type":"boolean"},"reposts":{"type":"integer","minimum":0}}}"#), errors: &[401, 403, 404, 429, 503] },
     Op { method: "get", path: "/api/v1/stream/firehose", tag: "streams", summary: "Every public event (scope firehose). SSE, NDJSON (Accept: application/x-ndjson) or WebSocket", auth: Auth::Stream, query: RESUME, body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] },
     Op { method: "get", path: "/api/v1/stream/sample", tag: "streams", summary: "A sample of public statuses, the same for every client at one rate", auth: Auth::Stream, query: &[("rate", "Fraction in (0, 1], default 0.01."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] },
     Op { method: "get", path: "/api/v1/stream/filter", tag: "streams", summary: "Public statuses matching follow, track or locations", auth: Auth::Stream, query: &[("follow", "Comma-separated user ids (<= 5000)."), ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."), ("locations", "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] },
@@ -329,6 +331,10 @@ fn operation(op: &Op) -> Value {
             "application/x-ndjson": {"schema": reference("Event")}}}),
     };
     let mut responses = Map::new();
+    if op.method == "post" && op.path.ends_with("/repost") {
+        // The caller's existing repost is answered 200.
+        responses.insert("200".into(), ok.clone());
+    }
     responses.insert(op.status.to_string(), ok);
     let err = |d: &str| json!({"description": d, "content": {"application/json": {"schema": reference("Error")}}});
     for status in op.errors {

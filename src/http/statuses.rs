@@ -25,6 +25,109 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/statuses", post(create))
         .route("/api/v1/statuses/{id}", get(show).delete(destroy))
         .route("/api/v1/statuses/{id}/context", get(context))
+        .route(
+            "/api/v1/statuses/{id}/repost",
+            post(repost).delete(unrepost),
+        )
+}
+
+/// `POST /api/v1/statuses/{id}/repost`: 201 with the new repost, or 200 with
+/// the caller's existing repost of it. A repost of a repost reposts the
+/// original; a private account's statuses cannot be reposted (403).
+pub async fn repost(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid)?;
+    let sid = path_id(&id, "status")?;
+    let mut original = visible(&state, Some(&auth), sid).await?;
+    if let Some(root) = original
+        .repost_of
+        .as_deref()
+        .and_then(|r| r.parse::<u64>().ok())
+    {
+        original = visible(&state, Some(&auth), root).await?;
+    }
+    let root: u64 = original.id.parse().unwrap_or(0);
+    let author: u64 = original.uid.parse().unwrap_or(0);
+    if state.store.user(author).await?.private {
+        return Err(ApiError::forbidden(
+            "A private account's statuses cannot be reposted.",
+        ));
+    }
+    if let Some(existing) = state.store.repost_by(root, auth.uid).await? {
+        if let Ok(status) = state.store.status(existing).await {
+            return Ok(Json(status).into_response());
+        }
+    }
+    let store = state.store.clone();
+    let outcome = detached(async move {
+        let sid = store.next_status_id().await?;
+        let status = Status {
+            id: sid.to_string(),
+            uid: auth.uid.to_string(),
+            login: auth.login.clone(),
+            message: String::new(),
+            posted: now(),
+            lat: None,
+            lon: None,
+            reply_to: None,
+            reply_to_uid: None,
+            hashtags: Vec::new(),
+            mentions: Vec::new(),
+            repost_of: Some(original.id.clone()),
+            repost_of_uid: Some(original.uid.clone()),
+            counts: Default::default(),
+        };
+        let posted = store.post_status(&status, auth.private, None, &[]).await?;
+        Ok((posted, status))
+    })
+    .await?;
+    Ok(match outcome {
+        (Posted::Reposted(existing), _) => {
+            Json(state.store.status(existing).await?).into_response()
+        }
+        (_, status) => (StatusCode::CREATED, Json(status)).into_response(),
+    })
+}
+
+/// `DELETE /api/v1/statuses/{id}/repost`: undoes the caller's repost of the
+/// status (idempotent).
+pub async fn unrepost(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid)?;
+    let sid = path_id(&id, "status")?;
+    let mut original = visible(&state, Some(&auth), sid).await?;
+    if let Some(root) = original
+        .repost_of
+        .as_deref()
+        .and_then(|r| r.parse::<u64>().ok())
+    {
+        original = visible(&state, Some(&auth), root).await?;
+    }
+    let root: u64 = original.id.parse().unwrap_or(0);
+    if let Some(existing) = state.store.repost_by(root, auth.uid).await? {
+        let store = state.store.clone();
+        let private = auth.private;
+        let uid = auth.uid;
+        detached(async move {
+            match store.delete_status(existing, uid, private, now()).await {
+                Ok(()) | Err(StoreError::NotFound(_)) => Ok(()),
+                Err(e) => Err(e.into()),
+            }
+        })
+        .await?;
+    }
+    let reposts = state.store.status(root).await?.counts.reposts;
+    Ok(Json(
+        serde_json::json!({"reposted": false, "reposts": reposts}),
+    ))
 }
 
 /// Most ancestors a conversation shows.
@@ -190,6 +293,8 @@ pub async fn create(
             first,
         )
             .into_response(),
+        // Not a repost: cannot happen here.
+        (Posted::Reposted(_), status) => (StatusCode::CREATED, Json(status)).into_response(),
     })
 }
 

@@ -45,6 +45,8 @@ pub enum Posted {
     Created(String),
     /// The idempotency key was used before: the first answer (status JSON).
     Duplicate(String),
+    /// A repost of a status the user had reposted already: that repost's id.
+    Reposted(u64),
 }
 
 /// Which page of a timeline to read.
@@ -116,6 +118,18 @@ impl Store {
             .iter()
             .map(|target| mention_body(status, *target, private))
             .collect();
+        let original = status
+            .repost_of
+            .as_deref()
+            .and_then(|p| p.parse::<u64>().ok());
+        let repost_event = status.repost_of_uid.as_deref().map(|target| {
+            let mut v = serde_json::json!({"type": "repost", "at": status.posted,
+                "status": status, "target": target});
+            if private {
+                v["private"] = serde_json::json!(true);
+            }
+            v.to_string()
+        });
         let extras = serde_json::json!({
             "reply": parent.is_some(),
             "mention_events": mention_events,
@@ -123,6 +137,9 @@ impl Store {
             "trend": !private,
             "trend_ttl": TREND_BUCKET_TTL,
             "cap": INDEX_CAP,
+            "repost": original.is_some(),
+            "repost_event": repost_event,
+            "uid": status.uid,
         });
         let mut conn = self.conn();
         let mut inv = self.scripts.post_status.prepare_invoke();
@@ -144,6 +161,10 @@ impl Store {
         }
         for tag in &tags {
             inv.key(self.keys.tag(tag));
+        }
+        if let Some(original) = original {
+            inv.key(self.keys.status(original))
+                .key(self.keys.reposters(original));
         }
         inv.arg(sid)
             .arg(status.posted)
@@ -169,6 +190,10 @@ impl Store {
                 return Ok(Posted::Duplicate(
                     reply.into_iter().nth(1).unwrap_or_default(),
                 ))
+            }
+            Some("reposted") => {
+                let id = reply.get(1).and_then(|id| id.parse().ok()).unwrap_or(0);
+                return Ok(Posted::Reposted(id));
             }
             _ => {}
         }
@@ -207,8 +232,12 @@ impl Store {
             .and_then(|m| serde_json::from_str(m).ok())
             .unwrap_or_default();
         let tags = unique_tags(&status.hashtags);
-        let extras =
-            serde_json::json!({"reply": parent.is_some(), "m": mentioned.len(), "tags": tags});
+        let original = status
+            .repost_of
+            .as_deref()
+            .and_then(|p| p.parse::<u64>().ok());
+        let extras = serde_json::json!({"reply": parent.is_some(), "m": mentioned.len(),
+            "tags": tags, "repost": original.is_some()});
         let op = Op::Fanout {
             kind: FanoutKind::Delete,
             status_id: sid,
@@ -233,6 +262,10 @@ impl Store {
         for tag in &tags {
             inv.key(self.keys.tag(tag));
         }
+        if let Some(original) = original {
+            inv.key(self.keys.status(original))
+                .key(self.keys.reposters(original));
+        }
         inv.arg(sid)
             .arg(uid)
             .arg(self.replay_maxlen)
@@ -248,6 +281,18 @@ impl Store {
             Some("ok") => {
                 self.cache.forget(sid);
                 self.complete_op(&op).await?;
+                // Reposts of a deleted status go with it.
+                let reposts: HashMap<String, String> =
+                    conn.hgetall(self.keys.reposters(sid)).await?;
+                for (reposter, repost) in reposts {
+                    if let (Ok(reposter), Ok(repost)) = (reposter.parse(), repost.parse()) {
+                        match Box::pin(self.delete_status(repost, reposter, private, now)).await {
+                            Ok(()) | Err(StoreError::NotFound(_)) => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                }
+                let _: () = conn.del(self.keys.reposters(sid)).await?;
                 Ok(())
             }
             Some("forbidden") => Err(StoreError::Forbidden(
@@ -255,6 +300,13 @@ impl Store {
             )),
             _ => Err(StoreError::NotFound("status")),
         }
+    }
+
+    /// The repost of `sid` by `uid`, if there is one.
+    pub async fn repost_by(&self, sid: u64, uid: u64) -> StoreResult<Option<u64>> {
+        let mut conn = self.conn();
+        let id: Option<String> = conn.hget(self.keys.reposters(sid), uid).await?;
+        Ok(id.and_then(|id| id.parse().ok()))
     }
 
     /// One status, with its counts as they are now.

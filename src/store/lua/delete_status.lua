@@ -24,7 +24,9 @@
 -- when not a reply)  KEYS[10] the trending bucket of its minute
 -- KEYS[11] its likers ZSET  KEYS[12 .. 11+m] mentions ZSETs
 -- KEYS[12+m ..] hashtag ZSETs
--- ARGV[10] JSON {reply: bool, m: number of mentions ZSETs, tags: [tag]}
+-- ARGV[10] JSON {reply: bool, m: number of mentions ZSETs, tags: [tag],
+--   repost: bool}; for a repost, KEYS[12+m+t] the original's HASH and
+--   KEYS[13+m+t] its reposters HASH (the mapping goes, `reposts` recounted)
 --
 -- The indices it entered when posted lose it in the same step: the parent's
 -- replies (recounted), mentions and hashtag timelines, the trending bucket
@@ -50,6 +52,15 @@ end
 redis.call('DEL', KEYS[11])
 for i = 1, x.m do
   redis.call('ZREM', KEYS[11 + i], ARGV[1])
+end
+if x.repost then
+  local rk = 11 + x.m + #x.tags
+  if redis.call('HGET', KEYS[rk + 2], ARGV[2]) == ARGV[1] then
+    redis.call('HDEL', KEYS[rk + 2], ARGV[2])
+  end
+  if redis.call('EXISTS', KEYS[rk + 1]) == 1 then
+    redis.call('HSET', KEYS[rk + 1], 'reposts', redis.call('HLEN', KEYS[rk + 2]))
+  end
 end
 for i = 1, #x.tags do
   redis.call('ZREM', KEYS[11 + x.m + i], ARGV[1])

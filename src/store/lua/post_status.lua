@@ -33,14 +33,30 @@
 -- ARGV[9] "1" when KEYS[7] is an idempotency key  ARGV[10] its TTL (s)
 -- ARGV[11] the answer (status JSON) kept under the idempotency key
 -- ARGV[12] JSON {reply: bool, mention_events: [body], tags: [tag],
---   trend: bool, trend_ttl: s, cap: n}
+--   trend: bool, trend_ttl: s, cap: n, repost: bool, repost_event: body,
+--   uid: the author's id}
+-- For a repost, KEYS[11+m+t] the original's HASH and KEYS[12+m+t] its
+-- reposters HASH (user id -> repost id): a user reposts a status once (a
+-- second repost returns {"reposted", id}), the original's `reposts` count
+-- is the HLEN, and the original's author gets a `repost` event.
 -- ARGV[13..] field, value pairs of the status HASH
--- Returns {event id, posts}, {"dup", first answer} or {"nouser"}.
+-- Returns {event id, posts}, {"dup", first answer}, {"reposted", id} or
+-- {"nouser"}.
 local idem = ARGV[9] == '1'
 if idem then
   local first = redis.call('GET', KEYS[7])
   if first then
     return {'dup', first}
+  end
+end
+local x = cjson.decode(ARGV[12])
+local m = #x.mention_events
+local rk = 10 + m + #x.tags
+if x.repost then
+  -- The mapping goes with the repost's delete, so a mapped repost exists.
+  local existing = redis.call('HGET', KEYS[rk + 2], x.uid)
+  if existing then
+    return {'reposted', existing}
   end
 end
 if redis.call('EXISTS', KEYS[2]) == 0 then
@@ -61,14 +77,12 @@ local eid = redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[4], '*', 'e', ARGV[6
 redis.call('HSET', KEYS[1], 'event', eid)
 redis.call('PUBLISH', ARGV[5], '{"id":"' .. eid .. '",' .. ARGV[6]:sub(2))
 redis.call('ZADD', KEYS[6], ARGV[8], ARGV[7])
-local x = cjson.decode(ARGV[12])
 if x.reply then
   redis.call('ZADD', KEYS[9], ARGV[2], ARGV[1])
   if redis.call('EXISTS', KEYS[8]) == 1 then
     redis.call('HSET', KEYS[8], 'replies', redis.call('ZCARD', KEYS[9]))
   end
 end
-local m = #x.mention_events
 for i = 1, m do
   redis.call('ZADD', KEYS[10 + i], ARGV[2], ARGV[1])
   redis.call('ZREMRANGEBYRANK', KEYS[10 + i], 0, -x.cap - 1)
@@ -82,6 +96,13 @@ for i = 1, #x.tags do
   if x.trend then
     redis.call('ZINCRBY', KEYS[10], 1, x.tags[i])
   end
+end
+if x.repost then
+  redis.call('HSET', KEYS[rk + 2], x.uid, ARGV[1])
+  redis.call('HSET', KEYS[rk + 1], 'reposts', redis.call('HLEN', KEYS[rk + 2]))
+  local body = x.repost_event
+  local rid = redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[4], '*', 'e', body)
+  redis.call('PUBLISH', ARGV[5], '{"id":"' .. rid .. '",' .. body:sub(2))
 end
 if x.trend and #x.tags > 0 then
   redis.call('EXPIRE', KEYS[10], x.trend_ttl)
