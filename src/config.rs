@@ -131,7 +131,7 @@ pub struct Config {
     pub status_cache: usize,
 
     /// Largest request body, in bytes.
-    #[arg(long, env = "FIREHOSE_BODY_LIMIT", default_value_t = 64 * 1024)]
+    #[arg(long, env = "FIREHOSE_BODY_LIMIT", default_value_t = 256 * 1024)]
     pub body_limit: usize,
 
     /// Events queued per stream connection before it is disconnected as stalled.

@@ -426,3 +426,142 @@ async fn reposts_are_once_per_user_counted_fanned_out_and_undone() {
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
 }
+
+#[tokio::test]
+async fn following_a_private_account_asks_and_its_owner_decides() {
+    let app = TestApp::start().await;
+    let (owner, ot) = app.user("gatekeeper").await;
+    let (asker, at) = app.user("asker").await;
+    let (other, xt) = app.user("other_asker").await;
+    make_private(&app, &ot).await;
+    let secret = app.say(&ot, "approved eyes only").await;
+    let mut owner_stream = app.stream("/api/v1/stream/user", Some(&ot), &[]).await;
+    let follow = format!("/api/v1/users/{owner}/follow");
+    for _ in 0..2 {
+        let (status, body) = app.post(&follow, Some(&at), json!({})).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(body, json!({"following": false, "requested": true}));
+    }
+    let e = owner_stream.next_event("the follow request").await;
+    assert_eq!(
+        (e.data["type"].clone(), e.data["source"].clone()),
+        (json!("follow_request"), json!(asker))
+    );
+    app.post(&follow, Some(&xt), json!({})).await;
+    let (_, incoming) = app.get("/api/v1/follow_requests", Some(&ot)).await;
+    let requesters: Vec<&str> = incoming["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(requesters, vec![asker.as_str(), other.as_str()]);
+    let (_, outgoing) = app.get("/api/v1/follow_requests/outgoing", Some(&at)).await;
+    assert_eq!(outgoing["users"][0]["id"], json!(owner));
+    // Not yet a follower: the status stays hidden.
+    assert_eq!(
+        app.get(&format!("/api/v1/statuses/{secret}"), Some(&at))
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    let (status, body) = app
+        .post(
+            &format!("/api/v1/follow_requests/{asker}/authorize"),
+            Some(&ot),
+            json!({}),
+        )
+        .await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"following": true})));
+    assert_eq!(
+        app.get(&format!("/api/v1/statuses/{secret}"), Some(&at))
+            .await
+            .0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.timeline_ids("/api/v1/timelines/home", Some(&at)).await,
+        vec![secret.clone()]
+    );
+    let (status, _) = app
+        .post(
+            &format!("/api/v1/follow_requests/{asker}/authorize"),
+            Some(&ot),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "no request any more");
+    let (status, body) = app
+        .post(
+            &format!("/api/v1/follow_requests/{other}/reject"),
+            Some(&ot),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"following": false}))
+    );
+    assert_eq!(
+        app.get(&format!("/api/v1/statuses/{secret}"), Some(&xt))
+            .await
+            .0,
+        StatusCode::NOT_FOUND
+    );
+    // Asking again, then cancelling.
+    app.post(&follow, Some(&xt), json!({})).await;
+    let (status, body) = app.delete(&follow, Some(&xt)).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"following": false, "requested": false})
+        )
+    );
+    let (_, incoming) = app.get("/api/v1/follow_requests", Some(&ot)).await;
+    assert_eq!(incoming["users"], json!([]));
+    // Going public approves whoever is waiting.
+    app.post(&follow, Some(&xt), json!({})).await;
+    let (status, _) = app
+        .call(
+            Method::PATCH,
+            "/api/v1/me",
+            Some(&ot),
+            Some(json!({"private": false})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, me) = app.get(&format!("/api/v1/users/{owner}"), None).await;
+    assert_eq!(me["followers"], 2);
+    let (_, incoming) = app.get("/api/v1/follow_requests", Some(&ot)).await;
+    assert_eq!(incoming["users"], json!([]));
+}
+
+#[tokio::test]
+async fn a_status_reposted_by_several_followees_shows_once_in_a_home() {
+    let app = TestApp::start().await;
+    let (_, at) = app.user("viral").await;
+    let (r1, t1) = app.user("sharer1").await;
+    let (r2, t2) = app.user("sharer2").await;
+    let (_, reader) = app.user("reader_h").await;
+    app.follow(&reader, &r1).await;
+    app.follow(&reader, &r2).await;
+    let sid = app.say(&at, "everyone shares this").await;
+    app.post(
+        &format!("/api/v1/statuses/{sid}/repost"),
+        Some(&t1),
+        json!({}),
+    )
+    .await;
+    let (_, newest) = app
+        .post(
+            &format!("/api/v1/statuses/{sid}/repost"),
+            Some(&t2),
+            json!({}),
+        )
+        .await;
+    let home = app
+        .timeline_ids("/api/v1/timelines/home", Some(&reader))
+        .await;
+    assert_eq!(home, vec![newest["id"].as_str().unwrap().to_string()]);
+}

@@ -5,7 +5,7 @@ use crate::app::AppState;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, User};
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -26,6 +26,91 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/follows", post(create_many).delete(destroy_many))
         .route("/api/v1/users/{id}/followers", get(followers))
         .route("/api/v1/users/{id}/following", get(following))
+        .route("/api/v1/follow_requests", get(requests_in))
+        .route("/api/v1/follow_requests/outgoing", get(requests_out))
+        .route("/api/v1/follow_requests/{id}/authorize", post(authorize))
+        .route("/api/v1/follow_requests/{id}/reject", post(reject))
+}
+
+async fn request_list(
+    state: AppState,
+    auth: AuthUser,
+    q: HashMap<String, String>,
+    incoming: bool,
+) -> ApiResult<Json<UserPage>> {
+    let (cursor, count) = user_paging(&q)?;
+    let page = state
+        .store
+        .request_page(auth.uid, incoming, cursor, count)
+        .await?;
+    Ok(Json(UserPage {
+        users: state.store.users(&page.ids).await?,
+        next_cursor: page.next_cursor.map(|c| c.to_string()),
+    }))
+}
+
+/// `GET /api/v1/follow_requests`: who asked to follow the caller.
+pub async fn requests_in(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<UserPage>> {
+    request_list(state, auth, q, true).await
+}
+
+/// `GET /api/v1/follow_requests/outgoing`: whom the caller asked to follow.
+pub async fn requests_out(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<UserPage>> {
+    request_list(state, auth, q, false).await
+}
+
+/// `POST /api/v1/follow_requests/{id}/authorize`: the requester follows the
+/// caller from now on; 404 when there is no such request.
+pub async fn authorize(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    decide(state, auth, id, true).await
+}
+
+/// `POST /api/v1/follow_requests/{id}/reject`: 404 when there is no such request.
+pub async fn reject(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
+    decide(state, auth, id, false).await
+}
+
+async fn decide(
+    state: AppState,
+    auth: AuthUser,
+    id: String,
+    approve: bool,
+) -> ApiResult<Json<serde_json::Value>> {
+    auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid)?;
+    let requester = path_id(&id, "follow request")?;
+    if !state.store.has_requested(requester, auth.uid).await? {
+        return Err(ApiError::not_found("No such follow request."));
+    }
+    let store = state.store.clone();
+    let owner = auth.uid;
+    detached(async move {
+        // Follow first: a crash in between leaves the request, and
+        // authorizing again completes it.
+        if approve {
+            store.set_follow(requester, owner, true, now()).await?;
+        }
+        store.drop_request(requester, owner).await?;
+        Ok(())
+    })
+    .await?;
+    Ok(Json(json!({"following": approve})))
 }
 
 /// `POST /api/v1/users/{id}/follow`: 409 when already following.
@@ -39,15 +124,41 @@ pub async fn create(
     let target = path_id(&id, "user")?;
     let store = state.store.clone();
     let uid = auth.uid;
-    let changed =
-        detached(async move { Ok(store.set_follow(uid, target, true, now()).await?) }).await?;
-    if !changed {
-        return Err(ApiError::conflict(
+    let outcome = detached(async move { Ok(follow_or_ask(&store, uid, target).await?) }).await?;
+    match outcome {
+        Followed::Now => Ok(Json(json!({"following": true}))),
+        Followed::Already => Err(ApiError::conflict(
             "already_following",
             "You already follow this user.",
-        ));
+        )),
+        Followed::Asked => Ok(Json(json!({"following": false, "requested": true}))),
     }
-    Ok(Json(json!({"following": true})))
+}
+
+/// What a follow did.
+enum Followed {
+    /// Following now.
+    Now,
+    /// Was following already.
+    Already,
+    /// The account is private: a follow request waits for its owner.
+    Asked,
+}
+
+/// Follows `target`, or asks to when the account is private.
+async fn follow_or_ask(store: &Store, uid: u64, target: u64) -> Result<Followed, StoreError> {
+    if uid != target && !store.is_following(uid, target).await? {
+        let user = store.user(target).await?;
+        if user.private {
+            store.request_follow(uid, target).await?;
+            return Ok(Followed::Asked);
+        }
+    }
+    Ok(if store.set_follow(uid, target, true, now()).await? {
+        Followed::Now
+    } else {
+        Followed::Already
+    })
 }
 
 /// `DELETE /api/v1/users/{id}/follow`: idempotent.
@@ -61,7 +172,17 @@ pub async fn destroy(
     let target = path_id(&id, "user")?;
     let store = state.store.clone();
     let uid = auth.uid;
-    detached(async move { Ok(store.set_follow(uid, target, false, now()).await?) }).await?;
+    let cancelled = detached(async move {
+        if store.drop_request(uid, target).await? {
+            return Ok(true);
+        }
+        store.set_follow(uid, target, false, now()).await?;
+        Ok(false)
+    })
+    .await?;
+    if cancelled {
+        return Ok(Json(json!({"following": false, "requested": false})));
+    }
     Ok(Json(json!({"following": false})))
 }
 
@@ -92,7 +213,7 @@ async fn batch(
     if !body.ids.iter().all(JsonId::is_whole) {
         return Err(ApiError::invalid(
             "invalid_ids",
-            "ids must be strings or whole numbers.",
+            "ids must be strings of at most 20 characters or whole numbers.",
         ));
     }
     if body.ids.len() > MAX_BATCH {

@@ -213,6 +213,9 @@ pub fn path_id(raw: &str, what: &str) -> Result<u64, ApiError> {
     }
 }
 
+/// Longest id string accepted in a body (a u64 has at most 20 digits).
+pub const MAX_ID_CHARS: usize = 20;
+
 /// An id sent as a JSON string or number.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(untagged)]
@@ -240,10 +243,12 @@ impl JsonId {
         .filter(|id| *id > 0)
     }
 
-    /// Whether it is a string or a whole number (not `4.2`).
+    /// Whether it is a string of at most [`MAX_ID_CHARS`] characters or a
+    /// whole number (not `4.2`).
     pub fn is_whole(&self) -> bool {
         match self {
             JsonId::Float(f) => f.is_finite() && f.fract() == 0.0,
+            JsonId::Text(s) => s.chars().count() <= MAX_ID_CHARS,
             _ => true,
         }
     }

@@ -22,6 +22,23 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/timelines/tag/{tag}", get(tag))
 }
 
+/// Keeps, of a status and its reposts (several followees may repost one
+/// status), only the newest entry of the page.
+fn once_per_status(statuses: Vec<Shown>) -> Vec<Shown> {
+    let mut seen = std::collections::HashSet::new();
+    statuses
+        .into_iter()
+        .filter(|(s, _)| {
+            let root = s
+                .status
+                .repost_of
+                .clone()
+                .unwrap_or_else(|| s.status.id.clone());
+            seen.insert(root)
+        })
+        .collect()
+}
+
 /// Keeps the statuses `viewer` may see (a private author's only for the
 /// author and their followers).
 pub async fn only_visible(
@@ -176,7 +193,7 @@ pub async fn home(
         .store
         .timeline(Timeline::Home(auth.uid), page, count)
         .await?;
-    Ok(json_page(&statuses))
+    Ok(json_page(&once_per_status(statuses)))
 }
 
 /// `GET /api/v1/users/{id}/statuses`: a user's own statuses, newest first.

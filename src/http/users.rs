@@ -239,6 +239,16 @@ pub async fn update_me(
         .store
         .update_profile(auth.uid, body.name.as_deref(), body.private)
         .await?;
+    if body.private == Some(false) {
+        // A public account has no one to approve: pending requests follow.
+        for requester in state.store.all_requests(auth.uid).await? {
+            state
+                .store
+                .set_follow(requester, auth.uid, true, now())
+                .await?;
+            state.store.drop_request(requester, auth.uid).await?;
+        }
+    }
     user.email = state.store.email(auth.uid).await?;
     Ok(Json(user))
 }

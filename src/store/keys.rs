@@ -99,6 +99,14 @@ impl Keys {
     pub fn trend_sum(&self, window: u64, minute: u64) -> String {
         format!("{}:{{trends}}:sum:{window}:{minute}", self.prefix)
     }
+    /// ZSET: who asked to follow the (private) user (user id -> time).
+    pub fn requests(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:requests", self.prefix)
+    }
+    /// ZSET: whom the user asked to follow (user id -> time).
+    pub fn requested(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:requested", self.prefix)
+    }
     /// HASH: follower id -> sequence of the last applied follow change.
     pub fn follower_seq(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:fseq", self.prefix)

@@ -18,6 +18,7 @@ pub mod fanout;
 pub mod follows;
 pub mod keys;
 pub mod likes;
+pub mod requests;
 pub mod sessions;
 pub mod social;
 pub mod statuses;
@@ -70,6 +71,7 @@ pub struct Scripts {
     pub(crate) outbox_finish: Script,
     pub(crate) outbox_claim: Script,
     pub(crate) like: Script,
+    pub(crate) follow_request: Script,
 }
 
 impl Scripts {
@@ -89,6 +91,7 @@ impl Scripts {
             outbox_finish: Script::new(include_str!("lua/outbox_finish.lua")),
             outbox_claim: Script::new(include_str!("lua/outbox_claim.lua")),
             like: Script::new(include_str!("lua/like.lua")),
+            follow_request: Script::new(include_str!("lua/follow_request.lua")),
         }
     }
 }
