@@ -429,6 +429,24 @@ async fn the_browser_page_shows_a_followed_users_post_live() {
     browser
         .wait_for_text("timeline", "bob posts from the page")
         .await;
+    // Like (the newest status, his own), reply in a thread, and trending
+    // hashtags fed by the live stream.
+    browser.click("timeline .like").await;
+    browser.wait_for_text("timeline", "♥ 1").await;
+    browser.click("timeline .reply").await;
+    browser.fill("message", "bob replies to himself").await;
+    browser.fill("lat", "").await;
+    browser.fill("lon", "").await;
+    browser.click("post").await;
+    browser
+        .wait_for_text("timeline", "bob replies to himself")
+        .await;
+    browser.click("timeline li:nth-child(2) .thread").await;
+    browser
+        .wait_for_text("conversation", "bob replies to himself")
+        .await;
+    app.say(&alice, "everyone talks about #browsertag").await;
+    browser.wait_for_text("trending", "#browsertag (1)").await;
     let png = browser.screenshot().await;
     assert!(png.len() > 1000, "a screenshot was taken");
     let _ = std::fs::write(std::env::temp_dir().join("firehose-page.png"), png);

@@ -968,7 +968,7 @@ async fn redis_going_away_gives_503_and_the_server_recovers_alone() {
 async fn bodies_too_large_unknown_routes_and_wrong_methods_get_contract_errors() {
     let app = TestApp::start().await;
     let (_, token) = app.user("tess").await;
-    let huge = json!({"message": "x".repeat(200_000)});
+    let huge = json!({"message": "x".repeat(300_000)});
     let (status, err) = app.post("/api/v1/statuses", Some(&token), huge).await;
     assert_error(status, &err, StatusCode::PAYLOAD_TOO_LARGE);
     let (status, err) = app.get("/api/v1/nope", None).await;
@@ -998,7 +998,20 @@ async fn private_accounts_show_statuses_to_followers_only() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(me["private"], true);
     let sid = app.say(&a, "only for followers").await;
+    // Following a private account asks; the owner approves.
     app.follow(&b, &ida).await;
+    let (_, vic) = app.get("/api/v1/me", Some(&b)).await;
+    let (status, _) = app
+        .post(
+            &format!(
+                "/api/v1/follow_requests/{}/authorize",
+                vic["id"].as_str().unwrap()
+            ),
+            Some(&a),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
     assert_eq!(
         app.get(&format!("/api/v1/statuses/{sid}"), Some(&b))
             .await
