@@ -2,7 +2,10 @@
 //! - full fan-out time of one post to N followers (inline part + queue
 //!   drained), next to the time the same Redis takes for the same ZADD+trim
 //!   commands sent as a raw pipeline in batches of 1000;
-//! - posts per second over HTTP (the poster has 50 followers);
+//! - posts per second over HTTP (the poster has 50 followers), with three
+//!   hashtags and with none, side by side: the cost of hashtag timelines and
+//!   trending per post;
+//! - likes and unlikes per second, reposts and their undoing per second;
 //! - home timeline reads per second over HTTP, 30 statuses per page.
 //!
 //! ```sh
@@ -217,7 +220,120 @@ async fn main() -> anyhow::Result<()> {
     })
     .await;
     println!(
-        "posts: {posts:.0}/s over HTTP ({} concurrent, 50 followers each)",
+        "posts: {posts:.0}/s over HTTP ({} concurrent, 50 followers each, one hashtag)",
+        args.concurrency
+    );
+    // The same with three hashtags and with none, alternating phases so that
+    // drift on the shared machine hits both alike.
+    let mut tagged = Vec::new();
+    let mut plain = Vec::new();
+    for round in 0..4 {
+        for with_tags in [round % 2 == 0, round % 2 != 0] {
+            let (h, t, b) = (http.clone(), poster_token.clone(), base.clone());
+            let rate = hammer(args.concurrency, args.duration / 4.0, move |i| {
+                let (h, t, b) = (h.clone(), t.clone(), b.clone());
+                let message = if with_tags {
+                    format!("bench post {i} #alpha #beta #gamma{}", i % 50)
+                } else {
+                    format!("bench post {i} without tags")
+                };
+                async move {
+                    h.post(format!("{b}/api/v1/statuses"))
+                        .bearer_auth(&t)
+                        .json(&serde_json::json!({ "message": message }))
+                        .send()
+                        .await
+                        .is_ok_and(|r| r.status().as_u16() == 201)
+                }
+            })
+            .await;
+            if with_tags {
+                tagged.push(rate);
+            } else {
+                plain.push(rate);
+            }
+        }
+    }
+    let (tagged, plain) = (
+        tagged.iter().sum::<f64>() / tagged.len() as f64,
+        plain.iter().sum::<f64>() / plain.len() as f64,
+    );
+    println!(
+        "posts with 3 hashtags: {tagged:.0}/s, without: {plain:.0}/s → hashtag timelines and trending take {:.1} µs more per post at saturation ({:.2}×)",
+        1e6 / tagged - 1e6 / plain,
+        plain / tagged
+    );
+
+    // Likes: each call changes state (a like, later the same pair's unlike).
+    let seeds: Vec<String> = {
+        let r: Vec<serde_json::Value> = http
+            .get(format!("{base}/api/v1/users/{poster}/statuses?count=40"))
+            .send()
+            .await?
+            .json()
+            .await?;
+        r.iter()
+            .filter_map(|s| s["id"].as_str().map(str::to_string))
+            .collect()
+    };
+    let mut liker_tokens = Vec::new();
+    for r in &readers {
+        liker_tokens.push(token(&store, &jwt, *r).await?);
+    }
+    let pairs = Arc::new((liker_tokens.clone(), seeds.clone()));
+    let (h, b) = (http.clone(), base.clone());
+    let likes = hammer(args.concurrency, args.duration, move |i| {
+        let (h, b, pairs) = (h.clone(), b.clone(), pairs.clone());
+        async move {
+            let (tokens, sids) = &*pairs;
+            let n = tokens.len() * sids.len();
+            let (t, s) = (
+                &tokens[i % tokens.len()],
+                &sids[(i / tokens.len()) % sids.len()],
+            );
+            let method = if (i / n) % 2 == 0 {
+                reqwest::Method::POST
+            } else {
+                reqwest::Method::DELETE
+            };
+            h.request(method, format!("{b}/api/v1/statuses/{s}/like"))
+                .bearer_auth(t)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        }
+    })
+    .await;
+    println!(
+        "likes and unlikes: {likes:.0}/s over HTTP ({} concurrent)",
+        args.concurrency
+    );
+    let pairs = Arc::new((liker_tokens, seeds));
+    let (h, b) = (http.clone(), base.clone());
+    let reposts = hammer(args.concurrency, args.duration, move |i| {
+        let (h, b, pairs) = (h.clone(), b.clone(), pairs.clone());
+        async move {
+            let (tokens, sids) = &*pairs;
+            let n = tokens.len() * sids.len();
+            let (t, s) = (
+                &tokens[i % tokens.len()],
+                &sids[(i / tokens.len()) % sids.len()],
+            );
+            let method = if (i / n) % 2 == 0 {
+                reqwest::Method::POST
+            } else {
+                reqwest::Method::DELETE
+            };
+            h.request(method, format!("{b}/api/v1/statuses/{s}/repost"))
+                .bearer_auth(t)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        }
+    })
+    .await;
+    println!(
+        "reposts and their undoing: {reposts:.0}/s over HTTP ({} concurrent)",
         args.concurrency
     );
 

@@ -55,7 +55,11 @@ mod tests {
             ("not a#tag but (#tag)", &["tag"], &[]),
             ("#123 is no tag, #1a is", &["1a"], &[]),
             ("#café au lait", &["café"], &[]),
-            ("東京 #東京タワー と #ラーメン", &["東京タワー", "ラーメン"], &[]),
+            (
+                "東京 #東京タワー と #ラーメン",
+                &["東京タワー", "ラーメン"],
+                &[],
+            ),
             ("#Rust, #rust. #RUST! (#rust)", &["Rust"], &[]),
             ("end of sentence #done.", &["done"], &[]),
             ("see https://x.example/#frag and a&#39;b", &[], &[]),
@@ -63,7 +67,11 @@ mod tests {
             ("@名前 is not a login; @ok_1 is", &[], &["ok_1"]),
             ("@abcdefghijklmnopqrstuvwxyz12345 is too long", &[], &[]),
             ("email a@b, handle @b", &[], &["b"]),
-            ("#_under_score_ and #tag_2", &["_under_score_", "tag_2"], &[]),
+            (
+                "#_under_score_ and #tag_2",
+                &["_under_score_", "tag_2"],
+                &[],
+            ),
             ("##double and @@double", &["double"], &["double"]),
         ];
         for (msg, tags, men) in cases {
