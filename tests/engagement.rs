@@ -565,3 +565,34 @@ async fn a_status_reposted_by_several_followees_shows_once_in_a_home() {
         .await;
     assert_eq!(home, vec![newest["id"].as_str().unwrap().to_string()]);
 }
+
+#[tokio::test]
+async fn reposts_racing_unfollows_leave_nothing_behind() {
+    let app = TestApp::start_with(|c| {
+        c.fanout_inline = 20;
+        c.fanout_batch = 20;
+    })
+    .await;
+    let (_, at) = app.user("source_r").await;
+    let (reposter, rt) = app.user("racing_reposter").await;
+    let fans = common::bulk_users(&app, "rrf", 300).await;
+    common::bulk_follow(&app, &fans, reposter.parse().unwrap()).await;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let sid = app.say(&at, "to be reposted").await;
+    let target: u64 = reposter.parse().unwrap();
+    // The repost fans out while every follower unfollows.
+    let unfollows = futures::future::join_all(fans.iter().map(|f| {
+        let store = store.clone();
+        let f = *f;
+        async move { store.set_follow(f, target, false, firehose::model::now()).await.unwrap() }
+    }));
+    let repost = app.post(&format!("/api/v1/statuses/{sid}/repost"), Some(&rt), json!({}));
+    let (_, (_, repost)) = futures::join!(unfollows, repost);
+    let rid = repost["id"].as_str().unwrap().to_string();
+    app.eventually("the fan-out is done", || async {
+        store.outbox_depth().await.is_ok_and(|d| d == 0)
+            && store.fanout_depth().await.is_ok_and(|d| d == 0)
+    })
+    .await;
+    assert_eq!(common::homes_with(&app, &fans, &rid), 0, "a repost stayed with an unfollower");
+}
