@@ -584,9 +584,18 @@ async fn reposts_racing_unfollows_leave_nothing_behind() {
     let unfollows = futures::future::join_all(fans.iter().map(|f| {
         let store = store.clone();
         let f = *f;
-        async move { store.set_follow(f, target, false, firehose::model::now()).await.unwrap() }
+        async move {
+            store
+                .set_follow(f, target, false, firehose::model::now())
+                .await
+                .unwrap()
+        }
     }));
-    let repost = app.post(&format!("/api/v1/statuses/{sid}/repost"), Some(&rt), json!({}));
+    let repost = app.post(
+        &format!("/api/v1/statuses/{sid}/repost"),
+        Some(&rt),
+        json!({}),
+    );
     let (_, (_, repost)) = futures::join!(unfollows, repost);
     let rid = repost["id"].as_str().unwrap().to_string();
     app.eventually("the fan-out is done", || async {
@@ -594,5 +603,9 @@ async fn reposts_racing_unfollows_leave_nothing_behind() {
             && store.fanout_depth().await.is_ok_and(|d| d == 0)
     })
     .await;
-    assert_eq!(common::homes_with(&app, &fans, &rid), 0, "a repost stayed with an unfollower");
+    assert_eq!(
+        common::homes_with(&app, &fans, &rid),
+        0,
+        "a repost stayed with an unfollower"
+    );
 }

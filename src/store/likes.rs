@@ -49,6 +49,7 @@ impl Store {
             .arg(body.to_string())
             .invoke_async(&mut conn)
             .await?;
+        self.counts_cache.forget(sid);
         match redis::from_redis_value::<(i64, u64)>(reply) {
             Ok((changed, likes)) => Ok((changed == 1, likes)),
             Err(_) => Err(StoreError::NotFound("status")),

@@ -111,6 +111,7 @@ pub struct Store {
     pub(crate) outbox_lease: f64,
     pub(crate) cache: Arc<cache::StatusCache>,
     pub(crate) sessions: Arc<cache::SessionCache>,
+    pub(crate) counts_cache: Arc<cache::CountsCache>,
 }
 
 impl Store {
@@ -136,12 +137,18 @@ impl Store {
             outbox_lease: cfg.outbox_lease.max(0.1),
             cache: Arc::new(cache::StatusCache::new(cfg.status_cache)),
             sessions: Arc::new(cache::SessionCache::new()),
+            counts_cache: Arc::new(cache::CountsCache::default()),
         })
     }
 
     /// The status cache (the hub evicts deleted statuses from it).
     pub fn status_cache(&self) -> &cache::StatusCache {
         &self.cache
+    }
+
+    /// Recently read status counts (the hub evicts changed ones).
+    pub fn counts_cache(&self) -> &cache::CountsCache {
+        &self.counts_cache
     }
 
     /// Recently verified sessions (the hub evicts revoked ones).

@@ -197,6 +197,9 @@ impl Store {
             }
             _ => {}
         }
+        for id in parent.into_iter().chain(original) {
+            self.counts_cache.forget(id);
+        }
         self.complete_op(&op).await?;
         Ok(Posted::Created(
             reply.into_iter().next().unwrap_or_default(),
@@ -280,6 +283,9 @@ impl Store {
         match reply.first().map(String::as_str) {
             Some("ok") => {
                 self.cache.forget(sid);
+                for id in [Some(sid), parent, original].into_iter().flatten() {
+                    self.counts_cache.forget(id);
+                }
                 self.complete_op(&op).await?;
                 // Reposts of a deleted status go with it.
                 let reposts: HashMap<String, String> =
@@ -312,7 +318,7 @@ impl Store {
     /// One status, with its counts as they are now.
     pub async fn status(&self, sid: u64) -> StoreResult<Status> {
         if let Some(s) = self.cache.get(sid) {
-            let counts = self.counts(&[sid]).await?;
+            let counts = self.fresh_counts(&[sid]).await?;
             return Ok(s.with_counts(counts.first().copied().unwrap_or_default()));
         }
         let mut conn = self.conn();
@@ -322,9 +328,31 @@ impl Store {
         Ok(status)
     }
 
-    /// The counts of these statuses, in order (zeros for missing ones), in
-    /// one pipeline.
+    /// The counts of these statuses, in order (zeros for missing ones):
+    /// those read in the last second from the counts cache, the rest in one
+    /// pipeline.
     pub async fn counts(&self, ids: &[u64]) -> StoreResult<Vec<Counts>> {
+        let mut found: Vec<Option<Counts>> =
+            ids.iter().map(|id| self.counts_cache.get(*id)).collect();
+        let missing: Vec<u64> = ids
+            .iter()
+            .zip(&found)
+            .filter(|(_, c)| c.is_none())
+            .map(|(id, _)| *id)
+            .collect();
+        let mut read = self.fresh_counts(&missing).await?.into_iter();
+        for (id, slot) in ids.iter().zip(found.iter_mut()) {
+            if slot.is_none() {
+                let counts = read.next().unwrap_or_default();
+                self.counts_cache.put(*id, counts);
+                *slot = Some(counts);
+            }
+        }
+        Ok(found.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    /// The counts of these statuses read from Redis now, in one pipeline.
+    pub async fn fresh_counts(&self, ids: &[u64]) -> StoreResult<Vec<Counts>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
