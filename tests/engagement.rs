@@ -591,11 +591,8 @@ async fn reposts_racing_unfollows_leave_nothing_behind() {
                 .unwrap()
         }
     }));
-    let repost = app.post(
-        &format!("/api/v1/statuses/{sid}/repost"),
-        Some(&rt),
-        json!({}),
-    );
+    let path = format!("/api/v1/statuses/{sid}/repost");
+    let repost = app.post(&path, Some(&rt), json!({}));
     let (_, (_, repost)) = futures::join!(unfollows, repost);
     let rid = repost["id"].as_str().unwrap().to_string();
     app.eventually("the fan-out is done", || async {
