@@ -77,6 +77,17 @@ async fn likes_are_idempotent_counted_listed_and_announced_to_the_author() {
     let (_, liked) = app.get(&format!("/api/v1/users/{fan}/likes"), None).await;
     assert_eq!(ids(&liked), Vec::<String>::new());
     let _ = author;
+    // Deleting a liked status takes it out of the liker's list at once.
+    app.post(&like, Some(&ft), json!({})).await;
+    app.delete(&format!("/api/v1/statuses/{sid}"), Some(&at))
+        .await;
+    let mut conn = app.redis.conn();
+    let left: Option<f64> = redis::cmd("ZSCORE")
+        .arg(format!("{}:user:{{{fan}}}:likes", app.cfg.key_prefix))
+        .arg(&sid)
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(left, None);
     let (status, _) = app
         .post("/api/v1/statuses/999999/like", Some(&ft), json!({}))
         .await;

@@ -282,6 +282,18 @@ impl Store {
         let reply: Vec<String> = inv.invoke_async(&mut conn).await?;
         match reply.first().map(String::as_str) {
             Some("ok") => {
+                let likers: Vec<u64> = reply
+                    .iter()
+                    .skip(3)
+                    .filter_map(|id| id.parse().ok())
+                    .collect();
+                if !likers.is_empty() {
+                    let mut pipe = redis::pipe();
+                    for liker in likers {
+                        pipe.zrem(self.keys.likes(liker), sid).ignore();
+                    }
+                    let _: () = pipe.query_async(&mut conn).await?;
+                }
                 self.cache.forget(sid);
                 for id in [Some(sid), parent, original].into_iter().flatten() {
                     self.counts_cache.forget(id);

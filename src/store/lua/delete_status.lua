@@ -30,9 +30,10 @@
 --
 -- The indices it entered when posted lose it in the same step: the parent's
 -- replies (recounted), mentions and hashtag timelines, the trending bucket
--- (if it was counted there) and its likers (the likers' own liked lists drop
--- it when next read).
--- Returns {"ok", event id, posts}, {"missing"} or {"forbidden"}.
+-- (if it was counted there) and its likers (whose own liked lists the caller
+-- then updates; a list read before that drops the gone id itself).
+-- Returns {"ok", event id, posts, liker ids...} (the caller takes the
+-- status out of each liker's likes list), {"missing"} or {"forbidden"}.
 local owner = redis.call('HGET', KEYS[1], 'uid')
 if not owner then
   return {'missing'}
@@ -49,6 +50,7 @@ if x.reply then
     redis.call('HSET', KEYS[8], 'replies', redis.call('ZCARD', KEYS[9]))
   end
 end
+local likers = redis.call('ZRANGE', KEYS[11], 0, -1)
 redis.call('DEL', KEYS[11])
 for i = 1, x.m do
   redis.call('ZREM', KEYS[11 + i], ARGV[1])
@@ -79,4 +81,6 @@ redis.call('HSET', KEYS[2], 'posts', posts)
 local eid = redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[3], '*', 'e', ARGV[5])
 redis.call('PUBLISH', ARGV[4], '{"id":"' .. eid .. '",' .. ARGV[5]:sub(2))
 redis.call('ZADD', KEYS[6], ARGV[7], ARGV[6])
-return {'ok', eid, posts}
+local reply = {'ok', eid, posts}
+for _, liker in ipairs(likers) do reply[#reply + 1] = liker end
+return reply
