@@ -137,6 +137,7 @@ async fn post(
         mentions: text::mentions(&msg),
         repost_of: None,
         repost_of_uid: None,
+        audience: None,
         counts: Default::default(),
         message: msg,
         posted: now(),
@@ -146,7 +147,7 @@ async fn post(
         reply_to_uid: None,
     };
     store
-        .post_status(&status, false, None, &[])
+        .post_status(&status, &Default::default())
         .await
         .map(|_| ())
 }

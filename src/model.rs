@@ -84,6 +84,10 @@ pub struct Status {
     /// Author of the reposted status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repost_of_uid: Option<String>,
+    /// For a reply to a private account's status: that account. Then only
+    /// who may see that account's statuses sees the reply (never in JSON).
+    #[serde(skip)]
+    pub audience: Option<String>,
     /// Likes, reposts and replies it has (read at the time of the answer;
     /// always the last fields, see `store::cache`).
     #[serde(flatten)]
@@ -149,6 +153,9 @@ impl Status {
         if let Some(r) = &self.repost_of_uid {
             f.push(("repost_of_uid", r.clone()));
         }
+        if let Some(a) = &self.audience {
+            f.push(("audience", a.clone()));
+        }
         f
     }
 
@@ -173,6 +180,7 @@ impl Status {
             mentions: list("mentions"),
             repost_of: h.get("repost_of").cloned(),
             repost_of_uid: h.get("repost_of_uid").cloned(),
+            audience: h.get("audience").cloned(),
             counts: Counts::from_hash(h),
         })
     }

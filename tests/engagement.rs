@@ -617,3 +617,61 @@ async fn reposts_racing_unfollows_leave_nothing_behind() {
         "a repost stayed with an unfollower"
     );
 }
+
+#[tokio::test]
+async fn replies_to_a_private_account_reach_only_those_who_may_see_it() {
+    let app = TestApp::start().await;
+    let (owner, ot) = app.user("private_p").await;
+    let (replier, rt) = app.user("replier_r").await;
+    let (fan, ft) = app.user("fan_f").await;
+    let (_, qt) = app.user("outsider_q").await;
+    make_private(&app, &ot).await;
+    for (token, id) in [(&rt, &replier), (&ft, &fan)] {
+        app.follow(token, &owner).await;
+        app.post(
+            &format!("/api/v1/follow_requests/{id}/authorize"),
+            Some(&ot),
+            json!({}),
+        )
+        .await;
+    }
+    app.follow(&ft, &replier).await;
+    app.follow(&qt, &replier).await;
+    let mut sample = app
+        .stream("/api/v1/stream/sample?rate=1", Some(&qt), &[])
+        .await;
+    let root = app.say(&ot, "for approved eyes").await;
+    let reply = app
+        .post_status(
+            &rt,
+            json!({"message": "a reply in private", "reply_to": root}),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/api/v1/statuses/{reply}");
+    assert_eq!(app.get(&path, Some(&ft)).await.0, StatusCode::OK);
+    assert_eq!(app.get(&path, Some(&qt)).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(app.get(&path, None).await.0, StatusCode::NOT_FOUND);
+    assert!(app
+        .timeline_ids("/api/v1/timelines/home", Some(&ft))
+        .await
+        .contains(&reply));
+    assert!(!app
+        .timeline_ids("/api/v1/timelines/home", Some(&qt))
+        .await
+        .contains(&reply));
+    let (_, ctx) = app
+        .get(&format!("/api/v1/statuses/{root}/context"), Some(&ft))
+        .await;
+    assert_eq!(ids(&ctx["descendants"]), vec![reply.clone()]);
+    let (status, _) = app
+        .post(&format!("{path}/repost"), Some(&ft), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // Never on the sample (public) stream: a public status after it arrives first.
+    let public = app.say(&qt, "a public status").await;
+    let e = sample.next_event("the public status").await;
+    assert_eq!(e.data["status"]["id"], json!(public));
+}

@@ -824,9 +824,13 @@ async fn home_timelines_keep_the_newest_1000() {
             mentions: vec![],
             repost_of: None,
             repost_of_uid: None,
+            audience: None,
             counts: Default::default(),
         };
-        store.post_status(&status, false, None, &[]).await.unwrap();
+        store
+            .post_status(&status, &Default::default())
+            .await
+            .unwrap();
     }
     let _ = token;
     app.follow(&reader, &id).await;

@@ -5,7 +5,7 @@ use crate::app::AppState;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, Status};
-use crate::store::statuses::Posted;
+use crate::store::statuses::{PostOptions, Posted};
 use crate::store::StoreError;
 use crate::text;
 use axum::extract::{Path, Query, State};
@@ -52,11 +52,13 @@ pub async fn repost(
     }
     let root: u64 = original.id.parse().unwrap_or(0);
     let author: u64 = original.uid.parse().unwrap_or(0);
-    if state.store.user(author).await?.private {
+    if state.store.user(author).await?.private || original.audience.is_some() {
         return Err(ApiError::forbidden(
-            "A private account's statuses cannot be reposted.",
+            "A private account's statuses (and replies to them) cannot be reposted.",
         ));
     }
+    // A private reposter's repost is news only to those who may see it.
+    let notify_original = !auth.private || state.store.is_following(author, auth.uid).await?;
     if let Some(existing) = state.store.repost_by(root, auth.uid).await? {
         if let Ok(status) = state.store.status(existing).await {
             return Ok(Json(status).into_response());
@@ -79,9 +81,15 @@ pub async fn repost(
             mentions: Vec::new(),
             repost_of: Some(original.id.clone()),
             repost_of_uid: Some(original.uid.clone()),
+            audience: None,
             counts: Default::default(),
         };
-        let posted = store.post_status(&status, auth.private, None, &[]).await?;
+        let opts = PostOptions {
+            private: auth.private,
+            notify_original,
+            ..Default::default()
+        };
+        let posted = store.post_status(&status, &opts).await?;
         Ok((posted, status))
     })
     .await?;
@@ -305,8 +313,8 @@ async fn publish(
     body: CreateStatus,
     idem: Option<String>,
 ) -> ApiResult<(Posted, Status)> {
-    let (reply_to, reply_to_uid) = match &body.reply_to {
-        None => (None, None),
+    let (reply_to, reply_to_uid, audience) = match &body.reply_to {
+        None => (None, None, None),
         Some(raw) => {
             let target = raw
                 .parse()
@@ -319,7 +327,16 @@ async fn publish(
                         StatusCode::NOT_FOUND => ApiError::not_found("No such status to reply to."),
                         _ => e,
                     })?;
-            (Some(parent.id), Some(parent.uid))
+            // A reply to a private account's status (or to such a reply) is
+            // for those who may see that account.
+            let parent_uid: u64 = parent.uid.parse().unwrap_or(0);
+            let audience = if parent_uid != auth.uid && state.store.user(parent_uid).await?.private
+            {
+                Some(parent.uid.clone())
+            } else {
+                parent.audience.clone()
+            };
+            (Some(parent.id), Some(parent.uid), audience)
         }
     };
     let mut mentions = Vec::new();
@@ -328,8 +345,11 @@ async fn publish(
         if let Some(uid) = state.store.lookup(&login).await? {
             mentions.push(login);
             // Of a private account, only those who may see it hear of it.
-            let sees =
+            let mut sees =
                 !auth.private || uid == auth.uid || state.store.is_following(uid, auth.uid).await?;
+            if let Some(p) = audience.as_deref().and_then(|p| p.parse::<u64>().ok()) {
+                sees = sees && (uid == p || state.store.is_following(uid, p).await?);
+            }
             if sees && !mentioned.contains(&uid) {
                 mentioned.push(uid);
             }
@@ -344,6 +364,7 @@ async fn publish(
         mentions,
         repost_of: None,
         repost_of_uid: None,
+        audience,
         counts: Default::default(),
         message: body.message,
         posted: now(),
@@ -352,10 +373,13 @@ async fn publish(
         reply_to,
         reply_to_uid,
     };
-    let posted = state
-        .store
-        .post_status(&status, auth.private, idem.as_deref(), &mentioned)
-        .await?;
+    let opts = PostOptions {
+        private: auth.private,
+        idempotency_key: idem.as_deref(),
+        mentioned: &mentioned,
+        notify_original: false,
+    };
+    let posted = state.store.post_status(&status, &opts).await?;
     Ok((posted, status))
 }
 /// Whether `viewer` may see what `author` posts: everyone for public
@@ -381,11 +405,31 @@ pub async fn visible(state: &AppState, viewer: Option<&AuthUser>, sid: u64) -> A
         StoreError::NotFound(_) => ApiError::not_found("No such status."),
         e => e.into(),
     })?;
-    let author: u64 = status.uid.parse().unwrap_or(0);
-    if !can_see(state, viewer, author).await? {
+    if !may_see(state, viewer, &status).await? {
         return Err(ApiError::not_found("No such status."));
     }
     Ok(status)
+}
+
+/// Whether `viewer` may see `status`: its author's statuses, and for a reply
+/// to a private account's status, that account's too.
+pub async fn may_see(
+    state: &AppState,
+    viewer: Option<&AuthUser>,
+    status: &Status,
+) -> ApiResult<bool> {
+    let author: u64 = status.uid.parse().unwrap_or(0);
+    if !can_see(state, viewer, author).await? {
+        return Ok(false);
+    }
+    match status
+        .audience
+        .as_deref()
+        .and_then(|p| p.parse::<u64>().ok())
+    {
+        Some(p) => can_see(state, viewer, p).await,
+        None => Ok(true),
+    }
 }
 
 /// `GET /api/v1/statuses/{id}`: one status; with a token, it is recorded in

@@ -58,7 +58,24 @@ pub async fn only_visible(
                 ok
             }
         };
-        if ok {
+        let audience_ok = match item
+            .0
+            .status
+            .audience
+            .as_deref()
+            .and_then(|p| p.parse::<u64>().ok())
+        {
+            None => true,
+            Some(p) => match sees.get(&p) {
+                Some(ok) => *ok,
+                None => {
+                    let ok = can_see(state, viewer, p).await?;
+                    sees.insert(p, ok);
+                    ok
+                }
+            },
+        };
+        if ok && audience_ok {
             kept.push(item);
         }
     }

@@ -380,12 +380,35 @@ impl Store {
         task: &FanoutTask,
         followers: &[(String, f64)],
     ) -> StoreResult<()> {
-        let ids: Vec<u64> = followers
+        let mut ids: Vec<u64> = followers
             .iter()
             .filter_map(|(m, _)| m.parse::<u64>().ok())
             .collect();
         if ids.is_empty() {
             return Ok(());
+        }
+        if task.kind == FanoutKind::Post {
+            // A reply to a private account's status reaches only the homes
+            // of those who also follow that account (or are it).
+            let audience: Option<u64> = conn
+                .hget(self.keys.status(task.status_id), "audience")
+                .await?;
+            if let Some(p) = audience {
+                let mut pipe = redis::pipe();
+                for f in &ids {
+                    pipe.zscore(self.keys.following(*f), p);
+                }
+                let scores: Vec<Option<f64>> = pipe.query_async(conn).await?;
+                ids = ids
+                    .into_iter()
+                    .zip(scores)
+                    .filter(|(f, score)| *f == p || score.is_some())
+                    .map(|(f, _)| f)
+                    .collect();
+                if ids.is_empty() {
+                    return Ok(());
+                }
+            }
         }
         let mut pipe = redis::pipe();
         match task.kind {

@@ -38,6 +38,21 @@ fn mention_body(status: &Status, target: u64, private: bool) -> String {
     v.to_string()
 }
 
+/// How a status is posted.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PostOptions<'a> {
+    /// The author's account is private: the status reaches only user
+    /// streams and homes of followers.
+    pub private: bool,
+    /// The first answer is kept under this key for 24 h.
+    pub idempotency_key: Option<&'a str>,
+    /// The mentioned users who may see the status: it enters their mentions
+    /// timelines and they get a `mention` event.
+    pub mentioned: &'a [u64],
+    /// For a repost: tell the original's author (a `repost` event).
+    pub notify_original: bool,
+}
+
 /// What [`Store::post_status`] did.
 #[derive(Debug, Clone)]
 pub enum Posted {
@@ -87,16 +102,14 @@ impl Store {
     /// event and fans it out. With an idempotency key already used by this
     /// author within [`IDEMPOTENCY_TTL`], creates nothing and returns the
     /// first answer.
-    ///
-    /// `mentioned` are the ids of the mentioned users who may see the status:
-    /// it enters their mentions timelines and they get a `mention` event.
     pub async fn post_status(
         &self,
         status: &Status,
-        private: bool,
-        idempotency_key: Option<&str>,
-        mentioned: &[u64],
+        opts: &PostOptions<'_>,
     ) -> StoreResult<Posted> {
+        let private = opts.private || status.audience.is_some();
+        let idempotency_key = opts.idempotency_key;
+        let mentioned = opts.mentioned;
         let sid = parse_id(&status.id)?;
         let uid = parse_id(&status.uid)?;
         let body = status_body(status, private);
@@ -122,14 +135,18 @@ impl Store {
             .repost_of
             .as_deref()
             .and_then(|p| p.parse::<u64>().ok());
-        let repost_event = status.repost_of_uid.as_deref().map(|target| {
-            let mut v = serde_json::json!({"type": "repost", "at": status.posted,
+        let repost_event = status
+            .repost_of_uid
+            .as_deref()
+            .filter(|_| opts.notify_original)
+            .map(|target| {
+                let mut v = serde_json::json!({"type": "repost", "at": status.posted,
                 "status": status, "target": target});
-            if private {
-                v["private"] = serde_json::json!(true);
-            }
-            v.to_string()
-        });
+                if private {
+                    v["private"] = serde_json::json!(true);
+                }
+                v.to_string()
+            });
         let extras = serde_json::json!({
             "reply": parent.is_some(),
             "mention_events": mention_events,
