@@ -564,6 +564,11 @@ async fn a_status_reposted_by_several_followees_shows_once_in_a_home() {
         json!({}),
     )
     .await;
+    // Statuses between the two reposts put them on different pages.
+    let mut between = Vec::new();
+    for i in 0..3 {
+        between.push(app.say(&t2, &format!("in between {i}")).await);
+    }
     let (_, newest) = app
         .post(
             &format!("/api/v1/statuses/{sid}/repost"),
@@ -571,10 +576,31 @@ async fn a_status_reposted_by_several_followees_shows_once_in_a_home() {
             json!({}),
         )
         .await;
+    let newest = newest["id"].as_str().unwrap().to_string();
     let home = app
         .timeline_ids("/api/v1/timelines/home", Some(&reader))
         .await;
-    assert_eq!(home, vec![newest["id"].as_str().unwrap().to_string()]);
+    let mut expected = vec![newest.clone()];
+    expected.extend(between.iter().rev().cloned());
+    assert_eq!(home, expected, "the older repost is not shown again");
+    let mut paged = Vec::new();
+    for page in 1..=3 {
+        paged.extend(
+            app.timeline_ids(
+                &format!("/api/v1/timelines/home?count=2&page={page}"),
+                Some(&reader),
+            )
+            .await,
+        );
+    }
+    assert_eq!(paged, expected, "not on a later page either");
+    let below = app
+        .timeline_ids(
+            &format!("/api/v1/timelines/home?max_id={}", between[0]),
+            Some(&reader),
+        )
+        .await;
+    assert_eq!(below, vec![between[0].clone()]);
 }
 
 #[tokio::test]

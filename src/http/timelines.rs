@@ -22,23 +22,6 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/timelines/tag/{tag}", get(tag))
 }
 
-/// Keeps, of a status and its reposts (several followees may repost one
-/// status), only the newest entry of the page.
-fn once_per_status(statuses: Vec<Shown>) -> Vec<Shown> {
-    let mut seen = std::collections::HashSet::new();
-    statuses
-        .into_iter()
-        .filter(|(s, _)| {
-            let root = s
-                .status
-                .repost_of
-                .clone()
-                .unwrap_or_else(|| s.status.id.clone());
-            seen.insert(root)
-        })
-        .collect()
-}
-
 /// Keeps the statuses `viewer` may see (a private author's only for the
 /// author and their followers).
 pub async fn only_visible(
@@ -206,11 +189,8 @@ pub async fn home(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
     let (page, count) = paging(&q)?;
-    let statuses = state
-        .store
-        .timeline(Timeline::Home(auth.uid), page, count)
-        .await?;
-    Ok(json_page(&once_per_status(statuses)))
+    let statuses = state.store.home_page(auth.uid, page, count).await?;
+    Ok(json_page(&statuses))
 }
 
 /// `GET /api/v1/users/{id}/statuses`: a user's own statuses, newest first.

@@ -444,6 +444,57 @@ impl Store {
         Ok(found)
     }
 
+    /// A page of a home timeline, newest first, each status once: of a
+    /// status and its reposts (several followees may repost one status),
+    /// only the newest entry counts, across the whole timeline. The home is
+    /// read from the top in chunks until the page is full (a home holds at
+    /// most 1000 entries), so page 1 costs about one chunk.
+    pub async fn home_page(&self, uid: u64, page: Page, count: usize) -> StoreResult<Vec<Shown>> {
+        let key = self.keys.home(uid);
+        let chunk = (count * 2).max(60) as isize;
+        let mut conn = self.conn();
+        let mut seen = std::collections::HashSet::new();
+        let mut kept: Vec<Arc<CachedStatus>> = Vec::new();
+        let mut gone: Vec<u64> = Vec::new();
+        let (skip, max) = match page {
+            Page::Number(n) => (
+                (n.saturating_sub(1))
+                    .saturating_mul(count as u64)
+                    .min(HOME_CAP as u64) as usize,
+                u64::MAX,
+            ),
+            Page::MaxId(max) => (0, max),
+        };
+        let mut start: isize = 0;
+        loop {
+            let ids: Vec<u64> = conn.zrevrange(&key, start, start + chunk - 1).await?;
+            let n = ids.len();
+            for (id, status) in self.statuses(&ids).await? {
+                let Some(status) = status else {
+                    gone.push(id);
+                    continue;
+                };
+                let root = status
+                    .status
+                    .repost_of
+                    .clone()
+                    .unwrap_or_else(|| status.status.id.clone());
+                if seen.insert(root) && id <= max {
+                    kept.push(status);
+                }
+            }
+            if kept.len() >= skip + count || (n as isize) < chunk {
+                break;
+            }
+            start += chunk;
+        }
+        if !gone.is_empty() {
+            let _: () = conn.zrem(&key, &gone).await?;
+        }
+        let page: Vec<Arc<CachedStatus>> = kept.into_iter().skip(skip).take(count).collect();
+        self.shown(page).await
+    }
+
     /// A page of a timeline, newest first. Ids whose status has gone (a
     /// delete that raced a fan-out) are dropped from the timeline on the way.
     pub async fn timeline(
