@@ -701,3 +701,112 @@ async fn replies_to_a_private_account_reach_only_those_who_may_see_it() {
     let e = sample.next_event("the public status").await;
     assert_eq!(e.data["status"]["id"], json!(public));
 }
+
+#[tokio::test]
+async fn a_private_accounts_activity_reaches_no_public_stream_and_no_outsider() {
+    let app = TestApp::start().await;
+    let (owner, ot) = app.user("private_all").await;
+    let (fan, ft) = app.user("approved_all").await;
+    let (outsider, xt) = app.user("outsider_all").await;
+    make_private(&app, &ot).await;
+    app.follow(&ft, &owner).await;
+    app.post(
+        &format!("/api/v1/follow_requests/{fan}/authorize"),
+        Some(&ot),
+        json!({}),
+    )
+    .await;
+    // The outsider asked too, and was not approved.
+    app.follow(&xt, &owner).await;
+    let firehose_token = app.operator_token(&outsider, &["read", "firehose"]).await;
+    let mut watchers = vec![
+        (
+            "firehose",
+            app.stream("/api/v1/stream/firehose", Some(&firehose_token), &[])
+                .await,
+        ),
+        (
+            "sample",
+            app.stream("/api/v1/stream/sample?rate=1", Some(&xt), &[])
+                .await,
+        ),
+        (
+            "filter",
+            app.stream(
+                &format!("/api/v1/stream/filter?follow={owner}&track=secretword"),
+                Some(&xt),
+                &[],
+            )
+            .await,
+        ),
+        (
+            "outsider's user stream",
+            app.stream("/api/v1/stream/user", Some(&xt), &[]).await,
+        ),
+    ];
+    let mut fan_stream = app.stream("/api/v1/stream/user", Some(&ft), &[]).await;
+    // Everything the private account and its approved follower do.
+    let sid = app.say(&ot, "secretword #secrettag @outsider_all").await;
+    app.post(
+        &format!("/api/v1/statuses/{sid}/like"),
+        Some(&ft),
+        json!({}),
+    )
+    .await;
+    app.post_status(&ft, json!({"message": "secretword reply", "reply_to": sid}))
+        .await;
+    // The approved follower sees the status and the reply.
+    let mut seen = Vec::new();
+    for _ in 0..2 {
+        let e = fan_stream.next_event("the follower's events").await;
+        seen.push(e.data["type"].as_str().unwrap().to_string());
+    }
+    assert!(seen.iter().all(|t| t == "status"), "{seen:?}");
+    // A public status afterwards is the first thing every public watcher
+    // gets: nothing private came before it.
+    let marker = app.say(&xt, "public marker secretword").await;
+    for (name, stream) in watchers.iter_mut() {
+        if *name == "outsider's user stream" {
+            let e = stream.next_event("the outsider's own status").await;
+            assert_eq!(e.data["status"]["id"], json!(marker), "{name}");
+            continue;
+        }
+        if *name == "filter" {
+            let e = stream.next_event("the marker").await;
+            assert_eq!(e.data["status"]["id"], json!(marker), "{name}");
+            continue;
+        }
+        loop {
+            let e = stream.next_event("the marker").await;
+            let t = e.data["type"].as_str().unwrap_or("");
+            // Sign-ups and follows are public events on the firehose.
+            if t == "status" {
+                assert_eq!(
+                    e.data["status"]["id"],
+                    json!(marker),
+                    "{name} got {}",
+                    e.data
+                );
+                break;
+            }
+            assert!(
+                !e.data.to_string().contains("secretword"),
+                "{name} leaked {}",
+                e.data
+            );
+        }
+    }
+    // No mention of the outsider, no hashtag or trend for anyone outside.
+    let (_, mentions) = app.get("/api/v1/timelines/mentions", Some(&xt)).await;
+    assert_eq!(ids(&mentions), Vec::<String>::new());
+    let (_, tagged) = app.get("/api/v1/timelines/tag/secrettag", Some(&xt)).await;
+    assert_eq!(ids(&tagged), Vec::<String>::new());
+    let (_, liked) = app
+        .get(&format!("/api/v1/users/{fan}/likes"), Some(&xt))
+        .await;
+    assert_eq!(ids(&liked), Vec::<String>::new());
+    let (_, liked) = app
+        .get(&format!("/api/v1/users/{fan}/likes"), Some(&ft))
+        .await;
+    assert_eq!(ids(&liked), vec![sid.clone()]);
+}
