@@ -719,7 +719,7 @@ async fn a_private_accounts_activity_reaches_no_public_stream_and_no_outsider() 
     // The outsider asked too, and was not approved.
     app.follow(&xt, &owner).await;
     let firehose_token = app.operator_token(&outsider, &["read", "firehose"]).await;
-    let mut watchers = vec![
+    let mut watchers = [
         (
             "firehose",
             app.stream("/api/v1/stream/firehose", Some(&firehose_token), &[])
