@@ -349,6 +349,14 @@ async fn replies_are_counted_and_conversations_read_in_order() {
         .get(&format!("/api/v1/statuses/{c}/context"), None)
         .await;
     assert_eq!(ids(&ctx["ancestors"]), Vec::<String>::new());
+    assert_eq!(
+        ctx["parent_missing"], true,
+        "the conversation says the parent is gone"
+    );
+    let (_, ctx) = app
+        .get(&format!("/api/v1/statuses/{root}/context"), None)
+        .await;
+    assert_eq!(ctx["parent_missing"], false);
     let (_, gone) = app.get(&format!("/api/v1/statuses/{b}"), None).await;
     assert_eq!(gone["error"]["code"], "not_found");
 }

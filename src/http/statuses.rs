@@ -151,6 +151,9 @@ pub struct Context {
     pub descendants: Vec<Status>,
     /// Pass as `cursor` for more descendants; null when there are no more.
     pub next_cursor: Option<String>,
+    /// True when the chain of ancestors stops at a status that is gone (or
+    /// that the caller may not see): the conversation says so.
+    pub parent_missing: bool,
 }
 
 /// `GET /api/v1/statuses/{id}/context`: the conversation around a status,
@@ -169,11 +172,13 @@ pub async fn context(
         .reply_to
         .as_deref()
         .and_then(|p| p.parse::<u64>().ok());
+    let mut parent_missing = false;
     while let Some(p) = parent {
         if ancestors.len() >= MAX_ANCESTORS {
             break;
         }
         let Ok(up) = visible(&state, viewer.as_ref(), p).await else {
+            parent_missing = true;
             break;
         };
         parent = up.reply_to.as_deref().and_then(|p| p.parse::<u64>().ok());
@@ -200,6 +205,7 @@ pub async fn context(
         ancestors,
         descendants,
         next_cursor,
+        parent_missing,
     }))
 }
 
