@@ -1,4 +1,4 @@
-//! A bounded in-process cache of statuses.
+//! Bounded in-process caches: statuses, and their counts for a second.
 //!
 //! Statuses never change after they are posted; they only disappear. So a
 //! cached status is valid until its delete, and the hub evicts it when the
@@ -135,77 +135,6 @@ impl StatusCache {
                     }
                     None => break,
                 }
-            }
-        }
-    }
-}
-
-/// How long a session check is trusted without asking Redis again. Logout
-/// and clean-up evict at once (in this process directly, in others through
-/// the `session_revoked` event), so this bounds only how stale last-seen
-/// times and missed revocations can be.
-pub const SESSION_TTL: Duration = Duration::from_secs(2);
-
-/// A verified session: (uid, login, private, verified at).
-type Verified = (u64, String, bool, Instant);
-
-/// Recently verified sessions by session id.
-#[derive(Default)]
-pub struct SessionCache {
-    shards: Vec<Mutex<HashMap<String, Verified>>>,
-}
-
-impl SessionCache {
-    /// An empty cache.
-    pub fn new() -> Self {
-        SessionCache {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-        }
-    }
-
-    fn shard(&self, sid: &str) -> &Mutex<HashMap<String, Verified>> {
-        let h = sid
-            .bytes()
-            .fold(0usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize));
-        &self.shards[h % SHARDS]
-    }
-
-    /// The login and private flag of a session of `uid` verified within the TTL.
-    pub fn get(&self, sid: &str, uid: u64) -> Option<(String, bool)> {
-        let map = self.shard(sid).lock().ok()?;
-        match map.get(sid) {
-            Some((u, login, private, at)) if *u == uid && at.elapsed() < SESSION_TTL => {
-                Some((login.clone(), *private))
-            }
-            _ => None,
-        }
-    }
-
-    /// Records a successful check.
-    pub fn put(&self, sid: &str, uid: u64, login: &str, private: bool) {
-        if let Ok(mut map) = self.shard(sid).lock() {
-            if map.len() > 100_000 {
-                map.retain(|_, v| v.3.elapsed() < SESSION_TTL);
-            }
-            map.insert(
-                sid.to_string(),
-                (uid, login.to_string(), private, Instant::now()),
-            );
-        }
-    }
-
-    /// Forgets a session (logout, clean-up, revocation).
-    pub fn forget(&self, sid: &str) {
-        if let Ok(mut map) = self.shard(sid).lock() {
-            map.remove(sid);
-        }
-    }
-
-    /// Forgets every session of a user (its profile changed).
-    pub fn forget_user(&self, uid: u64) {
-        for shard in &self.shards {
-            if let Ok(mut map) = shard.lock() {
-                map.retain(|_, v| v.0 != uid);
             }
         }
     }

@@ -110,7 +110,6 @@ pub struct Store {
     /// worker may take the work over.
     pub(crate) outbox_lease: f64,
     pub(crate) cache: Arc<cache::StatusCache>,
-    pub(crate) sessions: Arc<cache::SessionCache>,
     pub(crate) counts_cache: Arc<cache::CountsCache>,
 }
 
@@ -136,7 +135,6 @@ impl Store {
             fanout_batch: cfg.fanout_batch.max(1),
             outbox_lease: cfg.outbox_lease.max(0.1),
             cache: Arc::new(cache::StatusCache::new(cfg.status_cache)),
-            sessions: Arc::new(cache::SessionCache::new()),
             counts_cache: Arc::new(cache::CountsCache::default()),
         })
     }
@@ -149,11 +147,6 @@ impl Store {
     /// Recently read status counts (the hub evicts changed ones).
     pub fn counts_cache(&self) -> &cache::CountsCache {
         &self.counts_cache
-    }
-
-    /// Recently verified sessions (the hub evicts revoked ones).
-    pub fn session_cache(&self) -> &cache::SessionCache {
-        &self.sessions
     }
 
     /// The key builder.

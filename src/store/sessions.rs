@@ -66,7 +66,6 @@ impl Store {
         Ok(match (owned, login) {
             (true, Some(login)) => {
                 let private = private.as_deref() == Some("1");
-                self.sessions.put(sid, uid, &login, private);
                 Some(SessionUser { login, private })
             }
             _ => None,
@@ -140,9 +139,6 @@ impl Store {
         if sids.is_empty() {
             return Ok(0);
         }
-        for sid in sids {
-            self.sessions.forget(sid);
-        }
         let mut conn = self.conn();
         let mut inv = self.scripts.drop_sessions.prepare_invoke();
         inv.key(self.keys.sessions())
@@ -156,11 +152,6 @@ impl Store {
             inv.arg(sid);
         }
         let n: usize = inv.invoke_async(&mut conn).await?;
-        // Again after the script: a request racing the drop may have cached
-        // the session in between.
-        for sid in sids {
-            self.sessions.forget(sid);
-        }
         Ok(n)
     }
 }

@@ -140,8 +140,6 @@ impl Store {
         if name.is_some() || private.is_some() {
             let _: () = pipe.query_async(&mut conn).await?;
         }
-        // Session checks carry the private flag: re-read it on the next request.
-        self.sessions.forget_user(uid);
         self.user(uid).await
     }
 

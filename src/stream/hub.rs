@@ -375,7 +375,6 @@ impl Dispatcher {
     /// Closes every connection of a session, and remembers the session for
     /// connections that are still opening.
     fn revoke(&mut self, sid: String) {
-        self.store.session_cache().forget(&sid);
         for id in self.by_session.get(&sid).into_iter().flatten() {
             if let Some(conn) = self.open.get(id) {
                 conn.kill("revoked", "The session has ended.");
