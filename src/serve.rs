@@ -12,7 +12,7 @@
 
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::http::stream::{open_plain, write_out, Opened};
+use crate::http::stream::{open_plain, write_out, Encoding, Opened};
 use crate::limits::ClientAddr;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
@@ -292,10 +292,10 @@ async fn write_all(tcp: &mut TcpStream, bytes: &[u8], timeout: Duration) -> bool
 /// write stays blocked longer than `timeout` (a client that stopped reading).
 async fn raw_stream(
     mut tcp: TcpStream,
-    opened: crate::error::ApiResult<(Opened, bool)>,
+    opened: crate::error::ApiResult<(Opened, Encoding)>,
     timeout: Duration,
 ) {
-    let (Opened { mut feed, guard }, sse) = match opened {
+    let (Opened { mut feed, guard }, encoding) = match opened {
         Ok(o) => o,
         Err(e) => {
             let status = e.status;
@@ -316,14 +316,10 @@ async fn raw_stream(
             return;
         }
     };
-    let content_type = if sse {
-        "text/event-stream"
-    } else {
-        "application/x-ndjson"
-    };
     let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\ncache-control: no-cache\r\nx-accel-buffering: no\r\nconnection: close\r\n\r\n{}",
-        if sse { "retry: 3000\n\n" } else { "" }
+        "HTTP/1.1 200 OK\r\ncontent-type: {}\r\ncache-control: no-cache\r\nx-accel-buffering: no\r\nconnection: close\r\n\r\n{}",
+        encoding.content_type(),
+        encoding.preamble()
     );
     if !write_all(&mut tcp, head.as_bytes(), timeout).await {
         return;
@@ -352,10 +348,10 @@ async fn raw_stream(
             }
         };
         chunks.clear();
-        let mut n = write_out(&mut chunks, &out, sse);
+        let mut n = write_out(&mut chunks, &out, encoding);
         while chunks.len() < MAX_BATCH {
             let Some(out) = feed.try_next() else { break };
-            n += write_out(&mut chunks, &out, sse);
+            n += write_out(&mut chunks, &out, encoding);
         }
         let ok = if let [only] = chunks.as_slice() {
             write_all(&mut tcp, only, timeout).await

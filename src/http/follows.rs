@@ -5,6 +5,8 @@ use crate::app::AppState;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, User};
+use crate::store::follows::FollowList;
+use crate::store::requests::Requests;
 use crate::store::{Store, StoreError};
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
@@ -36,12 +38,12 @@ async fn request_list(
     state: AppState,
     auth: AuthUser,
     q: HashMap<String, String>,
-    incoming: bool,
+    which: Requests,
 ) -> ApiResult<Json<UserPage>> {
     let (cursor, count) = user_paging(&q)?;
     let page = state
         .store
-        .request_page(auth.uid, incoming, cursor, count)
+        .request_page(auth.uid, which, cursor, count)
         .await?;
     Ok(Json(UserPage {
         users: state.store.users(&page.ids).await?,
@@ -55,7 +57,7 @@ pub async fn requests_in(
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<UserPage>> {
-    request_list(state, auth, q, true).await
+    request_list(state, auth, q, Requests::Incoming).await
 }
 
 /// `GET /api/v1/follow_requests/outgoing`: whom the caller asked to follow.
@@ -64,7 +66,7 @@ pub async fn requests_out(
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<UserPage>> {
-    request_list(state, auth, q, false).await
+    request_list(state, auth, q, Requests::Outgoing).await
 }
 
 /// `POST /api/v1/follow_requests/{id}/authorize`: the requester follows the
@@ -308,17 +310,14 @@ async fn list(
     state: AppState,
     id: String,
     q: HashMap<String, String>,
-    followers: bool,
+    which: FollowList,
 ) -> ApiResult<Json<UserPage>> {
     let uid = path_id(&id, "user")?;
     let (cursor, count) = user_paging(&q)?;
     if !state.store.user_exists(uid).await? {
         return Err(ApiError::not_found("No such user."));
     }
-    let page = state
-        .store
-        .follow_page(uid, followers, cursor, count)
-        .await?;
+    let page = state.store.follow_page(uid, which, cursor, count).await?;
     Ok(Json(UserPage {
         users: state.store.users(&page.ids).await?,
         next_cursor: page.next_cursor.map(|c| c.to_string()),
@@ -332,7 +331,7 @@ pub async fn followers(
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<UserPage>> {
-    list(state, id, q, true).await
+    list(state, id, q, FollowList::Followers).await
 }
 
 /// `GET /api/v1/users/{id}/following`.
@@ -342,5 +341,5 @@ pub async fn following(
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<UserPage>> {
-    list(state, id, q, false).await
+    list(state, id, q, FollowList::Following).await
 }

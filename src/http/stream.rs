@@ -264,7 +264,10 @@ async fn prepare(
 /// For a plain (non-WebSocket) GET of a stream path: the opened stream and
 /// whether it is SSE (else NDJSON). `None` when the request is not one.
 /// Used by the server's raw stream path, which writes the response itself.
-pub async fn open_plain(state: &AppState, parts: &mut Parts) -> Option<ApiResult<(Opened, bool)>> {
+pub async fn open_plain(
+    state: &AppState,
+    parts: &mut Parts,
+) -> Option<ApiResult<(Opened, Encoding)>> {
     let kind = match parts.uri.path() {
         "/api/v1/stream/firehose" => Kind::Firehose,
         "/api/v1/stream/sample" => Kind::Sample,
@@ -275,12 +278,15 @@ pub async fn open_plain(state: &AppState, parts: &mut Parts) -> Option<ApiResult
     if parts.method != axum::http::Method::GET || is_upgrade(&parts.headers) {
         return None;
     }
-    let sse = !wants_ndjson(&parts.headers);
-    let transport = if sse { "sse" } else { "ndjson" };
+    let (encoding, transport) = if wants_ndjson(&parts.headers) {
+        (Encoding::Ndjson, "ndjson")
+    } else {
+        (Encoding::Sse, "sse")
+    };
     Some(
         prepare(state, parts, kind, transport)
             .await
-            .map(|o| (o, sse)),
+            .map(|o| (o, encoding)),
     )
 }
 
@@ -299,8 +305,8 @@ async fn open(state: AppState, req: Request, kind: Kind) -> ApiResult<Response> 
     let Opened { feed, guard } = prepare(&state, &mut parts, kind, transport.name()).await?;
     let keepalive = Duration::from_secs(state.cfg.keepalive_secs.max(1));
     Ok(match transport {
-        Transport::Sse => body_response(feed, guard, true),
-        Transport::Ndjson => body_response(feed, guard, false),
+        Transport::Sse => body_response(feed, guard, Encoding::Sse),
+        Transport::Ndjson => body_response(feed, guard, Encoding::Ndjson),
         Transport::Ws(up) => up
             .max_message_size(1 << 20)
             .on_upgrade(move |socket| ws_loop(socket, feed, guard, None, keepalive)),
@@ -327,8 +333,36 @@ fn control_kind(json: &str) -> String {
         .unwrap_or_else(|| "message".to_string())
 }
 
+/// How a plain (not WebSocket) stream is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// Server-Sent Events.
+    Sse,
+    /// Newline-delimited JSON.
+    Ndjson,
+}
+
+impl Encoding {
+    /// The response's Content-Type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Encoding::Sse => "text/event-stream",
+            Encoding::Ndjson => "application/x-ndjson",
+        }
+    }
+
+    /// What the body starts with (SSE: the reconnection delay).
+    pub fn preamble(self) -> &'static str {
+        match self {
+            Encoding::Sse => "retry: 3000\n\n",
+            Encoding::Ndjson => "",
+        }
+    }
+}
+
 /// Appends one output to an SSE or NDJSON chunk; returns events written.
-pub fn write_out(chunks: &mut Vec<Bytes>, out: &Out, sse: bool) -> u64 {
+pub fn write_out(chunks: &mut Vec<Bytes>, out: &Out, encoding: Encoding) -> u64 {
+    let sse = encoding == Encoding::Sse;
     match out {
         Out::Event(f, _) => {
             chunks.push(if sse { f.sse.clone() } else { f.ndjson.clone() });
@@ -354,8 +388,9 @@ pub fn write_out(chunks: &mut Vec<Bytes>, out: &Out, sse: bool) -> u64 {
     }
 }
 
-fn body_response(feed: Feed, guard: StreamGuard, sse: bool) -> Response {
-    let first = sse.then(|| Bytes::from_static(b"retry: 3000\n\n"));
+fn body_response(feed: Feed, guard: StreamGuard, encoding: Encoding) -> Response {
+    let first = (!encoding.preamble().is_empty())
+        .then(|| Bytes::from_static(encoding.preamble().as_bytes()));
     let stream = futures::stream::unfold(
         (feed, guard, first),
         move |(mut feed, guard, first)| async move {
@@ -364,10 +399,10 @@ fn body_response(feed: Feed, guard: StreamGuard, sse: bool) -> Response {
             }
             let out = feed.next().await?;
             let mut chunks = Vec::new();
-            let mut n = write_out(&mut chunks, &out, sse);
+            let mut n = write_out(&mut chunks, &out, encoding);
             while chunks.len() < MAX_BATCH {
                 let Some(out) = feed.try_next() else { break };
-                n += write_out(&mut chunks, &out, sse);
+                n += write_out(&mut chunks, &out, encoding);
             }
             inc(&metrics().events_sent, n);
             let chunk = if chunks.len() == 1 {
@@ -382,11 +417,7 @@ fn body_response(feed: Feed, guard: StreamGuard, sse: bool) -> Response {
             Some((Ok(chunk), (feed, guard, None)))
         },
     );
-    let content_type = if sse {
-        "text/event-stream"
-    } else {
-        "application/x-ndjson"
-    };
+    let content_type = encoding.content_type();
     (
         [
             (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),

@@ -8,6 +8,15 @@ use super::fanout::Op;
 use super::{parse_id, Store, StoreError, StoreResult};
 use redis::AsyncCommands;
 
+/// Which list of users around a user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowList {
+    /// Who follows the user.
+    Followers,
+    /// Whom the user follows.
+    Following,
+}
+
 /// One page of a follower or following list.
 #[derive(Debug, Clone)]
 pub struct FollowPage {
@@ -78,18 +87,17 @@ impl Store {
         ids.iter().map(|s| parse_id(s)).collect()
     }
 
-    /// A page of followers (`followers = true`) or followed users.
+    /// A page of a user's followers or followed users.
     pub async fn follow_page(
         &self,
         uid: u64,
-        followers: bool,
+        list: FollowList,
         cursor: u64,
         count: usize,
     ) -> StoreResult<FollowPage> {
-        let key = if followers {
-            self.keys.followers(uid)
-        } else {
-            self.keys.following(uid)
+        let key = match list {
+            FollowList::Followers => self.keys.followers(uid),
+            FollowList::Following => self.keys.following(uid),
         };
         let mut conn = self.conn();
         let start = cursor.min(isize::MAX as u64 / 2) as isize;

@@ -7,6 +7,15 @@ use crate::model::now;
 use redis::AsyncCommands;
 use serde_json::json;
 
+/// Which follow requests of a user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requests {
+    /// Asked of the user.
+    Incoming,
+    /// Asked by the user.
+    Outgoing,
+}
+
 impl Store {
     /// `source` asks to follow `target`. Returns whether the request is new;
     /// the `follow_request` event (for both users' streams) goes out with it.
@@ -51,18 +60,17 @@ impl Store {
         Ok(at.is_some())
     }
 
-    /// Who asked to follow `uid` (`incoming`), or whom `uid` asked, oldest first.
+    /// Who asked to follow `uid`, or whom `uid` asked, oldest first.
     pub async fn request_page(
         &self,
         uid: u64,
-        incoming: bool,
+        which: Requests,
         cursor: u64,
         count: usize,
     ) -> StoreResult<IdPage> {
-        let key = if incoming {
-            self.keys.requests(uid)
-        } else {
-            self.keys.requested(uid)
+        let key = match which {
+            Requests::Incoming => self.keys.requests(uid),
+            Requests::Outgoing => self.keys.requested(uid),
         };
         self.id_page(&key, cursor, count).await
     }
