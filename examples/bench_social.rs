@@ -156,7 +156,9 @@ async fn main() -> anyhow::Result<()> {
             .await?;
         let post_ms = t0.elapsed().as_secs_f64() * 1000.0;
         let sid = resp["id"].as_str().unwrap_or("0").to_string();
-        let mut conn = store.client().get_multiplexed_async_connection().await?;
+        let mut conn = redis::Client::open(args.redis_url.as_str())?
+            .get_multiplexed_async_connection()
+            .await?;
         loop {
             let depth = store.fanout_depth().await?;
             let score: Option<f64> = redis::cmd("ZSCORE")

@@ -8,7 +8,6 @@ use crate::model::now;
 use crate::shutdown::Shutdown;
 use crate::store::fanout::Step;
 use crate::store::Store;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 
@@ -53,11 +52,7 @@ pub async fn fanout_worker(
     reclaim_ms: u64,
     mut shutdown: Shutdown,
 ) {
-    let config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(Duration::from_secs(2)))
-        .set_response_timeout(Some(Duration::from_millis(BLOCK_MS + 5000)))
-        .set_number_of_retries(1);
-    let mut conn = match ConnectionManager::new_lazy_with_config(store.client().clone(), config) {
+    let mut conn = match store.blocking_connection(Duration::from_millis(BLOCK_MS)) {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "fan-out worker cannot start");

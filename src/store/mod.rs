@@ -154,9 +154,18 @@ impl Store {
         &self.keys
     }
 
-    /// The client, for connections of their own (pub/sub, blocking reads).
-    pub fn client(&self) -> &Client {
-        &self.client
+    /// A connection of its own for blocking reads (the fan-out workers'
+    /// XREADGROUP ... BLOCK), so they never hold up request traffic: it
+    /// waits up to `block` longer than a request would for an answer.
+    pub fn blocking_connection(&self, block: Duration) -> StoreResult<ConnectionManager> {
+        let config = redis::aio::ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(Duration::from_secs(2)))
+            .set_response_timeout(Some(block + Duration::from_secs(5)))
+            .set_number_of_retries(1);
+        Ok(ConnectionManager::new_lazy_with_config(
+            self.client.clone(),
+            config,
+        )?)
     }
 
     /// A connection handle for one call.
