@@ -725,6 +725,9 @@ async fn a_stream_requested_on_a_used_keep_alive_connection_works_too() {
 #[tokio::test]
 async fn schemathesis_finds_nothing_against_the_openapi_document() {
     let st = common::schemathesis();
+    let workdir =
+        std::env::temp_dir().join(format!("firehose-schemathesis-{}", std::process::id()));
+    std::fs::create_dir_all(&workdir).unwrap();
     let app = TestApp::start().await;
     let (_, token) = app.user("fuzzer").await;
     app.say(&token, "something to read").await;
@@ -748,6 +751,9 @@ async fn schemathesis_finds_nothing_against_the_openapi_document() {
             &format!("Authorization: Bearer {token}"),
         ])
         .env("NO_COLOR", "1")
+        // Its crash cache goes to the working directory: a fresh one per run,
+        // outside the repository, so no run replays another's findings.
+        .current_dir(&workdir)
         .output()
         .await
         .expect("schemathesis runs");
