@@ -720,6 +720,23 @@ async fn a_stream_requested_on_a_used_keep_alive_connection_works_too() {
     .await
     .unwrap_or(false);
     assert!(found && seen.contains("text/event-stream"), "{seen}");
+    // The 10 s head timeout is for requests, not for a stream in progress:
+    // past it the stream is still open and still delivers.
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    app.say(&token, "still via hyper").await;
+    let found = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let n = tcp.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed after the head timeout: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if seen.contains("still via hyper") {
+                return true;
+            }
+        }
+    })
+    .await
+    .unwrap_or(false);
+    assert!(found, "{seen}");
 }
 
 #[tokio::test]
