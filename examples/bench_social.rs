@@ -121,6 +121,41 @@ where
     ok.load(Ordering::Relaxed) as f64 / secs
 }
 
+/// Requests per second of `POST` then `DELETE /api/v1/statuses/{id}/{what}`
+/// over every (user, status) pair in turn, so that each call changes state.
+async fn toggles(
+    http: &reqwest::Client,
+    base: &str,
+    pairs: &Arc<(Vec<String>, Vec<String>)>,
+    what: &'static str,
+    concurrency: usize,
+    secs: f64,
+) -> f64 {
+    let (h, b, pairs) = (http.clone(), base.to_string(), pairs.clone());
+    hammer(concurrency, secs, move |i| {
+        let (h, b, pairs) = (h.clone(), b.clone(), pairs.clone());
+        async move {
+            let (tokens, sids) = &*pairs;
+            let n = tokens.len() * sids.len();
+            let (t, s) = (
+                &tokens[i % tokens.len()],
+                &sids[(i / tokens.len()) % sids.len()],
+            );
+            let method = if (i / n) % 2 == 0 {
+                reqwest::Method::POST
+            } else {
+                reqwest::Method::DELETE
+            };
+            h.request(method, format!("{b}/api/v1/statuses/{s}/{what}"))
+                .bearer_auth(t)
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        }
+    })
+    .await
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -282,57 +317,28 @@ async fn main() -> anyhow::Result<()> {
     for r in &readers {
         liker_tokens.push(token(&store, &jwt, *r).await?);
     }
-    let pairs = Arc::new((liker_tokens.clone(), seeds.clone()));
-    let (h, b) = (http.clone(), base.clone());
-    let likes = hammer(args.concurrency, args.duration, move |i| {
-        let (h, b, pairs) = (h.clone(), b.clone(), pairs.clone());
-        async move {
-            let (tokens, sids) = &*pairs;
-            let n = tokens.len() * sids.len();
-            let (t, s) = (
-                &tokens[i % tokens.len()],
-                &sids[(i / tokens.len()) % sids.len()],
-            );
-            let method = if (i / n) % 2 == 0 {
-                reqwest::Method::POST
-            } else {
-                reqwest::Method::DELETE
-            };
-            h.request(method, format!("{b}/api/v1/statuses/{s}/like"))
-                .bearer_auth(t)
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success())
-        }
-    })
+    let pairs = Arc::new((liker_tokens, seeds));
+    let likes = toggles(
+        &http,
+        &base,
+        &pairs,
+        "like",
+        args.concurrency,
+        args.duration,
+    )
     .await;
     println!(
         "likes and unlikes: {likes:.0}/s over HTTP ({} concurrent)",
         args.concurrency
     );
-    let pairs = Arc::new((liker_tokens, seeds));
-    let (h, b) = (http.clone(), base.clone());
-    let reposts = hammer(args.concurrency, args.duration, move |i| {
-        let (h, b, pairs) = (h.clone(), b.clone(), pairs.clone());
-        async move {
-            let (tokens, sids) = &*pairs;
-            let n = tokens.len() * sids.len();
-            let (t, s) = (
-                &tokens[i % tokens.len()],
-                &sids[(i / tokens.len()) % sids.len()],
-            );
-            let method = if (i / n) % 2 == 0 {
-                reqwest::Method::POST
-            } else {
-                reqwest::Method::DELETE
-            };
-            h.request(method, format!("{b}/api/v1/statuses/{s}/repost"))
-                .bearer_auth(t)
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success())
-        }
-    })
+    let reposts = toggles(
+        &http,
+        &base,
+        &pairs,
+        "repost",
+        args.concurrency,
+        args.duration,
+    )
     .await;
     println!(
         "reposts and their undoing: {reposts:.0}/s over HTTP ({} concurrent)",

@@ -17,6 +17,21 @@ fn ids(list: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `[{tag, count}]` as pairs.
+fn trend_counts(trends: &Value) -> Vec<(String, u64)> {
+    trends
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["tag"].as_str().unwrap().to_string(),
+                t["count"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
 /// Makes the account of `token` private.
 async fn make_private(app: &TestApp, token: &str) {
     let (status, _) = app
@@ -224,17 +239,7 @@ async fn hashtag_timelines_ignore_case_and_trends_count_a_sliding_window() {
         .get("/api/v1/trends/tags?window=60&limit=10", None)
         .await;
     assert_eq!(status, StatusCode::OK);
-    let counts: Vec<(String, u64)> = trends
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["tag"].as_str().unwrap().to_string(),
-                t["count"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let counts: Vec<(String, u64)> = trend_counts(&trends);
     assert!(
         counts.contains(&("rust".into(), 2)) && counts.contains(&("redis".into(), 2)),
         "{counts:?}"
@@ -244,17 +249,7 @@ async fn hashtag_timelines_ignore_case_and_trends_count_a_sliding_window() {
     app.delete(&format!("/api/v1/statuses/{two}"), Some(&at))
         .await;
     let (_, trends) = app.get("/api/v1/trends/tags?window=60", None).await;
-    let after: Vec<(String, u64)> = trends
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["tag"].as_str().unwrap().to_string(),
-                t["count"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let after: Vec<(String, u64)> = trend_counts(&trends);
     // The trend sum is cached for up to 2 s: ask again until it moves.
     let mut after = after;
     for _ in 0..40 {
@@ -263,17 +258,7 @@ async fn hashtag_timelines_ignore_case_and_trends_count_a_sliding_window() {
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         let (_, t) = app.get("/api/v1/trends/tags?window=60", None).await;
-        after = t
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| {
-                (
-                    t["tag"].as_str().unwrap().to_string(),
-                    t["count"].as_u64().unwrap(),
-                )
-            })
-            .collect();
+        after = trend_counts(&t);
     }
     assert!(
         after.contains(&("rust".into(), 1)) && after.contains(&("redis".into(), 1)),

@@ -203,6 +203,18 @@ async fn unfollows_and_deletes_racing_a_fanout_leave_nothing_behind() {
     tokio::time::sleep(Duration::from_millis(10)).await;
 }
 
+/// The /metrics page.
+async fn metrics_text(app: &TestApp) -> String {
+    app.http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
 /// Reads what the server sends until it closes (or `wait` passes).
 async fn read_to_close(socket: &mut tokio::net::TcpStream, wait: Duration) -> Option<String> {
     use tokio::io::AsyncReadExt;
@@ -272,15 +284,7 @@ async fn made_up_methods_and_paths_add_no_metric_series() {
     let app = TestApp::start().await;
     // One histogram per (route, method, status): count their `_count` lines.
     let series = |text: &str| text.lines().filter(|l| l.contains("_count{")).count();
-    let before = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let before = metrics_text(&app).await;
     for i in 0..50 {
         let mut socket = tokio::net::TcpStream::connect(app.addr).await.unwrap();
         let request = format!("X{i} /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
@@ -288,15 +292,7 @@ async fn made_up_methods_and_paths_add_no_metric_series() {
         read_to_close(&mut socket, Duration::from_secs(5)).await;
         let (_, _) = app.get(&format!("/no/such/path/{i}"), None).await;
     }
-    let after = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let after = metrics_text(&app).await;
     assert!(
         !after.contains("method=\"X1\""),
         "a made-up method became a label"

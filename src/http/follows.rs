@@ -5,7 +5,7 @@ use crate::app::AppState;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, User};
-use crate::store::follows::FollowList;
+use crate::store::follows::{FollowList, IdPage};
 use crate::store::requests::Requests;
 use crate::store::{Store, StoreError};
 use axum::extract::{Path, Query, State};
@@ -45,10 +45,7 @@ async fn request_list(
         .store
         .request_page(auth.uid, which, cursor, count)
         .await?;
-    Ok(Json(UserPage {
-        users: state.store.users(&page.ids).await?,
-        next_cursor: page.next_cursor.map(|c| c.to_string()),
-    }))
+    UserPage::of(&state, page).await
 }
 
 /// `GET /api/v1/follow_requests`: who asked to follow the caller.
@@ -306,6 +303,16 @@ pub struct UserPage {
     pub next_cursor: Option<String>,
 }
 
+impl UserPage {
+    /// The users of a page of ids.
+    pub async fn of(state: &AppState, page: IdPage) -> ApiResult<Json<UserPage>> {
+        Ok(Json(UserPage {
+            users: state.store.users(&page.ids).await?,
+            next_cursor: page.next_cursor.map(|c| c.to_string()),
+        }))
+    }
+}
+
 async fn list(
     state: AppState,
     id: String,
@@ -318,10 +325,7 @@ async fn list(
         return Err(ApiError::not_found("No such user."));
     }
     let page = state.store.follow_page(uid, which, cursor, count).await?;
-    Ok(Json(UserPage {
-        users: state.store.users(&page.ids).await?,
-        next_cursor: page.next_cursor.map(|c| c.to_string()),
-    }))
+    UserPage::of(&state, page).await
 }
 
 /// `GET /api/v1/users/{id}/followers`.

@@ -1,8 +1,8 @@
 //! Likes: like and unlike a status, who likes it, what a user likes.
 
 use super::follows::{user_paging, UserPage};
-use super::statuses::{can_see, visible};
-use super::timelines::{json_page, paging};
+use super::statuses::visible;
+use super::timelines::{json_page, only_visible, paging};
 use super::{detached, path_id};
 use crate::app::AppState;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
@@ -80,10 +80,7 @@ pub async fn liked_by(
     let (cursor, count) = user_paging(&q)?;
     visible(&state, viewer.as_ref(), sid).await?;
     let page = state.store.likers(sid, cursor, count).await?;
-    Ok(Json(UserPage {
-        users: state.store.users(&page.ids).await?,
-        next_cursor: page.next_cursor.map(|c| c.to_string()),
-    }))
+    UserPage::of(&state, page).await
 }
 
 /// `GET /api/v1/users/{id}/likes`: the statuses a user likes, newest like
@@ -103,12 +100,7 @@ pub async fn user_likes(
         .store
         .timeline(Timeline::Likes(uid), page, count)
         .await?;
-    let mut shown = Vec::with_capacity(statuses.len());
-    for item in statuses {
-        let author: u64 = item.0.status.uid.parse().unwrap_or(0);
-        if can_see(&state, viewer.as_ref(), author).await? {
-            shown.push(item);
-        }
-    }
-    Ok(json_page(&shown))
+    Ok(json_page(
+        &only_visible(&state, viewer.as_ref(), statuses).await?,
+    ))
 }

@@ -31,6 +31,21 @@ pub fn router() -> Router<AppState> {
         )
 }
 
+/// The status a repost request is about: the one named, or the original of
+/// a repost (a repost of a repost reposts the original); 404 unless the
+/// caller may see both.
+async fn repost_root(state: &AppState, auth: &AuthUser, id: &str) -> ApiResult<Status> {
+    let named = visible(state, Some(auth), path_id(id, "status")?).await?;
+    match named
+        .repost_of
+        .as_deref()
+        .and_then(|r| r.parse::<u64>().ok())
+    {
+        Some(root) => visible(state, Some(auth), root).await,
+        None => Ok(named),
+    }
+}
+
 /// `POST /api/v1/statuses/{id}/repost`: 201 with the new repost, or 200 with
 /// the caller's existing repost of it. A repost of a repost reposts the
 /// original; a private account's statuses cannot be reposted (403).
@@ -41,15 +56,7 @@ pub async fn repost(
 ) -> ApiResult<Response> {
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid)?;
-    let sid = path_id(&id, "status")?;
-    let mut original = visible(&state, Some(&auth), sid).await?;
-    if let Some(root) = original
-        .repost_of
-        .as_deref()
-        .and_then(|r| r.parse::<u64>().ok())
-    {
-        original = visible(&state, Some(&auth), root).await?;
-    }
+    let original = repost_root(&state, &auth, &id).await?;
     let root: u64 = original.id.parse().unwrap_or(0);
     let author: u64 = original.uid.parse().unwrap_or(0);
     if state.store.user(author).await?.private || original.audience.is_some() {
@@ -110,15 +117,7 @@ pub async fn unrepost(
 ) -> ApiResult<Json<serde_json::Value>> {
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid)?;
-    let sid = path_id(&id, "status")?;
-    let mut original = visible(&state, Some(&auth), sid).await?;
-    if let Some(root) = original
-        .repost_of
-        .as_deref()
-        .and_then(|r| r.parse::<u64>().ok())
-    {
-        original = visible(&state, Some(&auth), root).await?;
-    }
+    let original = repost_root(&state, &auth, &id).await?;
     let root: u64 = original.id.parse().unwrap_or(0);
     if let Some(existing) = state.store.repost_by(root, auth.uid).await? {
         let store = state.store.clone();

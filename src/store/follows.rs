@@ -17,10 +17,11 @@ pub enum FollowList {
     Following,
 }
 
-/// One page of a follower or following list.
+/// One page of a list of user ids (followers, following, likers, follow
+/// requests), oldest first.
 #[derive(Debug, Clone)]
-pub struct FollowPage {
-    /// User ids, oldest follow first.
+pub struct IdPage {
+    /// User ids.
     pub ids: Vec<u64>,
     /// Offset of the next page, if there is one.
     pub next_cursor: Option<u64>,
@@ -94,21 +95,32 @@ impl Store {
         list: FollowList,
         cursor: u64,
         count: usize,
-    ) -> StoreResult<FollowPage> {
+    ) -> StoreResult<IdPage> {
         let key = match list {
             FollowList::Followers => self.keys.followers(uid),
             FollowList::Following => self.keys.following(uid),
         };
+        self.id_page(&key, cursor, count).await
+    }
+
+    /// A page of a ZSET of user ids, in score order: `count` from offset
+    /// `cursor`.
+    pub(crate) async fn id_page(
+        &self,
+        key: &str,
+        cursor: u64,
+        count: usize,
+    ) -> StoreResult<IdPage> {
         let mut conn = self.conn();
         let start = cursor.min(isize::MAX as u64 / 2) as isize;
-        let ids: Vec<String> = conn.zrange(&key, start, start + count as isize).await?;
+        let ids: Vec<String> = conn.zrange(key, start, start + count as isize).await?;
         let more = ids.len() > count;
         let ids = ids
             .iter()
             .take(count)
             .map(|s| parse_id(s))
             .collect::<StoreResult<Vec<u64>>>()?;
-        Ok(FollowPage {
+        Ok(IdPage {
             next_cursor: more.then(|| cursor + count as u64),
             ids,
         })

@@ -1,18 +1,9 @@
 //! Likes: like and unlike (idempotent), who likes a status.
 
-use super::{parse_id, Store, StoreError, StoreResult};
+use super::follows::IdPage;
+use super::{Store, StoreError, StoreResult};
 use crate::model::now;
-use redis::AsyncCommands;
 use serde_json::json;
-
-/// A page of user ids and the offset of the next one.
-#[derive(Debug, Clone)]
-pub struct IdPage {
-    /// User ids.
-    pub ids: Vec<u64>,
-    /// Offset of the next page, if there is one.
-    pub next_cursor: Option<u64>,
-}
 
 impl Store {
     /// `uid` likes (`like = true`) or stops liking status `sid` by `author`.
@@ -59,27 +50,5 @@ impl Store {
     /// Who likes a status, oldest like first, `count` from offset `cursor`.
     pub async fn likers(&self, sid: u64, cursor: u64, count: usize) -> StoreResult<IdPage> {
         self.id_page(&self.keys.likers(sid), cursor, count).await
-    }
-
-    /// A page of a ZSET of user ids, in score order.
-    pub(crate) async fn id_page(
-        &self,
-        key: &str,
-        cursor: u64,
-        count: usize,
-    ) -> StoreResult<IdPage> {
-        let mut conn = self.conn();
-        let start = cursor.min(isize::MAX as u64 / 2) as isize;
-        let ids: Vec<String> = conn.zrange(key, start, start + count as isize).await?;
-        let more = ids.len() > count;
-        let ids = ids
-            .iter()
-            .take(count)
-            .map(|s| parse_id(s))
-            .collect::<StoreResult<Vec<u64>>>()?;
-        Ok(IdPage {
-            next_cursor: more.then(|| cursor + count as u64),
-            ids,
-        })
     }
 }

@@ -1,7 +1,7 @@
 //! Follow requests to private accounts: asked, listed, authorized, rejected
 //! or cancelled.
 
-use super::likes::IdPage;
+use super::follows::IdPage;
 use super::{Store, StoreResult};
 use crate::model::now;
 use redis::AsyncCommands;

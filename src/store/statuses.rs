@@ -113,8 +113,12 @@ impl Store {
         let sid = parse_id(&status.id)?;
         let uid = parse_id(&status.uid)?;
         let body = status_body(status, private);
-        let answer = serde_json::to_string(status)
-            .map_err(|e| StoreError::Internal(format!("status JSON: {e}")))?;
+        // The first answer is kept only under an idempotency key.
+        let answer = match idempotency_key {
+            Some(_) => serde_json::to_string(status)
+                .map_err(|e| StoreError::Internal(format!("status JSON: {e}")))?,
+            None => String::new(),
+        };
         let op = Op::Fanout {
             kind: FanoutKind::Post,
             status_id: sid,
@@ -173,16 +177,7 @@ impl Store {
             .key(parent.map_or_else(|| self.keys.user(uid), |p| self.keys.status(p)))
             .key(parent.map_or_else(|| self.keys.user(uid), |p| self.keys.replies(p)))
             .key(self.keys.trend_bucket(minute));
-        for target in mentioned {
-            inv.key(self.keys.mentions(*target));
-        }
-        for tag in &tags {
-            inv.key(self.keys.tag(tag));
-        }
-        if let Some(original) = original {
-            inv.key(self.keys.status(original))
-                .key(self.keys.reposters(original));
-        }
+        self.index_keys(&mut inv, mentioned, &tags, original);
         inv.arg(sid)
             .arg(status.posted)
             .arg(HOME_CAP)
@@ -276,16 +271,7 @@ impl Store {
             .key(parent.map_or_else(|| self.keys.user(uid), |p| self.keys.replies(p)))
             .key(self.keys.trend_bucket((status.posted / 60.0) as u64))
             .key(self.keys.likers(sid));
-        for target in &mentioned {
-            inv.key(self.keys.mentions(*target));
-        }
-        for tag in &tags {
-            inv.key(self.keys.tag(tag));
-        }
-        if let Some(original) = original {
-            inv.key(self.keys.status(original))
-                .key(self.keys.reposters(original));
-        }
+        self.index_keys(&mut inv, &mentioned, &tags, original);
         inv.arg(sid)
             .arg(uid)
             .arg(self.replay_maxlen)
@@ -334,6 +320,29 @@ impl Store {
                 "Only the author may delete a status.".into(),
             )),
             _ => Err(StoreError::NotFound("status")),
+        }
+    }
+
+    /// The keys of the indices a status enters when posted and leaves when
+    /// deleted, in the order the post and delete scripts read them: the
+    /// mentioned users' mentions, the hashtags' timelines, and for a repost
+    /// the original and its reposters.
+    fn index_keys(
+        &self,
+        inv: &mut redis::ScriptInvocation<'_>,
+        mentioned: &[u64],
+        tags: &[String],
+        original: Option<u64>,
+    ) {
+        for target in mentioned {
+            inv.key(self.keys.mentions(*target));
+        }
+        for tag in tags {
+            inv.key(self.keys.tag(tag));
+        }
+        if let Some(original) = original {
+            inv.key(self.keys.status(original))
+                .key(self.keys.reposters(original));
         }
     }
 
