@@ -47,6 +47,9 @@ struct Args {
     /// Redis URL of the server.
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
+    /// The server's Redis Cluster seed nodes (comma-separated), if it runs on one.
+    #[arg(long, env = "FIREHOSE_REDIS_CLUSTER")]
+    redis_cluster: Option<String>,
     /// The server's JWT secret (default: the one the server generated and keeps in Redis).
     #[arg(long, env = "FIREHOSE_JWT_SECRET")]
     jwt_secret: Option<String>,
@@ -208,6 +211,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let mut cfg = Config::defaults();
     cfg.redis_url = Some(args.redis_url.clone());
+    cfg.redis_cluster = args.redis_cluster.clone();
     cfg.key_prefix = args.key_prefix.clone();
     cfg.jwt_secret = args.jwt_secret.clone();
     let store = Store::open(&args.redis_url, &cfg)?;

@@ -479,8 +479,9 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         for (sid, _) in &home {
-            let author: Option<String> =
-                redis.hget(format!("{PREFIX}:status:{sid}"), "uid").await?;
+            let author: Option<String> = redis
+                .hget(format!("{PREFIX}:status:{{s{sid}}}"), "uid")
+                .await?;
             match author {
                 Some(a) if authors.contains(&a) => {}
                 other => {

@@ -65,6 +65,11 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_REDIS_URL")]
     pub redis_url: Option<String>,
 
+    /// Run on a Redis Cluster: its seed nodes, comma-separated
+    /// (`redis://h1:p1,redis://h2:p2,...`). Overrides --redis-url.
+    #[arg(long, env = "FIREHOSE_REDIS_CLUSTER")]
+    pub redis_cluster: Option<String>,
+
     /// Where the private redis-server keeps its data (AOF on).
     #[arg(long, env = "FIREHOSE_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,

@@ -36,6 +36,15 @@ pub async fn resolve(cfg: &Config) -> anyhow::Result<(String, Option<EmbeddedRed
     if let Some(url) = &cfg.redis_url {
         return Ok((url.clone(), None));
     }
+    if let Some(first) = cfg
+        .redis_cluster
+        .as_deref()
+        .and_then(|l| crate::store::cluster_nodes(l).into_iter().next())
+    {
+        // On a cluster the store connects by the seed list; this URL only
+        // names a node in messages.
+        return Ok((first, None));
+    }
     if answers(DEFAULT_URL).await {
         tracing::info!(
             url = DEFAULT_URL,

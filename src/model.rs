@@ -159,8 +159,12 @@ impl Status {
         f
     }
 
-    /// Builds a status from its Redis HASH; `None` when the HASH is empty.
+    /// Builds a status from its Redis HASH; `None` when the HASH is empty
+    /// or the status is being (or has been) deleted.
     pub fn from_hash(h: &HashMap<String, String>) -> Option<Status> {
+        if h.contains_key("deleted") {
+            return None;
+        }
         let list = |k: &str| {
             h.get(k)
                 .and_then(|v| serde_json::from_str(v).ok())

@@ -104,11 +104,15 @@ pub async fn outbox_sweeper(store: Store, every: Duration, mut shutdown: Shutdow
         let swept = async {
             let claimed = store.claim_ops(16).await?;
             let n = claimed.len();
-            for (raw, op) in claimed {
-                match op {
-                    Some(op) => store.complete_op(&op).await?,
+            for (raw, owed) in claimed {
+                match owed {
+                    Some(owed) => store.complete_op(&owed).await?,
                     None => {
-                        tracing::warn!(op = raw, "dropping an outbox entry that cannot be parsed");
+                        // Only the number: an op may hold a password hash.
+                        tracing::warn!(
+                            op = crate::store::outbox::Owed::number(&raw),
+                            "dropping an outbox entry that cannot be parsed"
+                        );
                         store.drop_op(&raw).await?;
                     }
                 }

@@ -132,7 +132,7 @@ async fn two_hundred_parallel_like_toggles_leave_the_count_equal_to_the_set() {
     }
     let mut conn = app.redis.conn();
     let likers: u64 = redis::cmd("ZCARD")
-        .arg(format!("{}:status:{sid}:likers", app.cfg.key_prefix))
+        .arg(format!("{}:status:{{s{sid}}}:likers", app.cfg.key_prefix))
         .query(&mut conn)
         .unwrap();
     let (_, status) = app.get(&format!("/api/v1/statuses/{sid}"), None).await;

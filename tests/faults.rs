@@ -88,7 +88,7 @@ async fn a_server_killed_mid_burst_leaves_its_fanout_to_the_next_process() {
     let fans = bulk_users(&app, "kf", 600).await;
     bulk_follow(&app, &fans, author.parse().unwrap()).await;
     let env = [("FIREHOSE_OUTBOX_LEASE", "1")];
-    let first = ServerProcess::serve(&app.redis.url(), &env).await;
+    let first = ServerProcess::serve(&app.redis, &env).await;
     let url = first.url("/api/v1/statuses");
     let http = reqwest::Client::new();
     let posts = futures::stream::iter(0..200)
@@ -108,7 +108,7 @@ async fn a_server_killed_mid_burst_leaves_its_fanout_to_the_next_process() {
     let owed = store.outbox_depth().await.unwrap();
     let (stored, missing_before) = missing_from_homes(&app, &author, &fans);
     // A new process (with workers) finishes what the dead one owed.
-    let second = ServerProcess::serve(&app.redis.url(), &env).await;
+    let second = ServerProcess::serve(&app.redis, &env).await;
     drained(&app).await;
     let (stored_after, missing) = missing_from_homes(&app, &author, &fans);
     println!(
@@ -394,7 +394,7 @@ async fn without_a_configured_secret_tokens_signed_with_a_published_constant_are
     let (status, _) = app.get("/api/v1/me", Some(&forged.0)).await;
     assert_eq!(status, reqwest::StatusCode::UNAUTHORIZED);
     // A second process on the same Redis shares the generated secret.
-    let other = ServerProcess::serve(&app.redis.url(), &[("FIREHOSE_JWT_SECRET", "")]).await;
+    let other = ServerProcess::serve(&app.redis, &[("FIREHOSE_JWT_SECRET", "")]).await;
     let me = app
         .http
         .get(other.url("/api/v1/me"))
@@ -440,7 +440,7 @@ async fn an_unread_socket_asking_for_the_whole_buffer_again_and_again_stays_boun
         .buffered(64)
         .collect::<Vec<_>>()
         .await;
-    let server = ServerProcess::serve(&app.redis.url(), &[]).await;
+    let server = ServerProcess::serve(&app.redis, &[]).await;
     let pid = server.child.id().unwrap();
     let before = rss_kib(pid);
     let mut req = format!("ws://127.0.0.1:{}/api/v1/stream", server.port)
@@ -601,4 +601,107 @@ async fn redis_killed_and_restarted_in_a_large_fanout_loses_no_follower() {
         "the first kill came after the fan-out: make it bigger"
     );
     assert_eq!(reached_after, 5000);
+}
+
+#[tokio::test]
+async fn two_servers_and_a_worker_on_a_cluster_behave_as_one() {
+    // Server A in this process, server B and a worker as child processes,
+    // all on one 3-master Redis Cluster; fan-out beyond the first follower
+    // is left to the worker process.
+    let app = TestApp::start_on(common::RedisServer::start_cluster(), |c| {
+        c.workers = 0;
+        c.fanout_inline = 1;
+    })
+    .await;
+    let env = [("FIREHOSE_WORKERS", "0"), ("FIREHOSE_FANOUT_INLINE", "1")];
+    let b = ServerProcess::serve(&app.redis, &env).await;
+    let mut worker = tokio::process::Command::new(env!("CARGO_BIN_EXE_firehose"))
+        .arg("worker")
+        .args(app.redis.args())
+        .env("FIREHOSE_JWT_SECRET", app.cfg.jwt_secret().unwrap())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (author_id, author) = app.user("author").await;
+    let mut fans = Vec::new();
+    for i in 0..3 {
+        let (id, token) = app.user(&format!("fan{i}")).await;
+        app.follow(&token, &author_id).await;
+        fans.push(id.parse::<u64>().unwrap());
+    }
+    let watcher = app.operator_token(&author_id, &["read", "firehose"]).await;
+    let mut on_a = app
+        .stream("/api/v1/stream/firehose", Some(&watcher), &[])
+        .await;
+    let mut on_b = app
+        .stream_url(&b.url("/api/v1/stream/firehose"), Some(&watcher), &[])
+        .await;
+    let mut posted = Vec::new();
+    for i in 0..20 {
+        let url = if i % 2 == 0 {
+            app.url("/api/v1/statuses")
+        } else {
+            b.url("/api/v1/statuses")
+        };
+        let r = app
+            .http
+            .post(url)
+            .bearer_auth(&author)
+            .json(&serde_json::json!({"message": format!("hello {i}")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), reqwest::StatusCode::CREATED);
+        let s: serde_json::Value = r.json().await.unwrap();
+        posted.push(s["id"].as_str().unwrap().to_string());
+    }
+    let statuses = |m: &common::Msg| m.data["status"]["id"].as_str().map(String::from);
+    let (mut seen_a, mut seen_b, mut last_b) = (Vec::new(), Vec::new(), String::new());
+    while seen_a.len() < posted.len() {
+        let m = on_a.next_event("events on A").await;
+        seen_a.extend(statuses(&m));
+    }
+    while seen_b.len() < posted.len() {
+        let m = on_b.next_event("events on B").await;
+        seen_b.extend(statuses(&m));
+        last_b = m.id.clone().unwrap();
+    }
+    assert_eq!(seen_a, posted, "A's clients get every status, in order");
+    assert_eq!(seen_b, posted, "B's clients get the same");
+    // B dies; its client resumes on A from the last id B gave it.
+    drop(on_b);
+    b.kill9().await;
+    let mut later = Vec::new();
+    for i in 0..10 {
+        later.push(app.say(&author, &format!("after {i}")).await);
+    }
+    let mut resumed = app
+        .stream(
+            "/api/v1/stream/firehose",
+            Some(&watcher),
+            &[("Last-Event-ID", &last_b)],
+        )
+        .await;
+    let mut got = Vec::new();
+    while got.len() < later.len() {
+        let m = resumed.next_event("resumed on A").await;
+        assert_ne!(m.event, "resume_gap", "nothing was trimmed");
+        got.extend(statuses(&m));
+    }
+    assert_eq!(got, later, "nothing missing, nothing repeated");
+    let all: Vec<String> = posted.iter().chain(&later).cloned().collect();
+    app.eventually("the worker process filled every home", || async {
+        all.iter()
+            .all(|sid| common::homes_with(&app, &fans, sid) == fans.len())
+    })
+    .await;
+    println!(
+        "two servers + a worker on a 3-master cluster: {} statuses seen identically on both, \
+         {} resumed on the other server after kill -9, 0 missing",
+        posted.len(),
+        later.len()
+    );
+    let _ = worker.start_kill();
 }

@@ -199,7 +199,8 @@ async fn check_and_token_talk_to_redis() {
     let app = TestApp::start().await;
     let id = app.register("oper").await;
     let out = Command::new(firehose_bin())
-        .args(["check", "--redis-url", &app.redis.url()])
+        .arg("check")
+        .args(app.redis.args())
         .env("FIREHOSE_JWT_SECRET", "too-short")
         .output()
         .unwrap();
@@ -211,7 +212,8 @@ async fn check_and_token_talk_to_redis() {
     );
     assert!(!out.status.success(), "problems give a failing exit code");
     let out = Command::new(firehose_bin())
-        .args(["check", "--redis-url", &app.redis.url()])
+        .arg("check")
+        .args(app.redis.args())
         .env_remove("FIREHOSE_JWT_SECRET")
         .output()
         .unwrap();
@@ -224,16 +226,9 @@ async fn check_and_token_talk_to_redis() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("unreachable"));
     let out = Command::new(firehose_bin())
         .args([
-            "token",
-            "--user",
-            &id,
-            "--scope",
-            "read",
-            "--scope",
-            "firehose",
-            "--redis-url",
-            &app.redis.url(),
+            "token", "--user", &id, "--scope", "read", "--scope", "firehose",
         ])
+        .args(app.redis.args())
         .env("FIREHOSE_JWT_SECRET", app.cfg.jwt_secret().unwrap())
         .output()
         .unwrap();
@@ -368,8 +363,6 @@ async fn the_load_generator_reports_delivery_and_latency() {
         .args([
             "--addr",
             &app.addr.to_string(),
-            "--redis-url",
-            &app.redis.url(),
             "--clients",
             "20",
             "--rate",
@@ -377,6 +370,7 @@ async fn the_load_generator_reports_delivery_and_latency() {
             "--duration",
             "1",
         ])
+        .args(app.redis.args())
         .env("FIREHOSE_JWT_SECRET", app.cfg.jwt_secret().unwrap())
         .output()
         .await
@@ -457,17 +451,8 @@ async fn the_browser_page_shows_a_followed_users_post_live() {
 async fn demo_seeds_a_world_with_celebrities_and_statuses() {
     let app = TestApp::start().await;
     let out = tokio::process::Command::new(firehose_bin())
-        .args([
-            "demo",
-            "--users",
-            "60",
-            "--celebrities",
-            "2",
-            "--rate",
-            "0",
-            "--redis-url",
-            &app.redis.url(),
-        ])
+        .args(["demo", "--users", "60", "--celebrities", "2", "--rate", "0"])
+        .args(app.redis.args())
         .output()
         .await
         .unwrap();
@@ -500,17 +485,8 @@ async fn demo_seeds_a_world_with_celebrities_and_statuses() {
     );
     // A second run finds the world in place and does not fail.
     let again = tokio::process::Command::new(firehose_bin())
-        .args([
-            "demo",
-            "--users",
-            "60",
-            "--celebrities",
-            "2",
-            "--rate",
-            "0",
-            "--redis-url",
-            &app.redis.url(),
-        ])
+        .args(["demo", "--users", "60", "--celebrities", "2", "--rate", "0"])
+        .args(app.redis.args())
         .output()
         .await
         .unwrap();
@@ -539,13 +515,8 @@ async fn a_separate_worker_process_drains_the_fanout_queue_and_stops_on_sigterm(
         "only the inline part without workers"
     );
     let mut worker = tokio::process::Command::new(firehose_bin())
-        .args([
-            "worker",
-            "--redis-url",
-            &app.redis.url(),
-            "--log-format",
-            "json",
-        ])
+        .args(["worker", "--log-format", "json"])
+        .args(app.redis.args())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -590,11 +561,10 @@ async fn the_serve_binary_logs_no_tokens_and_shuts_down_streams_on_sigterm() {
             "serve",
             "--listen",
             &format!("127.0.0.1:{port}"),
-            "--redis-url",
-            &redis.url(),
             "--log-format",
             "json",
         ])
+        .args(redis.args())
         .env("RUST_LOG", "debug")
         .env(
             "FIREHOSE_JWT_SECRET",

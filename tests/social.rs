@@ -771,8 +771,7 @@ async fn a_batch_abandoned_by_a_dead_worker_is_reclaimed_and_finished() {
     let sid = app.say(&celeb, "for everyone").await;
     assert_eq!(homes_with(&app, &followers, &sid), 1000, "inline part only");
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
-    let client = redis::Client::open(app.redis.url()).unwrap();
-    let mut conn = redis::aio::ConnectionManager::new(client).await.unwrap();
+    let mut conn = store.blocking_connection(Duration::from_secs(1)).unwrap();
     store.ensure_fanout_group(&mut conn).await.unwrap();
     // The dead worker claims the task and never acknowledges it.
     let claimed = store
@@ -939,7 +938,7 @@ async fn cleanup_drops_idle_sessions_with_their_keys() {
     );
     let mut conn = app.redis.conn();
     let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{}:viewed:*", app.cfg.key_prefix))
+        .arg(format!("{}:{{g}}:viewed:*", app.cfg.key_prefix))
         .query(&mut conn)
         .unwrap();
     assert!(keys.is_empty(), "viewed keys left: {keys:?}");

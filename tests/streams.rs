@@ -390,9 +390,21 @@ async fn a_burst_is_routed_in_order_with_follows_taking_effect_mid_burst() {
         .emit(&json!({"type": "ping", "at": -1}).to_string())
         .await
         .unwrap();
-    // Sent together on one connection: Redis publishes them in this order.
-    let sent = futures::future::join_all(bodies.iter().map(|b| store.emit(b))).await;
-    assert!(sent.iter().all(Result::is_ok));
+    // Sent together in one pipeline (one slot, so one node, on a cluster
+    // too): Redis publishes them in this order.
+    let emit = redis::Script::new(include_str!("../src/store/lua/emit.lua"));
+    let mut pipe = redis::pipe();
+    for b in &bodies {
+        pipe.cmd("EVALSHA")
+            .arg(emit.get_hash())
+            .arg(1)
+            .arg(format!("{}:{{g}}:events", app.cfg.key_prefix))
+            .arg(app.cfg.replay_maxlen)
+            .arg(format!("{}:events", app.cfg.key_prefix))
+            .arg(b)
+            .ignore();
+    }
+    let _: () = pipe.query(&mut app.redis.conn()).unwrap();
     for i in (0..120).filter(|i| i % 3 == 0 && *i != 60) {
         let m = hot.next_event("hot status").await;
         assert_eq!(status_message(&m), format!("hot {i}"));
@@ -565,13 +577,19 @@ async fn a_lost_redis_subscription_is_caught_up_from_the_buffer() {
     let mut s = app.stream("/api/v1/stream/firehose", Some(&fh), &[]).await;
     app.say(&a, "before").await;
     assert_eq!(status_message(&s.next_event("before").await), "before");
-    let mut conn = app.redis.conn();
-    let killed: u64 = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("pubsub")
-        .query(&mut conn)
-        .unwrap();
+    let killed: u64 = app
+        .redis
+        .node_conns()
+        .iter_mut()
+        .map(|conn| {
+            redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("TYPE")
+                .arg("pubsub")
+                .query::<u64>(conn)
+                .unwrap()
+        })
+        .sum();
     assert!(killed >= 1);
     let mut sent = Vec::new();
     for i in 0..20 {

@@ -299,7 +299,7 @@ pub async fn create(
     // From here on the post runs to its end even if the client hangs up.
     let posted = detached(async move { publish(state, auth, body, idem).await }).await?;
     Ok(match posted {
-        (Posted::Created(_), status) => (StatusCode::CREATED, Json(status)).into_response(),
+        (Posted::Created, status) => (StatusCode::CREATED, Json(status)).into_response(),
         (Posted::Duplicate(first), _) => (
             StatusCode::CREATED,
             [(header::CONTENT_TYPE, "application/json")],

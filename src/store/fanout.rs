@@ -1,17 +1,15 @@
 //! Fan-out on write: a status id enters (or, for a delete, leaves) the home
 //! timeline of every follower of its author, exactly once per follower.
 //!
-//! Durability: the script that stores a status (or deletes one) records the
-//! fan-out it owes as an entry of the `outbox` ZSET in the same atomic step,
-//! scored by a lease deadline. The request then reaches the first
-//! `fanout_inline` followers itself (oldest follows first), cuts the rest
-//! into ranges of about `fanout_batch` followers and, in one script, retires
-//! the outbox entry and queues one task per range on the `fanout` STREAM,
-//! where the workers of every process work them through a consumer group.
-//! If the request dies or its client hangs up first, the entry's lease runs
-//! out and a worker's sweeper claims it and does the same work
-//! ([`Store::complete_op`]); only whoever retires the entry queues the
-//! ranges, so nothing is queued twice.
+//! Durability: a post or delete is an outbox entry from its first step (see
+//! `outbox`). Its chain reaches the first `fanout_inline` followers itself
+//! (oldest follows first) and cuts the rest into ranges of about
+//! `fanout_batch` followers; `op_finish.lua` retires the entry and queues one
+//! task per range on the `fanout` STREAM, where the workers of every process
+//! work them through a consumer group. If the request dies or its client
+//! hangs up first, the entry's lease runs out and a worker's sweeper runs the
+//! chain again ([`Store::complete_op`]); only whoever retires the entry
+//! queues the ranges, so nothing is queued twice.
 //!
 //! A range runs between two cursors (score and member of a follower in the
 //! ZSET's order), not ranks, so followers who come and go meanwhile shift
@@ -25,17 +23,17 @@
 //! acknowledgement queues the remainder.
 //!
 //! A batch is compensated so that late work leaves nothing behind: after
-//! adding a status to homes it re-reads, in the same pipeline, whether each
-//! follower still follows the author (the follower's `following` set, the
-//! authority) and whether the status still exists, and takes it out of the
+//! adding a status to homes it re-reads whether each follower still follows
+//! the author (the follower's `following` set, the authority, in the same
+//! slot and sub-pipeline as that follower's home) and then whether the
+//! status still exists and is not being deleted, and takes it out of the
 //! homes where either is no longer so. An unfollow or delete that commits
 //! before that re-read is seen by it; one that commits after it runs its own
 //! home clean-up after the add, so either way the id does not stay.
 
-use super::events::follow_body;
+use super::conn::Conn;
 use super::{Store, StoreResult};
 use crate::model::{now, HOME_CAP};
-use redis::aio::ConnectionManager;
 use redis::AsyncCommands;
 
 /// The consumer group of the fan-out workers.
@@ -62,79 +60,6 @@ impl FanoutKind {
         match s {
             "post" => Some(FanoutKind::Post),
             "delete" => Some(FanoutKind::Delete),
-            _ => None,
-        }
-    }
-}
-
-/// Work a committed write still owes, as recorded in the outbox in the same
-/// atomic step as the write. Encoded as `|`-separated fields.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Op {
-    /// Fan a post or a delete out to the author's followers.
-    Fanout {
-        /// Post or delete.
-        kind: FanoutKind,
-        /// The status.
-        status_id: u64,
-        /// Its author.
-        uid: u64,
-        /// The status's score in homes (for a delete, the time of the delete).
-        at: f64,
-    },
-    /// Apply a follow change to the followee's keys and the follower's home,
-    /// and emit its event (steps 2 and 3 of a follow).
-    Follow {
-        /// The follower.
-        source: u64,
-        /// The followee.
-        target: u64,
-        /// Follow (true) or unfollow.
-        follow: bool,
-        /// Sequence stamped by step 1.
-        seq: i64,
-        /// Time of the change.
-        at: f64,
-    },
-}
-
-impl Op {
-    /// The outbox member.
-    pub fn encode(&self) -> String {
-        match self {
-            Op::Fanout {
-                kind,
-                status_id,
-                uid,
-                at,
-            } => format!("{}|{status_id}|{uid}|{at}", kind.as_str()),
-            Op::Follow {
-                source,
-                target,
-                follow,
-                seq,
-                at,
-            } => format!("follow|{source}|{target}|{}|{seq}|{at}", u8::from(*follow)),
-        }
-    }
-
-    /// Parses an outbox member.
-    pub fn decode(s: &str) -> Option<Op> {
-        let parts: Vec<&str> = s.split('|').collect();
-        match parts.as_slice() {
-            ["follow", source, target, flag, seq, at] => Some(Op::Follow {
-                source: source.parse().ok()?,
-                target: target.parse().ok()?,
-                follow: *flag == "1",
-                seq: seq.parse().ok()?,
-                at: at.parse().ok()?,
-            }),
-            [kind, sid, uid, at] => Some(Op::Fanout {
-                kind: FanoutKind::parse(kind)?,
-                status_id: sid.parse().ok()?,
-                uid: uid.parse().ok()?,
-                at: at.parse().ok()?,
-            }),
             _ => None,
         }
     }
@@ -219,75 +144,15 @@ impl Store {
         now() + self.outbox_lease
     }
 
-    /// Does what an outbox entry owes and retires it. Safe to run more than
-    /// once for the same entry, concurrently too: every step is idempotent
-    /// and only the call that retires the entry queues follow-up tasks.
-    pub async fn complete_op(&self, op: &Op) -> StoreResult<()> {
-        match *op {
-            Op::Fanout {
-                kind,
-                status_id,
-                uid,
-                at,
-            } => self.fanout(op, kind, status_id, uid, at).await.map(|_| ()),
-            Op::Follow {
-                source,
-                target,
-                follow,
-                seq,
-                at,
-            } => {
-                self.follow_steps(source, target, follow, seq, at, Some(op))
-                    .await
-            }
-        }
-    }
-
-    /// Claims outbox entries whose lease ran out, for a worker to complete.
-    pub async fn claim_ops(&self, most: usize) -> StoreResult<Vec<(String, Option<Op>)>> {
-        let mut conn = self.conn();
-        let ops: Vec<String> = self
-            .scripts
-            .outbox_claim
-            .key(self.keys.outbox())
-            .arg(now())
-            .arg(self.lease_deadline())
-            .arg(most)
-            .invoke_async(&mut conn)
-            .await?;
-        Ok(ops
-            .into_iter()
-            .map(|raw| {
-                let op = Op::decode(&raw);
-                (raw, op)
-            })
-            .collect())
-    }
-
-    /// Drops an outbox entry that cannot be parsed (written by a foreign
-    /// version), so it is not claimed for ever.
-    pub async fn drop_op(&self, raw: &str) -> StoreResult<()> {
-        let mut conn = self.conn();
-        let _: () = conn.zrem(self.keys.outbox(), raw).await?;
-        Ok(())
-    }
-
-    /// Entries in the outbox (work owed by committed writes).
-    pub async fn outbox_depth(&self) -> StoreResult<u64> {
-        let mut conn = self.conn();
-        Ok(conn.zcard(self.keys.outbox()).await?)
-    }
-
-    /// Reaches the first followers inline, then retires the outbox entry
-    /// `op` and queues the rest in one step.
-    async fn fanout(
+    /// Reaches the first followers inline and cuts the rest into ranges:
+    /// returns the tasks to queue (by `op_finish`, with the write's events).
+    pub(crate) async fn fanout_inline(
         &self,
-        op: &Op,
         kind: FanoutKind,
         status_id: u64,
         uid: u64,
         posted: f64,
-    ) -> StoreResult<usize> {
+    ) -> StoreResult<Vec<String>> {
         let mut conn = self.conn();
         let task = FanoutTask {
             kind,
@@ -337,22 +202,14 @@ impl Store {
                 tasks.push(range.encode());
             }
         }
-        let mut inv = self.scripts.outbox_finish.prepare_invoke();
-        inv.key(self.keys.outbox())
-            .key(self.keys.fanout())
-            .arg(op.encode());
-        for t in &tasks {
-            inv.arg(t);
-        }
-        let _: i64 = inv.invoke_async(&mut conn).await?;
-        Ok(followers.len())
+        Ok(tasks)
     }
 
     /// Up to `limit` followers of the task's author after its cursor (and at
     /// most its end), in the followers ZSET's order.
     async fn page(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Conn,
         task: &FanoutTask,
         limit: usize,
     ) -> StoreResult<Vec<(String, f64)>> {
@@ -376,7 +233,7 @@ impl Store {
     /// unfollowed meanwhile, and out of every home if the status has gone.
     async fn apply(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Conn,
         task: &FanoutTask,
         followers: &[(String, f64)],
     ) -> StoreResult<()> {
@@ -429,14 +286,13 @@ impl Store {
                 for &follower in &ids {
                     pipe.zscore(self.keys.following(follower), task.uid);
                 }
-                pipe.exists(self.keys.status(task.status_id));
             }
         }
-        let mut reply: Vec<redis::Value> = pipe.query_async(conn).await?;
-        let exists: bool = reply
-            .pop()
-            .map(|v| redis::from_redis_value(v).unwrap_or(true))
-            .unwrap_or(true);
+        // Each follower's re-read shares the slot (and so the ordered
+        // sub-pipeline) of its home write; the status is checked after
+        // every write has been made.
+        let reply: Vec<redis::Value> = pipe.query_async(conn).await?;
+        let exists = self.status_live(conn, task.status_id).await?;
         let undo: Vec<u64> = ids
             .iter()
             .zip(reply)
@@ -453,8 +309,19 @@ impl Store {
         Ok(())
     }
 
-    /// Steps 2 and 3 of a follow change; step 3 emits the event when `op`
-    /// (the outbox entry of step 1) is still there to retire.
+    /// Whether a status exists and is not being deleted.
+    pub(crate) async fn status_live(&self, conn: &mut Conn, sid: u64) -> StoreResult<bool> {
+        let (id, deleted): (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(self.keys.status(sid))
+            .arg("id")
+            .arg("deleted")
+            .query_async(conn)
+            .await?;
+        Ok(id.is_some() && deleted.is_none())
+    }
+
+    /// Steps 2 and 3 of a follow change (the followee's followers, the
+    /// follower's home).
     pub(crate) async fn follow_steps(
         &self,
         source: u64,
@@ -462,7 +329,6 @@ impl Store {
         follow: bool,
         seq: i64,
         at: f64,
-        op: Option<&Op>,
     ) -> StoreResult<()> {
         let mut conn = self.conn();
         let flag = if follow { "1" } else { "0" };
@@ -489,14 +355,8 @@ impl Store {
         let mut inv = self.scripts.follow_home.prepare_invoke();
         inv.key(self.keys.following(source))
             .key(self.keys.home(source))
-            .key(self.keys.outbox())
-            .key(self.keys.events())
             .arg(target)
             .arg(HOME_CAP)
-            .arg(op.map(Op::encode).unwrap_or_default())
-            .arg(self.replay_maxlen)
-            .arg(self.keys.channel())
-            .arg(follow_body(source, target, follow, at))
             .arg(newest.len() / 2);
         for item in &newest {
             inv.arg(item);
@@ -519,13 +379,16 @@ impl Store {
                 .collect();
             let mut pipe = redis::pipe();
             for id in &ids {
-                pipe.exists(self.keys.status(*id));
+                pipe.cmd("HMGET")
+                    .arg(self.keys.status(*id))
+                    .arg("id")
+                    .arg("deleted");
             }
-            let exists: Vec<bool> = pipe.query_async(&mut conn).await?;
+            let rows: Vec<(Option<String>, Option<String>)> = pipe.query_async(&mut conn).await?;
             let gone: Vec<u64> = ids
                 .iter()
-                .zip(exists)
-                .filter(|(_, e)| !e)
+                .zip(rows)
+                .filter(|(_, (id, deleted))| id.is_none() || deleted.is_some())
                 .map(|(id, _)| *id)
                 .collect();
             if !gone.is_empty() {
@@ -536,7 +399,7 @@ impl Store {
     }
 
     /// Creates the consumer group if it is not there yet.
-    pub async fn ensure_fanout_group(&self, conn: &mut ConnectionManager) -> StoreResult<()> {
+    pub async fn ensure_fanout_group(&self, conn: &mut Conn) -> StoreResult<()> {
         let created: redis::RedisResult<()> = redis::cmd("XGROUP")
             .arg("CREATE")
             .arg(self.keys.fanout())
@@ -555,7 +418,7 @@ impl Store {
     /// `reclaim_ms`, else a new one (waiting up to `block_ms`).
     pub async fn claim_fanout(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Conn,
         consumer: &str,
         reclaim_ms: u64,
         block_ms: u64,
@@ -601,15 +464,15 @@ impl Store {
     /// rest of its range in one step.
     pub async fn work_fanout(
         &self,
-        conn: &mut ConnectionManager,
+        conn: &mut Conn,
         entry_id: &str,
         task: Option<&FanoutTask>,
     ) -> StoreResult<Step> {
         let mut reached = 0;
         let mut next = None;
         if let Some(task) = task {
-            let live = task.kind == FanoutKind::Delete
-                || conn.exists(self.keys.status(task.status_id)).await?;
+            let live =
+                task.kind == FanoutKind::Delete || self.status_live(conn, task.status_id).await?;
             if live {
                 let batch = self.page(conn, task, self.fanout_batch).await?;
                 self.apply(conn, task, &batch).await?;

@@ -4,7 +4,7 @@
 //! home timeline gains or loses the followee's newest statuses (step 3).
 //! Each step touches one user's keys only, and any step may be retried.
 
-use super::fanout::Op;
+use super::outbox::Op;
 use super::{parse_id, Store, StoreError, StoreResult};
 use redis::AsyncCommands;
 
@@ -44,34 +44,15 @@ impl Store {
         if !self.user_exists(target).await? {
             return Err(StoreError::NotFound("user"));
         }
-        let mut conn = self.conn();
-        let flag = if follow { "1" } else { "0" };
-        let (changed, seq, _following, op): (i64, i64, i64, String) = self
-            .scripts
-            .follow_source
-            .key(self.keys.following(source))
-            .key(self.keys.user(source))
-            .key(self.keys.outbox())
-            .arg(target)
-            .arg(flag)
-            // As text in Rust's own form, which the script copies into the
-            // outbox op, so that `Op::encode` gives back the same member.
-            .arg(now.to_string())
-            .arg(format!("follow|{source}|{target}|{flag}|"))
-            .arg(self.lease_deadline())
-            .invoke_async(&mut conn)
+        let owed = self
+            .start_op(Op::Follow {
+                source,
+                target,
+                follow,
+                at: now,
+            })
             .await?;
-        // Steps 2 and 3 run on a retry too (they are idempotent), so a
-        // follow whose first attempt died half way is completed by it; the
-        // event goes out with the step that retires the outbox entry.
-        let op = Op::decode(&op);
-        let at = match &op {
-            Some(Op::Follow { at, .. }) => *at,
-            _ => now,
-        };
-        self.follow_steps(source, target, follow, seq, at, op.as_ref())
-            .await?;
-        Ok(changed == 1)
+        self.run_follow(&owed).await
     }
 
     /// Whether `source` follows `target`.

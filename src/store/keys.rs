@@ -1,8 +1,11 @@
 //! Every Redis key and channel name, built in one place under one prefix.
 //!
 //! A user's own keys share the hash tag `{<uid>}` (`fh:user:{42}`,
-//! `fh:user:{42}:home`, ...), so every single-user operation touches one
-//! Redis Cluster slot; the global keys share the tag `{g}`.
+//! `fh:user:{42}:home`, ...), a status's keys the tag `{s<id>}`, a
+//! hashtag's timeline the tag `{#<tag>}`, the trending buckets `{trends}`,
+//! and the global keys (counters, sessions, the event buffer, the outbox,
+//! the fan-out queue) the tag `{g}`. Every Lua script names keys of one of
+//! these slots only, so the whole product runs on a Redis Cluster.
 
 /// Key builder for one configured prefix.
 #[derive(Debug, Clone)]
@@ -35,9 +38,10 @@ impl Keys {
     pub fn next_sid(&self) -> String {
         format!("{}:{{g}}:next_sid", self.prefix)
     }
-    /// The start of a user HASH key, completed by `<uid>}` (for Lua).
-    pub fn user_stem(&self) -> String {
-        format!("{}:user:{{", self.prefix)
+    /// Counter for outbox op numbers (also the sequence of follow and like
+    /// changes).
+    pub fn next_op(&self) -> String {
+        format!("{}:{{g}}:next_op", self.prefix)
     }
     /// HASH: the public profile of a user.
     pub fn user(&self, uid: u64) -> String {
@@ -77,23 +81,31 @@ impl Keys {
     }
     /// ZSET: statuses carrying a hashtag, lowercased (status id -> posted).
     pub fn tag(&self, tag: &str) -> String {
-        format!("{}:tag:{{{tag}}}", self.prefix)
+        format!("{}:tag:{{#{tag}}}", self.prefix)
     }
     /// ZSET: users who like a status (user id -> like time).
     pub fn likers(&self, sid: u64) -> String {
-        format!("{}:status:{sid}:likers", self.prefix)
+        format!("{}:status:{{s{sid}}}:likers", self.prefix)
     }
     /// ZSET: replies to a status (status id -> posted).
     pub fn replies(&self, sid: u64) -> String {
-        format!("{}:status:{sid}:replies", self.prefix)
+        format!("{}:status:{{s{sid}}}:replies", self.prefix)
+    }
+    /// HASH: the sequence of each user's last applied like change.
+    pub fn like_seq(&self, sid: u64) -> String {
+        format!("{}:status:{{s{sid}}}:likeseq", self.prefix)
     }
     /// HASH: who reposted a status (user id -> the repost's id).
     pub fn reposters(&self, sid: u64) -> String {
-        format!("{}:status:{sid}:reposters", self.prefix)
+        format!("{}:status:{{s{sid}}}:reposters", self.prefix)
     }
     /// ZSET: hashtag -> uses, in one minute's bucket (epoch minute).
     pub fn trend_bucket(&self, minute: u64) -> String {
         format!("{}:{{trends}}:{minute}", self.prefix)
+    }
+    /// SET: the statuses counted in one minute's trending bucket.
+    pub fn trend_seen(&self, minute: u64) -> String {
+        format!("{}:{{trends}}:seen:{minute}", self.prefix)
     }
     /// ZSET: a trending window summed (expires in seconds).
     pub fn trend_sum(&self, window: u64, minute: u64) -> String {
@@ -107,13 +119,17 @@ impl Keys {
     pub fn requested(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:requested", self.prefix)
     }
+    /// HASH: followee id -> sequence of the user's last applied change.
+    pub fn follow_applied(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:fop", self.prefix)
+    }
     /// HASH: follower id -> sequence of the last applied follow change.
     pub fn follower_seq(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:fseq", self.prefix)
     }
     /// HASH: a status.
     pub fn status(&self, sid: u64) -> String {
-        format!("{}:status:{sid}", self.prefix)
+        format!("{}:status:{{s{sid}}}", self.prefix)
     }
     /// HASH: session id -> user id.
     pub fn sessions(&self) -> String {
@@ -125,11 +141,11 @@ impl Keys {
     }
     /// The start of a viewed ZSET key, completed by the session id.
     pub fn viewed_stem(&self) -> String {
-        format!("{}:viewed:", self.prefix)
+        format!("{}:{{g}}:viewed:", self.prefix)
     }
     /// ZSET: statuses a session viewed recently (capped at 25).
     pub fn viewed(&self, sid: &str) -> String {
-        format!("{}:viewed:{sid}", self.prefix)
+        format!("{}:{{g}}:viewed:{sid}", self.prefix)
     }
     /// STREAM: the replay buffer of events.
     pub fn events(&self) -> String {
@@ -149,7 +165,7 @@ impl Keys {
     }
     /// STRING: the first answer to a post with this idempotency key.
     pub fn idempotency(&self, uid: u64, key: &str) -> String {
-        format!("{}:user:{{{uid}}}:idem:{key}", self.prefix)
+        format!("{}:{{g}}:idem:{uid}:{key}", self.prefix)
     }
     /// STRING: the generated JWT secret, when none is configured.
     pub fn jwt_secret(&self) -> String {

@@ -13,11 +13,13 @@
 //! atomic and which keys it touches.
 
 pub mod cache;
+pub mod conn;
 pub mod events;
 pub mod fanout;
 pub mod follows;
 pub mod keys;
 pub mod likes;
+pub mod outbox;
 pub mod requests;
 pub mod sessions;
 pub mod social;
@@ -25,6 +27,7 @@ pub mod statuses;
 pub mod users;
 
 use crate::config::Config;
+use conn::{Conn, LazyCluster};
 use keys::Keys;
 use redis::aio::ConnectionManager;
 use redis::{Client, Script};
@@ -57,10 +60,18 @@ pub type StoreResult<T> = Result<T, StoreError>;
 /// The Lua scripts, loaded once.
 #[derive(Debug)]
 pub struct Scripts {
-    pub(crate) create_user: Script,
+    pub(crate) op_begin: Script,
+    pub(crate) op_finish: Script,
+    pub(crate) claim_names: Script,
+    pub(crate) status_put: Script,
+    pub(crate) author_post: Script,
+    pub(crate) author_delete: Script,
+    pub(crate) replies_count: Script,
+    pub(crate) trend: Script,
+    pub(crate) repost_claim: Script,
+    pub(crate) delete_mark: Script,
+    pub(crate) status_bury: Script,
     pub(crate) emit: Script,
-    pub(crate) post_status: Script,
-    pub(crate) delete_status: Script,
     pub(crate) follow_source: Script,
     pub(crate) follow_target: Script,
     pub(crate) follow_home: Script,
@@ -68,19 +79,25 @@ pub struct Scripts {
     pub(crate) record_view: Script,
     pub(crate) fanout_page: Script,
     pub(crate) fanout_ack: Script,
-    pub(crate) outbox_finish: Script,
     pub(crate) outbox_claim: Script,
     pub(crate) like: Script,
-    pub(crate) follow_request: Script,
 }
 
 impl Scripts {
     fn load() -> Self {
         Scripts {
-            create_user: Script::new(include_str!("lua/create_user.lua")),
+            op_begin: Script::new(include_str!("lua/op_begin.lua")),
+            op_finish: Script::new(include_str!("lua/op_finish.lua")),
+            claim_names: Script::new(include_str!("lua/claim_names.lua")),
+            status_put: Script::new(include_str!("lua/status_put.lua")),
+            author_post: Script::new(include_str!("lua/author_post.lua")),
+            author_delete: Script::new(include_str!("lua/author_delete.lua")),
+            replies_count: Script::new(include_str!("lua/replies_count.lua")),
+            trend: Script::new(include_str!("lua/trend.lua")),
+            repost_claim: Script::new(include_str!("lua/repost_claim.lua")),
+            delete_mark: Script::new(include_str!("lua/delete_mark.lua")),
+            status_bury: Script::new(include_str!("lua/status_bury.lua")),
             emit: Script::new(include_str!("lua/emit.lua")),
-            post_status: Script::new(include_str!("lua/post_status.lua")),
-            delete_status: Script::new(include_str!("lua/delete_status.lua")),
             follow_source: Script::new(include_str!("lua/follow_source.lua")),
             follow_target: Script::new(include_str!("lua/follow_target.lua")),
             follow_home: Script::new(include_str!("lua/follow_home.lua")),
@@ -88,10 +105,8 @@ impl Scripts {
             record_view: Script::new(include_str!("lua/record_view.lua")),
             fanout_page: Script::new(include_str!("lua/fanout_page.lua")),
             fanout_ack: Script::new(include_str!("lua/fanout_ack.lua")),
-            outbox_finish: Script::new(include_str!("lua/outbox_finish.lua")),
             outbox_claim: Script::new(include_str!("lua/outbox_claim.lua")),
             like: Script::new(include_str!("lua/like.lua")),
-            follow_request: Script::new(include_str!("lua/follow_request.lua")),
         }
     }
 }
@@ -99,8 +114,8 @@ impl Scripts {
 /// Handle to Redis: cheap to clone, reconnects by itself.
 #[derive(Clone)]
 pub struct Store {
-    pub(crate) conn: ConnectionManager,
-    pub(crate) client: Client,
+    pub(crate) conn: Conn,
+    pub(crate) target: Target,
     pub(crate) keys: Keys,
     pub(crate) scripts: Arc<Scripts>,
     pub(crate) replay_maxlen: u64,
@@ -113,21 +128,53 @@ pub struct Store {
     pub(crate) counts_cache: Arc<cache::CountsCache>,
 }
 
+/// Where Redis is: one server, or the seed nodes of a cluster.
+#[derive(Clone)]
+pub(crate) enum Target {
+    Single(Client),
+    Cluster(Vec<String>),
+}
+
+/// The seed node URLs of a `--redis-cluster` list (comma-separated).
+pub fn cluster_nodes(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(String::from)
+        .collect()
+}
+
 impl Store {
     /// Connects lazily: the first command opens the connection, and a lost
     /// connection is reopened with backoff, so the server starts and recovers
     /// without Redis and answers 503 meanwhile.
+    ///
+    /// With `cfg.redis_cluster` set, `url` is ignored and the store runs on
+    /// that Redis Cluster.
     pub fn open(url: &str, cfg: &Config) -> StoreResult<Store> {
-        let client = Client::open(url)?;
-        let manager_cfg = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(Duration::from_secs(5)))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
-        let conn = ConnectionManager::new_lazy_with_config(client.clone(), manager_cfg)?;
+        let (conn, target) = match cfg.redis_cluster.as_deref() {
+            Some(list) => {
+                let nodes = cluster_nodes(list);
+                if nodes.is_empty() {
+                    return Err(StoreError::Internal("--redis-cluster names no node".into()));
+                }
+                let conn = Conn::Cluster(LazyCluster::new(&nodes, Duration::from_secs(5))?);
+                (conn, Target::Cluster(nodes))
+            }
+            None => {
+                let client = Client::open(url)?;
+                let manager_cfg = redis::aio::ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(Duration::from_secs(2)))
+                    .set_response_timeout(Some(Duration::from_secs(5)))
+                    .set_number_of_retries(2)
+                    .set_max_delay(Duration::from_millis(500));
+                let conn = ConnectionManager::new_lazy_with_config(client.clone(), manager_cfg)?;
+                (Conn::Single(conn), Target::Single(client))
+            }
+        };
         Ok(Store {
             conn,
-            client,
+            target,
             keys: Keys::new(&cfg.key_prefix),
             scripts: Arc::new(Scripts::load()),
             replay_maxlen: cfg.replay_maxlen,
@@ -157,27 +204,107 @@ impl Store {
     /// A connection of its own for blocking reads (the fan-out workers'
     /// XREADGROUP ... BLOCK), so they never hold up request traffic: it
     /// waits up to `block` longer than a request would for an answer.
-    pub fn blocking_connection(&self, block: Duration) -> StoreResult<ConnectionManager> {
-        let config = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(block + Duration::from_secs(5)))
-            .set_number_of_retries(1);
-        Ok(ConnectionManager::new_lazy_with_config(
-            self.client.clone(),
-            config,
-        )?)
+    pub fn blocking_connection(&self, block: Duration) -> StoreResult<Conn> {
+        let timeout = block + Duration::from_secs(5);
+        Ok(match &self.target {
+            Target::Single(client) => {
+                let config = redis::aio::ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(Duration::from_secs(2)))
+                    .set_response_timeout(Some(timeout))
+                    .set_number_of_retries(1);
+                Conn::Single(ConnectionManager::new_lazy_with_config(
+                    client.clone(),
+                    config,
+                )?)
+            }
+            Target::Cluster(nodes) => Conn::Cluster(LazyCluster::new(nodes, timeout)?),
+        })
     }
 
     /// A connection handle for one call.
-    pub(crate) fn conn(&self) -> ConnectionManager {
+    pub(crate) fn conn(&self) -> Conn {
         self.conn.clone()
     }
 
+    /// Whether the store runs on a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.target, Target::Cluster(_))
+    }
+
     /// A pub/sub connection of its own, subscribed to the event channel.
+    ///
+    /// On a cluster, the events are published by scripts on the node that
+    /// owns the `{g}` slot, and a PUBLISH there reaches subscribers on every
+    /// node (over the cluster bus); the subscription is made on that owner,
+    /// found with CLUSTER SLOTS through the seeds in turn, so events arrive
+    /// without the extra hop (and in the order they were published). A new
+    /// subscription after a failover finds the new owner.
     pub async fn subscribe_events(&self) -> StoreResult<redis::aio::PubSub> {
-        let mut pubsub = self.client.get_async_pubsub().await?;
+        let client = match &self.target {
+            Target::Single(client) => client.clone(),
+            Target::Cluster(nodes) => self.slot_owner(nodes).await?,
+        };
+        let mut pubsub = client.get_async_pubsub().await?;
         pubsub.subscribe(self.keys.channel()).await?;
         Ok(pubsub)
+    }
+
+    /// A client for the master that owns the `{g}` slot, asked of the seeds
+    /// in turn (starting from a different one at every call).
+    async fn slot_owner(&self, nodes: &[String]) -> StoreResult<Client> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let slot = i64::from(conn::slot(self.keys.events().as_bytes()));
+        let start = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut last_err = None;
+        for i in 0..nodes.len() {
+            let seed = &nodes[(start + i) % nodes.len()];
+            let asked = async {
+                let client = Client::open(seed.as_str())?;
+                let mut c = client.get_multiplexed_async_connection().await?;
+                let ranges: Vec<redis::Value> = redis::cmd("CLUSTER")
+                    .arg("SLOTS")
+                    .query_async(&mut c)
+                    .await?;
+                Ok::<_, redis::RedisError>((client, ranges))
+            };
+            let (seed_client, ranges) =
+                match tokio::time::timeout(Duration::from_secs(2), asked).await {
+                    Ok(Ok(found)) => found,
+                    Ok(Err(e)) => {
+                        last_err = Some(StoreError::Redis(e));
+                        continue;
+                    }
+                    Err(_) => continue,
+                };
+            for range in ranges {
+                let Ok((lo, hi, master)) =
+                    redis::from_redis_value::<(i64, i64, Vec<redis::Value>)>(match range {
+                        redis::Value::Array(mut v) if v.len() >= 3 => {
+                            v.truncate(3);
+                            redis::Value::Array(v)
+                        }
+                        other => other,
+                    })
+                else {
+                    continue;
+                };
+                if !(lo..=hi).contains(&slot) {
+                    continue;
+                }
+                let host: Option<String> = master
+                    .first()
+                    .and_then(|v| redis::from_redis_value(v.clone()).ok());
+                let port: Option<u16> = master
+                    .get(1)
+                    .and_then(|v| redis::from_redis_value(v.clone()).ok());
+                if let (Some(host), Some(port)) = (host, port) {
+                    return Ok(Client::open(format!("redis://{host}:{port}"))?);
+                }
+            }
+            // The seed answered but named no owner: subscribe there.
+            return Ok(seed_client);
+        }
+        Err(last_err.unwrap_or(StoreError::Internal("no seed node answered".into())))
     }
 
     /// PING: whether Redis answers.
@@ -188,23 +315,30 @@ impl Store {
     }
 
     /// A Redis configuration parameter (CONFIG GET), if the server reports it.
+    /// On a cluster, the first seed node's.
     pub async fn config_get(&self, name: &str) -> StoreResult<Option<String>> {
-        let mut conn = self.conn();
-        let pair: Vec<String> = redis::cmd("CONFIG")
-            .arg("GET")
-            .arg(name)
-            .query_async(&mut conn)
+        let pair: Vec<String> = self
+            .one_node(redis::cmd("CONFIG").arg("GET").arg(name))
             .await?;
         Ok(pair.into_iter().nth(1))
     }
 
-    /// The `redis_version` INFO field.
+    /// A node-level command (INFO, CONFIG) answered by the server, or on a
+    /// cluster by the first seed node.
+    async fn one_node<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> StoreResult<T> {
+        match &self.target {
+            Target::Single(_) => Ok(cmd.query_async(&mut self.conn()).await?),
+            Target::Cluster(nodes) => {
+                let client = Client::open(nodes[0].as_str())?;
+                let mut conn = client.get_multiplexed_async_connection().await?;
+                Ok(cmd.query_async(&mut conn).await?)
+            }
+        }
+    }
+
+    /// The `redis_version` INFO field (on a cluster, the first seed node's).
     pub async fn server_version(&self) -> StoreResult<String> {
-        let mut conn = self.conn();
-        let info: String = redis::cmd("INFO")
-            .arg("server")
-            .query_async(&mut conn)
-            .await?;
+        let info: String = self.one_node(redis::cmd("INFO").arg("server")).await?;
         Ok(info
             .lines()
             .find_map(|l| l.strip_prefix("redis_version:"))

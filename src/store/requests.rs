@@ -2,10 +2,10 @@
 //! or cancelled.
 
 use super::follows::IdPage;
+use super::outbox::Op;
 use super::{Store, StoreResult};
 use crate::model::now;
 use redis::AsyncCommands;
-use serde_json::json;
 
 /// Which follow requests of a user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,37 +20,24 @@ impl Store {
     /// `source` asks to follow `target`. Returns whether the request is new;
     /// the `follow_request` event (for both users' streams) goes out with it.
     pub async fn request_follow(&self, source: u64, target: u64) -> StoreResult<bool> {
-        let at = now();
-        let body = json!({"type": "follow_request", "at": at, "private": true,
-            "source": source.to_string(), "target": target.to_string()});
-        let mut conn = self.conn();
-        let added: i64 = self
-            .scripts
-            .follow_request
-            .key(self.keys.requests(target))
-            .key(self.keys.requested(source))
-            .key(self.keys.events())
-            .arg(source)
-            .arg(target)
-            .arg(at)
-            .arg(self.replay_maxlen)
-            .arg(self.keys.channel())
-            .arg(body.to_string())
-            .invoke_async(&mut conn)
-            .await?;
-        Ok(added == 1)
+        self.request_step(source, target, true).await
     }
 
     /// Drops the request of `source` to follow `target`; whether there was one.
     pub async fn drop_request(&self, source: u64, target: u64) -> StoreResult<bool> {
-        let mut conn = self.conn();
-        let (removed, _): (i64, i64) = redis::pipe()
-            .atomic()
-            .zrem(self.keys.requests(target), source)
-            .zrem(self.keys.requested(source), target)
-            .query_async(&mut conn)
+        self.request_step(source, target, false).await
+    }
+
+    async fn request_step(&self, source: u64, target: u64, ask: bool) -> StoreResult<bool> {
+        let owed = self
+            .start_op(Op::Request {
+                source,
+                target,
+                ask,
+                at: now(),
+            })
             .await?;
-        Ok(removed == 1)
+        self.run_request(&owed).await
     }
 
     /// Whether `source` has asked to follow `target`.

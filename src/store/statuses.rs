@@ -1,8 +1,7 @@
 //! Statuses: post, delete, read, and the profile and home timelines.
 
 use super::cache::CachedStatus;
-use super::events::{delete_body, status_body};
-use super::fanout::{FanoutKind, Op};
+use super::outbox::{Begun, Op, Owed, PostEnd};
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::{Counts, Status, HOME_CAP};
 use redis::AsyncCommands;
@@ -28,16 +27,6 @@ pub fn unique_tags(hashtags: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Body of a `mention` event for `target`.
-fn mention_body(status: &Status, target: u64, private: bool) -> String {
-    let mut v = serde_json::json!({"type": "mention", "at": status.posted, "status": status,
-        "target": target.to_string()});
-    if private {
-        v["private"] = serde_json::json!(true);
-    }
-    v.to_string()
-}
-
 /// How a status is posted.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PostOptions<'a> {
@@ -56,8 +45,8 @@ pub struct PostOptions<'a> {
 /// What [`Store::post_status`] did.
 #[derive(Debug, Clone)]
 pub enum Posted {
-    /// Stored, with this event id.
-    Created(String),
+    /// Stored, and its events emitted.
+    Created,
     /// The idempotency key was used before: the first answer (status JSON).
     Duplicate(String),
     /// A repost of a status the user had reposted already: that repost's id.
@@ -99,123 +88,60 @@ impl Store {
     }
 
     /// Stores a status whose id came from [`Store::next_status_id`], emits its
-    /// event and fans it out. With an idempotency key already used by this
+    /// events and fans it out (a chain of single-slot steps driven from the
+    /// outbox: see `outbox`). With an idempotency key already used by this
     /// author within [`IDEMPOTENCY_TTL`], creates nothing and returns the
-    /// first answer.
+    /// first answer (finishing the first write first if it is still under
+    /// way).
     pub async fn post_status(
         &self,
         status: &Status,
         opts: &PostOptions<'_>,
     ) -> StoreResult<Posted> {
-        let private = opts.private || status.audience.is_some();
-        let idempotency_key = opts.idempotency_key;
-        let mentioned = opts.mentioned;
-        let sid = parse_id(&status.id)?;
         let uid = parse_id(&status.uid)?;
-        let body = status_body(status, private);
-        // The first answer is kept only under an idempotency key.
-        let answer = match idempotency_key {
-            Some(_) => serde_json::to_string(status)
-                .map_err(|e| StoreError::Internal(format!("status JSON: {e}")))?,
-            None => String::new(),
-        };
-        let op = Op::Fanout {
-            kind: FanoutKind::Post,
-            status_id: sid,
-            uid,
-            at: status.posted,
-        };
-        let parent = status
-            .reply_to
-            .as_deref()
-            .and_then(|p| p.parse::<u64>().ok());
-        let tags: Vec<String> = unique_tags(&status.hashtags);
-        let minute = (status.posted / 60.0) as u64;
-        let mention_events: Vec<String> = mentioned
-            .iter()
-            .map(|target| mention_body(status, *target, private))
+        let mut fields: HashMap<String, String> = status
+            .to_fields()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
             .collect();
-        let original = status
-            .repost_of
-            .as_deref()
-            .and_then(|p| p.parse::<u64>().ok());
-        let repost_event = status
-            .repost_of_uid
-            .as_deref()
-            .filter(|_| opts.notify_original)
-            .map(|target| {
-                let mut v = serde_json::json!({"type": "repost", "at": status.posted,
-                "status": status, "target": target});
-                if private {
-                    v["private"] = serde_json::json!(true);
-                }
-                v.to_string()
-            });
-        let extras = serde_json::json!({
-            "reply": parent.is_some(),
-            "mention_events": mention_events,
-            "tags": tags,
-            "trend": !private,
-            "trend_ttl": TREND_BUCKET_TTL,
-            "cap": INDEX_CAP,
-            "repost": original.is_some(),
-            "repost_event": repost_event,
-            "uid": status.uid,
-        });
-        let mut conn = self.conn();
-        let mut inv = self.scripts.post_status.prepare_invoke();
-        inv.key(self.keys.status(sid))
-            .key(self.keys.user(uid))
-            .key(self.keys.profile(uid))
-            .key(self.keys.home(uid))
-            .key(self.keys.events())
-            .key(self.keys.outbox())
-            .key(match idempotency_key {
-                Some(k) => self.keys.idempotency(uid, k),
-                None => self.keys.user(uid),
-            })
-            .key(parent.map_or_else(|| self.keys.user(uid), |p| self.keys.status(p)))
-            .key(parent.map_or_else(|| self.keys.user(uid), |p| self.keys.replies(p)))
-            .key(self.keys.trend_bucket(minute));
-        self.index_keys(&mut inv, mentioned, &tags, original);
-        inv.arg(sid)
-            .arg(status.posted)
-            .arg(HOME_CAP)
-            .arg(self.replay_maxlen)
-            .arg(self.keys.channel())
-            .arg(&body)
-            .arg(op.encode())
-            .arg(self.lease_deadline())
-            .arg(if idempotency_key.is_some() { "1" } else { "0" })
-            .arg(IDEMPOTENCY_TTL)
-            .arg(&answer)
-            .arg(extras.to_string());
-        for (k, v) in status.to_fields() {
-            inv.arg(k).arg(v);
-        }
-        inv.arg("mention_uids")
-            .arg(serde_json::to_string(mentioned).unwrap_or_default());
-        let reply: Vec<String> = inv.invoke_async(&mut conn).await?;
-        match reply.first().map(String::as_str) {
-            Some("nouser") => return Err(StoreError::NotFound("user")),
-            Some("dup") => {
-                return Ok(Posted::Duplicate(
-                    reply.into_iter().nth(1).unwrap_or_default(),
-                ))
+        fields.insert("id".into(), status.id.clone());
+        fields.insert(
+            "mention_uids".into(),
+            serde_json::to_string(opts.mentioned).unwrap_or_default(),
+        );
+        let op = Op::Post {
+            fields,
+            private: opts.private,
+            mentioned: opts.mentioned.to_vec(),
+            notify_original: opts.notify_original,
+            idempotency_key: opts.idempotency_key.map(String::from),
+        };
+        let key = opts.idempotency_key.map(|k| self.keys.idempotency(uid, k));
+        let owed = match self.begin_op(&op, key.as_deref()).await? {
+            Begun::Started(owed) => owed,
+            Begun::Duplicate(first) => {
+                let Some(pending) = first.strip_prefix("pending|") else {
+                    return Ok(Posted::Duplicate(first));
+                };
+                // The first write is under way (or died): finish it, and
+                // answer with its status.
+                let owed = Owed::decode(pending)
+                    .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
+                self.complete_op(&owed).await?;
+                let Op::Post { fields, .. } = &owed.op else {
+                    return Err(StoreError::Internal("idempotency key of a non-post".into()));
+                };
+                let first = Status::from_hash(fields)
+                    .and_then(|s| serde_json::to_string(&s).ok())
+                    .unwrap_or_default();
+                return Ok(Posted::Duplicate(first));
             }
-            Some("reposted") => {
-                let id = reply.get(1).and_then(|id| id.parse().ok()).unwrap_or(0);
-                return Ok(Posted::Reposted(id));
-            }
-            _ => {}
+        };
+        match self.run_post(&owed).await? {
+            PostEnd::Created => Ok(Posted::Created),
+            PostEnd::Reposted(id) => Ok(Posted::Reposted(id)),
+            PostEnd::Missing(what) => Err(StoreError::NotFound(what)),
         }
-        for id in parent.into_iter().chain(original) {
-            self.counts_cache.forget(id);
-        }
-        self.complete_op(&op).await?;
-        Ok(Posted::Created(
-            reply.into_iter().next().unwrap_or_default(),
-        ))
     }
 
     /// Deletes a status of `uid`'s: `NotFound` if there is none, `Forbidden`
@@ -232,118 +158,20 @@ impl Store {
         let Some(status) = Status::from_hash(&h) else {
             return Err(StoreError::NotFound("status"));
         };
-        let author = parse_id(&status.uid)?;
-        if author != uid {
+        if parse_id(&status.uid)? != uid {
             return Err(StoreError::Forbidden(
                 "Only the author may delete a status.".into(),
             ));
         }
-        let parent = status
-            .reply_to
-            .as_deref()
-            .and_then(|p| p.parse::<u64>().ok());
-        let mentioned: Vec<u64> = h
-            .get("mention_uids")
-            .and_then(|m| serde_json::from_str(m).ok())
-            .unwrap_or_default();
-        let tags = unique_tags(&status.hashtags);
-        let original = status
-            .repost_of
-            .as_deref()
-            .and_then(|p| p.parse::<u64>().ok());
-        let extras = serde_json::json!({"reply": parent.is_some(), "m": mentioned.len(),
-            "tags": tags, "repost": original.is_some()});
-        let op = Op::Fanout {
-            kind: FanoutKind::Delete,
-            status_id: sid,
-            uid,
-            at: now,
-        };
-        let mut inv = self.scripts.delete_status.prepare_invoke();
-        inv.key(self.keys.status(sid))
-            .key(self.keys.user(uid))
-            .key(self.keys.profile(uid))
-            .key(self.keys.home(uid))
-            .key(self.keys.events())
-            .key(self.keys.outbox())
-            .key(self.keys.deleted(uid))
-            .key(parent.map_or_else(|| self.keys.user(uid), |p| self.keys.status(p)))
-            .key(parent.map_or_else(|| self.keys.user(uid), |p| self.keys.replies(p)))
-            .key(self.keys.trend_bucket((status.posted / 60.0) as u64))
-            .key(self.keys.likers(sid));
-        self.index_keys(&mut inv, &mentioned, &tags, original);
-        inv.arg(sid)
-            .arg(uid)
-            .arg(self.replay_maxlen)
-            .arg(self.keys.channel())
-            .arg(delete_body(sid, uid, now, private))
-            .arg(op.encode())
-            .arg(self.lease_deadline())
-            .arg(now)
-            .arg(HOME_CAP)
-            .arg(extras.to_string());
-        let reply: Vec<String> = inv.invoke_async(&mut conn).await?;
-        match reply.first().map(String::as_str) {
-            Some("ok") => {
-                let likers: Vec<u64> = reply
-                    .iter()
-                    .skip(3)
-                    .filter_map(|id| id.parse().ok())
-                    .collect();
-                if !likers.is_empty() {
-                    let mut pipe = redis::pipe();
-                    for liker in likers {
-                        pipe.zrem(self.keys.likes(liker), sid).ignore();
-                    }
-                    let _: () = pipe.query_async(&mut conn).await?;
-                }
-                self.cache.forget(sid);
-                for id in [Some(sid), parent, original].into_iter().flatten() {
-                    self.counts_cache.forget(id);
-                }
-                self.complete_op(&op).await?;
-                // Reposts of a deleted status go with it.
-                let reposts: HashMap<String, String> =
-                    conn.hgetall(self.keys.reposters(sid)).await?;
-                for (reposter, repost) in reposts {
-                    if let (Ok(reposter), Ok(repost)) = (reposter.parse(), repost.parse()) {
-                        match Box::pin(self.delete_status(repost, reposter, private, now)).await {
-                            Ok(()) | Err(StoreError::NotFound(_)) => {}
-                            Err(e) => return Err(e),
-                        }
-                    }
-                }
-                let _: () = conn.del(self.keys.reposters(sid)).await?;
-                Ok(())
-            }
-            Some("forbidden") => Err(StoreError::Forbidden(
-                "Only the author may delete a status.".into(),
-            )),
-            _ => Err(StoreError::NotFound("status")),
-        }
-    }
-
-    /// The keys of the indices a status enters when posted and leaves when
-    /// deleted, in the order the post and delete scripts read them: the
-    /// mentioned users' mentions, the hashtags' timelines, and for a repost
-    /// the original and its reposters.
-    fn index_keys(
-        &self,
-        inv: &mut redis::ScriptInvocation<'_>,
-        mentioned: &[u64],
-        tags: &[String],
-        original: Option<u64>,
-    ) {
-        for target in mentioned {
-            inv.key(self.keys.mentions(*target));
-        }
-        for tag in tags {
-            inv.key(self.keys.tag(tag));
-        }
-        if let Some(original) = original {
-            inv.key(self.keys.status(original))
-                .key(self.keys.reposters(original));
-        }
+        let owed = self
+            .start_op(Op::Delete {
+                sid,
+                uid,
+                private,
+                at: now,
+            })
+            .await?;
+        self.run_delete(&owed).await
     }
 
     /// The repost of `sid` by `uid`, if there is one.

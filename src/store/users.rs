@@ -1,6 +1,7 @@
 //! Users: registration (unique login and email), lookup by any unique field,
 //! profiles.
 
+use super::outbox::{Op, Owed};
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::User;
 use redis::AsyncCommands;
@@ -29,38 +30,52 @@ impl Store {
     }
 
     /// Creates a user; `Conflict` when the login or the email is taken.
+    /// The names are claimed first (`claim_names.lua`, which records the
+    /// rest of the sign-up in the outbox), then the user's keys are written
+    /// and the sign-up announced (`outbox`).
     pub async fn create_user(&self, new: &NewUser<'_>, signup: f64) -> StoreResult<User> {
+        let op = Op::User {
+            uid: 0,
+            login: new.login.to_string(),
+            name: new.name.to_string(),
+            email: new.email.to_string(),
+            password: new.password_hash.to_string(),
+            at: signup,
+        };
+        let json = serde_json::to_string(&op).map_err(|e| StoreError::Internal(e.to_string()))?;
         let mut conn = self.conn();
         let reply: Vec<String> = self
             .scripts
-            .create_user
+            .claim_names
             .key(self.keys.unique())
             .key(self.keys.next_uid())
-            .key(self.keys.events())
+            .key(self.keys.outbox())
+            .key(self.keys.next_op())
             .arg(new.login.to_lowercase())
             .arg(new.email.to_lowercase())
-            .arg(new.login)
-            .arg(new.name)
-            .arg(new.email)
-            .arg(new.password_hash)
-            .arg(signup.to_string())
-            .arg(self.replay_maxlen)
-            .arg(self.keys.channel())
-            .arg(self.keys.user_stem())
+            .arg(self.lease_deadline())
+            .arg(json)
             .invoke_async(&mut conn)
             .await?;
         match reply.first().map(String::as_str) {
-            Some("ok") => Ok(User {
-                id: reply.get(1).cloned().unwrap_or_default(),
-                login: new.login.to_string(),
-                name: new.name.to_string(),
-                followers: 0,
-                following: 0,
-                posts: 0,
-                signup,
-                private: false,
-                email: None,
-            }),
+            Some("ok") => {
+                let owed = reply
+                    .get(2)
+                    .and_then(|m| Owed::decode(m))
+                    .ok_or_else(|| StoreError::Internal("claim_names gave a bad member".into()))?;
+                self.run_user(&owed).await?;
+                Ok(User {
+                    id: reply.get(1).cloned().unwrap_or_default(),
+                    login: new.login.to_string(),
+                    name: new.name.to_string(),
+                    followers: 0,
+                    following: 0,
+                    posts: 0,
+                    signup,
+                    private: false,
+                    email: None,
+                })
+            }
             Some("taken") if reply.get(1).map(String::as_str) == Some("email") => Err(
                 StoreError::Conflict("email_taken", "That email is already registered.".into()),
             ),
@@ -69,7 +84,8 @@ impl Store {
                 "That login is already taken.".into(),
             )),
             _ => Err(StoreError::Internal(format!(
-                "create_user replied {reply:?}"
+                "claim_names replied {:?}",
+                reply.first()
             ))),
         }
     }

@@ -83,71 +83,165 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// A redis-server child on its own port.
+/// A free port whose cluster bus port (+10000) is free too.
+fn free_cluster_port() -> u16 {
+    loop {
+        let p = free_port();
+        if p < 55_000 && std::net::TcpListener::bind(("127.0.0.1", p + 10_000)).is_ok() {
+            return p;
+        }
+    }
+}
+
+/// Whether this test run uses a Redis Cluster (`FIREHOSE_TEST_CLUSTER=1`)
+/// wherever a test asks for "a Redis".
+pub fn cluster_run() -> bool {
+    std::env::var("FIREHOSE_TEST_CLUSTER").is_ok_and(|v| v == "1")
+}
+
+/// redis-server children on free ports: one server, or the three masters of
+/// a local Redis Cluster. Killed on drop.
 pub struct RedisServer {
-    child: Option<Child>,
+    children: Vec<Option<Child>>,
+    /// The (first) node's port.
     pub port: u16,
+    ports: Vec<u16>,
     dir: std::path::PathBuf,
     /// AOF with fsync on every write, so a restart keeps everything.
     durable: bool,
+    cluster: bool,
+    created: bool,
 }
 
 impl RedisServer {
+    /// A Redis: a single server, or a 3-master cluster in a cluster run.
     pub fn start() -> RedisServer {
-        Self::start_with_durability(false)
+        Self::launch(false, cluster_run())
     }
 
     /// A server whose data survives `restart` (AOF, fsync always).
     pub fn start_durable() -> RedisServer {
-        Self::start_with_durability(true)
+        Self::launch(true, cluster_run())
     }
 
-    fn start_with_durability(durable: bool) -> RedisServer {
+    /// A single server, whatever the run.
+    pub fn start_single() -> RedisServer {
+        Self::launch(false, false)
+    }
+
+    /// A local 3-master Redis Cluster, whatever the run.
+    pub fn start_cluster() -> RedisServer {
+        Self::launch(false, true)
+    }
+
+    fn launch(durable: bool, cluster: bool) -> RedisServer {
         ensure_redis_installed();
-        let port = free_port();
-        let dir =
-            std::env::temp_dir().join(format!("firehose-test-redis-{port}-{}", std::process::id()));
+        let ports: Vec<u16> = if cluster {
+            (0..3).map(|_| free_cluster_port()).collect()
+        } else {
+            vec![free_port()]
+        };
+        let dir = std::env::temp_dir().join(format!(
+            "firehose-test-redis-{}-{}",
+            ports[0],
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).expect("temp dir");
         let mut me = RedisServer {
-            durable,
-            child: None,
-            port,
+            children: ports.iter().map(|_| None).collect(),
+            port: ports[0],
+            ports,
             dir,
+            durable,
+            cluster,
+            created: false,
         };
         me.spawn();
+        if cluster {
+            me.create_cluster();
+        }
         me
     }
 
+    /// The (first) node's URL.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// Whether this is a cluster.
+    pub fn is_cluster(&self) -> bool {
+        self.cluster
+    }
+
+    /// The `--redis-cluster` value (every node), on a cluster.
+    pub fn cluster_spec(&self) -> Option<String> {
+        self.cluster.then(|| {
+            self.ports
+                .iter()
+                .map(|p| format!("redis://127.0.0.1:{p}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+    }
+
+    /// The command-line arguments that point a firehose process here.
+    pub fn args(&self) -> Vec<String> {
+        match self.cluster_spec() {
+            Some(spec) => vec!["--redis-cluster".into(), spec],
+            None => vec!["--redis-url".into(), self.url()],
+        }
+    }
+
     fn spawn(&mut self) {
-        let log = self.dir.join("redis.log");
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &self.port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                if self.durable { "yes" } else { "no" },
-                "--appendfsync",
-                "always",
-            ])
+        for i in 0..self.ports.len() {
+            self.spawn_node(i);
+        }
+        if self.cluster && self.created {
+            // A restart: the nodes find each other again from nodes.conf.
+            self.wait_cluster_ok();
+        }
+    }
+
+    fn spawn_node(&mut self, i: usize) {
+        let port = self.ports[i];
+        let dir = self.dir.join(port.to_string());
+        std::fs::create_dir_all(&dir).expect("node dir");
+        let log = dir.join("redis.log");
+        let mut cmd = Command::new("redis-server");
+        cmd.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            if self.durable { "yes" } else { "no" },
+            "--appendfsync",
+            "always",
+        ]);
+        if self.cluster {
+            cmd.args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-node-timeout",
+                "5000",
+                "--cluster-require-full-coverage",
+                "no",
+            ]);
+        }
+        let child = cmd
             .arg("--dir")
-            .arg(&self.dir)
+            .arg(&dir)
             .arg("--logfile")
             .arg(&log)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server starts");
-        self.child = Some(child);
+        self.children[i] = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
                 Instant::now() < deadline,
                 "redis-server did not start; log: {}",
@@ -156,7 +250,7 @@ impl RedisServer {
             std::thread::sleep(Duration::from_millis(10));
         }
         // Accepting connections is not serving: an AOF may still be loading.
-        let client = redis::Client::open(self.url()).expect("redis url");
+        let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("redis url");
         loop {
             let pong = client
                 .get_connection()
@@ -172,26 +266,148 @@ impl RedisServer {
         }
     }
 
-    /// Kills the server (data is lost unless it was started durable).
-    pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+    /// `redis-cli --cluster create` over the nodes: three masters, no replicas.
+    fn create_cluster(&mut self) {
+        let nodes: Vec<String> = self
+            .ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        let out = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(&nodes)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli runs");
+        assert!(
+            out.status.success(),
+            "redis-cli --cluster create failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        self.created = true;
+        self.wait_cluster_ok();
+    }
+
+    /// Waits until every node that runs reports `cluster_state:ok` and
+    /// knows every slot's owner.
+    fn wait_cluster_ok(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for (i, port) in self.ports.iter().enumerate() {
+            if self.children[i].is_none() {
+                continue;
+            }
+            let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).unwrap();
+            loop {
+                let info: String = client
+                    .get_connection()
+                    .and_then(|mut c| redis::cmd("CLUSTER").arg("INFO").query(&mut c))
+                    .unwrap_or_default();
+                if info.contains("cluster_state:ok") && info.contains("cluster_slots_ok:16384") {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "the cluster never became ok");
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     }
 
-    /// Starts it again on the same port.
+    /// Kills the server(s) (data is lost unless started durable).
+    pub fn stop(&mut self) {
+        for child in &mut self.children {
+            if let Some(mut child) = child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+
+    /// Starts it again on the same port(s).
     pub fn restart(&mut self) {
         self.stop();
         self.spawn();
     }
 
-    /// A synchronous connection for poking at keys.
-    pub fn conn(&self) -> redis::Connection {
-        redis::Client::open(self.url())
-            .unwrap()
-            .get_connection()
-            .unwrap()
+    /// A plain connection to every node (for node-level commands: CLIENT
+    /// KILL, INFO).
+    pub fn node_conns(&self) -> Vec<redis::Connection> {
+        self.ports
+            .iter()
+            .map(|p| {
+                redis::Client::open(format!("redis://127.0.0.1:{p}"))
+                    .unwrap()
+                    .get_connection()
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    /// A synchronous connection for poking at keys (cluster-aware in a
+    /// cluster; pipelines there must stay within one slot).
+    pub fn conn(&self) -> Poke {
+        match self.cluster_spec() {
+            Some(_) => Poke::Cluster(Box::new(
+                redis::cluster::ClusterClient::new(
+                    self.ports
+                        .iter()
+                        .map(|p| format!("redis://127.0.0.1:{p}"))
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap()
+                .get_connection()
+                .unwrap(),
+            )),
+            None => Poke::Single(
+                redis::Client::open(self.url())
+                    .unwrap()
+                    .get_connection()
+                    .unwrap(),
+            ),
+        }
+    }
+}
+
+/// A synchronous connection to the test Redis or cluster.
+pub enum Poke {
+    Single(redis::Connection),
+    Cluster(Box<redis::cluster::ClusterConnection>),
+}
+
+impl redis::ConnectionLike for Poke {
+    fn req_packed_command(&mut self, cmd: &[u8]) -> redis::RedisResult<redis::Value> {
+        match self {
+            Poke::Single(c) => c.req_packed_command(cmd),
+            Poke::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands(
+        &mut self,
+        cmd: &[u8],
+        offset: usize,
+        count: usize,
+    ) -> redis::RedisResult<Vec<redis::Value>> {
+        match self {
+            Poke::Single(c) => c.req_packed_commands(cmd, offset, count),
+            Poke::Cluster(c) => c.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+
+    fn check_connection(&mut self) -> bool {
+        match self {
+            Poke::Single(c) => c.check_connection(),
+            Poke::Cluster(c) => c.check_connection(),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        match self {
+            Poke::Single(c) => c.is_open(),
+            Poke::Cluster(c) => c.is_open(),
+        }
     }
 }
 
@@ -216,6 +432,7 @@ pub struct TestApp {
 pub fn test_config(redis: &RedisServer) -> Config {
     let mut cfg = Config::defaults();
     cfg.redis_url = Some(redis.url());
+    cfg.redis_cluster = redis.cluster_spec();
     cfg.jwt_secret = Some("test-secret-test-secret-test-secret".into());
     cfg.cleanup_interval = 0.05;
     cfg.rate_limits = firehose::config::Switch::Off;
@@ -469,13 +686,23 @@ pub async fn bulk_follow(app: &TestApp, followers: &[u64], target: u64) {
 
 /// How many of `users` have `status_id` in their home timeline.
 pub fn homes_with(app: &TestApp, users: &[u64], status_id: &str) -> usize {
+    use redis::Commands;
     let mut conn = app.redis.conn();
+    let key = |u: &u64| format!("{}:user:{{{u}}}:home", app.cfg.key_prefix);
+    if app.redis.is_cluster() {
+        // Homes live on every node: one command each.
+        return users
+            .iter()
+            .filter(|u| {
+                conn.zscore::<_, _, Option<f64>>(key(u), status_id)
+                    .unwrap()
+                    .is_some()
+            })
+            .count();
+    }
     let mut pipe = redis::pipe();
     for u in users {
-        pipe.zscore(
-            format!("{}:user:{{{u}}}:home", app.cfg.key_prefix),
-            status_id,
-        );
+        pipe.zscore(key(u), status_id);
     }
     let scores: Vec<Option<f64>> = pipe.query(&mut conn).unwrap();
     scores.iter().filter(|s| s.is_some()).count()
@@ -509,7 +736,17 @@ impl TestApp {
         token: Option<&str>,
         headers: &[(&str, &str)],
     ) -> StreamClient {
-        let mut req = self.http.get(self.url(path));
+        self.stream_url(&self.url(path), token, headers).await
+    }
+
+    /// A stream from any server (another process, say).
+    pub async fn stream_url(
+        &self,
+        url: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> StreamClient {
+        let mut req = self.http.get(url);
         if let Some(t) = token {
             req = req.bearer_auth(t);
         }
@@ -668,21 +905,16 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `firehose serve` on a free port against `redis_url` and waits
     /// until it answers /readyz.
-    pub async fn serve(redis_url: &str, env: &[(&str, &str)]) -> ServerProcess {
+    pub async fn serve(redis: &RedisServer, env: &[(&str, &str)]) -> ServerProcess {
         let port = free_port();
         let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_firehose"));
-        cmd.args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--redis-url",
-            redis_url,
-        ])
-        .env("FIREHOSE_JWT_SECRET", "test-secret-test-secret-test-secret")
-        .env("FIREHOSE_RATE_LIMITS", "off")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true);
+        cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(redis.args())
+            .env("FIREHOSE_JWT_SECRET", "test-secret-test-secret-test-secret")
+            .env("FIREHOSE_RATE_LIMITS", "off")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true);
         for (k, v) in env {
             cmd.env(k, v);
         }

@@ -1,40 +1,45 @@
 -- follow_source: step 1 of follow/unfollow, on the follower's own keys.
 --
 -- The follower's `following` ZSET is the authority on the relationship. This
--- step changes it, recounts `following` as its ZCARD (so the counter always
--- equals the set size), stamps the change with a sequence number from the
--- follower's own counter and, for a change, records steps 2 and 3 in the
--- outbox, so a process or client that goes away after this step leaves the
--- rest (and the event) to a worker. Step 2 on the followee's keys applies
--- changes only in sequence order, so racing follow/unfollow pairs converge
--- on whatever this step decided last. Atomic because the change, the
--- recount, the stamp and the outbox entry run as one script; idempotent
--- because a repeated follow or unfollow changes nothing and still returns
--- the current stamp.
---
--- Keys: the follower's keys (one slot) and the global outbox.
+-- step changes it and recounts `following` as its ZCARD (so the counter
+-- always equals the set size). The change's sequence number is its outbox
+-- op number (op_begin, taken before this step), and a change applies only
+-- if no later change between the same two users applied already: a worker
+-- finishing a dead request's follow cannot undo an unfollow made since.
+-- Step 2 on the followee's keys applies changes in the same sequence order,
+-- so racing follow/unfollow pairs converge on whatever this step decided
+-- last. Atomic because the check, the change, the recount and the stamp run
+-- as one script; idempotent because a repeated change changes nothing.
+-- One slot: the follower's keys.
 --
 -- KEYS[1] follower's following ZSET  KEYS[2] follower's user HASH
--- KEYS[3] outbox ZSET
+-- KEYS[3] follower's applied-change HASH (followee -> sequence)
 -- ARGV[1] followee id  ARGV[2] "1" follow / "0" unfollow  ARGV[3] now
--- ARGV[4] outbox op prefix ("follow|source|target|flag|")
--- ARGV[5] lease deadline
--- Returns {changed 0/1, sequence, following count, outbox op or ""}.
+-- ARGV[4] the sequence
+-- The last applied sequence is kept per followee, and beside it (field
+-- `c:<followee>`) the sequence of the last change that changed something,
+-- so a second run of that change (a worker finishing it) still reports it
+-- as changed and its event is not lost.
+-- Returns {changed 0/1, applied 0/1 (0: a later change won), following}.
+local last = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
+local seq = tonumber(ARGV[4])
+if seq == last then
+  local c = redis.call('HGET', KEYS[3], 'c:' .. ARGV[1])
+  return {c == ARGV[4] and 1 or 0, 1, redis.call('ZCARD', KEYS[1])}
+end
+if seq < last then
+  return {0, 0, redis.call('ZCARD', KEYS[1])}
+end
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
 local changed
 if ARGV[2] == '1' then
   changed = redis.call('ZADD', KEYS[1], 'NX', ARGV[3], ARGV[1])
 else
   changed = redis.call('ZREM', KEYS[1], ARGV[1])
 end
+if changed == 1 then
+  redis.call('HSET', KEYS[3], 'c:' .. ARGV[1], ARGV[4])
+end
 local count = redis.call('ZCARD', KEYS[1])
 redis.call('HSET', KEYS[2], 'following', count)
-local seq
-local op = ''
-if changed == 1 then
-  seq = redis.call('HINCRBY', KEYS[2], 'follow_seq', 1)
-  op = ARGV[4] .. seq .. '|' .. ARGV[3]
-  redis.call('ZADD', KEYS[3], ARGV[5], op)
-else
-  seq = tonumber(redis.call('HGET', KEYS[2], 'follow_seq') or '0')
-end
-return {changed, seq, count, op}
+return {changed, 1, count}

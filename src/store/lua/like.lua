@@ -1,35 +1,39 @@
--- like: a user likes (or stops liking) a status.
+-- like: a user likes (or stops liking) a status: the step on the status's
+-- keys, the authority on who likes it.
 --
--- Atomic: the likers set, the user's liked list and the status's `likes`
--- count (recomputed as ZCARD of the likers, so it never drifts) change
--- together, and the like event is emitted only by the call that added the
--- like, so repeated likes are idempotent and announced once.
+-- Atomic: the likers set and the status's `likes` count (recomputed as
+-- ZCARD of the likers, so it never drifts) change together. The change's
+-- sequence is its outbox op number, and it applies only if no later change
+-- by the same user applied already, so a worker finishing a dead request's
+-- like cannot undo a later unlike. One slot: the status's keys (the user's
+-- own list of likes follows in its own step).
 --
--- Keys: the status and its likers, the user's likes (user slot), the global
--- event buffer.
---
--- KEYS[1] status HASH  KEYS[2] likers ZSET  KEYS[3] user's likes ZSET
--- KEYS[4] events STREAM
--- ARGV[1] user id  ARGV[2] status id  ARGV[3] now  ARGV[4] "1" like / "0" unlike
--- ARGV[5] MAXLEN  ARGV[6] channel  ARGV[7] like event body JSON without "id"
+-- KEYS[1] status HASH  KEYS[2] likers ZSET  KEYS[3] like sequences HASH
+-- ARGV[1] user id  ARGV[2] sequence  ARGV[3] now  ARGV[4] "1" like / "0" unlike
 -- Returns {changed 0/1, likes} or {"missing"}.
-if redis.call('EXISTS', KEYS[1]) == 0 then
+if redis.call('HEXISTS', KEYS[1], 'id') == 0 or redis.call('HEXISTS', KEYS[1], 'deleted') == 1 then
   return {'missing'}
 end
-local changed
-if ARGV[4] == '1' then
-  changed = redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1])
-  if changed == 1 then
-    redis.call('ZADD', KEYS[3], ARGV[3], ARGV[2])
+local last = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
+local seq = tonumber(ARGV[2])
+local changed = 0
+if seq == last then
+  -- A second run of the last change: reported as changed if it changed
+  -- something (field `c:<uid>`), so its event is not lost.
+  if redis.call('HGET', KEYS[3], 'c:' .. ARGV[1]) == ARGV[2] then
+    changed = 1
   end
-else
-  changed = redis.call('ZREM', KEYS[2], ARGV[1])
-  redis.call('ZREM', KEYS[3], ARGV[2])
+elseif seq > last then
+  redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+  if ARGV[4] == '1' then
+    changed = redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1])
+  else
+    changed = redis.call('ZREM', KEYS[2], ARGV[1])
+  end
+  if changed == 1 then
+    redis.call('HSET', KEYS[3], 'c:' .. ARGV[1], ARGV[2])
+  end
 end
 local likes = redis.call('ZCARD', KEYS[2])
 redis.call('HSET', KEYS[1], 'likes', likes)
-if changed == 1 and ARGV[4] == '1' then
-  local eid = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[5], '*', 'e', ARGV[7])
-  redis.call('PUBLISH', ARGV[6], '{"id":"' .. eid .. '",' .. ARGV[7]:sub(2))
-end
 return {changed, likes}

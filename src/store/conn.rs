@@ -1,0 +1,196 @@
+//! One connection type for a single Redis and for a Redis Cluster.
+//!
+//! [`Conn`] implements `redis::aio::ConnectionLike`, so every command,
+//! pipeline and script call in the store is written once. On a cluster,
+//! commands go to the node that owns their key's slot (the redis crate's
+//! cluster client follows MOVED and ASK), and a script must name keys of one
+//! slot only (ours do: see `lua/`). A pipeline whose commands span slots is
+//! cut into one pipeline per slot, sent concurrently, and its replies put
+//! back in the caller's order: a cross-slot pipeline therefore has no order
+//! between its slots, and code that needs "this, then that" across slots
+//! sends two pipelines. `MULTI` pipelines must stay within one slot.
+
+use futures::future::try_join_all;
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
+use redis::{Arg, Cmd, Pipeline, RedisFuture, RedisResult, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::OnceCell;
+
+/// A cluster connection opened at first use (and retried at the next use
+/// when the cluster could not be reached), shared by every clone.
+#[derive(Clone)]
+pub struct LazyCluster {
+    inner: Arc<(ClusterClient, OnceCell<ClusterConnection>)>,
+}
+
+impl LazyCluster {
+    /// A lazy connection to the cluster of these seed nodes, with this
+    /// response timeout.
+    pub fn new(nodes: &[String], response_timeout: Duration) -> RedisResult<Self> {
+        let client = ClusterClient::builder(nodes.to_vec())
+            .connection_timeout(Duration::from_secs(2))
+            .response_timeout(response_timeout)
+            .retries(3)
+            .max_retry_wait(500)
+            .build()?;
+        Ok(LazyCluster {
+            inner: Arc::new((client, OnceCell::new())),
+        })
+    }
+
+    async fn get(&self) -> RedisResult<ClusterConnection> {
+        let (client, conn) = &*self.inner;
+        conn.get_or_try_init(|| client.get_async_connection())
+            .await
+            .cloned()
+    }
+}
+
+/// A connection to Redis or to a Redis Cluster: cheap to clone, reconnects
+/// by itself.
+#[derive(Clone)]
+pub enum Conn {
+    /// One Redis server.
+    Single(ConnectionManager),
+    /// A Redis Cluster.
+    Cluster(LazyCluster),
+}
+
+/// CRC16-XMODEM (polynomial 0x1021), the checksum Redis Cluster slots use.
+fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in bytes {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc
+}
+
+/// The cluster slot of a key: of its hash tag (the first non-empty `{...}`)
+/// when it has one, else of the whole key.
+pub fn slot(key: &[u8]) -> u16 {
+    let tagged = key.iter().position(|&b| b == b'{').and_then(|open| {
+        let rest = &key[open + 1..];
+        rest.iter()
+            .position(|&b| b == b'}')
+            .filter(|&close| close > 0)
+            .map(|close| &rest[..close])
+    });
+    crc16(tagged.unwrap_or(key)) % 16384
+}
+
+/// The slot of a command's first key (`None`: a keyless command). Covers the
+/// commands the store pipelines: the key is the first argument, or for
+/// EVAL/EVALSHA the first after the key count.
+fn slot_of(cmd: &Cmd) -> Option<u16> {
+    let args: Vec<&[u8]> = cmd
+        .args_iter()
+        .filter_map(|a| match a {
+            Arg::Simple(bytes) => Some(bytes),
+            _ => None,
+        })
+        .collect();
+    let name = args.first()?.to_ascii_uppercase();
+    let key = match name.as_slice() {
+        b"EVAL" | b"EVALSHA" => {
+            let n: usize = std::str::from_utf8(args.get(2)?).ok()?.parse().ok()?;
+            (n > 0).then(|| args.get(3)).flatten()?
+        }
+        b"PING" | b"MULTI" | b"EXEC" | b"SCRIPT" | b"INFO" | b"CONFIG" | b"TIME" => return None,
+        _ => args.get(1)?,
+    };
+    Some(slot(key))
+}
+
+/// Sends a non-transactional pipeline over a cluster: as is when its
+/// commands share one slot, else one sub-pipeline per slot, concurrently,
+/// with the replies reassembled in the pipeline's order.
+async fn cluster_pipeline(
+    conn: &mut ClusterConnection,
+    pipeline: &Pipeline,
+    offset: usize,
+    count: usize,
+) -> RedisResult<Vec<Value>> {
+    let routes: Vec<Option<u16>> = pipeline.cmd_iter().map(slot_of).collect();
+    let first = routes.iter().flatten().next().copied();
+    if pipeline.is_transaction() || routes.iter().flatten().all(|r| Some(*r) == first) {
+        return conn.req_packed_commands(pipeline, offset, count).await;
+    }
+    // Keyless commands ride with the first group.
+    let mut groups: HashMap<Option<u16>, (Pipeline, Vec<usize>)> = HashMap::new();
+    for (i, (cmd, route)) in pipeline.cmd_iter().zip(&routes).enumerate() {
+        let (sub, at) = groups.entry(route.or(first)).or_default();
+        sub.add_command(cmd.clone());
+        at.push(i);
+    }
+    let replies = try_join_all(groups.into_values().map(|(sub, at)| {
+        let mut conn = conn.clone();
+        async move {
+            let values = conn.req_packed_commands(&sub, 0, sub.len()).await?;
+            Ok::<_, redis::RedisError>((values, at))
+        }
+    }))
+    .await?;
+    let mut out = vec![Value::Nil; pipeline.len()];
+    for (values, at) in replies {
+        for (v, i) in values.into_iter().zip(at) {
+            out[i] = v;
+        }
+    }
+    Ok(out.into_iter().skip(offset).take(count).collect())
+}
+
+impl ConnectionLike for Conn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Conn::Single(c) => c.req_packed_command(cmd),
+            Conn::Cluster(lazy) => Box::pin(async move {
+                let mut conn = lazy.get().await?;
+                conn.req_packed_command(cmd).await
+            }),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Conn::Cluster(lazy) => Box::pin(async move {
+                let mut conn = lazy.get().await?;
+                cluster_pipeline(&mut conn, pipeline, offset, count).await
+            }),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slot;
+
+    #[test]
+    fn slots_follow_redis_cluster() {
+        // Values from CLUSTER KEYSLOT on Redis 7.
+        assert_eq!(slot(b"foo"), 12182);
+        assert_eq!(slot(b"user:{42}:home"), slot(b"42"));
+        assert_eq!(slot(b"{}x"), slot(b"{}x"));
+        assert_eq!(slot(b"123456789"), 0x31C3);
+    }
+}
