@@ -240,8 +240,24 @@ impl RedisServer {
             .spawn()
             .expect("redis-server starts");
         self.children[i] = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            // Another test took the port (or its bus port) between our
+            // check and the spawn: before the cluster exists, take others.
+            let exited = self.children[i]
+                .as_mut()
+                .is_some_and(|c| c.try_wait().ok().flatten().is_some());
+            if exited && !self.created {
+                self.ports[i] = if self.cluster {
+                    free_cluster_port()
+                } else {
+                    free_port()
+                };
+                if i == 0 {
+                    self.port = self.ports[0];
+                }
+                return self.spawn_node(i);
+            }
             assert!(
                 Instant::now() < deadline,
                 "redis-server did not start; log: {}",
