@@ -234,6 +234,19 @@ impl Store {
         Ok((retired == 1).then_some(eid))
     }
 
+    /// Retires an entry emitting these events (no fan-out, no answer).
+    async fn finish_with(&self, owed: &Owed, events: Vec<String>) -> StoreResult<()> {
+        self.finish_op(
+            owed,
+            Finish {
+                events,
+                ..Finish::default()
+            },
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Runs an outbox entry's chain to its end. Safe to run more than once
     /// for the same entry, concurrently too (every step is idempotent and
     /// only the call that retires the entry emits and queues).
@@ -289,14 +302,7 @@ impl Store {
         let body = json!({"type": "user", "at": at, "user": {"id": uid.to_string(),
             "login": login, "name": name, "followers": 0, "following": 0, "posts": 0,
             "signup": at}});
-        self.finish_op(
-            owed,
-            Finish {
-                events: vec![body.to_string()],
-                ..Finish::default()
-            },
-        )
-        .await?;
+        self.finish_with(owed, vec![body.to_string()]).await?;
         Ok(())
     }
 
@@ -679,14 +685,7 @@ impl Store {
         } else {
             Vec::new()
         };
-        self.finish_op(
-            owed,
-            Finish {
-                events,
-                ..Finish::default()
-            },
-        )
-        .await?;
+        self.finish_with(owed, events).await?;
         Ok(changed == 1)
     }
 
@@ -745,14 +744,7 @@ impl Store {
             }
             events.push(body.to_string());
         }
-        self.finish_op(
-            owed,
-            Finish {
-                events,
-                ..Finish::default()
-            },
-        )
-        .await?;
+        self.finish_with(owed, events).await?;
         Ok((changed == 1, likes))
     }
 
@@ -798,14 +790,7 @@ impl Store {
         } else {
             Vec::new()
         };
-        self.finish_op(
-            owed,
-            Finish {
-                events,
-                ..Finish::default()
-            },
-        )
-        .await?;
+        self.finish_with(owed, events).await?;
         Ok(changed == 1)
     }
 
