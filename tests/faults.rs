@@ -116,7 +116,13 @@ async fn a_server_killed_mid_burst_leaves_its_fanout_to_the_next_process() {
          {missing_before} (status, follower) pairs missing right after the kill, {missing} after restart"
     );
     assert!(stored >= 20);
-    assert_eq!(stored_after, stored);
+    // A post recorded in the outbox but not yet stored when the process
+    // died is finished by the next one (its chain runs from the record):
+    // nothing stored goes, and at most the owed writes are added.
+    assert!(
+        stored <= stored_after && stored_after <= stored + owed as usize,
+        "{stored} stored at the kill, {owed} owed, {stored_after} after"
+    );
     assert_eq!(missing, 0);
     second.kill9().await;
 }
