@@ -111,6 +111,8 @@ pub struct RedisServer {
     durable: bool,
     cluster: bool,
     created: bool,
+    /// Its ports are fixed: a restart must come back on them.
+    started: bool,
 }
 
 impl RedisServer {
@@ -155,11 +157,13 @@ impl RedisServer {
             durable,
             cluster,
             created: false,
+            started: false,
         };
         me.spawn();
         if cluster {
             me.create_cluster();
         }
+        me.started = true;
         me
     }
 
@@ -203,6 +207,10 @@ impl RedisServer {
     }
 
     fn spawn_node(&mut self, i: usize) {
+        self.spawn_node_by(i, Instant::now() + Duration::from_secs(60));
+    }
+
+    fn spawn_node_by(&mut self, i: usize, deadline: Instant) {
         let port = self.ports[i];
         let dir = self.dir.join(port.to_string());
         std::fs::create_dir_all(&dir).expect("node dir");
@@ -240,14 +248,28 @@ impl RedisServer {
             .spawn()
             .expect("redis-server starts");
         self.children[i] = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            // Another test took the port (or its bus port) between our
-            // check and the spawn: before the cluster exists, take others.
+        // Accepting connections is not serving (an AOF may still be
+        // loading), and a port that answers may be another process's: the
+        // node is up when it names our directory and answers PING.
+        let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("redis url");
+        loop {
             let exited = self.children[i]
                 .as_mut()
                 .is_some_and(|c| c.try_wait().ok().flatten().is_some());
-            if exited && !self.created {
+            if exited {
+                // Another process took the port (or its bus port) between
+                // our check and the spawn: before the cluster exists, take
+                // others.
+                if self.started {
+                    // A restart keeps its port: try it again until it is free.
+                    assert!(
+                        Instant::now() < deadline,
+                        "redis-server on {port} exited at restart; log: {}",
+                        std::fs::read_to_string(&log).unwrap_or_default()
+                    );
+                    std::thread::sleep(Duration::from_millis(100));
+                    return self.spawn_node_by(i, deadline);
+                }
                 self.ports[i] = if self.cluster {
                     free_cluster_port()
                 } else {
@@ -256,27 +278,29 @@ impl RedisServer {
                 if i == 0 {
                     self.port = self.ports[0];
                 }
-                return self.spawn_node(i);
+                return self.spawn_node_by(i, deadline);
+            }
+            // Ours when it names our directory (another test's Redis on a
+            // reused port would name its own).
+            let served: redis::RedisResult<Vec<String>> = client
+                .get_connection_with_timeout(Duration::from_secs(1))
+                .and_then(|mut c| {
+                    c.set_read_timeout(Some(Duration::from_secs(1)))?;
+                    let pair = redis::cmd("CONFIG").arg("GET").arg("dir").query(&mut c)?;
+                    // PING waits out an AOF that is still loading.
+                    redis::cmd("PING").query::<String>(&mut c)?;
+                    Ok(pair)
+                });
+            if let Ok(pair) = served {
+                let ours = std::fs::canonicalize(&dir).ok();
+                if pair.get(1).map(std::path::PathBuf::from) == ours {
+                    return;
+                }
             }
             assert!(
                 Instant::now() < deadline,
-                "redis-server did not start; log: {}",
+                "redis-server on {port} did not start serving; log: {}",
                 std::fs::read_to_string(&log).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        // Accepting connections is not serving: an AOF may still be loading.
-        let client = redis::Client::open(format!("redis://127.0.0.1:{port}")).expect("redis url");
-        loop {
-            let pong = client
-                .get_connection()
-                .and_then(|mut c| redis::cmd("PING").query::<String>(&mut c));
-            if pong.is_ok() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not finish loading"
             );
             std::thread::sleep(Duration::from_millis(10));
         }
