@@ -82,13 +82,18 @@ pub async fn run(
     let secret = jwt_secret(&cfg, &store, &mut shutdown.clone()).await?;
     let (hub, mut tasks) = Hub::start(store.clone(), shutdown.clone());
     tasks.extend(workers::spawn(&store, &cfg, &shutdown));
+    let limits = Arc::new(StreamLimits::new(
+        store.clone(),
+        std::time::Duration::from_secs(cfg.stream_lease_secs),
+    ));
+    tasks.push(tokio::spawn(limits.clone().renew(shutdown.clone())));
     let state = AppState {
         jwt: Arc::new(Jwt::new(&secret)),
         cfg: Arc::new(cfg.clone()),
         store,
         hub,
         passwords: Passwords::default(),
-        limits: Arc::new(StreamLimits::default()),
+        limits: limits.clone(),
         rate: Arc::new(crate::limits::Limits::new(&cfg)),
         shutdown: shutdown.clone(),
     };

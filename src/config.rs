@@ -147,6 +147,12 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_MAX_STREAMS_PER_USER", default_value_t = 5)]
     pub max_streams_per_user: usize,
 
+    /// Seconds a stream's slot in that limit is leased for in Redis; each
+    /// server renews its own every third of it, so the slots of a server
+    /// that died are free again after at most this long.
+    #[arg(long, env = "FIREHOSE_STREAM_LEASE", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub stream_lease_secs: u64,
+
     /// Seconds between SSE keep-alive comments and WebSocket pings.
     #[arg(long, env = "FIREHOSE_KEEPALIVE", default_value_t = 15)]
     pub keepalive_secs: u64,

@@ -711,3 +711,59 @@ async fn two_servers_and_a_worker_on_a_cluster_behave_as_one() {
     );
     let _ = worker.start_kill();
 }
+
+#[tokio::test]
+async fn the_stream_limit_counts_every_server_and_a_killed_servers_slots_lapse() {
+    // Two slots per user, leased for 2 s and renewed by each server.
+    let app = TestApp::start_with(|c| {
+        c.max_streams_per_user = 2;
+        c.stream_lease_secs = 2;
+    })
+    .await;
+    let env = [
+        ("FIREHOSE_MAX_STREAMS_PER_USER", "2"),
+        ("FIREHOSE_STREAM_LEASE", "2"),
+    ];
+    let b = ServerProcess::serve(&app.redis, &env).await;
+    let (_, token) = app.user("roamer").await;
+    let path = "/api/v1/stream/user";
+    let mut on_b = Vec::new();
+    for _ in 0..2 {
+        let s = app.stream_url(&b.url(path), Some(&token), &[]).await;
+        assert_eq!(s.status, reqwest::StatusCode::OK);
+        on_b.push(s);
+    }
+    let refused = app.stream(path, Some(&token), &[]).await;
+    assert_eq!(refused.status, reqwest::StatusCode::TOO_MANY_REQUESTS);
+    // Past two lease lengths, B's renewals still hold both slots.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let refused = app.stream(path, Some(&token), &[]).await;
+    assert_eq!(refused.status, reqwest::StatusCode::TOO_MANY_REQUESTS);
+    // B dies without a word: its slots lapse within a lease.
+    b.kill9().await;
+    let killed = std::time::Instant::now();
+    let mut on_a = Vec::new();
+    while on_a.len() < 2 {
+        assert!(
+            killed.elapsed() < Duration::from_secs(30),
+            "the dead server's slots never lapsed"
+        );
+        let s = app.stream(path, Some(&token), &[]).await;
+        if s.status == reqwest::StatusCode::OK {
+            on_a.push(s);
+        } else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let lapsed = killed.elapsed();
+    println!("stream slots held by a SIGKILLed server free again after {lapsed:?} (lease 2 s)");
+    assert!(
+        app.stream(path, Some(&token), &[]).await.status == reqwest::StatusCode::TOO_MANY_REQUESTS
+    );
+    // Closing a stream gives its slot back at once, not after the lease.
+    on_a.pop();
+    app.eventually("a closed stream's slot is free", || async {
+        app.stream(path, Some(&token), &[]).await.status == reqwest::StatusCode::OK
+    })
+    .await;
+}

@@ -51,6 +51,11 @@ impl Keys {
     pub fn secret(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:secret", self.prefix)
     }
+    /// ZSET: the user's open streams, on every server (member -> lease
+    /// lapses at, ms).
+    pub fn stream_leases(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:streams", self.prefix)
+    }
     /// ZSET: the home timeline (status id -> posted).
     pub fn home(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:home", self.prefix)

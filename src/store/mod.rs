@@ -7,6 +7,7 @@
 //! - [`follows`]: follow and unfollow as idempotent per-user steps.
 //! - [`fanout`]: the durable fan-out queue and its batches.
 //! - [`likes`]: likes and who likes a status.
+//! - [`leases`]: the per-user concurrent-stream slots, leased.
 //! - [`events`]: the replay buffer (reading history) and event emission.
 //!
 //! Each Lua script is a `lua/<name>.lua` file whose header says why it is
@@ -18,6 +19,7 @@ pub mod events;
 pub mod fanout;
 pub mod follows;
 pub mod keys;
+pub mod leases;
 pub mod likes;
 pub mod outbox;
 pub mod requests;
@@ -81,6 +83,7 @@ pub struct Scripts {
     pub(crate) fanout_ack: Script,
     pub(crate) outbox_claim: Script,
     pub(crate) like: Script,
+    pub(crate) stream_lease: Script,
 }
 
 impl Scripts {
@@ -107,6 +110,7 @@ impl Scripts {
             fanout_ack: Script::new(include_str!("lua/fanout_ack.lua")),
             outbox_claim: Script::new(include_str!("lua/outbox_claim.lua")),
             like: Script::new(include_str!("lua/like.lua")),
+            stream_lease: Script::new(include_str!("lua/stream_lease.lua")),
         }
     }
 }
