@@ -153,6 +153,12 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_STREAM_LEASE", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub stream_lease_secs: u64,
 
+    /// Addresses of reverse proxies (comma-separated IPs) whose
+    /// `X-Forwarded-For` names the client for the per-address limits; from
+    /// any other peer the header is ignored.
+    #[arg(long, env = "FIREHOSE_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+
     /// Seconds between SSE keep-alive comments and WebSocket pings.
     #[arg(long, env = "FIREHOSE_KEEPALIVE", default_value_t = 15)]
     pub keepalive_secs: u64,

@@ -176,6 +176,25 @@ impl Bucket {
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub IpAddr);
 
+impl ClientAddr {
+    /// The client behind `peer`: `peer` itself, or, when `peer` is one of
+    /// the `trusted` proxies, the nearest address in `X-Forwarded-For` that
+    /// is not a trusted proxy (the header is read right to left, since a
+    /// client can write anything at its left end).
+    pub fn of(peer: IpAddr, trusted: &[IpAddr], forwarded: Option<&[u8]>) -> ClientAddr {
+        if !trusted.contains(&peer) {
+            return ClientAddr(peer);
+        }
+        let nearest = forwarded
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .into_iter()
+            .flat_map(|h| h.rsplit(','))
+            .map_while(|a| a.trim().parse::<IpAddr>().ok())
+            .find(|a| !trusted.contains(a));
+        ClientAddr(nearest.unwrap_or(peer))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,5 +207,28 @@ mod tests {
         }
         assert_eq!(limiter.take(&1u64), Err(1));
         assert_eq!(limiter.take(&2u64), Ok(()), "keys are separate");
+    }
+
+    #[test]
+    fn forwarded_for_counts_only_from_a_trusted_proxy() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let proxy = [ip("10.0.0.1"), ip("10.0.0.2")];
+        let of =
+            |peer: &str, h: Option<&str>| ClientAddr::of(ip(peer), &proxy, h.map(str::as_bytes)).0;
+        // A direct client cannot choose its address.
+        assert_eq!(of("203.0.113.9", Some("1.2.3.4")), ip("203.0.113.9"));
+        // Behind the proxy: the nearest untrusted hop, not what the client wrote.
+        assert_eq!(
+            of("10.0.0.1", Some("6.6.6.6, 198.51.100.7")),
+            ip("198.51.100.7")
+        );
+        assert_eq!(
+            of("10.0.0.1", Some("198.51.100.7, 10.0.0.2")),
+            ip("198.51.100.7")
+        );
+        assert_eq!(of("10.0.0.1", Some("2001:db8::1")), ip("2001:db8::1"));
+        // Missing or garbled: the proxy itself.
+        assert_eq!(of("10.0.0.1", None), ip("10.0.0.1"));
+        assert_eq!(of("10.0.0.1", Some("garbage")), ip("10.0.0.1"));
     }
 }

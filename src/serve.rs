@@ -255,12 +255,14 @@ async fn connection(
         },
         write_timeout,
     );
-    let peer = peer.map(ClientAddr);
+    let trusted = state.cfg.trusted_proxies.clone();
     let service = TowerToHyperService::new(router.map_request(
         move |req: axum::http::Request<hyper::body::Incoming>| {
             let mut req = req.map(Body::new);
             if let Some(peer) = peer {
-                req.extensions_mut().insert(peer);
+                let forwarded = req.headers().get("x-forwarded-for").map(|v| v.as_bytes());
+                let client = ClientAddr::of(peer, &trusted, forwarded);
+                req.extensions_mut().insert(client);
             }
             req
         },

@@ -3,13 +3,12 @@
 
 mod common;
 
-use common::{Msg, StreamClient, TestApp};
+use common::{ws_connect, ws_next, ws_send, Msg, StreamClient, TestApp};
 use futures::{SinkExt, StreamExt};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 const SHORT: Duration = Duration::from_millis(400);
@@ -990,40 +989,6 @@ async fn shutdown_sends_disconnect_to_every_client_before_closing() {
         assert!(c.ended_within(Duration::from_secs(5)).await);
     }
     stopping.await.unwrap();
-}
-
-type Ws =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn ws_connect(app: &TestApp, path: &str, token: &str) -> Ws {
-    let mut req = format!("ws://{}{}", app.addr, path)
-        .into_client_request()
-        .unwrap();
-    req.headers_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    tokio_tungstenite::connect_async(req)
-        .await
-        .expect("websocket")
-        .0
-}
-
-async fn ws_next(ws: &mut Ws) -> Value {
-    loop {
-        let msg = tokio::time::timeout(Duration::from_secs(10), ws.next())
-            .await
-            .expect("a websocket message in time")
-            .expect("open")
-            .expect("ok");
-        if let WsMessage::Text(t) = msg {
-            return serde_json::from_str(t.as_str()).unwrap();
-        }
-    }
-}
-
-async fn ws_send(ws: &mut Ws, v: Value) {
-    ws.send(WsMessage::Text(v.to_string().into()))
-        .await
-        .unwrap();
 }
 
 #[tokio::test]

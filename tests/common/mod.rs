@@ -21,11 +21,15 @@ static INSTALL: Once = Once::new();
 /// lacks: redis-server (for every test) and curl (for the walkthrough).
 fn ensure_redis_installed() {
     INSTALL.call_once(|| {
-        let missing: Vec<&str> = [("redis-server", "redis-server"), ("curl", "curl")]
-            .into_iter()
-            .filter(|(bin, _)| Command::new(bin).arg("--version").output().is_err())
-            .map(|(_, package)| package)
-            .collect();
+        let missing: Vec<&str> = [
+            ("redis-server", "redis-server"),
+            ("curl", "curl"),
+            ("nginx", "nginx-light"),
+        ]
+        .into_iter()
+        .filter(|(bin, _)| Command::new(bin).arg("--version").output().is_err())
+        .map(|(_, package)| package)
+        .collect();
         if missing.is_empty() {
             return;
         }
@@ -76,7 +80,7 @@ pub fn schemathesis() -> std::path::PathBuf {
     st_in_venv
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -986,4 +990,50 @@ impl ServerProcess {
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
     }
+}
+
+/// A WebSocket client connection.
+pub type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Opens a WebSocket to `path` on the app with a bearer token.
+pub async fn ws_connect(app: &TestApp, path: &str, token: &str) -> Ws {
+    ws_connect_url(&format!("ws://{}{}", app.addr, path), token).await
+}
+
+/// Opens a WebSocket to `url` (`ws://...`) with a bearer token.
+pub async fn ws_connect_url(url: &str, token: &str) -> Ws {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut req = url.into_client_request().unwrap();
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    tokio_tungstenite::connect_async(req)
+        .await
+        .expect("websocket")
+        .0
+}
+
+/// The next text message as JSON (pings and pongs skipped), within 10 s.
+pub async fn ws_next(ws: &mut Ws) -> Value {
+    use futures::StreamExt;
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("a websocket message in time")
+            .expect("open")
+            .expect("ok");
+        if let tokio_tungstenite::tungstenite::Message::Text(t) = msg {
+            return serde_json::from_str(t.as_str()).unwrap();
+        }
+    }
+}
+
+/// Sends `v` as a text message.
+pub async fn ws_send(ws: &mut Ws, v: Value) {
+    use futures::SinkExt;
+    ws.send(tokio_tungstenite::tungstenite::Message::Text(
+        v.to_string().into(),
+    ))
+    .await
+    .unwrap();
 }
