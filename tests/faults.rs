@@ -908,3 +908,33 @@ async fn nginx_in_front_of_two_servers_carries_every_transport_and_a_failover_re
          one server SIGKILLed, its client resumed through nginx with 10/10 missed statuses, 0 duplicates"
     );
 }
+
+#[tokio::test]
+async fn a_cluster_that_requires_a_password_carries_events_to_streams() {
+    // Every node requires a password; the server gets it in the seed URLs,
+    // and its event subscription on the `{g}` owner must use it too.
+    let redis = common::RedisServer::start_cluster();
+    for mut node in redis.node_conns() {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("requirepass")
+            .arg("cluster-pw")
+            .query(&mut node)
+            .unwrap();
+    }
+    let spec = redis
+        .cluster_spec()
+        .unwrap()
+        .replace("redis://", "redis://:cluster-pw@");
+    let app = TestApp::start_on(redis, |c| c.redis_cluster = Some(spec)).await;
+    let (_, token) = app.user("guarded").await;
+    let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
+    assert_eq!(s.status, reqwest::StatusCode::OK);
+    let sid = app.say(&token, "behind a password").await;
+    loop {
+        let m = s.next_event("the status on the user stream").await;
+        if m.data["status"]["id"] == json!(sid) {
+            break;
+        }
+    }
+}

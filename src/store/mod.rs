@@ -302,7 +302,7 @@ impl Store {
                     .get(1)
                     .and_then(|v| redis::from_redis_value(v.clone()).ok());
                 if let (Some(host), Some(port)) = (host, port) {
-                    return Ok(Client::open(format!("redis://{host}:{port}"))?);
+                    return Ok(Client::open(with_host(seed, &host, port))?);
                 }
             }
             // The seed answered but named no owner: subscribe there.
@@ -356,4 +356,44 @@ impl Store {
 pub(crate) fn parse_id(s: &str) -> StoreResult<u64> {
     s.parse()
         .map_err(|_| StoreError::Internal(format!("bad id in redis: {s:?}")))
+}
+
+/// `seed` (a `redis://` URL) pointed at `host:port` instead, keeping its
+/// scheme, credentials, database and parameters: how the event subscription
+/// reaches the `{g}` owner with the seed's AUTH.
+fn with_host(seed: &str, host: &str, port: u16) -> String {
+    let (scheme, rest) = seed.split_once("://").unwrap_or(("redis", seed));
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let userinfo = authority
+        .rsplit_once('@')
+        .map_or(String::new(), |(u, _)| format!("{u}@"));
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    format!("{scheme}://{userinfo}{host}:{port}{tail}")
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::with_host;
+
+    #[test]
+    fn the_owner_url_keeps_the_seeds_credentials_and_database() {
+        assert_eq!(
+            with_host("redis://127.0.0.1:7000", "10.0.0.2", 7001),
+            "redis://10.0.0.2:7001"
+        );
+        assert_eq!(
+            with_host("redis://app:s3cret@h1:7000/0?protocol=resp3", "h2", 7002),
+            "redis://app:s3cret@h2:7002/0?protocol=resp3"
+        );
+        assert_eq!(
+            with_host("redis://:pw@[::1]:7000", "::2", 7003),
+            "redis://:pw@[::2]:7003"
+        );
+        assert_eq!(with_host("h1:7000", "h2", 1), "redis://h2:1");
+    }
 }
