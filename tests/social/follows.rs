@@ -1,0 +1,252 @@
+//! Follows, batches, counters under concurrency and the fan-out queue.
+
+use crate::assert_error;
+use crate::common::{bulk_follow, bulk_users, homes_with, TestApp};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+#[tokio::test]
+async fn follow_backfills_and_unfollow_removes_the_followees_statuses() {
+    let app = TestApp::start().await;
+    let (ida, a) = app.user("nina").await;
+    let (idb, b) = app.user("omar").await;
+    let b1 = app.say(&b, "before follow").await;
+    let a1 = app.say(&a, "mine").await;
+    let (status, body) = app
+        .post(&format!("/api/v1/users/{idb}/follow"), Some(&a), json!({}))
+        .await;
+    assert_eq!((status, body), (StatusCode::OK, json!({"following": true})));
+    assert_eq!(
+        app.timeline_ids("/api/v1/timelines/home", Some(&a)).await,
+        vec![a1.clone(), b1.clone()]
+    );
+    let b2 = app.say(&b, "after follow").await;
+    assert_eq!(
+        app.timeline_ids("/api/v1/timelines/home", Some(&a)).await,
+        vec![b2, a1.clone(), b1]
+    );
+    let (status, err) = app
+        .post(&format!("/api/v1/users/{idb}/follow"), Some(&a), json!({}))
+        .await;
+    assert_error(status, &err, StatusCode::CONFLICT);
+    let (_, ua) = app.get(&format!("/api/v1/users/{ida}"), None).await;
+    let (_, ub) = app.get(&format!("/api/v1/users/{idb}"), None).await;
+    assert_eq!(
+        (ua["following"].clone(), ub["followers"].clone()),
+        (json!(1), json!(1))
+    );
+    let (_, list) = app
+        .get(&format!("/api/v1/users/{idb}/followers"), None)
+        .await;
+    assert_eq!(list["users"][0]["id"], ida.as_str());
+    assert!(list["next_cursor"].is_null());
+    let (status, body) = app
+        .delete(&format!("/api/v1/users/{idb}/follow"), Some(&a))
+        .await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"following": false}))
+    );
+    assert_eq!(
+        app.timeline_ids("/api/v1/timelines/home", Some(&a)).await,
+        vec![a1]
+    );
+    let (_, ub) = app.get(&format!("/api/v1/users/{idb}"), None).await;
+    assert_eq!(ub["followers"], 0);
+    let (status, err) = app
+        .post(&format!("/api/v1/users/{ida}/follow"), Some(&a), json!({}))
+        .await;
+    assert_error(status, &err, StatusCode::FORBIDDEN);
+    let (status, err) = app
+        .post("/api/v1/users/777777/follow", Some(&a), json!({}))
+        .await;
+    assert_error(status, &err, StatusCode::NOT_FOUND);
+    let (status, err) = app
+        .post(&format!("/api/v1/users/{idb}/follow"), None, json!({}))
+        .await;
+    assert_error(status, &err, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn batch_follow_reports_per_id_and_lists_page_with_cursors() {
+    let app = TestApp::start().await;
+    let (ida, a) = app.user("pia").await;
+    let targets = bulk_users(&app, "target", 5).await;
+    let mut ids: Vec<Value> = targets.iter().map(|t| json!(t.to_string())).collect();
+    ids.push(json!(targets[0]));
+    ids.push(json!("999999"));
+    ids.push(json!(ida));
+    ids.push(json!("abc"));
+    let (status, body) = app
+        .post("/api/v1/follows", Some(&a), json!({"ids": ids}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let results = body["results"].as_object().unwrap();
+    for t in &targets {
+        assert_eq!(results[&t.to_string()], true, "{body}");
+    }
+    for bad in ["999999", ida.as_str(), "abc"] {
+        assert_eq!(results[bad], false, "{bad}: {body}");
+    }
+    let (_, me) = app.get("/api/v1/me", Some(&a)).await;
+    assert_eq!(me["following"], 5);
+    let (_, page1) = app
+        .get(&format!("/api/v1/users/{ida}/following?count=2"), None)
+        .await;
+    assert_eq!(page1["users"].as_array().unwrap().len(), 2);
+    let cursor = page1["next_cursor"].as_str().unwrap().to_string();
+    let (_, page2) = app
+        .get(
+            &format!("/api/v1/users/{ida}/following?count=3&cursor={cursor}"),
+            None,
+        )
+        .await;
+    assert_eq!(page2["users"].as_array().unwrap().len(), 3);
+    assert!(page2["next_cursor"].is_null());
+    let too_many: Vec<String> = (1..=1001).map(|i| i.to_string()).collect();
+    let (status, err) = app
+        .post("/api/v1/follows", Some(&a), json!({"ids": too_many}))
+        .await;
+    assert_error(status, &err, StatusCode::BAD_REQUEST);
+    let (status, body) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/follows",
+            Some(&a),
+            Some(json!({"ids": [targets[0].to_string(), targets[1].to_string()]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["results"][targets[0].to_string()], true);
+    let (_, me) = app.get("/api/v1/me", Some(&a)).await;
+    assert_eq!(me["following"], 3);
+}
+
+#[tokio::test]
+async fn concurrent_follow_unfollow_pairs_leave_counters_equal_to_set_sizes() {
+    let app = TestApp::start().await;
+    let users = bulk_users(&app, "racer", 10).await;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let mut tasks = Vec::new();
+    for round in 0..50u64 {
+        let source = users[(round % 10) as usize];
+        let target = users[((round * 3 + 1) % 10) as usize];
+        if source == target {
+            continue;
+        }
+        for follow in [true, false, true] {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                store
+                    .set_follow(source, target, follow, firehose::model::now())
+                    .await
+                    .unwrap();
+            }));
+        }
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let mut conn = app.redis.conn();
+    let p = &app.cfg.key_prefix;
+    for &u in &users {
+        let (followers, following, fcount, gcount): (u64, u64, u64, u64) = redis::pipe()
+            .zcard(format!("{p}:user:{{{u}}}:followers"))
+            .zcard(format!("{p}:user:{{{u}}}:following"))
+            .hget(format!("{p}:user:{{{u}}}"), "followers")
+            .hget(format!("{p}:user:{{{u}}}"), "following")
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!((fcount, gcount), (followers, following), "user {u}");
+        // Both sides agree on every relationship.
+        let followed: Vec<u64> = redis::cmd("ZRANGE")
+            .arg(format!("{p}:user:{{{u}}}:following"))
+            .arg(0)
+            .arg(-1)
+            .query(&mut conn)
+            .unwrap();
+        for f in followed {
+            let score: Option<f64> = redis::cmd("ZSCORE")
+                .arg(format!("{p}:user:{{{f}}}:followers"))
+                .arg(u)
+                .query(&mut conn)
+                .unwrap();
+            assert!(
+                score.is_some(),
+                "{u} follows {f} but is not among their followers"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn fanout_reaches_2500_followers_once_the_workers_drain() {
+    let app = TestApp::start().await;
+    let (idc, celeb) = app.user("celeb").await;
+    let followers = bulk_users(&app, "fan", 2500).await;
+    bulk_follow(&app, &followers, idc.parse().unwrap()).await;
+    let sid = app.say(&celeb, "hello, all 2500 of you").await;
+    // The first 1000 (oldest follows) are reached before POST returns.
+    assert!(
+        homes_with(&app, &followers[..1000], &sid) == 1000
+            || homes_with(&app, &followers, &sid) >= 1000
+    );
+    app.eventually("every follower's home has the status", || async {
+        homes_with(&app, &followers, &sid) == 2500
+    })
+    .await;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    app.eventually("the fan-out queue is empty", || async {
+        store.fanout_depth().await.unwrap() == 0
+    })
+    .await;
+    // Delete fans out the same way: gone from every home, not just filtered on read.
+    let (status, _) = app
+        .delete(&format!("/api/v1/statuses/{sid}"), Some(&celeb))
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    app.eventually("the status left every follower's home", || async {
+        homes_with(&app, &followers, &sid) == 0
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_batch_abandoned_by_a_dead_worker_is_reclaimed_and_finished() {
+    // No workers in the server: the test plays a worker that dies mid-batch.
+    let app = TestApp::start_with(|c| c.workers = 0).await;
+    let (idc, celeb) = app.user("star").await;
+    let followers = bulk_users(&app, "f", 1600).await;
+    bulk_follow(&app, &followers, idc.parse().unwrap()).await;
+    let sid = app.say(&celeb, "for everyone").await;
+    assert_eq!(homes_with(&app, &followers, &sid), 1000, "inline part only");
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let mut conn = store.blocking_connection(Duration::from_secs(1)).unwrap();
+    store.ensure_fanout_group(&mut conn).await.unwrap();
+    // The dead worker claims the task and never acknowledges it.
+    let claimed = store
+        .claim_fanout(&mut conn, "dead-worker", 60_000, 100)
+        .await
+        .unwrap();
+    assert!(claimed.is_some(), "a task was queued");
+    assert_eq!(homes_with(&app, &followers, &sid), 1000);
+    // A live worker with a short reclaim time finishes the batch.
+    let (trigger, shutdown) = firehose::shutdown::channel();
+    let worker = tokio::spawn(firehose::workers::fanout_worker(
+        store.clone(),
+        "live".into(),
+        200,
+        shutdown,
+    ));
+    app.eventually("the reclaimed batch reached everyone", || async {
+        homes_with(&app, &followers, &sid) == 1600
+    })
+    .await;
+    app.eventually("nothing is left pending", || async {
+        store.fanout_depth().await.unwrap() == 0
+    })
+    .await;
+    trigger.fire();
+    worker.await.unwrap();
+}

@@ -1,0 +1,257 @@
+//! Log-in, tokens, logout, viewed statuses and session clean-up.
+
+use crate::assert_error;
+use crate::common::TestApp;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn sessions_log_in_by_login_or_email_and_reject_bad_credentials() {
+    let app = TestApp::start().await;
+    let id = app.register("dave").await;
+    for identifier in ["dave", "DAVE", "dave@example.com", "Dave@Example.COM"] {
+        let (status, body) = app
+            .post(
+                "/api/v1/sessions",
+                None,
+                json!({"identifier": identifier, "password": "password123"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{identifier}: {body}");
+        assert!(body["token"].is_string());
+        assert!(body["expires_at"].as_f64().unwrap() > firehose::model::now());
+        assert_eq!(body["user"]["id"], id.as_str());
+    }
+    for (identifier, password) in [
+        ("dave", "wrong-password"),
+        ("nobody", "password123"),
+        ("", "x"),
+    ] {
+        let (status, err) = app
+            .post(
+                "/api/v1/sessions",
+                None,
+                json!({"identifier": identifier, "password": password}),
+            )
+            .await;
+        assert_error(status, &err, StatusCode::UNAUTHORIZED);
+    }
+    let token = app.login("dave").await;
+    let (status, me) = app.get("/api/v1/me", Some(&token)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(me["email"], "dave@example.com");
+    assert_eq!(me["id"], id.as_str());
+}
+
+fn forge(secret: &str, header_alg: jsonwebtoken::Algorithm, claims: Value) -> String {
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(header_alg),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(secret.as_bytes()),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn every_kind_of_bad_token_gets_401() {
+    let app = TestApp::start().await;
+    let id = app.register("frank").await;
+    let good = app.login("frank").await;
+    let claims: Value = {
+        use base64_free::decode_claims;
+        decode_claims(&good)
+    };
+    let secret = app.cfg.jwt_secret().unwrap().to_string();
+    let mut expired = claims.clone();
+    expired["exp"] = json!(1_000_000);
+    let mut other_user = claims.clone();
+    other_user["sub"] = json!("999");
+    // alg "none": header {"alg":"none"} and no signature.
+    let none_token = {
+        let enc = |v: &Value| base64_free::b64url(v.to_string().as_bytes());
+        format!(
+            "{}.{}.",
+            enc(&json!({"alg": "none", "typ": "JWT"})),
+            enc(&claims)
+        )
+    };
+    let bad = [
+        ("garbage", "not.a.token".to_string()),
+        (
+            "bad signature",
+            forge(
+                "some-other-secret",
+                jsonwebtoken::Algorithm::HS256,
+                claims.clone(),
+            ),
+        ),
+        (
+            "HS512",
+            forge(&secret, jsonwebtoken::Algorithm::HS512, claims.clone()),
+        ),
+        ("alg none", none_token),
+        (
+            "expired",
+            forge(&secret, jsonwebtoken::Algorithm::HS256, expired),
+        ),
+        (
+            "session of another user",
+            forge(&secret, jsonwebtoken::Algorithm::HS256, other_user),
+        ),
+    ];
+    for (what, token) in bad {
+        let (status, err) = app.get("/api/v1/me", Some(&token)).await;
+        assert_error(status, &err, StatusCode::UNAUTHORIZED);
+        let _ = what;
+    }
+    let (status, err) = app.get("/api/v1/me", None).await;
+    assert_error(status, &err, StatusCode::UNAUTHORIZED);
+    let resp = app
+        .http
+        .get(app.url("/api/v1/me"))
+        .header("authorization", "Basic abc")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    let (status, me) = app.get("/api/v1/me", Some(&good)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(me["id"], id.as_str());
+}
+
+/// Tiny base64url helpers so the test can build an unsigned token.
+mod base64_free {
+    use serde_json::Value;
+    const ALPHA: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+    pub fn b64url(bytes: &[u8]) -> String {
+        let mut out = String::new();
+        for chunk in bytes.chunks(3) {
+            let b = [
+                chunk[0],
+                *chunk.get(1).unwrap_or(&0),
+                *chunk.get(2).unwrap_or(&0),
+            ];
+            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+            for i in 0..=chunk.len() {
+                out.push(ALPHA[((n >> (18 - 6 * i)) & 63) as usize] as char);
+            }
+        }
+        out
+    }
+
+    pub fn decode_claims(token: &str) -> Value {
+        let part = token.split('.').nth(1).unwrap();
+        let mut bits = 0u32;
+        let mut n = 0;
+        let mut out = Vec::new();
+        for c in part.bytes() {
+            let v = ALPHA.iter().position(|a| *a == c).unwrap() as u32;
+            bits = (bits << 6) | v;
+            n += 6;
+            if n >= 8 {
+                n -= 8;
+                out.push((bits >> n) as u8);
+                bits &= (1 << n) - 1;
+            }
+        }
+        serde_json::from_slice(&out).unwrap()
+    }
+}
+
+#[tokio::test]
+async fn logout_ends_the_token_at_once_but_not_other_sessions() {
+    let app = TestApp::start().await;
+    app.register("gina").await;
+    let first = app.login("gina").await;
+    let second = app.login("gina").await;
+    let (status, _) = app.delete("/api/v1/sessions/current", Some(&first)).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, err) = app.get("/api/v1/me", Some(&first)).await;
+    assert_error(status, &err, StatusCode::UNAUTHORIZED);
+    let (status, _) = app.get("/api/v1/me", Some(&second)).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn viewed_statuses_are_recorded_per_session_and_capped_at_25() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("viewer").await;
+    let mut ids = Vec::new();
+    for i in 0..30 {
+        ids.push(app.say(&token, &format!("v{i}")).await);
+    }
+    for id in &ids {
+        let (status, _) = app
+            .get(&format!("/api/v1/statuses/{id}"), Some(&token))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    let (_, info) = app.get("/api/v1/sessions/current", Some(&token)).await;
+    let viewed: Vec<String> = info["viewed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    let mut expected: Vec<String> = ids[5..].to_vec();
+    expected.reverse();
+    assert_eq!(viewed, expected);
+}
+
+#[tokio::test]
+async fn cleanup_keeps_at_most_n_sessions_dropping_the_least_recently_seen() {
+    let app = TestApp::start_with(|c| c.max_sessions = 2).await;
+    app.register("quinn").await;
+    let oldest = app.login("quinn").await;
+    let middle = app.login("quinn").await;
+    let newest = app.login("quinn").await;
+    // Touch the middle one so it is more recent than `newest`.
+    app.get("/api/v1/me", Some(&middle)).await;
+    // Poll Redis, not the API: a request with the oldest token would make it recent.
+    let recent = format!("{}:{{g}}:recent", app.cfg.key_prefix);
+    app.eventually("only two sessions remain", || async {
+        let mut conn = app.redis.conn();
+        redis::cmd("ZCARD")
+            .arg(&recent)
+            .query::<u64>(&mut conn)
+            .unwrap()
+            == 2
+    })
+    .await;
+    assert_eq!(
+        app.get("/api/v1/me", Some(&oldest)).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(app.get("/api/v1/me", Some(&middle)).await.0, StatusCode::OK);
+    assert_eq!(app.get("/api/v1/me", Some(&newest)).await.0, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn cleanup_drops_idle_sessions_with_their_keys() {
+    let app = TestApp::start_with(|c| c.session_idle_ttl = 1).await;
+    let (_, token) = app.user("rita").await;
+    let sid = app.say(&token, "x").await;
+    app.get(&format!("/api/v1/statuses/{sid}"), Some(&token))
+        .await;
+    let sessions = format!("{}:{{g}}:sessions", app.cfg.key_prefix);
+    app.eventually("the idle session is dropped", || async {
+        let mut conn = app.redis.conn();
+        redis::cmd("HLEN")
+            .arg(&sessions)
+            .query::<u64>(&mut conn)
+            .unwrap()
+            == 0
+    })
+    .await;
+    assert_eq!(
+        app.get("/api/v1/me", Some(&token)).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let mut conn = app.redis.conn();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}:{{g}}:viewed:*", app.cfg.key_prefix))
+        .query(&mut conn)
+        .unwrap();
+    assert!(keys.is_empty(), "viewed keys left: {keys:?}");
+}
