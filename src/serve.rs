@@ -22,8 +22,8 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Router;
 use bytes::Bytes;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto::Builder;
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::io;
 use std::pin::Pin;
@@ -267,12 +267,13 @@ async fn connection(
             req
         },
     ));
-    let mut builder = Builder::new(TokioExecutor::new());
+    let mut builder = http1::Builder::new();
     builder
-        .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(HEAD_TIMEOUT);
-    let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    let conn = builder
+        .serve_connection(TokioIo::new(io), service)
+        .with_upgrades();
     tokio::pin!(conn);
     tokio::select! {
         _ = conn.as_mut() => {}
