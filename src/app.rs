@@ -3,10 +3,10 @@
 use crate::auth::Jwt;
 use crate::config::Config;
 use crate::http;
-use crate::http::stream::StreamLimits;
 use crate::password::Passwords;
 use crate::shutdown::{self, Shutdown};
 use crate::store::Store;
+use crate::stream::limits::StreamLimits;
 use crate::stream::Hub;
 use crate::workers;
 use anyhow::Context;

@@ -12,11 +12,12 @@
 
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::http::stream::{open_plain, write_out, Encoding, Opened};
+use crate::http::stream::{open_plain, Opened};
 use crate::limits::ClientAddr;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::stream::io::TimeoutIo;
+use crate::stream::wire::{self, Encoding};
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -44,9 +45,6 @@ const MAX_HEAD: usize = 128 * 1024;
 /// next one on a kept-alive connection: idle keep-alive connections close
 /// after it too).
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
-/// Events written in one write at most.
-const MAX_BATCH: usize = 256;
-
 /// Serves `router` on `listener` until `shutdown`, then waits for every
 /// connection to finish (streams end with a `disconnect` event).
 pub async fn serve(
@@ -319,11 +317,7 @@ async fn raw_stream(
             return;
         }
     };
-    let head = format!(
-        "HTTP/1.1 200 OK\r\ncontent-type: {}\r\ncache-control: no-cache\r\nx-accel-buffering: no\r\nconnection: close\r\n\r\n{}",
-        encoding.content_type(),
-        encoding.preamble()
-    );
+    let head = wire::response_head(encoding);
     if !write_all(&mut tcp, head.as_bytes(), timeout).await {
         return;
     }
@@ -351,11 +345,7 @@ async fn raw_stream(
             }
         };
         chunks.clear();
-        let mut n = write_out(&mut chunks, &out, encoding);
-        while chunks.len() < MAX_BATCH {
-            let Some(out) = feed.try_next() else { break };
-            n += write_out(&mut chunks, &out, encoding);
-        }
+        let n = wire::batch(&mut feed, &out, encoding, &mut chunks);
         let ok = if let [only] = chunks.as_slice() {
             write_all(&mut tcp, only, timeout).await
         } else {

@@ -10,10 +10,10 @@ use crate::auth::{AuthUser, StreamUser, SCOPE_FIREHOSE};
 use crate::error::{ApiError, ApiResult};
 use crate::http::JsonId;
 use crate::metrics::{global as metrics, inc};
-use crate::shutdown::Shutdown;
-use crate::store::Store;
 use crate::stream::feed::{Replay, MAX_COUNT};
 use crate::stream::frame::control;
+use crate::stream::limits::StreamGuard;
+use crate::stream::wire::{self, Encoding};
 use crate::stream::{EventId, Feed, Out};
 use axum::body::{Body, Bytes};
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
@@ -30,12 +30,7 @@ use serde::Deserialize;
 use serde_json::json;
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Events written in one chunk at most.
-const MAX_BATCH: usize = 256;
 
 /// Routes of this resource.
 pub fn router() -> Router<AppState> {
@@ -45,130 +40,6 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/stream/filter", get(filter))
         .route("/api/v1/stream/user", get(user))
         .route("/api/v1/stream", get(multiplexed))
-}
-
-/// The per-user concurrent-stream limit, counted in Redis across every
-/// server ([`Store::take_stream_lease`]): this process's leases, renewed
-/// every third of their length by [`StreamLimits::renew`].
-pub struct StreamLimits {
-    store: Store,
-    /// Names this process's leases: random, so restarts never collide.
-    instance: String,
-    next: AtomicU64,
-    lease: Duration,
-    /// Lease member -> user, for renewal.
-    held: Mutex<HashMap<String, u64>>,
-}
-
-/// Holds one stream slot of a user (and the connection gauge) until dropped.
-pub struct StreamGuard {
-    limits: Arc<StreamLimits>,
-    uid: u64,
-    member: String,
-    /// Whether the lease was taken (and the connection counted).
-    taken: bool,
-    stream: &'static str,
-    transport: &'static str,
-}
-
-impl StreamLimits {
-    /// Limits whose leases last `lease`.
-    pub fn new(store: Store, lease: Duration) -> Self {
-        StreamLimits {
-            store,
-            instance: format!("{:016x}", rand::random::<u64>()),
-            next: AtomicU64::new(0),
-            lease,
-            held: Mutex::new(HashMap::new()),
-        }
-    }
-
-    async fn acquire(
-        self: &Arc<Self>,
-        uid: u64,
-        max: usize,
-        stream: &'static str,
-        transport: &'static str,
-    ) -> ApiResult<StreamGuard> {
-        let member = format!(
-            "{}:{}",
-            self.instance,
-            self.next.fetch_add(1, Ordering::Relaxed)
-        );
-        // Noted before it is taken, so a renewal never misses it.
-        self.held
-            .lock()
-            .map_err(|_| ApiError::internal())?
-            .insert(member.clone(), uid);
-        let mut guard = StreamGuard {
-            limits: self.clone(),
-            uid,
-            member,
-            taken: false,
-            stream,
-            transport,
-        };
-        if !self
-            .store
-            .take_stream_lease(uid, &guard.member, max, self.lease)
-            .await?
-        {
-            return Err(ApiError::too_many(format!(
-                "You already have {max} streams open; close one first."
-            )));
-        }
-        guard.taken = true;
-        metrics().connection(stream, transport, 1);
-        Ok(guard)
-    }
-
-    /// Renews this process's leases every third of their length until
-    /// shutdown. A failed renewal is retried at the next tick; leases that
-    /// lapse meanwhile only err towards letting a user open more.
-    pub async fn renew(self: Arc<Self>, mut shutdown: Shutdown) {
-        let mut tick = tokio::time::interval((self.lease / 3).max(Duration::from_millis(100)));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = shutdown.wait() => return,
-                _ = tick.tick() => {}
-            }
-            let held: Vec<(u64, String)> = match self.held.lock() {
-                Ok(held) => held.iter().map(|(m, uid)| (*uid, m.clone())).collect(),
-                Err(_) => continue,
-            };
-            if let Err(e) = self.store.renew_stream_leases(&held, self.lease).await {
-                tracing::warn!(error = %e, leases = held.len(), "cannot renew stream leases");
-            }
-        }
-    }
-}
-
-impl Drop for StreamGuard {
-    fn drop(&mut self) {
-        let held = self
-            .limits
-            .held
-            .lock()
-            .ok()
-            .and_then(|mut held| held.remove(&self.member));
-        if held.is_none() || !self.taken {
-            // Refused (or failed, when a lease that was taken after all
-            // lapses by itself, no longer renewed).
-            return;
-        }
-        metrics().connection(self.stream, self.transport, -1);
-        let store = self.limits.store.clone();
-        let (uid, member) = (self.uid, std::mem::take(&mut self.member));
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                if let Err(e) = store.drop_stream_lease(uid, &member).await {
-                    // It lapses by itself.
-                    tracing::debug!(error = %e, "cannot drop a stream lease");
-                }
-            });
-        }
-    }
 }
 
 #[derive(Clone, Copy)]
@@ -400,68 +271,6 @@ fn new_feed(state: &AppState, auth: &AuthUser) -> Feed {
     )
 }
 
-fn control_kind(json: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(json)
-        .ok()
-        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(str::to_string))
-        .unwrap_or_else(|| "message".to_string())
-}
-
-/// How a plain (not WebSocket) stream is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Encoding {
-    /// Server-Sent Events.
-    Sse,
-    /// Newline-delimited JSON.
-    Ndjson,
-}
-
-impl Encoding {
-    /// The response's Content-Type.
-    pub fn content_type(self) -> &'static str {
-        match self {
-            Encoding::Sse => "text/event-stream",
-            Encoding::Ndjson => "application/x-ndjson",
-        }
-    }
-
-    /// What the body starts with (SSE: the reconnection delay).
-    pub fn preamble(self) -> &'static str {
-        match self {
-            Encoding::Sse => "retry: 3000\n\n",
-            Encoding::Ndjson => "",
-        }
-    }
-}
-
-/// Appends one output to an SSE or NDJSON chunk; returns events written.
-pub fn write_out(chunks: &mut Vec<Bytes>, out: &Out, encoding: Encoding) -> u64 {
-    let sse = encoding == Encoding::Sse;
-    match out {
-        Out::Event(f, _) => {
-            chunks.push(if sse { f.sse.clone() } else { f.ndjson.clone() });
-            1
-        }
-        Out::Control(json) => {
-            let text = if sse {
-                format!("event: {}\ndata: {json}\n\n", control_kind(json))
-            } else {
-                format!("{json}\n")
-            };
-            chunks.push(Bytes::from(text));
-            0
-        }
-        Out::Keepalive => {
-            chunks.push(Bytes::from_static(if sse {
-                b": keepalive\n\n"
-            } else {
-                b"\n"
-            }));
-            0
-        }
-    }
-}
-
 fn body_response(feed: Feed, guard: StreamGuard, encoding: Encoding) -> Response {
     let first = (!encoding.preamble().is_empty())
         .then(|| Bytes::from_static(encoding.preamble().as_bytes()));
@@ -473,11 +282,7 @@ fn body_response(feed: Feed, guard: StreamGuard, encoding: Encoding) -> Response
             }
             let out = feed.next().await?;
             let mut chunks = Vec::new();
-            let mut n = write_out(&mut chunks, &out, encoding);
-            while chunks.len() < MAX_BATCH {
-                let Some(out) = feed.try_next() else { break };
-                n += write_out(&mut chunks, &out, encoding);
-            }
+            let n = wire::batch(&mut feed, &out, encoding, &mut chunks);
             inc(&metrics().events_sent, n);
             let chunk = if chunks.len() == 1 {
                 chunks.pop().unwrap_or_default()
@@ -491,22 +296,16 @@ fn body_response(feed: Feed, guard: StreamGuard, encoding: Encoding) -> Response
             Some((Ok(chunk), (feed, guard, None)))
         },
     );
-    let content_type = encoding.content_type();
-    (
-        [
-            (header::CONTENT_TYPE, HeaderValue::from_static(content_type)),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
-            (
-                header::HeaderName::from_static("x-accel-buffering"),
-                HeaderValue::from_static("no"),
-            ),
-            // A stream ends only when it is over for good (disconnect): close
-            // the connection then rather than keep it for another request.
-            (header::CONNECTION, HeaderValue::from_static("close")),
-        ],
-        Body::from_stream(stream),
-    )
-        .into_response()
+    let mut response = Body::from_stream(stream).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(encoding.content_type()),
+    );
+    for (name, value) in wire::HEADERS {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
 }
 
 /// `GET /api/v1/stream` (WebSocket): subscribe and unsubscribe with control messages.
@@ -759,7 +558,7 @@ async fn ws_loop(
                     None => true,
                 };
                 let mut batched = 0;
-                while ok && batched < MAX_BATCH {
+                while ok && batched < wire::MAX_BATCH {
                     let Some(out) = feed.try_next() else { break };
                     batched += 1;
                     n += u64::from(matches!(out, Out::Event(..)));

@@ -11,11 +11,16 @@
 //!   and no duplicate, keep-alives, warnings and the final `disconnect`.
 //! - [`io`]: the listener wrapper that closes connections whose peer stops
 //!   reading.
+//! - [`wire`]: the encodings of plain streams, their response head, and the
+//!   batch one write sends.
+//! - [`limits`]: the per-user concurrent-stream limit, leased in Redis.
 
 pub mod feed;
 pub mod frame;
 pub mod hub;
 pub mod io;
+pub mod limits;
+pub mod wire;
 
 pub use feed::{Feed, Out};
 pub use frame::{EventId, Frame};
