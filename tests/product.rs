@@ -14,8 +14,17 @@ use std::time::Duration;
 fn routes_in_source() -> Vec<(String, String)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src/http");
     let mut out = Vec::new();
+    // The modules of src/http and of its subdirectories (http/stream/).
+    let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            files.push(path);
+        }
+    }
+    for path in files {
         if path.extension().is_none_or(|e| e != "rs") {
             continue;
         }
