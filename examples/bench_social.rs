@@ -16,6 +16,9 @@
 // Examples are command-line programs: printing is their output.
 #![allow(clippy::print_stdout)]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use clap::Parser;
 use firehose::config::Config;
 use firehose::store::Store;
@@ -23,6 +26,7 @@ use futures::StreamExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::users;
 
 #[derive(Parser)]
 struct Args {
@@ -44,32 +48,6 @@ struct Args {
     /// Concurrent HTTP requests in those phases.
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
-}
-
-async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<u64>> {
-    let ids: Vec<anyhow::Result<u64>> = futures::stream::iter(0..n)
-        .map(|i| async move {
-            let login = format!("{prefix}{i}");
-            if let Some(id) = store.lookup(&login).await? {
-                return Ok(id);
-            }
-            let email = format!("{login}@bench.example");
-            let new = firehose::store::users::NewUser {
-                login: &login,
-                name: "bench",
-                email: &email,
-                password_hash: "x",
-            };
-            Ok(store
-                .create_user(&new, firehose::model::now())
-                .await?
-                .id
-                .parse()?)
-        })
-        .buffered(64)
-        .collect()
-        .await;
-    ids.into_iter().collect()
 }
 
 async fn follow_all(store: &Store, followers: &[u64], target: u64) -> anyhow::Result<()> {

@@ -22,6 +22,9 @@
 // Examples are command-line programs: printing is their output.
 #![allow(clippy::print_stdout)]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use clap::Parser;
 use firehose::config::Config;
 use firehose::store::Store;
@@ -29,6 +32,7 @@ use futures::StreamExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::users;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
 
@@ -338,32 +342,6 @@ async fn post_at(
         let _ = f.await;
     }
     ok.load(Ordering::Relaxed)
-}
-
-async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<u64>> {
-    let ids: Vec<anyhow::Result<u64>> = futures::stream::iter(0..n)
-        .map(|i| async move {
-            let login = format!("{prefix}{i}");
-            if let Some(id) = store.lookup(&login).await? {
-                return Ok(id);
-            }
-            let email = format!("{login}@capacity.example");
-            let new = firehose::store::users::NewUser {
-                login: &login,
-                name: "capacity",
-                email: &email,
-                password_hash: "x",
-            };
-            Ok(store
-                .create_user(&new, firehose::model::now())
-                .await?
-                .id
-                .parse()?)
-        })
-        .buffered(32)
-        .collect()
-        .await;
-    ids.into_iter().collect()
 }
 
 /// The index of the node that owns the `{g}` slot (0 on one Redis).
