@@ -5,6 +5,7 @@ use crate::config::Config;
 use crate::http;
 use crate::password::Passwords;
 use crate::shutdown::{self, Shutdown};
+use crate::state::AppState;
 use crate::store::Store;
 use crate::stream::limits::StreamLimits;
 use crate::stream::Hub;
@@ -13,27 +14,6 @@ use anyhow::Context;
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-
-/// What every handler can reach.
-#[derive(Clone)]
-pub struct AppState {
-    /// The configuration.
-    pub cfg: Arc<Config>,
-    /// Redis.
-    pub store: Store,
-    /// JWT keys.
-    pub jwt: Arc<Jwt>,
-    /// The stream hub.
-    pub hub: Hub,
-    /// Password hashing.
-    pub passwords: Passwords,
-    /// Concurrent streams per user.
-    pub limits: Arc<StreamLimits>,
-    /// Rate limits on sign-up, login and writes.
-    pub rate: Arc<crate::limits::Limits>,
-    /// The shutdown signal.
-    pub shutdown: Shutdown,
-}
 
 fn open_store(cfg: &Config) -> anyhow::Result<Store> {
     let url = cfg

@@ -5,9 +5,9 @@
 //! Every authenticated request checks the signature, the expiry AND the
 //! session record, so logout and session clean-up take effect at once.
 
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::model::now;
+use crate::state::AppState;
 use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};

@@ -8,7 +8,8 @@
 //! queues of the SSE, NDJSON and WebSocket connections that want it.
 //!
 //! - [`config`]: flags and environment.
-//! - [`app`]: `run` (server + hub + workers) and the shared [`app::AppState`].
+//! - [`app`]: `run` (server + hub + workers).
+//! - [`state`]: [`state::AppState`], what handlers and the accept loop share.
 //! - [`serve`]: the accept loop; plain SSE/NDJSON streams on the raw socket,
 //!   everything else through hyper and the axum router.
 //! - [`http`]: one module per resource, handlers named by verb.
@@ -35,10 +36,12 @@ pub mod model;
 pub mod password;
 pub mod serve;
 pub mod shutdown;
+pub mod state;
 pub mod store;
 pub mod stream;
 pub mod text;
 pub mod workers;
 
-pub use app::{run, run_workers, AppState};
+pub use app::{run, run_workers};
 pub use config::Config;
+pub use state::AppState;

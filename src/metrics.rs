@@ -1,75 +1,236 @@
-//! Process metrics in Prometheus text format.
+//! Process metrics, kept and written by `prometheus-client`.
 //!
-//! Hot-path counters are atomics; labelled series (connections by stream and
-//! transport, HTTP latency by route) sit behind a mutex taken once per
-//! request or connection, never per event.
+//! Hot-path counters are atomics (`Counter`); labelled series (connections
+//! by stream and transport, HTTP latency by route, errors by status) are
+//! families whose label values come from fixed sets, so clients cannot add
+//! series. They are touched once per request or connection, never per event.
 
-use std::collections::BTreeMap;
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::sync::OnceLock;
 
+/// Upper bounds of the HTTP latency buckets, in seconds.
 const BUCKETS: [f64; 12] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
 ];
 
-#[derive(Default)]
-struct Histogram {
-    counts: [u64; BUCKETS.len()],
-    sum: f64,
-    count: u64,
+/// A stream connection series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StreamLabels {
+    stream: &'static str,
+    transport: &'static str,
+}
+
+/// An HTTP latency series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    route: String,
+    method: &'static str,
+    status: u16,
+}
+
+/// An error series.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabels {
+    status: u16,
+}
+
+/// A float gauge read at scrape time.
+type ScrapeGauge = Gauge<f64, AtomicU64>;
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
 }
 
 /// All metrics of the process.
-#[derive(Default)]
 pub struct Metrics {
     /// Events received from Redis by the hub.
-    pub events_received: AtomicU64,
+    pub events_received: Counter,
     /// (event, subscription) pairs matched by the hub.
-    pub events_matched: AtomicU64,
+    pub events_matched: Counter,
     /// Events written to client connections.
-    pub events_sent: AtomicU64,
+    pub events_sent: Counter,
     /// Events dropped because a connection's queue was full.
-    pub queue_drops: AtomicU64,
+    pub queue_drops: Counter,
     /// Connections closed for stalling.
-    pub stall_disconnects: AtomicU64,
+    pub stall_disconnects: Counter,
     /// `falling_behind` warnings sent.
-    pub behind_warnings: AtomicU64,
+    pub behind_warnings: Counter,
     /// Times the hub re-subscribed to Redis.
-    pub hub_reconnects: AtomicU64,
+    pub hub_reconnects: Counter,
     /// Events replayed from the buffer (resume, count, catch-up).
-    pub events_replayed: AtomicU64,
+    pub events_replayed: Counter,
     /// Fan-out batches worked.
-    pub fanout_batches: AtomicU64,
+    pub fanout_batches: Counter,
     /// Sessions dropped by the clean-up.
-    pub sessions_cleaned: AtomicU64,
+    pub sessions_cleaned: Counter,
     /// Outbox entries completed by a worker because their request did not.
-    pub outbox_completed: AtomicU64,
+    pub outbox_completed: Counter,
     /// Connections refused beyond `--max-connections`.
-    pub connections_refused: AtomicU64,
-    connections: Mutex<BTreeMap<(&'static str, &'static str), i64>>,
-    http: Mutex<BTreeMap<(String, String, u16), Histogram>>,
-    errors: Mutex<BTreeMap<u16, u64>>,
+    pub connections_refused: Counter,
+    /// Fan-out tasks queued or in progress, read at scrape time.
+    pub fanout_depth: ScrapeGauge,
+    /// Age of the oldest queued fan-out task, read at scrape time.
+    pub fanout_lag: ScrapeGauge,
+    /// Live sessions, read at scrape time.
+    pub sessions: ScrapeGauge,
+    connections: Family<StreamLabels, Gauge>,
+    http: Family<HttpLabels, Histogram, fn() -> Histogram>,
+    errors: Family<StatusLabels, Counter>,
+    registry: Registry,
 }
 
 static GLOBAL: OnceLock<Metrics> = OnceLock::new();
 
 /// The process's metrics.
 pub fn global() -> &'static Metrics {
-    GLOBAL.get_or_init(Metrics::default)
+    GLOBAL.get_or_init(Metrics::new)
 }
 
-/// Increments an atomic counter.
-pub fn inc(counter: &AtomicU64, n: u64) {
-    counter.fetch_add(n, Ordering::Relaxed);
+/// Increments a counter.
+pub fn inc(counter: &Counter, n: u64) {
+    counter.inc_by(n);
 }
 
 impl Metrics {
+    fn new() -> Metrics {
+        let mut m = Metrics {
+            events_received: Counter::default(),
+            events_matched: Counter::default(),
+            events_sent: Counter::default(),
+            queue_drops: Counter::default(),
+            stall_disconnects: Counter::default(),
+            behind_warnings: Counter::default(),
+            hub_reconnects: Counter::default(),
+            events_replayed: Counter::default(),
+            fanout_batches: Counter::default(),
+            sessions_cleaned: Counter::default(),
+            outbox_completed: Counter::default(),
+            connections_refused: Counter::default(),
+            fanout_depth: ScrapeGauge::default(),
+            fanout_lag: ScrapeGauge::default(),
+            sessions: ScrapeGauge::default(),
+            connections: Family::default(),
+            http: Family::new_with_constructor(latency_histogram),
+            errors: Family::default(),
+            registry: Registry::default(),
+        };
+        // Counters are registered without `_total`: the encoder adds it.
+        let counters = [
+            (
+                "firehose_events_received",
+                "Events received from Redis by the hub.",
+                &m.events_received,
+            ),
+            (
+                "firehose_events_matched",
+                "Event deliveries matched by the hub.",
+                &m.events_matched,
+            ),
+            (
+                "firehose_events_sent",
+                "Events written to stream clients.",
+                &m.events_sent,
+            ),
+            (
+                "firehose_queue_drops",
+                "Events dropped at a full connection queue.",
+                &m.queue_drops,
+            ),
+            (
+                "firehose_stall_disconnects",
+                "Stream connections closed for stalling.",
+                &m.stall_disconnects,
+            ),
+            (
+                "firehose_falling_behind_warnings",
+                "falling_behind warnings sent.",
+                &m.behind_warnings,
+            ),
+            (
+                "firehose_hub_reconnects",
+                "Re-subscriptions of the hub to Redis.",
+                &m.hub_reconnects,
+            ),
+            (
+                "firehose_events_replayed",
+                "Events replayed from the buffer.",
+                &m.events_replayed,
+            ),
+            (
+                "firehose_fanout_batches",
+                "Fan-out batches worked.",
+                &m.fanout_batches,
+            ),
+            (
+                "firehose_sessions_cleaned",
+                "Sessions dropped by the clean-up.",
+                &m.sessions_cleaned,
+            ),
+            (
+                "firehose_outbox_completed",
+                "Writes whose outstanding work a worker completed after their request did not.",
+                &m.outbox_completed,
+            ),
+            (
+                "firehose_connections_refused",
+                "Connections refused beyond --max-connections.",
+                &m.connections_refused,
+            ),
+        ];
+        let mut registry = Registry::default();
+        for (name, help, counter) in counters {
+            registry.register(name, help, counter.clone());
+        }
+        let gauges = [
+            (
+                "firehose_fanout_queue_depth",
+                "Fan-out tasks queued or in progress (-1: Redis unreachable).",
+                &m.fanout_depth,
+            ),
+            (
+                "firehose_fanout_lag_seconds",
+                "Age of the oldest queued fan-out task (-1: Redis unreachable).",
+                &m.fanout_lag,
+            ),
+            (
+                "firehose_sessions",
+                "Live sessions (-1: Redis unreachable).",
+                &m.sessions,
+            ),
+        ];
+        for (name, help, gauge) in gauges {
+            registry.register(name, help, gauge.clone());
+        }
+        registry.register(
+            "firehose_stream_connections",
+            "Open stream connections.",
+            m.connections.clone(),
+        );
+        registry.register(
+            "firehose_http_errors",
+            "Error responses by status.",
+            m.errors.clone(),
+        );
+        registry.register(
+            "firehose_http_request_duration_seconds",
+            "HTTP request latency by route.",
+            m.http.clone(),
+        );
+        m.registry = registry;
+        m
+    }
+
     /// A stream connection opened (+1) or closed (-1).
     pub fn connection(&self, stream: &'static str, transport: &'static str, delta: i64) {
-        if let Ok(mut map) = self.connections.lock() {
-            *map.entry((stream, transport)).or_default() += delta;
-        }
+        self.connections
+            .get_or_create(&StreamLabels { stream, transport })
+            .inc_by(delta);
     }
 
     /// One HTTP request served. `route` must come from a fixed set (the
@@ -77,133 +238,34 @@ impl Metrics {
     /// ones fold into "other", so clients cannot add series.
     pub fn observe_http(&self, route: &str, method: &str, status: u16, seconds: f64) {
         let method = match method {
-            "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" => method,
+            "GET" => "GET",
+            "HEAD" => "HEAD",
+            "POST" => "POST",
+            "PUT" => "PUT",
+            "PATCH" => "PATCH",
+            "DELETE" => "DELETE",
+            "OPTIONS" => "OPTIONS",
             _ => "other",
         };
-        if let Ok(mut map) = self.http.lock() {
-            let h = map
-                .entry((route.to_string(), method.to_string(), status))
-                .or_default();
-            for (i, b) in BUCKETS.iter().enumerate() {
-                if seconds <= *b {
-                    h.counts[i] += 1;
-                }
-            }
-            h.sum += seconds;
-            h.count += 1;
-        }
+        let labels = HttpLabels {
+            route: route.to_string(),
+            method,
+            status,
+        };
+        self.http.get_or_create(&labels).observe(seconds);
     }
 
     /// One error answered.
     pub fn count_error(&self, status: u16) {
-        if let Ok(mut map) = self.errors.lock() {
-            *map.entry(status).or_default() += 1;
-        }
+        self.errors.get_or_create(&StatusLabels { status }).inc();
     }
 
-    /// Renders everything; `extra` holds gauges read at scrape time.
-    pub fn render(&self, extra: &[(&str, &str, f64)]) -> String {
+    /// Everything, in the OpenMetrics text format (which Prometheus's
+    /// classic text parser also reads).
+    pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &AtomicU64); 12] = [
-            (
-                "firehose_events_received_total",
-                "Events received from Redis by the hub.",
-                &self.events_received,
-            ),
-            (
-                "firehose_events_matched_total",
-                "Event deliveries matched by the hub.",
-                &self.events_matched,
-            ),
-            (
-                "firehose_events_sent_total",
-                "Events written to stream clients.",
-                &self.events_sent,
-            ),
-            (
-                "firehose_queue_drops_total",
-                "Events dropped at a full connection queue.",
-                &self.queue_drops,
-            ),
-            (
-                "firehose_stall_disconnects_total",
-                "Stream connections closed for stalling.",
-                &self.stall_disconnects,
-            ),
-            (
-                "firehose_falling_behind_warnings_total",
-                "falling_behind warnings sent.",
-                &self.behind_warnings,
-            ),
-            (
-                "firehose_hub_reconnects_total",
-                "Re-subscriptions of the hub to Redis.",
-                &self.hub_reconnects,
-            ),
-            (
-                "firehose_events_replayed_total",
-                "Events replayed from the buffer.",
-                &self.events_replayed,
-            ),
-            (
-                "firehose_fanout_batches_total",
-                "Fan-out batches worked.",
-                &self.fanout_batches,
-            ),
-            (
-                "firehose_sessions_cleaned_total",
-                "Sessions dropped by the clean-up.",
-                &self.sessions_cleaned,
-            ),
-            (
-                "firehose_outbox_completed_total",
-                "Writes whose outstanding work a worker completed after their request did not.",
-                &self.outbox_completed,
-            ),
-            (
-                "firehose_connections_refused_total",
-                "Connections refused beyond --max-connections.",
-                &self.connections_refused,
-            ),
-        ];
-        for (name, help, c) in counters {
-            let _ = writeln!(
-                out,
-                "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}",
-                c.load(Ordering::Relaxed)
-            );
-        }
-        for (name, help, v) in extra {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} {v}");
-        }
-        let _ = writeln!(out, "# HELP firehose_stream_connections Open stream connections.\n# TYPE firehose_stream_connections gauge");
-        if let Ok(map) = self.connections.lock() {
-            for ((stream, transport), n) in map.iter() {
-                let _ = writeln!(out, "firehose_stream_connections{{stream=\"{stream}\",transport=\"{transport}\"}} {n}");
-            }
-        }
-        let _ = writeln!(out, "# HELP firehose_http_errors_total Error responses by status.\n# TYPE firehose_http_errors_total counter");
-        if let Ok(map) = self.errors.lock() {
-            for (status, n) in map.iter() {
-                let _ = writeln!(out, "firehose_http_errors_total{{status=\"{status}\"}} {n}");
-            }
-        }
-        let name = "firehose_http_request_duration_seconds";
-        let _ = writeln!(
-            out,
-            "# HELP {name} HTTP request latency by route.\n# TYPE {name} histogram"
-        );
-        if let Ok(map) = self.http.lock() {
-            for ((route, method, status), h) in map.iter() {
-                let labels = format!("route=\"{route}\",method=\"{method}\",status=\"{status}\"");
-                for (i, b) in BUCKETS.iter().enumerate() {
-                    let _ = writeln!(out, "{name}_bucket{{{labels},le=\"{b}\"}} {}", h.counts[i]);
-                }
-                let _ = writeln!(out, "{name}_bucket{{{labels},le=\"+Inf\"}} {}", h.count);
-                let _ = writeln!(out, "{name}_sum{{{labels}}} {}", h.sum);
-                let _ = writeln!(out, "{name}_count{{{labels}}} {}", h.count);
-            }
-        }
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
     }
 }

@@ -1,4 +1,5 @@
-//! The public JSON shapes of the contract: `user` and `status`.
+//! The public JSON shapes of the contract: `user`, `status`, and the events
+//! the streams carry ([`Event`]).
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -196,4 +197,167 @@ pub fn now() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     (d.as_micros() as f64) / 1e6
+}
+
+/// An event as it is published on the events channel and kept in the replay
+/// buffer (without its `id`, which is the buffer entry's id; see
+/// `store::events`). The one schema of every event: the store serializes it,
+/// the streams parse it, and clients read it (`type` names the variant).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// A status was posted (a repost is a status with `repost_of`).
+    Status {
+        /// When it was posted.
+        at: f64,
+        /// The status, counts included.
+        status: Status,
+        /// The author's account is private: only user streams of followers see it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        private: bool,
+    },
+    /// A status was deleted.
+    Delete {
+        /// When.
+        at: f64,
+        /// The deleted status.
+        #[serde(with = "id_string")]
+        status_id: u64,
+        /// Its author.
+        #[serde(with = "id_string")]
+        uid: u64,
+        /// The author's account is private.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        private: bool,
+    },
+    /// `source` started following `target`.
+    Follow {
+        /// When.
+        at: f64,
+        /// The follower.
+        #[serde(with = "id_string")]
+        source: u64,
+        /// The followed user.
+        #[serde(with = "id_string")]
+        target: u64,
+    },
+    /// `source` stopped following `target`.
+    Unfollow {
+        /// When.
+        at: f64,
+        /// The former follower.
+        #[serde(with = "id_string")]
+        source: u64,
+        /// The user no longer followed.
+        #[serde(with = "id_string")]
+        target: u64,
+    },
+    /// A user signed up.
+    User {
+        /// When.
+        at: f64,
+        /// The new user.
+        user: User,
+    },
+    /// `target` was mentioned in `status`.
+    Mention {
+        /// When the status was posted.
+        at: f64,
+        /// The status mentioning them.
+        status: Status,
+        /// The mentioned user.
+        #[serde(with = "id_string")]
+        target: u64,
+        /// The author's account is private.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        private: bool,
+    },
+    /// `status` reposts a status by `target`.
+    Repost {
+        /// When the repost was posted.
+        at: f64,
+        /// The repost.
+        status: Status,
+        /// The author of the reposted status.
+        #[serde(with = "id_string")]
+        target: u64,
+        /// The reposter's account is private.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        private: bool,
+    },
+    /// `source` liked `target`'s status `status_id`.
+    Like {
+        /// When.
+        at: f64,
+        /// The liked status.
+        #[serde(with = "id_string")]
+        status_id: u64,
+        /// Who liked it.
+        #[serde(with = "id_string")]
+        source: u64,
+        /// Its author.
+        #[serde(with = "id_string")]
+        target: u64,
+        /// The status is a private account's.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        private: bool,
+    },
+    /// `source` asked to follow the private account `target`.
+    FollowRequest {
+        /// When.
+        at: f64,
+        /// Who asks.
+        #[serde(with = "id_string")]
+        source: u64,
+        /// The private account.
+        #[serde(with = "id_string")]
+        target: u64,
+        /// Always true: a request concerns a private account.
+        private: bool,
+    },
+    /// A session ended: the streams opened with it close. Internal: it is
+    /// on the channel and in the buffer (so catch-up applies missed ones),
+    /// never sent to a client. Published by `drop_sessions.lua`.
+    SessionRevoked {
+        /// The session.
+        sid: String,
+    },
+    /// A type this build does not know (published by a newer one during a
+    /// rolling deploy): it reaches the firehose only.
+    #[serde(other)]
+    Unknown,
+}
+
+impl Event {
+    /// The `type` it is published with (`None` for [`Event::Unknown`]).
+    pub fn kind(&self) -> Option<&'static str> {
+        Some(match self {
+            Event::Status { .. } => "status",
+            Event::Delete { .. } => "delete",
+            Event::Follow { .. } => "follow",
+            Event::Unfollow { .. } => "unfollow",
+            Event::User { .. } => "user",
+            Event::Mention { .. } => "mention",
+            Event::Repost { .. } => "repost",
+            Event::Like { .. } => "like",
+            Event::FollowRequest { .. } => "follow_request",
+            Event::SessionRevoked { .. } => "session_revoked",
+            Event::Unknown => return None,
+        })
+    }
+}
+
+/// Ids are JSON strings in every public shape (they outgrow a double's
+/// 53 bits), numbers in Rust.
+mod id_string {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(id)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        text.parse().map_err(D::Error::custom)
+    }
 }

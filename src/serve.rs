@@ -10,14 +10,13 @@
 //! and every other connection, WebSocket upgrades included, goes to hyper
 //! and the axum router with the bytes already read put back in front.
 
-use crate::app::AppState;
 use crate::error::ApiError;
-use crate::http::stream::{open_plain, Opened};
+use crate::http::stream::open::{open_plain, Opened};
 use crate::limits::ClientAddr;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
-use crate::stream::io::TimeoutIo;
-use crate::stream::wire::{self, Encoding};
+use crate::state::AppState;
+use crate::stream::wire::{self, Transport};
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -35,6 +34,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::sync::Semaphore;
+use tokio_io_timeout::TimeoutStream;
 use tower::ServiceExt;
 use tracing::Instrument;
 
@@ -246,13 +246,16 @@ async fn connection(
     if buf.is_empty() {
         return;
     }
-    let io = TimeoutIo::new(
-        Rewind {
-            prefix: Some(Bytes::from(buf)),
-            inner: tcp,
-        },
-        write_timeout,
-    );
+    // A client that stops reading eventually fills the socket buffers;
+    // hyper then stops polling the response body, so no code above the
+    // socket can notice. Failing a write blocked past the timeout closes the
+    // connection and frees its memory.
+    let mut io = TimeoutStream::new(Rewind {
+        prefix: Some(Bytes::from(buf)),
+        inner: tcp,
+    });
+    io.set_write_timeout(Some(write_timeout));
+    let io = Box::pin(io);
     let trusted = state.cfg.trusted_proxies.clone();
     let service = TowerToHyperService::new(router.map_request(
         move |req: axum::http::Request<hyper::body::Incoming>| {
@@ -293,10 +296,10 @@ async fn write_all(tcp: &mut TcpStream, bytes: &[u8], timeout: Duration) -> bool
 /// write stays blocked longer than `timeout` (a client that stopped reading).
 async fn raw_stream(
     mut tcp: TcpStream,
-    opened: crate::error::ApiResult<(Opened, Encoding)>,
+    opened: crate::error::ApiResult<(Opened, Transport)>,
     timeout: Duration,
 ) {
-    let (Opened { mut feed, guard }, encoding) = match opened {
+    let (Opened { mut feed, guard }, transport) = match opened {
         Ok(o) => o,
         Err(e) => {
             let status = e.status;
@@ -317,7 +320,7 @@ async fn raw_stream(
             return;
         }
     };
-    let head = wire::response_head(encoding);
+    let head = transport.response_head();
     if !write_all(&mut tcp, head.as_bytes(), timeout).await {
         return;
     }
@@ -345,7 +348,7 @@ async fn raw_stream(
             }
         };
         chunks.clear();
-        let n = wire::batch(&mut feed, &out, encoding, &mut chunks);
+        let n = wire::batch(&mut feed, &out, transport, &mut chunks);
         let ok = if let [only] = chunks.as_slice() {
             write_all(&mut tcp, only, timeout).await
         } else {

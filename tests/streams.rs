@@ -660,8 +660,8 @@ async fn the_hub_warns_at_80_percent_and_refuses_at_the_bound() {
     while let Ok(d) = rx.try_recv() {
         match d {
             Delivery::Event(..) => events += 1,
-            Delivery::Control(json) => {
-                let v: Value = serde_json::from_str(&json).unwrap();
+            Delivery::Control(control) => {
+                let v: Value = serde_json::from_slice(&control.json).unwrap();
                 assert_eq!(
                     (v["type"].clone(), v["code"].clone()),
                     (json!("warning"), json!("falling_behind"))
@@ -965,6 +965,58 @@ async fn sse_sends_keepalive_comments() {
     let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
     assert!(s.next_within(Duration::from_millis(2500)).await.is_none());
     assert!(s.comments >= 1, "a comment line arrived");
+}
+
+/// A feed on tokio's paused clock: nothing real to wait for (its hub's
+/// Redis is never reached), so the clock jumps from timer to timer and the
+/// timing is exact.
+fn paused_feed(keepalive: Duration, expires_in: u64) -> firehose::stream::Feed {
+    let mut cfg = firehose::config::Config::defaults();
+    cfg.redis_url = Some("redis://127.0.0.1:1".into());
+    let store = firehose::store::Store::open("redis://127.0.0.1:1", &cfg).unwrap();
+    let (trigger, shutdown) = firehose::shutdown::channel();
+    // The trigger lives as long as the test: the feed must not see a shutdown.
+    std::mem::forget(trigger);
+    let (hub, _tasks) = firehose::stream::Hub::start(store.clone(), shutdown.clone());
+    let expires = firehose::model::now() as u64 + expires_in;
+    firehose::stream::Feed::new(hub, store, 1, "s".into(), expires, 16, keepalive, shutdown)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_idle_feed_hands_out_a_keepalive_every_period() {
+    let period = Duration::from_secs(15);
+    let mut feed = paused_feed(period, 3600);
+    let start = tokio::time::Instant::now();
+    for n in 1..=4u32 {
+        let out = feed.next().await.expect("the feed goes on");
+        assert!(matches!(out, firehose::stream::Out::Keepalive), "{out:?}");
+        assert_eq!(start.elapsed(), period * n, "keep-alive {n}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_feed_ends_with_disconnect_expired_when_its_token_expires() {
+    let mut feed = paused_feed(Duration::from_secs(30), 100);
+    let start = tokio::time::Instant::now();
+    let bye = loop {
+        match feed.next().await.expect("a disconnect before the end") {
+            firehose::stream::Out::Keepalive => continue,
+            other => break other,
+        }
+    };
+    let firehose::stream::Out::Control(bye) = bye else {
+        panic!("{bye:?}");
+    };
+    let v: Value = serde_json::from_slice(&bye.json).unwrap();
+    assert_eq!((bye.kind, &v["code"]), ("disconnect", &json!("expired")));
+    // The expiry is whole seconds away from a clock that had moved on by
+    // less than one when the feed was made.
+    let waited = start.elapsed();
+    assert!(
+        waited > Duration::from_secs(98) && waited <= Duration::from_secs(100),
+        "{waited:?}"
+    );
+    assert!(feed.next().await.is_none(), "nothing after the disconnect");
 }
 
 #[tokio::test]

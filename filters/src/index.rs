@@ -45,6 +45,63 @@ pub enum Rule {
     },
 }
 
+impl Rule {
+    /// Whether this rule alone wants `event`, as an [`Index`] holding only
+    /// it would route it: for one subscription's replay, where building an
+    /// index would cost more than the check. A user rule follows the follow
+    /// and unfollow events of its user, as the index does.
+    pub fn matches(&mut self, event: &Event<'_>) -> bool {
+        match self {
+            Rule::Firehose => match *event {
+                Event::Status(ref s) => !s.private,
+                Event::Delete { private, .. } => !private,
+                Event::Notice { public, .. } => public,
+                Event::Follow { .. } | Event::Other => true,
+            },
+            Rule::Sample { rate } => {
+                let t = sample::threshold(*rate);
+                match *event {
+                    Event::Status(ref s) => !s.private && sample::hit(s.id, t),
+                    Event::Delete {
+                        status_id, private, ..
+                    } => !private && sample::hit(status_id, t),
+                    _ => false,
+                }
+            }
+            Rule::Filter(spec) => match *event {
+                Event::Status(ref s) => spec.matches(s),
+                Event::Delete { uid, private, .. } => !private && spec.follow.contains(&uid),
+                _ => false,
+            },
+            Rule::User { uid, following } => {
+                let home = |author: u64| author == *uid || following.contains(&author);
+                match *event {
+                    Event::Status(ref s) => home(s.uid),
+                    Event::Delete { uid: author, .. } => home(author),
+                    Event::Notice { uids, .. } => uids.contains(uid),
+                    Event::Follow {
+                        source,
+                        target,
+                        following: follows,
+                    } => {
+                        if source == *uid {
+                            if follows {
+                                if !following.contains(&target) {
+                                    following.push(target);
+                                }
+                            } else if target != source {
+                                following.retain(|f| *f != target);
+                            }
+                        }
+                        source == *uid || target == *uid
+                    }
+                    Event::Other => false,
+                }
+            }
+        }
+    }
+}
+
 /// The parts of a status the rules look at.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StatusView<'a> {

@@ -5,7 +5,8 @@
 //! [`MAX_BOXES`] bounding boxes. Every error names the parameter at fault.
 
 use crate::geo::BBox;
-use crate::track::Phrase;
+use crate::index::StatusView;
+use crate::track::{Phrase, Words};
 use std::fmt;
 
 /// Most user ids one `follow` parameter may list.
@@ -60,6 +61,36 @@ impl FilterSpec {
         self.follow.is_empty() && self.track.is_empty() && self.locations.is_empty()
     }
 
+    /// Whether this filter alone wants `status`: a public status by, replying
+    /// to or reposting a followed user, inside one of the boxes, or whose
+    /// message holds every term of one tracked phrase. The same answer as an
+    /// [`crate::Index`] holding only this filter, computed directly (for one
+    /// subscription's replay and as the reference the index is tested against).
+    pub fn matches(&self, status: &StatusView<'_>) -> bool {
+        if status.private {
+            return false;
+        }
+        let authors = [Some(status.uid), status.reply_to_uid, status.repost_of_uid];
+        if authors
+            .into_iter()
+            .flatten()
+            .any(|uid| self.follow.contains(&uid))
+        {
+            return true;
+        }
+        if let Some((lat, lon)) = status.coords {
+            if self.locations.iter().any(|b| b.contains(lat, lon)) {
+                return true;
+            }
+        }
+        if self.track.is_empty() {
+            return false;
+        }
+        let mut words = Words::default();
+        words.fill(status.message);
+        self.track.iter().any(|p| p.matches(&words))
+    }
+
     /// Builds a filter from already split parts (the WebSocket `subscribe`
     /// message carries arrays); the same rules as [`parse_filter`] apply.
     pub fn from_parts<'a>(
@@ -89,21 +120,36 @@ pub fn parse_filter(
     track: Option<&str>,
     locations: Option<&str>,
 ) -> Result<FilterSpec, ParseError> {
-    fn split(s: Option<&str>) -> Vec<&str> {
-        match s.map(str::trim) {
-            None | Some("") => Vec::new(),
-            Some(s) => s.split(',').collect(),
-        }
+    let coords = parse_coords(locations)?;
+    FilterSpec::from_parts(split(follow), split(track), &coords)
+}
+
+fn split(s: Option<&str>) -> Vec<&str> {
+    match s.map(str::trim) {
+        None | Some("") => Vec::new(),
+        Some(s) => s.split(',').collect(),
     }
-    let coords = split(locations)
+}
+
+/// Parses the comma-separated numbers of a `locations` parameter (their
+/// grouping into boxes is checked by [`FilterSpec::from_parts`]).
+pub fn parse_coords(locations: Option<&str>) -> Result<Vec<f64>, ParseError> {
+    split(locations)
         .into_iter()
         .map(|c| {
             c.trim().parse::<f64>().map_err(|_| {
                 ParseError::new("locations", format!("{:?} is not a number", c.trim()))
             })
         })
-        .collect::<Result<Vec<f64>, _>>()?;
-    FilterSpec::from_parts(split(follow), split(track), &coords)
+        .collect()
+}
+
+/// A `locations` whose numbers do not group into boxes of four.
+pub fn box_shape_error() -> ParseError {
+    ParseError::new(
+        "locations",
+        "give boxes as groups of four numbers: sw_lon,sw_lat,ne_lon,ne_lat",
+    )
 }
 
 /// Parses a sample `rate`: a number in (0, 1]; absent means 0.01.
@@ -177,10 +223,7 @@ fn phrases<'a>(raw: impl IntoIterator<Item = &'a str>) -> Result<Vec<Phrase>, Pa
 
 fn boxes(coords: &[f64]) -> Result<Vec<BBox>, ParseError> {
     if !coords.len().is_multiple_of(4) {
-        return Err(ParseError::new(
-            "locations",
-            "give boxes as groups of four numbers: sw_lon,sw_lat,ne_lon,ne_lat",
-        ));
+        return Err(box_shape_error());
     }
     if coords.len() / 4 > MAX_BOXES {
         return Err(ParseError::new(

@@ -286,6 +286,24 @@ impl Lcg {
     }
 }
 
+/// A follow (two in three) or unfollow between two of users `1..=users`.
+fn random_follow(rng: &mut Lcg, users: u64) -> Event<'static> {
+    Event::Follow {
+        source: 1 + rng.below(users),
+        target: 1 + rng.below(users),
+        following: rng.below(3) != 0,
+    }
+}
+
+/// A delete of status `id` by one of users `1..=users`, private one time in four.
+fn random_delete(rng: &mut Lcg, id: u64, users: u64) -> Event<'static> {
+    Event::Delete {
+        status_id: id,
+        uid: 1 + rng.below(users),
+        private: rng.below(4) == 0,
+    }
+}
+
 /// The index must agree with the obvious per-subscription check, through
 /// inserts, removals and re-inserts.
 #[test]
@@ -307,7 +325,6 @@ fn the_index_agrees_with_checking_every_filter_one_by_one() {
     ];
     let mut specs = std::collections::BTreeMap::new();
     let mut index = Index::new();
-    let mut words_buf = firehose_filters::track::Words::default();
     for round in 0..3000u64 {
         // Churn: add or replace a subscription, sometimes remove one.
         let sub = rng.below(60);
@@ -349,19 +366,17 @@ fn the_index_agrees_with_checking_every_filter_one_by_one() {
             .join(" ");
         let coords =
             (rng.below(2) == 0).then(|| (rng.below(30) as f64 - 15.0, rng.below(30) as f64 - 15.0));
-        let view = status(round, 1 + rng.below(20), &message, coords);
+        let view = StatusView {
+            reply_to_uid: (rng.below(4) == 0).then(|| 1 + rng.below(20)),
+            repost_of_uid: (rng.below(4) == 0).then(|| 1 + rng.below(20)),
+            private: rng.below(8) == 0,
+            ..status(round, 1 + rng.below(20), &message, coords)
+        };
         let mut got = Vec::new();
         index.route(&Event::Status(view), &mut got);
-        words_buf.fill(&message);
         let expected: Vec<u64> = specs
             .iter()
-            .filter(|(_, spec)| {
-                spec.follow.contains(&view.uid)
-                    || spec.track.iter().any(|p| p.matches(&words_buf))
-                    || coords.is_some_and(|(lat, lon)| {
-                        spec.locations.iter().any(|b| b.contains(lat, lon))
-                    })
-            })
+            .filter(|(_, spec)| spec.matches(&view))
             .map(|(sub, _)| *sub)
             .collect();
         assert_eq!(got, expected, "round {round}: {message:?} at {coords:?}");
@@ -413,16 +428,8 @@ fn routing_a_batch_equals_routing_each_event_in_turn() {
     for round in 0..50 {
         let events: Vec<Event> = (0..1 + rng.below(24))
             .map(|i| match rng.below(8) {
-                0 | 1 => Event::Follow {
-                    source: 1 + rng.below(10),
-                    target: 1 + rng.below(10),
-                    following: rng.below(3) != 0,
-                },
-                2 => Event::Delete {
-                    status_id: i,
-                    uid: 1 + rng.below(10),
-                    private: rng.below(4) == 0,
-                },
+                0 | 1 => random_follow(&mut rng, 10),
+                2 => random_delete(&mut rng, i, 10),
                 3 => Event::Other,
                 _ => Event::Status(StatusView {
                     private: rng.below(5) == 0,
@@ -443,6 +450,74 @@ fn routing_a_batch_equals_routing_each_event_in_turn() {
             let mut out = Vec::new();
             one_by_one.route(e, &mut out);
             assert_eq!(outs[i], out, "round {round}, event {i}: {e:?}");
+        }
+    }
+}
+
+/// One rule checked alone (`Rule::matches`, used for a subscription's
+/// replay) answers as an index holding only that rule routes, for every
+/// kind of rule and event, user rules following their user's follows.
+#[test]
+fn a_rule_alone_matches_what_an_index_of_it_routes() {
+    let words = ["rust", "redis", "go", "tea", "doghouse_keeper", "jazz"];
+    let mut rng = Lcg(23);
+    for trial in 0..200 {
+        let mut rule = match trial % 4 {
+            0 => Rule::Firehose,
+            1 => Rule::Sample {
+                rate: [0.1, 0.5, 1.0][rng.below(3) as usize],
+            },
+            2 => Rule::User {
+                uid: 1 + rng.below(6),
+                following: (0..rng.below(4)).map(|_| 1 + rng.below(6)).collect(),
+            },
+            _ => {
+                let lon = rng.below(20) as f64 - 10.0;
+                let lat = rng.below(20) as f64 - 10.0;
+                filter(
+                    &(1 + rng.below(6)).to_string(),
+                    words[rng.below(6) as usize],
+                    &format!("{lon},{lat},{},{}", lon + 5.0, lat + 5.0),
+                )
+            }
+        };
+        let mut index = Index::new();
+        index.insert(7, rule.clone());
+        let notified: Vec<u64> = (0..1 + rng.below(2)).map(|_| 1 + rng.below(6)).collect();
+        for i in 0..60 {
+            let message: String = (0..1 + rng.below(4))
+                .map(|_| words[rng.below(6) as usize])
+                .collect::<Vec<_>>()
+                .join(" ");
+            let event = match rng.below(7) {
+                0 => random_follow(&mut rng, 6),
+                1 => random_delete(&mut rng, i, 6),
+                2 => Event::Notice {
+                    uids: &notified,
+                    public: rng.below(2) == 0,
+                },
+                3 => Event::Other,
+                _ => Event::Status(StatusView {
+                    private: rng.below(5) == 0,
+                    reply_to_uid: (rng.below(4) == 0).then(|| 1 + rng.below(6)),
+                    repost_of_uid: (rng.below(4) == 0).then(|| 1 + rng.below(6)),
+                    ..status(
+                        trial * 100 + i,
+                        1 + rng.below(6),
+                        &message,
+                        (rng.below(2) == 0)
+                            .then(|| (rng.below(30) as f64 - 15.0, rng.below(30) as f64 - 15.0)),
+                    )
+                }),
+            };
+            let mut out = Vec::new();
+            index.route(&event, &mut out);
+            let alone = rule.matches(&event);
+            assert_eq!(
+                alone,
+                out == [7],
+                "trial {trial}, event {i}: {event:?} for {rule:?}"
+            );
         }
     }
 }

@@ -1,10 +1,10 @@
 //! Following: follow and unfollow one user or many, list followers.
 
 use super::{detached, path_id, JsonBody, JsonId};
-use crate::app::AppState;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, User};
+use crate::state::AppState;
 use crate::store::follows::{FollowList, IdPage};
 use crate::store::requests::Requests;
 use crate::store::{Store, StoreError};

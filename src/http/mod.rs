@@ -12,8 +12,8 @@ pub mod timelines;
 pub mod trends;
 pub mod users;
 
-use crate::app::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, MatchedPath, Request};

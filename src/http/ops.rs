@@ -1,11 +1,11 @@
 //! Operations: health, readiness, metrics, the OpenAPI document, the API
 //! reference and the browser page.
 
-use crate::app::AppState;
 use crate::error::ApiError;
 use crate::metrics::global as metrics;
+use crate::state::AppState;
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -44,46 +44,28 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     Json(json!({"status": "ready", "redis": "ok", "events": "subscribed"})).into_response()
 }
 
-/// `GET /metrics`: Prometheus text.
-pub async fn prometheus(State(state): State<AppState>) -> Response {
-    let depth = state
-        .store
-        .fanout_depth()
-        .await
-        .map(|d| d as f64)
-        .unwrap_or(-1.0);
-    let lag = state.store.fanout_lag().await.unwrap_or(-1.0);
-    let sessions = state
-        .store
-        .session_count()
-        .await
-        .map(|d| d as f64)
-        .unwrap_or(-1.0);
-    let body = metrics().render(&[
-        (
-            "firehose_fanout_queue_depth",
-            "Fan-out tasks queued or in progress (-1: Redis unreachable).",
-            depth,
-        ),
-        (
-            "firehose_fanout_lag_seconds",
-            "Age of the oldest queued fan-out task (-1: Redis unreachable).",
-            lag,
-        ),
-        (
-            "firehose_sessions",
-            "Live sessions (-1: Redis unreachable).",
-            sessions,
-        ),
-    ]);
-    (
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        body,
-    )
-        .into_response()
+/// `GET /metrics`: the metrics in the text format a scraper reads (every
+/// Prometheus reads both): OpenMetrics when the `Accept` header asks for
+/// it, else labelled as Prometheus text 0.0.4.
+pub async fn prometheus(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let m = metrics();
+    let depth = state.store.fanout_depth().await.map(|d| d as f64);
+    m.fanout_depth.set(depth.unwrap_or(-1.0));
+    m.fanout_lag
+        .set(state.store.fanout_lag().await.unwrap_or(-1.0));
+    let sessions = state.store.session_count().await.map(|d| d as f64);
+    m.sessions.set(sessions.unwrap_or(-1.0));
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
+    let content_type = if openmetrics {
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    } else {
+        "text/plain; version=0.0.4; charset=utf-8"
+    };
+    ([(header::CONTENT_TYPE, content_type)], m.render()).into_response()
 }
 
 /// `GET /openapi.json`.

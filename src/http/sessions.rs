@@ -1,11 +1,11 @@
 //! Sessions: log in (a JWT bound to a Redis session), log out, inspect.
 
 use super::{no_store, JsonBody};
-use crate::app::AppState;
 use crate::auth::{AuthUser, SCOPE_FIREHOSE, SCOPE_READ, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::limits::ClientAddr;
 use crate::model::{now, User};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::routing::{delete, post};

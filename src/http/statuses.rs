@@ -1,10 +1,10 @@
 //! Statuses: post, read, delete.
 
 use super::{detached, path_id, JsonBody, JsonId};
-use crate::app::AppState;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, Status};
+use crate::state::AppState;
 use crate::store::statuses::{PostOptions, Posted};
 use crate::store::StoreError;
 use crate::text;

@@ -2,9 +2,9 @@
 
 use super::path_id;
 use super::statuses::can_see;
-use crate::app::AppState;
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 use crate::store::statuses::{Page, Shown, Timeline};
 use axum::extract::{Path, Query, State};
 use axum::http::header;

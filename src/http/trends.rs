@@ -1,8 +1,8 @@
 //! Trending hashtags over a sliding window.
 
 use super::timelines::uint;
-use crate::app::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 use axum::extract::{Query, State};
 use axum::routing::get;
 use axum::{Json, Router};

@@ -1,11 +1,11 @@
 //! Users: sign-up, profiles, lookup by any unique field.
 
 use super::{no_store, path_id, JsonBody};
-use crate::app::AppState;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::limits::ClientAddr;
 use crate::model::{now, User};
+use crate::state::AppState;
 use crate::store::users::NewUser;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;

@@ -6,8 +6,7 @@
 //! exact JSON that was published.
 
 use super::{Store, StoreResult};
-use crate::model::Status;
-use serde_json::json;
+use crate::model::Event;
 
 /// The published JSON of an event: `{"id":"<eid>", ...body}`.
 pub fn with_id(eid: &str, body: &str) -> String {
@@ -16,33 +15,10 @@ pub fn with_id(eid: &str, body: &str) -> String {
     format!("{{\"id\":\"{eid}\"{sep}{rest}")
 }
 
-/// Body of a `status` event.
-pub fn status_body(status: &Status, private: bool) -> String {
-    let mut v = json!({"type": "status", "at": status.posted, "status": status});
-    if private {
-        v["private"] = json!(true);
-    }
-    v.to_string()
-}
-
-/// Body of a `delete` event.
-pub fn delete_body(status_id: u64, uid: u64, at: f64, private: bool) -> String {
-    let mut v = json!({"type": "delete", "at": at, "status_id": status_id.to_string(), "uid": uid.to_string()});
-    if private {
-        v["private"] = json!(true);
-    }
-    v.to_string()
-}
-
-/// Body of a `follow` or `unfollow` event.
-pub fn follow_body(source: u64, target: u64, follow: bool, at: f64) -> String {
-    json!({
-        "type": if follow { "follow" } else { "unfollow" },
-        "at": at,
-        "source": source.to_string(),
-        "target": target.to_string(),
-    })
-    .to_string()
+/// The buffer body of an event (its JSON without the `id`).
+pub fn body(event: &Event) -> String {
+    // Serializing these types cannot fail: no map has non-string keys.
+    serde_json::to_string(event).unwrap_or_default()
 }
 
 impl Store {

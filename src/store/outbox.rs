@@ -22,14 +22,13 @@
 //! between steps is finished later, and a retry repeats nothing. Events go
 //! out last, so a client that gets an event can read what it refers to.
 
-use super::events::{delete_body, follow_body, status_body};
+use super::events::body;
 use super::fanout::FanoutKind;
 use super::statuses::{unique_tags, INDEX_CAP, TREND_BUCKET_TTL};
 use super::{parse_id, Store, StoreError, StoreResult};
-use crate::model::{now, Status, HOME_CAP};
+use crate::model::{now, Event, Status, User, HOME_CAP};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use std::collections::HashMap;
 
 /// How long a deleted status's tombstone is kept, in seconds.
@@ -179,6 +178,23 @@ pub(crate) enum PostEnd {
     Missing(&'static str),
 }
 
+/// Whether a status is counted into an index (posted) or out of it (deleted).
+#[derive(Debug, Clone, Copy)]
+enum Count {
+    In,
+    Out,
+}
+
+impl Count {
+    /// The scripts' argument: `1` counts in, `0` out.
+    fn flag(self) -> &'static str {
+        match self {
+            Count::In => "1",
+            Count::Out => "0",
+        }
+    }
+}
+
 impl Store {
     /// Records `op` in the outbox (with an idempotency key: claims it too).
     pub(crate) async fn begin_op(&self, op: &Op, idempotency: Option<&str>) -> StoreResult<Begun> {
@@ -299,10 +315,19 @@ impl Store {
         pipe.hset_nx(&secret, "email", email).ignore();
         pipe.hset_nx(&secret, "password", password).ignore();
         let _: () = pipe.query_async(&mut conn).await?;
-        let body = json!({"type": "user", "at": at, "user": {"id": uid.to_string(),
-            "login": login, "name": name, "followers": 0, "following": 0, "posts": 0,
-            "signup": at}});
-        self.finish_with(owed, vec![body.to_string()]).await?;
+        let user = User {
+            id: uid.to_string(),
+            login: login.clone(),
+            name: name.clone(),
+            followers: 0,
+            following: 0,
+            posts: 0,
+            signup: *at,
+            private: false,
+            email: None,
+        };
+        self.finish_with(owed, vec![body(&Event::User { at: *at, user })])
+            .await?;
         Ok(())
     }
 
@@ -386,7 +411,7 @@ impl Store {
             return quit(PostEnd::Missing("user")).await;
         }
         if let Some(p) = parent {
-            self.count_reply(p, sid, status.posted, true).await?;
+            self.count_reply(p, sid, status.posted, Count::In).await?;
         }
         let indexed: Vec<String> = mentioned
             .iter()
@@ -403,7 +428,8 @@ impl Store {
             let _: () = pipe.query_async(&mut conn).await?;
         }
         if !private && !tags.is_empty() {
-            self.count_trend(sid, status.posted, &tags, true).await?;
+            self.count_trend(sid, status.posted, &tags, Count::In)
+                .await?;
         }
         for id in parent.into_iter().chain(original) {
             self.counts_cache.forget(id);
@@ -411,22 +437,28 @@ impl Store {
         let tasks = self
             .fanout_inline(FanoutKind::Post, sid, uid, status.posted)
             .await?;
-        let mut events = vec![status_body(&status, private)];
-        for target in mentioned {
-            let mut v = json!({"type": "mention", "at": status.posted, "status": status,
-                "target": target.to_string()});
-            if private {
-                v["private"] = json!(true);
-            }
-            events.push(v.to_string());
+        let at = status.posted;
+        let mut events = vec![body(&Event::Status {
+            at,
+            status: status.clone(),
+            private,
+        })];
+        for &target in mentioned {
+            events.push(body(&Event::Mention {
+                at,
+                status: status.clone(),
+                target,
+                private,
+            }));
         }
-        if let Some(target) = status.repost_of_uid.as_deref().filter(|_| *notify_original) {
-            let mut v = json!({"type": "repost", "at": status.posted, "status": status,
-                "target": target});
-            if private {
-                v["private"] = json!(true);
-            }
-            events.push(v.to_string());
+        let original = status.repost_of_uid.as_deref().and_then(|t| t.parse().ok());
+        if let Some(target) = original.filter(|_| *notify_original) {
+            events.push(body(&Event::Repost {
+                at,
+                status: status.clone(),
+                target,
+                private,
+            }));
         }
         let answer = match idempotency_key {
             Some(key) => Some((
@@ -447,15 +479,21 @@ impl Store {
         Ok(PostEnd::Created)
     }
 
-    /// A reply enters (`add`) or leaves its parent's replies.
-    async fn count_reply(&self, parent: u64, sid: u64, posted: f64, add: bool) -> StoreResult<()> {
+    /// A reply enters or leaves its parent's replies.
+    async fn count_reply(
+        &self,
+        parent: u64,
+        sid: u64,
+        posted: f64,
+        count: Count,
+    ) -> StoreResult<()> {
         let mut conn = self.conn();
         let _: i64 = self
             .scripts
             .replies_count
             .key(self.keys.status(parent))
             .key(self.keys.replies(parent))
-            .arg(if add { "1" } else { "0" })
+            .arg(count.flag())
             .arg(sid)
             .arg(posted)
             .invoke_async(&mut conn)
@@ -470,14 +508,14 @@ impl Store {
         sid: u64,
         posted: f64,
         tags: &[String],
-        add: bool,
+        count: Count,
     ) -> StoreResult<()> {
         let minute = (posted / 60.0) as u64;
         let mut conn = self.conn();
         let mut inv = self.scripts.trend.prepare_invoke();
         inv.key(self.keys.trend_bucket(minute))
             .key(self.keys.trend_seen(minute))
-            .arg(if add { "1" } else { "0" })
+            .arg(count.flag())
             .arg(sid)
             .arg(TREND_BUCKET_TTL);
         for t in tags {
@@ -552,7 +590,12 @@ impl Store {
         self.finish_op(
             owed,
             Finish {
-                events: vec![delete_body(sid, uid, at, private)],
+                events: vec![body(&Event::Delete {
+                    at,
+                    status_id: sid,
+                    uid,
+                    private,
+                })],
                 tasks,
                 answer: None,
             },
@@ -597,7 +640,7 @@ impl Store {
             .as_deref()
             .and_then(|p| p.parse::<u64>().ok());
         if let Some(p) = parent {
-            self.count_reply(p, sid, status.posted, false).await?;
+            self.count_reply(p, sid, status.posted, Count::Out).await?;
             self.counts_cache.forget(p);
         }
         let mentioned: Vec<u64> = h
@@ -618,7 +661,8 @@ impl Store {
             let _: () = pipe.query_async(&mut conn).await?;
         }
         if !tags.is_empty() {
-            self.count_trend(sid, status.posted, &tags, false).await?;
+            self.count_trend(sid, status.posted, &tags, Count::Out)
+                .await?;
         }
         if let Some(original) = status
             .repost_of
@@ -681,7 +725,12 @@ impl Store {
                 .await?;
         }
         let events = if changed == 1 {
-            vec![follow_body(source, target, follow, at)]
+            let event = if follow {
+                Event::Follow { at, source, target }
+            } else {
+                Event::Unfollow { at, source, target }
+            };
+            vec![body(&event)]
         } else {
             Vec::new()
         };
@@ -737,12 +786,13 @@ impl Store {
         }
         let mut events = Vec::new();
         if changed == 1 && like {
-            let mut body = json!({"type": "like", "at": at, "status_id": sid.to_string(),
-                "source": uid.to_string(), "target": author.to_string()});
-            if private {
-                body["private"] = json!(true);
-            }
-            events.push(body.to_string());
+            events.push(body(&Event::Like {
+                at,
+                status_id: sid,
+                source: uid,
+                target: author,
+                private,
+            }));
         }
         self.finish_with(owed, events).await?;
         Ok((changed == 1, likes))
@@ -784,9 +834,12 @@ impl Store {
             removed
         };
         let events = if ask && changed == 1 {
-            vec![json!({"type": "follow_request", "at": at, "private": true,
-                "source": source.to_string(), "target": target.to_string()})
-            .to_string()]
+            vec![body(&Event::FollowRequest {
+                at,
+                source,
+                target,
+                private: true,
+            })]
         } else {
             Vec::new()
         };

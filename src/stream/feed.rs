@@ -6,13 +6,12 @@
 //! the replay buffer is read up to its current end, and every live event at
 //! or below the last id read is dropped as already considered.
 
-use super::frame::{self, control, EventId, Frame, Incoming};
+use super::frame::{self, Control, ControlFrame, EventId, Frame, Incoming};
 use super::hub::{Conn, Delivery, Hub};
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::{Store, StoreResult};
-use firehose_filters::{Index, Rule, SubId};
-use serde_json::json;
+use firehose_filters::{Rule, SubId};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -31,15 +30,15 @@ const REPLAY_PAGE: usize = 256;
 /// A resume still being read from the buffer.
 struct ReplayJob {
     stream: &'static str,
-    /// The subscription's rule alone.
-    index: Index,
+    /// The subscription's rule (a user rule follows the replayed follows).
+    rule: Rule,
     /// The last buffer id read.
     cursor: EventId,
 }
 
 /// A `warning` `resume_gap` control event.
-fn resume_gap(message: &str) -> String {
-    control("warning", json!({"code": "resume_gap", "message": message}))
+fn resume_gap(message: &str) -> Control {
+    Control::warning("resume_gap", message)
 }
 
 /// Where a replay starts.
@@ -62,8 +61,8 @@ pub enum Replay {
 pub enum Out {
     /// An event, for the named subscription.
     Event(Arc<Frame>, &'static str),
-    /// A control event (JSON text).
-    Control(Arc<str>),
+    /// A control event.
+    Control(Arc<ControlFrame>),
     /// Time for a keep-alive (SSE comment, NDJSON blank line, WebSocket ping).
     Keepalive,
 }
@@ -171,8 +170,8 @@ impl Feed {
     }
 
     /// Queues a control event for the client.
-    pub fn push_control(&mut self, json: String) {
-        self.pending.push_back(Out::Control(json.into()));
+    pub fn push_control(&mut self, control: Control) {
+        self.pending.push_back(Out::Control(control.encode()));
     }
 
     async fn replay_after(
@@ -200,15 +199,13 @@ impl Feed {
                 "Some events after last_event_id are no longer in the replay buffer.",
             ));
         }
-        let mut index = Index::new();
-        index.insert(0, rule);
         // Any replay of this stream was dropped by `subscribe`, so this job
         // is the only one for it. The first page is read now, so that a
         // store failure is answered to the request; the rest as the client
         // reads.
         self.replays.push_back(ReplayJob {
             stream,
-            index,
+            rule,
             cursor: after,
         });
         self.replay_step().await
@@ -232,12 +229,9 @@ impl Feed {
         if let Some((last, _)) = page.last() {
             job.cursor = EventId::parse(last).unwrap_or(job.cursor);
         }
-        let mut out = Vec::new();
         for (_, json) in &page {
             if let Some(Incoming::Event(f)) = frame::parse(json) {
-                out.clear();
-                job.index.route(&f.routing.event(), &mut out);
-                if !out.is_empty() {
+                if job.rule.matches(&f.routing()) {
                     inc(&metrics().events_replayed, 1);
                     self.pending.push_back(Out::Event(f, job.stream));
                 }
@@ -253,12 +247,9 @@ impl Feed {
     async fn replay_newest(
         &mut self,
         stream: &'static str,
-        rule: Rule,
+        mut rule: Rule,
         n: usize,
     ) -> StoreResult<()> {
-        let mut index = Index::new();
-        index.insert(0, rule);
-        let mut out = Vec::new();
         let mut found: Vec<Arc<Frame>> = Vec::new();
         let mut cursor = "+".to_string();
         let mut newest: Option<EventId> = None;
@@ -281,8 +272,7 @@ impl Feed {
             // user-stream rules in order; keep the newest N matches.
             let mut matched = Vec::new();
             for f in frames.iter().rev() {
-                index.route(&f.routing.event(), &mut out);
-                if !out.is_empty() {
+                if rule.matches(&f.routing()) {
                     matched.push(f.clone());
                 }
             }
@@ -399,11 +389,17 @@ impl Feed {
     }
 
     /// Ends the feed with a `disconnect` event.
-    pub fn end(&mut self, code: &str, reason: &str) -> Out {
+    pub fn end(&mut self, code: &'static str, reason: &str) -> Out {
         tracing::debug!(code, "feed ended");
         self.ended = true;
         self.hub.close(self.conn.id);
-        Out::Control(control("disconnect", json!({"code": code, "reason": reason})).into())
+        Out::Control(
+            Control::Disconnect {
+                code,
+                reason: reason.to_string(),
+            }
+            .encode(),
+        )
     }
 
     /// Whether the feed has ended.

@@ -1,8 +1,9 @@
 //! Events as the streams carry them.
 
+use crate::model;
 use bytes::Bytes;
 use firehose_filters::{Event, StatusView};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::sync::Arc;
 
@@ -43,146 +44,94 @@ pub fn is_gap(after: EventId, info: &crate::store::events::BufferInfo) -> bool {
     newer(&info.max_deleted) || (info.trimmed && newer(&info.first))
 }
 
-/// What routing needs from an event, owned.
-#[derive(Debug, Clone)]
-pub enum Routing {
-    /// A status.
-    Status {
-        /// Status id.
-        id: u64,
-        /// Author.
-        uid: u64,
-        /// Text.
-        message: String,
-        /// `(lat, lon)`.
-        coords: Option<(f64, f64)>,
-        /// Author replied to.
-        reply_to_uid: Option<u64>,
-        /// Author reposted.
-        repost_of_uid: Option<u64>,
-        /// Private author.
-        private: bool,
-    },
-    /// A delete.
-    Delete {
-        /// Status id.
-        status_id: u64,
-        /// Author.
-        uid: u64,
-        /// Private author.
-        private: bool,
-    },
-    /// A follow or unfollow.
-    Follow {
-        /// Follower.
-        source: u64,
-        /// Followed.
-        target: u64,
-        /// Follow (true) or unfollow.
-        following: bool,
-    },
-    /// A notice for some users' streams (like, mention, repost of their
-    /// status, follow request).
-    Notice {
-        /// The users it is for.
-        uids: Vec<u64>,
-        /// About something private: never the firehose.
-        private: bool,
-    },
-    /// Anything else (firehose only).
-    Other,
-}
-
-impl Routing {
-    /// The view the index routes on.
-    pub fn event(&self) -> Event<'_> {
-        match self {
-            Routing::Status {
-                id,
-                uid,
-                message,
-                coords,
-                reply_to_uid,
-                repost_of_uid,
-                private,
-            } => Event::Status(StatusView {
-                id: *id,
-                uid: *uid,
-                message,
-                coords: *coords,
-                reply_to_uid: *reply_to_uid,
-                repost_of_uid: *repost_of_uid,
-                private: *private,
-            }),
-            Routing::Delete {
-                status_id,
-                uid,
-                private,
-            } => Event::Delete {
-                status_id: *status_id,
-                uid: *uid,
-                private: *private,
-            },
-            Routing::Follow {
-                source,
-                target,
-                following,
-            } => Event::Follow {
-                source: *source,
-                target: *target,
-                following: *following,
-            },
-            Routing::Notice { uids, private } => Event::Notice {
-                uids,
-                public: !private,
-            },
-            Routing::Other => Event::Other,
-        }
-    }
-}
-
 /// One event, serialized once for every transport.
 #[derive(Debug)]
 pub struct Frame {
     /// Its id.
     pub id: EventId,
-    /// Its type (`status`, `delete`, ...).
-    pub kind: String,
+    /// The event.
+    pub event: model::Event,
     /// The JSON text (one NDJSON line without the newline, one WebSocket frame).
     pub json: Bytes,
     /// The whole SSE message.
     pub sse: Bytes,
     /// The NDJSON line with its newline.
     pub ndjson: Bytes,
-    /// What routing looks at.
-    pub routing: Routing,
+    /// Status ids, authors and the users a notice is for, as routing reads them.
+    ids: Ids,
 }
 
-#[derive(Deserialize)]
-struct Wire {
-    id: Option<String>,
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    private: bool,
-    status: Option<WireStatus>,
-    status_id: Option<String>,
-    uid: Option<String>,
-    source: Option<String>,
-    target: Option<String>,
-    sid: Option<String>,
+/// The numbers routing needs that the public shapes carry as strings,
+/// parsed once.
+#[derive(Debug, Default)]
+struct Ids {
+    /// A status's id, author and the authors it replies to or reposts.
+    status: Option<(u64, u64, Option<u64>, Option<u64>)>,
+    /// The users whose user streams get a notice.
+    notified: Vec<u64>,
 }
 
-#[derive(Deserialize)]
-struct WireStatus {
-    id: String,
-    uid: String,
-    #[serde(default)]
-    message: String,
-    lat: Option<f64>,
-    lon: Option<f64>,
-    reply_to_uid: Option<String>,
-    repost_of_uid: Option<String>,
+impl Frame {
+    /// The view the index routes on.
+    pub fn routing(&self) -> Event<'_> {
+        use model::Event as E;
+        match &self.event {
+            E::Status {
+                status, private, ..
+            } => {
+                let (id, uid, reply_to_uid, repost_of_uid) = self.ids.status.unwrap_or_default();
+                Event::Status(StatusView {
+                    id,
+                    uid,
+                    message: &status.message,
+                    coords: status.lat.zip(status.lon),
+                    reply_to_uid,
+                    repost_of_uid,
+                    private: *private,
+                })
+            }
+            E::Delete {
+                status_id,
+                uid,
+                private,
+                ..
+            } => Event::Delete {
+                status_id: *status_id,
+                uid: *uid,
+                private: *private,
+            },
+            E::Follow { source, target, .. } => Event::Follow {
+                source: *source,
+                target: *target,
+                following: true,
+            },
+            E::Unfollow { source, target, .. } => Event::Follow {
+                source: *source,
+                target: *target,
+                following: false,
+            },
+            E::Mention { private, .. } | E::Repost { private, .. } | E::Like { private, .. } => {
+                Event::Notice {
+                    uids: &self.ids.notified,
+                    public: !private,
+                }
+            }
+            // A request concerns a private account: never the firehose.
+            E::FollowRequest { .. } => Event::Notice {
+                uids: &self.ids.notified,
+                public: false,
+            },
+            E::User { .. } | E::SessionRevoked { .. } | E::Unknown => Event::Other,
+        }
+    }
+
+    /// The status a `delete` event removes.
+    pub fn deleted_status(&self) -> Option<u64> {
+        match self.event {
+            model::Event::Delete { status_id, .. } => Some(status_id),
+            _ => None,
+        }
+    }
 }
 
 /// What arrived on the events channel.
@@ -194,71 +143,165 @@ pub enum Incoming {
     SessionRevoked(String),
 }
 
-fn num(s: &Option<String>) -> Option<u64> {
-    s.as_deref().and_then(|v| v.parse().ok())
+/// An event as published: its buffer id and the event.
+#[derive(Deserialize)]
+struct Published {
+    id: Option<String>,
+    #[serde(flatten)]
+    event: model::Event,
+}
+
+/// Only the `type` of a published event (for one this build does not know).
+#[derive(Deserialize)]
+struct TypeOnly<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+}
+
+/// The numbers of a status, `None` if its ids are not numbers.
+fn status_ids(status: &model::Status) -> Option<(u64, u64, Option<u64>, Option<u64>)> {
+    let num = |s: &Option<String>| s.as_deref().and_then(|v| v.parse().ok());
+    Some((
+        status.id.parse().ok()?,
+        status.uid.parse().ok()?,
+        num(&status.reply_to_uid),
+        num(&status.repost_of_uid),
+    ))
 }
 
 /// Parses a published message; `None` for anything malformed.
 pub fn parse(json: &str) -> Option<Incoming> {
-    let wire: Wire = serde_json::from_str(json).ok()?;
-    if wire.kind == "session_revoked" {
-        return wire.sid.map(Incoming::SessionRevoked);
+    use model::Event as E;
+    let Published { id, event } = serde_json::from_str(json).ok()?;
+    if let E::SessionRevoked { sid } = event {
+        return Some(Incoming::SessionRevoked(sid));
     }
-    let id_text = wire.id.as_deref()?;
-    let id = EventId::parse(id_text)?;
-    let routing = match wire.kind.as_str() {
-        "status" => {
-            let s = wire.status.as_ref()?;
-            Routing::Status {
-                id: s.id.parse().ok()?,
-                uid: s.uid.parse().ok()?,
-                message: s.message.clone(),
-                coords: s.lat.zip(s.lon),
-                reply_to_uid: num(&s.reply_to_uid),
-                repost_of_uid: num(&s.repost_of_uid),
-                private: wire.private,
-            }
-        }
-        "delete" => Routing::Delete {
-            status_id: num(&wire.status_id)?,
-            uid: num(&wire.uid)?,
-            private: wire.private,
-        },
-        "follow" | "unfollow" => Routing::Follow {
-            source: num(&wire.source)?,
-            target: num(&wire.target)?,
-            following: wire.kind == "follow",
+    let id_text = id?;
+    let id = EventId::parse(&id_text)?;
+    let ids = match &event {
+        E::Status { status, .. } => Ids {
+            status: Some(status_ids(status)?),
+            notified: Vec::new(),
         },
         // For the user named by `target` (the liked, mentioned or reposted
         // author); a follow request is for both users.
-        "like" | "mention" | "repost" => Routing::Notice {
-            uids: vec![num(&wire.target)?],
-            private: wire.private,
+        E::Mention { target, .. } | E::Repost { target, .. } | E::Like { target, .. } => Ids {
+            status: None,
+            notified: vec![*target],
         },
-        "follow_request" => Routing::Notice {
-            uids: vec![num(&wire.source)?, num(&wire.target)?],
-            private: true,
+        E::FollowRequest { source, target, .. } => Ids {
+            status: None,
+            notified: vec![*source, *target],
         },
-        _ => Routing::Other,
+        _ => Ids::default(),
     };
-    let sse = format!("id: {id_text}\nevent: {}\ndata: {json}\n\n", wire.kind);
+    let kind = match event.kind() {
+        Some(kind) => std::borrow::Cow::Borrowed(kind),
+        None => serde_json::from_str::<TypeOnly>(json).ok()?.kind,
+    };
+    let sse = format!("id: {id_text}\nevent: {kind}\ndata: {json}\n\n");
     let ndjson = format!("{json}\n");
     Some(Incoming::Event(Arc::new(Frame {
         id,
-        kind: wire.kind,
+        event,
         json: Bytes::copy_from_slice(json.as_bytes()),
         sse: Bytes::from(sse),
         ndjson: Bytes::from(ndjson),
-        routing,
+        ids,
     })))
 }
 
-/// A control event (`warning`, `disconnect`, `subscribed`, `error`, ...):
-/// no id, so resume positions are not moved by it.
-pub fn control(kind: &str, fields: serde_json::Value) -> String {
-    let mut v = serde_json::json!({"type": kind, "at": crate::model::now()});
-    if let (Some(obj), serde_json::Value::Object(extra)) = (v.as_object_mut(), fields) {
-        obj.extend(extra);
+/// A control event: a message from the server about the stream itself
+/// (`warning`, `disconnect`, `subscribed`, `unsubscribed`, `error`). It
+/// has no id, so resume positions are not moved by it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Control {
+    /// Something the client should know; the stream goes on.
+    Warning {
+        /// `resume_gap` or `falling_behind`.
+        code: &'static str,
+        /// A human sentence.
+        message: String,
+        /// How full the queue is (`falling_behind`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        percent_full: Option<usize>,
+    },
+    /// The last event of a stream: why it ends.
+    Disconnect {
+        /// `stall`, `revoked`, `expired`, `shutdown`, `timeout`, ...
+        code: &'static str,
+        /// A human sentence.
+        reason: String,
+    },
+    /// A multiplexed socket's subscription started.
+    Subscribed {
+        /// The stream subscribed.
+        stream: &'static str,
+    },
+    /// A multiplexed socket's subscription ended.
+    Unsubscribed {
+        /// The stream unsubscribed.
+        stream: &'static str,
+    },
+    /// A multiplexed socket's control message was refused.
+    Error {
+        /// The contract's error code.
+        code: &'static str,
+        /// A human sentence.
+        message: String,
+        /// The stream the message named, if any.
+        stream: Option<String>,
+    },
+}
+
+impl Control {
+    /// A `warning` with this code and message.
+    pub fn warning(code: &'static str, message: impl Into<String>) -> Control {
+        Control::Warning {
+            code,
+            message: message.into(),
+            percent_full: None,
+        }
     }
-    v.to_string()
+
+    /// The event's `type` (its SSE event name).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Control::Warning { .. } => "warning",
+            Control::Disconnect { .. } => "disconnect",
+            Control::Subscribed { .. } => "subscribed",
+            Control::Unsubscribed { .. } => "unsubscribed",
+            Control::Error { .. } => "error",
+        }
+    }
+
+    /// Serializes it once, stamped with the time, for every connection it
+    /// goes to.
+    pub fn encode(&self) -> Arc<ControlFrame> {
+        #[derive(Serialize)]
+        struct Stamped<'a> {
+            #[serde(flatten)]
+            control: &'a Control,
+            at: f64,
+        }
+        let json = serde_json::to_string(&Stamped {
+            control: self,
+            at: crate::model::now(),
+        })
+        .unwrap_or_default();
+        Arc::new(ControlFrame {
+            kind: self.kind(),
+            json: Bytes::from(json),
+        })
+    }
+}
+
+/// A control event serialized.
+#[derive(Debug)]
+pub struct ControlFrame {
+    /// Its `type`.
+    pub kind: &'static str,
+    /// Its JSON.
+    pub json: Bytes,
 }

@@ -8,13 +8,12 @@
 //! cost of one event is the index lookups plus one `try_send` per matching
 //! connection, whatever the number of connections.
 
-use super::frame::{self, control, EventId, Frame, Incoming, Routing};
+use super::frame::{self, Control, ControlFrame, EventId, Frame, Incoming};
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::Store;
 use firehose_filters::{Index, Rule, SubId};
 use futures::StreamExt;
-use serde_json::json;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,8 +25,8 @@ use tokio::sync::{mpsc, oneshot, Notify};
 pub enum Delivery {
     /// An event, for the subscription named by the stream.
     Event(Arc<Frame>, &'static str),
-    /// A control event (JSON).
-    Control(Arc<str>),
+    /// A control event.
+    Control(Arc<ControlFrame>),
 }
 
 /// The hub's side of one client connection.
@@ -103,13 +102,13 @@ impl Conn {
                 let used = self.cap - self.tx.capacity();
                 if used * 5 >= self.cap * 4 && !self.warned.swap(true, Ordering::Relaxed) {
                     let pct = used * 100 / self.cap;
-                    let msg = control(
-                        "warning",
-                        json!({"code": "falling_behind", "percent_full": pct,
-                               "message": "Your stream queue is filling up; read faster or you will be disconnected."}),
-                    );
+                    let warning = Control::Warning {
+                        code: "falling_behind",
+                        message: "Your stream queue is filling up; read faster or you will be disconnected.".into(),
+                        percent_full: Some(pct),
+                    };
                     inc(&metrics().behind_warnings, 1);
-                    let _ = self.tx.try_send(Delivery::Control(msg.into()));
+                    let _ = self.tx.try_send(Delivery::Control(warning.encode()));
                 }
                 true
             }
@@ -119,8 +118,8 @@ impl Conn {
     }
 
     /// Sends a control event if there is room.
-    pub fn offer_control(&self, json: String) {
-        let _ = self.tx.try_send(Delivery::Control(json.into()));
+    pub fn offer_control(&self, control: Arc<ControlFrame>) {
+        let _ = self.tx.try_send(Delivery::Control(control));
     }
 }
 
@@ -403,7 +402,7 @@ impl Dispatcher {
         }
         self.last = Some(frame.id);
         inc(&metrics().events_received, 1);
-        if let Routing::Delete { status_id, .. } = frame.routing {
+        if let Some(status_id) = frame.deleted_status() {
             // Deleted statuses leave this process's cache (other processes'
             // hubs see the same event).
             self.store.status_cache().forget(status_id);
@@ -416,7 +415,7 @@ impl Dispatcher {
             return;
         }
         let mut out = std::mem::take(&mut self.out);
-        self.index.route(&frame.routing.event(), &mut out);
+        self.index.route(&frame.routing(), &mut out);
         self.deliver(&frame, &out);
         self.out = out;
     }
@@ -432,7 +431,7 @@ impl Dispatcher {
         let mut frames = std::mem::take(batch);
         frames.retain(|f| self.accept(f));
         let mut outs = std::mem::take(&mut self.outs);
-        let events: Vec<_> = frames.iter().map(|f| f.routing.event()).collect();
+        let events: Vec<_> = frames.iter().map(|f| f.routing()).collect();
         self.index.route_batch(&events, &mut outs);
         drop(events);
         for (frame, out) in frames.iter().zip(&outs) {
@@ -493,11 +492,11 @@ impl Dispatcher {
         };
         match self.store.buffer_info().await {
             Ok(info) if frame::is_gap(last, &info) => {
-                let msg = control(
-                    "warning",
-                    json!({"code": "resume_gap",
-                    "message": "Events were lost while the server was disconnected from Redis."}),
-                );
+                let msg = Control::warning(
+                    "resume_gap",
+                    "Events were lost while the server was disconnected from Redis.",
+                )
+                .encode();
                 for entry in self.subs.values() {
                     entry.conn.offer_control(msg.clone());
                 }
@@ -524,11 +523,11 @@ impl Dispatcher {
                     let since = *failing_since.get_or_insert_with(std::time::Instant::now);
                     if since.elapsed() > CATCH_UP_PATIENCE {
                         tracing::error!(error = %e, "catch-up from the replay buffer failed; telling every stream resume_gap");
-                        let msg = control(
-                            "warning",
-                            json!({"code": "resume_gap",
-                            "message": "Events may have been lost while the server could not read the replay buffer."}),
-                        );
+                        let msg = Control::warning(
+                            "resume_gap",
+                            "Events may have been lost while the server could not read the replay buffer.",
+                        )
+                        .encode();
                         for conn in self.open.values() {
                             conn.offer_control(msg.clone());
                         }

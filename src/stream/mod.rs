@@ -3,22 +3,21 @@
 //! [`firehose_filters::Index`] to the bounded queues of the matching
 //! connections.
 //!
-//! - [`frame`]: an event parsed once and serialized once ([`Frame`]), shared
-//!   by every connection that gets it.
+//! - [`frame`]: an event parsed once (into the typed `model::Event`) and
+//!   serialized once ([`Frame`]), shared by every connection that gets it;
+//!   the typed control events ([`frame::Control`]).
 //! - [`hub`]: the subscriber task (reconnects, catches up from the replay
 //!   buffer) and the dispatcher task that owns the index.
 //! - [`feed`]: one connection's view: replay, then live events with no gap
 //!   and no duplicate, keep-alives, warnings and the final `disconnect`.
-//! - [`io`]: the listener wrapper that closes connections whose peer stops
-//!   reading.
-//! - [`wire`]: the encodings of plain streams, their response head, and the
-//!   batch one write sends.
+//! - [`wire`]: the transports (SSE, NDJSON, WebSocket, multiplexed
+//!   WebSocket): how each output is encoded, the plain streams' response
+//!   head, and the batch-drain loop every transport writes with.
 //! - [`limits`]: the per-user concurrent-stream limit, leased in Redis.
 
 pub mod feed;
 pub mod frame;
 pub mod hub;
-pub mod io;
 pub mod limits;
 pub mod wire;
 

@@ -3,26 +3,25 @@
 //! at `/api/v1/stream`, whose clients subscribe and unsubscribe named
 //! streams with control messages, rate-limited; pings and the pong deadline.
 
-use super::{is_upgrade, new_feed};
-use crate::app::AppState;
-use crate::auth::{AuthUser, StreamUser, SCOPE_FIREHOSE};
+use super::open::{is_upgrade, keepalive, new_feed, Ask, Kind};
+use crate::auth::{AuthUser, StreamUser};
 use crate::error::ApiError;
 use crate::http::JsonId;
 use crate::metrics::{global as metrics, inc};
-use crate::stream::feed::{Replay, MAX_COUNT};
-use crate::stream::frame::control;
+use crate::state::AppState;
+use crate::stream::frame::Control;
 use crate::stream::limits::StreamGuard;
-use crate::stream::wire;
-use crate::stream::{EventId, Feed, Out};
+use crate::stream::wire::{self, Transport};
+use crate::stream::{Feed, Out};
 use axum::body::Bytes;
 use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequestParts, Request, State};
 use axum::response::{IntoResponse, Response};
-use firehose_filters::{parse_rate, FilterSpec, Rule};
+use firehose_filters::box_shape_error;
 use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
-use serde_json::json;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 /// `GET /api/v1/stream` (WebSocket): subscribe and unsubscribe with control messages.
 pub async fn multiplexed(State(state): State<AppState>, req: Request) -> Response {
@@ -44,11 +43,11 @@ pub async fn multiplexed(State(state): State<AppState>, req: Request) -> Respons
                 auth.uid,
                 state.cfg.max_streams_per_user,
                 "multiplexed",
-                "websocket",
+                Transport::Multiplexed.name(),
             )
             .await?;
         let feed = new_feed(&state, &auth);
-        let keepalive = Duration::from_secs(state.cfg.keepalive_secs.max(1));
+        let keepalive = keepalive(&state);
         Ok(up
             .max_message_size(1 << 20)
             .on_upgrade(move |socket| ws_loop(socket, feed, guard, Some((state, auth)), keepalive)))
@@ -56,7 +55,8 @@ pub async fn multiplexed(State(state): State<AppState>, req: Request) -> Respons
     run.await.unwrap_or_else(|e: ApiError| e.into_response())
 }
 
-/// A control message of the multiplexed WebSocket.
+/// A control message of the multiplexed WebSocket. Its stream parameters
+/// are the query string's, as JSON: arrays instead of comma lists.
 #[derive(Debug, Deserialize)]
 struct ControlMsg {
     #[serde(rename = "type")]
@@ -68,11 +68,12 @@ struct ControlMsg {
     track: Vec<String>,
     #[serde(default)]
     locations: Vec<Loc>,
-    rate: Option<f64>,
+    rate: Option<Scalar>,
     last_event_id: Option<String>,
-    count: Option<usize>,
+    count: Option<Scalar>,
 }
 
+/// A box (`[sw_lon, sw_lat, ne_lon, ne_lat]`) or one number of a flat list.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 enum Loc {
@@ -80,17 +81,58 @@ enum Loc {
     Coord(f64),
 }
 
-fn ws_error(code: &str, message: String, stream: Option<&str>) -> String {
-    control(
-        "error",
-        json!({"code": code, "message": message, "stream": stream}),
-    )
+/// A number, or a string holding one: read as the query string's text.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Scalar {
+    Number(serde_json::Number),
+    Text(String),
 }
 
-fn stream_name(s: &str) -> Option<&'static str> {
-    ["filter", "user", "sample", "firehose"]
-        .into_iter()
-        .find(|n| *n == s)
+impl Scalar {
+    fn text(&self) -> String {
+        match self {
+            Scalar::Number(n) => n.to_string(),
+            Scalar::Text(s) => s.clone(),
+        }
+    }
+}
+
+impl ControlMsg {
+    /// The stream parameters, read as [`Ask::from_query`] reads a URL's.
+    fn ask(&self) -> Ask {
+        let mut coords = Vec::new();
+        let mut shaped = true;
+        for loc in &self.locations {
+            match loc {
+                Loc::Box(b) => {
+                    shaped &= b.len() == 4;
+                    coords.extend_from_slice(b);
+                }
+                Loc::Coord(c) => coords.push(*c),
+            }
+        }
+        Ask {
+            follow: self.follow.iter().map(JsonId::raw).collect(),
+            track: self.track.clone(),
+            locations: if shaped {
+                Ok(coords)
+            } else {
+                Err(box_shape_error())
+            },
+            rate: self.rate.as_ref().map(Scalar::text),
+            last_event_id: self.last_event_id.clone(),
+            count: self.count.as_ref().map(Scalar::text),
+        }
+    }
+}
+
+fn ws_error(code: &'static str, message: String, stream: Option<&str>) -> Control {
+    Control::Error {
+        code,
+        message,
+        stream: stream.map(str::to_string),
+    }
 }
 
 async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text: &str) {
@@ -105,7 +147,7 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
             return;
         }
     };
-    let Some(name) = msg.stream.as_deref().and_then(stream_name) else {
+    let Some(kind) = msg.stream.as_deref().and_then(Kind::named) else {
         feed.push_control(ws_error(
             "invalid_stream",
             "stream must be one of filter, user, sample, firehose.".into(),
@@ -113,95 +155,27 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
         ));
         return;
     };
+    let name = kind.name();
     match msg.kind.as_str() {
         "subscribe" => {
-            let rule = match name {
-                "firehose" => {
-                    if let Err(e) = auth.require(SCOPE_FIREHOSE) {
-                        feed.push_control(ws_error(e.code, e.message, Some(name)));
-                        return;
-                    }
-                    Ok(Rule::Firehose)
-                }
-                "sample" => parse_rate(msg.rate.map(|r| r.to_string()).as_deref())
-                    .map(|rate| Rule::Sample { rate }),
-                "user" => match state.store.following_ids(auth.uid).await {
-                    Ok(following) => Ok(Rule::User {
-                        uid: auth.uid,
-                        following,
-                    }),
-                    Err(_) => {
-                        feed.push_control(ws_error(
-                            "unavailable",
-                            "The data store is unreachable; try again.".into(),
-                            Some(name),
-                        ));
-                        return;
-                    }
-                },
-                _ => {
-                    let ids: Vec<String> = msg.follow.iter().map(JsonId::raw).collect();
-                    let mut coords = Vec::new();
-                    let mut bad_box = false;
-                    for loc in &msg.locations {
-                        match loc {
-                            Loc::Box(b) if b.len() == 4 => coords.extend_from_slice(b),
-                            Loc::Box(_) => bad_box = true,
-                            Loc::Coord(c) => coords.push(*c),
-                        }
-                    }
-                    if bad_box {
-                        feed.push_control(ws_error(
-                            "invalid_filter",
-                            "locations: each box is four numbers sw_lon,sw_lat,ne_lon,ne_lat"
-                                .into(),
-                            Some(name),
-                        ));
-                        return;
-                    }
-                    FilterSpec::from_parts(
-                        ids.iter().map(String::as_str),
-                        msg.track.iter().map(String::as_str),
-                        &coords,
-                    )
-                    .map(Rule::Filter)
-                }
-            };
-            let rule = match rule {
-                Ok(r) => r,
+            let (rule, replay) = match msg.ask().resolve(state, auth, kind).await {
+                Ok(asked) => asked,
                 Err(e) => {
-                    feed.push_control(ws_error("invalid_filter", e.to_string(), Some(name)));
+                    feed.push_control(ws_error(e.code, e.message, Some(name)));
                     return;
                 }
-            };
-            let replay = match (msg.last_event_id.as_deref().map(EventId::parse), msg.count) {
-                (Some(Some(id)), _) => Replay::After(id),
-                (Some(None), _) => Replay::Unservable,
-                (None, Some(n)) if n > MAX_COUNT => {
-                    feed.push_control(ws_error(
-                        "invalid_count",
-                        format!("count must be at most {MAX_COUNT}."),
-                        Some(name),
-                    ));
-                    return;
-                }
-                (None, Some(n)) if n > 0 => Replay::Newest(n),
-                _ => Replay::None,
             };
             // Confirm first, so the replayed events follow the confirmation.
-            feed.push_control(control("subscribed", json!({"stream": name})));
+            feed.push_control(Control::Subscribed { stream: name });
             if feed.subscribe(name, rule, replay).await.is_err() {
                 feed.unsubscribe(name);
-                feed.push_control(ws_error(
-                    "unavailable",
-                    "The data store is unreachable; try again.".into(),
-                    Some(name),
-                ));
+                let e = ApiError::unavailable();
+                feed.push_control(ws_error(e.code, e.message, Some(name)));
             }
         }
         "unsubscribe" => {
             if feed.unsubscribe(name) {
-                feed.push_control(control("unsubscribed", json!({"stream": name})));
+                feed.push_control(Control::Unsubscribed { stream: name });
             } else {
                 feed.push_control(ws_error(
                     "not_subscribed",
@@ -218,18 +192,15 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
     }
 }
 
-/// The text frame for one output, or `None` for a keep-alive.
-fn ws_text(out: &Out, multiplexed: bool) -> Option<Utf8Bytes> {
-    match out {
-        Out::Event(f, stream) if multiplexed => {
-            let json = std::str::from_utf8(&f.json).unwrap_or("{}");
-            let rest = json.strip_prefix('{').unwrap_or(json);
-            Some(Utf8Bytes::from(format!("{{\"stream\":\"{stream}\",{rest}")))
-        }
-        Out::Event(f, _) => Utf8Bytes::try_from(f.json.clone()).ok(),
-        Out::Control(json) => Some(Utf8Bytes::from(json.to_string())),
-        Out::Keepalive => None,
-    }
+/// A text message of encoded output (JSON, so valid UTF-8).
+fn text(bytes: Bytes) -> Option<Message> {
+    Utf8Bytes::try_from(bytes).ok().map(Message::Text)
+}
+
+/// Whether the peer has answered no ping for three keep-alive periods
+/// (pings go out every period, so two were missed).
+fn pong_overdue(last_pong: Instant, keepalive: Duration) -> bool {
+    last_pong.elapsed() > keepalive * 3
 }
 
 /// Control messages a multiplexed socket may send a second (bursts of twice
@@ -244,22 +215,25 @@ pub(super) async fn ws_loop(
     control_of: Option<(AppState, AuthUser)>,
     keepalive: Duration,
 ) {
-    let multiplexed = control_of.is_some();
+    let transport = match control_of {
+        Some(_) => Transport::Multiplexed,
+        None => Transport::WebSocket,
+    };
     let (mut tx, mut rx) = socket.split();
     let mut last_pong = Instant::now();
     let mut control_budget =
         crate::limits::Bucket::new(CONTROL_PER_SEC as f64, CONTROL_PER_SEC as f64 * 2.0);
+    let mut chunks = Vec::new();
     loop {
         tokio::select! {
             out = feed.next() => {
                 let Some(out) = out else { break };
                 if let Out::Keepalive = out {
                     // A pong is due after each ping; two missed ones close the socket.
-                    let limit = keepalive * 3;
-                    if last_pong.elapsed() > limit {
+                    if pong_overdue(last_pong, keepalive) {
                         let bye = feed.end("timeout", "No pong arrived in time.");
-                        if let Some(text) = ws_text(&bye, multiplexed) {
-                            let _ = tx.send(Message::Text(text)).await;
+                        if let Some(msg) = transport.encode(&bye).and_then(text) {
+                            let _ = tx.send(msg).await;
                         }
                         break;
                     }
@@ -268,18 +242,11 @@ pub(super) async fn ws_loop(
                     }
                     continue;
                 }
-                let mut n = u64::from(matches!(out, Out::Event(..)));
-                let mut ok = match ws_text(&out, multiplexed) {
-                    Some(text) => tx.feed(Message::Text(text)).await.is_ok(),
-                    None => true,
-                };
-                let mut batched = 0;
-                while ok && batched < wire::MAX_BATCH {
-                    let Some(out) = feed.try_next() else { break };
-                    batched += 1;
-                    n += u64::from(matches!(out, Out::Event(..)));
-                    if let Some(text) = ws_text(&out, multiplexed) {
-                        ok = tx.feed(Message::Text(text)).await.is_ok();
+                let n = wire::batch(&mut feed, &out, transport, &mut chunks);
+                let mut ok = true;
+                for msg in chunks.drain(..).filter_map(text) {
+                    if ok {
+                        ok = tx.feed(msg).await.is_ok();
                     }
                 }
                 inc(&metrics().events_sent, n);
@@ -320,5 +287,24 @@ pub(super) async fn ws_loop(
             }
         })
         .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pings go out every keep-alive period; the socket closes once three
+    /// periods pass without a pong (two pings unanswered), not before.
+    #[tokio::test(start_paused = true)]
+    async fn a_pong_is_overdue_only_after_three_periods_without_one() {
+        let period = Duration::from_secs(20);
+        let last_pong = Instant::now();
+        tokio::time::advance(period * 2).await;
+        assert!(!pong_overdue(last_pong, period));
+        tokio::time::advance(period).await;
+        assert!(!pong_overdue(last_pong, period), "exactly three periods");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(pong_overdue(last_pong, period));
     }
 }

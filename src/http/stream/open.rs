@@ -1,0 +1,270 @@
+//! Opening a stream: what a client asks of one stream (from a query string
+//! or a multiplexed socket's `subscribe` message, read into one [`Ask`]),
+//! the one parser that turns it into a rule and a replay point, and
+//! everything before a plain stream's first byte (authentication, the
+//! per-user limit, the subscription). Used by the router's handlers and by
+//! the server's raw stream path (`serve.rs`).
+
+use crate::auth::{AuthUser, StreamUser, SCOPE_FIREHOSE};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::stream::feed::{Replay, MAX_COUNT};
+use crate::stream::limits::StreamGuard;
+use crate::stream::wire::Transport;
+use crate::stream::{EventId, Feed};
+use axum::extract::{FromRequestParts, Query};
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap};
+use firehose_filters::{parse_coords, parse_rate, FilterSpec, ParseError, Rule};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// The streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Every public event (scope `firehose`).
+    Firehose,
+    /// A sample of public statuses.
+    Sample,
+    /// Public statuses matching follow, track and locations.
+    Filter,
+    /// What the caller's home timeline gets.
+    User,
+}
+
+impl Kind {
+    /// Every stream, in the order error messages list them.
+    const ALL: [Kind; 4] = [Kind::Filter, Kind::User, Kind::Sample, Kind::Firehose];
+
+    /// Its name (the multiplexed socket's `stream`, the path's last part).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Firehose => "firehose",
+            Kind::Sample => "sample",
+            Kind::Filter => "filter",
+            Kind::User => "user",
+        }
+    }
+
+    /// The stream named `name`.
+    pub fn named(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The stream served at `path` (not the multiplexed socket's).
+    pub fn at(path: &str) -> Option<Kind> {
+        Kind::named(path.strip_prefix("/api/v1/stream/")?)
+    }
+}
+
+/// What a client asks of one stream, however it was sent.
+#[derive(Debug)]
+pub struct Ask {
+    /// `follow`: user ids as written.
+    pub follow: Vec<String>,
+    /// `track`: phrases.
+    pub track: Vec<String>,
+    /// `locations`: the boxes' corners, four numbers a box (or why they are
+    /// not numbers, an error only for a stream that reads them).
+    pub locations: Result<Vec<f64>, ParseError>,
+    /// `rate`, as written.
+    pub rate: Option<String>,
+    /// `last_event_id` (or the `Last-Event-ID` header, which wins).
+    pub last_event_id: Option<String>,
+    /// `count`, as written.
+    pub count: Option<String>,
+}
+
+impl Ask {
+    /// From a stream URL's query string and headers: comma-separated lists.
+    pub fn from_query(q: &HashMap<String, String>, headers: &HeaderMap) -> Ask {
+        fn split(s: Option<&String>) -> Vec<String> {
+            match s.map(|s| s.trim()) {
+                None | Some("") => Vec::new(),
+                Some(s) => s.split(',').map(str::to_string).collect(),
+            }
+        }
+        // The header wins: a browser's EventSource sends it, newer than
+        // whatever last_event_id the page put in the URL when it first
+        // connected.
+        let last_event_id = headers
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok())
+            .filter(|v| !v.trim().is_empty())
+            .map(str::to_string)
+            .or_else(|| q.get("last_event_id").cloned());
+        Ask {
+            follow: split(q.get("follow")),
+            track: split(q.get("track")),
+            locations: parse_coords(q.get("locations").map(String::as_str)),
+            rate: q.get("rate").cloned(),
+            last_event_id,
+            count: q.get("count").cloned(),
+        }
+    }
+
+    /// The rule and replay point asked for, for `kind` opened by `auth`:
+    /// the one parser of both, whether they came in a URL or a message.
+    pub async fn resolve(
+        &self,
+        state: &AppState,
+        auth: &AuthUser,
+        kind: Kind,
+    ) -> ApiResult<(Rule, Replay)> {
+        let rule = match kind {
+            Kind::Firehose => {
+                auth.require(SCOPE_FIREHOSE)?;
+                Rule::Firehose
+            }
+            Kind::Sample => Rule::Sample {
+                rate: parse_rate(self.rate.as_deref()).map_err(filter_error)?,
+            },
+            Kind::Filter => Rule::Filter(
+                FilterSpec::from_parts(
+                    self.follow.iter().map(String::as_str),
+                    self.track.iter().map(String::as_str),
+                    self.locations
+                        .as_ref()
+                        .map_err(|e| filter_error(e.clone()))?,
+                )
+                .map_err(filter_error)?,
+            ),
+            Kind::User => Rule::User {
+                uid: auth.uid,
+                following: state.store.following_ids(auth.uid).await?,
+            },
+        };
+        Ok((rule, self.replay()?))
+    }
+
+    /// Where the stream starts: after `last_event_id` (a point this server
+    /// cannot place goes live with `resume_gap`, never an error, so an
+    /// EventSource keeps reconnecting), else the newest `count` events.
+    fn replay(&self) -> ApiResult<Replay> {
+        if let Some(last) = self.last_event_id.as_deref().map(str::trim) {
+            if !last.is_empty() {
+                return Ok(EventId::parse(last).map_or(Replay::Unservable, Replay::After));
+            }
+        }
+        match self.count.as_deref().map(str::trim) {
+            None => Ok(Replay::None),
+            Some(c) => match c.parse::<usize>() {
+                Ok(0) => Ok(Replay::None),
+                Ok(n) if n <= MAX_COUNT => Ok(Replay::Newest(n)),
+                _ => Err(ApiError::invalid(
+                    "invalid_count",
+                    format!("count must be a whole number from 0 to {MAX_COUNT}."),
+                )),
+            },
+        }
+    }
+}
+
+/// A filter parameter refused, in the contract's shape.
+pub fn filter_error(e: ParseError) -> ApiError {
+    ApiError::invalid("invalid_filter", e.to_string())
+}
+
+/// A stream request accepted: its feed (already subscribed, replay queued)
+/// and its slot in the per-user limit.
+pub struct Opened {
+    /// The connection's feed.
+    pub feed: Feed,
+    /// Released when the stream ends.
+    pub guard: StreamGuard,
+}
+
+/// Whether the request asks to upgrade to WebSocket.
+pub fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+/// The plain transport a GET asks for: NDJSON by `Accept`, else SSE.
+pub fn plain_transport(headers: &HeaderMap) -> Transport {
+    let ndjson = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/x-ndjson"));
+    if ndjson {
+        Transport::Ndjson
+    } else {
+        Transport::Sse
+    }
+}
+
+/// Authenticates, parses the filter and resume parameters, takes a stream
+/// slot and subscribes: everything before the first byte of the response.
+pub async fn prepare(
+    state: &AppState,
+    parts: &mut Parts,
+    kind: Kind,
+    transport: Transport,
+) -> ApiResult<Opened> {
+    let StreamUser(auth) = StreamUser::from_request_parts(parts, state).await?;
+    let Query(q): Query<HashMap<String, String>> = Query::try_from_uri(&parts.uri)
+        .map_err(|_| ApiError::invalid("invalid_query", "The query string is malformed."))?;
+    let (rule, replay) = Ask::from_query(&q, &parts.headers)
+        .resolve(state, &auth, kind)
+        .await?;
+    let name = kind.name();
+    let guard = state
+        .limits
+        .acquire(
+            auth.uid,
+            state.cfg.max_streams_per_user,
+            name,
+            transport.name(),
+        )
+        .await?;
+    let mut feed = new_feed(state, &auth);
+    feed.subscribe(name, rule, replay).await?;
+    tracing::info!(
+        uid = auth.uid,
+        stream = name,
+        transport = transport.name(),
+        "stream opened"
+    );
+    Ok(Opened { feed, guard })
+}
+
+/// For a plain (non-WebSocket) GET of a stream path: the opened stream and
+/// its transport. `None` when the request is not one. Used by the server's
+/// raw stream path, which writes the response itself.
+pub async fn open_plain(
+    state: &AppState,
+    parts: &mut Parts,
+) -> Option<ApiResult<(Opened, Transport)>> {
+    let kind = Kind::at(parts.uri.path())?;
+    if parts.method != axum::http::Method::GET || is_upgrade(&parts.headers) {
+        return None;
+    }
+    let transport = plain_transport(&parts.headers);
+    Some(
+        prepare(state, parts, kind, transport)
+            .await
+            .map(|o| (o, transport)),
+    )
+}
+
+/// A feed for a new connection of `auth`'s session.
+pub fn new_feed(state: &AppState, auth: &AuthUser) -> Feed {
+    Feed::new(
+        state.hub.clone(),
+        state.store.clone(),
+        auth.uid,
+        auth.sid.clone(),
+        auth.expires,
+        state.cfg.stream_queue,
+        keepalive(state),
+        state.shutdown.clone(),
+    )
+}
+
+/// The keep-alive period (and WebSocket ping period).
+pub fn keepalive(state: &AppState) -> Duration {
+    Duration::from_secs(state.cfg.keepalive_secs.max(1))
+}

@@ -1,0 +1,33 @@
+//! `AppState`: what every handler, extractor and the accept loop can reach.
+//! Its own module so that `http` and `serve` depend on it, not on `app`,
+//! which builds it and depends on them.
+
+use crate::auth::Jwt;
+use crate::config::Config;
+use crate::password::Passwords;
+use crate::shutdown::Shutdown;
+use crate::store::Store;
+use crate::stream::limits::StreamLimits;
+use crate::stream::Hub;
+use std::sync::Arc;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    /// The configuration.
+    pub cfg: Arc<Config>,
+    /// Redis.
+    pub store: Store,
+    /// JWT keys.
+    pub jwt: Arc<Jwt>,
+    /// The stream hub.
+    pub hub: Hub,
+    /// Password hashing.
+    pub passwords: Passwords,
+    /// Concurrent streams per user.
+    pub limits: Arc<StreamLimits>,
+    /// Rate limits on sign-up, login and writes.
+    pub rate: Arc<crate::limits::Limits>,
+    /// The shutdown signal.
+    pub shutdown: Shutdown,
+}
