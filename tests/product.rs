@@ -142,11 +142,24 @@ async fn health_readiness_and_metrics_report_what_happens() {
         "firehose_fanout_queue_depth",
         "firehose_fanout_lag_seconds",
         "firehose_stream_connections{stream=\"user\",transport=\"sse\"}",
-        "firehose_http_request_duration_seconds_bucket{route=\"/api/v1/statuses\",method=\"POST\",status=\"201\"",
         "firehose_http_errors_total{status=\"404\"}",
     ] {
         assert!(text.contains(needle), "metrics lack {needle}");
     }
+    // Label order carries no meaning (the encoder puts `le` first).
+    let post_latency = [
+        "route=\"/api/v1/statuses\"",
+        "method=\"POST\"",
+        "status=\"201\"",
+    ];
+    assert!(
+        text.lines().any(|l| {
+            l.starts_with("firehose_http_request_duration_seconds_bucket{")
+                && post_latency.iter().all(|label| l.contains(label))
+        }),
+        "metrics lack the POST /api/v1/statuses 201 latency buckets:\n{text}"
+    );
+    assert!(text.trim_end().ends_with("# EOF"), "an OpenMetrics body");
     let sent: f64 = text
         .lines()
         .find_map(|l| l.strip_prefix("firehose_events_sent_total "))
@@ -154,6 +167,21 @@ async fn health_readiness_and_metrics_report_what_happens() {
         .parse()
         .unwrap();
     assert!(sent >= 1.0);
+    // A scraper that asks for OpenMetrics is told it gets it.
+    let asked = app
+        .http
+        .get(app.url("/metrics"))
+        .header(
+            "accept",
+            "application/openmetrics-text;version=1.0.0,text/plain;q=0.5",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert!(asked.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/openmetrics-text"));
 }
 
 fn firehose_bin() -> PathBuf {
