@@ -158,10 +158,12 @@ async fn read_head(tcp: &mut TcpStream, buf: &mut Vec<u8>) -> Head {
             if buf.len() >= MAX_HEAD {
                 return None;
             }
-            let mut chunk = [0u8; 2048];
-            match tcp.read(&mut chunk).await {
+            // Straight into the buffer: a chunk array held across the await
+            // would be part of every connection task's size.
+            buf.reserve(2048);
+            match tcp.read_buf(buf).await {
                 Ok(0) | Err(_) => return None,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Ok(_) => {}
             }
         }
     };
@@ -189,18 +191,71 @@ fn parse_head(head: &[u8]) -> Option<axum::http::request::Parts> {
     builder.body(()).ok().map(|r| r.into_parts().0)
 }
 
+/// What a connection turned out to be once its first request head was read.
+enum Accepted {
+    /// A plain stream request: answered on the raw socket.
+    Raw {
+        tcp: TcpStream,
+        /// Boxed: the stream's state moves on to `raw_stream` as a pointer.
+        opened: crate::error::ApiResult<Box<(Opened, Transport)>>,
+        span: tracing::Span,
+    },
+    /// Anything else: hyper serves it, with the bytes read put back.
+    Hyper { tcp: TcpStream, buf: Vec<u8> },
+    /// Nothing more to do (closed, timed out, shutting down).
+    Done,
+}
+
 async fn connection(
-    mut tcp: TcpStream,
+    tcp: TcpStream,
     state: AppState,
     router: Router,
-    mut shutdown: Shutdown,
+    shutdown: Shutdown,
     write_timeout: Duration,
 ) {
     let peer = tcp.peer_addr().ok().map(|a| a.ip());
+    // The task is allocated at the size of its largest state, for its whole
+    // life; an idle raw stream should pay only for streaming. So reading the
+    // head and opening the stream (Redis round trips, the subscription) run
+    // boxed and are freed before the stream starts, and so does hyper.
+    let accepted = Box::pin(accept(tcp, &state, shutdown.clone(), write_timeout)).await;
+    match accepted {
+        Accepted::Raw { tcp, opened, span } => match opened {
+            Ok(opened) => {
+                Box::pin(raw_stream(tcp, opened, write_timeout))
+                    .instrument(span)
+                    .await
+            }
+            Err(e) => Box::pin(refuse_stream(tcp, e, write_timeout)).await,
+        },
+        Accepted::Hyper { tcp, buf } => {
+            Box::pin(hyper_connection(
+                tcp,
+                buf,
+                peer,
+                state,
+                router,
+                shutdown,
+                write_timeout,
+            ))
+            .await
+        }
+        Accepted::Done => {}
+    }
+}
+
+/// Reads the first request head and, for a plain stream request, opens the
+/// stream.
+async fn accept(
+    mut tcp: TcpStream,
+    state: &AppState,
+    mut shutdown: Shutdown,
+    write_timeout: Duration,
+) -> Accepted {
     let mut buf = Vec::with_capacity(1024);
     let head_end = tokio::select! {
         h = read_head(&mut tcp, &mut buf) => h,
-        _ = shutdown.wait() => return,
+        _ = shutdown.wait() => return Accepted::Done,
     };
     let head_end = match head_end {
         Head::Complete(end) => Some(end),
@@ -214,7 +269,7 @@ async fn connection(
                 );
                 write_error(&mut tcp, err, &[], write_timeout).await;
             }
-            return;
+            return Accepted::Done;
         }
     };
     if let Some(mut parts) = head_end.and_then(|end| parse_head(&buf[..end])) {
@@ -223,11 +278,7 @@ async fn connection(
         let route = parts.uri.path().to_string();
         let span = tracing::info_span!("http", method = "GET", route, raw = true);
         let started = std::time::Instant::now();
-        if let Some(opened) = open_plain(&state, &mut parts)
-            .instrument(span.clone())
-            .await
-        {
-            drop(buf);
+        if let Some(opened) = open_plain(state, &mut parts).instrument(span.clone()).await {
             let status = opened
                 .as_ref()
                 .map_or_else(|e| e.status, |_| StatusCode::OK);
@@ -237,15 +288,30 @@ async fn connection(
                 status.as_u16(),
                 started.elapsed().as_secs_f64(),
             );
-            raw_stream(tcp, opened, write_timeout)
-                .instrument(span)
-                .await;
-            return;
+            return Accepted::Raw {
+                tcp,
+                opened: opened.map(Box::new),
+                span,
+            };
         }
     }
     if buf.is_empty() {
-        return;
+        return Accepted::Done;
     }
+    Accepted::Hyper { tcp, buf }
+}
+
+/// Serves a connection with hyper and the router, `buf` (the bytes already
+/// read) put back in front.
+async fn hyper_connection(
+    tcp: TcpStream,
+    buf: Vec<u8>,
+    peer: Option<std::net::IpAddr>,
+    state: AppState,
+    router: Router,
+    mut shutdown: Shutdown,
+    write_timeout: Duration,
+) {
     // A client that stops reading eventually fills the socket buffers;
     // hyper then stops polling the response body, so no code above the
     // socket can notice. Failing a write blocked past the timeout closes the
@@ -294,32 +360,8 @@ async fn write_all(tcp: &mut TcpStream, bytes: &[u8], timeout: Duration) -> bool
 
 /// Writes a stream on the raw socket until it ends, the peer goes away, or a
 /// write stays blocked longer than `timeout` (a client that stopped reading).
-async fn raw_stream(
-    mut tcp: TcpStream,
-    opened: crate::error::ApiResult<(Opened, Transport)>,
-    timeout: Duration,
-) {
-    let (Opened { mut feed, guard }, transport) = match opened {
-        Ok(o) => o,
-        Err(e) => {
-            let status = e.status;
-            let body = e.into_response();
-            let json = axum::body::to_bytes(body.into_body(), 64 * 1024)
-                .await
-                .unwrap_or_default();
-            let head = format!(
-                "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                status.as_u16(),
-                status.canonical_reason().unwrap_or(""),
-                json.len()
-            );
-            if write_all(&mut tcp, head.as_bytes(), timeout).await {
-                write_all(&mut tcp, &json, timeout).await;
-            }
-            let _ = tcp.shutdown().await;
-            return;
-        }
-    };
+async fn raw_stream(mut tcp: TcpStream, opened: Box<(Opened, Transport)>, timeout: Duration) {
+    let (Opened { mut feed, guard }, transport) = *opened;
     let head = transport.response_head();
     if !write_all(&mut tcp, head.as_bytes(), timeout).await {
         return;
@@ -371,6 +413,31 @@ async fn raw_stream(
     let _ = tcp.shutdown().await;
     drop(guard);
     tracing::debug!("stream closed");
+}
+
+/// Answers a stream request that was refused (the contract's error shape,
+/// with its Retry-After) and closes.
+async fn refuse_stream(mut tcp: TcpStream, e: ApiError, timeout: Duration) {
+    let status = e.status;
+    let body = e.into_response();
+    let retry_after = body.headers().get("retry-after").cloned();
+    let json = axum::body::to_bytes(body.into_body(), 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let mut head = format!(
+        "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        json.len()
+    );
+    if let Some(v) = retry_after.as_ref().and_then(|v| v.to_str().ok()) {
+        head.push_str(&format!("retry-after: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    if write_all(&mut tcp, head.as_bytes(), timeout).await {
+        write_all(&mut tcp, &json, timeout).await;
+    }
+    let _ = tcp.shutdown().await;
 }
 
 /// An IO that yields `prefix` before reading from `inner`.

@@ -80,7 +80,8 @@ async fn open(state: AppState, req: Request, kind: Kind) -> ApiResult<Response> 
     Ok(match upgrade {
         None => body_response(feed, guard, transport),
         Some(up) => up
-            .max_message_size(1 << 20)
+            .max_message_size(ws::MAX_MESSAGE)
+            .read_buffer_size(ws::READ_BUFFER)
             .on_upgrade(move |socket| ws::ws_loop(socket, feed, guard, None, keepalive)),
     })
 }

@@ -49,7 +49,8 @@ pub async fn multiplexed(State(state): State<AppState>, req: Request) -> Respons
         let feed = new_feed(&state, &auth);
         let keepalive = keepalive(&state);
         Ok(up
-            .max_message_size(1 << 20)
+            .max_message_size(MAX_MESSAGE)
+            .read_buffer_size(READ_BUFFER)
             .on_upgrade(move |socket| ws_loop(socket, feed, guard, Some((state, auth)), keepalive)))
     };
     run.await.unwrap_or_else(|e: ApiError| e.into_response())
@@ -197,6 +198,15 @@ fn text(bytes: Bytes) -> Option<Message> {
     Utf8Bytes::try_from(bytes).ok().map(Message::Text)
 }
 
+/// The largest message a client may send (a subscribe with 5,000 follow
+/// ids and 400 phrases fits).
+pub(super) const MAX_MESSAGE: usize = 1 << 20;
+
+/// What a socket's read buffer starts with. Clients send little (control
+/// messages, pongs), and the buffer grows for a larger message, so an idle
+/// socket holds 4 KiB here instead of tungstenite's default 128 KiB.
+pub(super) const READ_BUFFER: usize = 4096;
+
 /// Whether the peer has answered no ping for three keep-alive periods
 /// (pings go out every period, so two were missed).
 fn pong_overdue(last_pong: Instant, keepalive: Duration) -> bool {
@@ -261,7 +271,10 @@ pub(super) async fn ws_loop(
                     last_pong = Instant::now();
                     if let Some((state, auth)) = &control_of {
                         if control_budget.take() {
-                            handle_control(&mut feed, state, auth, text.as_str()).await;
+                            // Boxed: subscribing (Redis round trips, the
+                            // replay) is a large future, which inline would
+                            // size every socket's task for its whole life.
+                            Box::pin(handle_control(&mut feed, state, auth, text.as_str())).await;
                         } else {
                             feed.push_control(ws_error(
                                 "rate_limited",
