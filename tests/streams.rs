@@ -1117,6 +1117,68 @@ async fn the_multiplexed_websocket_subscribes_and_unsubscribes_live() {
     assert_eq!(ws_next(&mut ws).await["type"], "error");
 }
 
+/// A subscribe message far larger than a socket's starting read buffer
+/// (5,000 follow ids and 400 phrases, ~60 KB) is read whole; the socket's
+/// errors use the query string's words (one parser for both).
+#[tokio::test]
+async fn the_multiplexed_websocket_reads_large_subscribes_and_words_errors_as_the_query_does() {
+    let app = TestApp::start().await;
+    let (uid, a) = app.user("big").await;
+    let mut ws = ws_connect(&app, "/api/v1/stream", &a).await;
+    let mut follow: Vec<Value> = (1..5000u64)
+        .map(|n| json!((n + 1_000_000).to_string()))
+        .collect();
+    follow.push(json!(uid));
+    let track: Vec<String> = (0..400).map(|n| format!("phrase{n} word{n}")).collect();
+    ws_send(
+        &mut ws,
+        json!({"type": "subscribe", "stream": "filter", "follow": follow, "track": track}),
+    )
+    .await;
+    let ok = ws_next(&mut ws).await;
+    assert_eq!(
+        (ok["type"].clone(), ok["stream"].clone()),
+        (json!("subscribed"), json!("filter")),
+        "{ok}"
+    );
+    app.say(&a, "from a followed id").await;
+    assert_eq!(
+        ws_next(&mut ws).await["status"]["message"],
+        "from a followed id"
+    );
+    // The same bad values through the URL and through the socket.
+    for (query, message) in [
+        (
+            "count=1001",
+            json!({"type": "subscribe", "stream": "sample", "count": 1001}),
+        ),
+        (
+            "rate=2",
+            json!({"type": "subscribe", "stream": "sample", "rate": 2}),
+        ),
+    ] {
+        let (status, body) = app
+            .get(&format!("/api/v1/stream/sample?{query}"), Some(&a))
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+        ws_send(&mut ws, message.clone()).await;
+        let err = ws_next(&mut ws).await;
+        assert_eq!(
+            (
+                err["type"].clone(),
+                err["code"].clone(),
+                err["message"].clone()
+            ),
+            (
+                json!("error"),
+                body["error"]["code"].clone(),
+                body["error"]["message"].clone()
+            ),
+            "{message}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn resubscribing_a_stream_name_replaces_its_filter_in_place() {
     let app = TestApp::start().await;

@@ -203,9 +203,10 @@ fn text(bytes: Bytes) -> Option<Message> {
 pub(super) const MAX_MESSAGE: usize = 1 << 20;
 
 /// What a socket's read buffer starts with. Clients send little (control
-/// messages, pongs), and the buffer grows for a larger message, so an idle
-/// socket holds 4 KiB here instead of tungstenite's default 128 KiB.
-pub(super) const READ_BUFFER: usize = 4096;
+/// messages, pongs), and the buffer grows for a larger message (a test
+/// sends a 60 KB subscribe), so an idle socket holds 512 bytes here instead
+/// of tungstenite's default 128 KiB (idle memory per socket: 145 → 12–14 KiB).
+pub(super) const READ_BUFFER: usize = 512;
 
 /// Whether the peer has answered no ping for three keep-alive periods
 /// (pings go out every period, so two were missed).
