@@ -358,6 +358,25 @@ async fn write_all(tcp: &mut TcpStream, bytes: &[u8], timeout: Duration) -> bool
     )
 }
 
+/// Writes `bytes` straight into the socket when it takes them, the usual
+/// case, with no timer armed; only the rest of a write that would block
+/// waits, at most `timeout` (boxed: the slow path's state stays out of every
+/// stream's task).
+async fn send(tcp: &mut TcpStream, bytes: &[u8], timeout: Duration) -> bool {
+    let mut written = 0;
+    while written < bytes.len() {
+        match tcp.try_write(&bytes[written..]) {
+            Ok(0) => return false,
+            Ok(n) => written += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Box::pin(write_all(tcp, &bytes[written..], timeout)).await;
+            }
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
 /// Writes a stream on the raw socket until it ends, the peer goes away, or a
 /// write stays blocked longer than `timeout` (a client that stopped reading).
 async fn raw_stream(mut tcp: TcpStream, opened: Box<(Opened, Transport)>, timeout: Duration) {
@@ -392,13 +411,13 @@ async fn raw_stream(mut tcp: TcpStream, opened: Box<(Opened, Transport)>, timeou
         chunks.clear();
         let n = wire::batch(&mut feed, &out, transport, &mut chunks);
         let ok = if let [only] = chunks.as_slice() {
-            write_all(&mut tcp, only, timeout).await
+            send(&mut tcp, only, timeout).await
         } else {
             out_buf.clear();
             for c in &chunks {
                 out_buf.extend_from_slice(c);
             }
-            let ok = write_all(&mut tcp, &out_buf, timeout).await;
+            let ok = send(&mut tcp, &out_buf, timeout).await;
             // Do not keep a large buffer for an idle stream.
             if out_buf.capacity() > 64 * 1024 {
                 out_buf = Vec::new();

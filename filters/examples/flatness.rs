@@ -18,7 +18,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[path = "../benches/common/world.rs"]
 #[allow(dead_code)]
 mod world;
-use world::{build, constant, messages, status, Lcg, Msg};
+use world::{build, constant, messages, status, Lcg, Msg, Tables};
 
 /// Time each size gets per round.
 const BLOCK: Duration = Duration::from_millis(300);
@@ -34,8 +34,9 @@ fn main() {
         .iter()
         .map(|&n| {
             let mut rng = Lcg(42);
-            let index = build(n, constant(n), &mut rng);
-            let msgs = messages(constant(n), &mut rng);
+            let tables = Tables::of(constant(n));
+            let index = build(n, constant(n), &tables, &mut rng);
+            let msgs = messages(constant(n), &tables, &mut rng);
             (n, index, msgs)
         })
         .collect();

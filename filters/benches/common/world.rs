@@ -34,6 +34,51 @@ pub fn word(n: u64) -> String {
     format!("w{n:08}")
 }
 
+/// Draws ranks `0..n` with probability proportional to `1 / (rank + 1)^s`
+/// (Zipf's law): by inverting its cumulative distribution, a table of `n`
+/// entries.
+pub struct Zipf {
+    cdf: Vec<f64>,
+}
+
+impl Zipf {
+    pub fn new(n: u64, s: f64) -> Zipf {
+        let mut total = 0.0;
+        let mut cdf: Vec<f64> = (0..n)
+            .map(|r| {
+                total += 1.0 / ((r + 1) as f64).powf(s);
+                total
+            })
+            .collect();
+        for c in &mut cdf {
+            *c /= total;
+        }
+        Zipf { cdf }
+    }
+
+    /// A rank: 0 is the most frequent.
+    pub fn sample(&self, rng: &mut Lcg) -> u64 {
+        // 62 random bits make a uniform draw fine enough for a million ranks.
+        let u = ((rng.next() << 31) | rng.next()) as f64 / (1u64 << 62) as f64;
+        self.cdf.partition_point(|c| *c < u).min(self.cdf.len() - 1) as u64
+    }
+}
+
+/// How the words of statuses and the followed users are drawn.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Draw {
+    /// Every word and user equally likely.
+    Uniform,
+    /// As real text and a real follow graph: status words follow Zipf's law
+    /// (s = 1: the most common word is about 7 % of all words in a
+    /// million-word vocabulary), and so does how often a user is followed,
+    /// so a few accounts are in most filter sets and most in none. Tracked
+    /// phrases are topical: drawn uniformly from the words below the 100
+    /// most common (a filter tracking "the" is not what streams serve).
+    /// Authors of statuses are drawn uniformly from all users.
+    Zipf,
+}
+
 /// What a group varies with the number of filter sets.
 #[derive(Clone, Copy)]
 pub struct World {
@@ -45,19 +90,66 @@ pub struct World {
     /// `0.5/geo` degrees wide: a larger `geo` packs more boxes into the world
     /// without more of them containing a given point.
     pub geo: u64,
+    /// How words and followed users are drawn.
+    pub draw: Draw,
 }
 
-pub fn build(n_sets: usize, w: World, rng: &mut Lcg) -> Index {
-    let (vocab, users) = (w.vocab, w.users);
+/// The Zipf tables of a world's words and users (none for a uniform one).
+pub struct Tables {
+    words: Option<Zipf>,
+    users: Option<Zipf>,
+}
+
+impl Tables {
+    pub fn of(w: World) -> Tables {
+        let zipf = w.draw == Draw::Zipf;
+        Tables {
+            words: zipf.then(|| Zipf::new(w.vocab, 1.0)),
+            users: zipf.then(|| Zipf::new(w.users, 1.0)),
+        }
+    }
+
+    /// A word of a status's text.
+    fn text_word(&self, w: World, rng: &mut Lcg) -> u64 {
+        match &self.words {
+            Some(z) => z.sample(rng),
+            None => rng.below(w.vocab),
+        }
+    }
+
+    /// A word of a tracked phrase.
+    fn tracked_word(&self, w: World, rng: &mut Lcg) -> u64 {
+        match &self.words {
+            Some(_) => 100 + rng.below(w.vocab - 100),
+            None => rng.below(w.vocab),
+        }
+    }
+
+    /// A user a filter set follows.
+    fn followed(&self, w: World, rng: &mut Lcg) -> u64 {
+        1 + match &self.users {
+            Some(z) => z.sample(rng),
+            None => rng.below(w.users),
+        }
+    }
+}
+
+pub fn build(n_sets: usize, w: World, t: &Tables, rng: &mut Lcg) -> Index {
     let mut index = Index::new();
     for sub in 0..n_sets as u64 {
-        let follow = (0..100).map(|_| 1 + rng.below(users)).collect();
+        let mut follow: Vec<u64> = (0..100).map(|_| t.followed(w, rng)).collect();
+        follow.sort_unstable();
+        follow.dedup();
         let track = (0..10)
             .map(|_| {
                 let text = if rng.below(3) == 0 {
-                    format!("{} {}", word(rng.below(vocab)), word(rng.below(vocab)))
+                    format!(
+                        "{} {}",
+                        word(t.tracked_word(w, rng)),
+                        word(t.tracked_word(w, rng))
+                    )
                 } else {
-                    word(rng.below(vocab))
+                    word(t.tracked_word(w, rng))
                 };
                 Phrase::new(&text).expect("phrase")
             })
@@ -89,14 +181,14 @@ pub struct Msg {
     pub coords: Option<(f64, f64)>,
 }
 
-pub fn messages(w: World, rng: &mut Lcg) -> Vec<Msg> {
-    let (vocab, users, g) = (w.vocab, w.users, w.geo as f64);
+pub fn messages(w: World, t: &Tables, rng: &mut Lcg) -> Vec<Msg> {
+    let (users, g) = (w.users, w.geo as f64);
     (0..4096)
         .map(|i| Msg {
             id: i,
             uid: 1 + rng.below(users),
             text: (0..15)
-                .map(|_| word(rng.below(vocab)))
+                .map(|_| word(t.text_word(w, rng)))
                 .collect::<Vec<_>>()
                 .join(" "),
             coords: (rng.below(2) == 0).then(|| {
@@ -127,5 +219,6 @@ pub fn constant(n: usize) -> World {
         vocab: n as u64 * 300,
         users: n as u64 * 5_000,
         geo: ((n as f64 / 100.0).sqrt().round() as u64).max(1),
+        draw: Draw::Uniform,
     }
 }
