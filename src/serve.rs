@@ -19,7 +19,6 @@ use crate::state::AppState;
 use crate::stream::wire::{self, Transport};
 use axum::body::Body;
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
 use axum::Router;
 use bytes::Bytes;
 use hyper::server::conn::http1;
@@ -435,28 +434,15 @@ async fn raw_stream(mut tcp: TcpStream, opened: Box<(Opened, Transport)>, timeou
 }
 
 /// Answers a stream request that was refused (the contract's error shape,
-/// with its Retry-After) and closes.
+/// with its Retry-After), counted as the router counts errors, and closes.
 async fn refuse_stream(mut tcp: TcpStream, e: ApiError, timeout: Duration) {
-    let status = e.status;
-    let body = e.into_response();
-    let retry_after = body.headers().get("retry-after").cloned();
-    let json = axum::body::to_bytes(body.into_body(), 64 * 1024)
-        .await
-        .unwrap_or_default();
-    let mut head = format!(
-        "HTTP/1.1 {} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
-        status.as_u16(),
-        status.canonical_reason().unwrap_or(""),
-        json.len()
-    );
-    if let Some(v) = retry_after.as_ref().and_then(|v| v.to_str().ok()) {
-        head.push_str(&format!("retry-after: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    if write_all(&mut tcp, head.as_bytes(), timeout).await {
-        write_all(&mut tcp, &json, timeout).await;
-    }
-    let _ = tcp.shutdown().await;
+    metrics().count_error(e.status.as_u16());
+    let retry_after = e.retry_after.map(|secs| secs.to_string());
+    let extra: Vec<(&str, &str)> = retry_after
+        .iter()
+        .map(|secs| ("retry-after", secs.as_str()))
+        .collect();
+    write_error(&mut tcp, e, &extra, timeout).await;
 }
 
 /// An IO that yields `prefix` before reading from `inner`.

@@ -969,23 +969,26 @@ async fn sse_sends_keepalive_comments() {
 
 /// A feed on tokio's paused clock: nothing real to wait for (its hub's
 /// Redis is never reached), so the clock jumps from timer to timer and the
-/// timing is exact.
-fn paused_feed(keepalive: Duration, expires_in: u64) -> firehose::stream::Feed {
+/// timing is exact. Shutdown fires when the returned trigger is dropped.
+fn paused_feed(
+    keepalive: Duration,
+    expires_in: u64,
+) -> (firehose::stream::Feed, firehose::shutdown::Trigger) {
     let mut cfg = firehose::config::Config::defaults();
     cfg.redis_url = Some("redis://127.0.0.1:1".into());
     let store = firehose::store::Store::open("redis://127.0.0.1:1", &cfg).unwrap();
     let (trigger, shutdown) = firehose::shutdown::channel();
-    // The trigger lives as long as the test: the feed must not see a shutdown.
-    std::mem::forget(trigger);
     let (hub, _tasks) = firehose::stream::Hub::start(store.clone(), shutdown.clone());
     let expires = firehose::model::now() as u64 + expires_in;
-    firehose::stream::Feed::new(hub, store, 1, "s".into(), expires, 16, keepalive, shutdown)
+    let feed =
+        firehose::stream::Feed::new(hub, store, 1, "s".into(), expires, 16, keepalive, shutdown);
+    (feed, trigger)
 }
 
 #[tokio::test(start_paused = true)]
 async fn an_idle_feed_hands_out_a_keepalive_every_period() {
     let period = Duration::from_secs(15);
-    let mut feed = paused_feed(period, 3600);
+    let (mut feed, _trigger) = paused_feed(period, 3600);
     let start = tokio::time::Instant::now();
     for n in 1..=4u32 {
         let out = feed.next().await.expect("the feed goes on");
@@ -996,7 +999,7 @@ async fn an_idle_feed_hands_out_a_keepalive_every_period() {
 
 #[tokio::test(start_paused = true)]
 async fn a_feed_ends_with_disconnect_expired_when_its_token_expires() {
-    let mut feed = paused_feed(Duration::from_secs(30), 100);
+    let (mut feed, _trigger) = paused_feed(Duration::from_secs(30), 100);
     let start = tokio::time::Instant::now();
     let bye = loop {
         match feed.next().await.expect("a disconnect before the end") {

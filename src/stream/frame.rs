@@ -61,12 +61,21 @@ pub struct Frame {
     ids: Ids,
 }
 
+/// A status's id, author and the authors it replies to or reposts.
+#[derive(Debug, Clone, Copy)]
+struct StatusIds {
+    id: u64,
+    uid: u64,
+    reply_to_uid: Option<u64>,
+    repost_of_uid: Option<u64>,
+}
+
 /// The numbers routing needs that the public shapes carry as strings,
 /// parsed once.
 #[derive(Debug, Default)]
 struct Ids {
-    /// A status's id, author and the authors it replies to or reposts.
-    status: Option<(u64, u64, Option<u64>, Option<u64>)>,
+    /// A status's.
+    status: Option<StatusIds>,
     /// The users whose user streams get a notice.
     notified: Vec<u64>,
 }
@@ -79,14 +88,20 @@ impl Frame {
             E::Status {
                 status, private, ..
             } => {
-                let (id, uid, reply_to_uid, repost_of_uid) = self.ids.status.unwrap_or_default();
+                // `parse` made every status frame with its ids.
+                let ids = self.ids.status.unwrap_or(StatusIds {
+                    id: 0,
+                    uid: 0,
+                    reply_to_uid: None,
+                    repost_of_uid: None,
+                });
                 Event::Status(StatusView {
-                    id,
-                    uid,
+                    id: ids.id,
+                    uid: ids.uid,
                     message: &status.message,
                     coords: status.lat.zip(status.lon),
-                    reply_to_uid,
-                    repost_of_uid,
+                    reply_to_uid: ids.reply_to_uid,
+                    repost_of_uid: ids.repost_of_uid,
                     private: *private,
                 })
             }
@@ -159,14 +174,14 @@ struct TypeOnly<'a> {
 }
 
 /// The numbers of a status, `None` if its ids are not numbers.
-fn status_ids(status: &model::Status) -> Option<(u64, u64, Option<u64>, Option<u64>)> {
+fn status_ids(status: &model::Status) -> Option<StatusIds> {
     let num = |s: &Option<String>| s.as_deref().and_then(|v| v.parse().ok());
-    Some((
-        status.id.parse().ok()?,
-        status.uid.parse().ok()?,
-        num(&status.reply_to_uid),
-        num(&status.repost_of_uid),
-    ))
+    Some(StatusIds {
+        id: status.id.parse().ok()?,
+        uid: status.uid.parse().ok()?,
+        reply_to_uid: num(&status.reply_to_uid),
+        repost_of_uid: num(&status.repost_of_uid),
+    })
 }
 
 /// Parses a published message; `None` for anything malformed.
