@@ -948,6 +948,20 @@ async fn at_most_five_streams_per_user_then_429() {
     let s = app.stream("/api/v1/stream/sample", Some(&token), &[]).await;
     assert_eq!(s.status, StatusCode::TOO_MANY_REQUESTS);
     assert!(s.body["error"]["code"].is_string());
+    // The raw stream path answers the refusal with its Retry-After too.
+    let refused = app
+        .http
+        .get(app.url("/api/v1/stream/sample"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(
+        refused.headers().contains_key("retry-after"),
+        "{:?}",
+        refused.headers()
+    );
     open.pop();
     app.eventually("a slot frees up", || async {
         app.stream("/api/v1/stream/sample", Some(&token), &[])
