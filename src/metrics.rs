@@ -55,6 +55,8 @@ pub struct Metrics {
     pub events_matched: Counter,
     /// Events written to client connections.
     pub events_sent: Counter,
+    /// Event encodings deflated (once each, shared by compressed connections).
+    pub events_compressed: Counter,
     /// Events dropped because a connection's queue was full.
     pub queue_drops: Counter,
     /// Connections closed for stalling.
@@ -103,6 +105,7 @@ impl Metrics {
             events_received: Counter::default(),
             events_matched: Counter::default(),
             events_sent: Counter::default(),
+            events_compressed: Counter::default(),
             queue_drops: Counter::default(),
             stall_disconnects: Counter::default(),
             behind_warnings: Counter::default(),
@@ -136,6 +139,11 @@ impl Metrics {
                 "firehose_events_sent",
                 "Events written to stream clients.",
                 &m.events_sent,
+            ),
+            (
+                "firehose_events_compressed",
+                "Event encodings deflated, once each for every compressed stream they go to.",
+                &m.events_compressed,
             ),
             (
                 "firehose_queue_drops",

@@ -12,11 +12,12 @@
 
 use crate::error::ApiError;
 use crate::http::stream::open::{open_plain, Opened};
+use crate::http::stream::ws::{self, open_websocket, WsOpened};
 use crate::limits::ClientAddr;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::state::AppState;
-use crate::stream::wire::{self, Transport};
+use crate::stream::wire::{self, Encoder};
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::Router;
@@ -190,13 +191,23 @@ fn parse_head(head: &[u8]) -> Option<axum::http::request::Parts> {
     builder.body(()).ok().map(|r| r.into_parts().0)
 }
 
+/// A stream served on the raw socket (always boxed, so its variants' sizes
+/// do not matter).
+#[allow(clippy::large_enum_variant)]
+enum RawStream {
+    /// SSE or NDJSON.
+    Plain(Opened, Encoder),
+    /// A WebSocket, with the bytes the client sent behind its request.
+    WebSocket(Box<WsOpened>, Vec<u8>),
+}
+
 /// What a connection turned out to be once its first request head was read.
 enum Accepted {
-    /// A plain stream request: answered on the raw socket.
+    /// A stream request: answered on the raw socket.
     Raw {
         tcp: TcpStream,
         /// Boxed: the stream's state moves on to `raw_stream` as a pointer.
-        opened: crate::error::ApiResult<Box<(Opened, Transport)>>,
+        opened: crate::error::ApiResult<Box<RawStream>>,
         span: tracing::Span,
     },
     /// Anything else: hyper serves it, with the bytes read put back.
@@ -277,21 +288,29 @@ async fn accept(
         let route = parts.uri.path().to_string();
         let span = tracing::info_span!("http", method = "GET", route, raw = true);
         let started = std::time::Instant::now();
-        if let Some(opened) = open_plain(state, &mut parts).instrument(span.clone()).await {
-            let status = opened
-                .as_ref()
-                .map_or_else(|e| e.status, |_| StatusCode::OK);
+        let opened = async {
+            if let Some(plain) = open_plain(state, &mut parts).await {
+                return Some(plain.map(|(o, enc)| Box::new(RawStream::Plain(o, enc))));
+            }
+            let end = head_end.unwrap_or(buf.len());
+            let ws = open_websocket(state, &mut parts).await?;
+            Some(ws.map(|w| Box::new(RawStream::WebSocket(Box::new(w), buf[end..].to_vec()))))
+        };
+        if let Some(opened) = opened.instrument(span.clone()).await {
+            let status = match &opened {
+                Err(e) => e.status,
+                Ok(raw) if matches!(**raw, RawStream::WebSocket(..)) => {
+                    StatusCode::SWITCHING_PROTOCOLS
+                }
+                Ok(_) => StatusCode::OK,
+            };
             metrics().observe_http(
                 &route,
                 "GET",
                 status.as_u16(),
                 started.elapsed().as_secs_f64(),
             );
-            return Accepted::Raw {
-                tcp,
-                opened: opened.map(Box::new),
-                span,
-            };
+            return Accepted::Raw { tcp, opened, span };
         }
     }
     if buf.is_empty() {
@@ -357,42 +376,41 @@ async fn write_all(tcp: &mut TcpStream, bytes: &[u8], timeout: Duration) -> bool
     )
 }
 
-/// Writes `bytes` straight into the socket when it takes them, the usual
-/// case, with no timer armed; only the rest of a write that would block
-/// waits, at most `timeout` (boxed: the slow path's state stays out of every
-/// stream's task).
-async fn send(tcp: &mut TcpStream, bytes: &[u8], timeout: Duration) -> bool {
-    let mut written = 0;
-    while written < bytes.len() {
-        match tcp.try_write(&bytes[written..]) {
-            Ok(0) => return false,
-            Ok(n) => written += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                return Box::pin(write_all(tcp, &bytes[written..], timeout)).await;
+/// Serves a stream on the raw socket until it ends, the peer goes away, or
+/// a write stays blocked longer than `timeout` (a client that stopped
+/// reading).
+async fn raw_stream(tcp: TcpStream, opened: Box<RawStream>, timeout: Duration) {
+    match *opened {
+        RawStream::Plain(opened, encoder) => plain_stream(tcp, opened, encoder, timeout).await,
+        RawStream::WebSocket(opened, early) => {
+            let mut tcp = tcp;
+            if write_all(&mut tcp, opened.response_head().as_bytes(), timeout).await {
+                ws::serve(tcp, &early, opened, timeout).await;
             }
-            Err(_) => return false,
         }
     }
-    true
 }
 
-/// Writes a stream on the raw socket until it ends, the peer goes away, or a
-/// write stays blocked longer than `timeout` (a client that stopped reading).
-async fn raw_stream(mut tcp: TcpStream, opened: Box<(Opened, Transport)>, timeout: Duration) {
-    let (Opened { mut feed, guard }, transport) = *opened;
-    let head = transport.response_head();
-    if !write_all(&mut tcp, head.as_bytes(), timeout).await {
+/// Writes an SSE or NDJSON stream.
+async fn plain_stream(mut tcp: TcpStream, opened: Opened, mut enc: Encoder, timeout: Duration) {
+    let Opened { mut feed, guard } = opened;
+    let mut head = Vec::new();
+    enc.response_head(&mut head);
+    if !write_all(&mut tcp, &head, timeout).await {
         return;
     }
-    let mut chunks: Vec<Bytes> = Vec::new();
-    let mut out_buf: Vec<u8> = Vec::new();
+    drop(head);
     loop {
         // Watch the socket too: a client that hangs up frees its slot at
         // once, not at the next keep-alive.
         let out = tokio::select! {
             out = feed.next() => match out {
                 Some(out) => out,
-                None => break,
+                None => {
+                    // Over for good: a gzip body gets its trailer.
+                    let _ = wire::send(&mut tcp, timeout, |buf| enc.finish(buf)).await;
+                    break;
+                }
             },
             ready = tcp.readable() => {
                 if ready.is_err() {
@@ -407,26 +425,10 @@ async fn raw_stream(mut tcp: TcpStream, opened: Box<(Opened, Transport)>, timeou
                 }
             }
         };
-        chunks.clear();
-        let n = wire::batch(&mut feed, &out, transport, &mut chunks);
-        let ok = if let [only] = chunks.as_slice() {
-            send(&mut tcp, only, timeout).await
-        } else {
-            out_buf.clear();
-            for c in &chunks {
-                out_buf.extend_from_slice(c);
-            }
-            let ok = send(&mut tcp, &out_buf, timeout).await;
-            // Do not keep a large buffer for an idle stream.
-            if out_buf.capacity() > 64 * 1024 {
-                out_buf = Vec::new();
-            }
-            ok
-        };
-        if !ok {
-            break;
+        match wire::send(&mut tcp, timeout, |buf| enc.batch(&mut feed, &out, buf)).await {
+            Some(n) => inc(&metrics().events_sent, n),
+            None => break,
         }
-        inc(&metrics().events_sent, n);
     }
     let _ = tcp.shutdown().await;
     drop(guard);

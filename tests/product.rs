@@ -478,6 +478,48 @@ async fn the_browser_page_shows_a_followed_users_post_live() {
         .await;
     app.say(&alice, "everyone talks about #browsertag").await;
     browser.wait_for_text("trending", "#browsertag (1)").await;
+    // Chromium's own WebSocket on the multiplexed socket: it offers
+    // permessage-deflate, compresses what it sends (the subscribe), and
+    // inflates what the server compressed once for every socket.
+    let script = r#"
+        const [url, token, done] = arguments;
+        const ws = new WebSocket(url + "?access_token=" + encodeURIComponent(token));
+        const seen = [];
+        const timer = setTimeout(() => done({error: "timed out", seen}), 10000);
+        ws.onopen = () => ws.send(JSON.stringify(
+            {type: "subscribe", stream: "filter", track: ["wsbrowserword"]}));
+        ws.onmessage = async (m) => {
+            const v = JSON.parse(m.data);
+            seen.push(v.type);
+            if (v.type === "subscribed") {
+                await fetch("/api/v1/statuses", {method: "POST",
+                    headers: {"content-type": "application/json", "authorization": "Bearer " + token},
+                    body: JSON.stringify({message: "a wsbrowserword from chromium"})});
+            } else if (v.type === "status") {
+                clearTimeout(timer);
+                done({extensions: ws.extensions, message: v.status.message, stream: v.stream, seen});
+                ws.close();
+            }
+        };
+        ws.onerror = () => done({error: "websocket error", seen});
+    "#;
+    let got = browser
+        .run_async(
+            script,
+            vec![
+                json!(format!("ws://{}/api/v1/stream", app.addr)),
+                json!(alice),
+            ],
+        )
+        .await;
+    assert_eq!(got["message"], "a wsbrowserword from chromium", "{got}");
+    assert_eq!(got["stream"], "filter", "{got}");
+    assert!(
+        got["extensions"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("permessage-deflate")),
+        "{got}"
+    );
     let png = browser.screenshot().await;
     assert!(png.len() > 1000, "a screenshot was taken");
     let _ = std::fs::write(std::env::temp_dir().join("firehose-page.png"), png);

@@ -1,11 +1,13 @@
 //! Events as the streams carry them.
 
+use super::deflate::Deflated;
+use crate::metrics::{global as metrics, inc};
 use crate::model;
 use bytes::Bytes;
 use firehose_filters::{Event, StatusView};
 use serde::{Deserialize, Serialize};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// A replay-buffer id (`<ms>-<seq>`), ordered like Redis orders them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
@@ -59,7 +61,15 @@ pub struct Frame {
     pub ndjson: Bytes,
     /// Status ids, authors and the users a notice is for, as routing reads them.
     ids: Ids,
+    /// Its outputs deflated, each the first time a compressed connection
+    /// needs it, then shared by all of them (see [`Frame::deflated`]).
+    deflated: [OnceLock<Deflated>; DEFLATED_FORMS],
 }
+
+/// The encodings of one event a compressed connection may need: the SSE
+/// message, the NDJSON line, the JSON (a WebSocket message) and the
+/// multiplexed message of each of the four stream names.
+pub const DEFLATED_FORMS: usize = 7;
 
 /// A status's id, author and the authors it replies to or reposts.
 #[derive(Debug, Clone, Copy)]
@@ -138,6 +148,16 @@ impl Frame {
             },
             E::User { .. } | E::SessionRevoked { .. } | E::Unknown => Event::Other,
         }
+    }
+
+    /// Output `form` of this event deflated (computed by the first
+    /// connection that asks, from `bytes`, which must be the same for every
+    /// caller of one form).
+    pub fn deflated(&self, form: usize, bytes: impl FnOnce() -> Bytes) -> &Deflated {
+        self.deflated[form].get_or_init(|| {
+            inc(&metrics().events_compressed, 1);
+            Deflated::of(&bytes())
+        })
     }
 
     /// The status a `delete` event removes.
@@ -223,6 +243,7 @@ pub fn parse(json: &str) -> Option<Incoming> {
         sse: Bytes::from(sse),
         ndjson: Bytes::from(ndjson),
         ids,
+        deflated: Default::default(),
     })))
 }
 

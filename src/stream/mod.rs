@@ -15,10 +15,12 @@
 //!   head, and the batch-drain loop every transport writes with.
 //! - [`limits`]: the per-user concurrent-stream limit, leased in Redis.
 
+pub mod deflate;
 pub mod feed;
 pub mod frame;
 pub mod hub;
 pub mod limits;
+pub mod websocket;
 pub mod wire;
 
 pub use feed::{Feed, Out};

@@ -1,22 +1,34 @@
-//! How a stream's output becomes bytes, for every transport: the encoding
-//! of each output (an event's shared bytes, a control event, a keep-alive),
-//! the plain streams' response head and headers, and the one batch-drain
-//! loop used by the raw socket (`serve.rs`), the hyper body and the
-//! WebSocket (`http/stream/`).
+//! How a stream's output becomes bytes, for every transport: each output
+//! (an event's shared bytes, a control event, a keep-alive) encoded by the
+//! connection's [`Encoder`] straight into the buffer that is written, in
+//! batches drained from the feed; plain (SSE, NDJSON) bodies gzipped when
+//! the client accepts it, WebSocket messages framed, deflated when the
+//! client negotiated permessage-deflate. Used by the raw socket
+//! (`serve.rs`), the hyper body and the WebSocket loop (`http/stream/`).
 
+use super::deflate::{Deflated, Gzip};
+use super::frame::{ControlFrame, Frame, DEFLATED_FORMS};
+use super::websocket::{self, op};
 use super::{Feed, Out};
-use bytes::{Bytes, BytesMut};
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::sync::OnceLock;
+use std::task::Poll;
+use std::time::Duration;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 
-/// Outputs sent in one write at most.
+/// Outputs encoded in one write at most.
 pub const MAX_BATCH: usize = 256;
 
 /// Response headers of every plain stream besides its Content-Type: never
 /// cached or buffered by a proxy, and the connection closes with the stream
 /// (it ends only when it is over for good).
-pub const HEADERS: [(&str, &str); 3] = [
+pub const HEADERS: [(&str, &str); 4] = [
     ("cache-control", "no-cache"),
     ("x-accel-buffering", "no"),
     ("connection", "close"),
+    ("vary", "accept-encoding"),
 ];
 
 /// How a stream reaches its client.
@@ -53,99 +65,422 @@ impl Transport {
     }
 
     /// What the body starts with (SSE: the reconnection delay).
-    pub fn preamble(self) -> &'static str {
+    fn preamble(self) -> &'static [u8] {
         match self {
-            Transport::Sse => "retry: 3000\n\n",
-            _ => "",
+            Transport::Sse => b"retry: 3000\n\n",
+            _ => b"",
         }
     }
 
-    /// The bytes of one output: for a plain stream what goes on the wire,
-    /// for a WebSocket one text message's payload. `None` for a WebSocket
-    /// keep-alive, which is a ping frame, not a message.
-    pub fn encode(self, out: &Out) -> Option<Bytes> {
-        Some(match (self, out) {
-            (Transport::Sse, Out::Event(f, _)) => f.sse.clone(),
-            (Transport::Ndjson, Out::Event(f, _)) => f.ndjson.clone(),
-            (Transport::WebSocket, Out::Event(f, _)) => f.json.clone(),
-            (Transport::Multiplexed, Out::Event(f, stream)) => {
-                // `{"stream":"<name>",` then the event's fields.
-                let rest = f.json.strip_prefix(b"{").unwrap_or(&f.json);
-                let mut buf = BytesMut::with_capacity(f.json.len() + 32);
-                buf.extend_from_slice(b"{\"stream\":\"");
-                buf.extend_from_slice(stream.as_bytes());
-                buf.extend_from_slice(b"\",");
-                buf.extend_from_slice(rest);
-                buf.freeze()
+    /// Which of an event's [`Frame::deflated`] forms this transport sends
+    /// for the subscription named `stream`.
+    fn form(self, stream: &str) -> usize {
+        match self {
+            Transport::Sse => 0,
+            Transport::Ndjson => 1,
+            Transport::WebSocket => 2,
+            Transport::Multiplexed => {
+                3 + match stream {
+                    "filter" => 0,
+                    "user" => 1,
+                    "sample" => 2,
+                    _ => 3,
+                }
             }
-            (Transport::Sse, Out::Control(c)) => {
-                let mut buf = BytesMut::with_capacity(c.json.len() + 32);
-                buf.extend_from_slice(b"event: ");
-                buf.extend_from_slice(c.kind.as_bytes());
-                buf.extend_from_slice(b"\ndata: ");
-                buf.extend_from_slice(&c.json);
-                buf.extend_from_slice(b"\n\n");
-                buf.freeze()
-            }
-            (Transport::Ndjson, Out::Control(c)) => {
-                let mut buf = BytesMut::with_capacity(c.json.len() + 1);
-                buf.extend_from_slice(&c.json);
-                buf.extend_from_slice(b"\n");
-                buf.freeze()
-            }
-            (Transport::WebSocket | Transport::Multiplexed, Out::Control(c)) => c.json.clone(),
-            (Transport::Sse, Out::Keepalive) => Bytes::from_static(b": keepalive\n\n"),
-            (Transport::Ndjson, Out::Keepalive) => Bytes::from_static(b"\n"),
-            (Transport::WebSocket | Transport::Multiplexed, Out::Keepalive) => return None,
-        })
-    }
-
-    /// The raw socket's response head for a plain stream, with the preamble.
-    pub fn response_head(self) -> String {
-        let mut head = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: {}\r\n",
-            self.content_type()
-        );
-        for (name, value) in HEADERS {
-            head.push_str(name);
-            head.push_str(": ");
-            head.push_str(value);
-            head.push_str("\r\n");
         }
-        head.push_str("\r\n");
-        head.push_str(self.preamble());
-        head
     }
 }
 
-/// Encodes `first` and whatever else the feed has ready (up to
-/// [`MAX_BATCH`]) into `chunks` (one per output: for a WebSocket, one
-/// message each); returns the events among them.
-pub fn batch(feed: &mut Feed, first: &Out, transport: Transport, chunks: &mut Vec<Bytes>) -> u64 {
-    let mut events = 0;
-    let mut add = |out: &Out| {
-        events += u64::from(matches!(out, Out::Event(..)));
-        if let Some(bytes) = transport.encode(out) {
-            chunks.push(bytes);
+const _: () = assert!(DEFLATED_FORMS == 7, "Transport::form names every form");
+
+/// The multiplexed message of an event: `{"stream":"<name>",` then the
+/// event's own fields.
+fn multiplexed(json: &[u8], stream: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"stream\":\"");
+    out.extend_from_slice(stream.as_bytes());
+    out.extend_from_slice(b"\",");
+    out.extend_from_slice(json.strip_prefix(b"{").unwrap_or(json));
+}
+
+/// The length of [`multiplexed`]'s output.
+fn multiplexed_len(json: &[u8], stream: &str) -> usize {
+    json.strip_prefix(b"{").unwrap_or(json).len() + stream.len() + 13
+}
+
+/// A control event as the transport carries it (uncompressed).
+fn control_bytes(transport: Transport, c: &ControlFrame) -> Vec<u8> {
+    match transport {
+        Transport::Sse => {
+            let mut buf = Vec::with_capacity(c.json.len() + 32);
+            buf.extend_from_slice(b"event: ");
+            buf.extend_from_slice(c.kind.as_bytes());
+            buf.extend_from_slice(b"\ndata: ");
+            buf.extend_from_slice(&c.json);
+            buf.extend_from_slice(b"\n\n");
+            buf
         }
+        Transport::Ndjson => {
+            let mut buf = Vec::with_capacity(c.json.len() + 1);
+            buf.extend_from_slice(&c.json);
+            buf.push(b'\n');
+            buf
+        }
+        Transport::WebSocket | Transport::Multiplexed => c.json.to_vec(),
+    }
+}
+
+/// A plain stream's keep-alive.
+fn keepalive_bytes(transport: Transport) -> &'static [u8] {
+    match transport {
+        Transport::Sse => b": keepalive\n\n",
+        _ => b"\n",
+    }
+}
+
+/// The keep-alive deflated, once per process.
+fn keepalive_deflated(transport: Transport) -> &'static Deflated {
+    static SSE: OnceLock<Deflated> = OnceLock::new();
+    static NDJSON: OnceLock<Deflated> = OnceLock::new();
+    let cell = if transport == Transport::Sse {
+        &SSE
+    } else {
+        &NDJSON
     };
-    add(first);
-    for _ in 1..MAX_BATCH {
-        let Some(out) = feed.try_next() else { break };
-        add(&out);
-    }
-    events
+    cell.get_or_init(|| Deflated::of(keepalive_bytes(transport)))
 }
 
-/// One buffer holding `chunks` back to back (a plain stream's batch in one
-/// write); the chunk itself when there is one.
-pub fn concat(chunks: &mut Vec<Bytes>) -> Bytes {
-    if chunks.len() == 1 {
-        return chunks.pop().unwrap_or_default();
+/// The ping a WebSocket keep-alive sends.
+const PING: [u8; 4] = [0x80 | op::PING, 2, b'f', b'h'];
+
+/// One connection's encoding: its transport and compression.
+#[derive(Debug)]
+pub struct Encoder {
+    transport: Transport,
+    /// A plain body's gzip state, when the client accepts gzip.
+    gzip: Option<Box<Gzip>>,
+    /// Whether WebSocket messages are deflated (permessage-deflate).
+    deflate: bool,
+}
+
+impl Encoder {
+    /// For a plain stream (SSE or NDJSON), gzipped or not.
+    pub fn plain(transport: Transport, gzip: bool) -> Encoder {
+        Encoder {
+            transport,
+            gzip: gzip.then(Box::default),
+            deflate: false,
+        }
     }
-    let mut buf = BytesMut::with_capacity(chunks.iter().map(Bytes::len).sum());
-    for c in chunks.drain(..) {
-        buf.extend_from_slice(&c);
+
+    /// For a WebSocket, deflating its messages or not.
+    pub fn websocket(transport: Transport, deflate: bool) -> Encoder {
+        Encoder {
+            transport,
+            gzip: None,
+            deflate,
+        }
     }
-    buf.freeze()
+
+    /// The transport.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// A plain stream's response headers besides the status.
+    pub fn headers(&self) -> impl Iterator<Item = (&'static str, &'static str)> {
+        let encoding = self.gzip.is_some().then_some(("content-encoding", "gzip"));
+        std::iter::once(("content-type", self.transport.content_type()))
+            .chain(HEADERS)
+            .chain(encoding)
+    }
+
+    /// Appends the start of a plain body: the gzip header, the preamble.
+    pub fn start(&mut self, out: &mut Vec<u8>) {
+        let preamble = self.transport.preamble();
+        match &mut self.gzip {
+            Some(gz) => {
+                out.extend_from_slice(&Gzip::HEADER);
+                if !preamble.is_empty() {
+                    gz.push(&Deflated::of(preamble), out);
+                }
+            }
+            None => out.extend_from_slice(preamble),
+        }
+    }
+
+    /// Appends the raw socket's response head for a plain stream, then the
+    /// start of its body.
+    pub fn response_head(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+        for (name, value) in self.headers() {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value.as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+        self.start(out);
+    }
+
+    /// Appends the end of a plain body that ends for good (the gzip
+    /// trailer; nothing uncompressed).
+    pub fn finish(&mut self, out: &mut Vec<u8>) {
+        if let Some(gz) = &self.gzip {
+            gz.finish(out);
+        }
+    }
+
+    /// Appends one output; returns whether it was an event.
+    pub fn push(&mut self, output: &Out, out: &mut Vec<u8>) -> bool {
+        match output {
+            Out::Event(f, stream) => {
+                self.event(f, stream, out);
+                true
+            }
+            Out::Control(c) => {
+                let bytes = control_bytes(self.transport, c);
+                self.piece(&bytes, out);
+                false
+            }
+            Out::Keepalive => {
+                match (self.transport, &mut self.gzip) {
+                    (Transport::WebSocket | Transport::Multiplexed, _) => {
+                        out.extend_from_slice(&PING)
+                    }
+                    (t, Some(gz)) => gz.push(keepalive_deflated(t), out),
+                    (t, None) => out.extend_from_slice(keepalive_bytes(t)),
+                }
+                false
+            }
+        }
+    }
+
+    /// Appends bytes of this connection's own (a control event): deflated
+    /// here when the connection compresses.
+    fn piece(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        match (self.transport, &mut self.gzip) {
+            (Transport::WebSocket | Transport::Multiplexed, _) => {
+                if self.deflate {
+                    let d = Deflated::of(bytes);
+                    websocket::frame_header(op::TEXT, true, d.message().len(), out);
+                    out.extend_from_slice(d.message());
+                } else {
+                    websocket::frame(op::TEXT, bytes, out);
+                }
+            }
+            (_, Some(gz)) => gz.push(&Deflated::of(bytes), out),
+            (_, None) => out.extend_from_slice(bytes),
+        }
+    }
+
+    /// Appends an event: its shared bytes, or its shared deflated bytes.
+    fn event(&mut self, f: &Frame, stream: &str, out: &mut Vec<u8>) {
+        let t = self.transport;
+        let shared = |f: &Frame| match t {
+            Transport::Sse => f.sse.clone(),
+            Transport::Ndjson => f.ndjson.clone(),
+            Transport::WebSocket => f.json.clone(),
+            Transport::Multiplexed => {
+                let mut buf = Vec::with_capacity(multiplexed_len(&f.json, stream));
+                multiplexed(&f.json, stream, &mut buf);
+                buf.into()
+            }
+        };
+        match (t, &mut self.gzip) {
+            (Transport::WebSocket | Transport::Multiplexed, _) if self.deflate => {
+                let d = f.deflated(t.form(stream), || shared(f));
+                websocket::frame_header(op::TEXT, true, d.message().len(), out);
+                out.extend_from_slice(d.message());
+            }
+            (Transport::WebSocket, _) => websocket::frame(op::TEXT, &f.json, out),
+            (Transport::Multiplexed, _) => {
+                let len = multiplexed_len(&f.json, stream);
+                websocket::frame_header(op::TEXT, false, len, out);
+                multiplexed(&f.json, stream, out);
+            }
+            (_, Some(gz)) => gz.push(f.deflated(t.form(stream), || shared(f)), out),
+            (Transport::Sse, None) => out.extend_from_slice(&f.sse),
+            (Transport::Ndjson, None) => out.extend_from_slice(&f.ndjson),
+        }
+    }
+
+    /// Appends `first` and whatever else the feed has ready (up to
+    /// [`MAX_BATCH`]); returns the events among them.
+    pub fn batch(&mut self, feed: &mut Feed, first: &Out, out: &mut Vec<u8>) -> u64 {
+        let mut events = u64::from(self.push(first, out));
+        for _ in 1..MAX_BATCH {
+            let Some(next) = feed.try_next() else { break };
+            events += u64::from(self.push(&next, out));
+        }
+        events
+    }
+}
+
+thread_local! {
+    /// The buffer batches are encoded into: one per worker thread, so a
+    /// connection holds no output buffer between writes.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Writes what `fill` appends into the socket: straight from the thread's
+/// buffer when the socket takes it all (the usual case, no timer armed);
+/// only the rest of a write that would block is copied out and waits, at
+/// most `timeout` (boxed: the slow path's state stays out of every
+/// connection's task). `None` when the write failed or timed out.
+pub async fn send<S, R>(
+    io: &mut S,
+    timeout: Duration,
+    fill: impl FnOnce(&mut Vec<u8>) -> R,
+) -> Option<R>
+where
+    S: AsyncWrite + Unpin,
+{
+    let mut fill = Some(fill);
+    // One poll, with the task's context, so a socket that would block
+    // registers for writability as any write does.
+    let (r, failed, rest) = poll_fn(|cx| {
+        let Some(fill) = fill.take() else {
+            return Poll::Pending;
+        };
+        Poll::Ready(SCRATCH.with(|s| {
+            let mut buf = s.borrow_mut();
+            buf.clear();
+            let r = fill(&mut buf);
+            let mut written = 0;
+            let mut failed = false;
+            while written < buf.len() {
+                match Pin::new(&mut *io).poll_write(cx, &buf[written..]) {
+                    Poll::Ready(Ok(n)) if n > 0 => written += n,
+                    Poll::Ready(_) => {
+                        failed = true;
+                        break;
+                    }
+                    Poll::Pending => break,
+                }
+            }
+            let rest = (!failed && written < buf.len()).then(|| buf[written..].to_vec());
+            // Keep no large buffer after a burst.
+            if buf.capacity() > 256 * 1024 {
+                *buf = Vec::new();
+            }
+            (r, failed, rest)
+        }))
+    })
+    .await;
+    if failed {
+        return None;
+    }
+    if let Some(rest) = rest {
+        let wrote = Box::pin(tokio::time::timeout(timeout, io.write_all(&rest))).await;
+        if !matches!(wrote, Ok(Ok(()))) {
+            return None;
+        }
+    }
+    Some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::frame::{parse, Control, Incoming};
+    use std::io::Read;
+    use std::sync::Arc;
+
+    fn frame() -> Arc<Frame> {
+        let json = r#"{"id":"1-0","type":"status","at":1.0,"status":{"id":"7","uid":"3","login":"ann","message":"hello there","posted":1.0,"hashtags":[],"mentions":[]},"private":false}"#;
+        match parse(json) {
+            Some(Incoming::Event(f)) => f,
+            _ => panic!("a status parses"),
+        }
+    }
+
+    #[test]
+    fn a_gzipped_body_decodes_to_the_plain_one() {
+        let f = frame();
+        let outs = [
+            Out::Event(f.clone(), "firehose"),
+            Out::Keepalive,
+            Out::Control(Control::warning("resume_gap", "gap").encode()),
+            Out::Event(f, "firehose"),
+        ];
+        for t in [Transport::Sse, Transport::Ndjson] {
+            let (mut plain, mut gz) = (Encoder::plain(t, false), Encoder::plain(t, true));
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            plain.start(&mut a);
+            gz.start(&mut b);
+            for o in &outs {
+                plain.push(o, &mut a);
+                gz.push(o, &mut b);
+            }
+            plain.finish(&mut a);
+            gz.finish(&mut b);
+            let mut decoded = Vec::new();
+            flate2::read::GzDecoder::new(&b[..])
+                .read_to_end(&mut decoded)
+                .unwrap();
+            assert_eq!(decoded, a, "{t:?}");
+            assert!(gz.headers().any(|h| h == ("content-encoding", "gzip")));
+            assert!(!plain.headers().any(|(n, _)| n == "content-encoding"));
+        }
+    }
+
+    /// A server frame's payload (unmasked), inflated if RSV1 is set.
+    fn read_frame(bytes: &[u8]) -> (u8, String, usize) {
+        let (b0, len) = (bytes[0], bytes[1] as usize);
+        let (len, at) = match len {
+            126 => (u16::from_be_bytes([bytes[2], bytes[3]]) as usize, 4),
+            n => (n, 2),
+        };
+        let payload = &bytes[at..at + len];
+        let text = if b0 & 0x40 != 0 {
+            let mut data = payload.to_vec();
+            data.extend_from_slice(&crate::stream::deflate::SYNC_TAIL);
+            data.extend_from_slice(&[0x03, 0x00]);
+            let mut out = String::new();
+            flate2::read::DeflateDecoder::new(&data[..])
+                .read_to_string(&mut out)
+                .unwrap();
+            out
+        } else {
+            String::from_utf8(payload.to_vec()).unwrap()
+        };
+        (b0 & 0x0f, text, at + len)
+    }
+
+    #[test]
+    fn websocket_messages_read_the_same_deflated_or_not() {
+        let f = frame();
+        for t in [Transport::WebSocket, Transport::Multiplexed] {
+            let mut texts = Vec::new();
+            for deflate in [false, true] {
+                let mut enc = Encoder::websocket(t, deflate);
+                let mut out = Vec::new();
+                enc.push(&Out::Event(f.clone(), "filter"), &mut out);
+                enc.push(&Out::Keepalive, &mut out);
+                let (opcode, text, used) = read_frame(&out);
+                assert_eq!(opcode, op::TEXT);
+                assert_eq!(out[0] & 0x40 != 0, deflate);
+                assert_eq!(&out[used..], &PING, "a keep-alive is a ping");
+                texts.push(text);
+            }
+            assert_eq!(texts[0], texts[1], "{t:?}");
+            let v: serde_json::Value = serde_json::from_str(&texts[0]).unwrap();
+            assert_eq!(v["type"], "status");
+            assert_eq!(v.get("stream").is_some(), t == Transport::Multiplexed);
+        }
+    }
+
+    #[test]
+    fn an_event_is_deflated_once_for_every_connection() {
+        let f = frame();
+        let mut a = Encoder::websocket(Transport::WebSocket, true);
+        let mut b = Encoder::websocket(Transport::WebSocket, true);
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        a.push(&Out::Event(f.clone(), "filter"), &mut x);
+        b.push(&Out::Event(f.clone(), "filter"), &mut y);
+        assert_eq!(x, y);
+        let first = f.deflated(2, || unreachable!("computed already")) as *const Deflated;
+        let again = f.deflated(2, || unreachable!("computed already")) as *const Deflated;
+        assert_eq!(first, again);
+    }
 }

@@ -125,6 +125,15 @@ impl Browser {
         }
     }
 
+    /// Runs an asynchronous script in the page (its last argument is the
+    /// callback that returns its result).
+    pub async fn run_async(&self, script: &str, args: Vec<serde_json::Value>) -> serde_json::Value {
+        self.client
+            .execute_async(script, args)
+            .await
+            .expect("the script finishes")
+    }
+
     /// A PNG of the page.
     pub async fn screenshot(&self) -> Vec<u8> {
         self.client.screenshot().await.expect("screenshot")

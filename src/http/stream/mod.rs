@@ -7,22 +7,21 @@
 //! are `stream::wire`'s; the WebSocket protocol is [`ws`].
 
 pub mod open;
-mod ws;
+pub mod ws;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
 use crate::stream::limits::StreamGuard;
-use crate::stream::wire::{self, Transport};
+use crate::stream::wire::Encoder;
 use crate::stream::Feed;
 use axum::body::{Body, Bytes};
-use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{FromRequestParts, Request, State};
-use axum::http::{header, HeaderValue};
+use axum::extract::{Request, State};
+use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use open::{is_upgrade, keepalive, plain_transport, prepare, Kind, Opened};
+use open::{is_upgrade, plain_encoder, prepare, Kind, Opened};
 use std::convert::Infallible;
 
 /// Routes of this resource.
@@ -62,57 +61,53 @@ async fn serve(state: AppState, req: Request, kind: Kind) -> Response {
 }
 
 async fn open(state: AppState, req: Request, kind: Kind) -> ApiResult<Response> {
+    if is_upgrade(req.headers()) {
+        return ws::upgrade(state, req, Some(kind)).await;
+    }
     let (mut parts, _) = req.into_parts();
-    let upgrade = if is_upgrade(&parts.headers) {
-        let up = WebSocketUpgrade::from_request_parts(&mut parts, &state)
-            .await
-            .map_err(|e| ApiError::invalid("invalid_upgrade", e.body_text()))?;
-        Some(up)
-    } else {
-        None
-    };
-    let transport = match upgrade {
-        Some(_) => Transport::WebSocket,
-        None => plain_transport(&parts.headers),
-    };
-    let Opened { feed, guard } = prepare(&state, &mut parts, kind, transport).await?;
-    let keepalive = keepalive(&state);
-    Ok(match upgrade {
-        None => body_response(feed, guard, transport),
-        Some(up) => up
-            .max_message_size(ws::MAX_MESSAGE)
-            .read_buffer_size(ws::READ_BUFFER)
-            .on_upgrade(move |socket| ws::ws_loop(socket, feed, guard, None, keepalive)),
-    })
+    let encoder = plain_encoder(&parts.headers);
+    let Opened { feed, guard } = prepare(&state, &mut parts, kind, encoder.transport()).await?;
+    Ok(body_response(feed, guard, encoder))
 }
 
 /// A plain stream served through hyper (a stream request that arrived on
 /// an already-used keep-alive connection): the same batches as the raw path.
-fn body_response(feed: Feed, guard: StreamGuard, transport: Transport) -> Response {
-    let first = (!transport.preamble().is_empty())
-        .then(|| Bytes::from_static(transport.preamble().as_bytes()));
+fn body_response(feed: Feed, guard: StreamGuard, mut encoder: Encoder) -> Response {
+    let mut start = Vec::new();
+    encoder.start(&mut start);
+    let headers: Vec<_> = encoder.headers().collect();
+    // The state: the feed, what to send first, and whether the body is done.
+    let first = (!start.is_empty()).then(|| Bytes::from(start));
     let stream = futures::stream::unfold(
-        (feed, guard, first, Vec::new()),
-        move |(mut feed, guard, first, mut chunks)| async move {
+        (feed, guard, encoder, first, false),
+        |(mut feed, guard, mut encoder, first, done)| async move {
             if let Some(first) = first {
-                return Some((Ok::<Bytes, Infallible>(first), (feed, guard, None, chunks)));
+                let state = (feed, guard, encoder, None, done);
+                return Some((Ok::<Bytes, Infallible>(first), state));
             }
-            let out = feed.next().await?;
-            let n = wire::batch(&mut feed, &out, transport, &mut chunks);
-            inc(&metrics().events_sent, n);
-            let chunk = wire::concat(&mut chunks);
-            chunks.clear();
-            Some((Ok(chunk), (feed, guard, None, chunks)))
+            if done {
+                return None;
+            }
+            let mut buf = Vec::new();
+            let done = match feed.next().await {
+                Some(out) => {
+                    let n = encoder.batch(&mut feed, &out, &mut buf);
+                    inc(&metrics().events_sent, n);
+                    false
+                }
+                None => {
+                    encoder.finish(&mut buf);
+                    true
+                }
+            };
+            Some((Ok(Bytes::from(buf)), (feed, guard, encoder, None, done)))
         },
     );
     let mut response = Body::from_stream(stream).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(transport.content_type()),
-    );
-    for (name, value) in wire::HEADERS {
-        headers.insert(name, HeaderValue::from_static(value));
+    for (name, value) in headers {
+        response
+            .headers_mut()
+            .insert(name, HeaderValue::from_static(value));
     }
     response
 }

@@ -10,7 +10,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::stream::feed::{Replay, MAX_COUNT};
 use crate::stream::limits::StreamGuard;
-use crate::stream::wire::Transport;
+use crate::stream::wire::{Encoder, Transport};
 use crate::stream::{EventId, Feed};
 use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
@@ -182,8 +182,20 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
 }
 
+/// The plain stream a GET asks for: NDJSON by `Accept`, else SSE; gzipped
+/// when `Accept-Encoding` takes gzip.
+pub fn plain_encoder(headers: &HeaderMap) -> Encoder {
+    let gzip = crate::stream::deflate::accepts_gzip(
+        headers
+            .get_all(header::ACCEPT_ENCODING)
+            .iter()
+            .filter_map(|v| v.to_str().ok()),
+    );
+    Encoder::plain(plain_transport(headers), gzip)
+}
+
 /// The plain transport a GET asks for: NDJSON by `Accept`, else SSE.
-pub fn plain_transport(headers: &HeaderMap) -> Transport {
+fn plain_transport(headers: &HeaderMap) -> Transport {
     let ndjson = headers
         .get_all(header::ACCEPT)
         .iter()
@@ -232,21 +244,21 @@ pub async fn prepare(
 }
 
 /// For a plain (non-WebSocket) GET of a stream path: the opened stream and
-/// its transport. `None` when the request is not one. Used by the server's
+/// its encoder. `None` when the request is not one. Used by the server's
 /// raw stream path, which writes the response itself.
 pub async fn open_plain(
     state: &AppState,
     parts: &mut Parts,
-) -> Option<ApiResult<(Opened, Transport)>> {
+) -> Option<ApiResult<(Opened, Encoder)>> {
     let kind = Kind::at(parts.uri.path())?;
     if parts.method != axum::http::Method::GET || is_upgrade(&parts.headers) {
         return None;
     }
-    let transport = plain_transport(&parts.headers);
+    let encoder = plain_encoder(&parts.headers);
     Some(
-        prepare(state, parts, kind, transport)
+        prepare(state, parts, kind, encoder.transport())
             .await
-            .map(|o| (o, transport)),
+            .map(|o| (o, encoder)),
     )
 }
 

@@ -2,56 +2,143 @@
 //! JSON as SSE data, one text message per event) and the multiplexed socket
 //! at `/api/v1/stream`, whose clients subscribe and unsubscribe named
 //! streams with control messages, rate-limited; pings and the pong deadline.
+//! The frames are `stream::websocket`'s; this loop moves them over any
+//! socket: the raw TCP stream of a connection's first request
+//! (`serve.rs`), or hyper's upgraded connection after a kept-alive one.
 
-use super::open::{is_upgrade, keepalive, new_feed, Ask, Kind};
+use super::open::{is_upgrade, keepalive, new_feed, prepare, Ask, Kind, Opened};
 use crate::auth::{AuthUser, StreamUser};
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 use crate::http::JsonId;
 use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
 use crate::stream::frame::Control;
 use crate::stream::limits::StreamGuard;
-use crate::stream::wire::{self, Transport};
+use crate::stream::websocket::{self, close, op, Handshake, Message, Reader};
+use crate::stream::wire::{self, Encoder, Transport};
 use crate::stream::{Feed, Out};
-use axum::body::Bytes;
-use axum::extract::ws::{Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use firehose_filters::box_shape_error;
-use futures::{SinkExt, StreamExt};
 use serde::Deserialize;
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::task::Poll;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::Instant;
+
+/// A WebSocket accepted: everything its loop needs.
+pub struct WsOpened {
+    feed: Feed,
+    guard: StreamGuard,
+    handshake: Handshake,
+    /// The multiplexed socket's state and user (control messages); `None`
+    /// for a stream path upgraded.
+    control_of: Option<(AppState, AuthUser)>,
+    keepalive: Duration,
+}
+
+impl WsOpened {
+    /// The `101 Switching Protocols` response head.
+    pub fn response_head(&self) -> String {
+        self.handshake.response_head()
+    }
+}
+
+/// For a WebSocket upgrade of a stream path or the multiplexed path: the
+/// socket opened (authenticated, slot taken, subscribed) or why not.
+/// `None` when the request is not one.
+pub async fn open_websocket(state: &AppState, parts: &mut Parts) -> Option<ApiResult<WsOpened>> {
+    let path = parts.uri.path();
+    let kind = match path {
+        "/api/v1/stream" => None,
+        _ => Some(Kind::at(path)?),
+    };
+    if parts.method != Method::GET || !is_upgrade(&parts.headers) {
+        return None;
+    }
+    Some(open(state, parts, kind).await)
+}
+
+fn handshake(parts: &Parts) -> ApiResult<Handshake> {
+    Handshake::read(&parts.headers).map_err(|m| ApiError::invalid("invalid_upgrade", m))
+}
+
+async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiResult<WsOpened> {
+    let (feed, guard, handshake, control_of) = match kind {
+        Some(kind) => {
+            let handshake = handshake(parts)?;
+            let Opened { feed, guard } = prepare(state, parts, kind, Transport::WebSocket).await?;
+            (feed, guard, handshake, None)
+        }
+        None => {
+            let StreamUser(auth) = StreamUser::from_request_parts(parts, state).await?;
+            let handshake = handshake(parts)?;
+            let guard = state
+                .limits
+                .acquire(
+                    auth.uid,
+                    state.cfg.max_streams_per_user,
+                    "multiplexed",
+                    Transport::Multiplexed.name(),
+                )
+                .await?;
+            let feed = new_feed(state, &auth);
+            (feed, guard, handshake, Some((state.clone(), auth)))
+        }
+    };
+    Ok(WsOpened {
+        feed,
+        guard,
+        handshake,
+        control_of,
+        keepalive: keepalive(state),
+    })
+}
+
+/// The write timeout of stream sockets.
+fn write_timeout(state: &AppState) -> Duration {
+    Duration::from_secs(state.cfg.write_timeout_secs.max(1))
+}
+
+/// A WebSocket upgrade that arrived through the router (a kept-alive
+/// connection's later request): answered 101 by hyper, then served on its
+/// upgraded connection.
+pub async fn upgrade(state: AppState, mut req: Request, kind: Option<Kind>) -> ApiResult<Response> {
+    let on_upgrade = hyper::upgrade::on(&mut req);
+    let (mut parts, _) = req.into_parts();
+    let opened = open(&state, &mut parts, kind).await?;
+    let mut response = StatusCode::SWITCHING_PROTOCOLS.into_response();
+    for (name, value) in opened.handshake.headers() {
+        if let Ok(value) = value.parse() {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    let timeout = write_timeout(&state);
+    tokio::spawn(async move {
+        if let Ok(upgraded) = on_upgrade.await {
+            let io = hyper_util::rt::TokioIo::new(upgraded);
+            serve(io, &[], Box::new(opened), timeout).await;
+        }
+    });
+    Ok(response)
+}
 
 /// `GET /api/v1/stream` (WebSocket): subscribe and unsubscribe with control messages.
 pub async fn multiplexed(State(state): State<AppState>, req: Request) -> Response {
     let run = async {
-        let (mut parts, _) = req.into_parts();
-        let StreamUser(auth) = StreamUser::from_request_parts(&mut parts, &state).await?;
-        if !is_upgrade(&parts.headers) {
+        if !is_upgrade(req.headers()) {
+            let (mut parts, _) = req.into_parts();
+            StreamUser::from_request_parts(&mut parts, &state).await?;
             return Err(ApiError::invalid(
                 "upgrade_required",
                 "This endpoint speaks WebSocket only.",
             ));
         }
-        let up = WebSocketUpgrade::from_request_parts(&mut parts, &state)
-            .await
-            .map_err(|e| ApiError::invalid("invalid_upgrade", e.body_text()))?;
-        let guard = state
-            .limits
-            .acquire(
-                auth.uid,
-                state.cfg.max_streams_per_user,
-                "multiplexed",
-                Transport::Multiplexed.name(),
-            )
-            .await?;
-        let feed = new_feed(&state, &auth);
-        let keepalive = keepalive(&state);
-        Ok(up
-            .max_message_size(MAX_MESSAGE)
-            .read_buffer_size(READ_BUFFER)
-            .on_upgrade(move |socket| ws_loop(socket, feed, guard, Some((state, auth)), keepalive)))
+        upgrade(state, req, None).await
     };
     run.await.unwrap_or_else(|e: ApiError| e.into_response())
 }
@@ -193,20 +280,9 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
     }
 }
 
-/// A text message of encoded output (JSON, so valid UTF-8).
-fn text(bytes: Bytes) -> Option<Message> {
-    Utf8Bytes::try_from(bytes).ok().map(Message::Text)
-}
-
 /// The largest message a client may send (a subscribe with 5,000 follow
 /// ids and 400 phrases fits).
 pub(super) const MAX_MESSAGE: usize = 1 << 20;
-
-/// What a socket's read buffer starts with. Clients send little (control
-/// messages, pongs), and the buffer grows for a larger message (a test
-/// sends a 60 KB subscribe), so an idle socket holds 512 bytes here instead
-/// of tungstenite's default 128 KiB (idle memory per socket: 145 → 12–14 KiB).
-pub(super) const READ_BUFFER: usize = 512;
 
 /// Whether the peer has answered no ping for three keep-alive periods
 /// (pings go out every period, so two were missed).
@@ -219,63 +295,85 @@ fn pong_overdue(last_pong: Instant, keepalive: Duration) -> bool {
 /// cannot keep the server replaying and re-registering.
 const CONTROL_PER_SEC: u32 = 10;
 
-pub(super) async fn ws_loop(
-    socket: WebSocket,
-    mut feed: Feed,
-    _guard: StreamGuard,
-    control_of: Option<(AppState, AuthUser)>,
-    keepalive: Duration,
-) {
+/// Reads what the socket has into `reader`, holding no buffer while it
+/// waits; `false` at the end of the stream or on an error.
+async fn read_into<S: AsyncRead + Unpin>(io: &mut S, reader: &mut Reader) -> bool {
+    poll_fn(|cx| {
+        let mut scratch = [0u8; 2048];
+        let mut buf = ReadBuf::new(&mut scratch);
+        match Pin::new(&mut *io).poll_read(cx, &mut buf) {
+            Poll::Ready(Ok(())) if !buf.filled().is_empty() => {
+                reader.push(buf.filled());
+                Poll::Ready(true)
+            }
+            Poll::Ready(_) => Poll::Ready(false),
+            Poll::Pending => Poll::Pending,
+        }
+    })
+    .await
+}
+
+/// How a socket's loop ended.
+enum Ending {
+    /// The feed ended (its `disconnect` written): close normally.
+    Over,
+    /// The client broke the protocol: close with this code and reason.
+    Broke(u16, &'static str),
+    /// The client sent Close: answer it.
+    ClientClosed,
+    /// The peer is gone or stopped reading: nothing more to write.
+    Gone,
+}
+
+/// Serves an accepted WebSocket on `io` (its 101 response already sent;
+/// `early` holds bytes the client sent right behind its request) until the
+/// stream ends, the client closes or breaks the protocol, or a write
+/// stays blocked past `timeout`.
+pub async fn serve<S>(mut io: S, early: &[u8], opened: Box<WsOpened>, timeout: Duration)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let WsOpened {
+        mut feed,
+        guard,
+        handshake,
+        control_of,
+        keepalive,
+    } = *opened;
     let transport = match control_of {
         Some(_) => Transport::Multiplexed,
         None => Transport::WebSocket,
     };
-    let (mut tx, mut rx) = socket.split();
+    let mut enc = Encoder::websocket(transport, handshake.deflate);
+    let mut reader = Reader::new(handshake.deflate, MAX_MESSAGE);
+    reader.push(early);
     let mut last_pong = Instant::now();
     let mut control_budget =
         crate::limits::Bucket::new(CONTROL_PER_SEC as f64, CONTROL_PER_SEC as f64 * 2.0);
-    let mut chunks = Vec::new();
-    loop {
-        tokio::select! {
-            out = feed.next() => {
-                let Some(out) = out else { break };
-                if let Out::Keepalive = out {
-                    // A pong is due after each ping; two missed ones close the socket.
-                    if pong_overdue(last_pong, keepalive) {
-                        let bye = feed.end("timeout", "No pong arrived in time.");
-                        if let Some(msg) = transport.encode(&bye).and_then(text) {
-                            let _ = tx.send(msg).await;
-                        }
-                        break;
-                    }
-                    if tx.send(Message::Ping(Bytes::from_static(b"fh"))).await.is_err() {
-                        break;
-                    }
-                    continue;
-                }
-                let n = wire::batch(&mut feed, &out, transport, &mut chunks);
-                let mut ok = true;
-                for msg in chunks.drain(..).filter_map(text) {
-                    if ok {
-                        ok = tx.feed(msg).await.is_ok();
+    let ending = 'run: loop {
+        // Every complete message read so far.
+        loop {
+            let msg = match reader.next_message() {
+                Ok(Some(msg)) => msg,
+                Ok(None) => break,
+                Err(e) => break 'run Ending::Broke(e.code, e.reason),
+            };
+            last_pong = Instant::now();
+            match msg {
+                Message::Ping(payload) => {
+                    let pong = |buf: &mut Vec<u8>| websocket::frame(op::PONG, &payload, buf);
+                    if wire::send(&mut io, timeout, pong).await.is_none() {
+                        break 'run Ending::Gone;
                     }
                 }
-                inc(&metrics().events_sent, n);
-                if !ok || tx.flush().await.is_err() {
-                    break;
-                }
-            }
-            msg = rx.next() => match msg {
-                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
-                Some(Ok(Message::Pong(_))) => last_pong = Instant::now(),
-                Some(Ok(Message::Text(text))) => {
-                    last_pong = Instant::now();
+                Message::Close(_) => break 'run Ending::ClientClosed,
+                Message::Text(text) => {
                     if let Some((state, auth)) = &control_of {
                         if control_budget.take() {
                             // Boxed: subscribing (Redis round trips, the
                             // replay) is a large future, which inline would
                             // size every socket's task for its whole life.
-                            Box::pin(handle_control(&mut feed, state, auth, text.as_str())).await;
+                            Box::pin(handle_control(&mut feed, state, auth, &text)).await;
                         } else {
                             feed.push_control(ws_error(
                                 "rate_limited",
@@ -285,23 +383,61 @@ pub(super) async fn ws_loop(
                         }
                     }
                 }
-                Some(Ok(_)) => last_pong = Instant::now(),
-            },
+                Message::Pong | Message::Binary => {}
+            }
         }
+        let out = tokio::select! {
+            out = feed.next() => match out {
+                Some(out) => out,
+                None => break Ending::Over,
+            },
+            alive = read_into(&mut io, &mut reader) => {
+                if !alive {
+                    break Ending::Gone;
+                }
+                continue;
+            }
+        };
+        // A pong is due after each ping; two missed ones close the socket.
+        let out = match out {
+            Out::Keepalive if pong_overdue(last_pong, keepalive) => {
+                feed.end("timeout", "No pong arrived in time.")
+            }
+            out => out,
+        };
+        let sent = wire::send(&mut io, timeout, |buf| enc.batch(&mut feed, &out, buf)).await;
+        match sent {
+            Some(n) => inc(&metrics().events_sent, n),
+            None => break Ending::Gone,
+        }
+    };
+    let (code, reason) = match ending {
+        Ending::Gone => return,
+        Ending::Over | Ending::ClientClosed => (close::NORMAL, ""),
+        Ending::Broke(code, reason) => (code, reason),
+    };
+    // The closing handshake: send Close, then (unless the client closed
+    // first) let the peer answer, reading what it sent before, for a moment
+    // before dropping the socket.
+    let bye = |buf: &mut Vec<u8>| websocket::close_frame(code, reason, buf);
+    if wire::send(&mut io, timeout, bye).await.is_none() {
+        return;
     }
-    if feed.is_ended() {
-        // The closing handshake: send Close, then let the peer answer (and
-        // read what was sent before it) for a moment before dropping the socket.
-        let _ = tx.send(Message::Close(None)).await;
+    if !matches!(ending, Ending::ClientClosed) {
         let _ = tokio::time::timeout(Duration::from_secs(2), async {
-            while let Some(Ok(msg)) = rx.next().await {
-                if matches!(msg, Message::Close(_)) {
-                    break;
+            let mut reader = Reader::new(handshake.deflate, MAX_MESSAGE);
+            while read_into(&mut io, &mut reader).await {
+                while let Ok(Some(msg)) = reader.next_message() {
+                    if matches!(msg, Message::Close(_)) {
+                        return;
+                    }
                 }
             }
         })
         .await;
     }
+    let _ = io.shutdown().await;
+    drop(guard);
 }
 
 #[cfg(test)]
