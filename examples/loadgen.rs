@@ -74,6 +74,13 @@ struct Args {
     /// The server's pid (default: found in /proc by its command line).
     #[arg(long)]
     server_pid: Option<u32>,
+    /// Redis's pid, for the CPU split (server, generator, Redis).
+    #[arg(long)]
+    redis_pid: Option<u32>,
+    /// Ask for compressed streams: SSE with `Accept-Encoding: gzip`,
+    /// WebSocket offering permessage-deflate (a raw client that inflates).
+    #[arg(long)]
+    compress: bool,
 }
 
 /// utime+stime in seconds and VmRSS in KiB of a process.
@@ -115,6 +122,8 @@ fn latency_us(line: &str, now: f64) -> Option<u32> {
 struct Counters {
     received: AtomicU64,
     connected: AtomicU64,
+    /// Bytes read off the sockets (compressed, when compressed).
+    wire_bytes: AtomicU64,
 }
 
 /// Counts one received event and keeps its latency (up to a cap per client).
@@ -132,18 +141,28 @@ async fn sse_client(
     token: String,
     counters: Arc<Counters>,
     mut stop: watch::Receiver<bool>,
+    compress: bool,
 ) -> Vec<u32> {
+    use std::io::Write;
     let mut lat = Vec::new();
     let Ok(mut sock) = tokio::net::TcpStream::connect(&addr).await else {
         return lat;
     };
-    let req = format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\r\n");
+    let gzip = if compress {
+        "Accept-Encoding: gzip\r\n"
+    } else {
+        ""
+    };
+    let req = format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n{gzip}\r\n");
     if sock.write_all(req.as_bytes()).await.is_err() {
         return lat;
     }
     counters.connected.fetch_add(1, Ordering::Relaxed);
     let mut buf = vec![0u8; 64 * 1024];
     let mut pending: Vec<u8> = Vec::new();
+    // Compressed: the body after the head goes through a gzip decoder.
+    let mut head_done = false;
+    let mut gz = flate2::write::GzDecoder::new(Vec::new());
     loop {
         let n = tokio::select! {
             _ = stop.changed() => break,
@@ -152,7 +171,26 @@ async fn sse_client(
                 _ => break,
             },
         };
-        pending.extend_from_slice(&buf[..n]);
+        counters.wire_bytes.fetch_add(n as u64, Ordering::Relaxed);
+        if !compress {
+            pending.extend_from_slice(&buf[..n]);
+        } else if head_done {
+            if gz.write_all(&buf[..n]).and_then(|_| gz.flush()).is_err() {
+                break;
+            }
+            pending.append(gz.get_mut());
+        } else {
+            pending.extend_from_slice(&buf[..n]);
+            if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                let body = pending.split_off(end + 4);
+                pending.clear();
+                head_done = true;
+                if gz.write_all(&body).and_then(|_| gz.flush()).is_err() {
+                    break;
+                }
+                pending.append(gz.get_mut());
+            }
+        }
         let now = firehose::model::now();
         let mut start = 0;
         while let Some(pos) = pending[start..].iter().position(|b| *b == b'\n') {
@@ -206,6 +244,114 @@ async fn ws_client(
     lat
 }
 
+/// A WebSocket client offering permessage-deflate, on a raw socket: reads
+/// server frames, inflates compressed ones with a fresh window (the server
+/// negotiates no context takeover), answers pings.
+async fn ws_deflate_client(
+    addr: String,
+    token: String,
+    counters: Arc<Counters>,
+    mut stop: watch::Receiver<bool>,
+) -> Vec<u32> {
+    let mut lat = Vec::new();
+    let Ok(mut sock) = tokio::net::TcpStream::connect(&addr).await else {
+        return lat;
+    };
+    let req = format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n");
+    if sock.write_all(req.as_bytes()).await.is_err() {
+        return lat;
+    }
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut pending: Vec<u8> = Vec::new();
+    let mut head_done = false;
+    let mut inflated = Vec::new();
+    loop {
+        let n = tokio::select! {
+            _ = stop.changed() => break,
+            r = sock.read(&mut buf) => match r {
+                Ok(n) if n > 0 => n,
+                _ => break,
+            },
+        };
+        counters.wire_bytes.fetch_add(n as u64, Ordering::Relaxed);
+        pending.extend_from_slice(&buf[..n]);
+        if !head_done {
+            let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") else {
+                continue;
+            };
+            if !String::from_utf8_lossy(&pending[..end]).contains("permessage-deflate") {
+                eprintln!("the server did not take permessage-deflate");
+                return lat;
+            }
+            pending.drain(..end + 4);
+            head_done = true;
+            counters.connected.fetch_add(1, Ordering::Relaxed);
+        }
+        let now = firehose::model::now();
+        loop {
+            if pending.len() < 2 {
+                break;
+            }
+            let (len, at) = match pending[1] & 0x7f {
+                126 if pending.len() >= 4 => {
+                    (u16::from_be_bytes([pending[2], pending[3]]) as usize, 4)
+                }
+                127 if pending.len() >= 10 => (
+                    u64::from_be_bytes(pending[2..10].try_into().expect("8 bytes")) as usize,
+                    10,
+                ),
+                126 | 127 => break,
+                n => (n as usize, 2),
+            };
+            if pending.len() < at + len {
+                break;
+            }
+            let (opcode, rsv1) = (pending[0] & 0x0f, pending[0] & 0x40 != 0);
+            let payload = &pending[at..at + len];
+            match opcode {
+                0x1 if rsv1 => {
+                    let mut data = payload.to_vec();
+                    data.extend_from_slice(&[0, 0, 0xff, 0xff]);
+                    let mut d = flate2::Decompress::new(false);
+                    inflated.clear();
+                    inflated.reserve(len * 8 + 256);
+                    if d.decompress_vec(&data, &mut inflated, flate2::FlushDecompress::Sync)
+                        .is_ok()
+                    {
+                        if let Ok(text) = std::str::from_utf8(&inflated) {
+                            if text.starts_with("{\"id\"") {
+                                record(text, now, &counters, &mut lat);
+                            }
+                        }
+                    }
+                }
+                0x1 => {
+                    if let Ok(text) = std::str::from_utf8(payload) {
+                        if text.starts_with("{\"id\"") {
+                            record(text, now, &counters, &mut lat);
+                        }
+                    }
+                }
+                0x9 => {
+                    // A pong, masked with a zero mask.
+                    let mut pong = vec![0x8A, 0x80 | len as u8, 0, 0, 0, 0];
+                    pong.extend_from_slice(payload);
+                    let _ = sock.write_all(&pong).await;
+                }
+                0x8 => return lat,
+                _ => {}
+            }
+            pending.drain(..at + len);
+        }
+    }
+    lat
+}
+
+/// CPU seconds (user + system) this process has used.
+fn own_cpu() -> Option<f64> {
+    proc_stats(std::process::id()).map(|s| s.0)
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -250,6 +396,7 @@ async fn main() -> anyhow::Result<()> {
     let counters = Arc::new(Counters {
         received: AtomicU64::new(0),
         connected: AtomicU64::new(0),
+        wire_bytes: AtomicU64::new(0),
     });
     let connect_by = Instant::now() + Duration::from_secs(60);
     let (stop_tx, stop) = watch::channel(false);
@@ -258,7 +405,10 @@ async fn main() -> anyhow::Result<()> {
         let token = tokens[i / 5 % tokens.len()].1.clone();
         let (addr, c) = (args.addr.clone(), counters.clone());
         clients.push(match args.transport {
-            Transport::Sse => tokio::spawn(sse_client(addr, token, c, stop.clone())),
+            Transport::Sse => tokio::spawn(sse_client(addr, token, c, stop.clone(), args.compress)),
+            Transport::Ws if args.compress => {
+                tokio::spawn(ws_deflate_client(addr, token, c, stop.clone()))
+            }
             Transport::Ws => tokio::spawn(ws_client(addr, token, c, stop.clone())),
         });
         if i % 500 == 499 {
@@ -288,6 +438,8 @@ async fn main() -> anyhow::Result<()> {
         let start = Instant::now();
         let base = counters.received.load(Ordering::Relaxed);
         let cpu0 = pid.and_then(proc_stats).map(|s| s.0);
+        let bytes0 = counters.wire_bytes.load(Ordering::Relaxed);
+        let (own0, redis0) = (own_cpu(), args.redis_pid.and_then(proc_stats).map(|s| s.0));
         let tick = Duration::from_millis(10);
         let per_tick = args.rate / 100.0;
         let mut owed = 0.0;
@@ -336,6 +488,8 @@ async fn main() -> anyhow::Result<()> {
         let elapsed = start.elapsed().as_secs_f64();
         let received = counters.received.load(Ordering::Relaxed) - base;
         let cpu1 = pid.and_then(proc_stats).map(|s| s.0);
+        let bytes = counters.wire_bytes.load(Ordering::Relaxed) - bytes0;
+        let (own1, redis1) = (own_cpu(), args.redis_pid.and_then(proc_stats).map(|s| s.0));
         println!(
             "published {published} events at {:.0}/s for {:.1}s ({:?} mode)",
             args.rate, args.duration, args.mode
@@ -353,6 +507,18 @@ async fn main() -> anyhow::Result<()> {
                 (c1 - c0) * 1e6 / received.max(1) as f64
             );
         }
+        println!(
+            "wire bytes: {bytes} ({:.1} per delivered event{})",
+            bytes as f64 / received.max(1) as f64,
+            if args.compress { ", compressed" } else { "" }
+        );
+        let span = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| format!("{:.2}s", b - a));
+        println!(
+            "CPU split over {elapsed:.1}s: server {}, generator {}, redis {}",
+            span(cpu0, cpu1).unwrap_or_else(|| "?".into()),
+            span(own0, own1).unwrap_or_else(|| "?".into()),
+            span(redis0, redis1).unwrap_or_else(|| "? (--redis-pid)".into()),
+        );
     }
     let _ = stop_tx.send(true);
     let mut lat: Vec<u32> = Vec::new();

@@ -334,23 +334,10 @@ impl Feed {
                 return None;
             }
             if !self.replays.is_empty() {
-                // Live events wait in the queue until the replay is done (the
-                // floor then drops those the replay already sent).
-                // A kill or shutdown still ends the feed mid-replay.
-                let conn = self.conn.clone();
-                let mut shutdown = self.shutdown.clone();
-                let step = tokio::select! {
-                    biased;
-                    (code, reason) = conn.killed() => return Some(self.end(code, &reason)),
-                    _ = shutdown.wait() => return Some(self.end("shutdown", "The server is shutting down.")),
-                    step = self.replay_step() => step,
-                };
-                if let Err(e) = step {
-                    tracing::warn!(error = %e, "replay page failed");
-                    return Some(self.end(
-                        "unavailable",
-                        "The data store is unreachable; reconnect with Last-Event-ID to resume.",
-                    ));
+                // Boxed: the replay's Redis round trips would otherwise size
+                // this future, held by every stream's task for its whole life.
+                if let Some(end) = Box::pin(self.replay_page()).await {
+                    return Some(end);
                 }
                 continue;
             }
@@ -370,6 +357,30 @@ impl Feed {
                 _ = self.keepalive.tick() => return Some(Out::Keepalive),
             }
         }
+    }
+
+    /// Reads the next page of a replay; the feed's end if it was killed,
+    /// shut down or the read failed meanwhile.
+    async fn replay_page(&mut self) -> Option<Out> {
+        // Live events wait in the queue until the replay is done (the floor
+        // then drops those the replay already sent). A kill or shutdown
+        // still ends the feed mid-replay.
+        let conn = self.conn.clone();
+        let mut shutdown = self.shutdown.clone();
+        let step = tokio::select! {
+            biased;
+            (code, reason) = conn.killed() => return Some(self.end(code, &reason)),
+            _ = shutdown.wait() => return Some(self.end("shutdown", "The server is shutting down.")),
+            step = self.replay_step() => step,
+        };
+        if let Err(e) = step {
+            tracing::warn!(error = %e, "replay page failed");
+            return Some(self.end(
+                "unavailable",
+                "The data store is unreachable; reconnect with Last-Event-ID to resume.",
+            ));
+        }
+        None
     }
 
     /// The next thing to write if one is ready now (for batching writes).

@@ -33,7 +33,8 @@ use tokio::time::Instant;
 /// A WebSocket accepted: everything its loop needs.
 pub struct WsOpened {
     feed: Feed,
-    guard: StreamGuard,
+    /// The socket's slot in the per-user limit, held until it ends.
+    _guard: StreamGuard,
     handshake: Handshake,
     /// The multiplexed socket's state and user (control messages); `None`
     /// for a stream path upgraded.
@@ -92,7 +93,7 @@ async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiRes
     };
     Ok(WsOpened {
         feed,
-        guard,
+        _guard: guard,
         handshake,
         control_of,
         keepalive: keepalive(state),
@@ -333,19 +334,23 @@ pub async fn serve<S>(mut io: S, early: &[u8], opened: Box<WsOpened>, timeout: D
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let mut opened = opened;
+    // Borrowed from the box, not moved into this future: the task holds a
+    // pointer to the socket's state rather than a copy of it.
     let WsOpened {
-        mut feed,
-        guard,
+        feed,
         handshake,
         control_of,
         keepalive,
-    } = *opened;
+        ..
+    } = &mut *opened;
+    let (keepalive, deflate) = (*keepalive, handshake.deflate);
     let transport = match control_of {
         Some(_) => Transport::Multiplexed,
         None => Transport::WebSocket,
     };
-    let mut enc = Encoder::websocket(transport, handshake.deflate);
-    let mut reader = Reader::new(handshake.deflate, MAX_MESSAGE);
+    let mut enc = Encoder::websocket(transport, deflate);
+    let mut reader = Reader::new(deflate, MAX_MESSAGE);
     reader.push(early);
     let mut last_pong = Instant::now();
     let mut control_budget =
@@ -373,7 +378,7 @@ where
                             // Boxed: subscribing (Redis round trips, the
                             // replay) is a large future, which inline would
                             // size every socket's task for its whole life.
-                            Box::pin(handle_control(&mut feed, state, auth, &text)).await;
+                            Box::pin(handle_control(feed, state, auth, &text)).await;
                         } else {
                             feed.push_control(ws_error(
                                 "rate_limited",
@@ -405,7 +410,7 @@ where
             }
             out => out,
         };
-        let sent = wire::send(&mut io, timeout, |buf| enc.batch(&mut feed, &out, buf)).await;
+        let sent = wire::send(&mut io, timeout, |buf| enc.batch(feed, &out, buf)).await;
         match sent {
             Some(n) => inc(&metrics().events_sent, n),
             None => break Ending::Gone,
@@ -416,16 +421,32 @@ where
         Ending::Over | Ending::ClientClosed => (close::NORMAL, ""),
         Ending::Broke(code, reason) => (code, reason),
     };
-    // The closing handshake: send Close, then (unless the client closed
-    // first) let the peer answer, reading what it sent before, for a moment
-    // before dropping the socket.
+    let answer = !matches!(ending, Ending::ClientClosed);
+    // Boxed: only a closing socket pays for the closing handshake's state.
+    Box::pin(closing(io, code, reason, answer, deflate, timeout)).await;
+    drop(opened);
+}
+
+/// The closing handshake: sends Close, then (`wait_answer`: unless the
+/// client closed first) lets the peer answer, reading what it sent before,
+/// for a moment before dropping the socket.
+async fn closing<S>(
+    mut io: S,
+    code: u16,
+    reason: &str,
+    wait_answer: bool,
+    deflate: bool,
+    timeout: Duration,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let bye = |buf: &mut Vec<u8>| websocket::close_frame(code, reason, buf);
     if wire::send(&mut io, timeout, bye).await.is_none() {
         return;
     }
-    if !matches!(ending, Ending::ClientClosed) {
+    if wait_answer {
         let _ = tokio::time::timeout(Duration::from_secs(2), async {
-            let mut reader = Reader::new(handshake.deflate, MAX_MESSAGE);
+            let mut reader = Reader::new(deflate, MAX_MESSAGE);
             while read_into(&mut io, &mut reader).await {
                 while let Ok(Some(msg)) = reader.next_message() {
                     if matches!(msg, Message::Close(_)) {
@@ -437,7 +458,6 @@ where
         .await;
     }
     let _ = io.shutdown().await;
-    drop(guard);
 }
 
 #[cfg(test)]
