@@ -136,6 +136,25 @@ fn record(text: &str, now: f64, counters: &Counters, lat: &mut Vec<u32>) {
     }
 }
 
+/// Reads what the socket has (counting its bytes); `None` at the end, on
+/// an error or when the run stops.
+async fn read_some(
+    sock: &mut tokio::net::TcpStream,
+    buf: &mut [u8],
+    stop: &mut watch::Receiver<bool>,
+    counters: &Counters,
+) -> Option<usize> {
+    let n = tokio::select! {
+        _ = stop.changed() => return None,
+        r = sock.read(buf) => match r {
+            Ok(n) if n > 0 => n,
+            _ => return None,
+        },
+    };
+    counters.wire_bytes.fetch_add(n as u64, Ordering::Relaxed);
+    Some(n)
+}
+
 async fn sse_client(
     addr: String,
     token: String,
@@ -164,14 +183,9 @@ async fn sse_client(
     let mut head_done = false;
     let mut gz = flate2::write::GzDecoder::new(Vec::new());
     loop {
-        let n = tokio::select! {
-            _ = stop.changed() => break,
-            r = sock.read(&mut buf) => match r {
-                Ok(n) if n > 0 => n,
-                _ => break,
-            },
+        let Some(n) = read_some(&mut sock, &mut buf, &mut stop, &counters).await else {
+            break;
         };
-        counters.wire_bytes.fetch_add(n as u64, Ordering::Relaxed);
         if !compress {
             pending.extend_from_slice(&buf[..n]);
         } else if head_done {
@@ -266,14 +280,9 @@ async fn ws_deflate_client(
     let mut head_done = false;
     let mut inflated = Vec::new();
     loop {
-        let n = tokio::select! {
-            _ = stop.changed() => break,
-            r = sock.read(&mut buf) => match r {
-                Ok(n) if n > 0 => n,
-                _ => break,
-            },
+        let Some(n) = read_some(&mut sock, &mut buf, &mut stop, &counters).await else {
+            break;
         };
-        counters.wire_bytes.fetch_add(n as u64, Ordering::Relaxed);
         pending.extend_from_slice(&buf[..n]);
         if !head_done {
             let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") else {

@@ -1274,24 +1274,38 @@ async fn websockets_that_answer_pings_stay_open() {
     assert_eq!(ws_next(&mut ws).await["status"]["message"], "still here");
 }
 
+/// Appends what the socket sends next to `buf` (within 10 s; not closed
+/// before `what` is whole).
+async fn read_more(tcp: &mut tokio::net::TcpStream, buf: &mut Vec<u8>, what: &str) {
+    use tokio::io::AsyncReadExt;
+    let mut chunk = [0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut chunk))
+        .await
+        .unwrap_or_else(|_| panic!("{what} in time"))
+        .unwrap();
+    assert!(n > 0, "closed before {what} was whole");
+    buf.extend_from_slice(&chunk[..n]);
+}
+
 /// Reads a response head from a raw socket: the head's text and whatever
 /// body bytes came with it.
 async fn read_head(tcp: &mut tokio::net::TcpStream) -> (String, Vec<u8>) {
-    use tokio::io::AsyncReadExt;
     let mut buf = Vec::new();
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
             return (head, buf[end + 4..].to_vec());
         }
-        let mut chunk = [0u8; 4096];
-        let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut chunk))
-            .await
-            .expect("a response head in time")
-            .unwrap();
-        assert!(n > 0, "closed before the head ended");
-        buf.extend_from_slice(&chunk[..n]);
+        read_more(tcp, &mut buf, "a response head").await;
     }
+}
+
+/// A WebSocket upgrade request for `path` (RFC 6455's sample key), with
+/// extra header lines.
+fn upgrade_request(path: &str, token: &str, extra: &str) -> String {
+    format!(
+        "GET {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n{extra}\r\n"
+    )
 }
 
 /// A gzipped SSE stream decodes event by event as the bytes arrive (each
@@ -1419,7 +1433,6 @@ fn deflate_message(text: &str) -> Vec<u8> {
 /// A server frame read off a raw socket: opcode, RSV1 and payload (the
 /// payload inflated with a fresh window when RSV1 is set).
 async fn server_frame(tcp: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> (u8, bool, Vec<u8>) {
-    use tokio::io::AsyncReadExt;
     loop {
         if buf.len() >= 2 {
             let (len, at) = match buf[1] & 0x7f {
@@ -1447,13 +1460,7 @@ async fn server_frame(tcp: &mut tokio::net::TcpStream, buf: &mut Vec<u8>) -> (u8
                 return (op, rsv1, payload);
             }
         }
-        let mut chunk = [0u8; 4096];
-        let n = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut chunk))
-            .await
-            .expect("a frame in time")
-            .unwrap();
-        assert!(n > 0, "closed mid-frame");
-        buf.extend_from_slice(&chunk[..n]);
+        read_more(tcp, buf, "a frame").await;
     }
 }
 
@@ -1467,8 +1474,10 @@ async fn a_websocket_that_offers_permessage_deflate_gets_compressed_messages_bot
     let app = TestApp::start().await;
     let (_, token) = app.user("def").await;
     let mut tcp = tokio::net::TcpStream::connect(app.addr).await.unwrap();
-    let req = format!(
-        "GET /api/v1/stream HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\nupgrade: websocket\r\nconnection: Upgrade\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-extensions: permessage-deflate; client_max_window_bits\r\n\r\n"
+    let req = upgrade_request(
+        "/api/v1/stream",
+        &token,
+        "sec-websocket-extensions: permessage-deflate; client_max_window_bits\r\n",
     );
     tcp.write_all(req.as_bytes()).await.unwrap();
     let (head, mut buf) = read_head(&mut tcp).await;
@@ -1549,9 +1558,7 @@ async fn a_websocket_client_that_breaks_the_protocol_is_closed_with_the_rfcs_cod
     ];
     for (what, frame, code) in cases {
         let mut tcp = tokio::net::TcpStream::connect(app.addr).await.unwrap();
-        let req = format!(
-            "GET /api/v1/stream/sample HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\nupgrade: websocket\r\nconnection: upgrade\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
-        );
+        let req = upgrade_request("/api/v1/stream/sample", &token, "");
         tcp.write_all(req.as_bytes()).await.unwrap();
         let (head, mut buf) = read_head(&mut tcp).await;
         assert!(head.starts_with("http/1.1 101"), "{what}: {head}");
@@ -1575,7 +1582,7 @@ async fn a_websocket_client_that_breaks_the_protocol_is_closed_with_the_rfcs_cod
 /// through the router and hyper's upgrade, and works the same.
 #[tokio::test]
 async fn a_websocket_upgrade_on_a_kept_alive_connection_is_served_too() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let app = TestApp::start().await;
     let (_, token) = app.user("kal").await;
     let mut tcp = tokio::net::TcpStream::connect(app.addr).await.unwrap();
@@ -1590,12 +1597,12 @@ async fn a_websocket_upgrade_on_a_kept_alive_connection_is_served_too() {
         .and_then(|n| n.trim().parse().ok())
         .expect("a sized health answer");
     while body.len() < len {
-        let mut chunk = [0u8; 1024];
-        let n = tcp.read(&mut chunk).await.unwrap();
-        body.extend_from_slice(&chunk[..n]);
+        read_more(&mut tcp, &mut body, "the health answer").await;
     }
-    let req = format!(
-        "GET /api/v1/stream/filter?track=kaword HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {token}\r\nupgrade: websocket\r\nconnection: upgrade\r\nsec-websocket-version: 13\r\nsec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-extensions: permessage-deflate\r\n\r\n"
+    let req = upgrade_request(
+        "/api/v1/stream/filter?track=kaword",
+        &token,
+        "sec-websocket-extensions: permessage-deflate\r\n",
     );
     tcp.write_all(req.as_bytes()).await.unwrap();
     let (head, mut buf) = read_head(&mut tcp).await;

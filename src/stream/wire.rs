@@ -137,16 +137,18 @@ fn keepalive_bytes(transport: Transport) -> &'static [u8] {
     }
 }
 
-/// The keep-alive deflated, once per process.
-fn keepalive_deflated(transport: Transport) -> &'static Deflated {
-    static SSE: OnceLock<Deflated> = OnceLock::new();
-    static NDJSON: OnceLock<Deflated> = OnceLock::new();
-    let cell = if transport == Transport::Sse {
-        &SSE
-    } else {
-        &NDJSON
-    };
-    cell.get_or_init(|| Deflated::of(keepalive_bytes(transport)))
+/// Bytes every gzip body of `transport` may carry (its preamble, its
+/// keep-alive), deflated once per process.
+fn deflated_once(transport: Transport, keepalive: bool) -> &'static Deflated {
+    static CELLS: [OnceLock<Deflated>; 4] = [const { OnceLock::new() }; 4];
+    let index = usize::from(transport == Transport::Sse) * 2 + usize::from(keepalive);
+    CELLS[index].get_or_init(|| {
+        Deflated::of(if keepalive {
+            keepalive_bytes(transport)
+        } else {
+            transport.preamble()
+        })
+    })
 }
 
 /// The ping a WebSocket keep-alive sends.
@@ -201,7 +203,7 @@ impl Encoder {
             Some(gz) => {
                 out.extend_from_slice(&Gzip::HEADER);
                 if !preamble.is_empty() {
-                    gz.push(&Deflated::of(preamble), out);
+                    gz.push(deflated_once(self.transport, false), out);
                 }
             }
             None => out.extend_from_slice(preamble),
@@ -247,7 +249,7 @@ impl Encoder {
                     (Transport::WebSocket | Transport::Multiplexed, _) => {
                         out.extend_from_slice(&PING)
                     }
-                    (t, Some(gz)) => gz.push(keepalive_deflated(t), out),
+                    (t, Some(gz)) => gz.push(deflated_once(t, true), out),
                     (t, None) => out.extend_from_slice(keepalive_bytes(t)),
                 }
                 false
