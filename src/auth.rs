@@ -133,7 +133,7 @@ impl AuthUser {
             .sub
             .parse()
             .map_err(|_| ApiError::unauthorized("The token's subject is not a user id."))?;
-        let Some(session) = state.store.touch_session(&claims.sid, uid, now()).await? else {
+        let Some(session) = state.store.session_user(&claims.sid, uid, now()).await? else {
             return Err(ApiError::unauthorized(
                 "The session has ended; log in again.",
             ));

@@ -135,6 +135,13 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_STATUS_CACHE", default_value_t = 100_000)]
     pub status_cache: usize,
 
+    /// Seconds a session found alive is trusted without asking Redis again
+    /// (ended sessions are revoked at once by their events either way; this
+    /// bounds how late another process's change of `private` shows). 0 asks
+    /// Redis on every request.
+    #[arg(long, env = "FIREHOSE_SESSION_CACHE_TTL", default_value_t = 1.0)]
+    pub session_cache_ttl: f64,
+
     /// Largest request body, in bytes.
     #[arg(long, env = "FIREHOSE_BODY_LIMIT", default_value_t = 256 * 1024)]
     pub body_limit: usize,

@@ -29,7 +29,7 @@ struct StreamLabels {
 /// An HTTP latency series.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct HttpLabels {
-    route: String,
+    route: &'static str,
     method: &'static str,
     status: u16,
 }
@@ -88,6 +88,27 @@ pub struct Metrics {
 }
 
 static GLOBAL: OnceLock<Metrics> = OnceLock::new();
+
+/// `route` as a `&'static str`, kept once: routes are the router's fixed
+/// set of matched paths (the caller's promise), so the set stays small, and
+/// a request's series label costs no allocation.
+fn interned(route: &str) -> &'static str {
+    static ROUTES: OnceLock<std::sync::RwLock<std::collections::HashSet<&'static str>>> =
+        OnceLock::new();
+    let routes = ROUTES.get_or_init(Default::default);
+    if let Some(known) = routes.read().ok().and_then(|set| set.get(route).copied()) {
+        return known;
+    }
+    let Ok(mut set) = routes.write() else {
+        return "unmatched";
+    };
+    if let Some(known) = set.get(route) {
+        return known;
+    }
+    let kept: &'static str = Box::leak(route.to_string().into_boxed_str());
+    set.insert(kept);
+    kept
+}
 
 /// The process's metrics.
 pub fn global() -> &'static Metrics {
@@ -256,7 +277,7 @@ impl Metrics {
             _ => "other",
         };
         let labels = HttpLabels {
-            route: route.to_string(),
+            route: interned(route),
             method,
             status,
         };

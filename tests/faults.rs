@@ -416,6 +416,67 @@ async fn without_a_configured_secret_tokens_signed_with_a_published_constant_are
     other.kill9().await;
 }
 
+/// `GET /api/v1/me` on `base` with `token`: its status code.
+async fn me_on(app: &TestApp, base: &str, token: &str) -> reqwest::StatusCode {
+    app.http
+        .get(format!("{base}/api/v1/me"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test]
+async fn a_session_ended_on_one_process_is_refused_by_another_that_had_it_in_memory() {
+    // Sessions found alive are trusted for ten minutes here, so only the
+    // revocation event (live, or from the buffer after a lost
+    // subscription) can make the other process refuse the token.
+    let ttl = ("FIREHOSE_SESSION_CACHE_TTL", "600");
+    let app = TestApp::start_with(|c| c.session_cache_ttl = 600.0).await;
+    let other = ServerProcess::serve(&app.redis, &[ttl]).await;
+    let base = &other.url("");
+    app.register("remembered").await;
+    let live = app.login("remembered").await;
+    let missed = app.login("remembered").await;
+    for token in [&live, &missed] {
+        assert_eq!(me_on(&app, base, token).await, reqwest::StatusCode::OK);
+    }
+    // Heard live: the other process refuses the token soon after.
+    app.delete("/api/v1/sessions/current", Some(&live)).await;
+    app.eventually("the live revocation reaches the other process", || async {
+        me_on(&app, base, &live).await == reqwest::StatusCode::UNAUTHORIZED
+    })
+    .await;
+    // Missed: every subscription is cut as the session ends.
+    let mut conn = app.redis.conn();
+    let _: redis::Value = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query(&mut conn)
+        .unwrap();
+    app.delete("/api/v1/sessions/current", Some(&missed)).await;
+    app.eventually(
+        "the missed revocation reaches the other process",
+        || async { me_on(&app, base, &missed).await == reqwest::StatusCode::UNAUTHORIZED },
+    )
+    .await;
+    // The process that ended them refused them at once, and a live session
+    // still works on both.
+    assert_eq!(
+        app.get("/api/v1/me", Some(&missed)).await.0,
+        reqwest::StatusCode::UNAUTHORIZED
+    );
+    let kept = app.login("remembered").await;
+    assert_eq!(me_on(&app, base, &kept).await, reqwest::StatusCode::OK);
+    assert_eq!(
+        app.get("/api/v1/me", Some(&kept)).await.0,
+        reqwest::StatusCode::OK
+    );
+    other.kill9().await;
+}
+
 /// Resident memory of a process, in KiB.
 fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))

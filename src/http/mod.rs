@@ -46,14 +46,12 @@ pub fn router(state: AppState) -> Router {
                 let route = req
                     .extensions()
                     .get::<MatchedPath>()
-                    .map(|p| p.as_str().to_string())
-                    .unwrap_or_else(|| req.uri().path().to_string());
+                    .map_or_else(|| req.uri().path(), |p| p.as_str());
                 let request_id = req
                     .headers()
                     .get("x-request-id")
                     .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_string();
+                    .unwrap_or("");
                 tracing::info_span!("http", method = %req.method(), route, request_id)
             }),
         )
@@ -72,17 +70,14 @@ async fn not_found() -> ApiError {
 /// contract's JSON shape.
 async fn observe(req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string())
-        .unwrap_or_else(|| "unmatched".to_string());
-    let method = req.method().to_string();
+    // A matched path is an Arc: kept without copying.
+    let route = req.extensions().get::<MatchedPath>().cloned();
+    let method = req.method().clone();
     let response = next.run(req).await;
     let status = response.status();
     crate::metrics::global().observe_http(
-        &route,
-        &method,
+        route.as_ref().map_or("unmatched", |r| r.as_str()),
+        method.as_str(),
         status.as_u16(),
         started.elapsed().as_secs_f64(),
     );

@@ -1,4 +1,5 @@
-//! Bounded in-process caches: statuses, and their counts for a second.
+//! Bounded in-process caches: statuses, their counts for a second, and
+//! sessions found alive for a second.
 //!
 //! Statuses never change after they are posted; they only disappear. So a
 //! cached status is valid until its delete, and the hub evicts it when the
@@ -7,9 +8,11 @@
 //! before the delete cannot put it back. Timelines are not cached: they are
 //! read from Redis on every request.
 
+use super::sessions::SessionUser;
 use crate::model::{Counts, Status};
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,14 +45,15 @@ impl CachedStatus {
 
     /// The status JSON with `counts`, appended to `out`.
     pub fn write_json(&self, counts: Counts, out: &mut Vec<u8>) {
+        let mut n = itoa::Buffer::new();
         out.extend_from_slice(&self.head);
-        out.extend_from_slice(
-            format!(
-                r#","likes":{},"reposts":{},"replies":{}}}"#,
-                counts.likes, counts.reposts, counts.replies
-            )
-            .as_bytes(),
-        );
+        out.extend_from_slice(br#","likes":"#);
+        out.extend_from_slice(n.format(counts.likes).as_bytes());
+        out.extend_from_slice(br#","reposts":"#);
+        out.extend_from_slice(n.format(counts.reposts).as_bytes());
+        out.extend_from_slice(br#","replies":"#);
+        out.extend_from_slice(n.format(counts.replies).as_bytes());
+        out.push(b'}');
     }
 
     /// The status with `counts`.
@@ -168,12 +172,12 @@ impl CountsCache {
         self.shards[(id as usize) % SHARDS].lock().ok()
     }
 
-    /// The counts of `id` if read less than [`COUNTS_TTL`] ago.
-    pub fn get(&self, id: u64) -> Option<Counts> {
+    /// The counts of `id` if read less than [`COUNTS_TTL`] before `now`.
+    pub fn get(&self, id: u64, now: Instant) -> Option<Counts> {
         let shard = self.shard(id)?;
         shard
             .get(&id)
-            .filter(|(_, at)| at.elapsed() < COUNTS_TTL)
+            .filter(|(_, at)| now.saturating_duration_since(*at) < COUNTS_TTL)
             .map(|(c, _)| *c)
     }
 
@@ -195,5 +199,223 @@ impl CountsCache {
         if let Some(mut shard) = self.shard(id) {
             shard.remove(&id);
         }
+    }
+}
+
+/// Most sessions remembered (per shard).
+const SESSIONS_PER_SHARD: usize = 4096;
+
+struct SessionEntry {
+    uid: u64,
+    user: SessionUser,
+    at: Instant,
+}
+
+/// Sessions recently found alive, so that a client's burst of requests
+/// costs one Redis round trip a second for its session instead of one each.
+///
+/// Why it cannot let an ended session in: every session's end is an event
+/// (`drop_sessions.lua` appends and publishes it in the step that deletes
+/// it), and the hub calls [`SessionCache::revoke`] for each, live or caught
+/// up from the buffer; the process that ends a session revokes it locally
+/// before answering. A read racing a revocation cannot put the session back:
+/// [`SessionCache::put`] keeps an entry only if no revocation happened since
+/// the read began (a generation, checked and bumped under the shard's lock).
+/// While the hub is not subscribed (startup, Redis lost) the cache is
+/// suspended and empty, because revocations could pass unseen. What it can
+/// serve late is the account's `private` flag changed on another process:
+/// for at most its time to live (a second by default).
+pub struct SessionCache {
+    shards: Vec<Mutex<HashMap<String, SessionEntry>>>,
+    generation: AtomicU64,
+    live: AtomicBool,
+    ttl: Duration,
+}
+
+impl SessionCache {
+    /// A cache trusting a session for `ttl` (zero disables it). It starts
+    /// suspended: [`SessionCache::resume`] once revocations are heard.
+    pub fn new(ttl: Duration) -> Self {
+        SessionCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            generation: AtomicU64::new(0),
+            live: AtomicBool::new(false),
+            ttl,
+        }
+    }
+
+    fn shard(&self, sid: &str) -> Option<std::sync::MutexGuard<'_, HashMap<String, SessionEntry>>> {
+        let pick = sid.bytes().last().map_or(0, usize::from) % SHARDS;
+        self.shards[pick].lock().ok()
+    }
+
+    /// The session's user if `sid` (owned by `uid`) was found alive within
+    /// the time to live.
+    pub fn get(&self, sid: &str, uid: u64) -> Option<SessionUser> {
+        if !self.live.load(Ordering::Acquire) {
+            return None;
+        }
+        let shard = self.shard(sid)?;
+        shard
+            .get(sid)
+            .filter(|e| e.uid == uid && e.at.elapsed() < self.ttl)
+            .map(|e| e.user.clone())
+    }
+
+    /// Where revocations stand, to give [`SessionCache::put`] after reading
+    /// a session from Redis; `None` while suspended.
+    pub fn generation(&self) -> Option<u64> {
+        self.live
+            .load(Ordering::Acquire)
+            .then(|| self.generation.load(Ordering::Acquire))
+    }
+
+    /// Remembers a session read alive from Redis, unless a revocation (or a
+    /// suspension) happened since `seen` was taken.
+    pub fn put(&self, seen: u64, sid: &str, uid: u64, user: SessionUser) {
+        let Some(mut shard) = self.shard(sid) else {
+            return;
+        };
+        if self.ttl.is_zero()
+            || !self.live.load(Ordering::Acquire)
+            || self.generation.load(Ordering::Acquire) != seen
+        {
+            return;
+        }
+        if shard.len() >= SESSIONS_PER_SHARD {
+            let ttl = self.ttl;
+            shard.retain(|_, e| e.at.elapsed() < ttl);
+            if shard.len() >= SESSIONS_PER_SHARD {
+                shard.clear();
+            }
+        }
+        shard.insert(
+            sid.to_string(),
+            SessionEntry {
+                uid,
+                user,
+                at: Instant::now(),
+            },
+        );
+    }
+
+    /// Forgets an ended session for good.
+    pub fn revoke(&self, sid: &str) {
+        if let Some(mut shard) = self.shard(sid) {
+            self.generation.fetch_add(1, Ordering::AcqRel);
+            shard.remove(sid);
+        }
+    }
+
+    /// Forgets every session of `uid` (its account just changed).
+    pub fn forget_user(&self, uid: u64) {
+        for shard in &self.shards {
+            if let Ok(mut shard) = shard.lock() {
+                self.generation.fetch_add(1, Ordering::AcqRel);
+                shard.retain(|_, e| e.uid != uid);
+            }
+        }
+    }
+
+    /// Stops serving and empties the cache: revocations may go unseen.
+    pub fn suspend(&self) {
+        self.live.store(false, Ordering::Release);
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        for shard in &self.shards {
+            if let Ok(mut shard) = shard.lock() {
+                shard.clear();
+            }
+        }
+    }
+
+    /// Serves again: revocations are seen once more.
+    pub fn resume(&self) {
+        self.live.store(true, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(login: &str) -> SessionUser {
+        SessionUser {
+            login: login.into(),
+            private: false,
+        }
+    }
+
+    fn live(ttl: Duration) -> SessionCache {
+        let cache = SessionCache::new(ttl);
+        cache.resume();
+        cache
+    }
+
+    #[test]
+    fn a_session_is_served_from_memory_only_to_its_owner_and_until_revoked() {
+        let cache = live(Duration::from_secs(60));
+        let seen = cache.generation().unwrap();
+        cache.put(seen, "s1", 7, user("ann"));
+        assert_eq!(cache.get("s1", 7).unwrap().login, "ann");
+        assert!(cache.get("s1", 8).is_none(), "another user's token");
+        cache.revoke("s1");
+        assert!(cache.get("s1", 7).is_none());
+    }
+
+    #[test]
+    fn a_read_that_raced_a_revocation_is_not_kept() {
+        let cache = live(Duration::from_secs(60));
+        // The read began (generation taken), then the session ended.
+        let seen = cache.generation().unwrap();
+        cache.revoke("s1");
+        cache.put(seen, "s1", 7, user("ann"));
+        assert!(cache.get("s1", 7).is_none());
+        // A read begun after it is kept.
+        let seen = cache.generation().unwrap();
+        cache.put(seen, "s2", 7, user("ann"));
+        assert!(cache.get("s2", 7).is_some());
+    }
+
+    #[test]
+    fn a_suspended_cache_neither_serves_nor_keeps_and_comes_back_empty() {
+        let cache = live(Duration::from_secs(60));
+        let seen = cache.generation().unwrap();
+        cache.put(seen, "s1", 7, user("ann"));
+        cache.suspend();
+        assert!(cache.generation().is_none());
+        assert!(cache.get("s1", 7).is_none());
+        // A read begun before the suspension ends after it: dropped.
+        cache.put(seen, "s2", 7, user("ann"));
+        cache.resume();
+        assert!(cache.get("s1", 7).is_none());
+        assert!(cache.get("s2", 7).is_none());
+        // A fresh cache starts suspended.
+        assert!(SessionCache::new(Duration::from_secs(1))
+            .generation()
+            .is_none());
+    }
+
+    #[test]
+    fn an_account_change_forgets_its_sessions_and_expiry_and_zero_ttl_hold() {
+        let cache = live(Duration::from_secs(60));
+        let seen = cache.generation().unwrap();
+        cache.put(seen, "a1", 7, user("ann"));
+        cache.put(seen, "a2", 7, user("ann"));
+        cache.put(seen, "b1", 9, user("bob"));
+        cache.forget_user(7);
+        assert!(cache.get("a1", 7).is_none() && cache.get("a2", 7).is_none());
+        assert!(cache.get("b1", 9).is_some());
+
+        let short = live(Duration::from_millis(1));
+        short.put(short.generation().unwrap(), "s1", 7, user("ann"));
+        std::thread::sleep(Duration::from_millis(5));
+        assert!(short.get("s1", 7).is_none(), "expired");
+
+        let off = live(Duration::ZERO);
+        off.put(off.generation().unwrap(), "s1", 7, user("ann"));
+        assert!(
+            off.get("s1", 7).is_none(),
+            "a zero time to live keeps nothing"
+        );
     }
 }

@@ -130,6 +130,7 @@ pub struct Store {
     pub(crate) outbox_lease: f64,
     pub(crate) cache: Arc<cache::StatusCache>,
     pub(crate) counts_cache: Arc<cache::CountsCache>,
+    pub(crate) session_cache: Arc<cache::SessionCache>,
 }
 
 /// Where Redis is: one server, or the seed nodes of a cluster.
@@ -187,6 +188,9 @@ impl Store {
             outbox_lease: cfg.outbox_lease.max(0.1),
             cache: Arc::new(cache::StatusCache::new(cfg.status_cache)),
             counts_cache: Arc::new(cache::CountsCache::default()),
+            session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
+                cfg.session_cache_ttl.clamp(0.0, 3600.0),
+            ))),
         })
     }
 
@@ -198,6 +202,12 @@ impl Store {
     /// Recently read status counts (the hub evicts changed ones).
     pub fn counts_cache(&self) -> &cache::CountsCache {
         &self.counts_cache
+    }
+
+    /// Sessions recently found alive (the hub revokes ended ones and
+    /// suspends it while its subscription is down).
+    pub fn session_cache(&self) -> &cache::SessionCache {
+        &self.session_cache
     }
 
     /// The key builder.

@@ -37,6 +37,27 @@ impl Store {
         Ok(sid)
     }
 
+    /// [`Store::touch_session`] through the session cache: a session found
+    /// alive less than a second ago (and not revoked since) is not asked
+    /// about again.
+    pub async fn session_user(
+        &self,
+        sid: &str,
+        uid: u64,
+        now: f64,
+    ) -> StoreResult<Option<SessionUser>> {
+        let cache = &self.session_cache;
+        if let Some(user) = cache.get(sid, uid) {
+            return Ok(Some(user));
+        }
+        let seen = cache.generation();
+        let user = self.touch_session(sid, uid, now).await?;
+        if let (Some(seen), Some(user)) = (seen, &user) {
+            cache.put(seen, sid, uid, user.clone());
+        }
+        Ok(user)
+    }
+
     /// Checks that session `sid` exists and belongs to `uid`, and marks it
     /// seen now. `None` when the session is gone (logged out, cleaned up) or
     /// belongs to someone else.
@@ -152,6 +173,11 @@ impl Store {
             inv.arg(sid);
         }
         let n: usize = inv.invoke_async(&mut conn).await?;
+        // The hub revokes them too when their events arrive; this process
+        // does not wait for that.
+        for sid in sids {
+            self.session_cache.revoke(sid);
+        }
         Ok(n)
     }
 }

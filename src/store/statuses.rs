@@ -198,8 +198,11 @@ impl Store {
     /// those read in the last second from the counts cache, the rest in one
     /// pipeline.
     pub async fn counts(&self, ids: &[u64]) -> StoreResult<Vec<Counts>> {
-        let mut found: Vec<Option<Counts>> =
-            ids.iter().map(|id| self.counts_cache.get(*id)).collect();
+        let now = std::time::Instant::now();
+        let mut found: Vec<Option<Counts>> = ids
+            .iter()
+            .map(|id| self.counts_cache.get(*id, now))
+            .collect();
         let missing: Vec<u64> = ids
             .iter()
             .zip(&found)
@@ -288,10 +291,12 @@ impl Store {
     /// most 1000 entries), so page 1 costs about one chunk.
     pub async fn home_page(&self, uid: u64, page: Page, count: usize) -> StoreResult<Vec<Shown>> {
         let key = self.keys.home(uid);
-        let chunk = (count * 2).max(60) as isize;
+        // Half again the page, so that a few reposts of one status or
+        // deleted entries seldom cost a second read.
+        let chunk = (count + count / 2).max(45) as isize;
         let mut conn = self.conn();
-        let mut seen = std::collections::HashSet::new();
-        let mut kept: Vec<Arc<CachedStatus>> = Vec::new();
+        let mut seen = std::collections::HashSet::with_capacity(2 * chunk as usize);
+        let mut kept: Vec<Arc<CachedStatus>> = Vec::with_capacity(chunk as usize);
         let mut gone: Vec<u64> = Vec::new();
         let (skip, max) = match page {
             Page::Number(n) => (
@@ -314,8 +319,8 @@ impl Store {
                 let root = status
                     .status
                     .repost_of
-                    .clone()
-                    .unwrap_or_else(|| status.status.id.clone());
+                    .as_deref()
+                    .map_or(id, |r| r.parse().unwrap_or(id));
                 if seen.insert(root) && id <= max {
                     kept.push(status);
                 }

@@ -156,6 +156,10 @@ impl Store {
         if name.is_some() || private.is_some() {
             let _: () = pipe.query_async(&mut conn).await?;
         }
+        if private.is_some() {
+            // Requests of this process see the new flag at once.
+            self.session_cache.forget_user(uid);
+        }
         self.user(uid).await
     }
 

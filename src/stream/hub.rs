@@ -374,6 +374,7 @@ impl Dispatcher {
     /// Closes every connection of a session, and remembers the session for
     /// connections that are still opening.
     fn revoke(&mut self, sid: String) {
+        self.store.session_cache().revoke(&sid);
         for id in self.by_session.get(&sid).into_iter().flatten() {
             if let Some(conn) = self.open.get(id) {
                 conn.kill("revoked", "The session has ended.");
@@ -588,6 +589,9 @@ async fn subscriber(
             return;
         }
         subscribed.store(true, Ordering::Relaxed);
+        // Revocations are seen from here on (and those missed meanwhile
+        // are already in Redis, which the cache was emptied to ask).
+        store.session_cache().resume();
         let (mut sink, mut stream) = pubsub.split();
         let mut ping = tokio::time::interval(PING_EVERY);
         ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -618,5 +622,6 @@ async fn subscriber(
             }
         }
         subscribed.store(false, Ordering::Relaxed);
+        store.session_cache().suspend();
     }
 }
