@@ -449,13 +449,7 @@ async fn a_session_ended_on_one_process_is_refused_by_another_that_had_it_in_mem
     })
     .await;
     // Missed: every subscription is cut as the session ends.
-    let mut conn = app.redis.conn();
-    let _: redis::Value = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("pubsub")
-        .query(&mut conn)
-        .unwrap();
+    app.redis.kill_pubsub();
     app.delete("/api/v1/sessions/current", Some(&missed)).await;
     app.eventually(
         "the missed revocation reaches the other process",
@@ -571,16 +565,10 @@ async fn killing_the_hubs_pubsub_connection_loses_and_repeats_nothing() {
             &[("accept", "application/x-ndjson")],
         )
         .await;
-    let mut conn = app.redis.conn();
     let mut posted = Vec::new();
     for i in 0..60 {
         if i % 15 == 7 {
-            let _: redis::Value = redis::cmd("CLIENT")
-                .arg("KILL")
-                .arg("TYPE")
-                .arg("pubsub")
-                .query(&mut conn)
-                .unwrap();
+            app.redis.kill_pubsub();
         }
         posted.push(app.say(&token, &format!("through the cut {i}")).await);
     }

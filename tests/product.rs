@@ -373,13 +373,7 @@ async fn the_trending_consumer_counts_hashtags_and_resumes() {
         app.say(&token, msg).await;
     }
     // Drop the server's Redis subscription: the hub catches up from the buffer.
-    let mut conn = app.redis.conn();
-    let _: () = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("pubsub")
-        .query(&mut conn)
-        .unwrap();
+    app.redis.kill_pubsub();
     app.say(&token, "#redis later").await;
     let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
         .await

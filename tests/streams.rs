@@ -576,19 +576,7 @@ async fn a_lost_redis_subscription_is_caught_up_from_the_buffer() {
     let mut s = app.stream("/api/v1/stream/firehose", Some(&fh), &[]).await;
     app.say(&a, "before").await;
     assert_eq!(status_message(&s.next_event("before").await), "before");
-    let killed: u64 = app
-        .redis
-        .node_conns()
-        .iter_mut()
-        .map(|conn| {
-            redis::cmd("CLIENT")
-                .arg("KILL")
-                .arg("TYPE")
-                .arg("pubsub")
-                .query::<u64>(conn)
-                .unwrap()
-        })
-        .sum();
+    let killed = app.redis.kill_pubsub();
     assert!(killed >= 1);
     let mut sent = Vec::new();
     for i in 0..20 {
@@ -907,15 +895,9 @@ async fn a_logout_while_the_hubs_subscription_is_down_still_closes_the_stream() 
     let app = TestApp::start().await;
     let (_, token) = app.user("missed").await;
     let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
-    let mut conn = app.redis.conn();
     // Drop the hub's pub/sub connection and log out at once: the revocation
     // is published while nobody listens, and must come from the buffer.
-    let _: redis::Value = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("pubsub")
-        .query(&mut conn)
-        .unwrap();
+    app.redis.kill_pubsub();
     app.delete("/api/v1/sessions/current", Some(&token)).await;
     let bye = s.next("disconnect").await;
     assert_eq!(bye.data["code"], "revoked");

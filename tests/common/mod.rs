@@ -385,6 +385,22 @@ impl RedisServer {
             .collect()
     }
 
+    /// Drops every pub/sub connection on every node (the server's event
+    /// subscriptions among them); returns how many went.
+    pub fn kill_pubsub(&self) -> u64 {
+        self.node_conns()
+            .iter_mut()
+            .map(|conn| {
+                redis::cmd("CLIENT")
+                    .arg("KILL")
+                    .arg("TYPE")
+                    .arg("pubsub")
+                    .query::<u64>(conn)
+                    .unwrap()
+            })
+            .sum()
+    }
+
     /// A synchronous connection for poking at keys (cluster-aware in a
     /// cluster; pipelines there must stay within one slot).
     pub fn conn(&self) -> Poke {
