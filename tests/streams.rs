@@ -1600,3 +1600,53 @@ async fn a_websocket_upgrade_on_a_kept_alive_connection_is_served_too() {
         "{v}"
     );
 }
+
+/// The allocator settings one `serve` process runs with: its environment's
+/// mimalloc variables and whether the kernel may give it transparent huge
+/// pages (`None` on a kernel without the `THP_enabled` line).
+fn allocator_of(server: &common::ServerProcess) -> (Vec<String>, Option<bool>) {
+    let pid = server.child.id().expect("the server is running");
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("its environment");
+    let mut vars: Vec<String> = environ
+        .split(|b| *b == 0)
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .filter(|v| v.starts_with("MIMALLOC_"))
+        .collect();
+    vars.sort();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("its status");
+    let thp = status
+        .lines()
+        .find_map(|l| l.strip_prefix("THP_enabled:"))
+        .map(|v| v.trim() == "1");
+    (vars, thp)
+}
+
+/// Idle connections stay lean (README, *Streams*): `serve` re-runs itself
+/// once with mimalloc's huge pages off and immediate purging, keeps a value
+/// the operator set, and leaves the allocator alone with `--huge-pages on`.
+#[tokio::test]
+async fn serve_runs_without_huge_pages_unless_asked() {
+    let redis = common::RedisServer::start();
+    let lean = common::ServerProcess::serve(&redis, &[]).await;
+    let (vars, thp) = allocator_of(&lean);
+    assert_eq!(vars, ["MIMALLOC_ALLOW_THP=0", "MIMALLOC_PURGE_DELAY=0"]);
+    assert_ne!(thp, Some(true), "huge pages are off for the process");
+    lean.kill9().await;
+
+    let own = common::ServerProcess::serve(&redis, &[("MIMALLOC_PURGE_DELAY", "50")]).await;
+    assert_eq!(
+        allocator_of(&own).0,
+        ["MIMALLOC_ALLOW_THP=0", "MIMALLOC_PURGE_DELAY=50"]
+    );
+    own.kill9().await;
+
+    let huge = common::ServerProcess::serve(&redis, &[("FIREHOSE_HUGE_PAGES", "on")]).await;
+    let (vars, thp) = allocator_of(&huge);
+    assert!(vars.is_empty(), "{vars:?}");
+    assert_ne!(
+        thp,
+        Some(false),
+        "huge pages are left to the kernel's setting"
+    );
+    huge.kill9().await;
+}

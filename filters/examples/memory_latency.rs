@@ -1,13 +1,20 @@
 //! Nanoseconds per dependent memory read at several working-set sizes: the
 //! machine fact behind the filter benchmark's large-index numbers (README).
 //!
+//! It allocates with mimalloc, as the server does, so its arenas get
+//! transparent huge pages unless `MIMALLOC_ALLOW_THP=0` is set: run it both
+//! ways to see what huge pages are worth to a large filter index.
+//!
 //! Run: `cargo run --release -p firehose-filters --example memory_latency`.
 #![allow(clippy::print_stdout)]
 
 use std::time::Instant;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
-    for mib in [1usize, 8, 24, 64, 256] {
+    for mib in [1usize, 8, 24, 64, 256, 1024] {
         let n = mib * 1024 * 1024 / 8;
         // Sattolo's shuffle makes one cycle through every slot, so each read
         // depends on the one before and the prefetchers cannot guess it.
