@@ -439,7 +439,9 @@ async fn plain_stream(
                     break;
                 }
             },
-            ready = tcp.readable() => {
+            // The socket's one reader slot, not `readable()`'s waiter
+            // list: nothing to link and unlink on every delivery.
+            ready = std::future::poll_fn(|cx| tcp.poll_read_ready(cx)) => {
                 if ready.is_err() {
                     break;
                 }

@@ -657,6 +657,7 @@ async fn the_hub_warns_at_80_percent_and_refuses_at_the_bound() {
                 assert!(v["percent_full"].as_u64().unwrap() >= 80);
                 warnings += 1;
             }
+            Delivery::Wake => panic!("nothing killed the connection"),
         }
     }
     assert_eq!(warnings, 1, "one warning per crossing");

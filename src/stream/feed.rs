@@ -7,7 +7,7 @@
 //! or below the last id read is dropped as already considered.
 
 use super::frame::{self, Control, ControlFrame, EventId, Frame, Incoming};
-use super::hub::{Conn, Delivery, Hub};
+use super::hub::{Conn, Delivery, Hub, SHUTDOWN};
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::{Store, StoreResult};
@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tokio::time::{Interval, MissedTickBehavior};
+use tokio::time::Instant;
 
 /// Events replayed at most by `count=N`.
 pub const MAX_COUNT: usize = 1000;
@@ -80,9 +80,13 @@ pub struct Feed {
     replays: VecDeque<ReplayJob>,
     floors: HashMap<&'static str, EventId>,
     subs: HashMap<&'static str, SubId>,
-    keepalive: Interval,
-    /// Fires when the token the stream was opened with expires.
-    expiry: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// One timer for the keep-alive and the token's expiry, whichever is
+    /// due first: a turn polls one timer, not two.
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    keepalive: Duration,
+    next_keepalive: Instant,
+    /// When the token the stream was opened with expires.
+    expires_at: Instant,
     shutdown: Shutdown,
     ended: bool,
 }
@@ -106,10 +110,10 @@ impl Feed {
         let (conn, rx) = Conn::new(hub.next_id(), uid, session, queue);
         hub.open(&conn);
         let left = (expires as f64 - crate::model::now()).clamp(0.0, 10.0 * 365.0 * 86400.0);
-        let expiry = Box::pin(tokio::time::sleep(Duration::from_secs_f64(left)));
-        let mut keepalive =
-            tokio::time::interval_at(tokio::time::Instant::now() + keepalive, keepalive);
-        keepalive.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let now = Instant::now();
+        let expires_at = now + Duration::from_secs_f64(left);
+        let next_keepalive = now + keepalive;
+        let timer = Box::pin(tokio::time::sleep_until(next_keepalive.min(expires_at)));
         Feed {
             conn,
             rx,
@@ -119,8 +123,10 @@ impl Feed {
             replays: VecDeque::new(),
             floors: HashMap::new(),
             subs: HashMap::new(),
+            timer,
             keepalive,
-            expiry,
+            next_keepalive,
+            expires_at,
             shutdown,
             ended: false,
         }
@@ -320,6 +326,7 @@ impl Feed {
                 Some(Out::Event(f, stream))
             }
             Delivery::Control(json) => Some(Out::Control(json)),
+            Delivery::Wake => None,
         }
     }
 
@@ -341,11 +348,30 @@ impl Feed {
                 }
                 continue;
             }
+            // Kills and shutdown are flags read here, woken through the
+            // queue (`Conn::kill`; the hub kills every connection on
+            // shutdown): a turn registers no waiter but the queue's.
+            if self.conn.is_killed() {
+                let (code, reason) = self.conn.kill_reason();
+                return Some(self.end(code, &reason));
+            }
+            if self.shutdown.is_set() {
+                return Some(self.end(SHUTDOWN.0, SHUTDOWN.1));
+            }
             tokio::select! {
                 biased;
-                (code, reason) = self.conn.killed() => return Some(self.end(code, &reason)),
-                _ = self.shutdown.wait() => return Some(self.end("shutdown", "The server is shutting down.")),
-                _ = &mut self.expiry => return Some(self.end("expired", "The token has expired; log in again.")),
+                _ = &mut self.timer => {
+                    let now = Instant::now();
+                    if now >= self.expires_at {
+                        return Some(self.end("expired", "The token has expired; log in again."));
+                    }
+                    // A late keep-alive moves the next one back (as an
+                    // interval with `MissedTickBehavior::Delay` would).
+                    self.next_keepalive = now + self.keepalive;
+                    let due = self.next_keepalive.min(self.expires_at);
+                    self.timer.as_mut().reset(due);
+                    return Some(Out::Keepalive);
+                }
                 d = self.rx.recv() => match d {
                     Some(d) => {
                         if let Some(out) = self.accept(d) {
@@ -354,7 +380,6 @@ impl Feed {
                     }
                     None => return Some(self.end("closed", "The stream was closed.")),
                 },
-                _ = self.keepalive.tick() => return Some(Out::Keepalive),
             }
         }
     }
@@ -370,7 +395,7 @@ impl Feed {
         let step = tokio::select! {
             biased;
             (code, reason) = conn.killed() => return Some(self.end(code, &reason)),
-            _ = shutdown.wait() => return Some(self.end("shutdown", "The server is shutting down.")),
+            _ = shutdown.wait() => return Some(self.end(SHUTDOWN.0, SHUTDOWN.1)),
             step = self.replay_step() => step,
         };
         if let Err(e) = step {
@@ -388,7 +413,7 @@ impl Feed {
         if let Some(out) = self.pending.pop_front() {
             return Some(out);
         }
-        if self.ended || !self.replays.is_empty() {
+        if self.ended || !self.replays.is_empty() || self.conn.is_killed() {
             return None;
         }
         while let Ok(d) = self.rx.try_recv() {

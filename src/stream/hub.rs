@@ -27,6 +27,9 @@ pub enum Delivery {
     Event(Arc<Frame>, &'static str),
     /// A control event.
     Control(Arc<ControlFrame>),
+    /// Nothing to write: wakes the connection's task to look at its kill
+    /// flag (see [`Conn::kill`]).
+    Wake,
 }
 
 /// The hub's side of one client connection.
@@ -42,6 +45,12 @@ pub struct Conn {
     cap: usize,
     /// Set once a falling_behind warning went out; cleared when the queue drains.
     pub warned: AtomicBool,
+    /// Set by [`Conn::kill`]; the stream's loop reads it at every turn, so
+    /// a live stream waits on its queue alone (no waiter to register and
+    /// unregister per delivery).
+    dead: AtomicBool,
+    /// Also signalled by [`Conn::kill`], for the waits that are not on the
+    /// queue (a replay's Redis reads).
     killed: Notify,
     reason: Mutex<Option<(&'static str, String)>>,
 }
@@ -62,6 +71,7 @@ impl Conn {
             tx,
             cap: cap.max(2),
             warned: AtomicBool::new(false),
+            dead: AtomicBool::new(false),
             killed: Notify::new(),
             reason: Mutex::new(None),
         };
@@ -74,23 +84,40 @@ impl Conn {
     }
 
     /// Asks the connection to send `disconnect` with this code and close.
+    /// The first reason given wins. The stream's task learns it at its next
+    /// turn: woken by a [`Delivery::Wake`] when its queue has room, and when
+    /// it has none the task has deliveries to take, so it turns anyway.
     pub fn kill(&self, code: &'static str, reason: impl Into<String>) {
         if let Ok(mut r) = self.reason.lock() {
             if r.is_none() {
                 *r = Some((code, reason.into()));
             }
         }
+        self.dead.store(true, Ordering::Release);
         self.killed.notify_one();
+        let _ = self.tx.try_send(Delivery::Wake);
     }
 
-    /// Waits until [`Conn::kill`] is called; returns the code and reason.
-    pub async fn killed(&self) -> (&'static str, String) {
-        self.killed.notified().await;
+    /// Whether [`Conn::kill`] was called.
+    pub fn is_killed(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+    }
+
+    /// The code and reason [`Conn::kill`] was given.
+    pub fn kill_reason(&self) -> (&'static str, String) {
         self.reason
             .lock()
             .ok()
             .and_then(|r| r.clone())
             .unwrap_or(("closed", "The stream was closed.".to_string()))
+    }
+
+    /// Waits until [`Conn::kill`] is called; returns the code and reason.
+    pub async fn killed(&self) -> (&'static str, String) {
+        if !self.is_killed() {
+            self.killed.notified().await;
+        }
+        self.kill_reason()
     }
 
     /// Offers a delivery without waiting. Sends a falling_behind warning when
@@ -211,9 +238,13 @@ impl Hub {
     }
 
     /// Makes a new connection known, so that ending its session closes it
-    /// whatever it is subscribed to (nothing yet, for a fresh WebSocket).
+    /// whatever it is subscribed to (nothing yet, for a fresh WebSocket), and
+    /// so that shutting down closes it. Once the hub has stopped, the
+    /// connection is closed at once.
     pub fn open(&self, conn: &Arc<Conn>) {
-        let _ = self.cmds.send(Cmd::Open { conn: conn.clone() });
+        if self.cmds.send(Cmd::Open { conn: conn.clone() }).is_err() {
+            conn.kill(SHUTDOWN.0, SHUTDOWN.1);
+        }
     }
 
     /// Adds a subscription; events published after this returns reach it.
@@ -267,6 +298,9 @@ struct Dispatcher {
     outs: Vec<Vec<SubId>>,
 }
 
+/// The code and reason every stream ends with when the server shuts down.
+pub const SHUTDOWN: (&str, &str) = ("shutdown", "The server is shutting down.");
+
 /// How long a revoked session is remembered for connections still opening.
 const REVOKED_MEMORY: Duration = Duration::from_secs(60);
 
@@ -283,7 +317,10 @@ impl Dispatcher {
         loop {
             tokio::select! {
                 biased;
-                _ = shutdown.wait() => break,
+                _ = shutdown.wait() => {
+                    self.close_all(&mut cmds);
+                    break;
+                }
                 Some(cmd) = cmds.recv() => self.command(cmd),
                 Some(msg) = msgs.recv() => {
                     // Events already queued behind this one are routed in
@@ -312,6 +349,20 @@ impl Dispatcher {
                 }
                 else => break,
             }
+        }
+    }
+
+    /// On shutdown: ends every open connection, and any whose `Open` is
+    /// still queued; from here on [`Hub::open`] ends them itself.
+    fn close_all(&mut self, cmds: &mut mpsc::UnboundedReceiver<Cmd>) {
+        cmds.close();
+        while let Ok(cmd) = cmds.try_recv() {
+            if let Cmd::Open { conn } = cmd {
+                self.open.insert(conn.id, conn);
+            }
+        }
+        for conn in self.open.values() {
+            conn.kill(SHUTDOWN.0, SHUTDOWN.1);
         }
     }
 
