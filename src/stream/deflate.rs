@@ -131,12 +131,12 @@ pub fn accepts_gzip<'a>(values: impl Iterator<Item = &'a str>) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::io::Read;
 
     /// Inflates sync-flushed pieces, ended with an empty final block.
-    fn inflate_raw(data: &[u8]) -> Vec<u8> {
+    pub(crate) fn inflate_raw(data: &[u8]) -> Vec<u8> {
         let mut data = data.to_vec();
         data.extend_from_slice(&[0x03, 0x00]);
         let mut out = Vec::new();

@@ -348,15 +348,12 @@ impl Feed {
                 }
                 continue;
             }
-            // Kills and shutdown are flags read here, woken through the
-            // queue (`Conn::kill`; the hub kills every connection on
-            // shutdown): a turn registers no waiter but the queue's.
+            // A kill is a flag read here, woken through the queue
+            // (`Conn::kill`; the hub kills every connection on shutdown):
+            // a turn registers no waiter but the queue's and the timer's.
             if self.conn.is_killed() {
                 let (code, reason) = self.conn.kill_reason();
                 return Some(self.end(code, &reason));
-            }
-            if self.shutdown.is_set() {
-                return Some(self.end(SHUTDOWN.0, SHUTDOWN.1));
             }
             tokio::select! {
                 biased;
@@ -364,6 +361,12 @@ impl Feed {
                     let now = Instant::now();
                     if now >= self.expires_at {
                         return Some(self.end("expired", "The token has expired; log in again."));
+                    }
+                    // Were the hub gone before it could kill this stream,
+                    // shutdown still ends it by the next keep-alive (read
+                    // here, not on every delivery: the signal is shared).
+                    if self.shutdown.is_set() {
+                        return Some(self.end(SHUTDOWN.0, SHUTDOWN.1));
                     }
                     // A late keep-alive moves the next one back (as an
                     // interval with `MissedTickBehavior::Delay` would).
