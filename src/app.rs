@@ -60,7 +60,7 @@ pub async fn run(
         trigger.fire();
     });
     let secret = jwt_secret(&cfg, &store, &mut shutdown.clone()).await?;
-    let (hub, mut tasks) = Hub::start(store.clone(), shutdown.clone());
+    let (hub, mut tasks) = Hub::start(store.clone(), shutdown.clone(), cfg.keepalive());
     tasks.extend(workers::spawn(&store, &cfg, &shutdown));
     let limits = Arc::new(StreamLimits::new(
         store.clone(),

@@ -220,6 +220,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// The keep-alive period (and WebSocket ping period).
+    pub fn keepalive(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.keepalive_secs.max(1))
+    }
+
     /// A configuration with every default, for tests and tools.
     pub fn defaults() -> Config {
         Cli::parse_from(["firehose", "serve"]).into_config()

@@ -633,7 +633,8 @@ async fn streams_survive_a_redis_restart() {
 #[tokio::test]
 async fn the_hub_warns_at_80_percent_and_refuses_at_the_bound() {
     use firehose::stream::hub::{Conn, Delivery};
-    let (conn, mut rx) = Conn::new(1, 1, "s".into(), 10);
+    let far = tokio::time::Instant::now() + Duration::from_secs(3600);
+    let conn = Conn::new(1, 1, "s".into(), 10, far);
     let frame = match firehose::stream::frame::parse(r#"{"id":"1-0","type":"ping","at":1}"#) {
         Some(firehose::stream::frame::Incoming::Event(f)) => f,
         _ => panic!("parse"),
@@ -645,7 +646,7 @@ async fn the_hub_warns_at_80_percent_and_refuses_at_the_bound() {
     }
     let mut warnings = 0;
     let mut events = 0;
-    while let Ok(d) = rx.try_recv() {
+    while let Some((d, _)) = conn.try_take() {
         match d {
             Delivery::Event(..) => events += 1,
             Delivery::Control(control) => {
@@ -657,7 +658,7 @@ async fn the_hub_warns_at_80_percent_and_refuses_at_the_bound() {
                 assert!(v["percent_full"].as_u64().unwrap() >= 80);
                 warnings += 1;
             }
-            Delivery::Wake => panic!("nothing killed the connection"),
+            Delivery::Wake | Delivery::Keepalive => panic!("only events and a warning were queued"),
         }
     }
     assert_eq!(warnings, 1, "one warning per crossing");
@@ -975,10 +976,9 @@ fn paused_feed(
     cfg.redis_url = Some("redis://127.0.0.1:1".into());
     let store = firehose::store::Store::open("redis://127.0.0.1:1", &cfg).unwrap();
     let (trigger, shutdown) = firehose::shutdown::channel();
-    let (hub, _tasks) = firehose::stream::Hub::start(store.clone(), shutdown.clone());
+    let (hub, _tasks) = firehose::stream::Hub::start(store.clone(), shutdown.clone(), keepalive);
     let expires = firehose::model::now() as u64 + expires_in;
-    let feed =
-        firehose::stream::Feed::new(hub, store, 1, "s".into(), expires, 16, keepalive, shutdown);
+    let feed = firehose::stream::Feed::new(hub, store, 1, "s".into(), expires, 16, shutdown);
     (feed, trigger)
 }
 

@@ -12,11 +12,10 @@ use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::{Store, StoreResult};
 use firehose_filters::{Rule, SubId};
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 /// Events replayed at most by `count=N`.
@@ -67,10 +66,23 @@ pub enum Out {
     Keepalive,
 }
 
+/// One live subscription of a connection.
+struct Sub {
+    stream: &'static str,
+    id: SubId,
+    /// Live events at or below this id were already sent by the replay.
+    floor: Option<EventId>,
+}
+
+/// Whether two stream names are the same (the same interned string, most
+/// often).
+fn same(a: &str, b: &str) -> bool {
+    std::ptr::eq(a, b) || a == b
+}
+
 /// A connection's source of output.
 pub struct Feed {
     conn: Arc<Conn>,
-    rx: mpsc::Receiver<Delivery>,
     hub: Hub,
     store: Store,
     pending: VecDeque<Out>,
@@ -78,15 +90,9 @@ pub struct Feed {
     /// client drains what was read, so memory per connection stays bounded
     /// whatever history it asks for.
     replays: VecDeque<ReplayJob>,
-    floors: HashMap<&'static str, EventId>,
-    subs: HashMap<&'static str, SubId>,
-    /// One timer for the keep-alive and the token's expiry, whichever is
-    /// due first: a turn polls one timer, not two.
-    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
-    keepalive: Duration,
-    next_keepalive: Instant,
-    /// When the token the stream was opened with expires.
-    expires_at: Instant,
+    /// The live subscriptions: a few per connection, looked up on every
+    /// delivery by a scan that compares the interned names' pointers first.
+    subs: Vec<Sub>,
     shutdown: Shutdown,
     ended: bool,
 }
@@ -95,8 +101,8 @@ impl Feed {
     /// A feed for a new connection of `uid` on session `session`, whose
     /// token expires at `expires` (seconds since the epoch). The hub knows
     /// the connection from here on, so ending the session closes it even
-    /// before it subscribes to anything.
-    #[allow(clippy::too_many_arguments)]
+    /// before it subscribes to anything; it also hands out the keep-alives
+    /// and ends the feed when the token expires.
     pub fn new(
         hub: Hub,
         store: Store,
@@ -104,29 +110,19 @@ impl Feed {
         session: String,
         expires: u64,
         queue: usize,
-        keepalive: Duration,
         shutdown: Shutdown,
     ) -> Feed {
-        let (conn, rx) = Conn::new(hub.next_id(), uid, session, queue);
-        hub.open(&conn);
         let left = (expires as f64 - crate::model::now()).clamp(0.0, 10.0 * 365.0 * 86400.0);
-        let now = Instant::now();
-        let expires_at = now + Duration::from_secs_f64(left);
-        let next_keepalive = now + keepalive;
-        let timer = Box::pin(tokio::time::sleep_until(next_keepalive.min(expires_at)));
+        let expires_at = Instant::now() + Duration::from_secs_f64(left);
+        let conn = Conn::new(hub.next_id(), uid, session, queue, expires_at);
+        hub.open(&conn);
         Feed {
             conn,
-            rx,
             hub,
             store,
             pending: VecDeque::new(),
             replays: VecDeque::new(),
-            floors: HashMap::new(),
-            subs: HashMap::new(),
-            timer,
-            keepalive,
-            next_keepalive,
-            expires_at,
+            subs: Vec::new(),
             shutdown,
             ended: false,
         }
@@ -140,7 +136,7 @@ impl Feed {
         rule: Rule,
         replay: Replay,
     ) -> StoreResult<()> {
-        if let Some(old) = self.subs.remove(stream) {
+        if let Some(old) = self.remove_sub(stream) {
             self.hub.unregister(old);
         }
         // A repeated subscribe replaces the earlier one, replay included.
@@ -151,8 +147,11 @@ impl Feed {
         self.hub
             .register(&self.conn, sub, rule.clone(), stream)
             .await;
-        self.subs.insert(stream, sub);
-        self.floors.remove(stream);
+        self.subs.push(Sub {
+            stream,
+            id: sub,
+            floor: None,
+        });
         match replay {
             Replay::None => {}
             Replay::Unservable => self.push_control(resume_gap(
@@ -166,12 +165,24 @@ impl Feed {
 
     /// Ends the subscription named `stream`; false if there was none.
     pub fn unsubscribe(&mut self, stream: &str) -> bool {
-        match self.subs.remove(stream) {
+        match self.remove_sub(stream) {
             Some(sub) => {
                 self.hub.unregister(sub);
                 true
             }
             None => false,
+        }
+    }
+
+    fn remove_sub(&mut self, stream: &str) -> Option<SubId> {
+        let at = self.subs.iter().position(|s| same(s.stream, stream))?;
+        Some(self.subs.swap_remove(at).id)
+    }
+
+    /// Live events of `stream` at or below `id` are dropped from now on.
+    fn set_floor(&mut self, stream: &str, id: EventId) {
+        if let Some(sub) = self.subs.iter_mut().find(|s| same(s.stream, stream)) {
+            sub.floor = Some(id);
         }
     }
 
@@ -244,7 +255,8 @@ impl Feed {
             }
         }
         if page.len() < REPLAY_PAGE {
-            self.floors.insert(job.stream, job.cursor);
+            let (stream, cursor) = (job.stream, job.cursor);
+            self.set_floor(stream, cursor);
             self.replays.pop_front();
         }
         Ok(())
@@ -306,27 +318,36 @@ impl Feed {
             self.pending.push_back(Out::Event(f, stream));
         }
         if let Some(newest) = newest {
-            self.floors.insert(stream, newest);
+            self.set_floor(stream, newest);
         }
         Ok(())
     }
 
-    fn accept(&mut self, d: Delivery) -> Option<Out> {
-        if self.rx.len() * 2 < self.conn.capacity() {
+    /// What to write for a delivery that has `left` more behind it, if
+    /// anything.
+    fn accept(&mut self, d: Delivery, left: usize) -> Option<Out> {
+        if left * 2 < self.conn.capacity() && self.conn.warned.load(Ordering::Relaxed) {
             self.conn.warned.store(false, Ordering::Relaxed);
         }
         match d {
             Delivery::Event(f, stream) => {
-                if !self.subs.contains_key(stream) {
-                    return None;
-                }
-                if self.floors.get(stream).is_some_and(|floor| f.id <= *floor) {
+                let sub = self.subs.iter().find(|s| same(s.stream, stream))?;
+                if sub.floor.is_some_and(|floor| f.id <= floor) {
                     return None;
                 }
                 Some(Out::Event(f, stream))
             }
             Delivery::Control(json) => Some(Out::Control(json)),
             Delivery::Wake => None,
+            Delivery::Keepalive => {
+                // Were the hub gone before it could kill this stream,
+                // shutdown still ends it by the next keep-alive (read here,
+                // not on every delivery: the signal is shared).
+                if self.shutdown.is_set() {
+                    return Some(self.end(SHUTDOWN.0, SHUTDOWN.1));
+                }
+                Some(Out::Keepalive)
+            }
         }
     }
 
@@ -349,40 +370,16 @@ impl Feed {
                 continue;
             }
             // A kill is a flag read here, woken through the queue
-            // (`Conn::kill`; the hub kills every connection on shutdown):
-            // a turn registers no waiter but the queue's and the timer's.
+            // (`Conn::kill`; the hub kills every connection on shutdown and
+            // at its token's expiry, and hands out its keep-alives): a turn
+            // waits on the queue alone.
             if self.conn.is_killed() {
                 let (code, reason) = self.conn.kill_reason();
                 return Some(self.end(code, &reason));
             }
-            tokio::select! {
-                biased;
-                _ = &mut self.timer => {
-                    let now = Instant::now();
-                    if now >= self.expires_at {
-                        return Some(self.end("expired", "The token has expired; log in again."));
-                    }
-                    // Were the hub gone before it could kill this stream,
-                    // shutdown still ends it by the next keep-alive (read
-                    // here, not on every delivery: the signal is shared).
-                    if self.shutdown.is_set() {
-                        return Some(self.end(SHUTDOWN.0, SHUTDOWN.1));
-                    }
-                    // A late keep-alive moves the next one back (as an
-                    // interval with `MissedTickBehavior::Delay` would).
-                    self.next_keepalive = now + self.keepalive;
-                    let due = self.next_keepalive.min(self.expires_at);
-                    self.timer.as_mut().reset(due);
-                    return Some(Out::Keepalive);
-                }
-                d = self.rx.recv() => match d {
-                    Some(d) => {
-                        if let Some(out) = self.accept(d) {
-                            return Some(out);
-                        }
-                    }
-                    None => return Some(self.end("closed", "The stream was closed.")),
-                },
+            let (d, left) = std::future::poll_fn(|cx| self.conn.poll_take(cx)).await;
+            if let Some(out) = self.accept(d, left) {
+                return Some(out);
             }
         }
     }
@@ -402,7 +399,7 @@ impl Feed {
             step = self.replay_step() => step,
         };
         if let Err(e) = step {
-            tracing::warn!(error = %e, "replay page failed");
+            tracing::warn!(conn = self.conn.id, uid = self.conn.uid, error = %e, "replay page failed");
             return Some(self.end(
                 "unavailable",
                 "The data store is unreachable; reconnect with Last-Event-ID to resume.",
@@ -419,8 +416,8 @@ impl Feed {
         if self.ended || !self.replays.is_empty() || self.conn.is_killed() {
             return None;
         }
-        while let Ok(d) = self.rx.try_recv() {
-            if let Some(out) = self.accept(d) {
+        while let Some((d, left)) = self.conn.try_take() {
+            if let Some(out) = self.accept(d, left) {
                 return Some(out);
             }
         }
@@ -449,6 +446,7 @@ impl Feed {
 
 impl Drop for Feed {
     fn drop(&mut self) {
+        self.conn.close_queue();
         self.hub.close(self.conn.id);
     }
 }

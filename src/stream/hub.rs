@@ -9,16 +9,19 @@
 //! connection, whatever the number of connections.
 
 use super::frame::{self, Control, ControlFrame, EventId, Frame, Incoming};
+use super::queue::Queue;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::Store;
 use firehose_filters::{Index, Rule, SubId};
 use futures::StreamExt;
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, Notify};
+use tokio::time::Instant;
 
 /// What a connection's queue carries.
 #[derive(Debug, Clone)]
@@ -30,6 +33,9 @@ pub enum Delivery {
     /// Nothing to write: wakes the connection's task to look at its kill
     /// flag (see [`Conn::kill`]).
     Wake,
+    /// Time for a keep-alive: the hub keeps every connection's keep-alive
+    /// and expiry times, so a stream's task waits on its queue alone.
+    Keepalive,
 }
 
 /// The hub's side of one client connection.
@@ -41,8 +47,12 @@ pub struct Conn {
     pub uid: u64,
     /// The session the connection was opened with.
     pub session: String,
-    tx: mpsc::Sender<Delivery>,
+    queue: Queue<Delivery>,
     cap: usize,
+    /// When the connection was made (its keep-alives count from here).
+    opened_at: Instant,
+    /// When the token it was opened with expires: the hub ends it then.
+    expires_at: Instant,
     /// Set once a falling_behind warning went out; cleared when the queue drains.
     pub warned: AtomicBool,
     /// Set by [`Conn::kill`]; the stream's loop reads it at every turn, so
@@ -56,26 +66,23 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// A connection and the receiving end of its queue of `cap` deliveries.
-    pub fn new(
-        id: u64,
-        uid: u64,
-        session: String,
-        cap: usize,
-    ) -> (Arc<Conn>, mpsc::Receiver<Delivery>) {
-        let (tx, rx) = mpsc::channel(cap.max(2));
+    /// A connection with a queue of `cap` deliveries, whose token expires
+    /// at `expires_at`.
+    pub fn new(id: u64, uid: u64, session: String, cap: usize, expires_at: Instant) -> Arc<Conn> {
         let conn = Conn {
             id,
             uid,
             session,
-            tx,
+            queue: Queue::default(),
             cap: cap.max(2),
+            opened_at: Instant::now(),
+            expires_at,
             warned: AtomicBool::new(false),
             dead: AtomicBool::new(false),
             killed: Notify::new(),
             reason: Mutex::new(None),
         };
-        (Arc::new(conn), rx)
+        Arc::new(conn)
     }
 
     /// Capacity of the queue.
@@ -95,7 +102,7 @@ impl Conn {
         }
         self.dead.store(true, Ordering::Release);
         self.killed.notify_one();
-        let _ = self.tx.try_send(Delivery::Wake);
+        let _ = self.queue.push(Delivery::Wake, self.cap);
     }
 
     /// Whether [`Conn::kill`] was called.
@@ -124,9 +131,8 @@ impl Conn {
     /// the queue reaches 80 %; returns false when the queue is full (the
     /// caller disconnects the client) or gone.
     pub fn offer(&self, d: Delivery) -> bool {
-        match self.tx.try_send(d) {
-            Ok(()) => {
-                let used = self.cap - self.tx.capacity();
+        match self.queue.push(d, self.cap) {
+            Ok(used) => {
                 if used * 5 >= self.cap * 4 && !self.warned.swap(true, Ordering::Relaxed) {
                     let pct = used * 100 / self.cap;
                     let warning = Control::Warning {
@@ -135,18 +141,43 @@ impl Conn {
                         percent_full: Some(pct),
                     };
                     inc(&metrics().behind_warnings, 1);
-                    let _ = self.tx.try_send(Delivery::Control(warning.encode()));
+                    let _ = self
+                        .queue
+                        .push(Delivery::Control(warning.encode()), self.cap);
                 }
                 true
             }
-            Err(mpsc::error::TrySendError::Full(_)) => false,
-            Err(mpsc::error::TrySendError::Closed(_)) => false,
+            Err(_) => false,
         }
     }
 
     /// Sends a control event if there is room.
     pub fn offer_control(&self, control: Arc<ControlFrame>) {
-        let _ = self.tx.try_send(Delivery::Control(control));
+        let _ = self.queue.push(Delivery::Control(control), self.cap);
+    }
+
+    /// The next delivery and how many are queued behind it; `Pending` until
+    /// there is one. For the connection's own task only.
+    pub fn poll_take(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<(Delivery, usize)> {
+        self.queue.poll_take(cx)
+    }
+
+    /// The next delivery and how many are queued behind it, if one is
+    /// queued. For the connection's own task only.
+    pub fn try_take(&self) -> Option<(Delivery, usize)> {
+        self.queue.try_take()
+    }
+
+    /// The connection's task is done: what is queued is dropped and nothing
+    /// more is accepted.
+    pub fn close_queue(&self) {
+        self.queue.close();
+    }
+
+    /// When the hub next owes this connection something: a keep-alive
+    /// `keepalive` after `from`, or the end at its token's expiry.
+    fn next_due(&self, from: Instant, keepalive: Duration) -> Instant {
+        (from + keepalive).min(self.expires_at)
     }
 }
 
@@ -192,7 +223,12 @@ const CATCH_UP_PATIENCE: Duration = Duration::from_secs(30);
 
 impl Hub {
     /// Starts the subscriber and dispatcher tasks; both end on shutdown.
-    pub fn start(store: Store, shutdown: Shutdown) -> (Hub, Vec<tokio::task::JoinHandle<()>>) {
+    /// Every connection gets a keep-alive each `keepalive` it is open.
+    pub fn start(
+        store: Store,
+        shutdown: Shutdown,
+        keepalive: Duration,
+    ) -> (Hub, Vec<tokio::task::JoinHandle<()>>) {
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let (msg_tx, msg_rx) = mpsc::channel(65_536);
         let subscribed = Arc::new(AtomicBool::new(false));
@@ -214,6 +250,8 @@ impl Hub {
                 last: None,
                 out: Vec::new(),
                 outs: Vec::new(),
+                due: BinaryHeap::new(),
+                keepalive,
             }
             .run(cmd_rx, msg_rx, shutdown),
         );
@@ -296,6 +334,27 @@ struct Dispatcher {
     out: Vec<SubId>,
     /// Per event of a batch: the subscriptions that want it.
     outs: Vec<Vec<SubId>>,
+    /// When each open connection is next owed a keep-alive or its end (its
+    /// token's expiry), earliest first: one entry per open connection, so
+    /// that no stream's task needs a timer of its own. A closed
+    /// connection's entry stays until its time comes (at most a keep-alive
+    /// period) and is then dropped.
+    due: BinaryHeap<Reverse<(Instant, u64)>>,
+    keepalive: Duration,
+}
+
+impl Drop for Dispatcher {
+    /// Were the dispatcher to end any other way than by shutdown (which
+    /// has already ended them), its connections would hear nothing more:
+    /// end them, so that their clients reconnect.
+    fn drop(&mut self) {
+        for conn in self.open.values() {
+            conn.kill(
+                "unavailable",
+                "The stream service stopped; reconnect with Last-Event-ID to resume.",
+            );
+        }
+    }
 }
 
 /// The code and reason every stream ends with when the server shuts down.
@@ -314,7 +373,14 @@ impl Dispatcher {
         mut msgs: mpsc::Receiver<Msg>,
         mut shutdown: Shutdown,
     ) {
+        let mut timer = Box::pin(tokio::time::sleep(self.keepalive));
         loop {
+            // The timer is set for the earliest connection owed something.
+            if let Some(Reverse((at, _))) = self.due.peek() {
+                if *at != timer.deadline() {
+                    timer.as_mut().reset(*at);
+                }
+            }
             tokio::select! {
                 biased;
                 _ = shutdown.wait() => {
@@ -322,6 +388,7 @@ impl Dispatcher {
                     break;
                 }
                 Some(cmd) = cmds.recv() => self.command(cmd),
+                _ = &mut timer, if !self.due.is_empty() => self.keep_alive(Instant::now()),
                 Some(msg) = msgs.recv() => {
                     // Events already queued behind this one are routed in
                     // one batch (see `Index::route_batch`), in order.
@@ -376,6 +443,8 @@ impl Dispatcher {
                     .entry(conn.session.clone())
                     .or_default()
                     .push(conn.id);
+                let at = conn.next_due(conn.opened_at, self.keepalive);
+                self.due.push(Reverse((at, conn.id)));
                 self.open.insert(conn.id, conn);
             }
             Cmd::Register {
@@ -419,6 +488,29 @@ impl Dispatcher {
                     self.by_session.remove(&c.session);
                 }
             }
+        }
+    }
+
+    /// Hands a keep-alive to every open connection whose time has come (not
+    /// when its queue is full: it has plenty to write), and ends those
+    /// whose token has expired.
+    fn keep_alive(&mut self, now: Instant) {
+        while let Some(Reverse((at, id))) = self.due.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.due.pop();
+            let Some(conn) = self.open.get(&id) else {
+                continue;
+            };
+            if now >= conn.expires_at {
+                conn.kill("expired", "The token has expired; log in again.");
+                continue;
+            }
+            let _ = conn.queue.push(Delivery::Keepalive, conn.cap);
+            // A late keep-alive moves the next one back.
+            let next = conn.next_due(now, self.keepalive);
+            self.due.push(Reverse((next, id)));
         }
     }
 
@@ -507,7 +599,7 @@ impl Dispatcher {
                 .conn
                 .offer(Delivery::Event(frame.clone(), entry.stream))
             {
-                if !entry.conn.tx.is_closed() {
+                if !entry.conn.queue.is_closed() {
                     inc(&metrics().queue_drops, 1);
                     inc(&metrics().stall_disconnects, 1);
                     tracing::info!(

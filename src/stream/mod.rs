@@ -13,6 +13,7 @@
 //! - [`wire`]: the transports (SSE, NDJSON, WebSocket, multiplexed
 //!   WebSocket): how each output is encoded, the plain streams' response
 //!   head, and the batch-drain loop every transport writes with.
+//! - [`queue`]: a connection's bounded queue of deliveries.
 //! - [`limits`]: the per-user concurrent-stream limit, leased in Redis.
 
 pub mod deflate;
@@ -20,6 +21,7 @@ pub mod feed;
 pub mod frame;
 pub mod hub;
 pub mod limits;
+pub mod queue;
 pub mod websocket;
 pub mod wire;
 

@@ -271,12 +271,11 @@ pub fn new_feed(state: &AppState, auth: &AuthUser) -> Feed {
         auth.sid.clone(),
         auth.expires,
         state.cfg.stream_queue,
-        keepalive(state),
         state.shutdown.clone(),
     )
 }
 
 /// The keep-alive period (and WebSocket ping period).
 pub fn keepalive(state: &AppState) -> Duration {
-    Duration::from_secs(state.cfg.keepalive_secs.max(1))
+    state.cfg.keepalive()
 }
