@@ -81,6 +81,19 @@ struct Args {
     /// WebSocket offering permessage-deflate (a raw client that inflates).
     #[arg(long)]
     compress: bool,
+    /// The WebSocket client: `raw` reads frames off the socket as the SSE
+    /// client reads lines (the generator's least CPU per message, so that
+    /// on shared cores latency is the server's, not the generator's);
+    /// `tungstenite` is tokio-tungstenite's client (the figures before
+    /// 2026-11-24 were taken with it).
+    #[arg(long, value_enum, default_value_t = WsClient::Raw)]
+    ws_client: WsClient,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum WsClient {
+    Raw,
+    Tungstenite,
 }
 
 /// utime+stime in seconds and VmRSS in KiB of a process.
@@ -258,20 +271,26 @@ async fn ws_client(
     lat
 }
 
-/// A WebSocket client offering permessage-deflate, on a raw socket: reads
-/// server frames, inflates compressed ones with a fresh window (the server
-/// negotiates no context takeover), answers pings.
-async fn ws_deflate_client(
+/// A WebSocket client on a raw socket: reads server frames (offering
+/// permessage-deflate when `deflate`, and inflating compressed frames with a
+/// fresh window: the server negotiates no context takeover), answers pings.
+async fn ws_raw_client(
     addr: String,
     token: String,
     counters: Arc<Counters>,
     mut stop: watch::Receiver<bool>,
+    deflate: bool,
 ) -> Vec<u32> {
     let mut lat = Vec::new();
     let Ok(mut sock) = tokio::net::TcpStream::connect(&addr).await else {
         return lat;
     };
-    let req = format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n\r\n");
+    let offer = if deflate {
+        "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
+    } else {
+        ""
+    };
+    let req = format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n{offer}\r\n");
     if sock.write_all(req.as_bytes()).await.is_err() {
         return lat;
     }
@@ -288,7 +307,12 @@ async fn ws_deflate_client(
             let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") else {
                 continue;
             };
-            if !String::from_utf8_lossy(&pending[..end]).contains("permessage-deflate") {
+            let head = String::from_utf8_lossy(&pending[..end]);
+            if !head.starts_with("HTTP/1.1 101") {
+                eprintln!("the server refused the upgrade: {head}");
+                return lat;
+            }
+            if deflate && !head.contains("permessage-deflate") {
                 eprintln!("the server did not take permessage-deflate");
                 return lat;
             }
@@ -415,10 +439,12 @@ async fn main() -> anyhow::Result<()> {
         let (addr, c) = (args.addr.clone(), counters.clone());
         clients.push(match args.transport {
             Transport::Sse => tokio::spawn(sse_client(addr, token, c, stop.clone(), args.compress)),
-            Transport::Ws if args.compress => {
-                tokio::spawn(ws_deflate_client(addr, token, c, stop.clone()))
+            Transport::Ws if args.ws_client == WsClient::Tungstenite && !args.compress => {
+                tokio::spawn(ws_client(addr, token, c, stop.clone()))
             }
-            Transport::Ws => tokio::spawn(ws_client(addr, token, c, stop.clone())),
+            Transport::Ws => {
+                tokio::spawn(ws_raw_client(addr, token, c, stop.clone(), args.compress))
+            }
         });
         if i % 500 == 499 {
             tokio::time::sleep(Duration::from_millis(20)).await;

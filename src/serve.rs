@@ -262,7 +262,11 @@ async fn connection(args: Box<ConnArgs>) -> Option<Rest> {
             // The few warnings a stream can log carry its ids themselves.
             Ok(opened) => {
                 let life = tracing::debug_span!(parent: &span, "stream");
-                Box::pin(raw_stream(tcp, opened, write_timeout).instrument(life))
+                if life.is_disabled() {
+                    Box::pin(raw_stream(tcp, opened, write_timeout))
+                } else {
+                    Box::pin(raw_stream(tcp, opened, write_timeout).instrument(life))
+                }
             }
             Err(e) => Box::pin(refuse_stream(tcp, e, write_timeout)),
         },
@@ -437,8 +441,11 @@ async fn plain_stream(
     drop(head);
     loop {
         // Watch the socket too: a client that hangs up frees its slot at
-        // once, not at the next keep-alive.
+        // once, not at the next keep-alive. The feed first (no coin toss per
+        // turn): under a flood a hang-up still ends the stream, by the
+        // write that fails.
         let out = tokio::select! {
+            biased;
             out = feed.next() => match out {
                 Some(out) => out,
                 None => {

@@ -391,17 +391,20 @@ where
                 Message::Pong | Message::Binary => {}
             }
         }
+        // The client's messages first (no coin toss per turn): a flood of
+        // events must not keep its pongs unread.
         let out = tokio::select! {
-            out = feed.next() => match out {
-                Some(out) => out,
-                None => break Ending::Over,
-            },
+            biased;
             alive = read_into(&mut io, &mut reader) => {
                 if !alive {
                     break Ending::Gone;
                 }
                 continue;
             }
+            out = feed.next() => match out {
+                Some(out) => out,
+                None => break Ending::Over,
+            },
         };
         // A pong is due after each ping; two missed ones close the socket.
         let out = match out {
