@@ -338,7 +338,8 @@ struct Dispatcher {
     /// token's expiry), earliest first: one entry per open connection, so
     /// that no stream's task needs a timer of its own. A closed
     /// connection's entry stays until its time comes (at most a keep-alive
-    /// period) and is then dropped.
+    /// period) and is then dropped, or is swept sooner once the heap holds
+    /// more than twice the open connections plus [`DUE_SLACK`].
     due: BinaryHeap<Reverse<(Instant, u64)>>,
     keepalive: Duration,
 }
@@ -362,6 +363,10 @@ pub const SHUTDOWN: (&str, &str) = ("shutdown", "The server is shutting down.");
 
 /// How long a revoked session is remembered for connections still opening.
 const REVOKED_MEMORY: Duration = Duration::from_secs(60);
+
+/// Entries for closed connections the keep-alive heap may hold beyond
+/// twice the open connections before it is swept.
+const DUE_SLACK: usize = 1024;
 
 /// Most events routed in one batch.
 const MAX_BATCH: usize = 64;
@@ -488,6 +493,13 @@ impl Dispatcher {
                     self.by_session.remove(&c.session);
                 }
             }
+        }
+        // Closed connections' entries leave the heap when their time comes;
+        // under heavy churn they are swept sooner, so that the heap never
+        // holds more than twice the open connections (plus some slack).
+        if self.due.len() > 2 * self.open.len() + DUE_SLACK {
+            let open = &self.open;
+            self.due.retain(|Reverse((_, id))| open.contains_key(id));
         }
     }
 
@@ -766,5 +778,83 @@ async fn subscriber(
         }
         subscribed.store(false, Ordering::Relaxed);
         store.session_cache().suspend();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dispatcher() -> Dispatcher {
+        let mut cfg = crate::config::Config::defaults();
+        cfg.redis_url = Some("redis://127.0.0.1:1".into());
+        Dispatcher {
+            store: Store::open("redis://127.0.0.1:1", &cfg).expect("a store (never reached)"),
+            index: Index::new(),
+            subs: HashMap::new(),
+            conns: HashMap::new(),
+            open: HashMap::new(),
+            by_session: HashMap::new(),
+            revoked: HashMap::new(),
+            last: None,
+            out: Vec::new(),
+            outs: Vec::new(),
+            due: BinaryHeap::new(),
+            keepalive: Duration::from_secs(15),
+        }
+    }
+
+    fn conn(id: u64, expires_in: Duration) -> Arc<Conn> {
+        Conn::new(id, 1, format!("s{id}"), 16, Instant::now() + expires_in)
+    }
+
+    /// Each open connection gets its keep-alive when due and its end when
+    /// its token expires; a closed one's entry is dropped.
+    #[tokio::test(start_paused = true)]
+    async fn keepalives_and_expiry_come_off_one_heap() {
+        let mut d = dispatcher();
+        let (long, short, gone) = (
+            conn(1, Duration::from_secs(3600)),
+            conn(2, Duration::from_secs(20)),
+            conn(3, Duration::from_secs(3600)),
+        );
+        for c in [&long, &short, &gone] {
+            d.command(Cmd::Open { conn: c.clone() });
+        }
+        d.remove_conn(3);
+        d.keep_alive(Instant::now() + Duration::from_secs(14));
+        assert!(long.try_take().is_none(), "nothing before the period");
+        d.keep_alive(Instant::now() + Duration::from_secs(15));
+        assert!(matches!(long.try_take(), Some((Delivery::Keepalive, 0))));
+        assert!(matches!(short.try_take(), Some((Delivery::Keepalive, 0))));
+        assert!(gone.try_take().is_none());
+        assert_eq!(d.due.len(), 2, "the closed connection's entry is gone");
+        // The short token's next due time is its expiry, not a keep-alive.
+        d.keep_alive(Instant::now() + Duration::from_secs(20));
+        assert!(short.is_killed());
+        assert_eq!(short.kill_reason().0, "expired");
+        assert!(!long.is_killed());
+        assert_eq!(d.due.len(), 1);
+    }
+
+    /// Connections that come and go faster than their keep-alive period
+    /// leave at most twice the open ones (plus the slack) in the heap.
+    #[tokio::test]
+    async fn churn_does_not_grow_the_keepalive_heap() {
+        let mut d = dispatcher();
+        let steady: Vec<_> = (0..100)
+            .map(|id| conn(id, Duration::from_secs(3600)))
+            .collect();
+        for c in &steady {
+            d.command(Cmd::Open { conn: c.clone() });
+        }
+        for id in 1000..20_000 {
+            d.command(Cmd::Open {
+                conn: conn(id, Duration::from_secs(3600)),
+            });
+            d.remove_conn(id);
+            assert!(d.due.len() <= 2 * d.open.len() + DUE_SLACK + 1);
+        }
+        assert_eq!(d.open.len(), 100);
     }
 }
