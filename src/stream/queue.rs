@@ -7,6 +7,12 @@
 //! buffer at all, where a channel allocates its state and a block of 32
 //! slots up front. The bound is the caller's, given on every push, so that
 //! a control event can take a slot the hub's deliveries cannot.
+//!
+//! A queue may also hold a sink (`S`): something that can take an item
+//! itself, such as the connection's socket. While the taker waits on an
+//! empty queue, a push hands its item to the sink under the lock instead
+//! of queueing it and waking the taker (see [`Queue::push_or`]); the lock
+//! orders those writes with the taker's own.
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
@@ -23,36 +29,41 @@ pub enum Refused {
 
 /// A queue taken from by one task.
 #[derive(Debug)]
-pub struct Queue<T> {
-    inner: Mutex<Inner<T>>,
+pub struct Queue<T, S = ()> {
+    inner: Mutex<Inner<T, S>>,
 }
 
 #[derive(Debug)]
-struct Inner<T> {
+struct Inner<T, S> {
     items: VecDeque<T>,
-    /// The taker's waker while it waits on an empty queue.
+    /// The taker's waker while it waits on an empty queue: set when a poll
+    /// finds nothing, cleared when the taker takes an item or says it is
+    /// busy ([`Queue::hold`]), and taken by the push that wakes it.
     waker: Option<Waker>,
     closed: bool,
+    /// What may take an item in the taker's stead while it waits.
+    sink: Option<S>,
 }
 
 /// A drained queue keeps at most this many slots allocated: a burst's
 /// buffer is freed once the burst is written.
 const KEEP_SLOTS: usize = 32;
 
-impl<T> Default for Queue<T> {
+impl<T, S> Default for Queue<T, S> {
     fn default() -> Self {
         Queue {
             inner: Mutex::new(Inner {
                 items: VecDeque::new(),
                 waker: None,
                 closed: false,
+                sink: None,
             }),
         }
     }
 }
 
-impl<T> Queue<T> {
-    fn lock(&self) -> MutexGuard<'_, Inner<T>> {
+impl<T, S> Queue<T, S> {
+    fn lock(&self) -> MutexGuard<'_, Inner<T, S>> {
         // Nothing runs under the lock that can panic halfway through a
         // change, so a poisoned queue is still whole.
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -62,10 +73,34 @@ impl<T> Queue<T> {
     /// still there; returns how many are queued with it. Wakes the taker
     /// (outside the lock) if it was waiting.
     pub fn push(&self, item: T, bound: usize) -> Result<usize, Refused> {
+        self.push_or(item, bound, |_, item| Some(item))
+    }
+
+    /// As [`Queue::push`], but while the taker waits on an empty queue and
+    /// a sink is installed, `write` is offered the item first, under the
+    /// lock (so no write of the taker's runs meanwhile): it returns `None`
+    /// when the sink took the item whole (`Ok(0)`: nothing queued, nobody
+    /// woken), or what is to be queued in its place (the item, or the rest
+    /// of what the sink could not take).
+    pub fn push_or(
+        &self,
+        item: T,
+        bound: usize,
+        write: impl FnOnce(&S, T) -> Option<T>,
+    ) -> Result<usize, Refused> {
         let (queued, waker) = {
             let mut q = self.lock();
             if q.closed {
                 return Err(Refused::Closed);
+            }
+            let mut item = item;
+            if q.items.is_empty() && q.waker.is_some() {
+                if let Some(sink) = &q.sink {
+                    match write(sink, item) {
+                        None => return Ok(0),
+                        Some(rest) => item = rest,
+                    }
+                }
             }
             if q.items.len() >= bound {
                 return Err(Refused::Full);
@@ -93,13 +128,29 @@ impl<T> Queue<T> {
         Poll::Pending
     }
 
+    /// The taker is about to write something it did not take from the
+    /// queue: until it waits again, pushes queue rather than go to the sink.
+    pub fn hold(&self) {
+        self.lock().waker = None;
+    }
+
+    /// Installs the sink (dropped by [`Queue::close`]; not after it).
+    pub fn install(&self, sink: S) {
+        let mut q = self.lock();
+        if !q.closed {
+            q.sink = Some(sink);
+        }
+    }
+
     /// The oldest item and how many are left behind it, if any.
     pub fn try_take(&self) -> Option<(T, usize)> {
         Self::take_locked(&mut self.lock())
     }
 
-    fn take_locked(q: &mut Inner<T>) -> Option<(T, usize)> {
+    fn take_locked(q: &mut Inner<T, S>) -> Option<(T, usize)> {
         let item = q.items.pop_front()?;
+        // Busy with it: nothing goes to the sink until the taker waits again.
+        q.waker = None;
         let left = q.items.len();
         if left == 0 && q.items.capacity() > KEEP_SLOTS {
             q.items = VecDeque::new();
@@ -117,12 +168,14 @@ impl<T> Queue<T> {
         self.len() == 0
     }
 
-    /// The taker is gone: drops what is queued and refuses every push.
+    /// The taker is gone: drops what is queued and the sink, and refuses
+    /// every push.
     pub fn close(&self) {
         let mut q = self.lock();
         q.closed = true;
         q.items = VecDeque::new();
         q.waker = None;
+        q.sink = None;
     }
 
     /// Whether [`Queue::close`] was called.
@@ -138,7 +191,7 @@ mod tests {
 
     #[test]
     fn refuses_past_the_bound_and_after_close() {
-        let q = Queue::default();
+        let q: Queue<i32> = Queue::default();
         assert_eq!(q.push(1, 2), Ok(1));
         assert_eq!(q.push(2, 2), Ok(2));
         assert_eq!(q.push(3, 2), Err(Refused::Full));
@@ -152,7 +205,7 @@ mod tests {
 
     #[test]
     fn a_drained_burst_frees_its_buffer() {
-        let q = Queue::default();
+        let q: Queue<i32> = Queue::default();
         for i in 0..1000 {
             q.push(i, 1000).unwrap();
         }
@@ -164,13 +217,91 @@ mod tests {
         assert!(q.lock().items.capacity() > 0);
     }
 
+    /// A sink that records what it takes, and takes what `takes` says.
+    #[derive(Default)]
+    struct Sink {
+        took: Mutex<Vec<i32>>,
+    }
+
+    fn offer(q: &Queue<i32, Sink>, item: i32) -> Result<usize, Refused> {
+        q.push_or(item, 10, |sink, item| {
+            if item < 0 {
+                // "Took part of it": the rest is queued in its place.
+                sink.took.lock().unwrap().push(item);
+                return Some(-item);
+            }
+            sink.took.lock().unwrap().push(item);
+            None
+        })
+    }
+
+    fn took(q: &Queue<i32, Sink>) -> Vec<i32> {
+        q.lock()
+            .sink
+            .as_ref()
+            .map(|s| s.took.lock().unwrap().clone())
+            .unwrap_or_default()
+    }
+
+    /// The sink gets an item only while the taker waits on an empty queue:
+    /// not before it first waits, not while something is queued, not from
+    /// a take until it waits again, not after `hold`; what it takes in part
+    /// is queued and wakes the taker; `close` drops it.
+    #[test]
+    fn the_sink_takes_only_while_the_taker_waits_on_an_empty_queue() {
+        let q: Queue<i32, Sink> = Queue::default();
+        q.install(Sink::default());
+        let woken = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let waker = counting_waker(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        // The taker has not waited yet: queued.
+        assert_eq!(offer(&q, 1), Ok(1));
+        assert_eq!(q.poll_take(&mut cx), Poll::Ready((1, 0)));
+        // Busy with it (a take): queued.
+        assert_eq!(offer(&q, 2), Ok(1));
+        assert_eq!(q.poll_take(&mut cx), Poll::Ready((2, 0)));
+        assert!(q.poll_take(&mut cx).is_pending());
+        // Waiting on an empty queue: the sink takes it, nobody is woken.
+        assert_eq!(offer(&q, 3), Ok(0));
+        assert_eq!(offer(&q, 4), Ok(0));
+        assert_eq!(woken.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert_eq!(took(&q), vec![3, 4]);
+        // Taken in part: the rest is queued and the taker woken; from then
+        // on items queue behind it.
+        assert_eq!(offer(&q, -5), Ok(1));
+        assert_eq!(woken.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert_eq!(offer(&q, 6), Ok(2));
+        assert_eq!(q.try_take(), Some((5, 1)));
+        assert_eq!(q.try_take(), Some((6, 0)));
+        assert!(q.poll_take(&mut cx).is_pending());
+        // `hold`: the taker writes something of its own.
+        q.hold();
+        assert_eq!(offer(&q, 7), Ok(1));
+        assert_eq!(took(&q), vec![3, 4, -5]);
+        assert_eq!(q.try_take(), Some((7, 0)));
+        assert!(q.poll_take(&mut cx).is_pending());
+        q.close();
+        assert!(q.lock().sink.is_none());
+        assert_eq!(offer(&q, 8), Err(Refused::Closed));
+    }
+
+    fn counting_waker(count: Arc<std::sync::atomic::AtomicUsize>) -> Waker {
+        struct Count(Arc<std::sync::atomic::AtomicUsize>);
+        impl std::task::Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        Waker::from(Arc::new(Count(count)))
+    }
+
     /// Every item pushed from other threads reaches a taker that sleeps
     /// whenever the queue is empty, in order: no wake-up is lost between its
     /// look at an empty queue and the next push.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn no_wake_up_is_lost_across_threads() {
         const N: u64 = 200_000;
-        let q = Arc::new(Queue::default());
+        let q: Arc<Queue<u64>> = Arc::new(Queue::default());
         let producer = {
             let q = q.clone();
             std::thread::spawn(move || {
