@@ -55,6 +55,8 @@ pub struct Metrics {
     pub events_matched: Counter,
     /// Events written to client connections.
     pub events_sent: Counter,
+    /// Of those, events the hub wrote straight into a waiting plain stream's socket.
+    pub events_direct: Counter,
     /// Event encodings deflated (once each, shared by compressed connections).
     pub events_compressed: Counter,
     /// Events dropped because a connection's queue was full.
@@ -126,6 +128,7 @@ impl Metrics {
             events_received: Counter::default(),
             events_matched: Counter::default(),
             events_sent: Counter::default(),
+            events_direct: Counter::default(),
             events_compressed: Counter::default(),
             queue_drops: Counter::default(),
             stall_disconnects: Counter::default(),
@@ -160,6 +163,11 @@ impl Metrics {
                 "firehose_events_sent",
                 "Events written to stream clients.",
                 &m.events_sent,
+            ),
+            (
+                "firehose_events_direct",
+                "Of the events written to stream clients, those the hub wrote straight into a waiting plain stream's socket.",
+                &m.events_direct,
             ),
             (
                 "firehose_events_compressed",

@@ -17,6 +17,7 @@ use crate::limits::ClientAddr;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::state::AppState;
+use crate::stream::direct::SharedTcp;
 use crate::stream::wire::{self, Encoder};
 use axum::body::Body;
 use axum::http::StatusCode;
@@ -425,7 +426,10 @@ async fn raw_stream(tcp: TcpStream, mut opened: Box<RawStream>, timeout: Duratio
     }
 }
 
-/// Writes an SSE or NDJSON stream.
+/// Writes an SSE or NDJSON stream. Uncompressed, its socket is shared with
+/// the hub, which writes the live events itself while this task waits
+/// (`stream::direct`); the task writes the head, the replay, whatever the
+/// hub queued and the end, and watches for the client's hang-up.
 async fn plain_stream(
     mut tcp: TcpStream,
     opened: &mut Opened,
@@ -439,6 +443,11 @@ async fn plain_stream(
         return;
     }
     drop(head);
+    let tcp = Arc::new(tcp);
+    if !enc.is_compressed() {
+        feed.write_directly(tcp.clone(), enc.transport());
+    }
+    let mut writer = SharedTcp(tcp);
     loop {
         // Watch the socket too: a client that hangs up frees its slot at
         // once, not at the next keep-alive. The feed first (no coin toss per
@@ -450,18 +459,18 @@ async fn plain_stream(
                 Some(out) => out,
                 None => {
                     // Over for good: a gzip body gets its trailer.
-                    let _ = wire::send(&mut tcp, timeout, |buf| enc.finish(buf)).await;
+                    let _ = wire::send(&mut writer, timeout, |buf| enc.finish(buf)).await;
                     break;
                 }
             },
             // The socket's one reader slot, not `readable()`'s waiter
             // list: nothing to link and unlink on every delivery.
-            ready = std::future::poll_fn(|cx| tcp.poll_read_ready(cx)) => {
+            ready = std::future::poll_fn(|cx| writer.0.poll_read_ready(cx)) => {
                 if ready.is_err() {
                     break;
                 }
                 let mut scratch = [0u8; 256];
-                match tcp.try_read(&mut scratch) {
+                match writer.0.try_read(&mut scratch) {
                     Ok(0) => break,
                     Ok(_) => continue,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
@@ -469,12 +478,16 @@ async fn plain_stream(
                 }
             }
         };
-        match wire::send(&mut tcp, timeout, |buf| enc.batch(feed, &out, buf)).await {
+        match wire::send(&mut writer, timeout, |buf| enc.batch(feed, &out, buf)).await {
             Some(n) => inc(&metrics().events_sent, n),
             None => break,
         }
     }
-    let _ = tcp.shutdown().await;
+    // The hub lets go of the socket, so that it can be shut down here.
+    feed.close_queue();
+    if let Ok(mut tcp) = Arc::try_unwrap(writer.0) {
+        let _ = tcp.shutdown().await;
+    }
     tracing::debug!("stream closed");
 }
 

@@ -640,7 +640,7 @@ async fn the_hub_warns_at_80_percent_and_refuses_at_the_bound() {
         _ => panic!("parse"),
     };
     let mut accepted = 0;
-    while conn.offer(Delivery::Event(frame.clone(), "firehose")) {
+    while conn.offer(Delivery::Event(frame.clone(), "firehose"), true) {
         accepted += 1;
         assert!(accepted <= 10);
     }
@@ -658,7 +658,9 @@ async fn the_hub_warns_at_80_percent_and_refuses_at_the_bound() {
                 assert!(v["percent_full"].as_u64().unwrap() >= 80);
                 warnings += 1;
             }
-            Delivery::Wake | Delivery::Keepalive => panic!("only events and a warning were queued"),
+            Delivery::Wake | Delivery::Keepalive | Delivery::Rest(_) => {
+                panic!("only events and a warning were queued")
+            }
         }
     }
     assert_eq!(warnings, 1, "one warning per crossing");
@@ -730,6 +732,92 @@ async fn a_client_that_never_reads_is_cut_off_without_delaying_anyone() {
         drained < 300 * 100_000,
         "the server did not buffer everything for it ({drained} bytes)"
     );
+}
+
+/// A live SSE stream's events are written into its socket by the hub while
+/// the stream's task waits; a client that reads slowly makes those writes
+/// fall short or block, and the rest is written by the task. Every event
+/// still arrives whole, once, in order.
+#[tokio::test]
+async fn a_slow_reader_of_a_stream_the_hub_writes_into_gets_every_event_whole_in_order() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::start().await;
+    let (id, _a, fh) = firehose_user(&app, "rhea").await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut slow = socket.connect(app.addr).await.unwrap();
+    slow.write_all(
+        format!(
+            "GET /api/v1/stream/firehose HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {fh}\r\n\r\n"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let (head, mut body) = read_head(&mut slow).await;
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    // 200 x 30 KB: more than the 4 MB the kernel lets a socket's send
+    // buffer grow to, so that the hub's writes do fall short.
+    const N: usize = 200;
+    let reader = tokio::spawn(async move {
+        // A few KB at a time, with pauses: the server's writes outrun it.
+        let mut chunk = vec![0u8; 4096];
+        let mut events: Vec<Value> = Vec::new();
+        while events.len() < N {
+            let n = tokio::time::timeout(Duration::from_secs(30), slow.read(&mut chunk))
+                .await
+                .expect("the stream keeps coming")
+                .unwrap();
+            assert!(n > 0, "the stream ended early");
+            body.extend_from_slice(&chunk[..n]);
+            while let Some(end) = body.windows(2).position(|w| w == b"\n\n") {
+                let message: Vec<u8> = body.drain(..end + 2).collect();
+                let text = String::from_utf8(message).expect("whole UTF-8 messages");
+                if let Some(data) = text.lines().find_map(|l| l.strip_prefix("data: ")) {
+                    let v: Value = serde_json::from_str(data).expect("each event's JSON whole");
+                    if v["type"] == "status" {
+                        events.push(v);
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        events
+    });
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let big = "w".repeat(30_000);
+    for i in 0..N {
+        let body = json!({"type": "status", "at": i, "status": {"id": (5000 + i).to_string(), "uid": id, "login": "rhea", "message": format!("{i} {big}"), "posted": 1.0, "hashtags": [], "mentions": []}});
+        store.emit(&body.to_string()).await.unwrap();
+        // One at a time, as a live stream's events mostly come.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let events = reader.await.unwrap();
+    let ats: Vec<u64> = events.iter().map(|v| v["at"].as_u64().unwrap()).collect();
+    assert_eq!(
+        ats,
+        (0..N as u64).collect::<Vec<_>>(),
+        "every event once, in order"
+    );
+    for (i, v) in events.iter().enumerate() {
+        assert_eq!(v["status"]["message"], format!("{i} {big}"));
+    }
+    let metrics = app
+        .http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let direct: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("firehose_events_direct_total "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(direct >= 1.0, "the hub wrote some events itself: {direct}");
 }
 
 #[tokio::test]

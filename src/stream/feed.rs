@@ -6,8 +6,10 @@
 //! the replay buffer is read up to its current end, and every live event at
 //! or below the last id read is dropped as already considered.
 
+use super::direct::Direct;
 use super::frame::{self, Control, ControlFrame, EventId, Frame, Incoming};
 use super::hub::{Conn, Delivery, Hub, SHUTDOWN};
+use super::wire::Transport;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::{Store, StoreResult};
@@ -16,6 +18,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// Events replayed at most by `count=N`.
@@ -64,6 +67,9 @@ pub enum Out {
     Control(Arc<ControlFrame>),
     /// Time for a keep-alive (SSE comment, NDJSON blank line, WebSocket ping).
     Keepalive,
+    /// Bytes already encoded: the rest of a write the hub began
+    /// ([`Delivery::Rest`]).
+    Raw(Vec<u8>),
 }
 
 /// One live subscription of a connection.
@@ -95,6 +101,11 @@ pub struct Feed {
     subs: Vec<Sub>,
     shutdown: Shutdown,
     ended: bool,
+    /// A plain stream's socket, to become its queue's sink once the stream
+    /// is live (see [`Feed::write_directly`]).
+    direct: Option<(Arc<TcpStream>, Transport)>,
+    /// Whether the sink is installed.
+    direct_on: bool,
 }
 
 impl Feed {
@@ -125,6 +136,29 @@ impl Feed {
             subs: Vec::new(),
             shutdown,
             ended: false,
+            direct: None,
+            direct_on: false,
+        }
+    }
+
+    /// Once the stream is live (its replay written), the hub writes its
+    /// events and keep-alives into `tcp` itself while this feed's task
+    /// waits (see [`super::direct`]). For a plain, uncompressed stream of
+    /// one subscription, whose writes go through the same socket.
+    pub fn write_directly(&mut self, tcp: Arc<TcpStream>, transport: Transport) {
+        self.direct = Some((tcp, transport));
+    }
+
+    /// Installs the direct sink if one was asked for and the stream has
+    /// just gone live.
+    fn go_direct(&mut self) {
+        let Some((tcp, transport)) = self.direct.take() else {
+            return;
+        };
+        if let [sub] = self.subs.as_slice() {
+            self.conn
+                .install_direct(Direct::new(tcp, transport, sub.stream, sub.floor));
+            self.direct_on = true;
         }
     }
 
@@ -338,6 +372,7 @@ impl Feed {
                 Some(Out::Event(f, stream))
             }
             Delivery::Control(json) => Some(Out::Control(json)),
+            Delivery::Rest(bytes) => Some(Out::Raw(bytes)),
             Delivery::Wake => None,
             Delivery::Keepalive => {
                 // Were the hub gone before it could kill this stream,
@@ -356,6 +391,7 @@ impl Feed {
     pub async fn next(&mut self) -> Option<Out> {
         loop {
             if let Some(out) = self.pending.pop_front() {
+                self.hold();
                 return Some(out);
             }
             if self.ended {
@@ -374,8 +410,12 @@ impl Feed {
             // at its token's expiry, and hands out its keep-alives): a turn
             // waits on the queue alone.
             if self.conn.is_killed() {
+                self.hold();
                 let (code, reason) = self.conn.kill_reason();
                 return Some(self.end(code, &reason));
+            }
+            if self.direct.is_some() {
+                self.go_direct();
             }
             let (d, left) = std::future::poll_fn(|cx| self.conn.poll_take(cx)).await;
             if let Some(out) = self.accept(d, left) {
@@ -422,6 +462,21 @@ impl Feed {
             }
         }
         None
+    }
+
+    /// Drops what is queued and refuses more; the hub (and this feed) let
+    /// go of the socket it was writing into (as when the feed is dropped).
+    pub fn close_queue(&mut self) {
+        self.direct = None;
+        self.conn.close_queue();
+    }
+
+    /// The task writes something not taken from the queue: the hub stops
+    /// writing into the socket until the task waits again.
+    fn hold(&self) {
+        if self.direct_on {
+            self.conn.hold();
+        }
     }
 
     /// Ends the feed with a `disconnect` event.

@@ -14,9 +14,12 @@
 //!   WebSocket): how each output is encoded, the plain streams' response
 //!   head, and the batch-drain loop every transport writes with.
 //! - [`queue`]: a connection's bounded queue of deliveries.
+//! - [`direct`]: a live plain stream's socket as its queue's sink, so that
+//!   the dispatcher writes its events while the task sleeps.
 //! - [`limits`]: the per-user concurrent-stream limit, leased in Redis.
 
 pub mod deflate;
+pub mod direct;
 pub mod feed;
 pub mod frame;
 pub mod hub;

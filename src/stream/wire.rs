@@ -130,7 +130,7 @@ fn control_bytes(transport: Transport, c: &ControlFrame) -> Vec<u8> {
 }
 
 /// A plain stream's keep-alive.
-fn keepalive_bytes(transport: Transport) -> &'static [u8] {
+pub(crate) fn keepalive_bytes(transport: Transport) -> &'static [u8] {
     match transport {
         Transport::Sse => b": keepalive\n\n",
         _ => b"\n",
@@ -188,6 +188,11 @@ impl Encoder {
         self.transport
     }
 
+    /// Whether the stream is compressed (gzip or permessage-deflate).
+    pub fn is_compressed(&self) -> bool {
+        self.gzip.is_some() || self.deflate
+    }
+
     /// A plain stream's response headers besides the status.
     pub fn headers(&self) -> impl Iterator<Item = (&'static str, &'static str)> {
         let encoding = self.gzip.is_some().then_some(("content-encoding", "gzip"));
@@ -242,6 +247,10 @@ impl Encoder {
             Out::Control(c) => {
                 let bytes = control_bytes(self.transport, c);
                 self.piece(&bytes, out);
+                false
+            }
+            Out::Raw(bytes) => {
+                out.extend_from_slice(bytes);
                 false
             }
             Out::Keepalive => {
