@@ -51,7 +51,9 @@ pub struct Conn {
     pub uid: u64,
     /// The session the connection was opened with.
     pub session: String,
-    queue: Queue<Delivery, Direct>,
+    /// Boxed sink: a connection without one (WebSocket, compressed, not yet
+    /// live) pays a pointer for it.
+    queue: Queue<Delivery, Box<Direct>>,
     cap: usize,
     /// When the connection was made (its keep-alives count from here).
     opened_at: Instant,
@@ -189,7 +191,7 @@ impl Conn {
     /// From now on, while the connection's task waits on an empty queue,
     /// the hub writes its events and keep-alives into `sink` itself.
     pub fn install_direct(&self, sink: Direct) {
-        self.queue.install(sink);
+        self.queue.install(Box::new(sink));
     }
 
     /// The task is about to write something it did not take from its
