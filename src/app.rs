@@ -5,7 +5,7 @@ use crate::config::Config;
 use crate::http;
 use crate::password::Passwords;
 use crate::shutdown::{self, Shutdown};
-use crate::state::AppState;
+use crate::state::{AppState, Shared};
 use crate::store::Store;
 use crate::stream::limits::StreamLimits;
 use crate::stream::Hub;
@@ -67,7 +67,7 @@ pub async fn run(
         std::time::Duration::from_secs(cfg.stream_lease_secs),
     ));
     tasks.push(tokio::spawn(limits.clone().renew(shutdown.clone())));
-    let state = AppState {
+    let state = AppState::new(Shared {
         jwt: Arc::new(Jwt::new(&secret)),
         cfg: Arc::new(cfg.clone()),
         store,
@@ -76,7 +76,7 @@ pub async fn run(
         limits: limits.clone(),
         rate: Arc::new(crate::limits::Limits::new(&cfg)),
         shutdown: shutdown.clone(),
-    };
+    });
     let app = http::router(state.clone());
     tracing::info!(addr = %listener.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()), "listening");
     crate::serve::serve(listener, state, app, shutdown.clone()).await?;

@@ -11,9 +11,28 @@ use crate::stream::limits::StreamLimits;
 use crate::stream::Hub;
 use std::sync::Arc;
 
-/// What every handler can reach.
+/// What every handler can reach: one pointer, so that the extractors and
+/// handlers that take it by value pay one count, not one per part.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    /// Shares `parts` with every handler.
+    pub fn new(parts: Shared) -> Self {
+        Self(Arc::new(parts))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// The parts of [`AppState`].
+pub struct Shared {
     /// The configuration.
     pub cfg: Arc<Config>,
     /// Redis.

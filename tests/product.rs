@@ -122,6 +122,26 @@ async fn health_readiness_and_metrics_report_what_happens() {
         (StatusCode::OK, json!({"status": "ok"}))
     );
     assert_eq!(app.get("/readyz", None).await.0, StatusCode::OK);
+    // Every answer carries a request id: a new one each time, or the
+    // client's own, echoed (a 405 rewritten to the contract's shape too).
+    let mut ids = std::collections::HashSet::new();
+    for _ in 0..3 {
+        let resp = app.http.get(app.url("/healthz")).send().await.unwrap();
+        let id = resp.headers()["x-request-id"].to_str().unwrap().to_string();
+        assert_eq!(id.len(), 36, "{id}");
+        assert!(ids.insert(id));
+    }
+    for resp in [
+        app.http.get(app.url("/healthz")),
+        app.http.delete(app.url("/healthz")),
+    ] {
+        let resp = resp
+            .header("x-request-id", "trace-me-42")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.headers()["x-request-id"], "trace-me-42");
+    }
     let (_, token) = app.user("metric").await;
     let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
     app.say(&token, "counted").await;

@@ -11,7 +11,8 @@
 use super::sessions::SessionUser;
 use crate::model::{Counts, Status};
 use bytes::Bytes;
-use std::collections::{HashMap, HashSet, VecDeque};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -69,9 +70,9 @@ const SHARDS: usize = 16;
 
 #[derive(Default)]
 struct Shard {
-    map: HashMap<u64, Arc<CachedStatus>>,
+    map: FxHashMap<u64, Arc<CachedStatus>>,
     order: VecDeque<u64>,
-    deleted: HashSet<u64>,
+    deleted: FxHashSet<u64>,
     deleted_order: VecDeque<u64>,
 }
 
@@ -156,19 +157,22 @@ const COUNTS_PER_SHARD: usize = 8192;
 /// of every process, so only an unlike elsewhere can show for up to a
 /// second. A single status (`GET /api/v1/statuses/{id}`) is always read fresh.
 pub struct CountsCache {
-    shards: Vec<Mutex<HashMap<u64, (Counts, Instant)>>>,
+    shards: Vec<Mutex<FxHashMap<u64, (Counts, Instant)>>>,
 }
 
 impl Default for CountsCache {
     fn default() -> Self {
         CountsCache {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
         }
     }
 }
 
 impl CountsCache {
-    fn shard(&self, id: u64) -> Option<std::sync::MutexGuard<'_, HashMap<u64, (Counts, Instant)>>> {
+    fn shard(
+        &self,
+        id: u64,
+    ) -> Option<std::sync::MutexGuard<'_, FxHashMap<u64, (Counts, Instant)>>> {
         self.shards[(id as usize) % SHARDS].lock().ok()
     }
 

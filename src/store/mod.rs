@@ -84,6 +84,7 @@ pub struct Scripts {
     pub(crate) outbox_claim: Script,
     pub(crate) like: Script,
     pub(crate) stream_lease: Script,
+    pub(crate) home_ids: Script,
 }
 
 impl Scripts {
@@ -111,6 +112,7 @@ impl Scripts {
             outbox_claim: Script::new(include_str!("lua/outbox_claim.lua")),
             like: Script::new(include_str!("lua/like.lua")),
             stream_lease: Script::new(include_str!("lua/stream_lease.lua")),
+            home_ids: Script::new(include_str!("lua/home_ids.lua")),
         }
     }
 }

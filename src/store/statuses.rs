@@ -291,11 +291,12 @@ impl Store {
     /// most 1000 entries), so page 1 costs about one chunk.
     pub async fn home_page(&self, uid: u64, page: Page, count: usize) -> StoreResult<Vec<Shown>> {
         let key = self.keys.home(uid);
-        // Half again the page, so that a few reposts of one status or
+        // A quarter again the page, so that a few reposts of one status or
         // deleted entries seldom cost a second read.
-        let chunk = (count + count / 2).max(45) as isize;
+        let chunk = (count + count / 4 + 2) as isize;
         let mut conn = self.conn();
-        let mut seen = std::collections::HashSet::with_capacity(2 * chunk as usize);
+        let mut seen =
+            rustc_hash::FxHashSet::with_capacity_and_hasher(2 * chunk as usize, Default::default());
         let mut kept: Vec<Arc<CachedStatus>> = Vec::with_capacity(chunk as usize);
         let mut gone: Vec<u64> = Vec::new();
         let (skip, max) = match page {
@@ -309,21 +310,37 @@ impl Store {
         };
         let mut start: isize = 0;
         loop {
-            let ids: Vec<u64> = conn.zrevrange(&key, start, start + chunk - 1).await?;
+            let joined: String = self
+                .scripts
+                .home_ids
+                .key(&key)
+                .arg(start)
+                .arg(start + chunk - 1)
+                .invoke_async(&mut conn)
+                .await?;
+            let ids: Vec<u64> = joined.split(',').filter_map(|id| id.parse().ok()).collect();
             let n = ids.len();
-            for (id, status) in self.statuses(&ids).await? {
-                let Some(status) = status else {
-                    gone.push(id);
-                    continue;
-                };
-                let root = status
-                    .status
-                    .repost_of
-                    .as_deref()
-                    .map_or(id, |r| r.parse().unwrap_or(id));
-                if seen.insert(root) && id <= max {
-                    kept.push(status);
+            // Statuses are looked up only as far as the page needs: as many
+            // as it lacks, then (reposts of one status, deleted entries)
+            // as many again, in order.
+            let mut next = 0;
+            while next < n && kept.len() < skip + count {
+                let upto = (next + skip + count - kept.len()).min(n);
+                for (id, status) in self.statuses(&ids[next..upto]).await? {
+                    let Some(status) = status else {
+                        gone.push(id);
+                        continue;
+                    };
+                    let root = status
+                        .status
+                        .repost_of
+                        .as_deref()
+                        .map_or(id, |r| r.parse().unwrap_or(id));
+                    if seen.insert(root) && id <= max {
+                        kept.push(status);
+                    }
                 }
+                next = upto;
             }
             if kept.len() >= skip + count || (n as isize) < chunk {
                 break;
