@@ -701,16 +701,7 @@ async fn a_client_that_never_reads_is_cut_off_without_delaying_anyone() {
         status_message(&reader.next_event("after the flood").await),
         "still flowing"
     );
-    let (_, metrics) = {
-        let r = app.http.get(app.url("/metrics")).send().await.unwrap();
-        (r.status(), r.text().await.unwrap())
-    };
-    let stalls: f64 = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("firehose_stall_disconnects_total "))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let stalls = app.metric("firehose_stall_disconnects_total").await;
     assert!(
         stalls >= 1.0,
         "the stalled client was disconnected: {stalls}"
@@ -802,21 +793,7 @@ async fn a_slow_reader_of_a_stream_the_hub_writes_into_gets_every_event_whole_in
     for (i, v) in events.iter().enumerate() {
         assert_eq!(v["status"]["message"], format!("{i} {big}"));
     }
-    let metrics = app
-        .http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let direct: f64 = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("firehose_events_direct_total "))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let direct = app.metric("firehose_events_direct_total").await;
     assert!(direct >= 1.0, "the hub wrote some events itself: {direct}");
 }
 

@@ -126,9 +126,6 @@ async fn observe(mut req: Request, next: Next) -> Response {
             )
         });
     }
-    response
-        .headers_mut()
-        .insert(X_REQUEST_ID, request_id.clone());
     let is_json = response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -151,9 +148,9 @@ async fn observe(mut req: Request, next: Next) -> Response {
         if let Some(allow) = response.headers().get(header::ALLOW) {
             r.headers_mut().insert(header::ALLOW, allow.clone());
         }
-        r.headers_mut().insert(X_REQUEST_ID, request_id);
-        return r;
+        response = r;
     }
+    response.headers_mut().insert(X_REQUEST_ID, request_id);
     response
 }
 

@@ -548,6 +548,29 @@ impl TestApp {
         format!("http://{}{}", self.addr, path)
     }
 
+    /// The /metrics page.
+    pub async fn metrics(&self) -> String {
+        self.http
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// The value of the unlabelled metric `name` on the /metrics page.
+    pub async fn metric(&self, name: &str) -> f64 {
+        let text = self.metrics().await;
+        let prefix = format!("{name} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no {name} in /metrics"))
+            .parse()
+            .unwrap()
+    }
+
     /// Sends a request; returns status and JSON body (Null when empty or not JSON).
     pub async fn call(
         &self,
