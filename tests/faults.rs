@@ -209,18 +209,6 @@ async fn unfollows_and_deletes_racing_a_fanout_leave_nothing_behind() {
     tokio::time::sleep(Duration::from_millis(10)).await;
 }
 
-/// The /metrics page.
-async fn metrics_text(app: &TestApp) -> String {
-    app.http
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap()
-}
-
 /// Reads what the server sends until it closes (or `wait` passes).
 async fn read_to_close(socket: &mut tokio::net::TcpStream, wait: Duration) -> Option<String> {
     use tokio::io::AsyncReadExt;
@@ -290,7 +278,7 @@ async fn made_up_methods_and_paths_add_no_metric_series() {
     let app = TestApp::start().await;
     // One histogram per (route, method, status): count their `_count` lines.
     let series = |text: &str| text.lines().filter(|l| l.contains("_count{")).count();
-    let before = metrics_text(&app).await;
+    let before = app.metrics().await;
     for i in 0..50 {
         let mut socket = tokio::net::TcpStream::connect(app.addr).await.unwrap();
         let request = format!("X{i} /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
@@ -298,7 +286,7 @@ async fn made_up_methods_and_paths_add_no_metric_series() {
         read_to_close(&mut socket, Duration::from_secs(5)).await;
         let (_, _) = app.get(&format!("/no/such/path/{i}"), None).await;
     }
-    let after = metrics_text(&app).await;
+    let after = app.metrics().await;
     assert!(
         !after.contains("method=\"X1\""),
         "a made-up method became a label"
@@ -636,6 +624,14 @@ async fn redis_killed_and_restarted_in_a_large_fanout_loses_no_follower() {
     let (author, token) = app.user("survivor").await;
     let fans = bulk_users(&app, "rr", 5000).await;
     bulk_follow(&app, &fans, author.parse().unwrap()).await;
+    // A home read before the crashes loads its script into this Redis; a
+    // restarted Redis has none, and reads must load it again.
+    let fan = fans[0].to_string();
+    let reader = app.operator_token(&fan, &["read"]).await;
+    assert!(app
+        .timeline_ids("/api/v1/timelines/home", Some(&reader))
+        .await
+        .is_empty());
     let sid = app.say(&token, "through two Redis crashes").await;
     let mut reached = Vec::new();
     for wait in [0, 40] {
@@ -654,6 +650,13 @@ async fn redis_killed_and_restarted_in_a_large_fanout_loses_no_follower() {
         "the first kill came after the fan-out: make it bigger"
     );
     assert_eq!(reached_after, 5000);
+    let reader = app.operator_token(&fan, &["read"]).await;
+    assert_eq!(
+        app.timeline_ids("/api/v1/timelines/home", Some(&reader))
+            .await,
+        vec![sid],
+        "a home read works on the restarted Redis"
+    );
 }
 
 #[tokio::test]
