@@ -135,6 +135,12 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_STATUS_CACHE", default_value_t = 100_000)]
     pub status_cache: usize,
 
+    /// Homes whose first page of ids is kept in process, kept true by
+    /// Redis's client-side-caching invalidations (0 disables it; never used
+    /// on a Redis Cluster).
+    #[arg(long, env = "FIREHOSE_HOME_CACHE", default_value_t = 50_000)]
+    pub home_cache: usize,
+
     /// Seconds a session found alive is trusted without asking Redis again
     /// (ended sessions are revoked at once by their events either way; this
     /// bounds how late another process's change of `private` shows). 0 asks

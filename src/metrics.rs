@@ -77,6 +77,10 @@ pub struct Metrics {
     pub outbox_completed: Counter,
     /// Connections refused beyond `--max-connections`.
     pub connections_refused: Counter,
+    /// Home reads whose first ids came from the in-process home cache.
+    pub home_cache_hits: Counter,
+    /// Home heads read into the home cache over its tracking connection.
+    pub home_cache_fills: Counter,
     /// Fan-out tasks queued or in progress, read at scrape time.
     pub fanout_depth: ScrapeGauge,
     /// Age of the oldest queued fan-out task, read at scrape time.
@@ -139,6 +143,8 @@ impl Metrics {
             sessions_cleaned: Counter::default(),
             outbox_completed: Counter::default(),
             connections_refused: Counter::default(),
+            home_cache_hits: Counter::default(),
+            home_cache_fills: Counter::default(),
             fanout_depth: ScrapeGauge::default(),
             fanout_lag: ScrapeGauge::default(),
             sessions: ScrapeGauge::default(),
@@ -218,6 +224,16 @@ impl Metrics {
                 "firehose_connections_refused",
                 "Connections refused beyond --max-connections.",
                 &m.connections_refused,
+            ),
+            (
+                "firehose_home_cache_hits",
+                "Home reads whose first ids came from the in-process home cache.",
+                &m.home_cache_hits,
+            ),
+            (
+                "firehose_home_cache_fills",
+                "Home heads read into the home cache over its tracking connection.",
+                &m.home_cache_fills,
             ),
         ];
         let mut registry = Registry::default();

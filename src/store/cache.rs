@@ -5,8 +5,9 @@
 //! cached status is valid until its delete, and the hub evicts it when the
 //! delete event arrives (every server process sees every event). A deleted id
 //! is remembered for a while so that a read that fetched the status just
-//! before the delete cannot put it back. Timelines are not cached: they are
-//! read from Redis on every request.
+//! before the delete cannot put it back. Timelines are not cached here: they are
+//! read from Redis on every request, but for the heads of homes
+//! (`home_cache`, kept true by Redis's invalidation pushes).
 
 use super::sessions::SessionUser;
 use crate::model::{Counts, Status};

@@ -9,6 +9,8 @@
 //! - [`likes`]: likes and who likes a status.
 //! - [`leases`]: the per-user concurrent-stream slots, leased.
 //! - [`events`]: the replay buffer (reading history) and event emission.
+//! - [`home_cache`]: the heads of home timelines in process, kept true by
+//!   Redis's invalidation pushes.
 //!
 //! Each Lua script is a `lua/<name>.lua` file whose header says why it is
 //! atomic and which keys it touches.
@@ -18,6 +20,7 @@ pub mod conn;
 pub mod events;
 pub mod fanout;
 pub mod follows;
+pub mod home_cache;
 pub mod keys;
 pub mod leases;
 pub mod likes;
@@ -133,6 +136,7 @@ pub struct Store {
     pub(crate) cache: Arc<cache::StatusCache>,
     pub(crate) counts_cache: Arc<cache::CountsCache>,
     pub(crate) session_cache: Arc<cache::SessionCache>,
+    pub(crate) home_cache: home_cache::HomeCache,
 }
 
 /// Where Redis is: one server, or the seed nodes of a cluster.
@@ -159,14 +163,18 @@ impl Store {
     /// With `cfg.redis_cluster` set, `url` is ignored and the store runs on
     /// that Redis Cluster.
     pub fn open(url: &str, cfg: &Config) -> StoreResult<Store> {
-        let (conn, target) = match cfg.redis_cluster.as_deref() {
+        let (conn, target, homes) = match cfg.redis_cluster.as_deref() {
             Some(list) => {
                 let nodes = cluster_nodes(list);
                 if nodes.is_empty() {
                     return Err(StoreError::Internal("--redis-cluster names no node".into()));
                 }
                 let conn = Conn::Cluster(LazyCluster::new(&nodes, Duration::from_secs(5))?);
-                (conn, Target::Cluster(nodes))
+                (
+                    conn,
+                    Target::Cluster(nodes),
+                    home_cache::HomeCache::new(None, 0),
+                )
             }
             None => {
                 let client = Client::open(url)?;
@@ -176,7 +184,8 @@ impl Store {
                     .set_number_of_retries(2)
                     .set_max_delay(Duration::from_millis(500));
                 let conn = ConnectionManager::new_lazy_with_config(client.clone(), manager_cfg)?;
-                (Conn::Single(conn), Target::Single(client))
+                let homes = home_cache::HomeCache::new(Some(&client), cfg.home_cache);
+                (Conn::Single(conn), Target::Single(client), homes)
             }
         };
         Ok(Store {
@@ -193,6 +202,7 @@ impl Store {
             session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
                 cfg.session_cache_ttl.clamp(0.0, 3600.0),
             ))),
+            home_cache: homes,
         })
     }
 

@@ -312,15 +312,29 @@ impl Store {
         };
         let mut start: isize = 0;
         loop {
-            let joined: String = self
-                .scripts
-                .home_ids
-                .key(&key)
-                .arg(start)
-                .arg(start + chunk - 1)
-                .invoke_async(&mut conn)
-                .await?;
-            let ids: Vec<u64> = joined.split(',').filter_map(|id| id.parse().ok()).collect();
+            // The first chunk from the home cache where it can (page 1
+            // needs no more), else from Redis.
+            let cached = if start == 0 {
+                self.home_cache
+                    .head(&key, chunk - 1, &self.scripts.home_ids)
+                    .await
+            } else {
+                None
+            };
+            let ids: Arc<[u64]> = match cached {
+                Some(ids) => ids,
+                None => {
+                    let joined: String = self
+                        .scripts
+                        .home_ids
+                        .key(&key)
+                        .arg(start)
+                        .arg(start + chunk - 1)
+                        .invoke_async(&mut conn)
+                        .await?;
+                    super::home_cache::split_ids(&joined).into()
+                }
+            };
             let n = ids.len();
             // Statuses are looked up only as far as the page needs: as many
             // as it lacks, then (reposts of one status, deleted entries)

@@ -1,7 +1,7 @@
 //! Timeline pages and the home timeline cap.
 
 use crate::assert_error;
-use crate::common::TestApp;
+use crate::common::{resp3_gate_proxy, RedisServer, TestApp};
 use reqwest::StatusCode;
 
 #[tokio::test]
@@ -115,4 +115,243 @@ async fn home_timelines_keep_the_newest_1000() {
         .get(&format!("/api/v1/statuses/{}", newest[0]), None)
         .await;
     assert_eq!(s["message"], "n1004");
+}
+
+/// The home ids of `uid` straight from Redis, newest first.
+fn home_in_redis(app: &TestApp, uid: &str) -> Vec<String> {
+    let key = format!("{}:user:{{{uid}}}:home", app.cfg.key_prefix);
+    redis::cmd("ZREVRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .query(&mut app.redis.conn())
+        .unwrap()
+}
+
+/// The Redis client id of the server's home-cache tracking connection,
+/// once it is open with tracking on and answering reads.
+async fn home_cache_link(app: &TestApp, token: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        // A home read opens the connection when there is none.
+        app.get("/api/v1/timelines/home", Some(token)).await;
+        let clients: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query(&mut app.redis.conn())
+            .unwrap();
+        let link = clients
+            .lines()
+            .filter(|l| l.contains("name=firehose-home-cache"))
+            .filter(|l| {
+                l.split(' ')
+                    .any(|f| f.starts_with("flags=") && f.contains('t'))
+            })
+            .find_map(|l| l.split(' ').find_map(|f| f.strip_prefix("id=")));
+        if let Some(id) = link {
+            // Open at Redis; in use here once a read runs no script.
+            let scripts = scripts_run(app);
+            app.get("/api/v1/timelines/home", Some(token)).await;
+            if scripts_run(app) == scripts {
+                return id.to_string();
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no tracking connection of the home cache"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
+/// Scripts Redis has run so far (a home read from Redis runs one; one
+/// answered from the home cache does not).
+fn scripts_run(app: &TestApp) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut app.redis.conn())
+        .unwrap();
+    info.lines()
+        .filter(|l| l.starts_with("cmdstat_evalsha:") || l.starts_with("cmdstat_eval:"))
+        .filter_map(|l| {
+            l.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn home_reads_from_the_home_cache_see_every_change_made_before_them() {
+    // One Redis even in a cluster run: the home cache is not used on a cluster.
+    let app = TestApp::start_on(RedisServer::start_single(), |_| {}).await;
+    let (wid, writer) = app.user("scribe").await;
+    let (rid, reader) = app.user("watcher").await;
+    app.follow(&reader, &wid).await;
+    for i in 0..5 {
+        app.say(&writer, &format!("first {i}")).await;
+    }
+    let home = "/api/v1/timelines/home?count=30";
+    home_cache_link(&app, &reader).await;
+    // Reads with nothing changing run the script once (the fill) at most.
+    let scripts = scripts_run(&app);
+    for _ in 0..10 {
+        assert_eq!(app.timeline_ids(home, Some(&reader)).await.len(), 5);
+    }
+    assert!(
+        scripts_run(&app) <= scripts + 1,
+        "the reads were answered from the cache"
+    );
+
+    // Changes by a post (its fan-out writes on the server's own connection)
+    // and by hand on another connection, each read twice (a fill, then a
+    // hit), several readers at once: every read sees every change made
+    // before it.
+    let mut removed = 0;
+    for round in 0..40 {
+        match round % 3 {
+            0 | 1 => {
+                app.say(&writer, &format!("round {round}")).await;
+            }
+            _ => {
+                let top = home_in_redis(&app, &rid)[0].clone();
+                let key = format!("{}:user:{{{rid}}}:home", app.cfg.key_prefix);
+                let _: u64 = redis::cmd("ZREM")
+                    .arg(key)
+                    .arg(&top)
+                    .query(&mut app.redis.conn())
+                    .unwrap();
+                removed += 1;
+            }
+        }
+        let expected: Vec<String> = home_in_redis(&app, &rid).into_iter().take(30).collect();
+        for _ in 0..2 {
+            let reads =
+                futures::future::join_all((0..4).map(|_| app.timeline_ids(home, Some(&reader))))
+                    .await;
+            for read in reads {
+                assert_eq!(read, expected, "round {round}");
+            }
+        }
+    }
+    assert!(removed > 10);
+
+    // The tracking connection killed by Redis: reads stay right while the
+    // cache reconnects.
+    let link = home_cache_link(&app, &reader).await;
+    let mut conn = app.redis.conn();
+    let _: () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("ID")
+        .arg(&link)
+        .query(&mut conn)
+        .unwrap();
+    for i in 0..20 {
+        let id = app.say(&writer, &format!("after the kill {i}")).await;
+        let read = app.timeline_ids(home, Some(&reader)).await;
+        assert_eq!(read[0], id, "read {i} after the kill");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let relinked = home_cache_link(&app, &reader).await;
+    assert_ne!(relinked, link, "a new tracking connection");
+    let expected: Vec<String> = home_in_redis(&app, &rid).into_iter().take(30).collect();
+    assert_eq!(app.timeline_ids(home, Some(&reader)).await, expected);
+}
+
+#[tokio::test]
+async fn a_home_cache_whose_invalidations_come_late_still_answers_fresh_reads() {
+    // A gate holds back what Redis sends the home cache's tracking
+    // connection (RESP3), invalidations included, while the server's other
+    // connections run freely.
+    let redis = RedisServer::start_single();
+    let (proxy, gate) = resp3_gate_proxy(redis.port).await;
+    let app = TestApp::start_on(redis, |cfg| {
+        cfg.redis_url = Some(format!("redis://127.0.0.1:{proxy}"));
+    })
+    .await;
+    let (uid, token) = app.user("tardy").await;
+    for i in 0..3 {
+        app.say(&token, &format!("early {i}")).await;
+    }
+    let home = "/api/v1/timelines/home";
+    home_cache_link(&app, &token).await;
+    let key = format!("{}:user:{{{uid}}}:home", app.cfg.key_prefix);
+    let drop_top = || {
+        let top = home_in_redis(&app, &uid)[0].clone();
+        let _: u64 = redis::cmd("ZREM")
+            .arg(&key)
+            .arg(&top)
+            .query(&mut app.redis.conn())
+            .unwrap();
+    };
+    let settle = || tokio::time::sleep(std::time::Duration::from_millis(100));
+    for round in 0..3 {
+        // A hit after a change whose invalidation is held back: it must
+        // wait for its PING, which comes back behind the invalidation.
+        app.timeline_ids(home, Some(&token)).await;
+        gate.close();
+        if round % 2 == 0 {
+            app.say(&token, &format!("round {round}")).await;
+        } else {
+            drop_top();
+        }
+        let expected = home_in_redis(&app, &uid);
+        let read = tokio::spawn({
+            let (url, token) = (app.url(home), token.clone());
+            async move {
+                let page: serde_json::Value = reqwest::Client::new()
+                    .get(url)
+                    .bearer_auth(token)
+                    .send()
+                    .await
+                    .unwrap()
+                    .json()
+                    .await
+                    .unwrap();
+                page
+            }
+        });
+        settle().await;
+        gate.open();
+        let page = read.await.unwrap();
+        let ids: Vec<String> = page
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(ids, expected, "hit after a change, round {round}");
+
+        // A fill overtaken by a change: Redis answers the read, then the
+        // change's invalidation follows in the same batch. The answer may
+        // serve the read that asked, but must not stay in the cache.
+        app.say(&token, &format!("refill {round}")).await;
+        settle().await; // its invalidation applied: no entry
+        gate.close();
+        let read = tokio::spawn({
+            let (url, token) = (app.url(home), token.clone());
+            async move {
+                reqwest::Client::new()
+                    .get(url)
+                    .bearer_auth(token)
+                    .send()
+                    .await
+            }
+        });
+        settle().await; // the read's script has run at Redis
+        drop_top();
+        settle().await;
+        gate.open();
+        read.await.unwrap().unwrap();
+        let expected = home_in_redis(&app, &uid);
+        for _ in 0..2 {
+            assert_eq!(
+                app.timeline_ids(home, Some(&token)).await,
+                expected,
+                "read after an overtaken fill, round {round}"
+            );
+        }
+    }
 }
