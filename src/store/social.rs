@@ -28,18 +28,23 @@ impl Store {
     }
 
     /// The most used hashtags of public statuses in the last `window`
-    /// seconds, with their counts: the per-minute buckets summed in Redis
-    /// (ZUNIONSTORE into a short-lived key), the top `limit` read back.
+    /// seconds, with their counts: the per-minute buckets that overlap the
+    /// window (the oldest one partly: counts are kept by the minute) summed
+    /// in Redis (ZUNIONSTORE into a key kept 2 s), the top `limit` read back.
     pub async fn trending(&self, window: u64, limit: usize) -> StoreResult<Vec<(String, u64)>> {
-        let minute = (now() / 60.0) as u64;
-        let minutes = window.div_ceil(60).max(1);
-        let keys: Vec<String> = (0..minutes)
-            .map(|i| self.keys.trend_bucket(minute.saturating_sub(i)))
+        let now = now();
+        let minute = (now / 60.0) as u64;
+        let oldest = ((now - window as f64).max(0.0) / 60.0) as u64;
+        let keys: Vec<String> = (oldest..=minute)
+            .map(|m| self.keys.trend_bucket(m))
             .collect();
         let sum = self.keys.trend_sum(window, minute);
         let mut conn = self.conn();
-        let cached: bool = conn.exists(&sum).await?;
-        if !cached {
+        let last = limit as isize - 1;
+        // The kept sum, if it is there; else (or if it expired since, or
+        // nothing trends) summed now and read in the same transaction.
+        let mut top: Vec<(String, f64)> = conn.zrevrange_withscores(&sum, 0, last).await?;
+        if top.is_empty() {
             let mut pipe = redis::pipe();
             pipe.atomic()
                 .cmd("ZUNIONSTORE")
@@ -48,12 +53,10 @@ impl Store {
                 .arg(&keys)
                 .ignore()
                 .expire(&sum, 2)
-                .ignore();
-            let _: () = pipe.query_async(&mut conn).await?;
+                .ignore()
+                .zrevrange_withscores(&sum, 0, last);
+            (top,) = pipe.query_async(&mut conn).await?;
         }
-        let top: Vec<(String, f64)> = conn
-            .zrevrange_withscores(&sum, 0, limit as isize - 1)
-            .await?;
         Ok(top
             .into_iter()
             .filter(|(_, n)| *n >= 1.0)
