@@ -29,8 +29,9 @@
 //!    a new link, with tracking on, replaces it (at most one attempt a
 //!    second).
 //!
-//! Bounds: `--home-cache` entries (each the first chunk of one home, ~35
-//! ids), then an arbitrary entry is evicted per new one; Redis keeps one
+//! Bounds: `--home-cache` entries (each the first chunk of one home, at
+//! most 64 ids; 35 for the default page of 30), then an arbitrary entry is
+//! evicted per new one; Redis keeps one
 //! tracking-table entry per key read over the link, bounded by its own
 //! `tracking-table-max-keys` (evicting from it sends an invalidation). Not
 //! used on a Redis Cluster (the link would be one per node).
@@ -46,6 +47,9 @@ use tokio::sync::{watch, Notify};
 
 /// How long a link waits on Redis before it is given up.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The most ids an entry holds (a page of up to 55 statuses; larger
+/// pages read Redis), so the cache stays within `--home-cache` × ~600 bytes.
+const MAX_IDS: usize = 64;
 /// Least time between two attempts to open a link.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -246,8 +250,12 @@ impl HomeCache {
 
     /// The ids at ranks `0..=stop` of the home at `key`, newest first, as
     /// `script` (`home_ids.lua`) reads them, from the cache or over the
-    /// link; `None` when there is no link (the caller reads from Redis).
+    /// link; `None` when there is no link or the head is longer than
+    /// [`MAX_IDS`] (the caller reads from Redis).
     pub async fn head(&self, key: &str, stop: isize, script: &Script) -> Option<Arc<[u64]>> {
+        if stop >= MAX_IDS as isize {
+            return None;
+        }
         let link = self.link()?;
         let k = key.as_bytes();
         let m = metrics::global();
