@@ -415,12 +415,14 @@ async fn raw_stream(tcp: TcpStream, mut opened: Box<RawStream>, timeout: Duratio
     match &mut *opened {
         RawStream::Plain(opened, encoder) => plain_stream(tcp, opened, encoder, timeout).await,
         RawStream::WebSocket(..) => {
-            let RawStream::WebSocket(opened, early) = *opened else {
+            let RawStream::WebSocket(mut opened, early) = *opened else {
                 return;
             };
             let mut tcp = tcp;
             if write_all(&mut tcp, opened.response_head().as_bytes(), timeout).await {
-                ws::serve(tcp, &early, opened, timeout).await;
+                let tcp = Arc::new(tcp);
+                opened.write_directly(tcp.clone());
+                ws::serve(SharedTcp(tcp), &early, opened, timeout).await;
             }
         }
     }
@@ -573,7 +575,7 @@ mod tests {
                 plain_stream(t, o, e, d)
             },
         );
-        let ws = size_of_return(|(t, o, d): (TcpStream, Box<WsOpened>, Duration)| {
+        let ws = size_of_return(|(t, o, d): (SharedTcp, Box<WsOpened>, Duration)| {
             ws::serve(t, &[], o, d)
         });
         let raw =

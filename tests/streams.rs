@@ -797,6 +797,130 @@ async fn a_slow_reader_of_a_stream_the_hub_writes_into_gets_every_event_whole_in
     assert!(direct >= 1.0, "the hub wrote some events itself: {direct}");
 }
 
+/// A WebSocket on a stream path has its live events framed and written
+/// into its socket by the hub while its task waits. A client that reads in
+/// slow and fast spells makes those writes fall short or block, and it
+/// pings all the while, so the task's own frames (pongs, then the closing)
+/// have to find their way between the hub's: every event still arrives as
+/// a whole frame, once, in order, every ping gets its pong, in order, and a
+/// logout ends the socket with a disconnect message and a Close.
+#[tokio::test]
+async fn a_slow_reader_of_a_websocket_the_hub_writes_into_gets_whole_frames_and_its_pongs() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let app = TestApp::start().await;
+    let (id, _a, fh) = firehose_user(&app, "wren").await;
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let tcp = socket.connect(app.addr).await.unwrap();
+    let mut req = format!("ws://{}/api/v1/stream/firehose", app.addr)
+        .into_client_request()
+        .unwrap();
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {fh}").parse().unwrap());
+    let (ws, _) = tokio_tungstenite::client_async(req, tcp).await.unwrap();
+    let (mut out, mut inbound) = ws.split();
+    const N: usize = 200;
+    let (through, all_read) = tokio::sync::oneshot::channel::<()>();
+    let mut through = Some(through);
+    let ponged = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let ponged_seen = ponged.clone();
+    let reader = tokio::spawn(async move {
+        let mut events: Vec<Value> = Vec::new();
+        let mut pongs = Vec::new();
+        let mut bye = None;
+        loop {
+            let msg = tokio::time::timeout(Duration::from_secs(30), inbound.next())
+                .await
+                .expect("the socket keeps coming")
+                .expect("the socket ended without a Close")
+                .expect("every frame well formed");
+            match msg {
+                WsMessage::Text(t) => {
+                    let v: Value = serde_json::from_str(t.as_str()).expect("whole JSON");
+                    if v["type"] == "status" {
+                        events.push(v);
+                        if events.len() == N {
+                            let _ = through.take().map(|t| t.send(()));
+                        }
+                        // Spells of 40 events slower than they come (enough
+                        // to fill the server's send buffer, 4 MB at most),
+                        // then 40 as fast as it can: the hub's writes fill
+                        // the socket, then find it drained.
+                        if events.len() < N && (events.len() / 40).is_multiple_of(2) {
+                            tokio::time::sleep(Duration::from_millis(15)).await;
+                        }
+                    } else if v["type"] == "disconnect" {
+                        bye = Some(v);
+                    }
+                }
+                WsMessage::Pong(p) => {
+                    pongs.push(u32::from_be_bytes(p[..].try_into().unwrap()));
+                    ponged_seen.store(pongs.len() as u32, std::sync::atomic::Ordering::SeqCst);
+                }
+                WsMessage::Close(_) => break,
+                _ => {}
+            }
+        }
+        (events, pongs, bye)
+    });
+    let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let pinger = tokio::spawn(async move {
+        let mut pings = 0u32;
+        while stopped.try_recv().is_err() {
+            out.send(WsMessage::Ping(pings.to_be_bytes().to_vec().into()))
+                .await
+                .unwrap();
+            pings += 1;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        pings
+    });
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let big = "w".repeat(100_000);
+    for i in 0..N {
+        let body = json!({"type": "status", "at": i, "status": {"id": (5000 + i).to_string(), "uid": id, "login": "wren", "message": format!("{i} {big}"), "posted": 1.0, "hashtags": [], "mentions": []}});
+        store.emit(&body.to_string()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // Logged out once the reader is through the events and has the last
+    // ping's pong.
+    tokio::time::timeout(Duration::from_secs(60), all_read)
+        .await
+        .expect("the reader gets every event")
+        .expect("the reader is still there");
+    let _ = stop.send(());
+    let pings = pinger.await.unwrap();
+    app.eventually("a pong for every ping", || {
+        let n = ponged.load(std::sync::atomic::Ordering::SeqCst);
+        async move { n >= pings }
+    })
+    .await;
+    let (status, _) = app.delete("/api/v1/sessions/current", Some(&fh)).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (events, pongs, bye) = reader.await.unwrap();
+    let ats: Vec<u64> = events.iter().map(|v| v["at"].as_u64().unwrap()).collect();
+    assert_eq!(
+        ats,
+        (0..N as u64).collect::<Vec<_>>(),
+        "every event once, in order"
+    );
+    for (i, v) in events.iter().enumerate() {
+        assert_eq!(v["status"]["message"], format!("{i} {big}"));
+    }
+    assert!(pings > 100, "the client pinged all along ({pings})");
+    assert_eq!(
+        pongs,
+        (0..pings).collect::<Vec<_>>(),
+        "a pong for every ping"
+    );
+    assert_eq!(
+        bye.expect("a disconnect before the Close")["code"],
+        "revoked"
+    );
+    let direct = app.metric("firehose_events_direct_total").await;
+    assert!(direct >= 1.0, "the hub wrote some frames itself: {direct}");
+}
+
 #[tokio::test]
 async fn every_auth_failure_is_refused_at_connect() {
     let app = TestApp::start().await;

@@ -1,6 +1,7 @@
 //! Writing a plain stream's events from the hub, straight into the socket.
 //!
-//! A live SSE or NDJSON stream (not gzipped) installs a [`Direct`] as its
+//! A live SSE or NDJSON stream (not gzipped), or a stream path upgraded to
+//! WebSocket (without permessage-deflate), installs a [`Direct`] as its
 //! queue's sink. While the stream's task waits on an empty queue, the hub's
 //! dispatcher writes an event (or a keep-alive) into the socket itself, with
 //! one non-blocking write, under the queue's lock: no queue entry, no
@@ -12,16 +13,24 @@
 //! end of the stream. Because the dispatcher writes only while the task
 //! waits on an empty queue, and both write under (or after taking from) the
 //! queue's lock, the bytes on the wire keep the order of the deliveries.
+//! Bytes of the task's own (a pong, a close frame) go out after
+//! `Feed::interrupt`, which stops these writes and hands back the rest of
+//! one begun.
+//!
+//! A WebSocket's event goes out as its frame header and the event's shared
+//! JSON in one vectored write; its keep-alives stay with the task, which
+//! checks that the client answered the last ping before it sends the next.
 
 use super::frame::EventId;
 use super::hub::Delivery;
+use super::websocket::{self, op};
 use super::wire::{keepalive_bytes, Transport};
 use crate::metrics::{global as metrics, inc};
-use std::io;
+use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
-use tokio::io::AsyncWrite;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 /// A plain stream's socket as its queue's sink.
@@ -45,7 +54,10 @@ impl Direct {
         stream: &'static str,
         floor: Option<EventId>,
     ) -> Direct {
-        debug_assert!(matches!(transport, Transport::Sse | Transport::Ndjson));
+        debug_assert!(matches!(
+            transport,
+            Transport::Sse | Transport::Ndjson | Transport::WebSocket
+        ));
         Direct {
             tcp,
             transport,
@@ -59,7 +71,8 @@ impl Direct {
     /// queue: `d` itself (the socket would block, failed, or `d` is for the
     /// task), or the rest of its bytes.
     pub fn write(&self, d: Delivery) -> Option<Delivery> {
-        let (bytes, event): (&[u8], bool) = match &d {
+        let header;
+        let (head, body, event): (&[u8], &[u8], bool) = match &d {
             Delivery::Event(f, stream) => {
                 if !std::ptr::eq(*stream, self.stream) && *stream != self.stream {
                     return Some(d);
@@ -67,27 +80,47 @@ impl Direct {
                 if self.floor.is_some_and(|floor| f.id <= floor) {
                     return None;
                 }
-                let bytes = match self.transport {
-                    Transport::Ndjson => &f.ndjson,
-                    _ => &f.sse,
-                };
-                (bytes, true)
+                match self.transport {
+                    Transport::Sse => (&[], &f.sse, true),
+                    Transport::Ndjson => (&[], &f.ndjson, true),
+                    _ => {
+                        header = websocket::header(op::TEXT, false, f.json.len());
+                        (&header.0[..header.1], &f.json, true)
+                    }
+                }
             }
-            Delivery::Keepalive => (keepalive_bytes(self.transport), false),
+            Delivery::Keepalive if self.transport != Transport::WebSocket => {
+                (&[], keepalive_bytes(self.transport), false)
+            }
             _ => return Some(d),
         };
-        match self.tcp.try_write(bytes) {
+        let written = if head.is_empty() {
+            self.tcp.try_write(body)
+        } else {
+            self.tcp
+                .try_write_vectored(&[IoSlice::new(head), IoSlice::new(body)])
+        };
+        match written {
             Ok(n) => {
                 if event {
                     inc(&metrics().events_sent, 1);
                     inc(&metrics().events_direct, 1);
                 }
-                (n < bytes.len()).then(|| Delivery::Rest(bytes[n..].to_vec()))
+                (n < head.len() + body.len()).then(|| Delivery::Rest(unwritten(head, body, n)))
             }
             // Would block, or failed: the task writes it, and meets the
             // failure itself.
             Err(_) => Some(d),
         }
+    }
+}
+
+/// What is left of `head` then `body` once their first `n` bytes are
+/// written.
+fn unwritten(head: &[u8], body: &[u8], n: usize) -> Vec<u8> {
+    match n.checked_sub(head.len()) {
+        Some(into_body) => body[into_body..].to_vec(),
+        None => [&head[n..], body].concat(),
     }
 }
 
@@ -114,19 +147,42 @@ impl AsyncWrite for SharedTcp {
         Poll::Ready(Ok(()))
     }
 
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // The socket closes when its last holder drops it.
-        Poll::Ready(Ok(()))
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match Arc::get_mut(&mut self.0) {
+            Some(tcp) => Pin::new(tcp).poll_shutdown(cx),
+            // Still shared: the socket closes when its last holder drops it.
+            None => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl AsyncRead for SharedTcp {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        loop {
+            ready!(self.0.poll_read_ready(cx))?;
+            match self.0.try_read(buf.initialize_unfilled()) {
+                Ok(n) => {
+                    buf.advance(n);
+                    return Poll::Ready(Ok(()));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Poll::Ready(Err(e)),
+            }
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::stream::frame::{parse, Frame, Incoming};
     use tokio::io::AsyncReadExt;
 
-    fn frame(id: u64, message: &str) -> Arc<Frame> {
+    pub(crate) fn frame(id: u64, message: &str) -> Arc<Frame> {
         let json = format!(
             r#"{{"id":"{id}-0","type":"status","at":1.0,"status":{{"id":"7","uid":"3","login":"ann","message":"{message}","posted":1.0,"hashtags":[],"mentions":[]}},"private":false}}"#
         );
@@ -138,7 +194,7 @@ mod tests {
 
     /// A connected pair: the server's end (small buffers, so that a large
     /// event is taken in part) and the client's.
-    async fn pair() -> (Arc<TcpStream>, TcpStream) {
+    pub(crate) async fn pair() -> (Arc<TcpStream>, TcpStream) {
         let listening = tokio::net::TcpSocket::new_v4().unwrap();
         listening.set_send_buffer_size(8192).unwrap();
         listening.bind("127.0.0.1:0".parse().unwrap()).unwrap();
@@ -223,5 +279,71 @@ mod tests {
         wrote.unwrap();
         read.unwrap();
         assert_eq!(tail, rest);
+    }
+
+    /// A WebSocket's events go in as whole text frames (header, then the
+    /// event's JSON), the one taken in part comes back as the rest of its
+    /// frame; its keep-alives are the task's (it checks the last pong first).
+    #[tokio::test]
+    async fn a_websocket_gets_whole_frames_and_leaves_its_pings_to_the_task() {
+        let (server, mut client) = pair().await;
+        let sink = Direct::new(server.clone(), Transport::WebSocket, "firehose", None);
+        assert!(matches!(
+            sink.write(Delivery::Keepalive),
+            Some(Delivery::Keepalive)
+        ));
+        let framed = |f: &Frame| {
+            let mut out = Vec::new();
+            websocket::frame(op::TEXT, &f.json, &mut out);
+            out
+        };
+        let mut expected: Vec<u8> = Vec::new();
+        let small = frame(1, "hi");
+        assert!(sink
+            .write(Delivery::Event(small.clone(), "firehose"))
+            .is_none());
+        expected.extend_from_slice(&framed(&small));
+        let big = "y".repeat(50_000);
+        let mut rest = None;
+        for id in 2..10_000 {
+            let f = frame(id, &big);
+            let whole = framed(&f);
+            match sink.write(Delivery::Event(f.clone(), "firehose")) {
+                None => expected.extend_from_slice(&whole),
+                Some(Delivery::Rest(bytes)) => {
+                    let taken = whole.len() - bytes.len();
+                    assert!(taken > 0 && !bytes.is_empty());
+                    assert_eq!(bytes, whole[taken..]);
+                    expected.extend_from_slice(&whole[..taken]);
+                    rest = Some(bytes);
+                    break;
+                }
+                Some(Delivery::Event(..)) => break,
+                Some(_) => panic!("an event comes back as itself or its rest"),
+            }
+        }
+        let rest = rest.expect("a 50 KB frame overflows an 8 KB send buffer");
+        expected.extend_from_slice(&rest);
+        let mut writer = SharedTcp(server);
+        let mut got = vec![0u8; expected.len()];
+        let (wrote, read) = tokio::join!(
+            tokio::io::AsyncWriteExt::write_all(&mut writer, &rest),
+            client.read_exact(&mut got)
+        );
+        wrote.unwrap();
+        read.unwrap();
+        assert!(got == expected, "whole frames, in order");
+    }
+
+    /// A write that stops inside the header leaves the rest of the header
+    /// and the whole body; one inside the body, the body's rest.
+    #[test]
+    fn the_unwritten_part_of_a_header_and_body() {
+        let (head, body) = (b"ab".as_slice(), b"cdef".as_slice());
+        assert_eq!(unwritten(head, body, 0), b"abcdef");
+        assert_eq!(unwritten(head, body, 1), b"bcdef");
+        assert_eq!(unwritten(head, body, 2), b"cdef");
+        assert_eq!(unwritten(head, body, 5), b"f");
+        assert_eq!(unwritten(head, body, 6), b"");
     }
 }

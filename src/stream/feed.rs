@@ -390,9 +390,8 @@ impl Feed {
     /// `disconnect` event was handed out).
     pub async fn next(&mut self) -> Option<Out> {
         loop {
-            if let Some(out) = self.pending.pop_front() {
-                self.hold();
-                return Some(out);
+            if !self.pending.is_empty() {
+                return self.own_turn().or_else(|| self.pending.pop_front());
             }
             if self.ended {
                 return None;
@@ -410,7 +409,9 @@ impl Feed {
             // at its token's expiry, and hands out its keep-alives): a turn
             // waits on the queue alone.
             if self.conn.is_killed() {
-                self.hold();
+                if let Some(rest) = self.own_turn() {
+                    return Some(rest);
+                }
                 let (code, reason) = self.conn.kill_reason();
                 return Some(self.end(code, &reason));
             }
@@ -450,8 +451,8 @@ impl Feed {
 
     /// The next thing to write if one is ready now (for batching writes).
     pub fn try_next(&mut self) -> Option<Out> {
-        if let Some(out) = self.pending.pop_front() {
-            return Some(out);
+        if !self.pending.is_empty() {
+            return self.own_turn().or_else(|| self.pending.pop_front());
         }
         if self.ended || !self.replays.is_empty() || self.conn.is_killed() {
             return None;
@@ -472,11 +473,23 @@ impl Feed {
     }
 
     /// The task writes something not taken from the queue: the hub stops
-    /// writing into the socket until the task waits again.
-    fn hold(&self) {
-        if self.direct_on {
-            self.conn.hold();
+    /// writing into the socket until the task waits again, and the rest of
+    /// a write it began and could not finish comes out first (else the
+    /// task's bytes would land inside an event's).
+    fn own_turn(&mut self) -> Option<Out> {
+        self.interrupt().map(Out::Raw)
+    }
+
+    /// The task is about to write bytes of its own, not from this feed (a
+    /// WebSocket pong or close frame): the hub stops writing into the
+    /// socket until the task next waits on the feed, and returns the rest
+    /// of a write it began, which the task writes first.
+    pub fn interrupt(&mut self) -> Option<Vec<u8>> {
+        if !self.direct_on {
+            return None;
         }
+        self.conn.hold();
+        self.conn.take_rest()
     }
 
     /// Ends the feed with a `disconnect` event.

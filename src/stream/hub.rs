@@ -200,6 +200,18 @@ impl Conn {
         self.queue.hold();
     }
 
+    /// The rest of a write the hub began into the socket, if it is queued
+    /// (always first: it is queued only on an empty queue).
+    pub fn take_rest(&self) -> Option<Vec<u8>> {
+        match self
+            .queue
+            .take_front_if(|d| matches!(d, Delivery::Rest(_)))?
+        {
+            Delivery::Rest(bytes) => Some(bytes),
+            _ => None,
+        }
+    }
+
     /// The connection's task is done: what is queued is dropped and nothing
     /// more is accepted.
     pub fn close_queue(&self) {
@@ -1083,6 +1095,64 @@ mod tests {
         assert_eq!(short.kill_reason().0, "expired");
         assert!(!long.is_killed());
         assert_eq!(d.due.len(), 1);
+    }
+
+    /// The task's own turn (a pong, a close frame: `Feed::interrupt` is
+    /// `hold` then `take_rest`) comes while the hub's last write into the
+    /// socket fell short: it gets the rest of that frame back first, and
+    /// from then on the hub queues instead of writing, so the task's bytes
+    /// land between whole frames.
+    #[tokio::test]
+    async fn the_tasks_own_turn_gets_the_rest_of_a_frame_first_and_stops_the_hub() {
+        use crate::stream::direct::tests::{frame, pair};
+        use crate::stream::direct::{Direct, SharedTcp};
+        use crate::stream::websocket::{self, op};
+        use crate::stream::wire::Transport;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let (server, mut client) = pair().await;
+        let conn = conn(1, Duration::from_secs(60));
+        conn.install_direct(Direct::new(
+            server.clone(),
+            Transport::WebSocket,
+            "firehose",
+            None,
+        ));
+        // The task waits on its empty queue.
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(conn.poll_take(&mut cx).is_pending());
+        assert_eq!(conn.take_rest(), None, "nothing begun");
+        // The hub writes frames until one falls short.
+        let big = "z".repeat(50_000);
+        let mut sent = Vec::new();
+        for id in 1..1000 {
+            let f = frame(id, &big);
+            websocket::frame(op::TEXT, &f.json, &mut sent);
+            assert!(conn.offer(Delivery::Event(f, "firehose"), true));
+            if !conn.queue.is_empty() {
+                break;
+            }
+        }
+        conn.hold();
+        let rest = conn
+            .take_rest()
+            .expect("a 50 KB frame overflows an 8 KB send buffer");
+        assert!(!rest.is_empty() && sent.ends_with(&rest));
+        assert!(conn.queue.is_empty());
+        // Held: the next event is queued, not written.
+        assert!(conn.offer(Delivery::Event(frame(5000, "later"), "firehose"), true));
+        assert!(matches!(conn.try_take(), Some((Delivery::Event(..), 0))));
+        // The task writes the rest, then its pong: the client reads whole
+        // frames, then the pong.
+        let mut own = rest.clone();
+        websocket::frame(op::PONG, b"p", &mut own);
+        sent.truncate(sent.len() - rest.len());
+        sent.extend_from_slice(&own);
+        let mut got = vec![0u8; sent.len()];
+        let mut writer = SharedTcp(server);
+        let (wrote, read) = tokio::join!(writer.write_all(&own), client.read_exact(&mut got));
+        wrote.unwrap();
+        read.unwrap();
+        assert!(got == sent, "whole frames, then the pong");
     }
 
     /// Connections that come and go faster than their keep-alive period

@@ -158,6 +158,15 @@ impl<T, S> Queue<T, S> {
         Some((item, left))
     }
 
+    /// The oldest item if `first` says so (nothing else changes).
+    pub fn take_front_if(&self, first: impl FnOnce(&T) -> bool) -> Option<T> {
+        let mut q = self.lock();
+        if !first(q.items.front()?) {
+            return None;
+        }
+        Self::take_locked(&mut q).map(|(item, _)| item)
+    }
+
     /// How many items are queued.
     pub fn len(&self) -> usize {
         self.lock().items.len()
@@ -215,6 +224,17 @@ mod tests {
         q.push(1, 10).unwrap();
         q.try_take().unwrap();
         assert!(q.lock().items.capacity() > 0);
+    }
+
+    #[test]
+    fn takes_the_front_only_when_asked_for_it() {
+        let q: Queue<i32> = Queue::default();
+        assert_eq!(q.take_front_if(|_| true), None);
+        q.push(1, 10).unwrap();
+        q.push(2, 10).unwrap();
+        assert_eq!(q.take_front_if(|&i| i == 2), None);
+        assert_eq!(q.take_front_if(|&i| i == 1), Some(1));
+        assert_eq!(q.try_take(), Some((2, 0)));
     }
 
     /// A sink that records what it takes, and takes what `takes` says.

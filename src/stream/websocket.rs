@@ -171,18 +171,30 @@ fn deflate_offer_acceptable(offer: &str) -> bool {
     true
 }
 
+/// A frame header (FIN set, RSV1 when the payload is deflated) in a
+/// buffer of its own, and its length.
+pub fn header(opcode: u8, deflated: bool, len: usize) -> ([u8; 10], usize) {
+    let mut h = [0u8; 10];
+    h[0] = 0x80 | if deflated { 0x40 } else { 0 } | opcode;
+    let n = if len < 126 {
+        h[1] = len as u8;
+        2
+    } else if let Ok(len) = u16::try_from(len) {
+        h[1] = 126;
+        h[2..4].copy_from_slice(&len.to_be_bytes());
+        4
+    } else {
+        h[1] = 127;
+        h[2..10].copy_from_slice(&(len as u64).to_be_bytes());
+        10
+    };
+    (h, n)
+}
+
 /// Appends a frame header: FIN set, RSV1 when the payload is deflated.
 pub fn frame_header(opcode: u8, deflated: bool, len: usize, out: &mut Vec<u8>) {
-    out.push(0x80 | if deflated { 0x40 } else { 0 } | opcode);
-    if len < 126 {
-        out.push(len as u8);
-    } else if let Ok(len) = u16::try_from(len) {
-        out.push(126);
-        out.extend_from_slice(&len.to_be_bytes());
-    } else {
-        out.push(127);
-        out.extend_from_slice(&(len as u64).to_be_bytes());
-    }
+    let (h, n) = header(opcode, deflated, len);
+    out.extend_from_slice(&h[..n]);
 }
 
 /// Appends a whole frame.

@@ -25,9 +25,11 @@ use firehose_filters::box_shape_error;
 use serde::Deserialize;
 use std::future::poll_fn;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// A WebSocket accepted: everything its loop needs.
@@ -46,6 +48,16 @@ impl WsOpened {
     /// The `101 Switching Protocols` response head.
     pub fn response_head(&self) -> String {
         self.handshake.response_head()
+    }
+
+    /// Lets the hub write this socket's live events into `tcp` itself
+    /// while its task waits (`stream::direct`), if it is a stream path
+    /// upgraded without permessage-deflate (a multiplexed socket's
+    /// subscriptions come and go; a deflating one is served by its task).
+    pub fn write_directly(&mut self, tcp: Arc<TcpStream>) {
+        if self.control_of.is_none() && !self.handshake.deflate {
+            self.feed.write_directly(tcp, Transport::WebSocket);
+        }
     }
 }
 
@@ -366,7 +378,12 @@ where
             last_pong = Instant::now();
             match msg {
                 Message::Ping(payload) => {
-                    let pong = |buf: &mut Vec<u8>| websocket::frame(op::PONG, &payload, buf);
+                    // After the rest of an event the hub began writing.
+                    let rest = feed.interrupt();
+                    let pong = |buf: &mut Vec<u8>| {
+                        buf.extend_from_slice(rest.as_deref().unwrap_or_default());
+                        websocket::frame(op::PONG, &payload, buf)
+                    };
                     if wire::send(&mut io, timeout, pong).await.is_none() {
                         break 'run Ending::Gone;
                     }
@@ -425,16 +442,22 @@ where
         Ending::Broke(code, reason) => (code, reason),
     };
     let answer = !matches!(ending, Ending::ClientClosed);
+    // The hub stops writing into the socket (and lets go of it); the rest
+    // of an event it began goes out before the Close.
+    let rest = feed.interrupt();
+    feed.close_queue();
     // Boxed: only a closing socket pays for the closing handshake's state.
-    Box::pin(closing(io, code, reason, answer, deflate, timeout)).await;
+    Box::pin(closing(io, rest, code, reason, answer, deflate, timeout)).await;
     drop(opened);
 }
 
 /// The closing handshake: sends Close, then (`wait_answer`: unless the
 /// client closed first) lets the peer answer, reading what it sent before,
 /// for a moment before dropping the socket.
+#[allow(clippy::too_many_arguments)]
 async fn closing<S>(
     mut io: S,
+    rest: Option<Vec<u8>>,
     code: u16,
     reason: &str,
     wait_answer: bool,
@@ -443,7 +466,10 @@ async fn closing<S>(
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let bye = |buf: &mut Vec<u8>| websocket::close_frame(code, reason, buf);
+    let bye = |buf: &mut Vec<u8>| {
+        buf.extend_from_slice(rest.as_deref().unwrap_or_default());
+        websocket::close_frame(code, reason, buf)
+    };
     if wire::send(&mut io, timeout, bye).await.is_none() {
         return;
     }
