@@ -725,6 +725,20 @@ async fn a_client_that_never_reads_is_cut_off_without_delaying_anyone() {
     );
 }
 
+/// Publishes `n` statuses of `uid` (`login`), the i-th saying "{i} " and
+/// then `size` bytes of filler (returned, for the readers' checks), one every
+/// 5 ms, as a live stream's events mostly come.
+async fn emit_big_statuses(app: &TestApp, uid: &str, login: &str, n: usize, size: usize) -> String {
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let big = "w".repeat(size);
+    for i in 0..n {
+        let body = json!({"type": "status", "at": i, "status": {"id": (5000 + i).to_string(), "uid": uid, "login": login, "message": format!("{i} {big}"), "posted": 1.0, "hashtags": [], "mentions": []}});
+        store.emit(&body.to_string()).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    big
+}
+
 /// A live SSE stream's events are written into its socket by the hub while
 /// the stream's task waits; a client that reads slowly makes those writes
 /// fall short or block, and the rest is written by the task. Every event
@@ -775,14 +789,7 @@ async fn a_slow_reader_of_a_stream_the_hub_writes_into_gets_every_event_whole_in
         }
         events
     });
-    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
-    let big = "w".repeat(30_000);
-    for i in 0..N {
-        let body = json!({"type": "status", "at": i, "status": {"id": (5000 + i).to_string(), "uid": id, "login": "rhea", "message": format!("{i} {big}"), "posted": 1.0, "hashtags": [], "mentions": []}});
-        store.emit(&body.to_string()).await.unwrap();
-        // One at a time, as a live stream's events mostly come.
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let big = emit_big_statuses(&app, &id, "rhea", N, 30_000).await;
     let events = reader.await.unwrap();
     let ats: Vec<u64> = events.iter().map(|v| v["at"].as_u64().unwrap()).collect();
     assert_eq!(
@@ -875,13 +882,7 @@ async fn a_slow_reader_of_a_websocket_the_hub_writes_into_gets_whole_frames_and_
         }
         pings
     });
-    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
-    let big = "w".repeat(100_000);
-    for i in 0..N {
-        let body = json!({"type": "status", "at": i, "status": {"id": (5000 + i).to_string(), "uid": id, "login": "wren", "message": format!("{i} {big}"), "posted": 1.0, "hashtags": [], "mentions": []}});
-        store.emit(&body.to_string()).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let big = emit_big_statuses(&app, &id, "wren", N, 100_000).await;
     // Logged out once the reader is through the events and has the last
     // ping's pong.
     tokio::time::timeout(Duration::from_secs(60), all_read)

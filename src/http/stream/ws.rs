@@ -447,19 +447,18 @@ where
     let rest = feed.interrupt();
     feed.close_queue();
     // Boxed: only a closing socket pays for the closing handshake's state.
-    Box::pin(closing(io, rest, code, reason, answer, deflate, timeout)).await;
+    Box::pin(closing(io, rest, (code, reason), answer, deflate, timeout)).await;
     drop(opened);
 }
 
-/// The closing handshake: sends Close, then (`wait_answer`: unless the
+/// The closing handshake: sends `rest` (of a frame the hub began) and
+/// Close, then (`wait_answer`: unless the
 /// client closed first) lets the peer answer, reading what it sent before,
 /// for a moment before dropping the socket.
-#[allow(clippy::too_many_arguments)]
 async fn closing<S>(
     mut io: S,
     rest: Option<Vec<u8>>,
-    code: u16,
-    reason: &str,
+    (code, reason): (u16, &str),
     wait_answer: bool,
     deflate: bool,
     timeout: Duration,
