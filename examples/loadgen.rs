@@ -81,6 +81,14 @@ struct Args {
     /// WebSocket offering permessage-deflate (a raw client that inflates).
     #[arg(long)]
     compress: bool,
+    /// Seconds to keep the clients connected after the run (another
+    /// generator may load them meanwhile: one process per transport).
+    #[arg(long, default_value_t = 0.0)]
+    hold: f64,
+    /// Seconds to measure the server's CPU with every client idle, once
+    /// connected (0: skip).
+    #[arg(long, default_value_t = 0.0)]
+    idle_secs: f64,
     /// The WebSocket client: `raw` reads frames off the socket as the SSE
     /// client reads lines (the generator's least CPU per message, so that
     /// on shared cores latency is the server's, not the generator's);
@@ -431,7 +439,8 @@ async fn main() -> anyhow::Result<()> {
         connected: AtomicU64::new(0),
         wire_bytes: AtomicU64::new(0),
     });
-    let connect_by = Instant::now() + Duration::from_secs(60);
+    let connect_start = Instant::now();
+    let connect_by = connect_start + Duration::from_secs(60);
     let (stop_tx, stop) = watch::channel(false);
     let mut clients = Vec::new();
     for i in 0..args.clients {
@@ -455,13 +464,27 @@ async fn main() -> anyhow::Result<()> {
     {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let connecting = connect_start.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let idle = pid.and_then(proc_stats);
     let connected = counters.connected.load(Ordering::Relaxed);
     println!(
-        "clients connected: {connected}/{} ({:?})",
-        args.clients, args.transport
+        "clients connected: {connected}/{} ({:?}) in {connecting:.1}s ({:.0} new connections/s, paced 500 per 20 ms)",
+        args.clients,
+        args.transport,
+        connected as f64 / connecting.max(0.001)
     );
+    // Server CPU while every client idles (keep-alives only).
+    if let Some((c0, _)) = pid.and_then(proc_stats).filter(|_| args.idle_secs > 0.0) {
+        tokio::time::sleep(Duration::from_secs_f64(args.idle_secs)).await;
+        if let Some((c1, _)) = pid.and_then(proc_stats) {
+            println!(
+                "server CPU while idle: {:.1} ms/s over {:.0}s",
+                (c1 - c0) * 1000.0 / args.idle_secs,
+                args.idle_secs
+            );
+        }
+    }
     if let (Some((_, r0)), Some((_, r1))) = (before, idle) {
         println!(
             "server RSS: {r0} KiB before, {r1} KiB with clients idle: {:.2} KiB per connection",
@@ -554,6 +577,9 @@ async fn main() -> anyhow::Result<()> {
             span(own0, own1).unwrap_or_else(|| "?".into()),
             span(redis0, redis1).unwrap_or_else(|| "? (--redis-pid)".into()),
         );
+    }
+    if args.hold > 0.0 {
+        tokio::time::sleep(Duration::from_secs_f64(args.hold)).await;
     }
     let _ = stop_tx.send(true);
     let mut lat: Vec<u32> = Vec::new();

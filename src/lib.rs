@@ -19,6 +19,7 @@
 //! - [`workers`]: the fan-out queue worker and the session clean-up.
 //! - [`embedded`]: the private redis-server started when none answers.
 //! - [`limits`]: rate limits on sign-up, login and writes.
+//! - [`nofile`]: the open-file limit and the connection cap it allows.
 //! - [`model`], [`text`], [`password`], [`metrics`], [`error`], [`shutdown`].
 //!
 //! The pure matcher lives in the `firehose-filters` crate (`filters/`).
@@ -33,6 +34,7 @@ pub mod http;
 pub mod limits;
 pub mod metrics;
 pub mod model;
+pub mod nofile;
 pub mod password;
 pub mod serve;
 pub mod shutdown;

@@ -75,6 +75,9 @@ fn main() -> anyhow::Result<()> {
         Command::Demo(d) => d.config.log_format,
     };
     init_tracing(format);
+    if matches!(cli.command, Command::Serve(_) | Command::Worker(_)) {
+        firehose::nofile::raise_and_log();
+    }
     if let Some(problem) = allocator_problem {
         tracing::warn!("allocator options not applied, idle connections cost more: {problem}");
     }
@@ -206,6 +209,9 @@ async fn check(cfg: Config) -> anyhow::Result<()> {
         "listen: {}; key prefix: {}; replay buffer: {} events",
         cfg.listen, cfg.key_prefix, cfg.replay_maxlen
     ));
+    for warning in file_limits(&cfg, &say) {
+        say(format!("warning: {warning}"));
+    }
     if problems.is_empty() {
         say("ok: no problems found".into());
         Ok(())
@@ -215,4 +221,44 @@ async fn check(cfg: Config) -> anyhow::Result<()> {
         }
         bail!("{} problem(s) found", problems.len())
     }
+}
+
+/// Reports the open-file limit `serve` would run with (it raises the soft
+/// limit to the hard one), `somaxconn` and the connection cap they allow;
+/// returns warnings (a cap below `--max-connections`, a short accept queue).
+fn file_limits(cfg: &Config, say: &impl Fn(String)) -> Vec<String> {
+    use firehose::nofile;
+    let mut warnings = Vec::new();
+    let now = nofile::current();
+    let raised = nofile::raise().ok().map(|(_, after)| after).or(now);
+    match (now, raised) {
+        (Some(now), Some(raised)) => say(format!(
+            "open files: soft limit {} (serve raises it to {}), hard limit {}",
+            now.soft, raised.soft, raised.hard
+        )),
+        _ => say("open files: no limit reported".into()),
+    }
+    let cap = nofile::connection_cap(cfg.max_connections, raised);
+    say(format!(
+        "connections: cap {cap} (--max-connections {}; {} descriptors reserved, {} spare for health checks)",
+        cfg.max_connections,
+        nofile::RESERVED_FDS,
+        nofile::SPARE_SLOTS
+    ));
+    if cap < cfg.max_connections {
+        warnings.push(format!(
+            "the open-file limit allows {cap} connections, fewer than --max-connections {}: raise the hard limit (LimitNOFILE= in a systemd unit, ulimit -Hn, /etc/security/limits.conf)",
+            cfg.max_connections
+        ));
+    }
+    match nofile::somaxconn() {
+        Some(n) => {
+            say(format!("net.core.somaxconn: {n}"));
+            if n < 1024 {
+                warnings.push(format!("net.core.somaxconn is {n}: bursts of new connections may be dropped; set it to 4096 or more"));
+            }
+        }
+        None => say("net.core.somaxconn: unknown".into()),
+    }
+    warnings
 }

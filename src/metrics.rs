@@ -77,6 +77,11 @@ pub struct Metrics {
     pub outbox_completed: Counter,
     /// Connections refused beyond `--max-connections`.
     pub connections_refused: Counter,
+    /// The most client connections this process holds (`--max-connections`,
+    /// or less when the open-file limit allows less).
+    pub connection_cap: Gauge,
+    /// Client connections open now (streams and requests alike).
+    pub client_connections: Gauge,
     /// Home reads whose first ids came from the in-process home cache.
     pub home_cache_hits: Counter,
     /// Home heads read into the home cache over its tracking connection.
@@ -143,6 +148,8 @@ impl Metrics {
             sessions_cleaned: Counter::default(),
             outbox_completed: Counter::default(),
             connections_refused: Counter::default(),
+            connection_cap: Gauge::default(),
+            client_connections: Gauge::default(),
             home_cache_hits: Counter::default(),
             home_cache_fills: Counter::default(),
             fanout_depth: ScrapeGauge::default(),
@@ -222,7 +229,7 @@ impl Metrics {
             ),
             (
                 "firehose_connections_refused",
-                "Connections refused beyond --max-connections.",
+                "Connections refused beyond the connection cap (503, or closed when even the spare share was taken).",
                 &m.connections_refused,
             ),
             (
@@ -260,6 +267,16 @@ impl Metrics {
         for (name, help, gauge) in gauges {
             registry.register(name, help, gauge.clone());
         }
+        registry.register(
+            "firehose_connection_cap",
+            "The most client connections this process holds (--max-connections, or less when the open-file limit allows less).",
+            m.connection_cap.clone(),
+        );
+        registry.register(
+            "firehose_client_connections",
+            "Client connections open now (streams and requests alike).",
+            m.client_connections.clone(),
+        );
         registry.register(
             "firehose_stream_connections",
             "Open stream connections.",

@@ -56,7 +56,17 @@ pub async fn serve(
 ) -> io::Result<()> {
     let write_timeout = Duration::from_secs(state.cfg.write_timeout_secs.max(1));
     let grace = Duration::from_secs(state.cfg.shutdown_grace_secs);
-    let slots = Arc::new(Semaphore::new(state.cfg.max_connections.max(1)));
+    let cap = crate::nofile::connection_cap(state.cfg.max_connections, crate::nofile::current());
+    if cap < state.cfg.max_connections {
+        tracing::warn!(
+            cap,
+            max_connections = state.cfg.max_connections,
+            "the open-file limit allows fewer connections than --max-connections"
+        );
+    }
+    metrics().connection_cap.set(cap as i64);
+    let slots = Arc::new(Semaphore::new(cap));
+    let spare = Arc::new(Semaphore::new(crate::nofile::SPARE_SLOTS));
     let (done_tx, mut done_rx) = mpsc::channel::<()>(1);
     loop {
         let accepted = tokio::select! {
@@ -73,10 +83,18 @@ pub async fn serve(
             }
         };
         let _ = tcp.set_nodelay(true);
-        let Ok(slot) = slots.clone().try_acquire_owned() else {
-            inc(&metrics().connections_refused, 1);
-            tokio::spawn(refuse(tcp, write_timeout));
-            continue;
+        let (slot, beyond_cap) = match slots.clone().try_acquire_owned() {
+            Ok(slot) => (slot, false),
+            Err(_) => match spare.clone().try_acquire_owned() {
+                Ok(slot) => (slot, true),
+                Err(_) => {
+                    // Even the spare share is taken: close at once, so that
+                    // refusals cannot use up the descriptors either.
+                    inc(&metrics().connections_refused, 1);
+                    drop(tcp);
+                    continue;
+                }
+            },
         };
         let (state, router, shutdown, done) = (
             state.clone(),
@@ -91,10 +109,14 @@ pub async fn serve(
             shutdown,
             write_timeout,
         });
+        metrics().client_connections.inc();
         tokio::spawn(async move {
-            if let Some(rest) = Box::pin(connection(args)).await {
+            if beyond_cap {
+                Box::pin(beyond_the_cap(args)).await;
+            } else if let Some(rest) = Box::pin(connection(args)).await {
                 rest.await;
             }
+            metrics().client_connections.dec();
             drop((slot, done));
         });
     }
@@ -111,14 +133,48 @@ pub async fn serve(
     Ok(())
 }
 
-/// Answers a connection beyond `--max-connections`: 503 with Retry-After.
-async fn refuse(mut tcp: TcpStream, timeout: Duration) {
+/// The paths a connection beyond the cap is still served: what an
+/// orchestrator or a scraper asks a full process.
+const OPERATIONS_PATHS: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
+
+/// How long a connection beyond the cap may take to send its request head.
+const SPARE_HEAD_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Serves a connection accepted beyond the connection cap (on a spare
+/// slot): a `GET` of an operations path is answered as usual, once, then
+/// the connection closes; anything else gets 503 with Retry-After.
+async fn beyond_the_cap(args: Box<ConnArgs>) {
+    let ConnArgs {
+        mut tcp,
+        state,
+        router,
+        shutdown,
+        write_timeout,
+    } = *args;
+    let mut buf = Vec::with_capacity(1024);
+    let read = tokio::time::timeout(SPARE_HEAD_TIMEOUT, read_head(&mut tcp, &mut buf)).await;
+    let operations = match read {
+        Ok(Head::Complete(end)) => parse_head(&buf[..end]).is_some_and(|parts| {
+            parts.method == axum::http::Method::GET && OPERATIONS_PATHS.contains(&parts.uri.path())
+        }),
+        _ => false,
+    };
+    if operations {
+        let peer = tcp.peer_addr().ok().map(|a| a.ip());
+        let one = HyperConn {
+            keep_alive: false,
+            write_timeout,
+        };
+        hyper_connection(tcp, buf, peer, state, router, shutdown, one).await;
+        return;
+    }
+    inc(&metrics().connections_refused, 1);
     let err = ApiError::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "too_many_connections",
         "The server holds as many connections as it may; retry shortly.",
     );
-    write_error(&mut tcp, err, &[("retry-after", "5")], timeout).await;
+    write_error(&mut tcp, err, &[("retry-after", "5")], write_timeout).await;
 }
 
 /// Writes an error response in the contract's shape and closes.
@@ -278,7 +334,10 @@ async fn connection(args: Box<ConnArgs>) -> Option<Rest> {
             state,
             router,
             shutdown,
-            write_timeout,
+            HyperConn {
+                keep_alive: true,
+                write_timeout,
+            },
         )),
         Accepted::Done => return None,
     })
@@ -349,6 +408,14 @@ async fn accept(
     Accepted::Hyper { tcp, buf }
 }
 
+/// How hyper serves a connection.
+struct HyperConn {
+    /// Whether the connection may carry more than one request.
+    keep_alive: bool,
+    /// How long a write may stay blocked.
+    write_timeout: Duration,
+}
+
 /// Serves a connection with hyper and the router, `buf` (the bytes already
 /// read) put back in front.
 async fn hyper_connection(
@@ -358,8 +425,12 @@ async fn hyper_connection(
     state: AppState,
     router: Router,
     mut shutdown: Shutdown,
-    write_timeout: Duration,
+    how: HyperConn,
 ) {
+    let HyperConn {
+        keep_alive,
+        write_timeout,
+    } = how;
     // A client that stops reading eventually fills the socket buffers;
     // hyper then stops polling the response body, so no code above the
     // socket can notice. Failing a write blocked past the timeout closes the
@@ -385,7 +456,8 @@ async fn hyper_connection(
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(HEAD_TIMEOUT);
+        .header_read_timeout(HEAD_TIMEOUT)
+        .keep_alive(keep_alive);
     let conn = builder
         .serve_connection(TokioIo::new(io), service)
         .with_upgrades();

@@ -276,6 +276,31 @@ async fn check_and_token_talk_to_redis() {
         .unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(report.contains("generated at first start"), "{report}");
+    assert!(report.contains("open files: soft limit"), "{report}");
+    assert!(report.contains("net.core.somaxconn"), "{report}");
+    assert!(report.contains("connections: cap "), "{report}");
+    let out = Command::new(firehose_bin())
+        .args(["check", "--max-connections", "100"])
+        .args(app.redis.args())
+        .env_remove("FIREHOSE_JWT_SECRET")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("connections: cap 100 "), "{report}");
+    assert!(!report.contains("fewer than --max-connections"), "{report}");
+    // A flag beyond what the file limit allows is pointed out.
+    let out = Command::new(firehose_bin())
+        .args(["check", "--max-connections", "100000000"])
+        .args(app.redis.args())
+        .env_remove("FIREHOSE_JWT_SECRET")
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("warning: the open-file limit allows")
+            && report.contains("fewer than --max-connections 100000000"),
+        "{report}"
+    );
     let out = Command::new(firehose_bin())
         .args(["check", "--redis-url", "redis://127.0.0.1:1"])
         .output()

@@ -989,8 +989,34 @@ impl ServerProcess {
     /// Starts `firehose serve` on a free port against `redis_url` and waits
     /// until it answers /readyz.
     pub async fn serve(redis: &RedisServer, env: &[(&str, &str)]) -> ServerProcess {
+        Self::start(redis, env, None).await
+    }
+
+    /// [`ServerProcess::serve`] from a shell whose soft open-file limit is
+    /// `soft` (`ulimit -Sn`), as a login shell's often is.
+    pub async fn serve_with_soft_nofile(
+        redis: &RedisServer,
+        env: &[(&str, &str)],
+        soft: u64,
+    ) -> ServerProcess {
+        Self::start(redis, env, Some(soft)).await
+    }
+
+    async fn start(redis: &RedisServer, env: &[(&str, &str)], soft: Option<u64>) -> ServerProcess {
         let port = free_port();
-        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_firehose"));
+        let bin = env!("CARGO_BIN_EXE_firehose");
+        let mut cmd = match soft {
+            None => tokio::process::Command::new(bin),
+            Some(soft) => {
+                let mut sh = tokio::process::Command::new("sh");
+                sh.args([
+                    "-c",
+                    &format!("ulimit -Sn {soft} && exec \"$0\" \"$@\""),
+                    bin,
+                ]);
+                sh
+            }
+        };
         cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(redis.args())
             .env("FIREHOSE_JWT_SECRET", "test-secret-test-secret-test-secret")
