@@ -148,6 +148,17 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_SESSION_CACHE_TTL", default_value_t = 1.0)]
     pub session_cache_ttl: f64,
 
+    /// Milliseconds added to this process's clock when it makes status ids
+    /// (tests run processes whose clocks differ; hidden from --help).
+    #[arg(
+        long,
+        env = "FIREHOSE_CLOCK_OFFSET_MS",
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        hide = true
+    )]
+    pub clock_offset_ms: i64,
+
     /// Largest request body, in bytes.
     #[arg(long, env = "FIREHOSE_BODY_LIMIT", default_value_t = 256 * 1024)]
     pub body_limit: usize,

@@ -128,7 +128,7 @@ async fn post(
             lon + rng.random_range(-0.2..0.2),
         )
     });
-    let sid = store.next_status_id().await?;
+    let (sid, posted) = store.next_status_id().await?;
     let status = Status {
         id: sid.to_string(),
         uid: uid.to_string(),
@@ -140,7 +140,7 @@ async fn post(
         audience: None,
         counts: Default::default(),
         message: msg,
-        posted: now(),
+        posted,
         lat: coords.map(|c| c.0),
         lon: coords.map(|c| c.1),
         reply_to: None,

@@ -104,6 +104,11 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound(what) => ApiError::not_found(format!("No such {what}.")),
             StoreError::Conflict(code, msg) => ApiError::conflict(code, msg),
             StoreError::Forbidden(msg) => ApiError::forbidden(msg),
+            StoreError::Invalid(code, msg) => ApiError::invalid(code, msg),
+            StoreError::Unavailable(msg) => {
+                tracing::warn!(error = %msg, "store unavailable");
+                ApiError::unavailable()
+            }
             StoreError::Redis(err) => {
                 tracing::warn!(error = %err, "redis unavailable");
                 ApiError::unavailable()

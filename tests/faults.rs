@@ -124,7 +124,232 @@ async fn a_server_killed_mid_burst_leaves_its_fanout_to_the_next_process() {
         "{stored} stored at the kill, {owed} owed, {stored_after} after"
     );
     assert_eq!(missing, 0);
+    // Paged by max_id and by page, the profile and a follower's home show
+    // every stored status once, newest first (outbox-completed ones too).
+    let stored: std::collections::HashSet<String> =
+        profile_ids(&app, &author).into_iter().collect();
+    let fan_token = app.operator_token(&fans[0].to_string(), &["read"]).await;
+    for (path, token) in [
+        (format!("/api/v1/users/{author}/statuses"), &token),
+        ("/api/v1/timelines/home".to_string(), &fan_token),
+    ] {
+        let by_max_id = read_by_max_id(&http, &second.url(&path), token).await;
+        let by_page = read_by_page(&http, &second.url(&path), token).await;
+        assert_eq!(by_max_id, by_page, "{path}");
+        once_newest_first(&by_max_id, &path);
+        assert_eq!(each_once(&by_max_id, &path), stored, "{path}");
+    }
     second.kill9().await;
+}
+
+/// A timeline read to its end by `max_id` (each page from the last id
+/// shown, which comes again first and is dropped), `count` at a time.
+async fn read_by_max_id(http: &reqwest::Client, url: &str, token: &str) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    loop {
+        let page_url = match seen.last() {
+            None => format!("{url}?count=20"),
+            Some(last) => format!("{url}?count=20&max_id={last}"),
+        };
+        let page = timeline_page(http, &page_url, token).await;
+        let fresh: Vec<String> = match seen.last() {
+            Some(last) if page.first() == Some(last) => page[1..].to_vec(),
+            _ => page,
+        };
+        if fresh.is_empty() {
+            return seen;
+        }
+        seen.extend(fresh);
+    }
+}
+
+/// A timeline read to its end by `page`.
+async fn read_by_page(http: &reqwest::Client, url: &str, token: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    for page in 1.. {
+        let ids = timeline_page(http, &format!("{url}?count=20&page={page}"), token).await;
+        if ids.is_empty() {
+            break;
+        }
+        seen.extend(ids);
+    }
+    seen
+}
+
+async fn timeline_page(http: &reqwest::Client, url: &str, token: &str) -> Vec<String> {
+    let r = http.get(url).bearer_auth(token).send().await.unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::OK, "{url}");
+    let body: serde_json::Value = r.json().await.unwrap();
+    body.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Panics unless `ids` holds each id once, newest (largest) first.
+fn once_newest_first(ids: &[String], what: &str) {
+    let nums: Vec<u64> = ids.iter().map(|i| i.parse().unwrap()).collect();
+    let bad = nums.windows(2).filter(|w| w[0] <= w[1]).count();
+    assert_eq!(bad, 0, "{what}: {bad} neighbours out of order or repeated");
+}
+
+/// Panics unless `ids` holds each id once.
+fn each_once(ids: &[String], what: &str) -> std::collections::HashSet<String> {
+    let set: std::collections::HashSet<String> = ids.iter().cloned().collect();
+    assert_eq!(
+        set.len(),
+        ids.len(),
+        "{what}: {} repeated",
+        ids.len() - set.len()
+    );
+    set
+}
+
+/// Posts `n` statuses as `token` on `conns` connections at once, spread
+/// over `bases` in turn; returns the ids answered.
+async fn post_burst(
+    bases: &[String],
+    token: &str,
+    n: usize,
+    conns: usize,
+    tag: &str,
+) -> Vec<String> {
+    let http = reqwest::Client::new();
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let req = http
+                .post(format!("{}/api/v1/statuses", bases[i % bases.len()]))
+                .bearer_auth(token)
+                .json(&json!({"message": format!("#{tag} @pgreader {i}")}));
+            async move {
+                let r = req.send().await.unwrap();
+                assert_eq!(r.status(), reqwest::StatusCode::CREATED);
+                let s: serde_json::Value = r.json().await.unwrap();
+                s["id"].as_str().unwrap().to_string()
+            }
+        })
+        .buffer_unordered(conns)
+        .collect()
+        .await
+}
+
+/// Likes each status as `token`, `conns` at once; the likes in like order.
+async fn like_burst(base: &str, token: &str, ids: &[String], conns: usize) {
+    let http = reqwest::Client::new();
+    futures::stream::iter(ids)
+        .map(|id| {
+            let req = http
+                .post(format!("{base}/api/v1/statuses/{id}/like"))
+                .bearer_auth(token);
+            async move { assert_eq!(req.send().await.unwrap().status(), reqwest::StatusCode::OK) }
+        })
+        .buffer_unordered(conns)
+        .collect::<Vec<()>>()
+        .await;
+}
+
+#[tokio::test]
+async fn timelines_paged_while_two_skewed_servers_write_skip_and_repeat_nothing() {
+    // Two processes whose clocks differ by 80 ms, one author posting on 12
+    // connections and three more into one home: the case where an id
+    // counter and a clock used to disagree.
+    let app = TestApp::start().await;
+    let ahead = ServerProcess::serve(&app.redis, &[("FIREHOSE_CLOCK_OFFSET_MS", "40")]).await;
+    let behind = ServerProcess::serve(&app.redis, &[("FIREHOSE_CLOCK_OFFSET_MS", "-40")]).await;
+    let bases = vec![ahead.url(""), behind.url("")];
+    let (reader, rtok) = app.user("pgreader").await;
+    let (author, atok) = app.user("pgauthor").await;
+    app.follow(&rtok, &author).await;
+    let mut others = Vec::new();
+    for i in 0..3 {
+        let (id, token) = app.user(&format!("pgother{i}")).await;
+        app.follow(&rtok, &id).await;
+        others.push(token);
+    }
+    let burst = |n_author: usize, n_other: usize| {
+        let mut all = vec![post_burst(&bases, &atok, n_author, 12, "pgtag")];
+        for token in &others {
+            all.push(post_burst(&bases, token, n_other, 4, "pgtag"));
+        }
+        futures::future::join_all(all)
+    };
+    let first: Vec<String> = burst(240, 40).await.concat();
+    like_burst(&bases[0], &rtok, &first[..120], 8).await;
+    drained(&app).await;
+    let timelines = [
+        format!("/api/v1/users/{author}/statuses"),
+        "/api/v1/timelines/home".to_string(),
+        "/api/v1/timelines/mentions".to_string(),
+        "/api/v1/timelines/tag/pgtag".to_string(),
+        format!("/api/v1/users/{reader}/likes"),
+    ];
+    // What each timeline held when the reading began.
+    let http = reqwest::Client::new();
+    let mut before = Vec::new();
+    for path in &timelines {
+        let ids = read_by_page(&http, &format!("{}{path}", bases[0]), &rtok).await;
+        before.push(each_once(&ids, path));
+    }
+    // Read every timeline by max_id on both processes while the writers
+    // (and a liker) go on.
+    let writing = async {
+        let more = burst(120, 20).await.concat();
+        like_burst(&bases[1], &rtok, &more[..60], 8).await;
+        more
+    };
+    let reading = async {
+        let mut read = Vec::new();
+        for (i, path) in timelines.iter().enumerate() {
+            let base = &bases[i % 2];
+            read.push(read_by_max_id(&http, &format!("{base}{path}"), &rtok).await);
+        }
+        read
+    };
+    let (second, read) = tokio::join!(writing, reading);
+    for ((path, ids), existed) in timelines.iter().zip(&read).zip(&before) {
+        let seen = each_once(ids, path);
+        let skipped = existed.difference(&seen).count();
+        println!(
+            "{path}: {} read by max_id during writes, {skipped} of {} skipped",
+            ids.len(),
+            existed.len()
+        );
+        assert_eq!(skipped, 0, "{path}: entries that existed were skipped");
+        if !path.ends_with("/likes") {
+            once_newest_first(ids, path);
+        }
+    }
+    drained(&app).await;
+    // Once the writes are over: by max_id and by page, the same entries.
+    let all: std::collections::HashSet<String> = first.iter().chain(&second).cloned().collect();
+    for (i, path) in timelines.iter().enumerate() {
+        let url = format!("{}{path}", bases[i % 2]);
+        let by_max_id = read_by_max_id(&http, &url, &rtok).await;
+        let by_page = read_by_page(&http, &url, &rtok).await;
+        assert_eq!(by_max_id, by_page, "{path}: max_id and page read the same");
+        let set = each_once(&by_max_id, path);
+        assert!(set.is_subset(&all), "{path}");
+        if path.ends_with("/likes") {
+            assert_eq!(set.len(), 180, "{path}");
+        } else {
+            once_newest_first(&by_max_id, path);
+        }
+    }
+    let profile = read_by_page(&http, &format!("{}{}", bases[0], timelines[0]), &rtok).await;
+    assert_eq!(
+        profile.len(),
+        360,
+        "every status the author was answered 201 for"
+    );
+    let home = read_by_page(&http, &format!("{}{}", bases[1], timelines[1]), &rtok).await;
+    assert_eq!(
+        each_once(&home, "home"),
+        all,
+        "every status reached the home"
+    );
+    ahead.kill9().await;
+    behind.kill9().await;
 }
 
 #[tokio::test]
@@ -239,38 +464,115 @@ async fn an_incomplete_request_head_gets_408_and_is_closed() {
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
 
+/// Sends one request on a new connection and reads the answer to the close.
+async fn ask_once(addr: std::net::SocketAddr, request: &str) -> String {
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    socket.write_all(request.as_bytes()).await.unwrap();
+    read_to_close(&mut socket, Duration::from_secs(10))
+        .await
+        .expect("answered and closed")
+}
+
 #[tokio::test]
-async fn connections_beyond_the_cap_get_503_with_retry_after() {
+async fn connections_beyond_the_cap_get_503_and_health_still_answers() {
     let app = TestApp::start_with(|c| c.max_connections = 3).await;
     let mut held = Vec::new();
     for _ in 0..3 {
         held.push(tokio::net::TcpStream::connect(app.addr).await.unwrap());
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let mut extra = tokio::net::TcpStream::connect(app.addr).await.unwrap();
-    extra
-        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
-    let answer = read_to_close(&mut extra, Duration::from_secs(5))
-        .await
-        .expect("answered at once");
+    // (Metrics are per process and tests share one: wait for the refusal
+    // itself rather than a gauge.)
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let answer = loop {
+        let answer = ask_once(app.addr, "GET /api/v1/users/1 HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        if answer.starts_with("HTTP/1.1 503") || std::time::Instant::now() > deadline {
+            break answer;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
     assert!(
         answer.to_ascii_lowercase().contains("retry-after: "),
         "{answer}"
     );
     assert!(answer.contains("\"too_many_connections\""), "{answer}");
+    // The operations paths answer a full process, once per connection.
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n");
+        let answer = ask_once(app.addr, &request).await;
+        assert!(
+            answer.starts_with("HTTP/1.1 200"),
+            "{path} at the cap: {answer}"
+        );
+        if path == "/metrics" {
+            assert!(answer.contains("firehose_connection_cap "), "{answer}");
+        }
+    }
+    let answer = ask_once(app.addr, "POST /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+    assert!(
+        answer.starts_with("HTTP/1.1 503"),
+        "only GETs of operations paths: {answer}"
+    );
+    assert!(app.metric("firehose_connections_refused_total").await >= 2.0);
     // A slot freed is a slot usable again.
     drop(held);
     app.eventually("a freed slot serves again", || async {
         app.http
-            .get(app.url("/healthz"))
+            .get(app.url("/api/v1/users/1"))
             .send()
             .await
-            .is_ok_and(|r| r.status() == reqwest::StatusCode::OK)
+            .is_ok_and(|r| r.status() == reqwest::StatusCode::NOT_FOUND)
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_server_started_under_a_soft_file_limit_of_1024_serves_past_it() {
+    // This process holds the clients' ends: it needs more than 1,024 too.
+    let _ = firehose::nofile::raise();
+    let app = TestApp::start().await;
+    let server = ServerProcess::serve_with_soft_nofile(&app.redis, &[], 1024).await;
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", server.port).parse().unwrap();
+    // 1,500 kept-alive connections, each having had one answer.
+    let mut held = Vec::new();
+    for i in 0..1500 {
+        let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+        socket
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut got = [0u8; 512];
+        let n = tokio::time::timeout(Duration::from_secs(10), async {
+            use tokio::io::AsyncReadExt;
+            socket.read(&mut got).await
+        })
+        .await
+        .unwrap_or_else(|_| panic!("connection {i} was answered"))
+        .unwrap();
+        assert!(got[..n].starts_with(b"HTTP/1.1 200"), "connection {i}");
+        held.push(socket);
+    }
+    let metrics = reqwest::get(server.url("/metrics"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let open: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("firehose_client_connections "))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    println!("open client connections under a soft limit of 1024: {open}");
+    assert!(open >= 1500.0, "{open} connections open");
+    let cap: f64 = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("firehose_connection_cap "))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(cap > 1500.0, "the cap follows the raised limit: {cap}");
+    drop(held);
+    server.kill9().await;
 }
 
 #[tokio::test]

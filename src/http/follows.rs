@@ -5,7 +5,7 @@ use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, User};
 use crate::state::AppState;
-use crate::store::follows::{FollowList, IdPage};
+use crate::store::follows::{Cursor, FollowList, IdPage};
 use crate::store::requests::Requests;
 use crate::store::{Store, StoreError};
 use axum::extract::{Path, Query, State};
@@ -43,7 +43,7 @@ async fn request_list(
     let (cursor, count) = user_paging(&q)?;
     let page = state
         .store
-        .request_page(auth.uid, which, cursor, count)
+        .request_page(auth.uid, which, &cursor, count)
         .await?;
     UserPage::of(&state, page).await
 }
@@ -282,12 +282,12 @@ pub async fn destroy_many(
 
 /// Parses the paging of a list of users: `cursor` (default 0) and `count`
 /// (1-200, default 20); no other parameter.
-pub fn user_paging(q: &HashMap<String, String>) -> ApiResult<(u64, usize)> {
+pub fn user_paging(q: &HashMap<String, String>) -> ApiResult<(Cursor, usize)> {
     super::known_params(q, &["count", "cursor"])?;
     let count = super::timelines::count_param(q, 20)?;
     let cursor = match q.get("cursor").map(String::as_str) {
-        None => 0,
-        Some(c) => super::timelines::uint(c).ok_or_else(|| {
+        None => Cursor::Start,
+        Some(c) => Cursor::parse(c).ok_or_else(|| {
             ApiError::invalid("invalid_cursor", "cursor must come from next_cursor.")
         })?,
     };
@@ -308,7 +308,7 @@ impl UserPage {
     pub async fn of(state: &AppState, page: IdPage) -> ApiResult<Json<UserPage>> {
         Ok(Json(UserPage {
             users: state.store.users(&page.ids).await?,
-            next_cursor: page.next_cursor.map(|c| c.to_string()),
+            next_cursor: page.next_cursor,
         }))
     }
 }
@@ -324,7 +324,7 @@ async fn list(
     if !state.store.user_exists(uid).await? {
         return Err(ApiError::not_found("No such user."));
     }
-    let page = state.store.follow_page(uid, which, cursor, count).await?;
+    let page = state.store.follow_page(uid, which, &cursor, count).await?;
     UserPage::of(&state, page).await
 }
 

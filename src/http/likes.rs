@@ -79,7 +79,7 @@ pub async fn liked_by(
     let sid = path_id(&id, "status")?;
     let (cursor, count) = user_paging(&q)?;
     visible(&state, viewer.as_ref(), sid).await?;
-    let page = state.store.likers(sid, cursor, count).await?;
+    let page = state.store.likers(sid, &cursor, count).await?;
     UserPage::of(&state, page).await
 }
 

@@ -195,7 +195,7 @@ fn object_params(params: Params) -> Option<(&'static str, &'static str, Value)> 
                 "type": "object", "additionalProperties": false,
                 "properties": {
                     "count": count(20),
-                    "cursor": {"type": "integer", "minimum": 0, "maximum": U64_MAX, "description": "next_cursor of the previous page."},
+                    "cursor": {"type": "string", "pattern": "^([0-9]{1,19}|-?[0-9]{1,20}(\\.[0-9]{1,20})?_[0-9]{1,19})$", "description": "next_cursor of the previous page (the place of its last entry)."},
                 },
             }),
         )),

@@ -5,6 +5,7 @@ use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, Status};
 use crate::state::AppState;
+use crate::store::follows::Cursor;
 use crate::store::statuses::{PostOptions, Posted};
 use crate::store::StoreError;
 use crate::text;
@@ -73,13 +74,13 @@ pub async fn repost(
     }
     let store = state.store.clone();
     let outcome = detached(async move {
-        let sid = store.next_status_id().await?;
+        let (sid, posted) = store.next_status_id().await?;
         let status = Status {
             id: sid.to_string(),
             uid: auth.uid.to_string(),
             login: auth.login.clone(),
             message: String::new(),
-            posted: now(),
+            posted,
             lat: None,
             lon: None,
             reply_to: None,
@@ -189,13 +190,20 @@ pub async fn context(
     let cached: Vec<_> = found.into_iter().filter_map(|(_, s)| s).collect();
     let shown = state.store.shown(cached).await?;
     let mut shown = super::timelines::only_visible(&state, viewer.as_ref(), shown).await?;
-    shown.sort_by(|a, b| {
-        let id = |s: &crate::store::statuses::Shown| s.0.status.id.parse::<u64>().unwrap_or(0);
-        id(a).cmp(&id(b))
-    });
-    let start = (cursor as usize).min(shown.len());
+    shown.sort_by_key(|s| s.0.status.id.parse::<u64>().unwrap_or(0));
+    // Descendants are in id order, so a page starts after the last id
+    // shown: replies posted or deleted meanwhile move nothing across it.
+    let sid_of = |s: &crate::store::statuses::Shown| s.0.status.id.parse::<u64>().unwrap_or(0);
+    let start = match cursor {
+        Cursor::Start => 0,
+        Cursor::Offset(n) => (n as usize).min(shown.len()),
+        Cursor::After { member, .. } => shown.partition_point(|s| sid_of(s) <= member),
+    };
     let end = (start + count).min(shown.len());
-    let next_cursor = (end < shown.len()).then(|| end.to_string());
+    let next_cursor = (end < shown.len())
+        .then(|| shown[end - 1..end].first().map(sid_of))
+        .flatten()
+        .map(|last| format!("{last}_{last}"));
     let descendants = shown[start..end]
         .iter()
         .map(|(s, counts)| s.with_counts(*counts))
@@ -360,7 +368,7 @@ async fn publish(
             }
         }
     }
-    let sid = state.store.next_status_id().await?;
+    let (sid, posted) = state.store.next_status_id().await?;
     let status = Status {
         id: sid.to_string(),
         uid: auth.uid.to_string(),
@@ -372,7 +380,7 @@ async fn publish(
         audience,
         counts: Default::default(),
         message: body.message,
-        posted: now(),
+        posted,
         lat: body.lat,
         lon: body.lon,
         reply_to,

@@ -5,6 +5,7 @@
 //! Each step touches one user's keys only, and any step may be retried.
 
 use super::outbox::Op;
+pub use super::paging::{Cursor, IdPage};
 use super::{parse_id, Store, StoreError, StoreResult};
 use redis::AsyncCommands;
 
@@ -15,16 +16,6 @@ pub enum FollowList {
     Followers,
     /// Whom the user follows.
     Following,
-}
-
-/// One page of a list of user ids (followers, following, likers, follow
-/// requests), oldest first.
-#[derive(Debug, Clone)]
-pub struct IdPage {
-    /// User ids.
-    pub ids: Vec<u64>,
-    /// Offset of the next page, if there is one.
-    pub next_cursor: Option<u64>,
 }
 
 impl Store {
@@ -74,7 +65,7 @@ impl Store {
         &self,
         uid: u64,
         list: FollowList,
-        cursor: u64,
+        cursor: &Cursor,
         count: usize,
     ) -> StoreResult<IdPage> {
         let key = match list {
@@ -82,28 +73,5 @@ impl Store {
             FollowList::Following => self.keys.following(uid),
         };
         self.id_page(&key, cursor, count).await
-    }
-
-    /// A page of a ZSET of user ids, in score order: `count` from offset
-    /// `cursor`.
-    pub(crate) async fn id_page(
-        &self,
-        key: &str,
-        cursor: u64,
-        count: usize,
-    ) -> StoreResult<IdPage> {
-        let mut conn = self.conn();
-        let start = cursor.min(isize::MAX as u64 / 2) as isize;
-        let ids: Vec<String> = conn.zrange(key, start, start + count as isize).await?;
-        let more = ids.len() > count;
-        let ids = ids
-            .iter()
-            .take(count)
-            .map(|s| parse_id(s))
-            .collect::<StoreResult<Vec<u64>>>()?;
-        Ok(IdPage {
-            next_cursor: more.then(|| cursor + count as u64),
-            ids,
-        })
     }
 }

@@ -34,9 +34,10 @@ impl Keys {
     pub fn next_uid(&self) -> String {
         format!("{}:{{g}}:next_uid", self.prefix)
     }
-    /// Counter for status ids.
-    pub fn next_sid(&self) -> String {
-        format!("{}:{{g}}:next_sid", self.prefix)
+    /// STRING: the lease on status-id instance number `n` (the holder's
+    /// token, expiring), in a slot of its own.
+    pub fn id_instance(&self, n: u64) -> String {
+        format!("{}:{{ids}}:instance:{n}", self.prefix)
     }
     /// Counter for outbox op numbers (also the sequence of follow and like
     /// changes).

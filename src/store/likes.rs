@@ -1,7 +1,7 @@
 //! Likes: like and unlike (idempotent), who likes a status.
 
-use super::follows::IdPage;
 use super::outbox::Op;
+use super::paging::{Cursor, IdPage};
 use super::{Store, StoreResult};
 use crate::model::now;
 
@@ -30,8 +30,8 @@ impl Store {
         self.run_like(&owed).await
     }
 
-    /// Who likes a status, oldest like first, `count` from offset `cursor`.
-    pub async fn likers(&self, sid: u64, cursor: u64, count: usize) -> StoreResult<IdPage> {
+    /// Who likes a status, oldest like first, `count` from `cursor`.
+    pub async fn likers(&self, sid: u64, cursor: &Cursor, count: usize) -> StoreResult<IdPage> {
         self.id_page(&self.keys.likers(sid), cursor, count).await
     }
 }

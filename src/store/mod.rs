@@ -6,7 +6,9 @@
 //! - [`statuses`]: post, delete, read, timelines.
 //! - [`follows`]: follow and unfollow as idempotent per-user steps.
 //! - [`fanout`]: the durable fan-out queue and its batches.
+//! - [`ids`]: status ids built from time (snowflakes) and their instance lease.
 //! - [`likes`]: likes and who likes a status.
+//! - [`paging`]: pages of timelines and cursors over lists of users.
 //! - [`leases`]: the per-user concurrent-stream slots, leased.
 //! - [`events`]: the replay buffer (reading history) and event emission.
 //! - [`home_cache`]: the heads of home timelines in process, kept true by
@@ -21,10 +23,12 @@ pub mod events;
 pub mod fanout;
 pub mod follows;
 pub mod home_cache;
+pub mod ids;
 pub mod keys;
 pub mod leases;
 pub mod likes;
 pub mod outbox;
+pub mod paging;
 pub mod requests;
 pub mod sessions;
 pub mod social;
@@ -51,6 +55,12 @@ pub enum StoreError {
     /// The caller may not do this.
     #[error("{0}")]
     Forbidden(String),
+    /// The request names something the store cannot serve: code and message.
+    #[error("{1}")]
+    Invalid(&'static str, String),
+    /// The store cannot serve now for a reason of its own (retry later).
+    #[error("{0}")]
+    Unavailable(String),
     /// Redis could not be reached or failed.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
@@ -88,6 +98,8 @@ pub struct Scripts {
     pub(crate) like: Script,
     pub(crate) stream_lease: Script,
     pub(crate) home_ids: Script,
+    pub(crate) lease_renew: Script,
+    pub(crate) page_from: Script,
 }
 
 impl Scripts {
@@ -116,6 +128,8 @@ impl Scripts {
             like: Script::new(include_str!("lua/like.lua")),
             stream_lease: Script::new(include_str!("lua/stream_lease.lua")),
             home_ids: Script::new(include_str!("lua/home_ids.lua")),
+            lease_renew: Script::new(include_str!("lua/lease_renew.lua")),
+            page_from: Script::new(include_str!("lua/page_from.lua")),
         }
     }
 }
@@ -137,6 +151,8 @@ pub struct Store {
     pub(crate) counts_cache: Arc<cache::CountsCache>,
     pub(crate) session_cache: Arc<cache::SessionCache>,
     pub(crate) home_cache: home_cache::HomeCache,
+    /// Status ids (a process's instance lease and sequence).
+    pub(crate) ids: Arc<ids::IdGen>,
 }
 
 /// Where Redis is: one server, or the seed nodes of a cluster.
@@ -203,6 +219,7 @@ impl Store {
                 cfg.session_cache_ttl.clamp(0.0, 3600.0),
             ))),
             home_cache: homes,
+            ids: Arc::new(ids::IdGen::new(cfg.clock_offset_ms)),
         })
     }
 

@@ -1,8 +1,8 @@
 //! Follow requests to private accounts: asked, listed, authorized, rejected
 //! or cancelled.
 
-use super::follows::IdPage;
 use super::outbox::Op;
+use super::paging::{Cursor, IdPage};
 use super::{Store, StoreResult};
 use crate::model::now;
 use redis::AsyncCommands;
@@ -52,7 +52,7 @@ impl Store {
         &self,
         uid: u64,
         which: Requests,
-        cursor: u64,
+        cursor: &Cursor,
         count: usize,
     ) -> StoreResult<IdPage> {
         let key = match which {

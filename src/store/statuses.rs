@@ -2,6 +2,7 @@
 
 use super::cache::CachedStatus;
 use super::outbox::{Begun, Op, Owed, PostEnd};
+pub use super::paging::Page;
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::{Counts, Status, HOME_CAP};
 use redis::AsyncCommands;
@@ -53,15 +54,6 @@ pub enum Posted {
     Reposted(u64),
 }
 
-/// Which page of a timeline to read.
-#[derive(Debug, Clone, Copy)]
-pub enum Page {
-    /// 1-based page of `count` entries.
-    Number(u64),
-    /// Entries with ids at most this one.
-    MaxId(u64),
-}
-
 /// A status as answered: its cached part and its current counts.
 pub type Shown = (Arc<CachedStatus>, Counts);
 
@@ -81,12 +73,6 @@ pub enum Timeline {
 }
 
 impl Store {
-    /// A fresh status id.
-    pub async fn next_status_id(&self) -> StoreResult<u64> {
-        let mut conn = self.conn();
-        Ok(conn.incr(self.keys.next_sid(), 1).await?)
-    }
-
     /// Stores a status whose id came from [`Store::next_status_id`], emits its
     /// events and fans it out (a chain of single-slot steps driven from the
     /// outbox: see `outbox`). With an idempotency key already used by this
@@ -370,6 +356,83 @@ impl Store {
         self.shown(page).await
     }
 
+    /// Up to `count` ids of a timeline scored by `posted`, newest first,
+    /// from `max` down. A snowflake's `posted` is in the id itself (see
+    /// `ids`), so the page starts at that score whether or not `max` is
+    /// still in the timeline; ties on the score (one millisecond) are in id
+    /// order, and those above `max` are stepped over. An id of the old
+    /// counter starts at its entry's score (or its status's `posted`).
+    async fn ids_up_to(&self, key: &str, max: u64, count: usize) -> StoreResult<Vec<String>> {
+        let mut conn = self.conn();
+        let upper = match super::ids::posted_of(max) {
+            Some(posted) => posted.to_string(),
+            None => {
+                let score: Option<f64> = conn.zscore(key, max).await?;
+                match score {
+                    Some(s) => s.to_string(),
+                    None => match self.status(max).await {
+                        Ok(s) => s.posted.to_string(),
+                        Err(StoreError::NotFound(_)) => "+inf".to_string(),
+                        Err(e) => return Err(e),
+                    },
+                }
+            }
+        };
+        let mut kept = Vec::with_capacity(count);
+        let mut offset = 0;
+        loop {
+            let batch = count + 16;
+            let raw: Vec<String> = redis::cmd("ZRANGE")
+                .arg(key)
+                .arg(&upper)
+                .arg("-inf")
+                .arg("BYSCORE")
+                .arg("REV")
+                .arg("LIMIT")
+                .arg(offset)
+                .arg(batch)
+                .query_async(&mut conn)
+                .await?;
+            let n = raw.len();
+            kept.extend(
+                raw.into_iter()
+                    .filter(|id| id.parse::<u64>().is_ok_and(|id| id <= max))
+                    .take(count - kept.len()),
+            );
+            if kept.len() >= count || n < batch {
+                return Ok(kept);
+            }
+            offset += n;
+        }
+    }
+
+    /// Up to `count` ids of a user's likes from the like of `max` on, in
+    /// like order (newest first): likes are not in id order, so the page
+    /// starts at `max`'s place in the list, read in one script. A `max` no
+    /// longer in the list (unliked meanwhile) cannot be placed: the page is
+    /// then the likes of statuses with ids up to `max`, from the newest
+    /// 1,000 likes.
+    async fn likes_from(&self, key: &str, max: u64, count: usize) -> StoreResult<Vec<String>> {
+        let mut conn = self.conn();
+        let ids: Option<Vec<String>> = self
+            .scripts
+            .page_from
+            .key(key)
+            .arg(max)
+            .arg(count)
+            .invoke_async(&mut conn)
+            .await?;
+        if let Some(ids) = ids {
+            return Ok(ids);
+        }
+        let newest: Vec<String> = conn.zrevrange(key, 0, 999).await?;
+        Ok(newest
+            .into_iter()
+            .filter(|id| id.parse::<u64>().is_ok_and(|id| id <= max))
+            .take(count)
+            .collect())
+    }
+
     /// A page of a timeline, newest first. Ids whose status has gone (a
     /// delete that raced a fan-out) are dropped from the timeline on the way.
     pub async fn timeline(
@@ -394,34 +457,10 @@ impl Store {
                 conn.zrevrange(&key, start, start + count as isize - 1)
                     .await?
             }
-            Page::MaxId(max) => {
-                // Scores are posting times; ids grow with them, so start from the
-                // score of the newest entry not above `max` and filter by id.
-                let score: Option<f64> = conn.zscore(&key, max).await?;
-                let upper = match score {
-                    Some(s) => s.to_string(),
-                    None => match self.status(max).await {
-                        Ok(s) => s.posted.to_string(),
-                        Err(StoreError::NotFound(_)) => "+inf".to_string(),
-                        Err(e) => return Err(e),
-                    },
-                };
-                let raw: Vec<String> = redis::cmd("ZRANGE")
-                    .arg(&key)
-                    .arg(upper)
-                    .arg("-inf")
-                    .arg("BYSCORE")
-                    .arg("REV")
-                    .arg("LIMIT")
-                    .arg(0)
-                    .arg(count + 64)
-                    .query_async(&mut conn)
-                    .await?;
-                raw.into_iter()
-                    .filter(|id| id.parse::<u64>().is_ok_and(|id| id <= max))
-                    .take(count)
-                    .collect()
+            Page::MaxId(max) if matches!(which, Timeline::Likes(_)) => {
+                self.likes_from(&key, max, count).await?
             }
+            Page::MaxId(max) => self.ids_up_to(&key, max, count).await?,
         };
         let ids: Vec<u64> = ids.iter().filter_map(|s| s.parse().ok()).collect();
         let found = self.statuses(&ids).await?;

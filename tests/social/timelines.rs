@@ -64,13 +64,13 @@ async fn home_timelines_keep_the_newest_1000() {
     // Seed 1005 statuses straight through the store (posting over HTTP would be slow).
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
     for i in 0..1005 {
-        let sid = store.next_status_id().await.unwrap();
+        let (sid, posted) = store.next_status_id().await.unwrap();
         let status = firehose::model::Status {
             id: sid.to_string(),
             uid: id.clone(),
             login: "prolific".into(),
             message: format!("n{i}"),
-            posted: firehose::model::now(),
+            posted,
             lat: None,
             lon: None,
             reply_to: None,
