@@ -20,7 +20,6 @@ use bytes::{BufMut, Bytes, BytesMut};
 use clap::{Parser, ValueEnum};
 use firehose::config::Config;
 use firehose::store::Store;
-use futures::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -114,7 +113,7 @@ async fn main() -> anyhow::Result<()> {
     cfg.redis_url = Some(args.redis_url.clone());
     cfg.key_prefix = args.key_prefix.clone();
     let store = Store::open(&args.redis_url, &cfg)?;
-    let mut events = store.subscribe_events().await?.into_on_message();
+    let mut events = store.subscribe_events().await?.messages;
     let listener = TcpListener::bind(&args.listen).await?;
     println!("floor ({:?}) on {}", args.transport, args.listen);
     let (ready_tx, mut ready) = mpsc::unbounded_channel::<TcpStream>();
@@ -136,7 +135,8 @@ async fn main() -> anyhow::Result<()> {
             Some(tcp) = ready.recv() => sockets.push(tcp),
             msg = events.next() => {
                 let Some(msg) = msg else { break };
-                let frame = encode(msg.get_payload_bytes(), transport);
+                let Some(payload) = msg else { continue };
+                let frame = encode(payload.as_bytes(), transport);
                 // One write per socket; a socket that would block (or
                 // wrote part of the frame) is dropped: the floor never queues.
                 sockets.retain(|s| matches!(s.try_write(&frame), Ok(n) if n == frame.len()));

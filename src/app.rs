@@ -7,7 +7,7 @@ use crate::password::Passwords;
 use crate::shutdown::{self, Shutdown};
 use crate::state::{AppState, Shared};
 use crate::store::Store;
-use crate::stream::limits::StreamLimits;
+use crate::stream::stream_limits::StreamLimits;
 use crate::stream::Hub;
 use crate::workers;
 use anyhow::Context;
@@ -74,12 +74,12 @@ pub async fn run(
         hub,
         passwords: Passwords::default(),
         limits: limits.clone(),
-        rate: Arc::new(crate::limits::Limits::new(&cfg)),
+        rate: Arc::new(crate::rate_limits::Limits::new(&cfg)),
         shutdown: shutdown.clone(),
     });
     let app = http::router(state.clone());
     tracing::info!(addr = %listener.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()), "listening");
-    crate::serve::serve(listener, state, app, shutdown.clone()).await?;
+    crate::serve::accept_loop(listener, state, app, shutdown.clone()).await?;
     for task in tasks {
         let _ = task.await;
     }

@@ -352,11 +352,11 @@ impl Event {
 mod id_string {
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(id)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
         text.parse().map_err(D::Error::custom)
     }

@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::password::Passwords;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
-use crate::stream::limits::StreamLimits;
+use crate::stream::stream_limits::StreamLimits;
 use crate::stream::Hub;
 use std::sync::Arc;
 
@@ -46,7 +46,7 @@ pub struct Shared {
     /// Concurrent streams per user.
     pub limits: Arc<StreamLimits>,
     /// Rate limits on sign-up, login and writes.
-    pub rate: Arc<crate::limits::Limits>,
+    pub rate: Arc<crate::rate_limits::Limits>,
     /// The shutdown signal.
     pub shutdown: Shutdown,
 }

@@ -632,12 +632,14 @@ async fn streams_survive_a_redis_restart() {
 
 #[tokio::test]
 async fn the_hub_warns_at_80_percent_and_refuses_at_the_bound() {
-    use firehose::stream::hub::{Conn, Delivery};
+    use firehose::stream::hub::ClientConn as Conn;
+    use firehose::stream::queue::Delivery;
     let far = tokio::time::Instant::now() + Duration::from_secs(3600);
     let conn = Conn::new(1, 1, "s".into(), 10, far);
-    let frame = match firehose::stream::frame::parse(r#"{"id":"1-0","type":"ping","at":1}"#) {
-        Some(firehose::stream::frame::Incoming::Event(f)) => f,
-        _ => panic!("parse"),
+    let Some(firehose::stream::frame::Incoming::Event(frame)) =
+        firehose::stream::frame::parse(r#"{"id":"1-0","type":"ping","at":1}"#)
+    else {
+        panic!("parse")
     };
     let mut accepted = 0;
     while conn.offer(Delivery::Event(frame.clone(), "firehose"), true) {

@@ -5,7 +5,7 @@ use futures::StreamExt;
 
 /// `n` users `<prefix><i>` (created directly in the store when missing,
 /// with a placeholder password hash): their ids.
-pub async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<u64>> {
+pub(crate) async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<u64>> {
     let ids: Vec<anyhow::Result<u64>> = futures::stream::iter(0..n)
         .map(|i| async move {
             let login = format!("{prefix}{i}");

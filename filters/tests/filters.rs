@@ -426,7 +426,7 @@ fn routing_a_batch_equals_routing_each_event_in_turn() {
         })
         .collect();
     for round in 0..50 {
-        let events: Vec<Event> = (0..1 + rng.below(24))
+        let events: Vec<Event<'_>> = (0..1 + rng.below(24))
             .map(|i| match rng.below(8) {
                 0 | 1 => random_follow(&mut rng, 10),
                 2 => random_delete(&mut rng, i, 10),

@@ -1,16 +1,18 @@
 //! Following: follow and unfollow one user or many, list followers.
 
+use super::openapi::{Auth, Op, Params, Reply};
+use super::paging::{user_paging, UserPage};
+use super::routes::Routes;
 use super::{detached, path_id, JsonBody, JsonId};
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
-use crate::model::{now, User};
+use crate::model::now;
 use crate::state::AppState;
-use crate::store::follows::{Cursor, FollowList, IdPage};
-use crate::store::requests::Requests;
+use crate::store::follow_requests::Requests;
+use crate::store::follows::FollowList;
 use crate::store::{Store, StoreError};
 use axum::extract::{Path, Query, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -21,17 +23,19 @@ pub const MAX_BATCH: usize = 1000;
 /// Batch items worked at once.
 const BATCH_CONCURRENCY: usize = 16;
 
-/// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/users/{id}/follow", post(create).delete(destroy))
-        .route("/api/v1/follows", post(create_many).delete(destroy_many))
-        .route("/api/v1/users/{id}/followers", get(followers))
-        .route("/api/v1/users/{id}/following", get(following))
-        .route("/api/v1/follow_requests", get(requests_in))
-        .route("/api/v1/follow_requests/outgoing", get(requests_out))
-        .route("/api/v1/follow_requests/{id}/authorize", post(authorize))
-        .route("/api/v1/follow_requests/{id}/reject", post(reject))
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(CREATE_OP, create)
+        .route(DESTROY_OP, destroy)
+        .route(CREATE_MANY_OP, create_many)
+        .route(DESTROY_MANY_OP, destroy_many)
+        .route(FOLLOWERS_OP, followers)
+        .route(FOLLOWING_OP, following)
+        .route(REQUESTS_IN_OP, requests_in)
+        .route(REQUESTS_OUT_OP, requests_out)
+        .route(AUTHORIZE_OP, authorize)
+        .route(REJECT_OP, reject)
 }
 
 async fn request_list(
@@ -48,6 +52,19 @@ async fn request_list(
     UserPage::of(&state, page).await
 }
 
+const REQUESTS_IN_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/follow_requests",
+    tag: "follows",
+    summary: "Who asked to follow you (a private account), oldest first",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::FollowPaging,
+    reply: Reply::Schema("UserPage"),
+    errors: &[400, 401, 503],
+};
 /// `GET /api/v1/follow_requests`: who asked to follow the caller.
 pub async fn requests_in(
     State(state): State<AppState>,
@@ -57,6 +74,19 @@ pub async fn requests_in(
     request_list(state, auth, q, Requests::Incoming).await
 }
 
+const REQUESTS_OUT_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/follow_requests/outgoing",
+    tag: "follows",
+    summary: "Whom you asked to follow, oldest first",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::FollowPaging,
+    reply: Reply::Schema("UserPage"),
+    errors: &[400, 401, 503],
+};
 /// `GET /api/v1/follow_requests/outgoing`: whom the caller asked to follow.
 pub async fn requests_out(
     State(state): State<AppState>,
@@ -66,6 +96,21 @@ pub async fn requests_out(
     request_list(state, auth, q, Requests::Outgoing).await
 }
 
+const AUTHORIZE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/follow_requests/{id}/authorize",
+    tag: "follows",
+    summary: "Approve a follow request: the requester follows you",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"}}}"#,
+    ),
+    errors: &[401, 403, 404, 429, 503],
+};
 /// `POST /api/v1/follow_requests/{id}/authorize`: the requester follows the
 /// caller from now on; 404 when there is no such request.
 pub async fn authorize(
@@ -76,6 +121,21 @@ pub async fn authorize(
     decide(state, auth, id, true).await
 }
 
+const REJECT_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/follow_requests/{id}/reject",
+    tag: "follows",
+    summary: "Reject a follow request",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"}}}"#,
+    ),
+    errors: &[401, 403, 404, 429, 503],
+};
 /// `POST /api/v1/follow_requests/{id}/reject`: 404 when there is no such request.
 pub async fn reject(
     State(state): State<AppState>,
@@ -112,6 +172,7 @@ async fn decide(
     Ok(Json(json!({"following": approve})))
 }
 
+const CREATE_OP: Op = Op { method: "post", path: "/api/v1/users/{id}/follow", tag: "follows", summary: "Follow a user (409 when already following); a private account gets a follow request (requested: true)", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#), errors: &[401, 403, 404, 409, 429, 503] };
 /// `POST /api/v1/users/{id}/follow`: 409 when already following.
 pub async fn create(
     State(state): State<AppState>,
@@ -160,6 +221,21 @@ async fn follow_or_ask(store: &Store, uid: u64, target: u64) -> Result<Followed,
     })
 }
 
+const DESTROY_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/users/{id}/follow",
+    tag: "follows",
+    summary: "Unfollow a user, or cancel a follow request (then requested: false)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#,
+    ),
+    errors: &[401, 403, 404, 429, 503],
+};
 /// `DELETE /api/v1/users/{id}/follow`: idempotent.
 pub async fn destroy(
     State(state): State<AppState>,
@@ -262,6 +338,19 @@ async fn batch(
     Ok(Json(BatchReply { results }))
 }
 
+const CREATE_MANY_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/follows",
+    tag: "follows",
+    summary: "Follow up to 1000 users",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("Batch"),
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("BatchReply"),
+    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
+};
 /// `POST /api/v1/follows`: follow many.
 pub async fn create_many(
     State(state): State<AppState>,
@@ -271,6 +360,19 @@ pub async fn create_many(
     batch(state, auth, body, true).await
 }
 
+const DESTROY_MANY_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/follows",
+    tag: "follows",
+    summary: "Unfollow up to 1000 users",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("Batch"),
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("BatchReply"),
+    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
+};
 /// `DELETE /api/v1/follows`: unfollow many.
 pub async fn destroy_many(
     State(state): State<AppState>,
@@ -278,39 +380,6 @@ pub async fn destroy_many(
     JsonBody(body): JsonBody<Batch>,
 ) -> ApiResult<Json<BatchReply>> {
     batch(state, auth, body, false).await
-}
-
-/// Parses the paging of a list of users: `cursor` (default 0) and `count`
-/// (1-200, default 20); no other parameter.
-pub fn user_paging(q: &HashMap<String, String>) -> ApiResult<(Cursor, usize)> {
-    super::known_params(q, &["count", "cursor"])?;
-    let count = super::timelines::count_param(q, 20)?;
-    let cursor = match q.get("cursor").map(String::as_str) {
-        None => Cursor::Start,
-        Some(c) => Cursor::parse(c).ok_or_else(|| {
-            ApiError::invalid("invalid_cursor", "cursor must come from next_cursor.")
-        })?,
-    };
-    Ok((cursor, count))
-}
-
-/// A page of users.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct UserPage {
-    /// Users, oldest follow first.
-    pub users: Vec<User>,
-    /// Pass as `cursor` for the next page; null on the last page.
-    pub next_cursor: Option<String>,
-}
-
-impl UserPage {
-    /// The users of a page of ids.
-    pub async fn of(state: &AppState, page: IdPage) -> ApiResult<Json<UserPage>> {
-        Ok(Json(UserPage {
-            users: state.store.users(&page.ids).await?,
-            next_cursor: page.next_cursor,
-        }))
-    }
 }
 
 async fn list(
@@ -328,6 +397,19 @@ async fn list(
     UserPage::of(&state, page).await
 }
 
+const FOLLOWERS_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/users/{id}/followers",
+    tag: "follows",
+    summary: "Followers, oldest follow first",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::FollowPaging,
+    reply: Reply::Schema("UserPage"),
+    errors: &[400, 401, 404, 503],
+};
 /// `GET /api/v1/users/{id}/followers`.
 pub async fn followers(
     State(state): State<AppState>,
@@ -338,6 +420,19 @@ pub async fn followers(
     list(state, id, q, FollowList::Followers).await
 }
 
+const FOLLOWING_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/users/{id}/following",
+    tag: "follows",
+    summary: "Followed users, oldest follow first",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::FollowPaging,
+    reply: Reply::Schema("UserPage"),
+    errors: &[400, 401, 404, 503],
+};
 /// `GET /api/v1/users/{id}/following`.
 pub async fn following(
     State(state): State<AppState>,

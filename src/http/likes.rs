@@ -1,8 +1,9 @@
 //! Likes: like and unlike a status, who likes it, what a user likes.
 
-use super::follows::{user_paging, UserPage};
-use super::statuses::visible;
-use super::timelines::{json_page, only_visible, paging};
+use super::openapi::{Auth, Op, Params, Reply};
+use super::paging::{json_page, paging, user_paging, UserPage};
+use super::routes::Routes;
+use super::visibility::{only_visible, visible};
 use super::{detached, path_id};
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
@@ -10,17 +11,17 @@ use crate::state::AppState;
 use crate::store::statuses::Timeline;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::Serialize;
 use std::collections::HashMap;
 
-/// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/statuses/{id}/like", post(create).delete(destroy))
-        .route("/api/v1/statuses/{id}/liked_by", get(liked_by))
-        .route("/api/v1/users/{id}/likes", get(user_likes))
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(CREATE_OP, create)
+        .route(DESTROY_OP, destroy)
+        .route(LIKED_BY_OP, liked_by)
+        .route(USER_LIKES_OP, user_likes)
 }
 
 /// Answer of like and unlike.
@@ -51,6 +52,21 @@ async fn set(
     Ok(Json(LikeReply { liked: like, likes }))
 }
 
+const CREATE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/statuses/{id}/like",
+    tag: "likes",
+    summary: "Like a status (idempotent)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#,
+    ),
+    errors: &[401, 403, 404, 429, 503],
+};
 /// `POST /api/v1/statuses/{id}/like`: idempotent.
 pub async fn create(
     State(state): State<AppState>,
@@ -60,6 +76,21 @@ pub async fn create(
     set(state, auth, id, true).await
 }
 
+const DESTROY_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/statuses/{id}/like",
+    tag: "likes",
+    summary: "Stop liking a status (idempotent)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#,
+    ),
+    errors: &[401, 403, 404, 429, 503],
+};
 /// `DELETE /api/v1/statuses/{id}/like`: idempotent.
 pub async fn destroy(
     State(state): State<AppState>,
@@ -69,6 +100,19 @@ pub async fn destroy(
     set(state, auth, id, false).await
 }
 
+const LIKED_BY_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/statuses/{id}/liked_by",
+    tag: "likes",
+    summary: "Who likes a status, oldest like first",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::FollowPaging,
+    reply: Reply::Schema("UserPage"),
+    errors: &[400, 401, 404, 503],
+};
 /// `GET /api/v1/statuses/{id}/liked_by`: users, oldest like first.
 pub async fn liked_by(
     State(state): State<AppState>,
@@ -83,6 +127,19 @@ pub async fn liked_by(
     UserPage::of(&state, page).await
 }
 
+const USER_LIKES_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/users/{id}/likes",
+    tag: "likes",
+    summary: "Statuses a user likes, newest like first",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::Paging,
+    reply: Reply::List("Status"),
+    errors: &[400, 401, 404, 503],
+};
 /// `GET /api/v1/users/{id}/likes`: the statuses a user likes, newest like
 /// first (those the caller may see).
 pub async fn user_likes(

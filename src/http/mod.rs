@@ -5,12 +5,15 @@ pub mod follows;
 pub mod likes;
 pub mod openapi;
 pub mod ops;
+pub mod paging;
+pub mod routes;
 pub mod sessions;
 pub mod statuses;
 pub mod stream;
 pub mod timelines;
 pub mod trends;
 pub mod users;
+pub mod visibility;
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -31,20 +34,34 @@ const X_REQUEST_ID: header::HeaderName = header::HeaderName::from_static("x-requ
 /// The whole application router.
 pub fn router(state: AppState) -> Router {
     let body_limit = state.cfg.body_limit;
-    Router::new()
-        .merge(users::router())
-        .merge(sessions::router())
-        .merge(statuses::router())
-        .merge(timelines::router())
-        .merge(follows::router())
-        .merge(likes::router())
-        .merge(trends::router())
-        .merge(stream::router())
-        .merge(ops::router())
+    routes()
+        .into_router()
         .fallback(not_found)
         .layer(axum::middleware::from_fn(observe))
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
         .with_state(state)
+}
+
+/// Every route of the API with its OpenAPI operation, `/openapi.json`
+/// (serving the document made of them all) included.
+pub fn routes() -> routes::Routes {
+    let routes = routes::Routes::new()
+        .merge(users::routes())
+        .merge(sessions::routes())
+        .merge(statuses::routes())
+        .merge(timelines::routes())
+        .merge(follows::routes())
+        .merge(likes::routes())
+        .merge(trends::routes())
+        .merge(stream::routes())
+        .merge(ops::routes());
+    let mut all = routes.ops().to_vec();
+    all.push(ops::OPENAPI_OP);
+    let document = axum::body::Bytes::from(openapi::document(&all).to_string());
+    routes.route(ops::OPENAPI_OP, move || {
+        let document = document.clone();
+        async move { ops::openapi(document) }
+    })
 }
 
 /// A request id: 128 bits written as a UUID, a random half drawn once per

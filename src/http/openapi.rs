@@ -1,10 +1,10 @@
-//! The OpenAPI 3.1 document, built from the route table below and the
-//! request and response types' `utoipa::ToSchema` derivations.
-//!
-//! A test reads every `.route(...)` in `src/http/` and fails when one is
-//! missing from this document.
+//! The OpenAPI 3.1 document, built from the operations the router serves
+//! (each resource module registers a route together with its [`Op`], so a
+//! route cannot exist undocumented: `routes::Routes`) and the request and
+//! response types' `utoipa::ToSchema` derivations.
 
-use super::follows::{BatchReply, UserPage};
+use super::follows::BatchReply;
+use super::paging::UserPage;
 use super::sessions::{LoginReply, SessionInfo};
 use crate::model::{Counts, Status, User};
 use serde_json::{json, Map, Value};
@@ -12,32 +12,49 @@ use utoipa::PartialSchema;
 
 /// Who may call an operation.
 #[derive(Clone, Copy, PartialEq)]
-enum Auth {
+pub enum Auth {
+    /// No token.
     None,
+    /// A bearer token if the caller has one.
     Optional,
+    /// A bearer token.
     Bearer,
+    /// A bearer token or `access_token` in the query.
     Stream,
 }
 
-struct Op {
-    method: &'static str,
-    path: &'static str,
-    tag: &'static str,
-    summary: &'static str,
-    auth: Auth,
-    query: &'static [(&'static str, &'static str)],
-    body: Option<&'static str>,
-    status: u16,
+/// One operation of the API: what the document says of a route.
+#[derive(Clone, Copy)]
+pub struct Op {
+    /// `get`, `post`, `patch` or `delete`: also the method the route serves.
+    pub method: &'static str,
+    /// The path, as the router matches it.
+    pub path: &'static str,
+    /// The group it is listed under.
+    pub tag: &'static str,
+    /// One line on what it does.
+    pub summary: &'static str,
+    /// Who may call it.
+    pub auth: Auth,
+    /// Plain query parameters: name and description.
+    pub query: &'static [(&'static str, &'static str)],
+    /// The request body's schema name, if it takes one.
+    pub body: Option<&'static str>,
+    /// The status of a success.
+    pub status: u16,
     /// Structured query parameters (objects, so that "exactly one of" and
     /// "not both" are part of the schema).
-    params: Params,
-    reply: Reply,
+    pub params: Params,
+    /// What a success answers.
+    pub reply: Reply,
     /// Every error status the operation can answer.
-    errors: &'static [u16],
+    pub errors: &'static [u16],
 }
 
+/// Structured query parameters.
 #[derive(Clone, Copy)]
-enum Params {
+pub enum Params {
+    /// None.
     None,
     /// `count`, and `page` or `max_id`.
     Paging,
@@ -49,17 +66,25 @@ enum Params {
     Trends,
 }
 
+/// What a success answers.
 #[derive(Clone, Copy)]
-enum Reply {
+pub enum Reply {
+    /// No body.
     Empty,
+    /// A named schema.
     Schema(&'static str),
+    /// An array of a named schema.
     List(&'static str),
+    /// A schema written out (JSON).
     Inline(&'static str),
+    /// Text of this content type.
     Text(&'static str),
+    /// A stream (SSE, NDJSON or WebSocket).
     Stream,
 }
 
-const RESUME: &[(&str, &str)] = &[
+/// The query parameters every stream takes to resume.
+pub const RESUME: &[(&str, &str)] = &[
     (
         "access_token",
         "The JWT, for clients that cannot set headers (never logged).",
@@ -72,53 +97,6 @@ const RESUME: &[(&str, &str)] = &[
         "count",
         "First replay the newest N matching events (N <= 1000).",
     ),
-];
-
-const OPS: &[Op] = &[
-    Op { method: "post", path: "/api/v1/users", tag: "users", summary: "Sign up", auth: Auth::None, query: &[], body: Some("CreateUser"), status: 201, params: Params::None, reply: Reply::Schema("User"), errors: &[400, 408, 409, 413, 415, 429, 503] },
-    Op { method: "get", path: "/api/v1/users/{id}", tag: "users", summary: "A user", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Schema("User"), errors: &[401, 404, 503] },
-    Op { method: "get", path: "/api/v1/users/lookup", tag: "users", summary: "Find a user by exactly one of login, email or any unique field", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::Lookup, reply: Reply::Schema("User"), errors: &[400, 401, 404, 503] },
-    Op { method: "get", path: "/api/v1/me", tag: "users", summary: "The caller, with email", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Schema("User"), errors: &[401, 503] },
-    Op { method: "patch", path: "/api/v1/me", tag: "users", summary: "Change name or the private flag", auth: Auth::Bearer, query: &[], body: Some("UpdateMe"), status: 200, params: Params::None, reply: Reply::Schema("User"), errors: &[400, 401, 403, 408, 413, 415, 429, 503] },
-    Op { method: "post", path: "/api/v1/sessions", tag: "sessions", summary: "Log in with login or email", auth: Auth::None, query: &[], body: Some("Login"), status: 201, params: Params::None, reply: Reply::Schema("LoginReply"), errors: &[400, 401, 408, 413, 415, 429, 503] },
-    Op { method: "get", path: "/api/v1/sessions/current", tag: "sessions", summary: "The current session: scopes and recently viewed statuses", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Schema("SessionInfo"), errors: &[401, 503] },
-    Op { method: "delete", path: "/api/v1/sessions/current", tag: "sessions", summary: "Log out: the token stops working and its streams close", auth: Auth::Bearer, query: &[], body: None, status: 204, params: Params::None, reply: Reply::Empty, errors: &[401, 503] },
-    Op { method: "post", path: "/api/v1/statuses", tag: "statuses", summary: "Post a status", auth: Auth::Bearer, query: &[], body: Some("CreateStatus"), status: 201, params: Params::None, reply: Reply::Schema("Status"), errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503] },
-    Op { method: "get", path: "/api/v1/statuses/{id}", tag: "statuses", summary: "A status (recorded as viewed when a token is sent)", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Schema("Status"), errors: &[401, 403, 404, 503] },
-    Op { method: "delete", path: "/api/v1/statuses/{id}", tag: "statuses", summary: "Delete your status", auth: Auth::Bearer, query: &[], body: None, status: 204, params: Params::None, reply: Reply::Empty, errors: &[401, 403, 404, 429, 503] },
-    Op { method: "get", path: "/api/v1/timelines/home", tag: "timelines", summary: "Your home timeline, newest first", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::Paging, reply: Reply::List("Status"), errors: &[400, 401, 503] },
-    Op { method: "get", path: "/api/v1/users/{id}/statuses", tag: "timelines", summary: "A user's profile timeline, newest first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::Paging, reply: Reply::List("Status"), errors: &[400, 401, 403, 404, 503] },
-    Op { method: "post", path: "/api/v1/users/{id}/follow", tag: "follows", summary: "Follow a user (409 when already following); a private account gets a follow request (requested: true)", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#), errors: &[401, 403, 404, 409, 429, 503] },
-    Op { method: "delete", path: "/api/v1/users/{id}/follow", tag: "follows", summary: "Unfollow a user, or cancel a follow request (then requested: false)", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#), errors: &[401, 403, 404, 429, 503] },
-    Op { method: "post", path: "/api/v1/follows", tag: "follows", summary: "Follow up to 1000 users", auth: Auth::Bearer, query: &[], body: Some("Batch"), status: 200, params: Params::None, reply: Reply::Schema("BatchReply"), errors: &[400, 401, 403, 408, 413, 415, 429, 503] },
-    Op { method: "delete", path: "/api/v1/follows", tag: "follows", summary: "Unfollow up to 1000 users", auth: Auth::Bearer, query: &[], body: Some("Batch"), status: 200, params: Params::None, reply: Reply::Schema("BatchReply"), errors: &[400, 401, 403, 408, 413, 415, 429, 503] },
-    Op { method: "get", path: "/api/v1/users/{id}/followers", tag: "follows", summary: "Followers, oldest follow first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::FollowPaging, reply: Reply::Schema("UserPage"), errors: &[400, 401, 404, 503] },
-    Op { method: "get", path: "/api/v1/users/{id}/following", tag: "follows", summary: "Followed users, oldest follow first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::FollowPaging, reply: Reply::Schema("UserPage"), errors: &[400, 401, 404, 503] },
-    Op { method: "post", path: "/api/v1/statuses/{id}/like", tag: "likes", summary: "Like a status (idempotent)", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#), errors: &[401, 403, 404, 429, 503] },
-    Op { method: "delete", path: "/api/v1/statuses/{id}/like", tag: "likes", summary: "Stop liking a status (idempotent)", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#), errors: &[401, 403, 404, 429, 503] },
-    Op { method: "get", path: "/api/v1/statuses/{id}/liked_by", tag: "likes", summary: "Who likes a status, oldest like first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::FollowPaging, reply: Reply::Schema("UserPage"), errors: &[400, 401, 404, 503] },
-    Op { method: "get", path: "/api/v1/users/{id}/likes", tag: "likes", summary: "Statuses a user likes, newest like first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::Paging, reply: Reply::List("Status"), errors: &[400, 401, 404, 503] },
-    Op { method: "get", path: "/api/v1/statuses/{id}/context", tag: "statuses", summary: "The conversation: ancestors and descendants (paginated), oldest first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::FollowPaging, reply: Reply::Inline(r##"{"type":"object","required":["ancestors","descendants"],"properties":{"ancestors":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"descendants":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"parent_missing":{"type":"boolean"}}}"##), errors: &[400, 401, 404, 503] },
-    Op { method: "get", path: "/api/v1/timelines/mentions", tag: "timelines", summary: "Statuses mentioning you, newest first", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::Paging, reply: Reply::List("Status"), errors: &[400, 401, 503] },
-    Op { method: "get", path: "/api/v1/timelines/tag/{tag}", tag: "timelines", summary: "Statuses carrying #tag (any case, without #), newest first", auth: Auth::Optional, query: &[], body: None, status: 200, params: Params::Paging, reply: Reply::List("Status"), errors: &[400, 401, 503] },
-    Op { method: "get", path: "/api/v1/trends/tags", tag: "trends", summary: "The most used hashtags of public statuses in a sliding window", auth: Auth::None, query: &[], body: None, status: 200, params: Params::Trends, reply: Reply::Inline(r#"{"type":"array","items":{"type":"object","required":["tag","count"],"properties":{"tag":{"type":"string"},"count":{"type":"integer","minimum":1}}}}"#), errors: &[400, 503] },
-    Op { method: "post", path: "/api/v1/statuses/{id}/repost", tag: "statuses", summary: "Repost a status: 201 with the repost (200 with the existing one if already reposted)", auth: Auth::Bearer, query: &[], body: None, status: 201, params: Params::None, reply: Reply::Schema("Status"), errors: &[401, 403, 404, 429, 503] },
-    Op { method: "delete", path: "/api/v1/statuses/{id}/repost", tag: "statuses", summary: "Undo your repost of a status (idempotent)", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["reposted","reposts"],"properties":{"reposted":{"type":"boolean"},"reposts":{"type":"integer","minimum":0}}}"#), errors: &[401, 403, 404, 429, 503] },
-    Op { method: "get", path: "/api/v1/follow_requests", tag: "follows", summary: "Who asked to follow you (a private account), oldest first", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::FollowPaging, reply: Reply::Schema("UserPage"), errors: &[400, 401, 503] },
-    Op { method: "get", path: "/api/v1/follow_requests/outgoing", tag: "follows", summary: "Whom you asked to follow, oldest first", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::FollowPaging, reply: Reply::Schema("UserPage"), errors: &[400, 401, 503] },
-    Op { method: "post", path: "/api/v1/follow_requests/{id}/authorize", tag: "follows", summary: "Approve a follow request: the requester follows you", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"}}}"#), errors: &[401, 403, 404, 429, 503] },
-    Op { method: "post", path: "/api/v1/follow_requests/{id}/reject", tag: "follows", summary: "Reject a follow request", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"}}}"#), errors: &[401, 403, 404, 429, 503] },
-    Op { method: "get", path: "/api/v1/stream/firehose", tag: "streams", summary: "Every public event (scope firehose). SSE, NDJSON (Accept: application/x-ndjson) or WebSocket", auth: Auth::Stream, query: RESUME, body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] },
-    Op { method: "get", path: "/api/v1/stream/sample", tag: "streams", summary: "A sample of public statuses, the same for every client at one rate", auth: Auth::Stream, query: &[("rate", "Fraction in (0, 1], default 0.01."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] },
-    Op { method: "get", path: "/api/v1/stream/filter", tag: "streams", summary: "Public statuses matching follow, track or locations", auth: Auth::Stream, query: &[("follow", "Comma-separated user ids (<= 5000)."), ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."), ("locations", "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] },
-    Op { method: "get", path: "/api/v1/stream/user", tag: "streams", summary: "What your home timeline gets, plus follows of and by you", auth: Auth::Stream, query: RESUME, body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] },
-    Op { method: "get", path: "/api/v1/stream", tag: "streams", summary: "Multiplexed WebSocket: subscribe/unsubscribe control messages", auth: Auth::Stream, query: &[("access_token", "The JWT, for clients that cannot set headers.")], body: None, status: 101, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] },
-    Op { method: "get", path: "/healthz", tag: "operations", summary: "The process is up", auth: Auth::None, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","properties":{"status":{"type":"string"}}}"#), errors: &[] },
-    Op { method: "get", path: "/readyz", tag: "operations", summary: "Redis is reachable (503 if not)", auth: Auth::None, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","properties":{"status":{"type":"string"},"redis":{"type":"string"}}}"#), errors: &[503] },
-    Op { method: "get", path: "/metrics", tag: "operations", summary: "Prometheus metrics", auth: Auth::None, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Text("text/plain; version=0.0.4"), errors: &[] },
-    Op { method: "get", path: "/openapi.json", tag: "operations", summary: "This document", auth: Auth::None, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object"}"#), errors: &[] },
-    Op { method: "get", path: "/docs", tag: "operations", summary: "A readable API reference built from this document", auth: Auth::None, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Text("text/html"), errors: &[] },
-    Op { method: "get", path: "/", tag: "operations", summary: "The browser page: sign up, post, follow and watch a live stream", auth: Auth::None, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Text("text/html"), errors: &[] },
 ];
 
 fn schemas() -> Map<String, Value> {
@@ -241,7 +219,7 @@ fn request_schemas(m: &mut Map<String, Value>) {
             "password": {"type": "string", "minLength": 8, "maxLength": super::users::MAX_PASSWORD_CHARS},
         },
     }));
-    let mut nullable_name = name.clone();
+    let mut nullable_name = name;
     nullable_name["type"] = json!(["string", "null"]);
     m.insert("UpdateMe".into(), json!({
         "type": "object", "additionalProperties": false,
@@ -396,10 +374,10 @@ fn operation(op: &Op) -> Value {
     v
 }
 
-/// The whole document.
-pub fn document() -> Value {
+/// The whole document, of these operations.
+pub fn document(ops: &[Op]) -> Value {
     let mut paths = Map::new();
-    for op in OPS {
+    for op in ops {
         let item = paths
             .entry(op.path.to_string())
             .or_insert_with(|| json!({}));

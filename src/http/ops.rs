@@ -1,32 +1,60 @@
 //! Operations: health, readiness, metrics, the OpenAPI document, the API
 //! reference and the browser page.
 
+use super::openapi::{Auth, Op, Params, Reply};
+use super::routes::Routes;
 use crate::error::ApiError;
 use crate::metrics::global as metrics;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::json;
 
-/// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(prometheus))
-        .route("/openapi.json", get(openapi))
-        .route("/docs", get(docs))
-        .route("/", get(page))
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(HEALTHZ_OP, healthz)
+        .route(READYZ_OP, readyz)
+        .route(PROMETHEUS_OP, prometheus)
+        .route(DOCS_OP, docs)
+        .route(PAGE_OP, page)
 }
 
+const HEALTHZ_OP: Op = Op {
+    method: "get",
+    path: "/healthz",
+    tag: "operations",
+    summary: "The process is up",
+    auth: Auth::None,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(r#"{"type":"object","properties":{"status":{"type":"string"}}}"#),
+    errors: &[],
+};
 /// `GET /healthz`: the process is up.
 pub async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
 
+const READYZ_OP: Op = Op {
+    method: "get",
+    path: "/readyz",
+    tag: "operations",
+    summary: "Redis is reachable (503 if not)",
+    auth: Auth::None,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r#"{"type":"object","properties":{"status":{"type":"string"},"redis":{"type":"string"}}}"#,
+    ),
+    errors: &[503],
+};
 /// `GET /readyz`: 200 when Redis answers and the event subscription is up
 /// (pinged every 2 s), 503 when either is not.
 pub async fn readyz(State(state): State<AppState>) -> Response {
@@ -44,6 +72,19 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     Json(json!({"status": "ready", "redis": "ok", "events": "subscribed"})).into_response()
 }
 
+const PROMETHEUS_OP: Op = Op {
+    method: "get",
+    path: "/metrics",
+    tag: "operations",
+    summary: "Prometheus metrics",
+    auth: Auth::None,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Text("text/plain; version=0.0.4"),
+    errors: &[],
+};
 /// `GET /metrics`: the metrics in the text format a scraper reads (every
 /// Prometheus reads both): OpenMetrics when the `Accept` header asks for
 /// it, else labelled as Prometheus text 0.0.4.
@@ -68,16 +109,57 @@ pub async fn prometheus(State(state): State<AppState>, headers: HeaderMap) -> Re
     ([(header::CONTENT_TYPE, content_type)], m.render()).into_response()
 }
 
-/// `GET /openapi.json`.
-pub async fn openapi() -> Json<serde_json::Value> {
-    Json(super::openapi::document())
+/// `/openapi.json`, registered by `http::routes` with the document of
+/// every other route.
+pub const OPENAPI_OP: Op = Op {
+    method: "get",
+    path: "/openapi.json",
+    tag: "operations",
+    summary: "This document",
+    auth: Auth::None,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(r#"{"type":"object"}"#),
+    errors: &[],
+};
+/// `GET /openapi.json`: `document`, made once from every route.
+pub fn openapi(document: axum::body::Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], document).into_response()
 }
 
+const DOCS_OP: Op = Op {
+    method: "get",
+    path: "/docs",
+    tag: "operations",
+    summary: "A readable API reference built from this document",
+    auth: Auth::None,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Text("text/html"),
+    errors: &[],
+};
 /// `GET /docs`: a readable API reference rendered in the browser from /openapi.json.
 pub async fn docs() -> Html<&'static str> {
     Html(include_str!("assets/docs.html"))
 }
 
+const PAGE_OP: Op = Op {
+    method: "get",
+    path: "/",
+    tag: "operations",
+    summary: "The browser page: sign up, post, follow and watch a live stream",
+    auth: Auth::None,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Text("text/html"),
+    errors: &[],
+};
 /// `GET /`: the browser page.
 pub async fn page() -> Html<&'static str> {
     Html(include_str!("assets/index.html"))

@@ -1,23 +1,25 @@
 //! Sessions: log in (a JWT bound to a Redis session), log out, inspect.
 
+use super::openapi::{Auth, Op, Params, Reply};
+use super::routes::Routes;
 use super::{no_store, JsonBody};
 use crate::auth::{AuthUser, SCOPE_FIREHOSE, SCOPE_READ, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
-use crate::limits::ClientAddr;
 use crate::model::{now, User};
+use crate::rate_limits::ClientAddr;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
-use axum::routing::{delete, post};
 use axum::Extension;
-use axum::{Json, Router};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 
-/// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/sessions", post(create))
-        .route("/api/v1/sessions/current", delete(destroy).get(show))
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(CREATE_OP, create)
+        .route(DESTROY_OP, destroy)
+        .route(SHOW_OP, show)
 }
 
 /// Body of `POST /api/v1/sessions`.
@@ -42,6 +44,19 @@ pub struct LoginReply {
 
 type NoStore = [(HeaderName, HeaderValue); 1];
 
+const CREATE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/sessions",
+    tag: "sessions",
+    summary: "Log in with login or email",
+    auth: Auth::None,
+    query: &[],
+    body: Some("Login"),
+    status: 201,
+    params: Params::None,
+    reply: Reply::Schema("LoginReply"),
+    errors: &[400, 401, 408, 413, 415, 429, 503],
+};
 /// `POST /api/v1/sessions`: log in with login or email and password.
 pub async fn create(
     State(state): State<AppState>,
@@ -88,6 +103,19 @@ pub async fn create(
     ))
 }
 
+const DESTROY_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/sessions/current",
+    tag: "sessions",
+    summary: "Log out: the token stops working and its streams close",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 204,
+    params: Params::None,
+    reply: Reply::Empty,
+    errors: &[401, 503],
+};
 /// `DELETE /api/v1/sessions/current`: log out; the token stops working and
 /// streams opened with it are closed.
 pub async fn destroy(State(state): State<AppState>, auth: AuthUser) -> ApiResult<StatusCode> {
@@ -106,6 +134,19 @@ pub struct SessionInfo {
     pub viewed: Vec<String>,
 }
 
+const SHOW_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/sessions/current",
+    tag: "sessions",
+    summary: "The current session: scopes and recently viewed statuses",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("SessionInfo"),
+    errors: &[401, 503],
+};
 /// `GET /api/v1/sessions/current`: the session's scopes and viewed statuses.
 pub async fn show(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<SessionInfo>> {
     let viewed = state.store.viewed(&auth.sid).await?;

@@ -1,5 +1,8 @@
 //! Statuses: post, read, delete.
 
+use super::openapi::{Auth, Op, Params, Reply};
+use super::routes::Routes;
+use super::visibility::visible;
 use super::{detached, path_id, JsonBody, JsonId};
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
@@ -12,24 +15,22 @@ use crate::text;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// Longest message, in Unicode scalar values.
 pub const MAX_MESSAGE_CHARS: usize = 280;
 
-/// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/statuses", post(create))
-        .route("/api/v1/statuses/{id}", get(show).delete(destroy))
-        .route("/api/v1/statuses/{id}/context", get(context))
-        .route(
-            "/api/v1/statuses/{id}/repost",
-            post(repost).delete(unrepost),
-        )
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(CREATE_OP, create)
+        .route(SHOW_OP, show)
+        .route(DESTROY_OP, destroy)
+        .route(CONTEXT_OP, context)
+        .route(REPOST_OP, repost)
+        .route(UNREPOST_OP, unrepost)
 }
 
 /// The status a repost request is about: the one named, or the original of
@@ -47,6 +48,19 @@ async fn repost_root(state: &AppState, auth: &AuthUser, id: &str) -> ApiResult<S
     }
 }
 
+const REPOST_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/statuses/{id}/repost",
+    tag: "statuses",
+    summary: "Repost a status: 201 with the repost (200 with the existing one if already reposted)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 201,
+    params: Params::None,
+    reply: Reply::Schema("Status"),
+    errors: &[401, 403, 404, 429, 503],
+};
 /// `POST /api/v1/statuses/{id}/repost`: 201 with the new repost, or 200 with
 /// the caller's existing repost of it. A repost of a repost reposts the
 /// original; a private account's statuses cannot be reposted (403).
@@ -109,6 +123,21 @@ pub async fn repost(
     })
 }
 
+const UNREPOST_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/statuses/{id}/repost",
+    tag: "statuses",
+    summary: "Undo your repost of a status (idempotent)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r#"{"type":"object","required":["reposted","reposts"],"properties":{"reposted":{"type":"boolean"},"reposts":{"type":"integer","minimum":0}}}"#,
+    ),
+    errors: &[401, 403, 404, 429, 503],
+};
 /// `DELETE /api/v1/statuses/{id}/repost`: undoes the caller's repost of the
 /// status (idempotent).
 pub async fn unrepost(
@@ -156,6 +185,21 @@ pub struct Context {
     pub parent_missing: bool,
 }
 
+const CONTEXT_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/statuses/{id}/context",
+    tag: "statuses",
+    summary: "The conversation: ancestors and descendants (paginated), oldest first",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::FollowPaging,
+    reply: Reply::Inline(
+        r##"{"type":"object","required":["ancestors","descendants"],"properties":{"ancestors":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"descendants":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"parent_missing":{"type":"boolean"}}}"##,
+    ),
+    errors: &[400, 401, 404, 503],
+};
 /// `GET /api/v1/statuses/{id}/context`: the conversation around a status,
 /// as the caller may see it.
 pub async fn context(
@@ -165,7 +209,7 @@ pub async fn context(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Context>> {
     let sid = path_id(&id, "status")?;
-    let (cursor, count) = super::follows::user_paging(&q)?;
+    let (cursor, count) = super::paging::user_paging(&q)?;
     let status = visible(&state, viewer.as_ref(), sid).await?;
     let mut ancestors = Vec::new();
     let mut parent = status
@@ -189,7 +233,7 @@ pub async fn context(
     let found = state.store.statuses(&ids).await?;
     let cached: Vec<_> = found.into_iter().filter_map(|(_, s)| s).collect();
     let shown = state.store.shown(cached).await?;
-    let mut shown = super::timelines::only_visible(&state, viewer.as_ref(), shown).await?;
+    let mut shown = super::visibility::only_visible(&state, viewer.as_ref(), shown).await?;
     shown.sort_by_key(|s| s.0.status.id.parse::<u64>().unwrap_or(0));
     // Descendants are in id order, so a page starts after the last id
     // shown: replies posted or deleted meanwhile move nothing across it.
@@ -291,6 +335,19 @@ fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
     Ok(Some(key.to_string()))
 }
 
+const CREATE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/statuses",
+    tag: "statuses",
+    summary: "Post a status",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("CreateStatus"),
+    status: 201,
+    params: Params::None,
+    reply: Reply::Schema("Status"),
+    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
+};
 /// `POST /api/v1/statuses`: post a status. With an `Idempotency-Key` used
 /// by the same user in the last 24 hours, answers the first answer again
 /// and creates nothing.
@@ -317,6 +374,66 @@ pub async fn create(
         // Not a repost: cannot happen here.
         (Posted::Reposted(_), status) => (StatusCode::CREATED, Json(status)).into_response(),
     })
+}
+
+const SHOW_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/statuses/{id}",
+    tag: "statuses",
+    summary: "A status (recorded as viewed when a token is sent)",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("Status"),
+    errors: &[401, 403, 404, 503],
+};
+/// `GET /api/v1/statuses/{id}`: one status; with a token, it is recorded in
+/// the session's recently viewed statuses.
+pub async fn show(
+    State(state): State<AppState>,
+    MaybeUser(viewer): MaybeUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Status>> {
+    let sid = path_id(&id, "status")?;
+    let status = visible(&state, viewer.as_ref(), sid).await?;
+    if let Some(viewer) = &viewer {
+        state.store.record_view(&viewer.sid, sid, now()).await?;
+    }
+    Ok(Json(status))
+}
+
+const DESTROY_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/statuses/{id}",
+    tag: "statuses",
+    summary: "Delete your status",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 204,
+    params: Params::None,
+    reply: Reply::Empty,
+    errors: &[401, 403, 404, 429, 503],
+};
+/// `DELETE /api/v1/statuses/{id}`: delete one of your statuses.
+pub async fn destroy(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid)?;
+    let sid = path_id(&id, "status")?;
+    let store = state.store.clone();
+    detached(async move {
+        Ok(store
+            .delete_status(sid, auth.uid, auth.private, now())
+            .await?)
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// Checks the reply target and mentions, then stores and fans out the status.
@@ -394,87 +511,4 @@ async fn publish(
     };
     let posted = state.store.post_status(&status, &opts).await?;
     Ok((posted, status))
-}
-/// Whether `viewer` may see what `author` posts: everyone for public
-/// accounts; the author and followers for private ones.
-pub async fn can_see(state: &AppState, viewer: Option<&AuthUser>, author: u64) -> ApiResult<bool> {
-    if viewer.is_some_and(|v| v.uid == author) {
-        return Ok(true);
-    }
-    let user = state.store.user(author).await?;
-    if !user.private {
-        return Ok(true);
-    }
-    match viewer {
-        Some(v) => Ok(state.store.is_following(v.uid, author).await?),
-        None => Ok(false),
-    }
-}
-
-/// The status `sid` if `viewer` may see it; else 404, as if it did not
-/// exist (a private account's statuses are not even acknowledged).
-pub async fn visible(state: &AppState, viewer: Option<&AuthUser>, sid: u64) -> ApiResult<Status> {
-    let status = state.store.status(sid).await.map_err(|e| match e {
-        StoreError::NotFound(_) => ApiError::not_found("No such status."),
-        e => e.into(),
-    })?;
-    if !may_see(state, viewer, &status).await? {
-        return Err(ApiError::not_found("No such status."));
-    }
-    Ok(status)
-}
-
-/// Whether `viewer` may see `status`: its author's statuses, and for a reply
-/// to a private account's status, that account's too.
-pub async fn may_see(
-    state: &AppState,
-    viewer: Option<&AuthUser>,
-    status: &Status,
-) -> ApiResult<bool> {
-    let author: u64 = status.uid.parse().unwrap_or(0);
-    if !can_see(state, viewer, author).await? {
-        return Ok(false);
-    }
-    match status
-        .audience
-        .as_deref()
-        .and_then(|p| p.parse::<u64>().ok())
-    {
-        Some(p) => can_see(state, viewer, p).await,
-        None => Ok(true),
-    }
-}
-
-/// `GET /api/v1/statuses/{id}`: one status; with a token, it is recorded in
-/// the session's recently viewed statuses.
-pub async fn show(
-    State(state): State<AppState>,
-    MaybeUser(viewer): MaybeUser,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Status>> {
-    let sid = path_id(&id, "status")?;
-    let status = visible(&state, viewer.as_ref(), sid).await?;
-    if let Some(viewer) = &viewer {
-        state.store.record_view(&viewer.sid, sid, now()).await?;
-    }
-    Ok(Json(status))
-}
-
-/// `DELETE /api/v1/statuses/{id}`: delete one of your statuses.
-pub async fn destroy(
-    State(state): State<AppState>,
-    auth: AuthUser,
-    Path(id): Path<String>,
-) -> ApiResult<StatusCode> {
-    auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid)?;
-    let sid = path_id(&id, "status")?;
-    let store = state.store.clone();
-    detached(async move {
-        Ok(store
-            .delete_status(sid, auth.uid, auth.private, now())
-            .await?)
-    })
-    .await?;
-    Ok(StatusCode::NO_CONTENT)
 }

@@ -1,70 +1,40 @@
 //! Timelines: the caller's home timeline and any user's profile timeline.
 
+use super::openapi::{Auth, Op, Params, Reply};
+use super::paging::{json_page, paging};
 use super::path_id;
-use super::statuses::can_see;
+use super::routes::Routes;
+use super::visibility::{can_see, only_visible};
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::store::statuses::{Page, Shown, Timeline};
+use crate::store::statuses::Timeline;
 use axum::extract::{Path, Query, State};
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
+use axum::response::Response;
 use std::collections::HashMap;
 
-/// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/timelines/home", get(home))
-        .route("/api/v1/users/{id}/statuses", get(profile))
-        .route("/api/v1/timelines/mentions", get(mentions))
-        .route("/api/v1/timelines/tag/{tag}", get(tag))
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(HOME_OP, home)
+        .route(PROFILE_OP, profile)
+        .route(MENTIONS_OP, mentions)
+        .route(TAG_OP, tag)
 }
 
-/// Keeps the statuses `viewer` may see (a private author's only for the
-/// author and their followers).
-pub async fn only_visible(
-    state: &AppState,
-    viewer: Option<&AuthUser>,
-    statuses: Vec<Shown>,
-) -> ApiResult<Vec<Shown>> {
-    let mut sees: HashMap<u64, bool> = HashMap::new();
-    let mut kept = Vec::with_capacity(statuses.len());
-    for item in statuses {
-        let author: u64 = item.0.status.uid.parse().unwrap_or(0);
-        let ok = match sees.get(&author) {
-            Some(ok) => *ok,
-            None => {
-                let ok = can_see(state, viewer, author).await?;
-                sees.insert(author, ok);
-                ok
-            }
-        };
-        let audience_ok = match item
-            .0
-            .status
-            .audience
-            .as_deref()
-            .and_then(|p| p.parse::<u64>().ok())
-        {
-            None => true,
-            Some(p) => match sees.get(&p) {
-                Some(ok) => *ok,
-                None => {
-                    let ok = can_see(state, viewer, p).await?;
-                    sees.insert(p, ok);
-                    ok
-                }
-            },
-        };
-        if ok && audience_ok {
-            kept.push(item);
-        }
-    }
-    Ok(kept)
-}
-
+const MENTIONS_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/timelines/mentions",
+    tag: "timelines",
+    summary: "Statuses mentioning you, newest first",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::Paging,
+    reply: Reply::List("Status"),
+    errors: &[400, 401, 503],
+};
 /// `GET /api/v1/timelines/mentions`: statuses mentioning the caller, newest first.
 pub async fn mentions(
     State(state): State<AppState>,
@@ -81,6 +51,19 @@ pub async fn mentions(
     ))
 }
 
+const TAG_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/timelines/tag/{tag}",
+    tag: "timelines",
+    summary: "Statuses carrying #tag (any case, without #), newest first",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::Paging,
+    reply: Reply::List("Status"),
+    errors: &[400, 401, 503],
+};
 /// `GET /api/v1/timelines/tag/{tag}`: statuses carrying `#tag` (any case,
 /// with or without the `#`), newest first.
 pub async fn tag(
@@ -106,82 +89,19 @@ pub async fn tag(
     ))
 }
 
-/// A whole number written in decimal digits only (no sign, no spaces), as
-/// the OpenAPI document's integer parameters say.
-pub fn uint(raw: &str) -> Option<u64> {
-    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    raw.parse().ok()
-}
-
-/// Parses `count`: 1-200, `default` when absent.
-pub fn count_param(q: &HashMap<String, String>, default: usize) -> ApiResult<usize> {
-    match q.get("count") {
-        None => Ok(default),
-        Some(c) => match uint(c) {
-            Some(n) if (1..=200).contains(&n) => Ok(n as usize),
-            _ => Err(ApiError::invalid(
-                "invalid_count",
-                "count must be a whole number from 1 to 200.",
-            )),
-        },
-    }
-}
-
-/// Parses `count` (1-200, default 30) and `page` (>= 1) or `max_id`.
-pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
-    super::known_params(q, &["count", "page", "max_id"])?;
-    let count = count_param(q, 30)?;
-    let page = match (q.get("page"), q.get("max_id")) {
-        (Some(_), Some(_)) => {
-            return Err(ApiError::invalid(
-                "invalid_query",
-                "Give page or max_id, not both.",
-            ));
-        }
-        (Some(p), None) => match uint(p) {
-            Some(n) if n >= 1 => Page::Number(n),
-            _ => {
-                return Err(ApiError::invalid(
-                    "invalid_page",
-                    "page must be a whole number of at least 1.",
-                ))
-            }
-        },
-        (None, Some(m)) => match uint(m) {
-            Some(n) => Page::MaxId(n),
-            _ => {
-                return Err(ApiError::invalid(
-                    "invalid_max_id",
-                    "max_id must be a status id.",
-                ))
-            }
-        },
-        (None, None) => Page::Number(1),
-    };
-    Ok((page, count))
-}
-
-/// A JSON array of statuses serialized but for their counts.
-pub fn json_page(statuses: &[crate::store::statuses::Shown]) -> Response {
-    let mut body = Vec::with_capacity(
-        2 + statuses
-            .iter()
-            .map(|(s, _)| s.head.len() + 48)
-            .sum::<usize>(),
-    );
-    body.push(b'[');
-    for (i, (s, counts)) in statuses.iter().enumerate() {
-        if i > 0 {
-            body.push(b',');
-        }
-        s.write_json(*counts, &mut body);
-    }
-    body.push(b']');
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
-}
-
+const HOME_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/timelines/home",
+    tag: "timelines",
+    summary: "Your home timeline, newest first",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::Paging,
+    reply: Reply::List("Status"),
+    errors: &[400, 401, 503],
+};
 /// `GET /api/v1/timelines/home`: newest first.
 pub async fn home(
     State(state): State<AppState>,
@@ -193,6 +113,19 @@ pub async fn home(
     Ok(json_page(&statuses))
 }
 
+const PROFILE_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/users/{id}/statuses",
+    tag: "timelines",
+    summary: "A user's profile timeline, newest first",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::Paging,
+    reply: Reply::List("Status"),
+    errors: &[400, 401, 403, 404, 503],
+};
 /// `GET /api/v1/users/{id}/statuses`: a user's own statuses, newest first.
 pub async fn profile(
     State(state): State<AppState>,

@@ -1,17 +1,18 @@
 //! Trending hashtags over a sliding window.
 
-use super::timelines::uint;
+use super::openapi::{Auth, Op, Params, Reply};
+use super::paging::uint;
+use super::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use axum::extract::{Query, State};
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde::Serialize;
 use std::collections::HashMap;
 
-/// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/trends/tags", get(tags))
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new().route(TAGS_OP, tags)
 }
 
 /// One trending hashtag.
@@ -23,6 +24,21 @@ pub struct Trend {
     pub count: u64,
 }
 
+const TAGS_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/trends/tags",
+    tag: "trends",
+    summary: "The most used hashtags of public statuses in a sliding window",
+    auth: Auth::None,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::Trends,
+    reply: Reply::Inline(
+        r#"{"type":"array","items":{"type":"object","required":["tag","count"],"properties":{"tag":{"type":"string"},"count":{"type":"integer","minimum":1}}}}"#,
+    ),
+    errors: &[400, 503],
+};
 /// `GET /api/v1/trends/tags?window=3600&limit=10`: the most used hashtags of
 /// public statuses in the last `window` seconds (60-86400, default 3600),
 /// counted in per-minute buckets; `limit` 1-100 (default 10).

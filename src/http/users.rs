@@ -1,17 +1,18 @@
 //! Users: sign-up, profiles, lookup by any unique field.
 
+use super::openapi::{Auth, Op, Params, Reply};
+use super::routes::Routes;
 use super::{no_store, path_id, JsonBody};
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
-use crate::limits::ClientAddr;
 use crate::model::{now, User};
+use crate::rate_limits::ClientAddr;
 use crate::state::AppState;
 use crate::store::users::NewUser;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
 use axum::Extension;
-use axum::{Json, Router};
+use axum::Json;
 use regex::Regex;
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -23,13 +24,14 @@ pub const MAX_PASSWORD_CHARS: usize = 256;
 /// Longest accepted email, in characters.
 pub const MAX_EMAIL_CHARS: usize = 254;
 
-/// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/users", post(create))
-        .route("/api/v1/users/lookup", get(lookup))
-        .route("/api/v1/users/{id}", get(show))
-        .route("/api/v1/me", get(me).patch(update_me))
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(CREATE_OP, create)
+        .route(LOOKUP_OP, lookup)
+        .route(SHOW_OP, show)
+        .route(ME_OP, me)
+        .route(UPDATE_ME_OP, update_me)
 }
 
 /// Body of `POST /api/v1/users`.
@@ -116,6 +118,19 @@ fn validate_password(password: &str) -> ApiResult<()> {
     Ok(())
 }
 
+const CREATE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/users",
+    tag: "users",
+    summary: "Sign up",
+    auth: Auth::None,
+    query: &[],
+    body: Some("CreateUser"),
+    status: 201,
+    params: Params::None,
+    reply: Reply::Schema("User"),
+    errors: &[400, 408, 409, 413, 415, 429, 503],
+};
 /// `POST /api/v1/users`: sign up.
 pub async fn create(
     State(state): State<AppState>,
@@ -161,12 +176,38 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(user)))
 }
 
+const SHOW_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/users/{id}",
+    tag: "users",
+    summary: "A user",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("User"),
+    errors: &[401, 404, 503],
+};
 /// `GET /api/v1/users/{id}`.
 pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<User>> {
     let uid = path_id(&id, "user")?;
     Ok(Json(state.store.user(uid).await?))
 }
 
+const LOOKUP_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/users/lookup",
+    tag: "users",
+    summary: "Find a user by exactly one of login, email or any unique field",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::Lookup,
+    reply: Reply::Schema("User"),
+    errors: &[400, 401, 404, 503],
+};
 /// `GET /api/v1/users/lookup?login=|email=|any=`.
 pub async fn lookup(
     State(state): State<AppState>,
@@ -201,6 +242,19 @@ pub async fn lookup(
     Ok(Json(state.store.user(uid).await?))
 }
 
+const ME_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/me",
+    tag: "users",
+    summary: "The caller, with email",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("User"),
+    errors: &[401, 503],
+};
 /// `GET /api/v1/me`: the caller, with the email.
 pub async fn me(
     State(state): State<AppState>,
@@ -224,6 +278,19 @@ pub struct UpdateMe {
     pub private: Option<bool>,
 }
 
+const UPDATE_ME_OP: Op = Op {
+    method: "patch",
+    path: "/api/v1/me",
+    tag: "users",
+    summary: "Change name or the private flag",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("UpdateMe"),
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("User"),
+    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
+};
 /// `PATCH /api/v1/me`: change the name or the private flag.
 pub async fn update_me(
     State(state): State<AppState>,

@@ -1,6 +1,6 @@
 //! One connection type for a single Redis and for a Redis Cluster.
 //!
-//! [`Conn`] implements `redis::aio::ConnectionLike`, so every command,
+//! [`RedisConn`] implements `redis::aio::ConnectionLike`, so every command,
 //! pipeline and script call in the store is written once. On a cluster,
 //! commands go to the node that owns their key's slot (the redis crate's
 //! cluster client follows MOVED and ASK), and a script must name keys of one
@@ -53,7 +53,7 @@ impl LazyCluster {
 /// A connection to Redis or to a Redis Cluster: cheap to clone, reconnects
 /// by itself.
 #[derive(Clone)]
-pub enum Conn {
+pub enum RedisConn {
     /// One Redis server.
     Single(ConnectionManager),
     /// A Redis Cluster.
@@ -150,11 +150,11 @@ async fn cluster_pipeline(
     Ok(out.into_iter().skip(offset).take(count).collect())
 }
 
-impl ConnectionLike for Conn {
+impl ConnectionLike for RedisConn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
-            Conn::Single(c) => c.req_packed_command(cmd),
-            Conn::Cluster(lazy) => Box::pin(async move {
+            RedisConn::Single(c) => c.req_packed_command(cmd),
+            RedisConn::Cluster(lazy) => Box::pin(async move {
                 let mut conn = lazy.get().await?;
                 conn.req_packed_command(cmd).await
             }),
@@ -168,8 +168,8 @@ impl ConnectionLike for Conn {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
-            Conn::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(lazy) => Box::pin(async move {
+            RedisConn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            RedisConn::Cluster(lazy) => Box::pin(async move {
                 let mut conn = lazy.get().await?;
                 cluster_pipeline(&mut conn, pipeline, offset, count).await
             }),

@@ -21,6 +21,51 @@ pub fn body(event: &Event) -> String {
     serde_json::to_string(event).unwrap_or_default()
 }
 
+/// The process's subscription to the event channel
+/// ([`Store::subscribe_events`]): its messages, and the pings that show it
+/// is alive, in two halves so that a task can wait on both at once.
+pub struct EventSubscription {
+    /// Each published event's JSON.
+    pub messages: EventMessages,
+    /// Pings on the subscription's connection.
+    pub pinger: EventPinger,
+}
+
+impl EventSubscription {
+    pub(crate) fn new(pubsub: redis::aio::PubSub) -> EventSubscription {
+        let (sink, stream) = pubsub.split();
+        EventSubscription {
+            messages: EventMessages(stream),
+            pinger: EventPinger(sink),
+        }
+    }
+}
+
+/// The messages half of an [`EventSubscription`].
+pub struct EventMessages(redis::aio::PubSubStream);
+
+impl EventMessages {
+    /// The next message's payload (`Some(None)` for one that is not text);
+    /// `None` once the connection is lost.
+    pub async fn next(&mut self) -> Option<Option<String>> {
+        use futures::StreamExt;
+        let msg = self.0.next().await?;
+        Some(msg.get_payload::<String>().ok())
+    }
+}
+
+/// The ping half of an [`EventSubscription`].
+pub struct EventPinger(redis::aio::PubSubSink);
+
+impl EventPinger {
+    /// PING on the subscription's connection: a connection that died
+    /// without a FIN, or a Redis that stopped answering, fails or hangs.
+    pub async fn ping(&mut self) -> StoreResult<()> {
+        self.0.ping::<redis::Value>().await?;
+        Ok(())
+    }
+}
+
 impl Store {
     /// Appends an event to the buffer and publishes it in one atomic step.
     pub async fn emit(&self, body: &str) -> StoreResult<String> {

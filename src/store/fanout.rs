@@ -31,7 +31,7 @@
 //! before that re-read is seen by it; one that commits after it runs its own
 //! home clean-up after the add, so either way the id does not stay.
 
-use super::conn::Conn;
+use super::conn::RedisConn;
 use super::{Store, StoreResult};
 use crate::model::{now, HOME_CAP};
 use redis::AsyncCommands;
@@ -209,7 +209,7 @@ impl Store {
     /// most its end), in the followers ZSET's order.
     async fn page(
         &self,
-        conn: &mut Conn,
+        conn: &mut RedisConn,
         task: &FanoutTask,
         limit: usize,
     ) -> StoreResult<Vec<(String, f64)>> {
@@ -233,7 +233,7 @@ impl Store {
     /// unfollowed meanwhile, and out of every home if the status has gone.
     async fn apply(
         &self,
-        conn: &mut Conn,
+        conn: &mut RedisConn,
         task: &FanoutTask,
         followers: &[(String, f64)],
     ) -> StoreResult<()> {
@@ -310,7 +310,7 @@ impl Store {
     }
 
     /// Whether a status exists and is not being deleted.
-    pub(crate) async fn status_live(&self, conn: &mut Conn, sid: u64) -> StoreResult<bool> {
+    pub(crate) async fn status_live(&self, conn: &mut RedisConn, sid: u64) -> StoreResult<bool> {
         let (id, deleted): (Option<String>, Option<String>) = redis::cmd("HMGET")
             .arg(self.keys.status(sid))
             .arg("id")
@@ -399,7 +399,7 @@ impl Store {
     }
 
     /// Creates the consumer group if it is not there yet.
-    pub async fn ensure_fanout_group(&self, conn: &mut Conn) -> StoreResult<()> {
+    pub async fn ensure_fanout_group(&self, conn: &mut RedisConn) -> StoreResult<()> {
         let created: redis::RedisResult<()> = redis::cmd("XGROUP")
             .arg("CREATE")
             .arg(self.keys.fanout())
@@ -418,7 +418,7 @@ impl Store {
     /// `reclaim_ms`, else a new one (waiting up to `block_ms`).
     pub async fn claim_fanout(
         &self,
-        conn: &mut Conn,
+        conn: &mut RedisConn,
         consumer: &str,
         reclaim_ms: u64,
         block_ms: u64,
@@ -464,7 +464,7 @@ impl Store {
     /// rest of its range in one step.
     pub async fn work_fanout(
         &self,
-        conn: &mut Conn,
+        conn: &mut RedisConn,
         entry_id: &str,
         task: Option<&FanoutTask>,
     ) -> StoreResult<Step> {

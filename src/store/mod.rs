@@ -5,6 +5,9 @@
 //! - [`sessions`]: login sessions, last-seen, viewed statuses, clean-up.
 //! - [`statuses`]: post, delete, read, timelines.
 //! - [`follows`]: follow and unfollow as idempotent per-user steps.
+//! - `chains`: each write's chain of single-slot steps (one module a chain),
+//!   driven from [`outbox`].
+//! - [`outbox`]: the op log of writes that span slots.
 //! - [`fanout`]: the durable fan-out queue and its batches.
 //! - [`ids`]: status ids built from time (snowflakes) and their instance lease.
 //! - [`likes`]: likes and who likes a status.
@@ -18,9 +21,11 @@
 //! atomic and which keys it touches.
 
 pub mod cache;
+mod chains;
 pub mod conn;
 pub mod events;
 pub mod fanout;
+pub mod follow_requests;
 pub mod follows;
 pub mod home_cache;
 pub mod ids;
@@ -29,14 +34,13 @@ pub mod leases;
 pub mod likes;
 pub mod outbox;
 pub mod paging;
-pub mod requests;
 pub mod sessions;
 pub mod social;
 pub mod statuses;
 pub mod users;
 
 use crate::config::Config;
-use conn::{Conn, LazyCluster};
+use conn::{LazyCluster, RedisConn};
 use keys::Keys;
 use redis::aio::ConnectionManager;
 use redis::{Client, Script};
@@ -137,7 +141,7 @@ impl Scripts {
 /// Handle to Redis: cheap to clone, reconnects by itself.
 #[derive(Clone)]
 pub struct Store {
-    pub(crate) conn: Conn,
+    pub(crate) conn: RedisConn,
     pub(crate) target: Target,
     pub(crate) keys: Keys,
     pub(crate) scripts: Arc<Scripts>,
@@ -185,7 +189,7 @@ impl Store {
                 if nodes.is_empty() {
                     return Err(StoreError::Internal("--redis-cluster names no node".into()));
                 }
-                let conn = Conn::Cluster(LazyCluster::new(&nodes, Duration::from_secs(5))?);
+                let conn = RedisConn::Cluster(LazyCluster::new(&nodes, Duration::from_secs(5))?);
                 (
                     conn,
                     Target::Cluster(nodes),
@@ -201,7 +205,7 @@ impl Store {
                     .set_max_delay(Duration::from_millis(500));
                 let conn = ConnectionManager::new_lazy_with_config(client.clone(), manager_cfg)?;
                 let homes = home_cache::HomeCache::new(Some(&client), cfg.home_cache);
-                (Conn::Single(conn), Target::Single(client), homes)
+                (RedisConn::Single(conn), Target::Single(client), homes)
             }
         };
         Ok(Store {
@@ -247,7 +251,7 @@ impl Store {
     /// A connection of its own for blocking reads (the fan-out workers'
     /// XREADGROUP ... BLOCK), so they never hold up request traffic: it
     /// waits up to `block` longer than a request would for an answer.
-    pub fn blocking_connection(&self, block: Duration) -> StoreResult<Conn> {
+    pub fn blocking_connection(&self, block: Duration) -> StoreResult<RedisConn> {
         let timeout = block + Duration::from_secs(5);
         Ok(match &self.target {
             Target::Single(client) => {
@@ -255,17 +259,17 @@ impl Store {
                     .set_connection_timeout(Some(Duration::from_secs(2)))
                     .set_response_timeout(Some(timeout))
                     .set_number_of_retries(1);
-                Conn::Single(ConnectionManager::new_lazy_with_config(
+                RedisConn::Single(ConnectionManager::new_lazy_with_config(
                     client.clone(),
                     config,
                 )?)
             }
-            Target::Cluster(nodes) => Conn::Cluster(LazyCluster::new(nodes, timeout)?),
+            Target::Cluster(nodes) => RedisConn::Cluster(LazyCluster::new(nodes, timeout)?),
         })
     }
 
     /// A connection handle for one call.
-    pub(crate) fn conn(&self) -> Conn {
+    pub(crate) fn conn(&self) -> RedisConn {
         self.conn.clone()
     }
 
@@ -282,14 +286,14 @@ impl Store {
     /// found with CLUSTER SLOTS through the seeds in turn, so events arrive
     /// without the extra hop (and in the order they were published). A new
     /// subscription after a failover finds the new owner.
-    pub async fn subscribe_events(&self) -> StoreResult<redis::aio::PubSub> {
+    pub async fn subscribe_events(&self) -> StoreResult<events::EventSubscription> {
         let client = match &self.target {
             Target::Single(client) => client.clone(),
             Target::Cluster(nodes) => self.slot_owner(nodes).await?,
         };
         let mut pubsub = client.get_async_pubsub().await?;
         pubsub.subscribe(self.keys.channel()).await?;
-        Ok(pubsub)
+        Ok(events::EventSubscription::new(pubsub))
     }
 
     /// A client for the master that owns the `{g}` slot, asked of the seeds

@@ -9,25 +9,6 @@ use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// How long an `Idempotency-Key` of `POST /api/v1/statuses` is remembered, in seconds.
-pub const IDEMPOTENCY_TTL: u64 = 24 * 3600;
-
-/// Most entries kept in a mentions or hashtag timeline.
-pub const INDEX_CAP: usize = 10_000;
-/// Seconds a trending bucket (one minute of hashtag counts) is kept: the
-/// longest window, plus a margin.
-pub const TREND_BUCKET_TTL: u64 = 86_400 + 120;
-
-/// Hashtags lowercased, each once, in order.
-pub fn unique_tags(hashtags: &[String]) -> Vec<String> {
-    let mut seen = std::collections::HashSet::new();
-    hashtags
-        .iter()
-        .map(|t| t.to_lowercase())
-        .filter(|t| seen.insert(t.clone()))
-        .collect()
-}
-
 /// How a status is posted.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PostOptions<'a> {
@@ -76,7 +57,7 @@ impl Store {
     /// Stores a status whose id came from [`Store::next_status_id`], emits its
     /// events and fans it out (a chain of single-slot steps driven from the
     /// outbox: see `outbox`). With an idempotency key already used by this
-    /// author within [`IDEMPOTENCY_TTL`], creates nothing and returns the
+    /// author within [`IDEMPOTENCY_TTL`](super::outbox::IDEMPOTENCY_TTL), creates nothing and returns the
     /// first answer (finishing the first write first if it is still under
     /// way).
     pub async fn post_status(

@@ -22,9 +22,9 @@
 //! checks that the client answered the last ping before it sends the next.
 
 use super::frame::EventId;
-use super::hub::Delivery;
-use super::websocket::{self, op};
+use super::queue::Delivery;
 use super::wire::{keepalive_bytes, Transport};
+use super::ws_codec::{self, op};
 use crate::metrics::{global as metrics, inc};
 use std::io::{self, IoSlice};
 use std::pin::Pin;
@@ -84,7 +84,7 @@ impl Direct {
                     Transport::Sse => (&[], &f.sse, true),
                     Transport::Ndjson => (&[], &f.ndjson, true),
                     _ => {
-                        header = websocket::header(op::TEXT, false, f.json.len());
+                        header = ws_codec::header(op::TEXT, false, f.json.len());
                         (&header.0[..header.1], &f.json, true)
                     }
                 }
@@ -294,7 +294,7 @@ pub(crate) mod tests {
         ));
         let framed = |f: &Frame| {
             let mut out = Vec::new();
-            websocket::frame(op::TEXT, &f.json, &mut out);
+            ws_codec::frame(op::TEXT, &f.json, &mut out);
             out
         };
         let mut expected: Vec<u8> = Vec::new();

@@ -8,7 +8,8 @@
 
 use super::direct::Direct;
 use super::frame::{self, Control, ControlFrame, EventId, Frame, Incoming};
-use super::hub::{Conn, Delivery, Hub, SHUTDOWN};
+use super::hub::{ClientConn, Hub, SHUTDOWN};
+use super::queue::Delivery;
 use super::wire::Transport;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
@@ -88,7 +89,7 @@ fn same(a: &str, b: &str) -> bool {
 
 /// A connection's source of output.
 pub struct Feed {
-    conn: Arc<Conn>,
+    conn: Arc<ClientConn>,
     hub: Hub,
     store: Store,
     pending: VecDeque<Out>,
@@ -125,7 +126,7 @@ impl Feed {
     ) -> Feed {
         let left = (expires as f64 - crate::model::now()).clamp(0.0, 10.0 * 365.0 * 86400.0);
         let expires_at = Instant::now() + Duration::from_secs_f64(left);
-        let conn = Conn::new(hub.next_id(), uid, session, queue, expires_at);
+        let conn = ClientConn::new(hub.next_id(), uid, session, queue, expires_at);
         hub.open(&conn);
         Feed {
             conn,
@@ -405,7 +406,7 @@ impl Feed {
                 continue;
             }
             // A kill is a flag read here, woken through the queue
-            // (`Conn::kill`; the hub kills every connection on shutdown and
+            // (`ClientConn::kill`; the hub kills every connection on shutdown and
             // at its token's expiry, and hands out its keep-alives): a turn
             // waits on the queue alone.
             if self.conn.is_killed() {

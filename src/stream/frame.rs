@@ -232,7 +232,7 @@ pub fn parse(json: &str) -> Option<Incoming> {
     };
     let kind = match event.kind() {
         Some(kind) => std::borrow::Cow::Borrowed(kind),
-        None => serde_json::from_str::<TypeOnly>(json).ok()?.kind,
+        None => serde_json::from_str::<TypeOnly<'_>>(json).ok()?.kind,
     };
     let sse = format!("id: {id_text}\nevent: {kind}\ndata: {json}\n\n");
     let ndjson = format!("{json}\n");

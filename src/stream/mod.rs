@@ -23,10 +23,10 @@ pub mod direct;
 pub mod feed;
 pub mod frame;
 pub mod hub;
-pub mod limits;
 pub mod queue;
-pub mod websocket;
+pub mod stream_limits;
 pub mod wire;
+pub mod ws_codec;
 
 pub use feed::{Feed, Out};
 pub use frame::{EventId, Frame};

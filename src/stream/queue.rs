@@ -14,7 +14,9 @@
 //! of queueing it and waking the taker (see [`Queue::push_or`]); the lock
 //! orders those writes with the taker's own.
 
+use super::frame::{ControlFrame, Frame};
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
@@ -191,6 +193,24 @@ impl<T, S> Queue<T, S> {
     pub fn is_closed(&self) -> bool {
         self.lock().closed
     }
+}
+
+/// What a connection's queue carries.
+#[derive(Debug, Clone)]
+pub enum Delivery {
+    /// An event, for the subscription named by the stream.
+    Event(Arc<Frame>, &'static str),
+    /// A control event.
+    Control(Arc<ControlFrame>),
+    /// Nothing to write: wakes the connection's task to look at its kill
+    /// flag (see [`ClientConn::kill`](super::hub::ClientConn::kill)).
+    Wake,
+    /// Time for a keep-alive: the hub keeps every connection's keep-alive
+    /// and expiry times, so a stream's task waits on its queue alone.
+    Keepalive,
+    /// The rest of an event or keep-alive the hub began writing into the
+    /// socket itself ([`Direct`](super::direct::Direct)): written before anything else.
+    Rest(Vec<u8>),
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 
 use super::deflate::{Deflated, Gzip};
 use super::frame::{ControlFrame, Frame, DEFLATED_FORMS};
-use super::websocket::{self, op};
+use super::ws_codec::{self, op};
 use super::{Feed, Out};
 use std::cell::RefCell;
 use std::future::poll_fn;
@@ -273,10 +273,10 @@ impl Encoder {
             (Transport::WebSocket | Transport::Multiplexed, _) => {
                 if self.deflate {
                     let d = Deflated::of(bytes);
-                    websocket::frame_header(op::TEXT, true, d.message().len(), out);
+                    ws_codec::frame_header(op::TEXT, true, d.message().len(), out);
                     out.extend_from_slice(d.message());
                 } else {
-                    websocket::frame(op::TEXT, bytes, out);
+                    ws_codec::frame(op::TEXT, bytes, out);
                 }
             }
             (_, Some(gz)) => gz.push(&Deflated::of(bytes), out),
@@ -300,13 +300,13 @@ impl Encoder {
         match (t, &mut self.gzip) {
             (Transport::WebSocket | Transport::Multiplexed, _) if self.deflate => {
                 let d = f.deflated(t.form(stream), || shared(f));
-                websocket::frame_header(op::TEXT, true, d.message().len(), out);
+                ws_codec::frame_header(op::TEXT, true, d.message().len(), out);
                 out.extend_from_slice(d.message());
             }
-            (Transport::WebSocket, _) => websocket::frame(op::TEXT, &f.json, out),
+            (Transport::WebSocket, _) => ws_codec::frame(op::TEXT, &f.json, out),
             (Transport::Multiplexed, _) => {
                 let len = multiplexed_len(&f.json, stream);
-                websocket::frame_header(op::TEXT, false, len, out);
+                ws_codec::frame_header(op::TEXT, false, len, out);
                 multiplexed(&f.json, stream, out);
             }
             (_, Some(gz)) => gz.push(f.deflated(t.form(stream), || shared(f)), out),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 /// How long an element may take to appear or show a text.
 const PATIENCE: Duration = Duration::from_secs(15);
 
-pub struct Browser {
+pub(crate) struct Browser {
     driver: Child,
     client: Client,
     profile: std::path::PathBuf,
@@ -27,7 +27,7 @@ fn installed() -> bool {
 impl Browser {
     /// Starts chromedriver and a headless Chromium session; `None` when they
     /// cannot be installed.
-    pub async fn start() -> Option<Browser> {
+    pub(crate) async fn start() -> Option<Browser> {
         if !installed() {
             let _ = Command::new("sh")
                 .arg("-c")
@@ -80,7 +80,7 @@ impl Browser {
         })
     }
 
-    pub async fn goto(&self, url: &str) {
+    pub(crate) async fn goto(&self, url: &str) {
         self.client.goto(url).await.expect("navigate");
     }
 
@@ -97,19 +97,19 @@ impl Browser {
     }
 
     /// Types into the input with this id.
-    pub async fn fill(&self, id: &str, text: &str) {
+    pub(crate) async fn fill(&self, id: &str, text: &str) {
         let e = self.element(id).await;
         e.clear().await.expect("clear");
         e.send_keys(text).await.expect("type");
     }
 
     /// Clicks the element with this id.
-    pub async fn click(&self, id: &str) {
+    pub(crate) async fn click(&self, id: &str) {
         self.element(id).await.click().await.expect("click");
     }
 
     /// Waits until the element's visible text contains `text`.
-    pub async fn wait_for_text(&self, id: &str, text: &str) {
+    pub(crate) async fn wait_for_text(&self, id: &str, text: &str) {
         let deadline = Instant::now() + PATIENCE;
         loop {
             // The page may re-render the element between the find and the read.
@@ -127,7 +127,7 @@ impl Browser {
 
     /// Runs an asynchronous script in the page (its last argument is the
     /// callback that returns its result).
-    pub async fn run_async(&self, script: &str, args: Vec<serde_json::Value>) -> serde_json::Value {
+    pub(crate) async fn run_async(&self, script: &str, args: Vec<serde_json::Value>) -> serde_json::Value {
         self.client
             .execute_async(script, args)
             .await
@@ -135,11 +135,11 @@ impl Browser {
     }
 
     /// A PNG of the page.
-    pub async fn screenshot(&self) -> Vec<u8> {
+    pub(crate) async fn screenshot(&self) -> Vec<u8> {
         self.client.screenshot().await.expect("screenshot")
     }
 
-    pub async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         let _ = self.client.clone().close().await;
         let _ = self.driver.kill();
         let _ = self.driver.wait();

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-pub mod browser;
+pub(crate) mod browser;
 
 use firehose::config::Config;
 use reqwest::{Method, StatusCode};
@@ -50,7 +50,7 @@ static SCHEMATHESIS: Once = Once::new();
 /// The schemathesis CLI: `st` on the PATH, or one installed with pip into a
 /// virtual environment under the target directory (on a fresh Debian
 /// machine, after apt-get installs python3-venv).
-pub fn schemathesis() -> std::path::PathBuf {
+pub(crate) fn schemathesis() -> std::path::PathBuf {
     let venv = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/schemathesis");
     let st_in_venv = venv.join("bin/st");
     if Command::new("st")
@@ -80,7 +80,7 @@ pub fn schemathesis() -> std::path::PathBuf {
     st_in_venv
 }
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -99,13 +99,13 @@ fn free_cluster_port() -> u16 {
 
 /// Whether this test run uses a Redis Cluster (`FIREHOSE_TEST_CLUSTER=1`)
 /// wherever a test asks for "a Redis".
-pub fn cluster_run() -> bool {
+pub(crate) fn cluster_run() -> bool {
     std::env::var("FIREHOSE_TEST_CLUSTER").is_ok_and(|v| v == "1")
 }
 
 /// redis-server children on free ports: one server, or the three masters of
 /// a local Redis Cluster. Killed on drop.
-pub struct RedisServer {
+pub(crate) struct RedisServer {
     children: Vec<Option<Child>>,
     /// The (first) node's port.
     pub port: u16,
@@ -121,22 +121,22 @@ pub struct RedisServer {
 
 impl RedisServer {
     /// A Redis: a single server, or a 3-master cluster in a cluster run.
-    pub fn start() -> RedisServer {
+    pub(crate) fn start() -> RedisServer {
         Self::launch(false, cluster_run())
     }
 
     /// A server whose data survives `restart` (AOF, fsync always).
-    pub fn start_durable() -> RedisServer {
+    pub(crate) fn start_durable() -> RedisServer {
         Self::launch(true, cluster_run())
     }
 
     /// A single server, whatever the run.
-    pub fn start_single() -> RedisServer {
+    pub(crate) fn start_single() -> RedisServer {
         Self::launch(false, false)
     }
 
     /// A local 3-master Redis Cluster, whatever the run.
-    pub fn start_cluster() -> RedisServer {
+    pub(crate) fn start_cluster() -> RedisServer {
         Self::launch(false, true)
     }
 
@@ -172,17 +172,17 @@ impl RedisServer {
     }
 
     /// The (first) node's URL.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
     /// Whether this is a cluster.
-    pub fn is_cluster(&self) -> bool {
+    pub(crate) fn is_cluster(&self) -> bool {
         self.cluster
     }
 
     /// The `--redis-cluster` value (every node), on a cluster.
-    pub fn cluster_spec(&self) -> Option<String> {
+    pub(crate) fn cluster_spec(&self) -> Option<String> {
         self.cluster.then(|| {
             self.ports
                 .iter()
@@ -193,7 +193,7 @@ impl RedisServer {
     }
 
     /// The command-line arguments that point a firehose process here.
-    pub fn args(&self) -> Vec<String> {
+    pub(crate) fn args(&self) -> Vec<String> {
         match self.cluster_spec() {
             Some(spec) => vec!["--redis-cluster".into(), spec],
             None => vec!["--redis-url".into(), self.url()],
@@ -356,7 +356,7 @@ impl RedisServer {
     }
 
     /// Kills the server(s) (data is lost unless started durable).
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         for child in &mut self.children {
             if let Some(mut child) = child.take() {
                 let _ = child.kill();
@@ -366,14 +366,14 @@ impl RedisServer {
     }
 
     /// Starts it again on the same port(s).
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.stop();
         self.spawn();
     }
 
     /// A plain connection to every node (for node-level commands: CLIENT
     /// KILL, INFO).
-    pub fn node_conns(&self) -> Vec<redis::Connection> {
+    pub(crate) fn node_conns(&self) -> Vec<redis::Connection> {
         self.ports
             .iter()
             .map(|p| {
@@ -387,7 +387,7 @@ impl RedisServer {
 
     /// Drops every pub/sub connection on every node (the server's event
     /// subscriptions among them); returns how many went.
-    pub fn kill_pubsub(&self) -> u64 {
+    pub(crate) fn kill_pubsub(&self) -> u64 {
         self.node_conns()
             .iter_mut()
             .map(|conn| {
@@ -403,7 +403,7 @@ impl RedisServer {
 
     /// A synchronous connection for poking at keys (cluster-aware in a
     /// cluster; pipelines there must stay within one slot).
-    pub fn conn(&self) -> Poke {
+    pub(crate) fn conn(&self) -> Poke {
         match self.cluster_spec() {
             Some(_) => Poke::Cluster(Box::new(
                 redis::cluster::ClusterClient::new(
@@ -427,7 +427,7 @@ impl RedisServer {
 }
 
 /// A synchronous connection to the test Redis or cluster.
-pub enum Poke {
+pub(crate) enum Poke {
     Single(redis::Connection),
     Cluster(Box<redis::cluster::ClusterConnection>),
 }
@@ -479,7 +479,7 @@ impl Drop for RedisServer {
 }
 
 /// The server under test with its Redis.
-pub struct TestApp {
+pub(crate) struct TestApp {
     pub addr: SocketAddr,
     pub redis: RedisServer,
     pub http: reqwest::Client,
@@ -489,7 +489,7 @@ pub struct TestApp {
 }
 
 /// Default test configuration against `redis`.
-pub fn test_config(redis: &RedisServer) -> Config {
+pub(crate) fn test_config(redis: &RedisServer) -> Config {
     let mut cfg = Config::defaults();
     cfg.redis_url = Some(redis.url());
     cfg.redis_cluster = redis.cluster_spec();
@@ -500,16 +500,16 @@ pub fn test_config(redis: &RedisServer) -> Config {
 }
 
 impl TestApp {
-    pub async fn start() -> TestApp {
+    pub(crate) async fn start() -> TestApp {
         Self::start_with(|_| {}).await
     }
 
-    pub async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+    pub(crate) async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
         Self::start_on(RedisServer::start(), tweak).await
     }
 
     /// The app on a Redis of the test's choosing (a durable one, say).
-    pub async fn start_on(redis: RedisServer, tweak: impl FnOnce(&mut Config)) -> TestApp {
+    pub(crate) async fn start_on(redis: RedisServer, tweak: impl FnOnce(&mut Config)) -> TestApp {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_env("TEST_LOG"))
             .with_test_writer()
@@ -544,12 +544,12 @@ impl TestApp {
         app
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
 
     /// The /metrics page.
-    pub async fn metrics(&self) -> String {
+    pub(crate) async fn metrics(&self) -> String {
         self.http
             .get(self.url("/metrics"))
             .send()
@@ -561,7 +561,7 @@ impl TestApp {
     }
 
     /// The value of the unlabelled metric `name` on the /metrics page.
-    pub async fn metric(&self, name: &str) -> f64 {
+    pub(crate) async fn metric(&self, name: &str) -> f64 {
         let text = self.metrics().await;
         let prefix = format!("{name} ");
         text.lines()
@@ -572,7 +572,7 @@ impl TestApp {
     }
 
     /// Sends a request; returns status and JSON body (Null when empty or not JSON).
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         method: Method,
         path: &str,
@@ -592,20 +592,20 @@ impl TestApp {
         (status, serde_json::from_str(&text).unwrap_or(Value::Null))
     }
 
-    pub async fn get(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+    pub(crate) async fn get(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
         self.call(Method::GET, path, token, None).await
     }
 
-    pub async fn post(&self, path: &str, token: Option<&str>, body: Value) -> (StatusCode, Value) {
+    pub(crate) async fn post(&self, path: &str, token: Option<&str>, body: Value) -> (StatusCode, Value) {
         self.call(Method::POST, path, token, Some(body)).await
     }
 
-    pub async fn delete(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+    pub(crate) async fn delete(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
         self.call(Method::DELETE, path, token, None).await
     }
 
     /// Registers `login` (password "password123") and returns its id.
-    pub async fn register(&self, login: &str) -> String {
+    pub(crate) async fn register(&self, login: &str) -> String {
         let (status, body) = self
             .post(
                 "/api/v1/users",
@@ -617,7 +617,7 @@ impl TestApp {
         body["id"].as_str().expect("id is a string").to_string()
     }
 
-    pub async fn login(&self, identifier: &str) -> String {
+    pub(crate) async fn login(&self, identifier: &str) -> String {
         let (status, body) = self
             .post(
                 "/api/v1/sessions",
@@ -630,26 +630,26 @@ impl TestApp {
     }
 
     /// Registers and logs in: (id, token).
-    pub async fn user(&self, login: &str) -> (String, String) {
+    pub(crate) async fn user(&self, login: &str) -> (String, String) {
         let id = self.register(login).await;
         let token = self.login(login).await;
         (id, token)
     }
 
-    pub async fn post_status(&self, token: &str, body: Value) -> Value {
+    pub(crate) async fn post_status(&self, token: &str, body: Value) -> Value {
         let (status, body) = self.post("/api/v1/statuses", Some(token), body).await;
         assert_eq!(status, StatusCode::CREATED, "post status: {body}");
         body
     }
 
-    pub async fn say(&self, token: &str, message: &str) -> String {
+    pub(crate) async fn say(&self, token: &str, message: &str) -> String {
         self.post_status(token, json!({"message": message})).await["id"]
             .as_str()
             .unwrap()
             .to_string()
     }
 
-    pub async fn follow(&self, token: &str, id: &str) {
+    pub(crate) async fn follow(&self, token: &str, id: &str) {
         let (status, body) = self
             .post(
                 &format!("/api/v1/users/{id}/follow"),
@@ -661,7 +661,7 @@ impl TestApp {
     }
 
     /// Ids of a timeline page.
-    pub async fn timeline_ids(&self, path: &str, token: Option<&str>) -> Vec<String> {
+    pub(crate) async fn timeline_ids(&self, path: &str, token: Option<&str>) -> Vec<String> {
         let (status, body) = self.get(path, token).await;
         assert_eq!(status, StatusCode::OK, "{path}: {body}");
         body.as_array()
@@ -672,7 +672,7 @@ impl TestApp {
     }
 
     /// A token with the given scopes for an existing user, as `firehose token` mints it.
-    pub async fn operator_token(&self, uid: &str, scopes: &[&str]) -> String {
+    pub(crate) async fn operator_token(&self, uid: &str, scopes: &[&str]) -> String {
         let store = firehose::store::Store::open(&self.redis.url(), &self.cfg).unwrap();
         let uid: u64 = uid.parse().unwrap();
         let sid = store
@@ -684,7 +684,7 @@ impl TestApp {
     }
 
     /// Waits until `check` holds, polling; panics with `what` after 20 s.
-    pub async fn eventually<F, Fut>(&self, what: &str, mut check: F)
+    pub(crate) async fn eventually<F, Fut>(&self, what: &str, mut check: F)
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = bool>,
@@ -697,7 +697,7 @@ impl TestApp {
     }
 
     /// Stops the server and waits for `run` to return.
-    pub async fn shutdown(mut self) {
+    pub(crate) async fn shutdown(mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -718,7 +718,7 @@ impl Drop for TestApp {
 
 /// Creates `n` users straight through the store (no password hashing), for
 /// tests that need thousands of followers. Returns their ids.
-pub async fn bulk_users(app: &TestApp, prefix: &str, n: usize) -> Vec<u64> {
+pub(crate) async fn bulk_users(app: &TestApp, prefix: &str, n: usize) -> Vec<u64> {
     use futures::StreamExt;
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
     futures::stream::iter(0..n)
@@ -748,7 +748,7 @@ pub async fn bulk_users(app: &TestApp, prefix: &str, n: usize) -> Vec<u64> {
 }
 
 /// Makes every one of `followers` follow `target` through the store.
-pub async fn bulk_follow(app: &TestApp, followers: &[u64], target: u64) {
+pub(crate) async fn bulk_follow(app: &TestApp, followers: &[u64], target: u64) {
     use futures::StreamExt;
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
     let results: Vec<bool> = futures::stream::iter(followers.to_vec())
@@ -768,7 +768,7 @@ pub async fn bulk_follow(app: &TestApp, followers: &[u64], target: u64) {
 }
 
 /// How many of `users` have `status_id` in their home timeline.
-pub fn homes_with(app: &TestApp, users: &[u64], status_id: &str) -> usize {
+pub(crate) fn homes_with(app: &TestApp, users: &[u64], status_id: &str) -> usize {
     use redis::Commands;
     let mut conn = app.redis.conn();
     let key = |u: &u64| format!("{}:user:{{{u}}}:home", app.cfg.key_prefix);
@@ -793,14 +793,14 @@ pub fn homes_with(app: &TestApp, users: &[u64], status_id: &str) -> usize {
 
 /// One parsed SSE message (or NDJSON line, with `id`/`event` from the JSON).
 #[derive(Debug, Clone)]
-pub struct Msg {
+pub(crate) struct Msg {
     pub id: Option<String>,
     pub event: String,
     pub data: Value,
 }
 
 /// A streaming client over SSE or NDJSON.
-pub struct StreamClient {
+pub(crate) struct StreamClient {
     pub status: StatusCode,
     pub body: Value,
     resp: Option<reqwest::Response>,
@@ -813,7 +813,7 @@ pub struct StreamClient {
 
 impl TestApp {
     /// Opens a stream; `headers` are extra request headers.
-    pub async fn stream(
+    pub(crate) async fn stream(
         &self,
         path: &str,
         token: Option<&str>,
@@ -823,7 +823,7 @@ impl TestApp {
     }
 
     /// A stream from any server (another process, say).
-    pub async fn stream_url(
+    pub(crate) async fn stream_url(
         &self,
         url: &str,
         token: Option<&str>,
@@ -915,7 +915,7 @@ impl StreamClient {
 
     /// The next message (skipping keep-alives) within `wait`; `None` on
     /// timeout or end of stream.
-    pub async fn next_within(&mut self, wait: Duration) -> Option<Msg> {
+    pub(crate) async fn next_within(&mut self, wait: Duration) -> Option<Msg> {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             while let Some(m) = self.take_message() {
@@ -936,14 +936,14 @@ impl StreamClient {
     }
 
     /// The next message within 10 s, or a panic naming `what`.
-    pub async fn next(&mut self, what: &str) -> Msg {
+    pub(crate) async fn next(&mut self, what: &str) -> Msg {
         self.next_within(Duration::from_secs(10))
             .await
             .unwrap_or_else(|| panic!("no event: {what}"))
     }
 
     /// The next event that is not a control event.
-    pub async fn next_event(&mut self, what: &str) -> Msg {
+    pub(crate) async fn next_event(&mut self, what: &str) -> Msg {
         loop {
             let m = self.next(what).await;
             if m.data.get("id").is_some() {
@@ -953,14 +953,14 @@ impl StreamClient {
     }
 
     /// Asserts nothing but keep-alives arrives within `wait`.
-    pub async fn assert_quiet(&mut self, wait: Duration) {
+    pub(crate) async fn assert_quiet(&mut self, wait: Duration) {
         if let Some(m) = self.next_within(wait).await {
             panic!("unexpected event: {:?}", m.data);
         }
     }
 
     /// Whether the server ended the stream within `wait`.
-    pub async fn ended_within(&mut self, wait: Duration) -> bool {
+    pub(crate) async fn ended_within(&mut self, wait: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             let Some(resp) = self.resp.as_mut() else {
@@ -980,7 +980,7 @@ impl StreamClient {
 
 /// The firehose binary as a child process (`serve` or `worker`), for tests
 /// that kill it with SIGKILL or run several processes on one Redis.
-pub struct ServerProcess {
+pub(crate) struct ServerProcess {
     pub child: tokio::process::Child,
     pub port: u16,
 }
@@ -988,13 +988,13 @@ pub struct ServerProcess {
 impl ServerProcess {
     /// Starts `firehose serve` on a free port against `redis_url` and waits
     /// until it answers /readyz.
-    pub async fn serve(redis: &RedisServer, env: &[(&str, &str)]) -> ServerProcess {
+    pub(crate) async fn serve(redis: &RedisServer, env: &[(&str, &str)]) -> ServerProcess {
         Self::start(redis, env, None).await
     }
 
     /// [`ServerProcess::serve`] from a shell whose soft open-file limit is
     /// `soft` (`ulimit -Sn`), as a login shell's often is.
-    pub async fn serve_with_soft_nofile(
+    pub(crate) async fn serve_with_soft_nofile(
         redis: &RedisServer,
         env: &[(&str, &str)],
         soft: u64,
@@ -1046,28 +1046,28 @@ impl ServerProcess {
         server
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{}", self.port, path)
     }
 
     /// SIGKILL: no shutdown, no clean-up, whatever it was doing.
-    pub async fn kill9(mut self) {
+    pub(crate) async fn kill9(mut self) {
         let _ = self.child.start_kill();
         let _ = self.child.wait().await;
     }
 }
 
 /// A WebSocket client connection.
-pub type Ws =
+pub(crate) type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Opens a WebSocket to `path` on the app with a bearer token.
-pub async fn ws_connect(app: &TestApp, path: &str, token: &str) -> Ws {
+pub(crate) async fn ws_connect(app: &TestApp, path: &str, token: &str) -> Ws {
     ws_connect_url(&format!("ws://{}{}", app.addr, path), token).await
 }
 
 /// Opens a WebSocket to `url` (`ws://...`) with a bearer token.
-pub async fn ws_connect_url(url: &str, token: &str) -> Ws {
+pub(crate) async fn ws_connect_url(url: &str, token: &str) -> Ws {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let mut req = url.into_client_request().unwrap();
     req.headers_mut()
@@ -1079,7 +1079,7 @@ pub async fn ws_connect_url(url: &str, token: &str) -> Ws {
 }
 
 /// The next text message as JSON (pings and pongs skipped), within 10 s.
-pub async fn ws_next(ws: &mut Ws) -> Value {
+pub(crate) async fn ws_next(ws: &mut Ws) -> Value {
     use futures::StreamExt;
     loop {
         let msg = tokio::time::timeout(Duration::from_secs(10), ws.next())
@@ -1094,7 +1094,7 @@ pub async fn ws_next(ws: &mut Ws) -> Value {
 }
 
 /// Sends `v` as a text message.
-pub async fn ws_send(ws: &mut Ws, v: Value) {
+pub(crate) async fn ws_send(ws: &mut Ws, v: Value) {
     use futures::SinkExt;
     ws.send(tokio_tungstenite::tungstenite::Message::Text(
         v.to_string().into(),
@@ -1108,14 +1108,14 @@ pub async fn ws_send(ws: &mut Ws, v: Value) {
 /// and on opening it goes out in one write, in order; other connections
 /// pass straight through.
 #[derive(Clone)]
-pub struct Gate(std::sync::Arc<tokio::sync::watch::Sender<bool>>);
+pub(crate) struct Gate(std::sync::Arc<tokio::sync::watch::Sender<bool>>);
 
 impl Gate {
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.0.send_replace(false);
     }
 
-    pub fn open(&self) {
+    pub(crate) fn open(&self) {
         self.0.send_replace(true);
     }
 }
@@ -1123,7 +1123,7 @@ impl Gate {
 /// Starts a proxy to the Redis at `upstream` with a [`Gate`] (open) on its
 /// RESP3 connections; returns the proxy's port and the gate. It runs until
 /// the test's runtime ends.
-pub async fn resp3_gate_proxy(upstream: u16) -> (u16, Gate) {
+pub(crate) async fn resp3_gate_proxy(upstream: u16) -> (u16, Gate) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();

@@ -128,7 +128,7 @@ mod base64_free {
     use serde_json::Value;
     const ALPHA: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-    pub fn b64url(bytes: &[u8]) -> String {
+    pub(super) fn b64url(bytes: &[u8]) -> String {
         let mut out = String::new();
         for chunk in bytes.chunks(3) {
             let b = [
@@ -144,7 +144,7 @@ mod base64_free {
         out
     }
 
-    pub fn decode_claims(token: &str) -> Value {
+    pub(super) fn decode_claims(token: &str) -> Value {
         let part = token.split('.').nth(1).unwrap();
         let mut bits = 0u32;
         let mut n = 0;

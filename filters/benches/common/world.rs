@@ -6,43 +6,43 @@
 use firehose_filters::{BBox, Event, FilterSpec, Index, Phrase, Rule, StatusView};
 
 /// A small deterministic generator so runs are repeatable.
-pub struct Lcg(pub u64);
+pub(crate) struct Lcg(pub u64);
 impl Lcg {
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self
             .0
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         self.0 >> 33
     }
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 }
 
-pub const USERS: u64 = 1_000_000;
+pub(crate) const USERS: u64 = 1_000_000;
 /// Words in the language. With a million distinct words (names, hashtags,
 /// ordinary words) an event matches a handful of subscriptions even at
 /// 100,000 filter sets; `route_status_dense` uses 50,000 words, where matches
 /// per event grow with the number of filter sets and so does the cost.
-pub const VOCAB: u64 = 1_000_000;
-pub const DENSE_VOCAB: u64 = 50_000;
+pub(crate) const VOCAB: u64 = 1_000_000;
+pub(crate) const DENSE_VOCAB: u64 = 50_000;
 
 /// Words all have the same length whatever the vocabulary size, so that the
 /// groups differ only in the index, not in how much text each event carries.
-pub fn word(n: u64) -> String {
+pub(crate) fn word(n: u64) -> String {
     format!("w{n:08}")
 }
 
 /// Draws ranks `0..n` with probability proportional to `1 / (rank + 1)^s`
 /// (Zipf's law): by inverting its cumulative distribution, a table of `n`
 /// entries.
-pub struct Zipf {
+pub(crate) struct Zipf {
     cdf: Vec<f64>,
 }
 
 impl Zipf {
-    pub fn new(n: u64, s: f64) -> Zipf {
+    pub(crate) fn new(n: u64, s: f64) -> Zipf {
         let mut total = 0.0;
         let mut cdf: Vec<f64> = (0..n)
             .map(|r| {
@@ -57,7 +57,7 @@ impl Zipf {
     }
 
     /// A rank: 0 is the most frequent.
-    pub fn sample(&self, rng: &mut Lcg) -> u64 {
+    pub(crate) fn sample(&self, rng: &mut Lcg) -> u64 {
         // 62 random bits make a uniform draw fine enough for a million ranks.
         let u = ((rng.next() << 31) | rng.next()) as f64 / (1u64 << 62) as f64;
         self.cdf.partition_point(|c| *c < u).min(self.cdf.len() - 1) as u64
@@ -66,7 +66,7 @@ impl Zipf {
 
 /// How the words of statuses and the followed users are drawn.
 #[derive(Clone, Copy, PartialEq)]
-pub enum Draw {
+pub(crate) enum Draw {
     /// Every word and user equally likely.
     Uniform,
     /// As real text and a real follow graph: status words follow Zipf's law
@@ -81,7 +81,7 @@ pub enum Draw {
 
 /// What a group varies with the number of filter sets.
 #[derive(Clone, Copy)]
-pub struct World {
+pub(crate) struct World {
     /// Distinct words.
     pub vocab: u64,
     /// Distinct user ids.
@@ -95,13 +95,13 @@ pub struct World {
 }
 
 /// The Zipf tables of a world's words and users (none for a uniform one).
-pub struct Tables {
+pub(crate) struct Tables {
     words: Option<Zipf>,
     users: Option<Zipf>,
 }
 
 impl Tables {
-    pub fn of(w: World) -> Tables {
+    pub(crate) fn of(w: World) -> Tables {
         let zipf = w.draw == Draw::Zipf;
         Tables {
             words: zipf.then(|| Zipf::new(w.vocab, 1.0)),
@@ -134,7 +134,7 @@ impl Tables {
     }
 }
 
-pub fn build(n_sets: usize, w: World, t: &Tables, rng: &mut Lcg) -> Index {
+pub(crate) fn build(n_sets: usize, w: World, t: &Tables, rng: &mut Lcg) -> Index {
     let mut index = Index::new();
     for sub in 0..n_sets as u64 {
         let mut follow: Vec<u64> = (0..100).map(|_| t.followed(w, rng)).collect();
@@ -174,14 +174,14 @@ pub fn build(n_sets: usize, w: World, t: &Tables, rng: &mut Lcg) -> Index {
     index
 }
 
-pub struct Msg {
+pub(crate) struct Msg {
     pub id: u64,
     pub uid: u64,
     pub text: String,
     pub coords: Option<(f64, f64)>,
 }
 
-pub fn messages(w: World, t: &Tables, rng: &mut Lcg) -> Vec<Msg> {
+pub(crate) fn messages(w: World, t: &Tables, rng: &mut Lcg) -> Vec<Msg> {
     let (users, g) = (w.users, w.geo as f64);
     (0..4096)
         .map(|i| Msg {
@@ -201,7 +201,7 @@ pub fn messages(w: World, t: &Tables, rng: &mut Lcg) -> Vec<Msg> {
         .collect()
 }
 
-pub fn status(m: &Msg) -> Event<'_> {
+pub(crate) fn status(m: &Msg) -> Event<'_> {
     Event::Status(StatusView {
         id: m.id,
         uid: m.uid,
@@ -214,7 +214,7 @@ pub fn status(m: &Msg) -> Event<'_> {
 /// Words, users and box positions grow with the number of filter sets, so
 /// an event matches about the same number of subscriptions at every size:
 /// what remains is the cost of the index's size alone.
-pub fn constant(n: usize) -> World {
+pub(crate) fn constant(n: usize) -> World {
     World {
         vocab: n as u64 * 300,
         users: n as u64 * 5_000,

@@ -7,48 +7,102 @@
 //! are `stream::wire`'s; the WebSocket protocol is [`ws`].
 
 pub mod open;
-pub mod ws;
+pub mod ws_session;
 
 use crate::error::ApiResult;
+use crate::http::openapi::{Auth, Op, Params, Reply, RESUME};
+use crate::http::routes::Routes;
 use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
-use crate::stream::limits::StreamGuard;
+use crate::stream::stream_limits::StreamGuard;
 use crate::stream::wire::Encoder;
 use crate::stream::Feed;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 use open::{is_upgrade, plain_encoder, prepare, Kind, Opened};
 use std::convert::Infallible;
 
-/// Routes of this resource.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/stream/firehose", get(firehose))
-        .route("/api/v1/stream/sample", get(sample))
-        .route("/api/v1/stream/filter", get(filter))
-        .route("/api/v1/stream/user", get(user))
-        .route("/api/v1/stream", get(ws::multiplexed))
+/// OpenAPI: `ws_session::multiplexed`.
+const MULTIPLEXED_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/stream",
+    tag: "streams",
+    summary: "Multiplexed WebSocket: subscribe/unsubscribe control messages",
+    auth: Auth::Stream,
+    query: &[(
+        "access_token",
+        "The JWT, for clients that cannot set headers.",
+    )],
+    body: None,
+    status: 101,
+    params: Params::None,
+    reply: Reply::Stream,
+    errors: &[400, 401, 403, 429, 503],
+};
+
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(FIREHOSE_OP, firehose)
+        .route(SAMPLE_OP, sample)
+        .route(FILTER_OP, filter)
+        .route(USER_OP, user)
+        .route(MULTIPLEXED_OP, ws_session::multiplexed)
 }
 
+const FIREHOSE_OP: Op = Op { method: "get", path: "/api/v1/stream/firehose", tag: "streams", summary: "Every public event (scope firehose). SSE, NDJSON (Accept: application/x-ndjson) or WebSocket", auth: Auth::Stream, query: RESUME, body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
 /// `GET /api/v1/stream/firehose`: every public event (scope `firehose`).
 pub async fn firehose(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Firehose).await
 }
 
+const SAMPLE_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/stream/sample",
+    tag: "streams",
+    summary: "A sample of public statuses, the same for every client at one rate",
+    auth: Auth::Stream,
+    query: &[
+        ("rate", "Fraction in (0, 1], default 0.01."),
+        (
+            "access_token",
+            "The JWT, for clients that cannot set headers.",
+        ),
+        ("last_event_id", "Resume after this id."),
+        ("count", "Replay the newest N first."),
+    ],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Stream,
+    errors: &[400, 401, 403, 429, 503],
+};
 /// `GET /api/v1/stream/sample?rate=`: the same sample of public statuses for every client at one rate.
 pub async fn sample(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Sample).await
 }
 
+const FILTER_OP: Op = Op { method: "get", path: "/api/v1/stream/filter", tag: "streams", summary: "Public statuses matching follow, track or locations", auth: Auth::Stream, query: &[("follow", "Comma-separated user ids (<= 5000)."), ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."), ("locations", "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
 /// `GET /api/v1/stream/filter?follow=&track=&locations=`.
 pub async fn filter(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Filter).await
 }
 
+const USER_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/stream/user",
+    tag: "streams",
+    summary: "What your home timeline gets, plus follows of and by you",
+    auth: Auth::Stream,
+    query: RESUME,
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Stream,
+    errors: &[400, 401, 403, 429, 503],
+};
 /// `GET /api/v1/stream/user`: what the caller's home timeline gets, plus follows of and by them.
 pub async fn user(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::User).await
@@ -62,7 +116,7 @@ async fn serve(state: AppState, req: Request, kind: Kind) -> Response {
 
 async fn open(state: AppState, req: Request, kind: Kind) -> ApiResult<Response> {
     if is_upgrade(req.headers()) {
-        return ws::upgrade(state, req, Some(kind)).await;
+        return ws_session::upgrade(state, req, Some(kind)).await;
     }
     let (mut parts, _) = req.into_parts();
     let encoder = plain_encoder(&parts.headers);

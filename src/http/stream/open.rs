@@ -9,7 +9,7 @@ use crate::auth::{AuthUser, StreamUser, SCOPE_FIREHOSE};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use crate::stream::feed::{Replay, MAX_COUNT};
-use crate::stream::limits::StreamGuard;
+use crate::stream::stream_limits::StreamGuard;
 use crate::stream::wire::{Encoder, Transport};
 use crate::stream::{EventId, Feed};
 use axum::extract::{FromRequestParts, Query};

@@ -2,7 +2,7 @@
 //! JSON as SSE data, one text message per event) and the multiplexed socket
 //! at `/api/v1/stream`, whose clients subscribe and unsubscribe named
 //! streams with control messages, rate-limited; pings and the pong deadline.
-//! The frames are `stream::websocket`'s; this loop moves them over any
+//! The frames are `stream::ws_codec`'s; this loop moves them over any
 //! socket: the raw TCP stream of a connection's first request
 //! (`serve.rs`), or hyper's upgraded connection after a kept-alive one.
 
@@ -13,9 +13,9 @@ use crate::http::JsonId;
 use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
 use crate::stream::frame::Control;
-use crate::stream::limits::StreamGuard;
-use crate::stream::websocket::{self, close, op, Handshake, Message, Reader};
+use crate::stream::stream_limits::StreamGuard;
 use crate::stream::wire::{self, Encoder, Transport};
+use crate::stream::ws_codec::{self, close, op, Handshake, Message, Reader};
 use crate::stream::{Feed, Out};
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
@@ -134,7 +134,7 @@ pub async fn upgrade(state: AppState, mut req: Request, kind: Option<Kind>) -> A
     tokio::spawn(async move {
         if let Ok(upgraded) = on_upgrade.await {
             let io = hyper_util::rt::TokioIo::new(upgraded);
-            serve(io, &[], Box::new(opened), timeout).await;
+            run(io, &[], Box::new(opened), timeout).await;
         }
     });
     Ok(response)
@@ -342,7 +342,7 @@ enum Ending {
 /// `early` holds bytes the client sent right behind its request) until the
 /// stream ends, the client closes or breaks the protocol, or a write
 /// stays blocked past `timeout`.
-pub async fn serve<S>(mut io: S, early: &[u8], opened: Box<WsOpened>, timeout: Duration)
+pub async fn run<S>(mut io: S, early: &[u8], opened: Box<WsOpened>, timeout: Duration)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
@@ -366,7 +366,7 @@ where
     reader.push(early);
     let mut last_pong = Instant::now();
     let mut control_budget =
-        crate::limits::Bucket::new(CONTROL_PER_SEC as f64, CONTROL_PER_SEC as f64 * 2.0);
+        crate::rate_limits::Bucket::new(CONTROL_PER_SEC as f64, CONTROL_PER_SEC as f64 * 2.0);
     let ending = 'run: loop {
         // Every complete message read so far.
         loop {
@@ -382,7 +382,7 @@ where
                     let rest = feed.interrupt();
                     let pong = |buf: &mut Vec<u8>| {
                         buf.extend_from_slice(rest.as_deref().unwrap_or_default());
-                        websocket::frame(op::PONG, &payload, buf)
+                        ws_codec::frame(op::PONG, &payload, buf)
                     };
                     if wire::send(&mut io, timeout, pong).await.is_none() {
                         break 'run Ending::Gone;
@@ -467,7 +467,7 @@ async fn closing<S>(
 {
     let bye = |buf: &mut Vec<u8>| {
         buf.extend_from_slice(rest.as_deref().unwrap_or_default());
-        websocket::close_frame(code, reason, buf)
+        ws_codec::close_frame(code, reason, buf)
     };
     if wire::send(&mut io, timeout, bye).await.is_none() {
         return;

@@ -1,0 +1,122 @@
+//! Paging parameters and paged answers, shared by every list: `count`,
+//! `page` and `max_id` on timelines, `count` and `cursor` on lists of users.
+
+use crate::error::{ApiError, ApiResult};
+use crate::model::User;
+use crate::state::AppState;
+use crate::store::follows::{Cursor, IdPage};
+use crate::store::statuses::{Page, Shown};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// A whole number written in decimal digits only (no sign, no spaces), as
+/// the OpenAPI document's integer parameters say.
+pub fn uint(raw: &str) -> Option<u64> {
+    if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    raw.parse().ok()
+}
+
+/// Parses `count`: 1-200, `default` when absent.
+pub fn count_param(q: &HashMap<String, String>, default: usize) -> ApiResult<usize> {
+    match q.get("count") {
+        None => Ok(default),
+        Some(c) => match uint(c) {
+            Some(n) if (1..=200).contains(&n) => Ok(n as usize),
+            _ => Err(ApiError::invalid(
+                "invalid_count",
+                "count must be a whole number from 1 to 200.",
+            )),
+        },
+    }
+}
+
+/// Parses `count` (1-200, default 30) and `page` (>= 1) or `max_id`.
+pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
+    super::known_params(q, &["count", "page", "max_id"])?;
+    let count = count_param(q, 30)?;
+    let page = match (q.get("page"), q.get("max_id")) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid(
+                "invalid_query",
+                "Give page or max_id, not both.",
+            ));
+        }
+        (Some(p), None) => match uint(p) {
+            Some(n) if n >= 1 => Page::Number(n),
+            _ => {
+                return Err(ApiError::invalid(
+                    "invalid_page",
+                    "page must be a whole number of at least 1.",
+                ))
+            }
+        },
+        (None, Some(m)) => match uint(m) {
+            Some(n) => Page::MaxId(n),
+            _ => {
+                return Err(ApiError::invalid(
+                    "invalid_max_id",
+                    "max_id must be a status id.",
+                ))
+            }
+        },
+        (None, None) => Page::Number(1),
+    };
+    Ok((page, count))
+}
+
+/// A JSON array of statuses serialized but for their counts.
+pub fn json_page(statuses: &[Shown]) -> Response {
+    let mut body = Vec::with_capacity(
+        2 + statuses
+            .iter()
+            .map(|(s, _)| s.head.len() + 48)
+            .sum::<usize>(),
+    );
+    body.push(b'[');
+    for (i, (s, counts)) in statuses.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        s.write_json(*counts, &mut body);
+    }
+    body.push(b']');
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// Parses the paging of a list of users: `cursor` (default 0) and `count`
+/// (1-200, default 20); no other parameter.
+pub fn user_paging(q: &HashMap<String, String>) -> ApiResult<(Cursor, usize)> {
+    super::known_params(q, &["count", "cursor"])?;
+    let count = count_param(q, 20)?;
+    let cursor = match q.get("cursor").map(String::as_str) {
+        None => Cursor::Start,
+        Some(c) => Cursor::parse(c).ok_or_else(|| {
+            ApiError::invalid("invalid_cursor", "cursor must come from next_cursor.")
+        })?,
+    };
+    Ok((cursor, count))
+}
+
+/// A page of users.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct UserPage {
+    /// Users, oldest follow first.
+    pub users: Vec<User>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+impl UserPage {
+    /// The users of a page of ids.
+    pub async fn of(state: &AppState, page: IdPage) -> ApiResult<Json<UserPage>> {
+        Ok(Json(UserPage {
+            users: state.store.users(&page.ids).await?,
+            next_cursor: page.next_cursor,
+        }))
+    }
+}

@@ -1,0 +1,186 @@
+//! The delete chain: the mark, the likers' lists, the author, the indices,
+//! the reposts, the tombstone, the homes, then the event.
+
+use super::{unique_tags, Count};
+use crate::model::{Event, Status, HOME_CAP};
+use crate::store::events::body;
+use crate::store::fanout::FanoutKind;
+use crate::store::outbox::Finish;
+use crate::store::outbox::{Op, Owed};
+use crate::store::{Store, StoreError, StoreResult};
+use redis::AsyncCommands;
+use std::collections::HashMap;
+
+/// How long a deleted status's tombstone is kept, in seconds.
+const TOMBSTONE_TTL: u64 = 86_400;
+
+impl Store {
+    /// A delete's steps: the mark (ownership checked), the likers' lists,
+    /// the author's timelines, the parent's replies, the indices, the
+    /// trending bucket, the repost mapping, the reposts of it, the
+    /// tombstone, the first followers' homes; then its event.
+    pub(crate) async fn run_delete(&self, owed: &Owed) -> StoreResult<()> {
+        let Op::Delete {
+            sid,
+            uid,
+            private,
+            at,
+        } = owed.op
+        else {
+            return Err(StoreError::Internal("not a delete".into()));
+        };
+        let mut conn = self.conn();
+        let reply: Vec<String> = self
+            .scripts
+            .delete_mark
+            .key(self.keys.status(sid))
+            .arg(uid)
+            .arg(owed.n)
+            .invoke_async(&mut conn)
+            .await?;
+        match reply.first().map(String::as_str) {
+            Some("ok") => {}
+            Some("forbidden") => {
+                self.finish_op(owed, Finish::default()).await?;
+                return Err(StoreError::Forbidden(
+                    "Only the author may delete a status.".into(),
+                ));
+            }
+            _ => {
+                self.finish_op(owed, Finish::default()).await?;
+                return Err(StoreError::NotFound("status"));
+            }
+        }
+        let mut h: HashMap<String, String> = reply[1..]
+            .chunks(2)
+            .filter(|kv| kv.len() == 2)
+            .map(|kv| (kv[0].clone(), kv[1].clone()))
+            .collect();
+        h.remove("deleted");
+        self.cache.forget(sid);
+        // Only the tombstone left: an earlier run did every step but the last.
+        if let Some(status) = Status::from_hash(&h) {
+            self.delete_steps(sid, uid, &status, &h, private, at)
+                .await?;
+            let _: i64 = self
+                .scripts
+                .status_bury
+                .key(self.keys.status(sid))
+                .key(self.keys.likers(sid))
+                .key(self.keys.like_seq(sid))
+                .key(self.keys.reposters(sid))
+                .arg(owed.n)
+                .arg(TOMBSTONE_TTL)
+                .invoke_async(&mut conn)
+                .await?;
+        }
+        self.cache.forget(sid);
+        self.counts_cache.forget(sid);
+        let tasks = self.fanout_inline(FanoutKind::Delete, sid, uid, at).await?;
+        self.finish_op(
+            owed,
+            Finish {
+                events: vec![body(&Event::Delete {
+                    at,
+                    status_id: sid,
+                    uid,
+                    private,
+                })],
+                tasks,
+                answer: None,
+            },
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// The steps of a delete between the mark and the tombstone.
+    async fn delete_steps(
+        &self,
+        sid: u64,
+        uid: u64,
+        status: &Status,
+        h: &HashMap<String, String>,
+        private: bool,
+        at: f64,
+    ) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let likers: Vec<u64> = conn.zrange(self.keys.likers(sid), 0, -1).await?;
+        if !likers.is_empty() {
+            let mut pipe = redis::pipe();
+            for liker in &likers {
+                pipe.zrem(self.keys.likes(*liker), sid).ignore();
+            }
+            let _: () = pipe.query_async(&mut conn).await?;
+        }
+        let _: i64 = self
+            .scripts
+            .author_delete
+            .key(self.keys.user(uid))
+            .key(self.keys.profile(uid))
+            .key(self.keys.home(uid))
+            .key(self.keys.deleted(uid))
+            .arg(sid)
+            .arg(at)
+            .arg(HOME_CAP)
+            .invoke_async(&mut conn)
+            .await?;
+        let parent = status
+            .reply_to
+            .as_deref()
+            .and_then(|p| p.parse::<u64>().ok());
+        if let Some(p) = parent {
+            self.count_reply(p, sid, status.posted, Count::Out).await?;
+            self.counts_cache.forget(p);
+        }
+        let mentioned: Vec<u64> = h
+            .get("mention_uids")
+            .and_then(|m| serde_json::from_str(m).ok())
+            .unwrap_or_default();
+        let tags = unique_tags(&status.hashtags);
+        let indexed: Vec<String> = mentioned
+            .iter()
+            .map(|m| self.keys.mentions(*m))
+            .chain(tags.iter().map(|t| self.keys.tag(t)))
+            .collect();
+        if !indexed.is_empty() {
+            let mut pipe = redis::pipe();
+            for key in &indexed {
+                pipe.zrem(key, sid).ignore();
+            }
+            let _: () = pipe.query_async(&mut conn).await?;
+        }
+        if !tags.is_empty() {
+            self.count_trend(sid, status.posted, &tags, Count::Out)
+                .await?;
+        }
+        if let Some(original) = status
+            .repost_of
+            .as_deref()
+            .and_then(|p| p.parse::<u64>().ok())
+        {
+            let _: Vec<String> = self
+                .scripts
+                .repost_claim
+                .key(self.keys.status(original))
+                .key(self.keys.reposters(original))
+                .arg("0")
+                .arg(uid)
+                .arg(sid)
+                .invoke_async(&mut conn)
+                .await?;
+            self.counts_cache.forget(original);
+        }
+        // Reposts of a deleted status go with it, each a delete of its own.
+        let reposts: HashMap<String, String> = conn.hgetall(self.keys.reposters(sid)).await?;
+        for (reposter, repost) in reposts {
+            if let (Ok(reposter), Ok(repost)) = (reposter.parse(), repost.parse()) {
+                match Box::pin(self.delete_status(repost, reposter, private, at)).await {
+                    Ok(()) | Err(StoreError::NotFound(_)) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
+    }
+}

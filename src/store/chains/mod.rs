@@ -1,0 +1,94 @@
+//! Each write's chain of single-slot steps, one module a chain. The outbox
+//! (`outbox`) records a write before its first step and retires it, with
+//! its events, after the last; every step here is idempotent, so a worker
+//! may run a chain again from the start.
+
+mod delete;
+mod follow;
+mod like;
+mod post;
+mod request;
+mod signup;
+
+use super::{Store, StoreResult};
+
+/// Most entries kept in a mentions or hashtag timeline.
+pub(crate) const INDEX_CAP: usize = 10_000;
+/// Seconds a trending bucket (one minute of hashtag counts) is kept: the
+/// longest window, plus a margin.
+pub(crate) const TREND_BUCKET_TTL: u64 = 86_400 + 120;
+
+/// Hashtags lowercased, each once, in order.
+pub(crate) fn unique_tags(hashtags: &[String]) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    hashtags
+        .iter()
+        .map(|t| t.to_lowercase())
+        .filter(|t| seen.insert(t.clone()))
+        .collect()
+}
+
+/// Whether a status is counted into an index (posted) or out of it (deleted).
+#[derive(Debug, Clone, Copy)]
+enum Count {
+    In,
+    Out,
+}
+
+impl Count {
+    /// The scripts' argument: `1` counts in, `0` out.
+    fn flag(self) -> &'static str {
+        match self {
+            Count::In => "1",
+            Count::Out => "0",
+        }
+    }
+}
+
+impl Store {
+    /// A reply enters or leaves its parent's replies.
+    async fn count_reply(
+        &self,
+        parent: u64,
+        sid: u64,
+        posted: f64,
+        count: Count,
+    ) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: i64 = self
+            .scripts
+            .replies_count
+            .key(self.keys.status(parent))
+            .key(self.keys.replies(parent))
+            .arg(count.flag())
+            .arg(sid)
+            .arg(posted)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// A public status's hashtags counted in (or out of) its minute's
+    /// trending bucket, once.
+    async fn count_trend(
+        &self,
+        sid: u64,
+        posted: f64,
+        tags: &[String],
+        count: Count,
+    ) -> StoreResult<()> {
+        let minute = (posted / 60.0) as u64;
+        let mut conn = self.conn();
+        let mut inv = self.scripts.trend.prepare_invoke();
+        inv.key(self.keys.trend_bucket(minute))
+            .key(self.keys.trend_seen(minute))
+            .arg(count.flag())
+            .arg(sid)
+            .arg(TREND_BUCKET_TTL);
+        for t in tags {
+            inv.arg(t);
+        }
+        let _: i64 = inv.invoke_async(&mut conn).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,59 @@
+//! The follow-request chain: the private account's incoming requests,
+//! the requester's outgoing ones, then the event.
+
+use crate::model::Event;
+use crate::store::events::body;
+use crate::store::outbox::{Op, Owed};
+use crate::store::{Store, StoreError, StoreResult};
+use redis::AsyncCommands;
+
+impl Store {
+    /// A follow request's steps: the private account's incoming requests,
+    /// the asker's outgoing ones; then, for a new request, its event.
+    /// Returns whether the incoming set changed.
+    pub(crate) async fn run_request(&self, owed: &Owed) -> StoreResult<bool> {
+        let Op::Request {
+            source,
+            target,
+            ask,
+            at,
+        } = owed.op
+        else {
+            return Err(StoreError::Internal("not a follow request".into()));
+        };
+        let mut conn = self.conn();
+        let changed: i64 = if ask {
+            let added: i64 = redis::cmd("ZADD")
+                .arg(self.keys.requests(target))
+                .arg("NX")
+                .arg(at)
+                .arg(source)
+                .query_async(&mut conn)
+                .await?;
+            let _: i64 = redis::cmd("ZADD")
+                .arg(self.keys.requested(source))
+                .arg("NX")
+                .arg(at)
+                .arg(target)
+                .query_async(&mut conn)
+                .await?;
+            added
+        } else {
+            let removed: i64 = conn.zrem(self.keys.requests(target), source).await?;
+            let _: i64 = conn.zrem(self.keys.requested(source), target).await?;
+            removed
+        };
+        let events = if ask && changed == 1 {
+            vec![body(&Event::FollowRequest {
+                at,
+                source,
+                target,
+                private: true,
+            })]
+        } else {
+            Vec::new()
+        };
+        self.finish_with(owed, events).await?;
+        Ok(changed == 1)
+    }
+}

@@ -1,0 +1,224 @@
+//! The hub's side of one client connection: its queue, its kill flag and
+//! reason, its keep-alive and expiry times.
+
+use crate::metrics::{global as metrics, inc};
+use crate::stream::direct::Direct;
+use crate::stream::frame::{Control, ControlFrame};
+use crate::stream::queue::{Delivery, Queue};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// The hub's side of one client connection.
+#[derive(Debug)]
+pub struct ClientConn {
+    /// Unique in the process.
+    pub id: u64,
+    /// The user.
+    pub uid: u64,
+    /// The session the connection was opened with.
+    pub session: String,
+    /// Boxed sink: a connection without one (WebSocket, compressed, not yet
+    /// live) pays a pointer for it.
+    pub(super) queue: Queue<Delivery, Box<Direct>>,
+    pub(super) cap: usize,
+    /// When the connection was made (its keep-alives count from here).
+    pub(super) opened_at: Instant,
+    /// When the token it was opened with expires: the hub ends it then.
+    pub(super) expires_at: Instant,
+    /// Set once a falling_behind warning went out; cleared when the queue drains.
+    pub warned: AtomicBool,
+    /// Set by [`ClientConn::kill`]; the stream's loop reads it at every turn, so
+    /// a live stream waits on its queue alone (no waiter to register and
+    /// unregister per delivery).
+    pub(super) dead: AtomicBool,
+    /// Also signalled by [`ClientConn::kill`], for the waits that are not on the
+    /// queue (a replay's Redis reads).
+    pub(super) killed: Notify,
+    pub(super) reason: Mutex<Option<(&'static str, String)>>,
+}
+
+impl ClientConn {
+    /// A connection with a queue of `cap` deliveries, whose token expires
+    /// at `expires_at`.
+    pub fn new(
+        id: u64,
+        uid: u64,
+        session: String,
+        cap: usize,
+        expires_at: Instant,
+    ) -> Arc<ClientConn> {
+        let conn = ClientConn {
+            id,
+            uid,
+            session,
+            queue: Queue::default(),
+            cap: cap.max(2),
+            opened_at: Instant::now(),
+            expires_at,
+            warned: AtomicBool::new(false),
+            dead: AtomicBool::new(false),
+            killed: Notify::new(),
+            reason: Mutex::new(None),
+        };
+        Arc::new(conn)
+    }
+
+    /// Capacity of the queue.
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// Which of `shares` delivery shares the connection is in: its id
+    /// hashed (ids are handed out to subscriptions too, so taken as they
+    /// come they would fill every other share only).
+    pub(super) fn share(&self, shares: usize) -> usize {
+        (self.id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % shares
+    }
+
+    /// Asks the connection to send `disconnect` with this code and close.
+    /// The first reason given wins. The stream's task learns it at its next
+    /// turn: woken by a [`Delivery::Wake`] when its queue has room, and when
+    /// it has none the task has deliveries to take, so it turns anyway.
+    pub fn kill(&self, code: &'static str, reason: impl Into<String>) {
+        if let Ok(mut r) = self.reason.lock() {
+            if r.is_none() {
+                *r = Some((code, reason.into()));
+            }
+        }
+        self.dead.store(true, Ordering::Release);
+        self.killed.notify_one();
+        let _ = self.queue.push(Delivery::Wake, self.cap);
+    }
+
+    /// Whether [`ClientConn::kill`] was called.
+    pub fn is_killed(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+    }
+
+    /// The code and reason [`ClientConn::kill`] was given.
+    pub fn kill_reason(&self) -> (&'static str, String) {
+        self.reason
+            .lock()
+            .ok()
+            .and_then(|r| r.clone())
+            .unwrap_or(("closed", "The stream was closed.".to_string()))
+    }
+
+    /// Waits until [`ClientConn::kill`] is called; returns the code and reason.
+    pub async fn killed(&self) -> (&'static str, String) {
+        if !self.is_killed() {
+            self.killed.notified().await;
+        }
+        self.kill_reason()
+    }
+
+    /// Offers a delivery without waiting: written straight into the socket
+    /// when `direct` allows it and the connection has a [`Direct`] sink and
+    /// waits on an empty queue, else queued. Sends a falling_behind warning
+    /// when the queue reaches 80 %; returns false when the queue is full
+    /// (the caller disconnects the client) or gone.
+    pub fn offer(&self, d: Delivery, direct: bool) -> bool {
+        let pushed = if direct {
+            self.queue.push_or(d, self.cap, |sink, d| sink.write(d))
+        } else {
+            self.queue.push(d, self.cap)
+        };
+        match pushed {
+            Ok(used) => {
+                if used * 5 >= self.cap * 4 && !self.warned.swap(true, Ordering::Relaxed) {
+                    let pct = used * 100 / self.cap;
+                    let warning = Control::Warning {
+                        code: "falling_behind",
+                        message: "Your stream queue is filling up; read faster or you will be disconnected.".into(),
+                        percent_full: Some(pct),
+                    };
+                    inc(&metrics().behind_warnings, 1);
+                    let _ = self
+                        .queue
+                        .push(Delivery::Control(warning.encode()), self.cap);
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Sends a control event if there is room.
+    pub fn offer_control(&self, control: Arc<ControlFrame>) {
+        let _ = self.queue.push(Delivery::Control(control), self.cap);
+    }
+
+    /// The next delivery and how many are queued behind it; `Pending` until
+    /// there is one. For the connection's own task only.
+    pub fn poll_take(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<(Delivery, usize)> {
+        self.queue.poll_take(cx)
+    }
+
+    /// The next delivery and how many are queued behind it, if one is
+    /// queued. For the connection's own task only.
+    pub fn try_take(&self) -> Option<(Delivery, usize)> {
+        self.queue.try_take()
+    }
+
+    /// From now on, while the connection's task waits on an empty queue,
+    /// the hub writes its events and keep-alives into `sink` itself.
+    pub fn install_direct(&self, sink: Direct) {
+        self.queue.install(Box::new(sink));
+    }
+
+    /// The task is about to write something it did not take from its
+    /// queue: nothing goes to the sink until it waits again.
+    pub fn hold(&self) {
+        self.queue.hold();
+    }
+
+    /// The rest of a write the hub began into the socket, if it is queued
+    /// (always first: it is queued only on an empty queue).
+    pub fn take_rest(&self) -> Option<Vec<u8>> {
+        match self
+            .queue
+            .take_front_if(|d| matches!(d, Delivery::Rest(_)))?
+        {
+            Delivery::Rest(bytes) => Some(bytes),
+            _ => None,
+        }
+    }
+
+    /// The connection's task is done: what is queued is dropped and nothing
+    /// more is accepted.
+    pub fn close_queue(&self) {
+        self.queue.close();
+    }
+
+    /// When the hub next owes this connection something: a keep-alive
+    /// `keepalive` after `from`, or the end at its token's expiry.
+    pub(super) fn next_due(&self, from: Instant, keepalive: Duration) -> Instant {
+        (from + keepalive).min(self.expires_at)
+    }
+}
+
+/// A connection whose queue is full (its client reads too slowly) is
+/// ended; nothing to do for one already gone or ending (further events
+/// may reach it before the dispatcher hears it was closed).
+pub(super) fn stalled(conn: &ClientConn) {
+    if conn.is_killed() || conn.queue.is_closed() {
+        return;
+    }
+    inc(&metrics().queue_drops, 1);
+    inc(&metrics().stall_disconnects, 1);
+    tracing::info!(
+        conn = conn.id,
+        uid = conn.uid,
+        "disconnecting a stalled stream"
+    );
+    conn.kill(
+        "stall",
+        format!(
+            "The stream queue of {} events is full: the client reads too slowly.",
+            conn.cap
+        ),
+    );
+}

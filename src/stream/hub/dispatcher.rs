@@ -1,0 +1,469 @@
+//! The dispatcher: one task that owns the compiled index, routes every
+//! event to the subscriptions that want it, and keeps every connection's
+//! keep-alive and expiry times.
+
+use super::conn::{stalled, ClientConn};
+use super::helpers::HELPER_BACKLOG;
+use super::helpers::{Helper, Job, Pace};
+use super::{Cmd, Msg, SHUTDOWN};
+use crate::metrics::{global as metrics, inc};
+use crate::shutdown::Shutdown;
+use crate::store::Store;
+use crate::stream::frame::{self, Control, EventId, Frame, Incoming};
+use crate::stream::queue::Delivery;
+use firehose_filters::{Index, SubId};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+pub(super) struct SubEntry {
+    pub(super) conn: Arc<ClientConn>,
+    pub(super) stream: &'static str,
+}
+
+pub(super) struct Dispatcher {
+    pub(super) store: Store,
+    pub(super) index: Index,
+    pub(super) subs: HashMap<SubId, SubEntry>,
+    pub(super) conns: HashMap<u64, Vec<SubId>>,
+    /// Every open connection by id, subscribed or not.
+    pub(super) open: HashMap<u64, Arc<ClientConn>>,
+    /// Open connections by session id.
+    pub(super) by_session: HashMap<String, Vec<u64>>,
+    /// Sessions revoked in the last [`REVOKED_MEMORY`], with when: a
+    /// connection whose `Open` arrives after its session's revocation (its
+    /// token was checked just before the logout) is closed at once.
+    pub(super) revoked: HashMap<String, std::time::Instant>,
+    /// The last event dispatched; older or equal ids are duplicates.
+    pub(super) last: Option<EventId>,
+    pub(super) out: Vec<SubId>,
+    /// Per event of a batch: the subscriptions that want it.
+    pub(super) outs: Vec<Vec<SubId>>,
+    /// When each open connection is next owed a keep-alive or its end (its
+    /// token's expiry), earliest first: one entry per open connection, so
+    /// that no stream's task needs a timer of its own. A closed
+    /// connection's entry stays until its time comes (at most a keep-alive
+    /// period) and is then dropped, or is swept sooner once the heap holds
+    /// more than twice the open connections plus [`DUE_SLACK`].
+    pub(super) due: BinaryHeap<Reverse<(Instant, u64)>>,
+    pub(super) keepalive: Duration,
+    /// Tasks that deliver to shares of the connections alongside this one
+    /// ([`delivery_shares`] of them).
+    pub(super) helpers: Vec<Helper>,
+    /// Whether deliveries go through the helpers at this rate.
+    pub(super) pace: Pace,
+    /// What [`Pace`] last decided.
+    pub(super) via_helpers: bool,
+}
+
+impl Drop for Dispatcher {
+    /// Were the dispatcher to end any other way than by shutdown (which
+    /// has already ended them), its connections would hear nothing more:
+    /// end them, so that their clients reconnect.
+    fn drop(&mut self) {
+        for conn in self.open.values() {
+            conn.kill(
+                "unavailable",
+                "The stream service stopped; reconnect with Last-Event-ID to resume.",
+            );
+        }
+    }
+}
+
+/// How long a revoked session is remembered for connections still opening.
+pub(super) const REVOKED_MEMORY: Duration = Duration::from_secs(60);
+
+/// Entries for closed connections the keep-alive heap may hold beyond
+/// twice the open connections before it is swept.
+pub(super) const DUE_SLACK: usize = 1024;
+
+/// How long catch-up keeps retrying a failing buffer read before it gives
+/// up and tells every connection `resume_gap`.
+pub(super) const CATCH_UP_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Most events routed in one batch.
+pub(super) const MAX_BATCH: usize = 64;
+
+impl Dispatcher {
+    pub(super) async fn run(
+        mut self,
+        mut cmds: mpsc::UnboundedReceiver<Cmd>,
+        mut msgs: mpsc::Receiver<Msg>,
+        mut shutdown: Shutdown,
+    ) {
+        let mut timer = Box::pin(tokio::time::sleep(self.keepalive));
+        loop {
+            // The timer is set for the earliest connection owed something.
+            if let Some(Reverse((at, _))) = self.due.peek() {
+                if *at != timer.deadline() {
+                    timer.as_mut().reset(*at);
+                }
+            }
+            tokio::select! {
+                biased;
+                _ = shutdown.wait() => {
+                    self.close_all(&mut cmds);
+                    break;
+                }
+                Some(cmd) = cmds.recv() => self.command(cmd),
+                _ = &mut timer, if !self.due.is_empty() => self.keep_alive(Instant::now()),
+                Some(msg) = msgs.recv() => {
+                    self.choose_path().await;
+                    // Events already queued behind this one are routed in
+                    // one batch (see `Index::route_batch`), in order.
+                    let mut next = Some(msg);
+                    let mut batch = Vec::new();
+                    while let Some(msg) = next.take() {
+                        match msg {
+                            Msg::Raw(payload) => match frame::parse(&payload) {
+                                Some(Incoming::Event(frame)) => batch.push(frame),
+                                other => {
+                                    self.dispatch_batch(&mut batch);
+                                    self.incoming(other);
+                                }
+                            },
+                            Msg::Resubscribed => {
+                                self.dispatch_batch(&mut batch);
+                                self.catch_up(&mut shutdown).await;
+                            }
+                        }
+                        if batch.len() < MAX_BATCH {
+                            next = msgs.try_recv().ok();
+                        }
+                    }
+                    self.dispatch_batch(&mut batch);
+                    self.wait_for_helpers().await;
+                }
+                else => break,
+            }
+        }
+    }
+
+    /// On shutdown: ends every open connection, and any whose `Open` is
+    /// still queued; from here on [`Hub::open`] ends them itself.
+    pub(super) fn close_all(&mut self, cmds: &mut mpsc::UnboundedReceiver<Cmd>) {
+        cmds.close();
+        while let Ok(cmd) = cmds.try_recv() {
+            if let Cmd::Open { conn } = cmd {
+                self.open.insert(conn.id, conn);
+            }
+        }
+        for conn in self.open.values() {
+            conn.kill(SHUTDOWN.0, SHUTDOWN.1);
+        }
+    }
+
+    pub(super) fn command(&mut self, cmd: Cmd) {
+        match cmd {
+            Cmd::Open { conn } => {
+                if self.revoked.contains_key(&conn.session) {
+                    conn.kill("revoked", "The session has ended.");
+                }
+                self.by_session
+                    .entry(conn.session.clone())
+                    .or_default()
+                    .push(conn.id);
+                let at = conn.next_due(conn.opened_at, self.keepalive);
+                self.due.push(Reverse((at, conn.id)));
+                self.open.insert(conn.id, conn);
+            }
+            Cmd::Register {
+                conn,
+                sub,
+                rule,
+                stream,
+                ack,
+            } => {
+                self.index.insert(sub, rule);
+                self.conns.entry(conn.id).or_default().push(sub);
+                self.subs.insert(sub, SubEntry { conn, stream });
+                let _ = ack.send(());
+            }
+            Cmd::Unregister { sub } => self.remove_sub(sub),
+            Cmd::Close { conn } => self.remove_conn(conn),
+        }
+    }
+
+    pub(super) fn remove_sub(&mut self, sub: SubId) {
+        self.index.remove(sub);
+        if let Some(entry) = self.subs.remove(&sub) {
+            if let Some(list) = self.conns.get_mut(&entry.conn.id) {
+                list.retain(|s| *s != sub);
+                if list.is_empty() {
+                    self.conns.remove(&entry.conn.id);
+                }
+            }
+        }
+    }
+
+    pub(super) fn remove_conn(&mut self, conn: u64) {
+        for sub in self.conns.remove(&conn).unwrap_or_default() {
+            self.index.remove(sub);
+            self.subs.remove(&sub);
+        }
+        if let Some(c) = self.open.remove(&conn) {
+            if let Some(ids) = self.by_session.get_mut(&c.session) {
+                ids.retain(|id| *id != conn);
+                if ids.is_empty() {
+                    self.by_session.remove(&c.session);
+                }
+            }
+        }
+        // Closed connections' entries leave the heap when their time comes;
+        // under heavy churn they are swept sooner, so that the heap never
+        // holds more than twice the open connections (plus some slack).
+        if self.due.len() > 2 * self.open.len() + DUE_SLACK {
+            let open = &self.open;
+            self.due.retain(|Reverse((_, id))| open.contains_key(id));
+        }
+    }
+
+    /// Hands a keep-alive to every open connection whose time has come (not
+    /// when its queue is full: it has plenty to write), and ends those
+    /// whose token has expired.
+    pub(super) fn keep_alive(&mut self, now: Instant) {
+        while let Some(Reverse((at, id))) = self.due.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.due.pop();
+            let Some(conn) = self.open.get(&id) else {
+                continue;
+            };
+            if now >= conn.expires_at {
+                conn.kill("expired", "The token has expired; log in again.");
+                continue;
+            }
+            let _ = conn
+                .queue
+                .push_or(Delivery::Keepalive, conn.cap, |sink, d| sink.write(d));
+            // A late keep-alive moves the next one back.
+            let next = conn.next_due(now, self.keepalive);
+            self.due.push(Reverse((next, id)));
+        }
+    }
+
+    /// Closes every connection of a session, and remembers the session for
+    /// connections that are still opening.
+    pub(super) fn revoke(&mut self, sid: String) {
+        self.store.session_cache().revoke(&sid);
+        for id in self.by_session.get(&sid).into_iter().flatten() {
+            if let Some(conn) = self.open.get(id) {
+                conn.kill("revoked", "The session has ended.");
+            }
+        }
+        let now = std::time::Instant::now();
+        self.revoked
+            .retain(|_, at| now.duration_since(*at) < REVOKED_MEMORY);
+        self.revoked.insert(sid, now);
+    }
+
+    /// A message from the channel other than an event to route.
+    pub(super) fn incoming(&mut self, msg: Option<Incoming>) {
+        match msg {
+            Some(Incoming::Event(frame)) => self.dispatch(frame, false),
+            Some(Incoming::SessionRevoked(sid)) => self.revoke(sid),
+            None => tracing::warn!("ignored a malformed event on the channel"),
+        }
+    }
+
+    /// Whether `frame` is new (not at or before the last one dispatched);
+    /// if so, counts it and makes it the last.
+    pub(super) fn accept(&mut self, frame: &Frame) -> bool {
+        if self.last.is_some_and(|last| frame.id <= last) {
+            return false;
+        }
+        self.last = Some(frame.id);
+        inc(&metrics().events_received, 1);
+        if let Some(status_id) = frame.deleted_status() {
+            // Deleted statuses leave this process's cache (other processes'
+            // hubs see the same event).
+            self.store.status_cache().forget(status_id);
+        }
+        true
+    }
+
+    /// Routes and delivers one event; `direct`: its matching plain streams
+    /// that wait may get it written into their sockets here.
+    pub(super) fn dispatch(&mut self, frame: Arc<Frame>, direct: bool) {
+        if !self.accept(&frame) {
+            return;
+        }
+        let mut out = std::mem::take(&mut self.out);
+        self.index.route(&frame.routing(), &mut out);
+        self.deliver(&frame, &out, direct);
+        self.out = out;
+    }
+
+    /// Routes and delivers `batch` (emptied) in order. A lone event is
+    /// written straight into waiting plain streams' sockets; a batch means
+    /// the dispatcher is behind, so its deliveries are queued, for the
+    /// streams' tasks to write (on every core, several events a write).
+    pub(super) fn dispatch_batch(&mut self, batch: &mut Vec<Arc<Frame>>) {
+        if batch.len() <= 1 {
+            if let Some(frame) = batch.pop() {
+                self.dispatch(frame, true);
+            }
+            return;
+        }
+        let mut frames = std::mem::take(batch);
+        frames.retain(|f| self.accept(f));
+        let mut outs = std::mem::take(&mut self.outs);
+        let events: Vec<_> = frames.iter().map(|f| f.routing()).collect();
+        self.index.route_batch(&events, &mut outs);
+        drop(events);
+        for (frame, out) in frames.iter().zip(&outs) {
+            self.deliver(frame, out, false);
+        }
+        self.outs = outs;
+        frames.clear();
+        *batch = frames;
+    }
+
+    /// Offers `frame` to the subscriptions in `out`; a full queue
+    /// disconnects its client. Through the helpers, writing into waiting
+    /// plain streams' sockets if `direct`, while [`Pace`] says so; else
+    /// queued here.
+    pub(super) fn deliver(&mut self, frame: &Arc<Frame>, out: &[SubId], direct: bool) {
+        inc(&metrics().events_matched, out.len() as u64);
+        self.pace.count(out.len());
+        if !self.via_helpers {
+            let mut dead: Vec<u64> = Vec::new();
+            for sub in out {
+                let Some(entry) = self.subs.get(sub) else {
+                    continue;
+                };
+                if !entry
+                    .conn
+                    .offer(Delivery::Event(frame.clone(), entry.stream), false)
+                {
+                    stalled(&entry.conn);
+                    dead.push(entry.conn.id);
+                }
+            }
+            for conn in dead {
+                self.remove_conn(conn);
+            }
+            return;
+        }
+        let shares = self.helpers.len();
+        let mut tos: Vec<Vec<(Arc<ClientConn>, &'static str)>> = vec![Vec::new(); shares];
+        for e in out.iter().filter_map(|sub| self.subs.get(sub)) {
+            tos[e.conn.share(shares)].push((e.conn.clone(), e.stream));
+        }
+        for (helper, to) in self.helpers.iter().zip(tos) {
+            if !to.is_empty() {
+                helper.send(Job {
+                    frame: frame.clone(),
+                    to,
+                    direct,
+                });
+            }
+        }
+    }
+
+    /// Before routing: whether deliveries go through the helpers now (see
+    /// [`Pace`]). Going back to queueing here, it first waits until the
+    /// helpers have delivered everything, so that no event overtakes one
+    /// still in a helper's hands.
+    pub(super) async fn choose_path(&mut self) {
+        let via_helpers = self.pace.decide(std::time::Instant::now(), &self.helpers);
+        if self.via_helpers && !via_helpers {
+            for helper in &self.helpers {
+                while helper.shared.backlog.load(Ordering::Acquire) > 0 {
+                    helper.shared.room.notified().await;
+                }
+            }
+        }
+        self.via_helpers = via_helpers;
+    }
+
+    /// Waits while a helper has more than [`HELPER_BACKLOG`] events to
+    /// deliver: the dispatcher goes no further ahead of its helpers.
+    pub(super) async fn wait_for_helpers(&self) {
+        for helper in &self.helpers {
+            while helper.shared.backlog.load(Ordering::Acquire) > HELPER_BACKLOG {
+                helper.shared.room.notified().await;
+            }
+        }
+    }
+
+    /// After (re)subscribing: replays what the buffer holds past the last
+    /// dispatched event, warning every connection if part of it was trimmed.
+    pub(super) async fn catch_up(&mut self, shutdown: &mut Shutdown) {
+        let Some(last) = self.last else {
+            // First subscription: nothing was dispatched yet, so start live.
+            match self.store.newest_event_id().await {
+                Ok(newest) => self.last = newest.as_deref().and_then(EventId::parse),
+                Err(e) => tracing::warn!(error = %e, "could not read the replay buffer position"),
+            }
+            return;
+        };
+        match self.store.buffer_info().await {
+            Ok(info) if frame::is_gap(last, &info) => {
+                let msg = Control::warning(
+                    "resume_gap",
+                    "Events were lost while the server was disconnected from Redis.",
+                )
+                .encode();
+                for entry in self.subs.values() {
+                    entry.conn.offer_control(msg.clone());
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "could not check the replay buffer for gaps"),
+        }
+        let mut cursor = last.to_string();
+        let mut failing_since: Option<std::time::Instant> = None;
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            if shutdown.is_set() {
+                return;
+            }
+            let page = match self.store.events_after(&cursor, 1000).await {
+                Ok(page) => {
+                    failing_since = None;
+                    backoff = Duration::from_millis(50);
+                    page
+                }
+                Err(e) => {
+                    // Retry: giving up silently would be a gap no client
+                    // hears of. Past the patience, say so to everyone.
+                    let since = *failing_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() > CATCH_UP_PATIENCE {
+                        tracing::error!(error = %e, "catch-up from the replay buffer failed; telling every stream resume_gap");
+                        let msg = Control::warning(
+                            "resume_gap",
+                            "Events may have been lost while the server could not read the replay buffer.",
+                        )
+                        .encode();
+                        for conn in self.open.values() {
+                            conn.offer_control(msg.clone());
+                        }
+                        self.last = None;
+                        return;
+                    }
+                    tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "catch-up from the replay buffer failed; retrying");
+                    tokio::select! {
+                        _ = shutdown.wait() => return,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    continue;
+                }
+            };
+            let Some((id, _)) = page.last() else {
+                return;
+            };
+            cursor = id.clone();
+            inc(&metrics().events_replayed, page.len() as u64);
+            for (_, json) in &page {
+                self.incoming(frame::parse(json));
+            }
+        }
+    }
+}

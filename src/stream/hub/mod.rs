@@ -1,0 +1,165 @@
+//! The hub: one Redis subscription per process, one dispatcher task.
+//!
+//! The subscriber task holds the process's only SUBSCRIBE connection and
+//! forwards each message to the dispatcher; when the connection drops it
+//! reconnects with backoff and tells the dispatcher, which then replays the
+//! buffer from the last event it dispatched, so every connection is caught up
+//! with no gap and no duplicate. The dispatcher owns the compiled index: the
+//! cost of one event is the index lookups plus one `try_send` per matching
+//! connection, whatever the number of connections.
+
+mod conn;
+mod dispatcher;
+mod helpers;
+mod subscriber;
+#[cfg(test)]
+mod tests;
+
+pub use conn::ClientConn;
+
+use crate::shutdown::Shutdown;
+use crate::store::Store;
+use dispatcher::Dispatcher;
+use firehose_filters::{Index, Rule, SubId};
+use helpers::{delivery_shares, Helper, Pace};
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+enum Cmd {
+    Open {
+        conn: Arc<ClientConn>,
+    },
+    Register {
+        conn: Arc<ClientConn>,
+        sub: SubId,
+        rule: Rule,
+        stream: &'static str,
+        ack: oneshot::Sender<()>,
+    },
+    Unregister {
+        sub: SubId,
+    },
+    Close {
+        conn: u64,
+    },
+}
+
+enum Msg {
+    Raw(String),
+    Resubscribed,
+}
+
+/// Handle to the hub: cheap to clone.
+#[derive(Clone)]
+pub struct Hub {
+    cmds: mpsc::UnboundedSender<Cmd>,
+    next_id: Arc<AtomicU64>,
+    subscribed: Arc<AtomicBool>,
+}
+
+impl Hub {
+    /// Starts the subscriber and dispatcher tasks; both end on shutdown.
+    /// Every connection gets a keep-alive each `keepalive` it is open.
+    pub fn start(
+        store: Store,
+        shutdown: Shutdown,
+        keepalive: Duration,
+    ) -> (Hub, Vec<tokio::task::JoinHandle<()>>) {
+        let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
+        let (msg_tx, msg_rx) = mpsc::channel(65_536);
+        let subscribed = Arc::new(AtomicBool::new(false));
+        let sub = tokio::spawn(subscriber::subscriber(
+            store.clone(),
+            msg_tx,
+            subscribed.clone(),
+            shutdown.clone(),
+        ));
+        let disp = tokio::spawn(
+            Dispatcher {
+                store,
+                index: Index::new(),
+                subs: HashMap::new(),
+                conns: HashMap::new(),
+                open: HashMap::new(),
+                by_session: HashMap::new(),
+                revoked: HashMap::new(),
+                last: None,
+                out: Vec::new(),
+                outs: Vec::new(),
+                due: BinaryHeap::new(),
+                keepalive,
+                helpers: (0..delivery_shares())
+                    .map(|_| Helper::start(cmd_tx.clone()))
+                    .collect(),
+                pace: Pace::default(),
+                via_helpers: true,
+            }
+            .run(cmd_rx, msg_rx, shutdown),
+        );
+        (
+            Hub {
+                cmds: cmd_tx,
+                next_id: Arc::new(AtomicU64::new(1)),
+                subscribed,
+            },
+            vec![sub, disp],
+        )
+    }
+
+    /// Whether the event subscription is up (pinged within seconds).
+    pub fn is_subscribed(&self) -> bool {
+        self.subscribed.load(Ordering::Relaxed)
+    }
+
+    /// A fresh id for a connection or subscription.
+    pub fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Makes a new connection known, so that ending its session closes it
+    /// whatever it is subscribed to (nothing yet, for a fresh WebSocket), and
+    /// so that shutting down closes it. Once the hub has stopped, the
+    /// connection is closed at once.
+    pub fn open(&self, conn: &Arc<ClientConn>) {
+        if self.cmds.send(Cmd::Open { conn: conn.clone() }).is_err() {
+            conn.kill(SHUTDOWN.0, SHUTDOWN.1);
+        }
+    }
+
+    /// Adds a subscription; events published after this returns reach it.
+    pub async fn register(
+        &self,
+        conn: &Arc<ClientConn>,
+        sub: SubId,
+        rule: Rule,
+        stream: &'static str,
+    ) {
+        let (ack, done) = oneshot::channel();
+        let cmd = Cmd::Register {
+            conn: conn.clone(),
+            sub,
+            rule,
+            stream,
+            ack,
+        };
+        if self.cmds.send(cmd).is_ok() {
+            let _ = done.await;
+        }
+    }
+
+    /// Removes one subscription.
+    pub fn unregister(&self, sub: SubId) {
+        let _ = self.cmds.send(Cmd::Unregister { sub });
+    }
+
+    /// Removes every subscription of a connection.
+    pub fn close(&self, conn: u64) {
+        let _ = self.cmds.send(Cmd::Close { conn });
+    }
+}
+
+/// The code and reason every stream ends with when the server shuts down.
+pub const SHUTDOWN: (&str, &str) = ("shutdown", "The server is shutting down.");

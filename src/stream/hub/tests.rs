@@ -1,0 +1,140 @@
+//! The hub's unit tests.
+
+use super::dispatcher::DUE_SLACK;
+use super::*;
+use crate::stream::queue::Delivery;
+use tokio::time::Instant;
+
+fn dispatcher() -> Dispatcher {
+    let mut cfg = crate::config::Config::defaults();
+    cfg.redis_url = Some("redis://127.0.0.1:1".into());
+    Dispatcher {
+        store: Store::open("redis://127.0.0.1:1", &cfg).expect("a store (never reached)"),
+        index: Index::new(),
+        subs: HashMap::new(),
+        conns: HashMap::new(),
+        open: HashMap::new(),
+        by_session: HashMap::new(),
+        revoked: HashMap::new(),
+        last: None,
+        out: Vec::new(),
+        outs: Vec::new(),
+        due: BinaryHeap::new(),
+        keepalive: Duration::from_secs(15),
+        helpers: vec![Helper::start(mpsc::unbounded_channel().0)],
+        pace: Pace::default(),
+        via_helpers: true,
+    }
+}
+
+fn conn(id: u64, expires_in: Duration) -> Arc<ClientConn> {
+    ClientConn::new(id, 1, format!("s{id}"), 16, Instant::now() + expires_in)
+}
+
+/// Each open connection gets its keep-alive when due and its end when
+/// its token expires; a closed one's entry is dropped.
+#[tokio::test(start_paused = true)]
+async fn keepalives_and_expiry_come_off_one_heap() {
+    let mut d = dispatcher();
+    let (long, short, gone) = (
+        conn(1, Duration::from_secs(3600)),
+        conn(2, Duration::from_secs(20)),
+        conn(3, Duration::from_secs(3600)),
+    );
+    for c in [&long, &short, &gone] {
+        d.command(Cmd::Open { conn: c.clone() });
+    }
+    d.remove_conn(3);
+    d.keep_alive(Instant::now() + Duration::from_secs(14));
+    assert!(long.try_take().is_none(), "nothing before the period");
+    d.keep_alive(Instant::now() + Duration::from_secs(15));
+    assert!(matches!(long.try_take(), Some((Delivery::Keepalive, 0))));
+    assert!(matches!(short.try_take(), Some((Delivery::Keepalive, 0))));
+    assert!(gone.try_take().is_none());
+    assert_eq!(d.due.len(), 2, "the closed connection's entry is gone");
+    // The short token's next due time is its expiry, not a keep-alive.
+    d.keep_alive(Instant::now() + Duration::from_secs(20));
+    assert!(short.is_killed());
+    assert_eq!(short.kill_reason().0, "expired");
+    assert!(!long.is_killed());
+    assert_eq!(d.due.len(), 1);
+}
+
+/// The task's own turn (a pong, a close frame: `Feed::interrupt` is
+/// `hold` then `take_rest`) comes while the hub's last write into the
+/// socket fell short: it gets the rest of that frame back first, and
+/// from then on the hub queues instead of writing, so the task's bytes
+/// land between whole frames.
+#[tokio::test]
+async fn the_tasks_own_turn_gets_the_rest_of_a_frame_first_and_stops_the_hub() {
+    use crate::stream::direct::tests::{frame, pair};
+    use crate::stream::direct::{Direct, SharedTcp};
+    use crate::stream::wire::Transport;
+    use crate::stream::ws_codec::{self, op};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (server, mut client) = pair().await;
+    let conn = conn(1, Duration::from_secs(60));
+    conn.install_direct(Direct::new(
+        server.clone(),
+        Transport::WebSocket,
+        "firehose",
+        None,
+    ));
+    // The task waits on its empty queue.
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(conn.poll_take(&mut cx).is_pending());
+    assert_eq!(conn.take_rest(), None, "nothing begun");
+    // The hub writes frames until one falls short.
+    let big = "z".repeat(50_000);
+    let mut sent = Vec::new();
+    for id in 1..1000 {
+        let f = frame(id, &big);
+        ws_codec::frame(op::TEXT, &f.json, &mut sent);
+        assert!(conn.offer(Delivery::Event(f, "firehose"), true));
+        if !conn.queue.is_empty() {
+            break;
+        }
+    }
+    conn.hold();
+    let rest = conn
+        .take_rest()
+        .expect("a 50 KB frame overflows an 8 KB send buffer");
+    assert!(!rest.is_empty() && sent.ends_with(&rest));
+    assert!(conn.queue.is_empty());
+    // Held: the next event is queued, not written.
+    assert!(conn.offer(Delivery::Event(frame(5000, "later"), "firehose"), true));
+    assert!(matches!(conn.try_take(), Some((Delivery::Event(..), 0))));
+    // The task writes the rest, then its pong: the client reads whole
+    // frames, then the pong.
+    let mut own = rest.clone();
+    ws_codec::frame(op::PONG, b"p", &mut own);
+    sent.truncate(sent.len() - rest.len());
+    sent.extend_from_slice(&own);
+    let mut got = vec![0u8; sent.len()];
+    let mut writer = SharedTcp(server);
+    let (wrote, read) = tokio::join!(writer.write_all(&own), client.read_exact(&mut got));
+    wrote.unwrap();
+    read.unwrap();
+    assert!(got == sent, "whole frames, then the pong");
+}
+
+/// Connections that come and go faster than their keep-alive period
+/// leave at most twice the open ones (plus the slack) in the heap.
+#[tokio::test]
+async fn churn_does_not_grow_the_keepalive_heap() {
+    let mut d = dispatcher();
+    let steady: Vec<_> = (0..100)
+        .map(|id| conn(id, Duration::from_secs(3600)))
+        .collect();
+    for c in &steady {
+        d.command(Cmd::Open { conn: c.clone() });
+    }
+    for id in 1000..20_000 {
+        d.command(Cmd::Open {
+            conn: conn(id, Duration::from_secs(3600)),
+        });
+        d.remove_conn(id);
+        assert!(d.due.len() <= 2 * d.open.len() + DUE_SLACK + 1);
+    }
+    assert_eq!(d.open.len(), 100);
+}
