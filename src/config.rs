@@ -222,6 +222,15 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_MAX_CONNECTIONS", default_value_t = 50_000)]
     pub max_connections: usize,
 
+    /// Seconds a request head or body may take to arrive (and an idle
+    /// kept-alive connection may wait for its next request); past it, 408.
+    #[arg(
+        long = "request-timeout",
+        env = "FIREHOSE_REQUEST_TIMEOUT",
+        default_value_t = 10.0
+    )]
+    pub request_timeout_secs: f64,
+
     /// Seconds a graceful shutdown waits for connections to finish before
     /// it returns anyway.
     #[arg(long, env = "FIREHOSE_SHUTDOWN_GRACE", default_value_t = 10)]
@@ -237,6 +246,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// How long a request head or body may take to arrive (at least 10 ms).
+    pub fn request_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs_f64(self.request_timeout_secs.clamp(0.01, 3600.0))
+    }
+
     /// The keep-alive period (and WebSocket ping period).
     pub fn keepalive(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.keepalive_secs.max(1))
@@ -248,7 +262,7 @@ impl Config {
     }
 
     /// The configured JWT secret, if one is (else the store generates one
-    /// at first start and keeps it in Redis: [`crate::store::Store::jwt_secret`]).
+    /// at first start and keeps it in Redis: `Store::jwt_secret`).
     pub fn jwt_secret(&self) -> Option<&str> {
         self.jwt_secret.as_deref().filter(|s| !s.is_empty())
     }

@@ -13,12 +13,12 @@
 //! - [`serve`]: the accept loop; plain SSE/NDJSON streams on the raw socket,
 //!   everything else through hyper and the axum router.
 //! - [`http`]: one module per resource, handlers named by verb.
-//! - [`auth`]: JWT + session extractors.
+//! - [`auth`]: the session extractors; [`jwt`]: minting and verifying tokens.
 //! - [`store`]: the only code that talks to Redis.
 //! - [`stream`]: the hub and the per-connection feeds.
 //! - [`workers`]: the fan-out queue worker and the session clean-up.
 //! - [`embedded`]: the private redis-server started when none answers.
-//! - [`limits`]: rate limits on sign-up, login and writes.
+//! - [`rate_limits`]: rate limits on sign-up, login and writes.
 //! - [`nofile`]: the open-file limit and the connection cap it allows.
 //! - [`model`], [`text`], [`password`], [`metrics`], [`error`], [`shutdown`].
 //!
@@ -31,6 +31,7 @@ pub mod demo;
 pub mod embedded;
 pub mod error;
 pub mod http;
+pub mod jwt;
 pub mod metrics;
 pub mod model;
 pub mod nofile;

@@ -10,7 +10,7 @@ use std::io::Write;
 /// mimalloc rather than the system allocator: fast on the hot paths, and when
 /// asked (`--huge-pages on`) it backs its arenas with transparent huge pages,
 /// which a filter index of a gigabyte needs to keep its random reads off page
-/// walks (README, *Filter matching*).
+/// walks (docs/benchmarks.md, *Filter matching*).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -29,7 +29,7 @@ fn init_tracing(format: LogFormat) {
 /// The allocator options `serve` runs with unless `--huge-pages on`: no
 /// transparent huge pages, and freed pages returned at once. Together they take
 /// an idle WebSocket from ~9-12 KiB to ~7.5 KiB and an idle server from ~21 MB
-/// to ~11 MB (README, *Streams*).
+/// to ~11 MB (docs/benchmarks.md, *Streams*).
 const LEAN_ALLOCATOR: [(&str, &str); 2] =
     [("MIMALLOC_ALLOW_THP", "0"), ("MIMALLOC_PURGE_DELAY", "0")];
 

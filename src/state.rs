@@ -2,8 +2,8 @@
 //! Its own module so that `http` and `serve` depend on it, not on `app`,
 //! which builds it and depends on them.
 
-use crate::auth::Jwt;
 use crate::config::Config;
+use crate::jwt::Jwt;
 use crate::password::Passwords;
 use crate::shutdown::Shutdown;
 use crate::store::Store;

@@ -445,10 +445,11 @@ async fn read_to_close(socket: &mut tokio::net::TcpStream, wait: Duration) -> Op
 
 #[tokio::test]
 async fn an_incomplete_request_head_gets_408_and_is_closed() {
-    let app = TestApp::start().await;
+    // One second rather than the default ten, so the test need not wait.
+    let app = TestApp::start_with(|c| c.request_timeout_secs = 1.0).await;
     let mut partial = tokio::net::TcpStream::connect(app.addr).await.unwrap();
     partial.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
-    let answer = read_to_close(&mut partial, Duration::from_secs(20))
+    let answer = read_to_close(&mut partial, Duration::from_secs(5))
         .await
         .expect("closed within the head timeout");
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
@@ -458,7 +459,7 @@ async fn an_incomplete_request_head_gets_408_and_is_closed() {
     kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\n")
         .await
         .unwrap();
-    let answer = read_to_close(&mut kept, Duration::from_secs(20))
+    let answer = read_to_close(&mut kept, Duration::from_secs(5))
         .await
         .expect("closed within the head timeout");
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");

@@ -1814,7 +1814,7 @@ fn allocator_of(server: &common::ServerProcess) -> (Vec<String>, Option<bool>) {
     (vars, thp)
 }
 
-/// Idle connections stay lean (README, *Streams*): `serve` re-runs itself
+/// Idle connections stay lean (docs/benchmarks.md, *Streams*): `serve` re-runs itself
 /// once with mimalloc's huge pages off and immediate purging, keeps a value
 /// the operator set, and leaves the allocator alone with `--huge-pages on`.
 #[tokio::test]

@@ -1,5 +1,5 @@
 //! Nanoseconds per dependent memory read at several working-set sizes: the
-//! machine fact behind the filter benchmark's large-index numbers (README).
+//! machine fact behind the filter benchmark's large-index numbers (docs/benchmarks.md).
 //!
 //! It allocates with mimalloc, as the server does, so its arenas get
 //! transparent huge pages unless `MIMALLOC_ALLOW_THP=0` is set: run it both

@@ -36,6 +36,18 @@ pub fn routes() -> Routes {
         .route(REQUESTS_OUT_OP, requests_out)
         .route(AUTHORIZE_OP, authorize)
         .route(REJECT_OP, reject)
+        .schema_of::<BatchReply>("BatchReply")
+        .schema(
+            "Batch",
+            serde_json::json!({
+                "type": "object", "required": ["ids"],
+                "properties": {
+                    "ids": {"type": "array", "maxItems": 1000,
+                        "items": {"type": ["string", "integer"], "maxLength": super::MAX_ID_CHARS},
+                        "description": "User ids (strings or numbers); unknown ones answer false."},
+                },
+            }),
+        )
 }
 
 async fn request_list(

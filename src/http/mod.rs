@@ -57,7 +57,7 @@ pub fn routes() -> routes::Routes {
         .merge(ops::routes());
     let mut all = routes.ops().to_vec();
     all.push(ops::OPENAPI_OP);
-    let document = axum::body::Bytes::from(openapi::document(&all).to_string());
+    let document = axum::body::Bytes::from(openapi::document(&all, routes.schemas()).to_string());
     routes.route(ops::OPENAPI_OP, move || {
         let document = document.clone();
         async move { ops::openapi(document) }
@@ -176,9 +176,6 @@ async fn observe(mut req: Request, next: Next) -> Response {
 /// large, 400 when it is not valid JSON of the expected shape.
 pub struct JsonBody<T>(pub T);
 
-/// How long a request body may take to arrive.
-const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// Whether a Content-Type header names JSON (`application/json`, with or
 /// without parameters, or an `application/*+json` type).
 fn is_json_type(value: Option<&HeaderValue>) -> bool {
@@ -193,10 +190,10 @@ fn is_json_type(value: Option<&HeaderValue>) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
         if !is_json_type(req.headers().get(header::CONTENT_TYPE)) {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -206,7 +203,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         }
         // A body trickled in slowly would hold the connection and its
         // task; it gets as long as a request head does.
-        let read = tokio::time::timeout(BODY_TIMEOUT, Bytes::from_request(req, state)).await;
+        let timeout = state.cfg.request_timeout();
+        let read = tokio::time::timeout(timeout, Bytes::from_request(req, state)).await;
         let Ok(read) = read else {
             return Err(ApiError::new(
                 StatusCode::REQUEST_TIMEOUT,

@@ -3,9 +3,7 @@
 //! route cannot exist undocumented: `routes::Routes`) and the request and
 //! response types' `utoipa::ToSchema` derivations.
 
-use super::follows::BatchReply;
 use super::paging::UserPage;
-use super::sessions::{LoginReply, SessionInfo};
 use crate::model::{Counts, Status, User};
 use serde_json::{json, Map, Value};
 use utoipa::PartialSchema;
@@ -99,7 +97,8 @@ pub const RESUME: &[(&str, &str)] = &[
     ),
 ];
 
-fn schemas() -> Map<String, Value> {
+/// The shared schemas, with those the resources registered.
+fn schemas(registered: &Map<String, Value>) -> Map<String, Value> {
     let mut m = Map::new();
     let mut add = |name: &str, schema: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>| {
         m.insert(
@@ -110,12 +109,7 @@ fn schemas() -> Map<String, Value> {
     add("User", User::schema());
     add("Status", Status::schema());
     add("Counts", Counts::schema());
-    add("LoginReply", LoginReply::schema());
-    add("SessionInfo", SessionInfo::schema());
-
-    add("BatchReply", BatchReply::schema());
     add("UserPage", UserPage::schema());
-    request_schemas(&mut m);
     m.insert(
         "Error".into(),
         json!({"type": "object", "required": ["error"], "properties": {"error": {"type": "object",
@@ -130,6 +124,9 @@ fn schemas() -> Map<String, Value> {
             "status": {"$ref": "#/components/schemas/Status"}, "status_id": {"type": "string"}, "uid": {"type": "string"},
             "source": {"type": "string"}, "target": {"type": "string"}, "user": {"$ref": "#/components/schemas/User"}}}),
     );
+    for (name, schema) in registered {
+        m.insert(name.clone(), schema.clone());
+    }
     m
 }
 
@@ -195,80 +192,10 @@ fn object_params(params: Params) -> Option<(&'static str, &'static str, Value)> 
 
 /// Characters Rust's `char::is_whitespace` (Unicode White_Space) matches,
 /// as a regex class body.
-const WS: &str = r"\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000";
+pub const WS: &str =
+    r"\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000";
 /// Characters Rust's `char::is_control` matches, as a regex class body.
-const CC: &str = r"\u0000-\u001f\u007f-\u009f";
-
-/// Request bodies, with the constraints the handlers enforce (see the
-/// validators in `users.rs` and `statuses.rs`; schemathesis holds the two
-/// together in the test suite).
-fn request_schemas(m: &mut Map<String, Value>) {
-    let name = json!({"type": "string", "minLength": 1, "maxLength": 50,
-        "pattern": format!("^[^{CC}]*[^{CC}{WS}][^{CC}]*$"),
-        "description": "1-50 characters, not only white space, no control characters."});
-    m.insert("CreateUser".into(), json!({
-        "type": "object", "required": ["login", "name", "email", "password"],
-        "properties": {
-            "login": {"type": "string", "minLength": 3, "maxLength": 30,
-                "pattern": "^[A-Za-z0-9_]*[A-Za-z_][A-Za-z0-9_]*$",
-                "description": "3-30 of [A-Za-z0-9_], not all digits, unique ignoring case."},
-            "name": name,
-            "email": {"type": "string", "maxLength": super::users::MAX_EMAIL_CHARS,
-                "pattern": format!("^[^@{WS}{CC}][^{WS}{CC}]*@[^{WS}{CC}]*[^@{WS}{CC}]$"),
-                "description": "An address with @ (not first or last), no white space; unique ignoring case."},
-            "password": {"type": "string", "minLength": 8, "maxLength": super::users::MAX_PASSWORD_CHARS},
-        },
-    }));
-    let mut nullable_name = name;
-    nullable_name["type"] = json!(["string", "null"]);
-    m.insert("UpdateMe".into(), json!({
-        "type": "object", "additionalProperties": false,
-        "properties": {
-            "name": nullable_name,
-            "private": {"type": ["boolean", "null"], "description": "Statuses reach followers only."},
-        },
-    }));
-    m.insert(
-        "Login".into(),
-        json!({
-            "type": "object", "required": ["identifier", "password"],
-            "properties": {
-                "identifier": {"type": "string", "description": "Login or email, any case."},
-                "password": {"type": "string"},
-            },
-        }),
-    );
-    m.insert("CreateStatus".into(), json!({
-        "type": "object", "required": ["message"],
-        "properties": {
-            "message": {"type": "string", "minLength": 1, "maxLength": super::statuses::MAX_MESSAGE_CHARS,
-                "pattern": format!("[^{WS}]"),
-                "description": "1-280 characters (Unicode scalar values), not only white space."},
-            "lat": {"type": ["number", "null"], "minimum": -90, "maximum": 90},
-            "lon": {"type": ["number", "null"], "minimum": -180, "maximum": 180},
-            "reply_to": {"type": ["string", "integer", "null"],
-                "description": "Id of a status to reply to (404 if there is none)."},
-        },
-        "description": "lat and lon: both (numbers) or neither (absent or null).",
-        "allOf": [
-            {"if": {"required": ["lat"], "properties": {"lat": {"type": "number"}}},
-             "then": {"required": ["lon"], "properties": {"lon": {"type": "number"}}}},
-            {"if": {"required": ["lon"], "properties": {"lon": {"type": "number"}}},
-             "then": {"required": ["lat"], "properties": {"lat": {"type": "number"}}}},
-        ],
-    }));
-    m.insert(
-        "Batch".into(),
-        json!({
-            "type": "object", "required": ["ids"],
-            "properties": {
-                "ids": {"type": "array", "maxItems": 1000,
-                    "items": {"type": ["string", "integer"], "maxLength": super::MAX_ID_CHARS},
-                    "description": "User ids (strings or numbers); unknown ones answer false."},
-            },
-        }),
-    );
-}
+pub const CC: &str = r"\u0000-\u001f\u007f-\u009f";
 
 fn reference(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})
@@ -374,8 +301,9 @@ fn operation(op: &Op) -> Value {
     v
 }
 
-/// The whole document, of these operations.
-pub fn document(ops: &[Op]) -> Value {
+/// The whole document, of these operations and the schemas their
+/// resources registered.
+pub fn document(ops: &[Op], registered: &Map<String, Value>) -> Value {
     let mut paths = Map::new();
     for op in ops {
         let item = paths
@@ -392,7 +320,7 @@ pub fn document(ops: &[Op]) -> Value {
         },
         "paths": paths,
         "components": {
-            "schemas": schemas(),
+            "schemas": schemas(registered),
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}},
         },
     })

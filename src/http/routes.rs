@@ -13,6 +13,7 @@ use axum::Router;
 pub struct Routes {
     router: Router<AppState>,
     ops: Vec<Op>,
+    schemas: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Default for Routes {
@@ -27,6 +28,7 @@ impl Routes {
         Routes {
             router: Router::new(),
             ops: Vec::new(),
+            schemas: serde_json::Map::new(),
         }
     }
 
@@ -53,11 +55,29 @@ impl Routes {
         self
     }
 
+    /// Adds a schema the resource's operations name (`body`, `Reply::Schema`).
+    pub fn schema(mut self, name: &str, schema: serde_json::Value) -> Routes {
+        self.schemas.insert(name.to_string(), schema);
+        self
+    }
+
+    /// A schema derived from a type (`utoipa::ToSchema`).
+    pub fn schema_of<T: utoipa::PartialSchema>(self, name: &str) -> Routes {
+        let schema = serde_json::to_value(T::schema()).unwrap_or_default();
+        self.schema(name, schema)
+    }
+
     /// These routes and `other`'s.
     pub fn merge(mut self, other: Routes) -> Routes {
         self.router = self.router.merge(other.router);
         self.ops.extend(other.ops);
+        self.schemas.extend(other.schemas);
         self
+    }
+
+    /// The schemas registered so far.
+    pub fn schemas(&self) -> &serde_json::Map<String, serde_json::Value> {
+        &self.schemas
     }
 
     /// The operations registered so far.

@@ -20,6 +20,18 @@ pub fn routes() -> Routes {
         .route(CREATE_OP, create)
         .route(DESTROY_OP, destroy)
         .route(SHOW_OP, show)
+        .schema_of::<LoginReply>("LoginReply")
+        .schema_of::<SessionInfo>("SessionInfo")
+        .schema(
+            "Login",
+            serde_json::json!({
+                "type": "object", "required": ["identifier", "password"],
+                "properties": {
+                    "identifier": {"type": "string", "description": "Login or email, any case."},
+                    "password": {"type": "string"},
+                },
+            }),
+        )
 }
 
 /// Body of `POST /api/v1/sessions`.

@@ -31,6 +31,31 @@ pub fn routes() -> Routes {
         .route(CONTEXT_OP, context)
         .route(REPOST_OP, repost)
         .route(UNREPOST_OP, unrepost)
+        .schema("CreateStatus", create_status_schema())
+}
+
+/// `CreateStatus` with the constraints [`create`] enforces.
+fn create_status_schema() -> serde_json::Value {
+    use super::openapi::WS;
+    serde_json::json!({
+        "type": "object", "required": ["message"],
+        "properties": {
+            "message": {"type": "string", "minLength": 1, "maxLength": MAX_MESSAGE_CHARS,
+                "pattern": format!("[^{WS}]"),
+                "description": "1-280 characters (Unicode scalar values), not only white space."},
+            "lat": {"type": ["number", "null"], "minimum": -90, "maximum": 90},
+            "lon": {"type": ["number", "null"], "minimum": -180, "maximum": 180},
+            "reply_to": {"type": ["string", "integer", "null"],
+                "description": "Id of a status to reply to (404 if there is none)."},
+        },
+        "description": "lat and lon: both (numbers) or neither (absent or null).",
+        "allOf": [
+            {"if": {"required": ["lat"], "properties": {"lat": {"type": "number"}}},
+             "then": {"required": ["lon"], "properties": {"lon": {"type": "number"}}}},
+            {"if": {"required": ["lon"], "properties": {"lon": {"type": "number"}}},
+             "then": {"required": ["lat"], "properties": {"lat": {"type": "number"}}}},
+        ],
+    })
 }
 
 /// The status a repost request is about: the one named, or the original of

@@ -32,6 +32,49 @@ pub fn routes() -> Routes {
         .route(SHOW_OP, show)
         .route(ME_OP, me)
         .route(UPDATE_ME_OP, update_me)
+        .schema("CreateUser", create_user_schema())
+        .schema("UpdateMe", update_me_schema())
+}
+
+/// A display name's schema: 1-50 characters, not only white space, no
+/// control characters (what [`validate_name`] enforces).
+fn name_schema() -> serde_json::Value {
+    use super::openapi::{CC, WS};
+    serde_json::json!({"type": "string", "minLength": 1, "maxLength": 50,
+        "pattern": format!("^[^{CC}]*[^{CC}{WS}][^{CC}]*$"),
+        "description": "1-50 characters, not only white space, no control characters."})
+}
+
+/// `CreateUser` with the constraints the validators enforce (schemathesis
+/// holds the two together in the test suite).
+fn create_user_schema() -> serde_json::Value {
+    use super::openapi::{CC, WS};
+    serde_json::json!({
+        "type": "object", "required": ["login", "name", "email", "password"],
+        "properties": {
+            "login": {"type": "string", "minLength": 3, "maxLength": 30,
+                "pattern": "^[A-Za-z0-9_]*[A-Za-z_][A-Za-z0-9_]*$",
+                "description": "3-30 of [A-Za-z0-9_], not all digits, unique ignoring case."},
+            "name": name_schema(),
+            "email": {"type": "string", "maxLength": MAX_EMAIL_CHARS,
+                "pattern": format!("^[^@{WS}{CC}][^{WS}{CC}]*@[^{WS}{CC}]*[^@{WS}{CC}]$"),
+                "description": "An address with @ (not first or last), no white space; unique ignoring case."},
+            "password": {"type": "string", "minLength": 8, "maxLength": MAX_PASSWORD_CHARS},
+        },
+    })
+}
+
+/// `UpdateMe`: every field optional (null as absent).
+fn update_me_schema() -> serde_json::Value {
+    let mut name = name_schema();
+    name["type"] = serde_json::json!(["string", "null"]);
+    serde_json::json!({
+        "type": "object", "additionalProperties": false,
+        "properties": {
+            "name": name,
+            "private": {"type": ["boolean", "null"], "description": "Statuses reach followers only."},
+        },
+    })
 }
 
 /// Body of `POST /api/v1/users`.

@@ -9,10 +9,6 @@ use tokio::net::TcpStream;
 /// Longest request head read before handing over to hyper (long filter URLs
 /// with 5000 follow ids fit).
 pub(super) const MAX_HEAD: usize = 128 * 1024;
-/// How long a connection may take to send a request head (the first, or the
-/// next one on a kept-alive connection: idle keep-alive connections close
-/// after it too).
-pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Writes an error response in the contract's shape and closes.
 pub(super) async fn write_error(
@@ -51,12 +47,14 @@ pub(super) enum Head {
     Complete(usize),
     /// EOF, an error, or an oversized head: hyper answers or closes.
     Incomplete,
-    /// Not complete within [`HEAD_TIMEOUT`].
+    /// Not complete within the request timeout.
     TimedOut,
 }
 
 /// Reads bytes until a full request head is buffered.
-pub(super) async fn read_head(tcp: &mut TcpStream, buf: &mut Vec<u8>) -> Head {
+/// Reads bytes until a full request head is buffered, for at most `timeout`
+/// (`--request-timeout`).
+pub(super) async fn read_head(tcp: &mut TcpStream, buf: &mut Vec<u8>, timeout: Duration) -> Head {
     let read = async {
         // Where the search resumes: the terminator may straddle two reads.
         let mut from = 0;
@@ -77,7 +75,7 @@ pub(super) async fn read_head(tcp: &mut TcpStream, buf: &mut Vec<u8>) -> Head {
             }
         }
     };
-    match tokio::time::timeout(HEAD_TIMEOUT, read).await {
+    match tokio::time::timeout(timeout, read).await {
         Ok(Some(end)) => Head::Complete(end),
         Ok(None) => Head::Incomplete,
         Err(_) => Head::TimedOut,

@@ -1,7 +1,6 @@
 //! A connection served by hyper and the router, with the bytes already
 //! read put back in front.
 
-use super::head::HEAD_TIMEOUT;
 use crate::rate_limits::ClientAddr;
 use crate::shutdown::Shutdown;
 use crate::state::AppState;
@@ -68,7 +67,7 @@ pub(super) async fn hyper_connection(
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(HEAD_TIMEOUT)
+        .header_read_timeout(state.cfg.request_timeout())
         .keep_alive(keep_alive);
     let conn = builder
         .serve_connection(TokioIo::new(io), service)

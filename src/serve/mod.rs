@@ -19,8 +19,6 @@ mod head;
 mod hyper_conn;
 mod raw;
 
-pub use head::HEAD_TIMEOUT;
-
 use crate::error::ApiError;
 use crate::http::stream::open::open_plain;
 use crate::http::stream::ws_session::open_websocket;
@@ -147,7 +145,11 @@ async fn beyond_the_cap(args: Box<ConnArgs>) {
         write_timeout,
     } = *args;
     let mut buf = Vec::with_capacity(1024);
-    let read = tokio::time::timeout(SPARE_HEAD_TIMEOUT, read_head(&mut tcp, &mut buf)).await;
+    let read = tokio::time::timeout(
+        SPARE_HEAD_TIMEOUT,
+        read_head(&mut tcp, &mut buf, SPARE_HEAD_TIMEOUT),
+    )
+    .await;
     let operations = match read {
         Ok(Head::Complete(end)) => parse_head(&buf[..end]).is_some_and(|parts| {
             parts.method == axum::http::Method::GET && OPERATIONS_PATHS.contains(&parts.uri.path())
@@ -258,7 +260,7 @@ async fn accept(
 ) -> Accepted {
     let mut buf = Vec::with_capacity(1024);
     let head_end = tokio::select! {
-        h = read_head(&mut tcp, &mut buf) => h,
+        h = read_head(&mut tcp, &mut buf, state.cfg.request_timeout()) => h,
         _ = shutdown.wait() => return Accepted::Done,
     };
     let head_end = match head_end {

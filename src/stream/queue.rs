@@ -209,7 +209,7 @@ pub enum Delivery {
     /// and expiry times, so a stream's task waits on its queue alone.
     Keepalive,
     /// The rest of an event or keep-alive the hub began writing into the
-    /// socket itself ([`Direct`](super::direct::Direct)): written before anything else.
+    /// socket itself (the connection's direct sink, `stream::direct`): written before anything else.
     Rest(Vec<u8>),
 }
 

@@ -127,7 +127,11 @@ impl Browser {
 
     /// Runs an asynchronous script in the page (its last argument is the
     /// callback that returns its result).
-    pub(crate) async fn run_async(&self, script: &str, args: Vec<serde_json::Value>) -> serde_json::Value {
+    pub(crate) async fn run_async(
+        &self,
+        script: &str,
+        args: Vec<serde_json::Value>,
+    ) -> serde_json::Value {
         self.client
             .execute_async(script, args)
             .await

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Home reads by wrk, side by side with the read floor (examples/read_floor.rs),
+# Home reads by wrk, side by side with the read floor (bench/src/bin/read_floor.rs),
 # on a private Redis: CPU per read of the server and of Redis, from /proc.
 #
-#   cargo build --release --examples
-#   examples/home_reads.sh [BINARY ...]     # default: target/release/firehose
+#   cargo build --release --workspace --bins
+#   bench/home_reads.sh [BINARY ...]     # default: target/release/firehose
 #
 # For each binary in turn (give two builds to compare them alternating), and
 # then for the floor (one Redis GET of the same page's bytes) and the floor
@@ -19,11 +19,11 @@ RPORT=${REDIS_PORT:-6390}
 PORT=${PORT:-8080}
 BINS=("$@")
 [ ${#BINS[@]} -eq 0 ] && BINS=(target/release/firehose)
-FLOOR=target/release/examples/read_floor
+FLOOR=target/release/read_floor
 for tool in wrk redis-server redis-cli curl; do
   command -v $tool >/dev/null || { echo "needs $tool (apt-get install wrk redis-server curl)"; exit 2; }
 done
-[ -x $FLOOR ] || { echo "build the examples first: cargo build --release --examples"; exit 2; }
+[ -x $FLOOR ] || { echo "build the tools first: cargo build --release --workspace --bins"; exit 2; }
 
 WORK=$(mktemp -d)
 redis-server --port "$RPORT" --save "" --appendonly no --dir "$WORK" --daemonize yes \

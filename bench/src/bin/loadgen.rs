@@ -8,15 +8,22 @@
 //! ```sh
 //! ulimit -n 65536                      # in both shells
 //! cargo run --release -- serve --max-streams-per-user 100000
-//! cargo run --release --example loadgen -- --clients 1000 --rate 1000 --duration 20
-//! cargo run --release --example loadgen -- --clients 10000 --rate 0 --duration 5   # idle RSS
-//! cargo run --release --example loadgen -- --clients 200 --transport ws --rate 500
+//! cargo run --release -p firehose-bench --bin loadgen -- --clients 1000 --rate 1000 --duration 20
+//! cargo run --release -p firehose-bench --bin loadgen -- --clients 10000 --rate 0 --duration 5   # idle RSS
+//! cargo run --release -p firehose-bench --bin loadgen -- --clients 200 --transport ws --rate 500
 //! ```
 
 // Examples are command-line programs: printing is their output.
 #![allow(clippy::print_stdout)]
 
 use clap::{Parser, ValueEnum};
+use firehose_bench::procfs::{find_server, own_cpu};
+use firehose_bench::Transport;
+
+/// (CPU seconds, RSS KiB) of a process.
+fn procfs_pair(pid: u32) -> Option<(f64, u64)> {
+    firehose_bench::procfs::stats(pid).map(|s| (s.cpu, s.rss_kib))
+}
 use firehose::config::Config;
 use firehose::store::Store;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,12 +31,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::watch;
-
-#[derive(Clone, Copy, PartialEq, ValueEnum, Debug)]
-enum Transport {
-    Sse,
-    Ws,
-}
 
 #[derive(Clone, Copy, PartialEq, ValueEnum, Debug)]
 enum Mode {
@@ -104,32 +105,6 @@ enum WsClient {
     Tungstenite,
 }
 
-/// utime+stime in seconds and VmRSS in KiB of a process.
-fn proc_stats(pid: u32) -> Option<(f64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches(" kB")
-        .parse()
-        .ok()?;
-    Some((ticks / 100.0, rss))
-}
-
-fn find_server() -> Option<u32> {
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
-        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        (cmd.contains("firehose") && cmd.contains(" serve") && !cmd.contains("cargo"))
-            .then_some(pid)
-    })
-}
-
 /// Latency of one `data:` line in µs, from its "at" field (publish time).
 fn latency_us(line: &str, now: f64) -> Option<u32> {
     let rest = &line[line.find("\"at\":")? + 5..];
@@ -185,18 +160,16 @@ async fn sse_client(
 ) -> Vec<u32> {
     use std::io::Write;
     let mut lat = Vec::new();
-    let Ok(mut sock) = tokio::net::TcpStream::connect(&addr).await else {
-        return lat;
-    };
     let gzip = if compress {
         "Accept-Encoding: gzip\r\n"
     } else {
         ""
     };
-    let req = format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n{gzip}\r\n");
-    if sock.write_all(req.as_bytes()).await.is_err() {
+    let Some(mut sock) =
+        firehose_bench::sse::open(&addr, "/api/v1/stream/firehose", &token, gzip).await
+    else {
         return lat;
-    }
+    };
     counters.connected.fetch_add(1, Ordering::Relaxed);
     let mut buf = vec![0u8; 64 * 1024];
     let mut pending: Vec<u8> = Vec::new();
@@ -388,11 +361,6 @@ async fn ws_raw_client(
     lat
 }
 
-/// CPU seconds (user + system) this process has used.
-fn own_cpu() -> Option<f64> {
-    proc_stats(std::process::id()).map(|s| s.0)
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -433,7 +401,7 @@ async fn main() -> anyhow::Result<()> {
             jwt.mint(uid, &sid, &["read", "write", "firehose"], 3600).0,
         ));
     }
-    let before = pid.and_then(proc_stats);
+    let before = pid.and_then(procfs_pair);
     let counters = Arc::new(Counters {
         received: AtomicU64::new(0),
         connected: AtomicU64::new(0),
@@ -466,7 +434,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let connecting = connect_start.elapsed().as_secs_f64();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let idle = pid.and_then(proc_stats);
+    let idle = pid.and_then(procfs_pair);
     let connected = counters.connected.load(Ordering::Relaxed);
     println!(
         "clients connected: {connected}/{} ({:?}) in {connecting:.1}s ({:.0} new connections/s, paced 500 per 20 ms)",
@@ -475,9 +443,9 @@ async fn main() -> anyhow::Result<()> {
         connected as f64 / connecting.max(0.001)
     );
     // Server CPU while every client idles (keep-alives only).
-    if let Some((c0, _)) = pid.and_then(proc_stats).filter(|_| args.idle_secs > 0.0) {
+    if let Some((c0, _)) = pid.and_then(procfs_pair).filter(|_| args.idle_secs > 0.0) {
         tokio::time::sleep(Duration::from_secs_f64(args.idle_secs)).await;
-        if let Some((c1, _)) = pid.and_then(proc_stats) {
+        if let Some((c1, _)) = pid.and_then(procfs_pair) {
             println!(
                 "server CPU while idle: {:.1} ms/s over {:.0}s",
                 (c1 - c0) * 1000.0 / args.idle_secs,
@@ -495,9 +463,9 @@ async fn main() -> anyhow::Result<()> {
     if args.rate > 0.0 {
         let start = Instant::now();
         let base = counters.received.load(Ordering::Relaxed);
-        let cpu0 = pid.and_then(proc_stats).map(|s| s.0);
+        let cpu0 = pid.and_then(procfs_pair).map(|s| s.0);
         let bytes0 = counters.wire_bytes.load(Ordering::Relaxed);
-        let (own0, redis0) = (own_cpu(), args.redis_pid.and_then(proc_stats).map(|s| s.0));
+        let (own0, redis0) = (own_cpu(), args.redis_pid.and_then(procfs_pair).map(|s| s.0));
         let tick = Duration::from_millis(10);
         let per_tick = args.rate / 100.0;
         let mut owed = 0.0;
@@ -545,9 +513,9 @@ async fn main() -> anyhow::Result<()> {
         }
         let elapsed = start.elapsed().as_secs_f64();
         let received = counters.received.load(Ordering::Relaxed) - base;
-        let cpu1 = pid.and_then(proc_stats).map(|s| s.0);
+        let cpu1 = pid.and_then(procfs_pair).map(|s| s.0);
         let bytes = counters.wire_bytes.load(Ordering::Relaxed) - bytes0;
-        let (own1, redis1) = (own_cpu(), args.redis_pid.and_then(proc_stats).map(|s| s.0));
+        let (own1, redis1) = (own_cpu(), args.redis_pid.and_then(procfs_pair).map(|s| s.0));
         println!(
             "published {published} events at {:.0}/s for {:.1}s ({:?} mode)",
             args.rate, args.duration, args.mode

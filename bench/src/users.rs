@@ -1,11 +1,11 @@
-//! Helpers shared by the examples.
+//! Load users, made straight in the store.
 
 use firehose::store::Store;
 use futures::StreamExt;
 
 /// `n` users `<prefix><i>` (created directly in the store when missing,
 /// with a placeholder password hash): their ids.
-pub(crate) async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<u64>> {
+pub async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<u64>> {
     let ids: Vec<anyhow::Result<u64>> = futures::stream::iter(0..n)
         .map(|i| async move {
             let login = format!("{prefix}{i}");

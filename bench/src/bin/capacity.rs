@@ -15,25 +15,22 @@
 //!    the linear model from phases 2 to 4 predicts, next to what it took.
 //!
 //! ```sh
-//! cargo build --release --examples --bins
-//! target/release/examples/capacity --redis-cluster redis://127.0.0.1:7000,redis://127.0.0.1:7001,redis://127.0.0.1:7002
+//! cargo build --release --workspace --bins
+//! target/release/capacity --redis-cluster redis://127.0.0.1:7000,redis://127.0.0.1:7001,redis://127.0.0.1:7002
 //! ```
 
 // Examples are command-line programs: printing is their output.
 #![allow(clippy::print_stdout)]
 
-#[path = "support/mod.rs"]
-mod support;
-
 use clap::Parser;
 use firehose::config::Config;
 use firehose::store::Store;
+use firehose_bench::users::users;
 use futures::StreamExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::users;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::sync::watch;
 
 const SECRET: &str = "capacity-model-secret-capacity-model-secret";
@@ -90,26 +87,9 @@ struct Args {
     instance_gib: f64,
 }
 
-/// utime+stime in seconds and VmRSS in KiB of a process.
+/// utime+stime in seconds and VmRSS in KiB of a process (zeros if gone).
 fn proc_stats(pid: u32) -> (f64, u64) {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, r)| r.split_whitespace().collect())
-        .unwrap_or_default();
-    let tick = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let rss = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches(" kB").parse().ok())
-        .unwrap_or(0);
-    ((tick(11) + tick(12)) / 100.0, rss)
+    firehose_bench::procfs::stats(pid).map_or((0.0, 0), |s| (s.cpu, s.rss_kib))
 }
 
 /// One Redis node's counters.
@@ -274,13 +254,11 @@ async fn sse_client(
     up: Arc<AtomicU64>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let Ok(mut sock) = tokio::net::TcpStream::connect(&addr).await else {
+    let Some(mut sock) =
+        firehose_bench::sse::open(&addr, "/api/v1/stream/firehose", &token, "").await
+    else {
         return;
     };
-    let req = format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\r\n");
-    if sock.write_all(req.as_bytes()).await.is_err() {
-        return;
-    }
     up.fetch_add(1, Ordering::Relaxed);
     let mut buf = vec![0u8; 16 * 1024];
     let mut at_line_start = true;
@@ -409,7 +387,6 @@ async fn main() -> anyhow::Result<()> {
     let binary = args.firehose.clone().unwrap_or_else(|| {
         let exe = std::env::current_exe().expect("own path");
         exe.parent()
-            .and_then(|d| d.parent())
             .map(|d| d.join("firehose"))
             .expect("target dir")
             .display()

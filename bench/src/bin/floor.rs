@@ -7,9 +7,9 @@
 //! that would block is dropped (the floor does not queue).
 //!
 //! ```sh
-//! cargo build --release --examples
-//! target/release/examples/floor --transport sse &      # listens on 127.0.0.1:8090
-//! target/release/examples/loadgen --addr 127.0.0.1:8090 --server-pid $! \
+//! cargo build --release --workspace --bins
+//! target/release/floor --transport sse &      # listens on 127.0.0.1:8090
+//! target/release/loadgen --addr 127.0.0.1:8090 --server-pid $! \
 //!     --clients 1000 --rate 100 --duration 20
 //! ```
 
@@ -17,18 +17,13 @@
 #![allow(clippy::print_stdout)]
 
 use bytes::{BufMut, Bytes, BytesMut};
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use firehose::config::Config;
 use firehose::store::Store;
+use firehose_bench::Transport;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
-
-#[derive(Clone, Copy, PartialEq, ValueEnum, Debug)]
-enum Transport {
-    Sse,
-    Ws,
-}
 
 #[derive(Parser, Debug)]
 struct Args {

@@ -10,7 +10,7 @@
 //!
 //! ```sh
 //! curl -s -H "authorization: Bearer $TOKEN" 127.0.0.1:8080/api/v1/timelines/home > page.json
-//! target/release/examples/read_floor --page page.json --redis-url redis://127.0.0.1:6390 &
+//! target/release/read_floor --page page.json --redis-url redis://127.0.0.1:6390 &
 //! wrk -t2 -c64 -d8s http://127.0.0.1:8091/page
 //! ```
 

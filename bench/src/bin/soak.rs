@@ -13,7 +13,7 @@
 //! requests abandoned mid-flight.
 //!
 //! ```sh
-//! cargo build --release && cargo run --release --example soak -- --minutes 10
+//! cargo build --release && cargo run --release -p firehose-bench --bin soak -- --minutes 10
 //! ```
 
 // Examples are command-line programs: printing is their output.

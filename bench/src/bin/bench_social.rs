@@ -14,23 +14,21 @@
 //!
 //! ```sh
 //! cargo run --release -- serve                      # shell 1 (or with --redis-url)
-//! cargo run --release --example bench_social -- --followers 10000,100000
+//! cargo run --release -p firehose-bench --bin bench_social -- --followers 10000,100000
 //! ```
 
 // Examples are command-line programs: printing is their output.
 #![allow(clippy::print_stdout)]
 
-#[path = "support/mod.rs"]
-mod support;
-
 use clap::Parser;
 use firehose::config::Config;
 use firehose::store::Store;
+use firehose_bench::procfs::cpu_seconds;
+use firehose_bench::users::users;
 use futures::StreamExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::users;
 
 #[derive(Parser)]
 struct Args {
@@ -68,15 +66,6 @@ impl Args {
             .split(',')
             .any(|p| p.trim() == phase || p.trim() == "all")
     }
-}
-
-/// CPU seconds (user + system) a process has used, from /proc.
-fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = stat.rsplit_once(')')?.1;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0)
 }
 
 /// Waits until no committed write owes work (outbox and fan-out queue empty).

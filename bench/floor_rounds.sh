@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Streams against the floor (examples/floor.rs), in rounds, on a private Redis:
-# server CPU per delivered event and p99 publish -> receipt, by examples/loadgen.
+# Streams against the floor (bench/src/bin/floor.rs), in rounds, on a private Redis:
+# server CPU per delivered event and p99 publish -> receipt, by bench/src/bin/loadgen.rs.
 #
-#   cargo build --release --examples --bins
-#   examples/floor_rounds.sh [BINARY ...]     # default: target/release/firehose
+#   cargo build --release --workspace --bins
+#   bench/floor_rounds.sh [BINARY ...]     # default: target/release/firehose
 #
 # Each round runs, per transport, the floor and then every binary in turn (give
 # two builds to compare them alternating), a fresh server per run, Redis
@@ -22,12 +22,12 @@ RPORT=${REDIS_PORT:-6390}
 PORT=${PORT:-8080}
 BINS=("$@")
 [ ${#BINS[@]} -eq 0 ] && BINS=(target/release/firehose)
-FLOOR=target/release/examples/floor
-LOADGEN=target/release/examples/loadgen
+FLOOR=target/release/floor
+LOADGEN=target/release/loadgen
 for tool in redis-server redis-cli; do
   command -v $tool >/dev/null || { echo "needs $tool (apt-get install redis-server)"; exit 2; }
 done
-[ -x $FLOOR ] && [ -x $LOADGEN ] || { echo "build the examples first: cargo build --release --examples"; exit 2; }
+[ -x $FLOOR ] && [ -x $LOADGEN ] || { echo "build the tools first: cargo build --release --workspace --bins"; exit 2; }
 
 WORK=$(mktemp -d)
 redis-server --port "$RPORT" --save "" --appendonly no --dir "$WORK" --daemonize yes \

@@ -1,0 +1,322 @@
+//! The server under test on a port-0 listener with its Redis, and helpers
+//! that set up users and follows straight through the store.
+
+use super::*;
+
+/// The server under test with its Redis.
+pub(crate) struct TestApp {
+    pub addr: SocketAddr,
+    pub redis: RedisServer,
+    pub http: reqwest::Client,
+    pub cfg: Config,
+    stop: Option<oneshot::Sender<()>>,
+    done: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+/// Default test configuration against `redis`.
+pub(crate) fn test_config(redis: &RedisServer) -> Config {
+    let mut cfg = Config::defaults();
+    cfg.redis_url = Some(redis.url());
+    cfg.redis_cluster = redis.cluster_spec();
+    cfg.jwt_secret = Some("test-secret-test-secret-test-secret".into());
+    cfg.cleanup_interval = 0.05;
+    cfg.rate_limits = firehose::config::Switch::Off;
+    cfg
+}
+
+impl TestApp {
+    pub(crate) async fn start() -> TestApp {
+        Self::start_with(|_| {}).await
+    }
+
+    pub(crate) async fn start_with(tweak: impl FnOnce(&mut Config)) -> TestApp {
+        Self::start_on(RedisServer::start(), tweak).await
+    }
+
+    /// The app on a Redis of the test's choosing (a durable one, say).
+    pub(crate) async fn start_on(redis: RedisServer, tweak: impl FnOnce(&mut Config)) -> TestApp {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_env("TEST_LOG"))
+            .with_test_writer()
+            .try_init();
+        let mut cfg = test_config(&redis);
+        tweak(&mut cfg);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let done = tokio::spawn(firehose::run(cfg.clone(), listener, async move {
+            let _ = stopped.await;
+        }));
+        let app = TestApp {
+            addr,
+            redis,
+            http: reqwest::Client::new(),
+            cfg,
+            stop: Some(stop),
+            done: Some(done),
+        };
+        // Wait for readiness by retrying, not sleeping a fixed time.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(r) = app.http.get(app.url("/readyz")).send().await {
+                if r.status() == StatusCode::OK {
+                    break;
+                }
+            }
+            assert!(Instant::now() < deadline, "server never became ready");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        app
+    }
+
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    /// The /metrics page.
+    pub(crate) async fn metrics(&self) -> String {
+        self.http
+            .get(self.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// The value of the unlabelled metric `name` on the /metrics page.
+    pub(crate) async fn metric(&self, name: &str) -> f64 {
+        let text = self.metrics().await;
+        let prefix = format!("{name} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no {name} in /metrics"))
+            .parse()
+            .unwrap()
+    }
+
+    /// Sends a request; returns status and JSON body (Null when empty or not JSON).
+    pub(crate) async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut req = self.http.request(method, self.url(path));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let resp = req.send().await.expect("request sent");
+        let status = resp.status();
+        let text = resp.text().await.unwrap_or_default();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    pub(crate) async fn get(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+        self.call(Method::GET, path, token, None).await
+    }
+
+    pub(crate) async fn post(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        body: Value,
+    ) -> (StatusCode, Value) {
+        self.call(Method::POST, path, token, Some(body)).await
+    }
+
+    pub(crate) async fn delete(&self, path: &str, token: Option<&str>) -> (StatusCode, Value) {
+        self.call(Method::DELETE, path, token, None).await
+    }
+
+    /// Registers `login` (password "password123") and returns its id.
+    pub(crate) async fn register(&self, login: &str) -> String {
+        let (status, body) = self
+            .post(
+                "/api/v1/users",
+                None,
+                json!({"login": login, "name": format!("{login} name"), "email": format!("{login}@example.com"), "password": "password123"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "register {login}: {body}");
+        body["id"].as_str().expect("id is a string").to_string()
+    }
+
+    pub(crate) async fn login(&self, identifier: &str) -> String {
+        let (status, body) = self
+            .post(
+                "/api/v1/sessions",
+                None,
+                json!({"identifier": identifier, "password": "password123"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "login {identifier}: {body}");
+        body["token"].as_str().unwrap().to_string()
+    }
+
+    /// Registers and logs in: (id, token).
+    pub(crate) async fn user(&self, login: &str) -> (String, String) {
+        let id = self.register(login).await;
+        let token = self.login(login).await;
+        (id, token)
+    }
+
+    pub(crate) async fn post_status(&self, token: &str, body: Value) -> Value {
+        let (status, body) = self.post("/api/v1/statuses", Some(token), body).await;
+        assert_eq!(status, StatusCode::CREATED, "post status: {body}");
+        body
+    }
+
+    pub(crate) async fn say(&self, token: &str, message: &str) -> String {
+        self.post_status(token, json!({"message": message})).await["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    pub(crate) async fn follow(&self, token: &str, id: &str) {
+        let (status, body) = self
+            .post(
+                &format!("/api/v1/users/{id}/follow"),
+                Some(token),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "follow {id}: {body}");
+    }
+
+    /// Ids of a timeline page.
+    pub(crate) async fn timeline_ids(&self, path: &str, token: Option<&str>) -> Vec<String> {
+        let (status, body) = self.get(path, token).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        body.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// A token with the given scopes for an existing user, as `firehose token` mints it.
+    pub(crate) async fn operator_token(&self, uid: &str, scopes: &[&str]) -> String {
+        let store = firehose::store::Store::open(&self.redis.url(), &self.cfg).unwrap();
+        let uid: u64 = uid.parse().unwrap();
+        let sid = store
+            .create_session(uid, firehose::model::now())
+            .await
+            .unwrap();
+        let jwt = firehose::auth::Jwt::new(self.cfg.jwt_secret().unwrap());
+        jwt.mint(uid, &sid, scopes, 3600).0
+    }
+
+    /// Waits until `check` holds, polling; panics with `what` after 20 s.
+    pub(crate) async fn eventually<F, Fut>(&self, what: &str, mut check: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = bool>,
+    {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !check().await {
+            assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Stops the server and waits for `run` to return.
+    pub(crate) async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(done) = self.done.take() {
+            let r = tokio::time::timeout(Duration::from_secs(20), done).await;
+            assert!(r.is_ok(), "run did not return after shutdown");
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Creates `n` users straight through the store (no password hashing), for
+/// tests that need thousands of followers. Returns their ids.
+pub(crate) async fn bulk_users(app: &TestApp, prefix: &str, n: usize) -> Vec<u64> {
+    use futures::StreamExt;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let store = store.clone();
+            let login = format!("{prefix}{i}");
+            async move {
+                let email = format!("{login}@bulk.example");
+                let new = firehose::store::users::NewUser {
+                    login: &login,
+                    name: "bulk",
+                    email: &email,
+                    password_hash: "x",
+                };
+                store
+                    .create_user(&new, firehose::model::now())
+                    .await
+                    .unwrap()
+                    .id
+                    .parse::<u64>()
+                    .unwrap()
+            }
+        })
+        .buffered(64)
+        .collect()
+        .await
+}
+
+/// Makes every one of `followers` follow `target` through the store.
+pub(crate) async fn bulk_follow(app: &TestApp, followers: &[u64], target: u64) {
+    use futures::StreamExt;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let results: Vec<bool> = futures::stream::iter(followers.to_vec())
+        .map(|f| {
+            let store = store.clone();
+            async move {
+                store
+                    .set_follow(f, target, true, firehose::model::now())
+                    .await
+                    .unwrap()
+            }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    assert!(results.iter().all(|c| *c));
+}
+
+/// How many of `users` have `status_id` in their home timeline.
+pub(crate) fn homes_with(app: &TestApp, users: &[u64], status_id: &str) -> usize {
+    use redis::Commands;
+    let mut conn = app.redis.conn();
+    let key = |u: &u64| format!("{}:user:{{{u}}}:home", app.cfg.key_prefix);
+    if app.redis.is_cluster() {
+        // Homes live on every node: one command each.
+        return users
+            .iter()
+            .filter(|u| {
+                conn.zscore::<_, _, Option<f64>>(key(u), status_id)
+                    .unwrap()
+                    .is_some()
+            })
+            .count();
+    }
+    let mut pipe = redis::pipe();
+    for u in users {
+        pipe.zscore(key(u), status_id);
+    }
+    let scores: Vec<Option<f64>> = pipe.query(&mut conn).unwrap();
+    scores.iter().filter(|s| s.is_some()).count()
+}

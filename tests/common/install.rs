@@ -1,0 +1,69 @@
+//! Installing what the tests run that a fresh Debian machine lacks:
+//! redis-server, curl, nginx, and schemathesis in a virtual environment.
+
+use super::*;
+
+static INSTALL: Once = Once::new();
+
+/// Installs with apt-get what the tests run that a fresh Debian machine
+/// lacks: redis-server (for every test) and curl (for the walkthrough).
+pub(crate) fn ensure_redis_installed() {
+    INSTALL.call_once(|| {
+        let missing: Vec<&str> = [
+            ("redis-server", "redis-server"),
+            ("curl", "curl"),
+            ("nginx", "nginx-light"),
+        ]
+        .into_iter()
+        .filter(|(bin, _)| Command::new(bin).arg("--version").output().is_err())
+        .map(|(_, package)| package)
+        .collect();
+        if missing.is_empty() {
+            return;
+        }
+        let ok = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "(apt-get update -qq && apt-get install -y -qq {}) >/dev/null 2>&1",
+                missing.join(" ")
+            ))
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "{missing:?} missing and apt-get could not install them");
+    });
+}
+
+static SCHEMATHESIS: Once = Once::new();
+
+/// The schemathesis CLI: `st` on the PATH, or one installed with pip into a
+/// virtual environment under the target directory (on a fresh Debian
+/// machine, after apt-get installs python3-venv).
+pub(crate) fn schemathesis() -> std::path::PathBuf {
+    let venv = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/schemathesis");
+    let st_in_venv = venv.join("bin/st");
+    if Command::new("st")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return "st".into();
+    }
+    SCHEMATHESIS.call_once(|| {
+        if st_in_venv.exists() {
+            return;
+        }
+        let script = format!(
+            "(python3 -m venv --help >/dev/null 2>&1 && python3 -m ensurepip --version >/dev/null 2>&1 \
+               || (apt-get update -qq && apt-get install -y -qq python3-venv python3-pip)) >/dev/null 2>&1; \
+             python3 -m venv {venv} && {venv}/bin/pip install -q schemathesis",
+            venv = venv.display()
+        );
+        let ok = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "could not install schemathesis with pip");
+    });
+    st_in_venv
+}
