@@ -1,0 +1,144 @@
+//! What a subscription wants ([`Rule`]) and what the index is shown of an
+//! event ([`Event`], [`StatusView`]).
+
+use crate::parse::FilterSpec;
+use crate::sample;
+
+/// Identifies one subscription; the server chooses the numbers.
+pub type SubId = u64;
+
+/// What a subscription wants.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rule {
+    /// Every public event.
+    Firehose,
+    /// Public statuses (and their deletes) sampled at `rate` in (0, 1].
+    Sample {
+        /// Fraction of statuses wanted.
+        rate: f64,
+    },
+    /// Public statuses matching the filter, and deletes by followed users.
+    Filter(FilterSpec),
+    /// What the home timeline of `uid` gets (statuses by `uid` and by the
+    /// users in `following`, private ones included), deletes of those, and
+    /// follows of and by `uid`. `following` is kept current from the follow
+    /// and unfollow events that pass through the index.
+    User {
+        /// The user whose stream this is.
+        uid: u64,
+        /// Whom the user follows when the subscription starts.
+        following: Vec<u64>,
+    },
+}
+
+impl Rule {
+    /// Whether this rule alone wants `event`, as an [`Index`] holding only
+    /// it would route it: for one subscription's replay, where building an
+    /// index would cost more than the check. A user rule follows the follow
+    /// and unfollow events of its user, as the index does.
+    pub fn matches(&mut self, event: &Event<'_>) -> bool {
+        match self {
+            Rule::Firehose => match *event {
+                Event::Status(ref s) => !s.private,
+                Event::Delete { private, .. } => !private,
+                Event::Notice { public, .. } => public,
+                Event::Follow { .. } | Event::Other => true,
+            },
+            Rule::Sample { rate } => {
+                let t = sample::threshold(*rate);
+                match *event {
+                    Event::Status(ref s) => !s.private && sample::hit(s.id, t),
+                    Event::Delete {
+                        status_id, private, ..
+                    } => !private && sample::hit(status_id, t),
+                    _ => false,
+                }
+            }
+            Rule::Filter(spec) => match *event {
+                Event::Status(ref s) => spec.matches(s),
+                Event::Delete { uid, private, .. } => !private && spec.follow.contains(&uid),
+                _ => false,
+            },
+            Rule::User { uid, following } => {
+                let home = |author: u64| author == *uid || following.contains(&author);
+                match *event {
+                    Event::Status(ref s) => home(s.uid),
+                    Event::Delete { uid: author, .. } => home(author),
+                    Event::Notice { uids, .. } => uids.contains(uid),
+                    Event::Follow {
+                        source,
+                        target,
+                        following: follows,
+                    } => {
+                        if source == *uid {
+                            if follows {
+                                if !following.contains(&target) {
+                                    following.push(target);
+                                }
+                            } else if target != source {
+                                following.retain(|f| *f != target);
+                            }
+                        }
+                        source == *uid || target == *uid
+                    }
+                    Event::Other => false,
+                }
+            }
+        }
+    }
+}
+
+/// The parts of a status the rules look at.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StatusView<'a> {
+    /// Status id.
+    pub id: u64,
+    /// Author id.
+    pub uid: u64,
+    /// The text.
+    pub message: &'a str,
+    /// `(lat, lon)` when the status has coordinates.
+    pub coords: Option<(f64, f64)>,
+    /// Author of the status this one replies to.
+    pub reply_to_uid: Option<u64>,
+    /// Author of the status this one reposts.
+    pub repost_of_uid: Option<u64>,
+    /// Whether the author's account is private: then only user streams see it.
+    pub private: bool,
+}
+
+/// An event as the index sees it.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// A status was posted.
+    Status(StatusView<'a>),
+    /// A status was deleted.
+    Delete {
+        /// The deleted status.
+        status_id: u64,
+        /// Its author.
+        uid: u64,
+        /// Whether the author's account is private.
+        private: bool,
+    },
+    /// `source` started (`following: true`) or stopped following `target`.
+    Follow {
+        /// The follower.
+        source: u64,
+        /// The followed user.
+        target: u64,
+        /// True for follow, false for unfollow.
+        following: bool,
+    },
+    /// A notice for some users (a like of their status, a mention, a follow
+    /// request, a repost of their status): their user streams, and the
+    /// firehose when `public`.
+    Notice {
+        /// The users whose user streams get it.
+        uids: &'a [u64],
+        /// Whether it may reach the firehose (nothing private in it).
+        public: bool,
+    },
+    /// Any other public event (a user signed up, ...): firehose only.
+    Other,
+}
