@@ -22,8 +22,8 @@ use crate::sample;
 use crate::table::{SubsMap, U64Map};
 use crate::track::{word_hash, Phrase, Words};
 use crate::FxHashMap;
-use std::collections::HashSet;
 use slots::*;
+use std::collections::HashSet;
 
 /// All live subscriptions, compiled for routing.
 #[derive(Debug, Default)]
