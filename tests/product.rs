@@ -185,6 +185,56 @@ fn bench_bin(name: &str) -> PathBuf {
     deps.parent().unwrap().parent().unwrap().join(name)
 }
 
+/// A child's standard output read line by line: readiness is a line the
+/// child prints, not a guess at how long it takes.
+struct Output {
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    seen: String,
+}
+
+impl Output {
+    fn of(child: &mut tokio::process::Child) -> Output {
+        use tokio::io::AsyncBufReadExt;
+        let stdout = child.stdout.take().expect("stdout piped");
+        Output {
+            lines: tokio::io::BufReader::new(stdout).lines(),
+            seen: String::new(),
+        }
+    }
+
+    /// Reads until a line contains `needle` (within 20 s).
+    async fn until(&mut self, needle: &str) {
+        let found = tokio::time::timeout(Duration::from_secs(20), async {
+            while let Ok(Some(line)) = self.lines.next_line().await {
+                self.seen.push_str(&line);
+                self.seen.push('\n');
+                if line.contains(needle) {
+                    return true;
+                }
+            }
+            false
+        })
+        .await;
+        assert!(
+            found == Ok(true),
+            "no line with {needle:?} in: {}",
+            self.seen
+        );
+    }
+
+    /// Everything, to the end of the output (within 20 s).
+    async fn rest(mut self) -> String {
+        let _ = tokio::time::timeout(Duration::from_secs(20), async {
+            while let Ok(Some(line)) = self.lines.next_line().await {
+                self.seen.push_str(&line);
+                self.seen.push('\n');
+            }
+        })
+        .await;
+        self.seen
+    }
+}
+
 #[test]
 fn the_cli_help_lists_every_subcommand_and_flag() {
     let out = Command::new(firehose_bin()).arg("--help").output().unwrap();
@@ -333,18 +383,21 @@ async fn the_websocket_client_resubscribes_live() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut child = child;
+    let mut output = Output::of(&mut child);
+    output.until("-- subscribed \"filter\"").await;
     app.say(&token, "the first one").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The switch: the filter is replaced, then the user stream answers.
+    output.until("-- subscribed \"user\"").await;
     app.say(&token, "not tracked any more, but it is my own")
         .await;
     app.say(&token, "the second one").await;
-    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+    let stdout = output.rest().await;
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
         .await
         .expect("ws_client exits after three events")
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
+    assert!(status.success(), "{stdout}");
     assert!(stdout.contains("[filter] @wsex: the first one"), "{stdout}");
     assert!(stdout.contains("now tracking"), "{stdout}");
     assert!(
@@ -374,19 +427,21 @@ async fn the_trending_consumer_counts_hashtags_and_resumes() {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut child = child;
+    let mut output = Output::of(&mut child);
+    output.until("-- connected").await;
     for msg in ["#rust is fun", "#Rust again #redis", "#rust #tea"] {
         app.say(&token, msg).await;
     }
     // Drop the server's Redis subscription: the hub catches up from the buffer.
     app.redis.kill_pubsub();
     app.say(&token, "#redis later").await;
-    let out = tokio::time::timeout(Duration::from_secs(20), child.wait_with_output())
+    let stdout = output.rest().await;
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
         .await
         .unwrap()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
+    assert!(status.success(), "{stdout}");
     assert!(
         stdout.contains("trending: #rust 3, #redis 2, #tea 1"),
         "{stdout}"

@@ -688,7 +688,13 @@ async fn a_client_that_never_reads_is_cut_off_without_delaying_anyone() {
         .write_all(format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {fh}\r\n\r\n").as_bytes())
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Open once the user holds two stream leases (the reader's and this).
+    let leases = format!("{}:user:{{{id}}}:streams", app.cfg.key_prefix);
+    app.eventually("the stalled stream is open", || async {
+        let n: u64 = redis::Commands::zcard(&mut app.redis.conn(), &leases).unwrap_or(0);
+        n == 2
+    })
+    .await;
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
     let big = "x".repeat(100_000);
     for i in 0..300 {
@@ -1239,8 +1245,9 @@ async fn shutdown_sends_disconnect_to_every_client_before_closing() {
 async fn websocket_on_a_stream_path_carries_the_same_json() {
     let app = TestApp::start().await;
     let (_, token) = app.user("wil").await;
+    // The subscription is registered before the 101 is written: the
+    // handshake is the readiness.
     let mut ws = ws_connect(&app, "/api/v1/stream/filter?track=wsword", &token).await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
     let sid = app.say(&token, "a wsword here").await;
     let v = ws_next(&mut ws).await;
     assert_eq!(
@@ -1783,7 +1790,6 @@ async fn a_websocket_upgrade_on_a_kept_alive_connection_is_served_too() {
     let (head, mut buf) = read_head(&mut tcp).await;
     assert!(head.starts_with("http/1.1 101"), "{head}");
     assert!(head.contains("permessage-deflate"), "{head}");
-    tokio::time::sleep(Duration::from_millis(100)).await;
     let sid = app.say(&token, "a kaword here").await;
     let (op, rsv1, payload) = server_frame(&mut tcp, &mut buf).await;
     let v: Value = serde_json::from_slice(&payload).unwrap();
