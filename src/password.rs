@@ -96,3 +96,26 @@ impl Passwords {
         .unwrap_or(false)
     }
 }
+
+/// Longest accepted password, in characters (the argon2 input is bounded
+/// server-side; the OpenAPI schemas say the same).
+pub const MAX_CHARS: usize = 256;
+
+/// The contract's rule for a new password (sign-up and change): 8 to 256
+/// characters.
+pub fn validate(password: &str) -> crate::error::ApiResult<()> {
+    let n = password.chars().count();
+    if n < 8 {
+        return Err(crate::error::ApiError::invalid(
+            "invalid_password",
+            "password must be at least 8 characters.",
+        ));
+    }
+    if n > MAX_CHARS {
+        return Err(crate::error::ApiError::invalid(
+            "invalid_password",
+            "password must be at most 256 characters.",
+        ));
+    }
+    Ok(())
+}

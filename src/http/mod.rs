@@ -4,6 +4,7 @@
 //! parameters), `paging`, `visibility`, `routes` and `openapi`. This module
 //! holds the router and its one middleware layer.
 
+pub mod account;
 pub mod extract;
 pub mod follows;
 pub mod likes;
@@ -48,6 +49,7 @@ pub fn router(state: AppState) -> Router {
 pub fn routes() -> routes::Routes {
     let routes = routes::Routes::new()
         .merge(users::routes())
+        .merge(account::routes())
         .merge(sessions::routes())
         .merge(statuses::routes())
         .merge(timelines::routes())

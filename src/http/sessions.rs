@@ -8,7 +8,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{now, User};
 use crate::rate_limits::ClientAddr;
 use crate::state::AppState;
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::Extension;
 use axum::Json;
@@ -20,7 +20,10 @@ pub fn routes() -> Routes {
         .route(CREATE_OP, create)
         .route(DESTROY_OP, destroy)
         .route(SHOW_OP, show)
+        .route(LIST_OP, list)
+        .route(END_OP, end)
         .schema_of::<LoginReply>("LoginReply")
+        .schema_of::<SessionList>("SessionList")
         .schema_of::<SessionInfo>("SessionInfo")
         .schema(
             "Login",
@@ -167,4 +170,84 @@ pub async fn show(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Js
         scopes: auth.scopes.clone(),
         viewed: viewed.iter().map(u64::to_string).collect(),
     }))
+}
+
+/// One live session, as `GET /api/v1/sessions` lists it.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SessionListed {
+    /// The session id (what `DELETE /api/v1/sessions/{id}` takes).
+    pub id: String,
+    /// When it was created (seconds since the epoch).
+    pub created: f64,
+    /// When it was last used.
+    pub last_seen: f64,
+    /// Whether it is the session of the token that asks.
+    pub current: bool,
+}
+
+/// Answer of `GET /api/v1/sessions`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SessionList {
+    /// The caller's live sessions, newest first.
+    pub sessions: Vec<SessionListed>,
+}
+
+const LIST_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/sessions",
+    tag: "sessions",
+    summary: "Your live sessions, newest first (which one is current, when each was created and last seen)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("SessionList"),
+    errors: &[401, 503],
+};
+/// `GET /api/v1/sessions`: the caller's live sessions, newest first.
+pub async fn list(
+    State(state): State<AppState>,
+    auth: AuthUser,
+) -> ApiResult<(NoStore, Json<SessionList>)> {
+    let sessions = state
+        .store
+        .user_sessions(auth.uid)
+        .await?
+        .into_iter()
+        .map(|s| SessionListed {
+            current: s.id == auth.sid,
+            id: s.id,
+            created: s.created,
+            last_seen: s.last_seen,
+        })
+        .collect();
+    Ok(([no_store()], Json(SessionList { sessions })))
+}
+
+const END_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/sessions/{id}",
+    tag: "sessions",
+    summary: "End one of your sessions in every process: its token answers 401, its streams get disconnect revoked",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 204,
+    params: Params::None,
+    reply: Reply::Empty,
+    errors: &[401, 404, 503],
+};
+/// `DELETE /api/v1/sessions/{id}`: ends one of the caller's sessions; 404
+/// for an id that is not one of them.
+pub async fn end(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let known = id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
+    if !known || !state.store.end_user_session(auth.uid, &id).await? {
+        return Err(ApiError::not_found("No such session."));
+    }
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -18,9 +18,6 @@ use serde::Deserialize;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-/// Longest accepted password, in characters (argon2 input is bounded
-/// server-side; the OpenAPI schema says the same).
-pub const MAX_PASSWORD_CHARS: usize = 256;
 /// Longest accepted email, in characters.
 pub const MAX_EMAIL_CHARS: usize = 254;
 
@@ -59,7 +56,7 @@ fn create_user_schema() -> serde_json::Value {
             "email": {"type": "string", "maxLength": MAX_EMAIL_CHARS,
                 "pattern": format!("^[^@{WS}{CC}][^{WS}{CC}]*@[^{WS}{CC}]*[^@{WS}{CC}]$"),
                 "description": "An address with @ (not first or last), no white space; unique ignoring case."},
-            "password": {"type": "string", "minLength": 8, "maxLength": MAX_PASSWORD_CHARS},
+            "password": {"type": "string", "minLength": 8, "maxLength": crate::password::MAX_CHARS},
         },
     })
 }
@@ -145,22 +142,6 @@ fn validate_email(email: &str) -> ApiResult<()> {
     Ok(())
 }
 
-fn validate_password(password: &str) -> ApiResult<()> {
-    if password.chars().count() < 8 {
-        return Err(ApiError::invalid(
-            "invalid_password",
-            "password must be at least 8 characters.",
-        ));
-    }
-    if password.chars().count() > MAX_PASSWORD_CHARS {
-        return Err(ApiError::invalid(
-            "invalid_password",
-            "password must be at most 256 characters.",
-        ));
-    }
-    Ok(())
-}
-
 const CREATE_OP: Op = Op {
     method: "post",
     path: "/api/v1/users",
@@ -183,7 +164,7 @@ pub async fn create(
     state.rate.signup(client.map(|c| c.0 .0))?;
     validate_login(&body.login)?;
     validate_email(&body.email)?;
-    validate_password(&body.password)?;
+    crate::password::validate(&body.password)?;
     validate_name(&body.name)?;
     // Cheap early answers; the create script re-checks atomically.
     if state.store.is_taken(&body.login).await? {

@@ -57,6 +57,12 @@ impl Keys {
     pub fn stream_leases(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:streams", self.prefix)
     }
+
+    /// ZSET: the user's sessions, session id -> created (a login beyond
+    /// [`crate::store::sessions::SESSIONS_PER_USER`] ends the oldest).
+    pub fn user_sessions(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:sessions", self.prefix)
+    }
     /// ZSET: the home timeline (status id -> posted).
     pub fn home(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:home", self.prefix)

@@ -11,6 +11,8 @@ use redis::AsyncCommands;
 pub const VIEWED_CAP: usize = 25;
 /// Sessions dropped per clean-up step.
 const CLEANUP_BATCH: usize = 100;
+/// Most live sessions a user keeps: a login beyond ends the oldest.
+pub const SESSIONS_PER_USER: usize = 100;
 
 /// What an authenticated request learns about its session's user.
 #[derive(Debug, Clone)]
@@ -26,6 +28,14 @@ impl Store {
     pub async fn create_session(&self, uid: u64, now: f64) -> StoreResult<String> {
         let sid = new_session_id();
         let mut conn = self.conn();
+        // The user's list first, so a live session is always listed (an
+        // entry whose session never came to be is dropped when listed).
+        let mine = self.keys.user_sessions(uid);
+        let (_, n): ((), u64) = redis::pipe()
+            .zadd(&mine, &sid, now)
+            .zcard(&mine)
+            .query_async(&mut conn)
+            .await?;
         let _: () = redis::pipe()
             .atomic()
             .hset(self.keys.sessions(), &sid, uid)
@@ -34,6 +44,13 @@ impl Store {
             .ignore()
             .query_async(&mut conn)
             .await?;
+        if n as usize > SESSIONS_PER_USER {
+            let oldest: Vec<String> = conn
+                .zrange(&mine, 0, (n as usize - SESSIONS_PER_USER) as isize - 1)
+                .await?;
+            self.drop_sessions(&oldest, None).await?;
+            let _: () = conn.zrem(&mine, &oldest).await?;
+        }
         Ok(sid)
     }
 
@@ -177,6 +194,90 @@ impl Store {
         // does not wait for that.
         for sid in sids {
             self.session_cache.revoke(sid);
+        }
+        Ok(n)
+    }
+}
+
+/// A live session as its owner sees it.
+#[derive(Debug, Clone)]
+pub struct SessionEntry {
+    /// The session id.
+    pub id: String,
+    /// When it was created (logged in).
+    pub created: f64,
+    /// When it was last used.
+    pub last_seen: f64,
+}
+
+impl Store {
+    /// The live sessions of `uid`, newest first. Entries of the user's
+    /// list whose session has ended (clean-up, logout) are dropped from it
+    /// on the way.
+    pub async fn user_sessions(&self, uid: u64) -> StoreResult<Vec<SessionEntry>> {
+        let mut conn = self.conn();
+        let listed: Vec<(String, f64)> = conn
+            .zrevrange_withscores(self.keys.user_sessions(uid), 0, -1)
+            .await?;
+        if listed.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = listed.iter().map(|(id, _)| id.as_str()).collect();
+        let (owners, seen): (Vec<Option<String>>, Vec<Option<f64>>) = redis::pipe()
+            .cmd("HMGET")
+            .arg(self.keys.sessions())
+            .arg(&ids)
+            .cmd("ZMSCORE")
+            .arg(self.keys.recent())
+            .arg(&ids)
+            .query_async(&mut conn)
+            .await?;
+        let mut live = Vec::new();
+        let mut ended = Vec::new();
+        for (((id, created), owner), last_seen) in listed.into_iter().zip(owners).zip(seen) {
+            let owned = owner.as_deref().and_then(|o| o.parse::<u64>().ok()) == Some(uid);
+            match (owned, last_seen) {
+                (true, Some(last_seen)) => live.push(SessionEntry {
+                    id,
+                    created,
+                    last_seen,
+                }),
+                _ => ended.push(id),
+            }
+        }
+        if !ended.is_empty() {
+            let _: () = conn.zrem(self.keys.user_sessions(uid), &ended).await?;
+        }
+        Ok(live)
+    }
+
+    /// Ends `uid`'s session `sid` (its token answers 401 and its streams
+    /// get `disconnect` in every process); false when it is not one of the
+    /// user's live sessions.
+    pub async fn end_user_session(&self, uid: u64, sid: &str) -> StoreResult<bool> {
+        let mut conn = self.conn();
+        let owner: Option<String> = conn.hget(self.keys.sessions(), sid).await?;
+        if owner.as_deref().and_then(|o| o.parse::<u64>().ok()) != Some(uid) {
+            return Ok(false);
+        }
+        let ended = self.drop_sessions(&[sid.to_string()], None).await? > 0;
+        let _: () = conn.zrem(self.keys.user_sessions(uid), sid).await?;
+        Ok(ended)
+    }
+
+    /// Ends every live session of `uid` but `keep`; returns how many.
+    pub async fn end_other_sessions(&self, uid: u64, keep: &str) -> StoreResult<usize> {
+        let others: Vec<String> = self
+            .user_sessions(uid)
+            .await?
+            .into_iter()
+            .map(|s| s.id)
+            .filter(|id| id != keep)
+            .collect();
+        let n = self.drop_sessions(&others, None).await?;
+        if !others.is_empty() {
+            let mut conn = self.conn();
+            let _: () = conn.zrem(self.keys.user_sessions(uid), &others).await?;
         }
         Ok(n)
     }

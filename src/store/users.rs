@@ -136,6 +136,13 @@ impl Store {
         Ok(conn.hget(self.keys.secret(uid), "password").await?)
     }
 
+    /// Replaces the user's password hash (one key: the user's secret HASH).
+    pub async fn set_password_hash(&self, uid: u64, hash: &str) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: () = conn.hset(self.keys.secret(uid), "password", hash).await?;
+        Ok(())
+    }
+
     /// Changes the display name and/or the private flag.
     pub async fn update_profile(
         &self,

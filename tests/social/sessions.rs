@@ -259,3 +259,142 @@ async fn cleanup_drops_idle_sessions_with_their_keys() {
         .unwrap();
     assert!(keys.is_empty(), "viewed keys left: {keys:?}");
 }
+
+/// The caller's session list: (id, current) newest first.
+async fn session_list(app: &TestApp, token: &str) -> Vec<(String, bool)> {
+    let (status, body) = app.get("/api/v1/sessions", Some(token)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            assert!(s["created"].as_f64().unwrap() > 0.0 && s["last_seen"].as_f64().is_some());
+            (s["id"].as_str().unwrap().to_string(), s["current"] == true)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_user_sees_their_sessions_and_ends_one_everywhere_it_is_used() {
+    let app = TestApp::start().await;
+    let (_, phone) = app.user("sally").await;
+    let laptop = app.login("sally").await;
+    let (_, other) = app.user("sam").await;
+    // Newest first, the asking one marked current; nobody else's.
+    let listed = session_list(&app, &laptop).await;
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(listed[0].1 && !listed[1].1, "{listed:?}");
+    let phone_sid = listed[1].0.clone();
+    assert_eq!(session_list(&app, &other).await.len(), 1);
+    // Someone else's session, or one that does not exist: 404.
+    for sid in [phone_sid.as_str(), "00000000000000000000000000000000", "x"] {
+        let (status, err) = app
+            .delete(&format!("/api/v1/sessions/{sid}"), Some(&other))
+            .await;
+        assert_error(status, &err, StatusCode::NOT_FOUND);
+    }
+    // The phone's stream is open when the laptop ends the phone's session.
+    let mut stream = app.stream("/api/v1/stream/user", Some(&phone), &[]).await;
+    let (status, _) = app
+        .delete(&format!("/api/v1/sessions/{phone_sid}"), Some(&laptop))
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let ended = stream.next("the stream's disconnect").await;
+    assert_eq!(ended.event, "disconnect");
+    assert_eq!(ended.data["code"], "revoked");
+    assert_eq!(
+        app.get("/api/v1/me", Some(&phone)).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(app.get("/api/v1/me", Some(&laptop)).await.0, StatusCode::OK);
+    let listed = session_list(&app, &laptop).await;
+    assert_eq!(listed.len(), 1);
+    assert!(listed[0].1);
+    // Ending it again: no longer one of the live sessions.
+    let (status, err) = app
+        .delete(&format!("/api/v1/sessions/{phone_sid}"), Some(&laptop))
+        .await;
+    assert_error(status, &err, StatusCode::NOT_FOUND);
+    // A logout leaves the list too.
+    app.delete("/api/v1/sessions/current", Some(&laptop)).await;
+    let third = app.login("sally").await;
+    assert_eq!(session_list(&app, &third).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_password_change_needs_the_current_one_and_ends_the_other_sessions() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("paula").await;
+    let other = app.login("paula").await;
+    let change = |current: &str, new: &str, end: Option<bool>| {
+        let mut body = json!({"current_password": current, "new_password": new});
+        if let Some(end) = end {
+            body["end_other_sessions"] = json!(end);
+        }
+        body
+    };
+    let (status, err) = app
+        .post(
+            "/api/v1/me/password",
+            Some(&token),
+            change("wrong-one", "brand-new-secret", None),
+        )
+        .await;
+    assert_error(status, &err, StatusCode::FORBIDDEN);
+    assert_eq!(err["error"]["code"], "wrong_password");
+    let (status, err) = app
+        .post(
+            "/api/v1/me/password",
+            Some(&token),
+            change("password123", "short", None),
+        )
+        .await;
+    assert_error(status, &err, StatusCode::BAD_REQUEST);
+    let (status, _) = app
+        .post(
+            "/api/v1/me/password",
+            None,
+            change("password123", "brand-new-secret", None),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // Keeping the other sessions when asked to.
+    let (status, body) = app
+        .post(
+            "/api/v1/me/password",
+            Some(&token),
+            change("password123", "brand-new-secret", Some(false)),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    assert_eq!(app.get("/api/v1/me", Some(&other)).await.0, StatusCode::OK);
+    // The new password logs in, the old one does not.
+    let login = |password: &str| json!({"identifier": "paula", "password": password});
+    let (status, _) = app
+        .post("/api/v1/sessions", None, login("password123"))
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = app
+        .post("/api/v1/sessions", None, login("brand-new-secret"))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    // By default every other session ends, streams included.
+    let mut stream = app.stream("/api/v1/stream/user", Some(&other), &[]).await;
+    let (status, _) = app
+        .post(
+            "/api/v1/me/password",
+            Some(&token),
+            change("brand-new-secret", "third-secret-here", None),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let ended = stream.next("the other session's disconnect").await;
+    assert_eq!(ended.data["code"], "revoked");
+    assert_eq!(
+        app.get("/api/v1/me", Some(&other)).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(app.get("/api/v1/me", Some(&token)).await.0, StatusCode::OK);
+    assert_eq!(session_list(&app, &token).await.len(), 1);
+}
