@@ -1,5 +1,6 @@
-//! The caller's account: changing the password (the rest of the account,
-//! its name, login, email and privacy, is `PATCH /api/v1/me` in `users`).
+//! The caller's account: changing the password, and taking everything it
+//! holds away as NDJSON (its name, email and privacy are `PATCH
+//! /api/v1/me`, in `users`).
 
 use super::extract::JsonBody;
 use super::openapi::{Auth, Op, Params, Reply};
@@ -8,8 +9,13 @@ use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::rate_limits::ClientAddr;
 use crate::state::AppState;
+use crate::store::paging::{Page, UserList};
+use crate::store::statuses::Timeline;
+use crate::store::Store;
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use serde::Deserialize;
 
@@ -17,6 +23,7 @@ use serde::Deserialize;
 pub fn routes() -> Routes {
     Routes::new()
         .route(CHANGE_PASSWORD_OP, change_password)
+        .route(EXPORT_OP, export)
         .schema(
             "ChangePassword",
             serde_json::json!({
@@ -97,4 +104,161 @@ pub async fn change_password(
         state.store.end_other_sessions(auth.uid, &auth.sid).await?;
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Entries read from Redis at a time while exporting.
+const EXPORT_PAGE: usize = 200;
+
+const EXPORT_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/me/export",
+    tag: "users",
+    summary: "Everything your account holds, as NDJSON: the user (with email), statuses, following, followers, likes, newest first within each",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Text("application/x-ndjson"),
+    errors: &[401, 503],
+};
+/// `GET /api/v1/me/export`: one JSON object a line, each with a `type`:
+/// the `user` (with email), every `status` the user wrote, `following` and
+/// `follower` (`{type, id, login}`) and `like` (`{type, status_id}`), newest
+/// first within each type. Read from Redis a page at a time as the client
+/// takes it, so an account of any size costs a page of memory.
+pub async fn export(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Response> {
+    let mut user = state.store.user(auth.uid).await?;
+    user.email = state.store.email(auth.uid).await?;
+    let mut first = serde_json::to_value(&user).unwrap_or_default();
+    first["type"] = "user".into();
+    let mut head = first.to_string().into_bytes();
+    head.push(b'\n');
+    let export = Export {
+        store: state.store.clone(),
+        uid: auth.uid,
+        part: Part::Statuses(u64::MAX),
+    };
+    let rest = futures::stream::unfold(export, |mut export| async move {
+        let chunk = export.next_chunk().await?;
+        Some((chunk, export))
+    });
+    let head = futures::stream::once(async move { Ok::<_, std::io::Error>(Bytes::from(head)) });
+    let body = futures::StreamExt::chain(head, rest);
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/x-ndjson"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response())
+}
+
+/// Where an export is.
+enum Part {
+    /// Statuses with ids up to this one.
+    Statuses(u64),
+    /// A list, from this offset.
+    List(UserList, usize),
+    Done,
+}
+
+struct Export {
+    store: Store,
+    uid: u64,
+    part: Part,
+}
+
+impl Export {
+    /// The next page's lines; `None` at the end. A Redis failure ends the
+    /// body with an error, so the client sees a cut-off export, not a
+    /// complete-looking one.
+    async fn next_chunk(&mut self) -> Option<Result<Bytes, std::io::Error>> {
+        loop {
+            let mut out = Vec::new();
+            let step = match self.part {
+                Part::Done => return None,
+                Part::Statuses(max) => self.statuses(max, &mut out).await,
+                Part::List(list, offset) => self.list(list, offset, &mut out).await,
+            };
+            if let Err(e) = step {
+                self.part = Part::Done;
+                return Some(Err(std::io::Error::other(e.to_string())));
+            }
+            if !out.is_empty() {
+                return Some(Ok(Bytes::from(out)));
+            }
+        }
+    }
+
+    async fn statuses(
+        &mut self,
+        max: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), crate::store::StoreError> {
+        let page = self
+            .store
+            .timeline(Timeline::Profile(self.uid), Page::MaxId(max), EXPORT_PAGE)
+            .await?;
+        let last = page
+            .last()
+            .and_then(|(s, _)| s.status.id.parse::<u64>().ok());
+        for (status, counts) in &page {
+            out.extend_from_slice(br#"{"type":"status","#);
+            let mut json = Vec::new();
+            status.write_json(*counts, &mut json);
+            out.extend_from_slice(json.get(1..).unwrap_or_default());
+            out.push(b'\n');
+        }
+        self.part = match last {
+            Some(last) if last > 0 && page.len() == EXPORT_PAGE => Part::Statuses(last - 1),
+            _ => Part::List(UserList::Following, 0),
+        };
+        Ok(())
+    }
+
+    async fn list(
+        &mut self,
+        list: UserList,
+        offset: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<(), crate::store::StoreError> {
+        let ids = self
+            .store
+            .user_list_newest(self.uid, list, offset, EXPORT_PAGE)
+            .await?;
+        match list {
+            UserList::Likes => {
+                for id in &ids {
+                    let line = serde_json::json!({"type": "like", "status_id": id.to_string()});
+                    out.extend_from_slice(line.to_string().as_bytes());
+                    out.push(b'\n');
+                }
+            }
+            UserList::Following | UserList::Followers => {
+                let kind = if list == UserList::Following {
+                    "following"
+                } else {
+                    "follower"
+                };
+                for user in self.store.users(&ids).await? {
+                    let line =
+                        serde_json::json!({"type": kind, "id": user.id, "login": user.login});
+                    out.extend_from_slice(line.to_string().as_bytes());
+                    out.push(b'\n');
+                }
+            }
+        }
+        self.part = if ids.len() == EXPORT_PAGE {
+            Part::List(list, offset + EXPORT_PAGE)
+        } else {
+            match list {
+                UserList::Following => Part::List(UserList::Followers, 0),
+                UserList::Followers => Part::List(UserList::Likes, 0),
+                UserList::Likes => Part::Done,
+            }
+        };
+        Ok(())
+    }
 }

@@ -124,6 +124,43 @@ impl Store {
     }
 }
 
+/// A list of a user's, newest entry first (for the account export).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UserList {
+    /// Whom the user follows.
+    Following,
+    /// Who follows the user.
+    Followers,
+    /// Statuses the user likes.
+    Likes,
+}
+
+impl Store {
+    /// Up to `count` ids of one of `uid`'s lists, newest first, from
+    /// `offset`.
+    pub async fn user_list_newest(
+        &self,
+        uid: u64,
+        list: UserList,
+        offset: usize,
+        count: usize,
+    ) -> StoreResult<Vec<u64>> {
+        let key = match list {
+            UserList::Following => self.keys.following(uid),
+            UserList::Followers => self.keys.followers(uid),
+            UserList::Likes => self.keys.likes(uid),
+        };
+        let mut conn = self.conn();
+        let ids: Vec<String> = redis::cmd("ZREVRANGE")
+            .arg(key)
+            .arg(offset)
+            .arg(offset + count - 1)
+            .query_async(&mut conn)
+            .await?;
+        ids.iter().map(|s| parse_id(s)).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Cursor;

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod account;
 mod follows;
 mod service;
 mod sessions;
