@@ -63,11 +63,18 @@ fn create_user_schema() -> serde_json::Value {
 
 /// `UpdateMe`: every field optional (null as absent).
 fn update_me_schema() -> serde_json::Value {
+    use super::openapi::{CC, WS};
     let mut name = name_schema();
     name["type"] = serde_json::json!(["string", "null"]);
     serde_json::json!({
         "type": "object", "additionalProperties": false,
         "properties": {
+            "login": {"type": ["string", "null"], "minLength": 3, "maxLength": 30,
+                "pattern": "^[A-Za-z0-9_]*[A-Za-z_][A-Za-z0-9_]*$",
+                "description": "A new login: the sign-up rules; 409 when another user holds it as a login or email, ignoring case."},
+            "email": {"type": ["string", "null"], "maxLength": MAX_EMAIL_CHARS,
+                "pattern": format!("^[^@{WS}{CC}][^{WS}{CC}]*@[^{WS}{CC}]*[^@{WS}{CC}]$"),
+                "description": "A new email: the sign-up rules; 409 when taken likewise."},
             "name": name,
             "private": {"type": ["boolean", "null"], "description": "Statuses reach followers only."},
         },
@@ -296,6 +303,11 @@ pub async fn me(
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateMe {
+    /// New login (the sign-up rules; unique ignoring case among every login
+    /// and email; the old one is free at once).
+    pub login: Option<String>,
+    /// New email (the sign-up rules; unique likewise).
+    pub email: Option<String>,
     /// New display name.
     pub name: Option<String>,
     /// Make the account private (statuses reach followers only) or public.
@@ -306,14 +318,14 @@ const UPDATE_ME_OP: Op = Op {
     method: "patch",
     path: "/api/v1/me",
     tag: "users",
-    summary: "Change name or the private flag",
+    summary: "Change your login, email, name or the private flag",
     auth: Auth::Bearer,
     query: &[],
     body: Some("UpdateMe"),
     status: 200,
     params: Params::None,
     reply: Reply::Schema("User"),
-    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
+    errors: &[400, 401, 403, 408, 409, 413, 415, 429, 503],
 };
 /// `PATCH /api/v1/me`: change the name or the private flag.
 pub async fn update_me(
@@ -325,6 +337,32 @@ pub async fn update_me(
     state.rate.write(auth.uid)?;
     if let Some(name) = &body.name {
         validate_name(name)?;
+    }
+    if let Some(login) = &body.login {
+        validate_login(login)?;
+    }
+    if let Some(email) = &body.email {
+        validate_email(email)?;
+    }
+    // Each new name is taken and the old freed in one atomic step (409
+    // when another user holds it, ignoring case).
+    if let Some(login) = &body.login {
+        let current = state.store.user(auth.uid).await?.login;
+        if current != *login {
+            state
+                .store
+                .rename(auth.uid, "login", &current, login)
+                .await?;
+        }
+    }
+    if let Some(email) = &body.email {
+        let current = state.store.email(auth.uid).await?.unwrap_or_default();
+        if current != *email {
+            state
+                .store
+                .rename(auth.uid, "email", &current, email)
+                .await?;
+        }
     }
     let mut user = state
         .store

@@ -104,6 +104,7 @@ pub struct Scripts {
     pub(crate) home_ids: Script,
     pub(crate) lease_renew: Script,
     pub(crate) page_from: Script,
+    pub(crate) rename_claim: Script,
 }
 
 impl Scripts {
@@ -134,6 +135,7 @@ impl Scripts {
             home_ids: Script::new(include_str!("lua/home_ids.lua")),
             lease_renew: Script::new(include_str!("lua/lease_renew.lua")),
             page_from: Script::new(include_str!("lua/page_from.lua")),
+            rename_claim: Script::new(include_str!("lua/rename_claim.lua")),
         }
     }
 }

@@ -113,6 +113,17 @@ pub enum Op {
         /// Time of the change.
         at: f64,
     },
+    /// A login or email change.
+    Rename {
+        /// The user.
+        uid: u64,
+        /// `login` or `email`.
+        field: String,
+        /// The value before, as typed.
+        old: String,
+        /// The value after, as typed.
+        new: String,
+    },
 }
 
 /// An outbox entry: its member, its number and its op.
@@ -254,6 +265,7 @@ impl Store {
             Op::Follow { .. } => self.run_follow(owed).await.map(|_| ()),
             Op::Like { .. } => self.run_like(owed).await.map(|_| ()),
             Op::Request { .. } => self.run_request(owed).await.map(|_| ()),
+            Op::Rename { .. } => self.run_rename(owed).await,
         };
         match result {
             Err(StoreError::NotFound(_) | StoreError::Forbidden(_) | StoreError::Conflict(..)) => {

@@ -136,6 +136,21 @@ impl Store {
         Ok(conn.hget(self.keys.secret(uid), "password").await?)
     }
 
+    /// Changes the user's `login` or `email` (`field`) from `old` to `new`
+    /// (both as typed): `Conflict` when another user holds `new` (ignoring
+    /// case, among every login and email). The old value is free at once.
+    pub async fn rename(&self, uid: u64, field: &str, old: &str, new: &str) -> StoreResult<()> {
+        let owed = self
+            .start_op(super::outbox::Op::Rename {
+                uid,
+                field: field.to_string(),
+                old: old.to_string(),
+                new: new.to_string(),
+            })
+            .await?;
+        self.run_rename(&owed).await
+    }
+
     /// Replaces the user's password hash (one key: the user's secret HASH).
     pub async fn set_password_hash(&self, uid: u64, hash: &str) -> StoreResult<()> {
         let mut conn = self.conn();

@@ -89,3 +89,137 @@ async fn the_export_streams_everything_the_account_holds_newest_first() {
     let (status, _) = app.get("/api/v1/me/export", None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
+
+/// PATCH /api/v1/me as `token`.
+async fn patch_me(app: &TestApp, token: &str, body: Value) -> (StatusCode, Value) {
+    let resp = app
+        .http
+        .patch(app.url("/api/v1/me"))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_new_login_or_email_is_unique_and_frees_the_old_one_at_once() {
+    let app = TestApp::start().await;
+    let (id, token) = app.user("olga").await;
+    app.register("petra").await;
+    // Taken, as a login or an email, in any case: 409, nothing changes.
+    for body in [
+        json!({"login": "PETRA"}),
+        json!({"login": "petra"}),
+        json!({"email": "Petra@Example.com"}),
+    ] {
+        let (status, err) = patch_me(&app, &token, body.clone()).await;
+        crate::assert_error(status, &err, StatusCode::CONFLICT);
+    }
+    for body in [
+        json!({"login": "no"}),
+        json!({"login": "12345"}),
+        json!({"login": "bad login"}),
+        json!({"email": "nowhere"}),
+    ] {
+        let (status, err) = patch_me(&app, &token, body.clone()).await;
+        crate::assert_error(status, &err, StatusCode::BAD_REQUEST);
+    }
+    let (status, me) = patch_me(
+        &app,
+        &token,
+        json!({"login": "Olga_New", "email": "olga@new.example"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    assert_eq!(me["login"], "Olga_New");
+    assert_eq!(me["email"], "olga@new.example");
+    let (_, shown) = app.get(&format!("/api/v1/users/{id}"), None).await;
+    assert_eq!(shown["login"], "Olga_New");
+    // Lookups by the new values work, by the old ones never.
+    let (status, found) = app.get("/api/v1/users/lookup?login=olga_new", None).await;
+    assert_eq!(
+        (status, found["id"].as_str()),
+        (StatusCode::OK, Some(id.as_str()))
+    );
+    let (status, _) = app
+        .get("/api/v1/users/lookup?email=OLGA@new.example", None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    for old in ["login=olga", "email=olga@example.com"] {
+        let (status, _) = app.get(&format!("/api/v1/users/lookup?{old}"), None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{old}");
+    }
+    // The new names log in, the old do not; the old are free for others.
+    let login = |identifier: &str| json!({"identifier": identifier, "password": "password123"});
+    assert_eq!(
+        app.post("/api/v1/sessions", None, login("olga_new"))
+            .await
+            .0,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        app.post("/api/v1/sessions", None, login("olga@new.example"))
+            .await
+            .0,
+        StatusCode::CREATED
+    );
+    assert_eq!(
+        app.post("/api/v1/sessions", None, login("olga")).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    app.register("olga").await;
+    // A status posted after the change carries the new login.
+    let status = app.post_status(&token, json!({"message": "renamed"})).await;
+    assert_eq!(status["login"], "Olga_New");
+    // Only the case: still the same user's, kept as typed.
+    let (status, me) = patch_me(&app, &token, json!({"login": "OLGA_NEW"})).await;
+    assert_eq!(
+        (status, me["login"].as_str()),
+        (StatusCode::OK, Some("OLGA_NEW"))
+    );
+}
+
+#[tokio::test]
+async fn users_racing_for_one_login_get_one_winner() {
+    let app = TestApp::start().await;
+    let mut tokens = Vec::new();
+    for i in 0..8 {
+        tokens.push(app.user(&format!("racer{i}")).await.1);
+    }
+    for round in 0..5 {
+        let wanted = format!("prize{round}");
+        let answers = futures::future::join_all(
+            tokens
+                .iter()
+                .map(|t| patch_me(&app, t, json!({"login": wanted.clone()}))),
+        )
+        .await;
+        let won: Vec<&Value> = answers
+            .iter()
+            .filter(|(s, _)| *s == StatusCode::OK)
+            .map(|(_, me)| me)
+            .collect();
+        let lost = answers
+            .iter()
+            .filter(|(s, _)| *s == StatusCode::CONFLICT)
+            .count();
+        assert_eq!((won.len(), lost), (1, 7), "round {round}: {answers:?}");
+        // The index and the winner agree; the loser kept their own login.
+        let (_, found) = app
+            .get(&format!("/api/v1/users/lookup?login={wanted}"), None)
+            .await;
+        assert_eq!(found["id"], won[0]["id"]);
+        assert_eq!(found["login"], wanted.as_str());
+    }
+    // Every user still holds exactly one login, and every login one user.
+    let mut conn = app.redis.conn();
+    let unique: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("{}:{{g}}:unique", app.cfg.key_prefix))
+        .query(&mut conn)
+        .unwrap();
+    let logins = unique.keys().filter(|k| !k.contains('@')).count();
+    assert_eq!(logins, 8, "{unique:?}");
+}
