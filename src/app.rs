@@ -79,7 +79,11 @@ pub async fn run(
     });
     let app = http::router(state.clone());
     tracing::info!(addr = %listener.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()), "listening");
-    crate::serve::accept_loop(listener, state, app, shutdown.clone()).await?;
+    crate::serve::accept_loop(listener, state.clone(), app, shutdown.clone()).await?;
+    // Every connection has finished: no post can take another id.
+    if let Err(e) = state.store.release_id_lease().await {
+        tracing::warn!(error = %e, "could not give the status-id lease back");
+    }
     for task in tasks {
         let _ = task.await;
     }

@@ -30,6 +30,10 @@ pub struct User {
     /// Only in `GET /api/v1/me`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub email: Option<String>,
+    /// Who may start a conversation with the user: `everyone` (the default)
+    /// or `following` (those the user follows). Only in `GET /api/v1/me`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dm_policy: Option<String>,
 }
 
 impl User {
@@ -46,6 +50,7 @@ impl User {
             signup: h.get("signup").and_then(|v| v.parse().ok()).unwrap_or(0.0),
             private: h.get("private").map(|v| v == "1").unwrap_or(false),
             email: None,
+            dm_policy: None,
         })
     }
 }

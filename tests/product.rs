@@ -746,6 +746,23 @@ async fn the_serve_binary_logs_no_tokens_and_shuts_down_streams_on_sigterm() {
         .send()
         .await
         .unwrap();
+    // A post takes a status-id number (a lease in Redis) ...
+    let posted = http
+        .post(format!("{base}/api/v1/statuses"))
+        .bearer_auth(&token)
+        .json(&json!({"message": "before the end"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(posted.status(), StatusCode::CREATED);
+    let leases = || {
+        let mut conn = redis.conn();
+        ::redis::cmd("KEYS")
+            .arg("fh:{ids}:instance:*")
+            .query::<Vec<String>>(&mut conn)
+            .unwrap()
+    };
+    assert_eq!(leases().len(), 1);
     sigterm(&server);
     let mut seen = String::new();
     let got_disconnect = tokio::time::timeout(Duration::from_secs(10), async {
@@ -765,6 +782,12 @@ async fn the_serve_binary_logs_no_tokens_and_shuts_down_streams_on_sigterm() {
         .expect("exits")
         .unwrap();
     assert!(status.success());
+    // ... which a clean shutdown gives back.
+    assert_eq!(
+        leases(),
+        Vec::<String>::new(),
+        "the id lease outlived the process"
+    );
     let mut logs = String::new();
     server
         .stderr

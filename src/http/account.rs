@@ -71,6 +71,7 @@ const CHANGE_PASSWORD_OP: Op = Op {
     reply: Reply::Empty,
     errors: &[400, 401, 403, 408, 413, 415, 429, 503],
 };
+
 /// `POST /api/v1/me/password`: checks the current password (argon2, under
 /// the same admission bound and per-address rate limit as a login), stores
 /// the new one's hash, and ends every other session (their streams get
@@ -122,6 +123,7 @@ const EXPORT_OP: Op = Op {
     reply: Reply::Text("application/x-ndjson"),
     errors: &[401, 503],
 };
+
 /// `GET /api/v1/me/export`: one JSON object a line, each with a `type`:
 /// the `user` (with email), every `status` the user wrote, `following` and
 /// `follower` (`{type, id, login}`) and `like` (`{type, status_id}`), newest

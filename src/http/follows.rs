@@ -77,6 +77,7 @@ const REQUESTS_IN_OP: Op = Op {
     reply: Reply::Schema("UserPage"),
     errors: &[400, 401, 503],
 };
+
 /// `GET /api/v1/follow_requests`: who asked to follow the caller.
 pub async fn requests_in(
     State(state): State<AppState>,
@@ -99,6 +100,7 @@ const REQUESTS_OUT_OP: Op = Op {
     reply: Reply::Schema("UserPage"),
     errors: &[400, 401, 503],
 };
+
 /// `GET /api/v1/follow_requests/outgoing`: whom the caller asked to follow.
 pub async fn requests_out(
     State(state): State<AppState>,
@@ -123,6 +125,7 @@ const AUTHORIZE_OP: Op = Op {
     ),
     errors: &[401, 403, 404, 429, 503],
 };
+
 /// `POST /api/v1/follow_requests/{id}/authorize`: the requester follows the
 /// caller from now on; 404 when there is no such request.
 pub async fn authorize(
@@ -148,6 +151,7 @@ const REJECT_OP: Op = Op {
     ),
     errors: &[401, 403, 404, 429, 503],
 };
+
 /// `POST /api/v1/follow_requests/{id}/reject`: 404 when there is no such request.
 pub async fn reject(
     State(state): State<AppState>,
@@ -185,6 +189,7 @@ async fn decide(
 }
 
 const CREATE_OP: Op = Op { method: "post", path: "/api/v1/users/{id}/follow", tag: "follows", summary: "Follow a user (409 when already following); a private account gets a follow request (requested: true)", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#), errors: &[401, 403, 404, 409, 429, 503] };
+
 /// `POST /api/v1/users/{id}/follow`: 409 when already following.
 pub async fn create(
     State(state): State<AppState>,
@@ -248,6 +253,7 @@ const DESTROY_OP: Op = Op {
     ),
     errors: &[401, 403, 404, 429, 503],
 };
+
 /// `DELETE /api/v1/users/{id}/follow`: idempotent.
 pub async fn destroy(
     State(state): State<AppState>,
@@ -363,6 +369,7 @@ const CREATE_MANY_OP: Op = Op {
     reply: Reply::Schema("BatchReply"),
     errors: &[400, 401, 403, 408, 413, 415, 429, 503],
 };
+
 /// `POST /api/v1/follows`: follow many.
 pub async fn create_many(
     State(state): State<AppState>,
@@ -385,6 +392,7 @@ const DESTROY_MANY_OP: Op = Op {
     reply: Reply::Schema("BatchReply"),
     errors: &[400, 401, 403, 408, 413, 415, 429, 503],
 };
+
 /// `DELETE /api/v1/follows`: unfollow many.
 pub async fn destroy_many(
     State(state): State<AppState>,
@@ -422,6 +430,7 @@ const FOLLOWERS_OP: Op = Op {
     reply: Reply::Schema("UserPage"),
     errors: &[400, 401, 404, 503],
 };
+
 /// `GET /api/v1/users/{id}/followers`.
 pub async fn followers(
     State(state): State<AppState>,
@@ -445,6 +454,7 @@ const FOLLOWING_OP: Op = Op {
     reply: Reply::Schema("UserPage"),
     errors: &[400, 401, 404, 503],
 };
+
 /// `GET /api/v1/users/{id}/following`.
 pub async fn following(
     State(state): State<AppState>,

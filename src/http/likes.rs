@@ -67,6 +67,7 @@ const CREATE_OP: Op = Op {
     ),
     errors: &[401, 403, 404, 429, 503],
 };
+
 /// `POST /api/v1/statuses/{id}/like`: idempotent.
 pub async fn create(
     State(state): State<AppState>,
@@ -91,6 +92,7 @@ const DESTROY_OP: Op = Op {
     ),
     errors: &[401, 403, 404, 429, 503],
 };
+
 /// `DELETE /api/v1/statuses/{id}/like`: idempotent.
 pub async fn destroy(
     State(state): State<AppState>,
@@ -113,6 +115,7 @@ const LIKED_BY_OP: Op = Op {
     reply: Reply::Schema("UserPage"),
     errors: &[400, 401, 404, 503],
 };
+
 /// `GET /api/v1/statuses/{id}/liked_by`: users, oldest like first.
 pub async fn liked_by(
     State(state): State<AppState>,
@@ -140,6 +143,7 @@ const USER_LIKES_OP: Op = Op {
     reply: Reply::List("Status"),
     errors: &[400, 401, 404, 503],
 };
+
 /// `GET /api/v1/users/{id}/likes`: the statuses a user likes, newest like
 /// first (those the caller may see).
 pub async fn user_likes(

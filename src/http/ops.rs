@@ -35,6 +35,7 @@ const HEALTHZ_OP: Op = Op {
     reply: Reply::Inline(r#"{"type":"object","properties":{"status":{"type":"string"}}}"#),
     errors: &[],
 };
+
 /// `GET /healthz`: the process is up.
 pub async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
@@ -55,6 +56,7 @@ const READYZ_OP: Op = Op {
     ),
     errors: &[503],
 };
+
 /// `GET /readyz`: 200 when Redis answers and the event subscription is up
 /// (pinged every 2 s), 503 when either is not.
 pub async fn readyz(State(state): State<AppState>) -> Response {
@@ -85,6 +87,7 @@ const PROMETHEUS_OP: Op = Op {
     reply: Reply::Text("text/plain; version=0.0.4"),
     errors: &[],
 };
+
 /// `GET /metrics`: the metrics in the text format a scraper reads (every
 /// Prometheus reads both): OpenMetrics when the `Accept` header asks for
 /// it, else labelled as Prometheus text 0.0.4.
@@ -124,6 +127,7 @@ pub const OPENAPI_OP: Op = Op {
     reply: Reply::Inline(r#"{"type":"object"}"#),
     errors: &[],
 };
+
 /// `GET /openapi.json`: `document`, made once from every route.
 pub fn openapi(document: axum::body::Bytes) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], document).into_response()
@@ -142,6 +146,7 @@ const DOCS_OP: Op = Op {
     reply: Reply::Text("text/html"),
     errors: &[],
 };
+
 /// `GET /docs`: a readable API reference rendered in the browser from /openapi.json.
 pub async fn docs() -> Html<&'static str> {
     Html(include_str!("assets/docs.html"))
@@ -160,6 +165,7 @@ const PAGE_OP: Op = Op {
     reply: Reply::Text("text/html"),
     errors: &[],
 };
+
 /// `GET /`: the browser page.
 pub async fn page() -> Html<&'static str> {
     Html(include_str!("assets/index.html"))

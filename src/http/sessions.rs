@@ -72,6 +72,7 @@ const CREATE_OP: Op = Op {
     reply: Reply::Schema("LoginReply"),
     errors: &[400, 401, 408, 413, 415, 429, 503],
 };
+
 /// `POST /api/v1/sessions`: log in with login or email and password.
 pub async fn create(
     State(state): State<AppState>,
@@ -131,6 +132,7 @@ const DESTROY_OP: Op = Op {
     reply: Reply::Empty,
     errors: &[401, 503],
 };
+
 /// `DELETE /api/v1/sessions/current`: log out; the token stops working and
 /// streams opened with it are closed.
 pub async fn destroy(State(state): State<AppState>, auth: AuthUser) -> ApiResult<StatusCode> {
@@ -162,6 +164,7 @@ const SHOW_OP: Op = Op {
     reply: Reply::Schema("SessionInfo"),
     errors: &[401, 503],
 };
+
 /// `GET /api/v1/sessions/current`: the session's scopes and viewed statuses.
 pub async fn show(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<SessionInfo>> {
     let viewed = state.store.viewed(&auth.sid).await?;
@@ -205,6 +208,7 @@ const LIST_OP: Op = Op {
     reply: Reply::Schema("SessionList"),
     errors: &[401, 503],
 };
+
 /// `GET /api/v1/sessions`: the caller's live sessions, newest first.
 pub async fn list(
     State(state): State<AppState>,
@@ -238,6 +242,7 @@ const END_OP: Op = Op {
     reply: Reply::Empty,
     errors: &[401, 404, 503],
 };
+
 /// `DELETE /api/v1/sessions/{id}`: ends one of the caller's sessions; 404
 /// for an id that is not one of them.
 pub async fn end(

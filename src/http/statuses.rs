@@ -86,6 +86,7 @@ const REPOST_OP: Op = Op {
     reply: Reply::Schema("Status"),
     errors: &[401, 403, 404, 429, 503],
 };
+
 /// `POST /api/v1/statuses/{id}/repost`: 201 with the new repost, or 200 with
 /// the caller's existing repost of it. A repost of a repost reposts the
 /// original; a private account's statuses cannot be reposted (403).
@@ -163,6 +164,7 @@ const UNREPOST_OP: Op = Op {
     ),
     errors: &[401, 403, 404, 429, 503],
 };
+
 /// `DELETE /api/v1/statuses/{id}/repost`: undoes the caller's repost of the
 /// status (idempotent).
 pub async fn unrepost(
@@ -225,6 +227,7 @@ const CONTEXT_OP: Op = Op {
     ),
     errors: &[400, 401, 404, 503],
 };
+
 /// `GET /api/v1/statuses/{id}/context`: the conversation around a status,
 /// as the caller may see it.
 pub async fn context(
@@ -373,6 +376,7 @@ const CREATE_OP: Op = Op {
     reply: Reply::Schema("Status"),
     errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
 };
+
 /// `POST /api/v1/statuses`: post a status. With an `Idempotency-Key` used
 /// by the same user in the last 24 hours, answers the first answer again
 /// and creates nothing.
@@ -414,6 +418,7 @@ const SHOW_OP: Op = Op {
     reply: Reply::Schema("Status"),
     errors: &[401, 403, 404, 503],
 };
+
 /// `GET /api/v1/statuses/{id}`: one status; with a token, it is recorded in
 /// the session's recently viewed statuses.
 pub async fn show(
@@ -442,6 +447,7 @@ const DESTROY_OP: Op = Op {
     reply: Reply::Empty,
     errors: &[401, 403, 404, 429, 503],
 };
+
 /// `DELETE /api/v1/statuses/{id}`: delete one of your statuses.
 pub async fn destroy(
     State(state): State<AppState>,

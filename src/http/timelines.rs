@@ -35,6 +35,7 @@ const MENTIONS_OP: Op = Op {
     reply: Reply::List("Status"),
     errors: &[400, 401, 503],
 };
+
 /// `GET /api/v1/timelines/mentions`: statuses mentioning the caller, newest first.
 pub async fn mentions(
     State(state): State<AppState>,
@@ -64,6 +65,7 @@ const TAG_OP: Op = Op {
     reply: Reply::List("Status"),
     errors: &[400, 401, 503],
 };
+
 /// `GET /api/v1/timelines/tag/{tag}`: statuses carrying `#tag` (any case,
 /// with or without the `#`), newest first.
 pub async fn tag(
@@ -102,6 +104,7 @@ const HOME_OP: Op = Op {
     reply: Reply::List("Status"),
     errors: &[400, 401, 503],
 };
+
 /// `GET /api/v1/timelines/home`: newest first.
 pub async fn home(
     State(state): State<AppState>,
@@ -126,6 +129,7 @@ const PROFILE_OP: Op = Op {
     reply: Reply::List("Status"),
     errors: &[400, 401, 403, 404, 503],
 };
+
 /// `GET /api/v1/users/{id}/statuses`: a user's own statuses, newest first.
 pub async fn profile(
     State(state): State<AppState>,

@@ -39,6 +39,7 @@ const TAGS_OP: Op = Op {
     ),
     errors: &[400, 503],
 };
+
 /// `GET /api/v1/trends/tags?window=3600&limit=10`: the most used hashtags of
 /// public statuses in the last `window` seconds (60-86400, default 3600),
 /// counted in per-minute buckets; `limit` 1-100 (default 10).

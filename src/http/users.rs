@@ -77,6 +77,8 @@ fn update_me_schema() -> serde_json::Value {
                 "description": "A new email: the sign-up rules; 409 when taken likewise."},
             "name": name,
             "private": {"type": ["boolean", "null"], "description": "Statuses reach followers only."},
+            "dm_policy": {"enum": ["everyone", "following", null],
+                "description": "Who may start a conversation with you: everyone, or those you follow."},
         },
     })
 }
@@ -162,6 +164,7 @@ const CREATE_OP: Op = Op {
     reply: Reply::Schema("User"),
     errors: &[400, 408, 409, 413, 415, 429, 503],
 };
+
 /// `POST /api/v1/users`: sign up.
 pub async fn create(
     State(state): State<AppState>,
@@ -220,6 +223,7 @@ const SHOW_OP: Op = Op {
     reply: Reply::Schema("User"),
     errors: &[401, 404, 503],
 };
+
 /// `GET /api/v1/users/{id}`.
 pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<User>> {
     let uid = path_id(&id, "user")?;
@@ -239,6 +243,7 @@ const LOOKUP_OP: Op = Op {
     reply: Reply::Schema("User"),
     errors: &[400, 401, 404, 503],
 };
+
 /// `GET /api/v1/users/lookup?login=|email=|any=`.
 pub async fn lookup(
     State(state): State<AppState>,
@@ -286,6 +291,7 @@ const ME_OP: Op = Op {
     reply: Reply::Schema("User"),
     errors: &[401, 503],
 };
+
 /// `GET /api/v1/me`: the caller, with the email.
 pub async fn me(
     State(state): State<AppState>,
@@ -296,6 +302,7 @@ pub async fn me(
 )> {
     let mut user = state.store.user(auth.uid).await?;
     user.email = state.store.email(auth.uid).await?;
+    user.dm_policy = Some(state.store.dm_policy(auth.uid).await?);
     Ok(([no_store()], Json(user)))
 }
 
@@ -310,6 +317,8 @@ pub struct UpdateMe {
     pub email: Option<String>,
     /// New display name.
     pub name: Option<String>,
+    /// Who may start a conversation with you: `everyone` or `following`.
+    pub dm_policy: Option<String>,
     /// Make the account private (statuses reach followers only) or public.
     pub private: Option<bool>,
 }
@@ -327,6 +336,7 @@ const UPDATE_ME_OP: Op = Op {
     reply: Reply::Schema("User"),
     errors: &[400, 401, 403, 408, 409, 413, 415, 429, 503],
 };
+
 /// `PATCH /api/v1/me`: change the name or the private flag.
 pub async fn update_me(
     State(state): State<AppState>,
@@ -343,6 +353,14 @@ pub async fn update_me(
     }
     if let Some(email) = &body.email {
         validate_email(email)?;
+    }
+    if let Some(policy) = &body.dm_policy {
+        if !["everyone", "following"].contains(&policy.as_str()) {
+            return Err(ApiError::invalid(
+                "invalid_dm_policy",
+                "dm_policy must be everyone or following.",
+            ));
+        }
     }
     // Each new name is taken and the old freed in one atomic step (409
     // when another user holds it, ignoring case).
@@ -378,6 +396,10 @@ pub async fn update_me(
             state.store.drop_request(requester, auth.uid).await?;
         }
     }
+    if let Some(policy) = &body.dm_policy {
+        state.store.set_dm_policy(auth.uid, policy).await?;
+    }
     user.email = state.store.email(auth.uid).await?;
+    user.dm_policy = Some(state.store.dm_policy(auth.uid).await?);
     Ok(Json(user))
 }

@@ -21,7 +21,8 @@
 //! number once (`SET NX PX`, trying each in turn from a random start) and
 //! renews it every ~20 s; it issues ids only while its lease is surely
 //! alive (a margin below Redis's expiry, on the monotonic clock), so two
-//! live processes never share an instance. 64 processes may post at once;
+//! live processes never share an instance. A process shutting down gives
+//! its number back; a killed one's lapses within a minute. 64 processes may post at once;
 //! each issues up to 64 ids a millisecond (a burst beyond borrows the next
 //! millisecond, so ids stay unique and ordered).
 
@@ -203,6 +204,29 @@ impl Store {
         Err(StoreError::Unavailable(format!(
             "all {INSTANCES} id instances are leased by other processes"
         )))
+    }
+
+    /// Gives this process's status-id number back (at shutdown), so a
+    /// restart does not wait for the lease to lapse. No id is issued after.
+    pub async fn release_id_lease(&self) -> StoreResult<()> {
+        let lease = self
+            .ids
+            .lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(lease) = lease else {
+            return Ok(());
+        };
+        let mut conn = self.conn();
+        let _: i64 = self
+            .scripts
+            .lease_release
+            .key(self.keys.id_instance(lease.instance))
+            .arg(&self.ids.token)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(())
     }
 
     fn keep_lease(&self, instance: u64, asked: Instant) -> u64 {

@@ -105,6 +105,7 @@ pub struct Scripts {
     pub(crate) lease_renew: Script,
     pub(crate) page_from: Script,
     pub(crate) rename_claim: Script,
+    pub(crate) lease_release: Script,
 }
 
 impl Scripts {
@@ -136,6 +137,7 @@ impl Scripts {
             lease_renew: Script::new(include_str!("lua/lease_renew.lua")),
             page_from: Script::new(include_str!("lua/page_from.lua")),
             rename_claim: Script::new(include_str!("lua/rename_claim.lua")),
+            lease_release: Script::new(include_str!("lua/lease_release.lua")),
         }
     }
 }

@@ -74,6 +74,7 @@ impl Store {
                     signup,
                     private: false,
                     email: None,
+                    dm_policy: None,
                 })
             }
             Some("taken") if reply.get(1).map(String::as_str) == Some("email") => Err(
@@ -149,6 +150,20 @@ impl Store {
             })
             .await?;
         self.run_rename(&owed).await
+    }
+
+    /// The user's `dm_policy` (`everyone` when never set).
+    pub async fn dm_policy(&self, uid: u64) -> StoreResult<String> {
+        let mut conn = self.conn();
+        let policy: Option<String> = conn.hget(self.keys.user(uid), "dm_policy").await?;
+        Ok(policy.unwrap_or_else(|| "everyone".to_string()))
+    }
+
+    /// Sets the user's `dm_policy` (one key: the user HASH).
+    pub async fn set_dm_policy(&self, uid: u64, policy: &str) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: () = conn.hset(self.keys.user(uid), "dm_policy", policy).await?;
+        Ok(())
     }
 
     /// Replaces the user's password hash (one key: the user's secret HASH).

@@ -223,3 +223,23 @@ async fn users_racing_for_one_login_get_one_winner() {
     let logins = unique.keys().filter(|k| !k.contains('@')).count();
     assert_eq!(logins, 8, "{unique:?}");
 }
+
+#[tokio::test]
+async fn dm_policy_is_everyone_until_changed_and_shown_only_to_its_owner() {
+    let app = TestApp::start().await;
+    let (id, token) = app.user("dora").await;
+    let (_, me) = app.get("/api/v1/me", Some(&token)).await;
+    assert_eq!(me["dm_policy"], "everyone");
+    let (status, me) = patch_me(&app, &token, json!({"dm_policy": "following"})).await;
+    assert_eq!(
+        (status, me["dm_policy"].as_str()),
+        (StatusCode::OK, Some("following"))
+    );
+    assert_eq!(me["email"], "dora@example.com");
+    let (_, me) = app.get("/api/v1/me", Some(&token)).await;
+    assert_eq!(me["dm_policy"], "following");
+    let (_, public) = app.get(&format!("/api/v1/users/{id}"), None).await;
+    assert!(public.get("dm_policy").is_none() && public.get("email").is_none());
+    let (status, err) = patch_me(&app, &token, json!({"dm_policy": "nobody"})).await;
+    crate::assert_error(status, &err, StatusCode::BAD_REQUEST);
+}

@@ -53,6 +53,7 @@ pub fn routes() -> Routes {
 }
 
 const FIREHOSE_OP: Op = Op { method: "get", path: "/api/v1/stream/firehose", tag: "streams", summary: "Every public event (scope firehose). SSE, NDJSON (Accept: application/x-ndjson) or WebSocket", auth: Auth::Stream, query: RESUME, body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
+
 /// `GET /api/v1/stream/firehose`: every public event (scope `firehose`).
 pub async fn firehose(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Firehose).await
@@ -79,12 +80,14 @@ const SAMPLE_OP: Op = Op {
     reply: Reply::Stream,
     errors: &[400, 401, 403, 429, 503],
 };
+
 /// `GET /api/v1/stream/sample?rate=`: the same sample of public statuses for every client at one rate.
 pub async fn sample(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Sample).await
 }
 
 const FILTER_OP: Op = Op { method: "get", path: "/api/v1/stream/filter", tag: "streams", summary: "Public statuses matching follow, track or locations", auth: Auth::Stream, query: &[("follow", "Comma-separated user ids (<= 5000)."), ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."), ("locations", "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
+
 /// `GET /api/v1/stream/filter?follow=&track=&locations=`.
 pub async fn filter(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Filter).await
@@ -103,6 +106,7 @@ const USER_OP: Op = Op {
     reply: Reply::Stream,
     errors: &[400, 401, 403, 429, 503],
 };
+
 /// `GET /api/v1/stream/user`: what the caller's home timeline gets, plus follows of and by them.
 pub async fn user(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::User).await

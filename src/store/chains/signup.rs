@@ -49,6 +49,7 @@ impl Store {
             signup: *at,
             private: false,
             email: None,
+            dm_policy: None,
         };
         self.finish_with(owed, vec![body(&Event::User { at: *at, user })])
             .await?;
