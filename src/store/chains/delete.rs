@@ -159,16 +159,7 @@ impl Store {
             .as_deref()
             .and_then(|p| p.parse::<u64>().ok())
         {
-            let _: Vec<String> = self
-                .scripts
-                .repost_claim
-                .key(self.keys.status(original))
-                .key(self.keys.reposters(original))
-                .arg("0")
-                .arg(uid)
-                .arg(sid)
-                .invoke_async(&mut conn)
-                .await?;
+            let _: Vec<String> = self.repost_claim(original, uid, sid, false).await?;
             self.counts_cache.forget(original);
         }
         // Reposts of a deleted status go with it, each a delete of its own.

@@ -92,4 +92,28 @@ impl Store {
         let _: i64 = inv.invoke_async(&mut conn).await?;
         Ok(())
     }
+
+    /// The repost mapping of `original` (`repost_claim.lua`, the original's
+    /// slot): `uid`'s repost `sid` claimed (`claim`) or released. The
+    /// script's answer: `ok`, or `reposted` with the first repost's id, or
+    /// `missing`.
+    pub(super) async fn repost_claim(
+        &self,
+        original: u64,
+        uid: u64,
+        sid: u64,
+        claim: bool,
+    ) -> StoreResult<Vec<String>> {
+        let mut conn = self.conn();
+        Ok(self
+            .scripts
+            .repost_claim
+            .key(self.keys.status(original))
+            .key(self.keys.reposters(original))
+            .arg(if claim { "1" } else { "0" })
+            .arg(uid)
+            .arg(sid)
+            .invoke_async(&mut conn)
+            .await?)
+    }
 }

@@ -45,16 +45,7 @@ impl Store {
             Ok(end)
         };
         if let Some(original) = original {
-            let reply: Vec<String> = self
-                .scripts
-                .repost_claim
-                .key(self.keys.status(original))
-                .key(self.keys.reposters(original))
-                .arg("1")
-                .arg(uid)
-                .arg(sid)
-                .invoke_async(&mut conn)
-                .await?;
+            let reply: Vec<String> = self.repost_claim(original, uid, sid, true).await?;
             match reply.first().map(String::as_str) {
                 Some("reposted") => {
                     let first = reply.get(1).and_then(|id| id.parse().ok()).unwrap_or(0);

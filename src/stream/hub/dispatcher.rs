@@ -89,6 +89,29 @@ pub(super) const CATCH_UP_PATIENCE: Duration = Duration::from_secs(30);
 pub(super) const MAX_BATCH: usize = 64;
 
 impl Dispatcher {
+    /// A dispatcher with no connection yet, delivering through `helpers`.
+    pub(super) fn new(store: Store, keepalive: Duration, helpers: Vec<Helper>) -> Dispatcher {
+        Dispatcher {
+            store,
+            index: Index::new(),
+            subs: HashMap::new(),
+            conns: HashMap::new(),
+            open: HashMap::new(),
+            by_session: HashMap::new(),
+            revoked: HashMap::new(),
+            last: None,
+            out: Vec::new(),
+            outs: Vec::new(),
+            due: BinaryHeap::new(),
+            keepalive,
+            helpers,
+            pace: Pace::default(),
+            via_helpers: true,
+        }
+    }
+}
+
+impl Dispatcher {
     pub(super) async fn run(
         mut self,
         mut cmds: mpsc::UnboundedReceiver<Cmd>,

@@ -20,9 +20,8 @@ pub use conn::ClientConn;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
 use dispatcher::Dispatcher;
-use firehose_filters::{Index, Rule, SubId};
-use helpers::{delivery_shares, Helper, Pace};
-use std::collections::{BinaryHeap, HashMap};
+use firehose_filters::{Rule, SubId};
+use helpers::{delivery_shares, Helper};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,25 +77,13 @@ impl Hub {
             shutdown.clone(),
         ));
         let disp = tokio::spawn(
-            Dispatcher {
+            Dispatcher::new(
                 store,
-                index: Index::new(),
-                subs: HashMap::new(),
-                conns: HashMap::new(),
-                open: HashMap::new(),
-                by_session: HashMap::new(),
-                revoked: HashMap::new(),
-                last: None,
-                out: Vec::new(),
-                outs: Vec::new(),
-                due: BinaryHeap::new(),
                 keepalive,
-                helpers: (0..delivery_shares())
+                (0..delivery_shares())
                     .map(|_| Helper::start(cmd_tx.clone()))
                     .collect(),
-                pace: Pace::default(),
-                via_helpers: true,
-            }
+            )
             .run(cmd_rx, msg_rx, shutdown),
         );
         (

@@ -8,23 +8,11 @@ use tokio::time::Instant;
 fn dispatcher() -> Dispatcher {
     let mut cfg = crate::config::Config::defaults();
     cfg.redis_url = Some("redis://127.0.0.1:1".into());
-    Dispatcher {
-        store: Store::open("redis://127.0.0.1:1", &cfg).expect("a store (never reached)"),
-        index: Index::new(),
-        subs: HashMap::new(),
-        conns: HashMap::new(),
-        open: HashMap::new(),
-        by_session: HashMap::new(),
-        revoked: HashMap::new(),
-        last: None,
-        out: Vec::new(),
-        outs: Vec::new(),
-        due: BinaryHeap::new(),
-        keepalive: Duration::from_secs(15),
-        helpers: vec![Helper::start(mpsc::unbounded_channel().0)],
-        pace: Pace::default(),
-        via_helpers: true,
-    }
+    Dispatcher::new(
+        Store::open("redis://127.0.0.1:1", &cfg).expect("a store (never reached)"),
+        Duration::from_secs(15),
+        vec![Helper::start(mpsc::unbounded_channel().0)],
+    )
 }
 
 fn conn(id: u64, expires_in: Duration) -> Arc<ClientConn> {
