@@ -167,6 +167,14 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_STREAM_QUEUE", default_value_t = 1000)]
     pub stream_queue: usize,
 
+    /// Users one user may block (then 429 `block_limit`).
+    #[arg(long, env = "FIREHOSE_MAX_BLOCKS", default_value_t = 10_000)]
+    pub max_blocks: usize,
+
+    /// Users one user may mute (then 429 `mute_limit`).
+    #[arg(long, env = "FIREHOSE_MAX_MUTES", default_value_t = 10_000)]
+    pub max_mutes: usize,
+
     /// Concurrent streams one user may hold (then 429).
     #[arg(long, env = "FIREHOSE_MAX_STREAMS_PER_USER", default_value_t = 5)]
     pub max_streams_per_user: usize,

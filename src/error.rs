@@ -105,6 +105,9 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict(code, msg) => ApiError::conflict(code, msg),
             StoreError::Forbidden(msg) => ApiError::forbidden(msg),
             StoreError::Invalid(code, msg) => ApiError::invalid(code, msg),
+            StoreError::Limit(code, msg) => {
+                ApiError::new(StatusCode::TOO_MANY_REQUESTS, code, msg).retry_after(3600)
+            }
             StoreError::Unavailable(msg) => {
                 tracing::warn!(error = %msg, "store unavailable");
                 ApiError::unavailable()

@@ -30,6 +30,7 @@ pub mod config;
 pub mod demo;
 pub mod embedded;
 pub mod error;
+pub mod hides;
 pub mod http;
 pub mod jwt;
 pub mod metrics;

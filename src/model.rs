@@ -320,6 +320,15 @@ pub enum Event {
         /// Always true: a request concerns a private account.
         private: bool,
     },
+    /// Relations that hide content changed (a block, an unblock, a mute,
+    /// an unmute): the hubs update the copies they hold for connected
+    /// users. Internal, like `session_revoked`: never sent to a client.
+    Relation {
+        /// When.
+        at: f64,
+        /// Each side's change.
+        changes: Vec<crate::hides::Change>,
+    },
     /// A session ended: the streams opened with it close. Internal: it is
     /// on the channel and in the buffer (so catch-up applies missed ones),
     /// never sent to a client. Published by `drop_sessions.lua`.
@@ -347,6 +356,7 @@ impl Event {
             Event::Like { .. } => "like",
             Event::FollowRequest { .. } => "follow_request",
             Event::SessionRevoked { .. } => "session_revoked",
+            Event::Relation { .. } => "relation",
             Event::Unknown => return None,
         })
     }
@@ -354,14 +364,14 @@ impl Event {
 
 /// Ids are JSON strings in every public shape (they outgrow a double's
 /// 53 bits), numbers in Rust.
-mod id_string {
+pub(crate) mod id_string {
     use serde::{de::Error, Deserialize, Deserializer, Serializer};
 
-    pub(super) fn serialize<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(id)
     }
 
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
         text.parse().map_err(D::Error::custom)
     }

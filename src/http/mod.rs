@@ -11,6 +11,7 @@ pub mod likes;
 pub mod openapi;
 pub mod ops;
 pub mod paging;
+pub mod relations;
 pub mod routes;
 pub mod sessions;
 pub mod statuses;
@@ -55,6 +56,7 @@ pub fn routes() -> routes::Routes {
         .merge(timelines::routes())
         .merge(follows::routes())
         .merge(likes::routes())
+        .merge(relations::routes())
         .merge(trends::routes())
         .merge(stream::routes())
         .merge(ops::routes());

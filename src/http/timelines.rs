@@ -4,7 +4,7 @@ use super::openapi::{Auth, Op, Params, Reply};
 use super::paging::{json_page, paging};
 use super::path_id;
 use super::routes::Routes;
-use super::visibility::{can_see, only_visible};
+use super::visibility::{blocked_by, can_see, only_visible, only_visible_hiding, without_hidden};
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -47,8 +47,9 @@ pub async fn mentions(
         .store
         .timeline(Timeline::Mentions(auth.uid), page, count)
         .await?;
+    // Nothing by anyone the caller blocks, is blocked by or mutes.
     Ok(json_page(
-        &only_visible(&state, Some(&auth), statuses).await?,
+        &only_visible_hiding(&state, Some(&auth), statuses, crate::hides::FEED).await?,
     ))
 }
 
@@ -139,6 +140,9 @@ pub async fn profile(
 ) -> ApiResult<Response> {
     let uid = path_id(&id, "user")?;
     let (page, count) = paging(&q)?;
+    if blocked_by(&state, viewer.as_ref(), uid).await? {
+        return Err(ApiError::not_found("No such user's statuses."));
+    }
     if !can_see(&state, viewer.as_ref(), uid).await? {
         return Err(ApiError::forbidden(
             "This account's statuses are visible to its followers only.",
@@ -148,5 +152,8 @@ pub async fn profile(
         .store
         .timeline(Timeline::Profile(uid), page, count)
         .await?;
+    // Reposts of statuses by someone who blocks the caller are not shown.
+    let statuses =
+        without_hidden(&state, viewer.as_ref(), statuses, crate::hides::UNSEEABLE).await?;
     Ok(json_page(&statuses))
 }

@@ -1,18 +1,48 @@
 //! Who may see what: the visibility policy every read path and handler
-//! applies (a private account's statuses, and replies to them, reach only
-//! the author and approved followers).
+//! applies. A private account's statuses, and replies to them, reach only
+//! the author and approved followers; a user blocked by an author sees
+//! none of the author's statuses nor reposts of them (`crate::hides`).
 
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ApiResult};
+use crate::hides::{self, Hides};
 use crate::model::Status;
 use crate::state::AppState;
 use crate::store::statuses::Shown;
 use crate::store::StoreError;
 use std::collections::HashMap;
 
-/// Whether `viewer` may see what `author` posts: everyone for public
-/// accounts; the author and followers for private ones.
+/// Whether `author` blocks `viewer` (then the author's statuses are 404 to
+/// the viewer and their profile timeline too).
+pub async fn blocked_by(
+    state: &AppState,
+    viewer: Option<&AuthUser>,
+    author: u64,
+) -> ApiResult<bool> {
+    match viewer {
+        Some(v) if v.uid != author => {
+            Ok(state.store.relation_bits(v.uid, author).await? & hides::UNSEEABLE != 0)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Whether `viewer` may see what `author` posts: not if the author blocks
+/// the viewer; else everyone for public accounts, the author and followers
+/// for private ones.
 pub async fn can_see(state: &AppState, viewer: Option<&AuthUser>, author: u64) -> ApiResult<bool> {
+    if blocked_by(state, viewer, author).await? {
+        return Ok(false);
+    }
+    privacy_allows(state, viewer, author).await
+}
+
+/// The privacy half of [`can_see`]: public account, the author, or a follower.
+async fn privacy_allows(
+    state: &AppState,
+    viewer: Option<&AuthUser>,
+    author: u64,
+) -> ApiResult<bool> {
     if viewer.is_some_and(|v| v.uid == author) {
         return Ok(true);
     }
@@ -39,8 +69,9 @@ pub async fn visible(state: &AppState, viewer: Option<&AuthUser>, sid: u64) -> A
     Ok(status)
 }
 
-/// Whether `viewer` may see `status`: its author's statuses, and for a reply
-/// to a private account's status, that account's too.
+/// Whether `viewer` may see `status`: its author's statuses; for a reply
+/// to a private account's status, that account's too; for a repost, the
+/// reposted author must not block the viewer.
 pub async fn may_see(
     state: &AppState,
     viewer: Option<&AuthUser>,
@@ -50,53 +81,98 @@ pub async fn may_see(
     if !can_see(state, viewer, author).await? {
         return Ok(false);
     }
-    match status
-        .audience
-        .as_deref()
-        .and_then(|p| p.parse::<u64>().ok())
-    {
+    if let Some(original) = id_of(&status.repost_of_uid) {
+        if blocked_by(state, viewer, original).await? {
+            return Ok(false);
+        }
+    }
+    match id_of(&status.audience) {
         Some(p) => can_see(state, viewer, p).await,
         None => Ok(true),
     }
 }
 
+/// Drops the statuses, and reposts of statuses, of anyone `viewer` holds
+/// a relation with under `mask` (no privacy check: for a timeline whose
+/// author the caller was already allowed to see).
+pub async fn without_hidden(
+    state: &AppState,
+    viewer: Option<&AuthUser>,
+    mut statuses: Vec<Shown>,
+    mask: u8,
+) -> ApiResult<Vec<Shown>> {
+    let Some(v) = viewer else {
+        return Ok(statuses);
+    };
+    if statuses.is_empty() {
+        return Ok(statuses);
+    }
+    let relations = state.store.hides(v.uid).await?;
+    if !relations.is_empty() {
+        statuses.retain(|item| {
+            let s = &item.0.status;
+            let by: Vec<u64> = id_of(&Some(s.uid.clone()))
+                .into_iter()
+                .chain(id_of(&s.repost_of_uid))
+                .collect();
+            !relations.hides_any(&by, mask)
+        });
+    }
+    Ok(statuses)
+}
+
+fn id_of(field: &Option<String>) -> Option<u64> {
+    field.as_deref().and_then(|p| p.parse::<u64>().ok())
+}
+
 /// Keeps the statuses `viewer` may see (a private author's only for the
-/// author and their followers).
+/// author and their followers; none by someone who blocks the viewer, nor
+/// reposts of them).
 pub async fn only_visible(
     state: &AppState,
     viewer: Option<&AuthUser>,
     statuses: Vec<Shown>,
 ) -> ApiResult<Vec<Shown>> {
+    only_visible_hiding(state, viewer, statuses, hides::UNSEEABLE).await
+}
+
+/// [`only_visible`], also dropping the statuses (and reposts of them) of
+/// anyone `viewer` holds a relation with under `mask` (for the mentions
+/// timeline, any block or mute: `hides::FEED`).
+pub async fn only_visible_hiding(
+    state: &AppState,
+    viewer: Option<&AuthUser>,
+    statuses: Vec<Shown>,
+    mask: u8,
+) -> ApiResult<Vec<Shown>> {
+    let relations = match viewer {
+        Some(v) if !statuses.is_empty() => state.store.hides(v.uid).await?,
+        _ => Hides::default(),
+    };
     let mut sees: HashMap<u64, bool> = HashMap::new();
     let mut kept = Vec::with_capacity(statuses.len());
     for item in statuses {
-        let author: u64 = item.0.status.uid.parse().unwrap_or(0);
-        let ok = match sees.get(&author) {
-            Some(ok) => *ok,
-            None => {
-                let ok = can_see(state, viewer, author).await?;
-                sees.insert(author, ok);
-                ok
-            }
-        };
-        let audience_ok = match item
-            .0
-            .status
-            .audience
-            .as_deref()
-            .and_then(|p| p.parse::<u64>().ok())
-        {
-            None => true,
-            Some(p) => match sees.get(&p) {
-                Some(ok) => *ok,
+        let status = &item.0.status;
+        let author: u64 = status.uid.parse().unwrap_or(0);
+        let mut hidden_by = vec![author];
+        hidden_by.extend(id_of(&status.repost_of_uid));
+        if relations.hides_any(&hidden_by, mask) {
+            continue;
+        }
+        let mut ok = true;
+        for who in std::iter::once(author).chain(id_of(&status.audience)) {
+            let allowed = match sees.get(&who) {
+                Some(allowed) => *allowed,
                 None => {
-                    let ok = can_see(state, viewer, p).await?;
-                    sees.insert(p, ok);
-                    ok
+                    let allowed = relations.bits(who) & hides::UNSEEABLE == 0
+                        && privacy_allows(state, viewer, who).await?;
+                    sees.insert(who, allowed);
+                    allowed
                 }
-            },
-        };
-        if ok && audience_ok {
+            };
+            ok &= allowed;
+        }
+        if ok {
             kept.push(item);
         }
     }

@@ -244,12 +244,17 @@ impl Store {
         if ids.is_empty() {
             return Ok(());
         }
+        let mut repost_of: Option<u64> = None;
         if task.kind == FanoutKind::Post {
             // A reply to a private account's status reaches only the homes
             // of those who also follow that account (or are it).
-            let audience: Option<u64> = conn
-                .hget(self.keys.status(task.status_id), "audience")
+            let (audience, original): (Option<u64>, Option<u64>) = redis::cmd("HMGET")
+                .arg(self.keys.status(task.status_id))
+                .arg("audience")
+                .arg("repost_of_uid")
+                .query_async(conn)
                 .await?;
+            repost_of = original;
             if let Some(p) = audience {
                 let mut pipe = redis::pipe();
                 for f in &ids {
@@ -285,6 +290,12 @@ impl Store {
                 }
                 for &follower in &ids {
                     pipe.zscore(self.keys.following(follower), task.uid);
+                    // A relation that hides the author, or the reposted
+                    // author, from the follower (`crate::hides`).
+                    pipe.cmd("HMGET")
+                        .arg(self.keys.hide(follower))
+                        .arg(task.uid)
+                        .arg(repost_of.unwrap_or(0));
                 }
             }
         }
@@ -295,8 +306,15 @@ impl Store {
         let exists = self.status_live(conn, task.status_id).await?;
         let undo: Vec<u64> = ids
             .iter()
-            .zip(reply)
-            .filter(|(_, score)| !exists || matches!(score, redis::Value::Nil))
+            .zip(reply.chunks_exact(2))
+            .filter(|(_, r)| {
+                let hidden = redis::from_redis_value::<Vec<Option<String>>>(r[1].clone())
+                    .unwrap_or_default()
+                    .iter()
+                    .flatten()
+                    .any(|v| crate::hides::parse_pair(v).is_some_and(|(bits, _)| bits != 0));
+                !exists || matches!(r[0], redis::Value::Nil) || hidden
+            })
             .map(|(id, _)| *id)
             .collect();
         if !undo.is_empty() {
@@ -340,6 +358,7 @@ impl Store {
             .key(self.keys.follower_seq(target))
             .key(self.keys.profile(target))
             .key(self.keys.deleted(target))
+            .key(self.keys.hide(target))
             .arg(source)
             .arg(flag)
             .arg(seq)
@@ -355,6 +374,7 @@ impl Store {
         let mut inv = self.scripts.follow_home.prepare_invoke();
         inv.key(self.keys.following(source))
             .key(self.keys.home(source))
+            .key(self.keys.hide(source))
             .arg(target)
             .arg(HOME_CAP)
             .arg(newest.len() / 2);
@@ -366,34 +386,62 @@ impl Store {
                 inv.arg(id);
             }
         }
-        let _: i64 = inv.invoke_async(&mut conn).await?;
+        let (_, hidden): (i64, Vec<u64>) = inv.invoke_async(&mut conn).await?;
         if follow && !newest.is_empty() {
-            // Compensate as a fan-out batch does: a status deleted between
-            // step 2's read of the profile and step 3 must not stay in the
-            // home (a delete after this check reaches the new follower
-            // through its own fan-out).
             let ids: Vec<u64> = newest
                 .iter()
                 .step_by(2)
                 .filter_map(|id| id.parse().ok())
                 .collect();
-            let mut pipe = redis::pipe();
-            for id in &ids {
-                pipe.cmd("HMGET")
-                    .arg(self.keys.status(*id))
-                    .arg("id")
-                    .arg("deleted");
-            }
-            let rows: Vec<(Option<String>, Option<String>)> = pipe.query_async(&mut conn).await?;
-            let gone: Vec<u64> = ids
+            self.settle_backfill(source, &ids, &hidden).await?;
+        }
+        Ok(())
+    }
+
+    /// After statuses were copied into `owner`'s home (a follow's or an
+    /// unmute's backfill), compensates as a fan-out batch does: a status
+    /// deleted between the read of the profile and the copy must not stay
+    /// (a delete after this check reaches the home through its own
+    /// fan-out), nor a repost of a status by a user in `hidden` (those
+    /// whose relations with `owner` hide them).
+    pub(crate) async fn settle_backfill(
+        &self,
+        owner: u64,
+        ids: &[u64],
+        hidden: &[u64],
+    ) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let mut pipe = redis::pipe();
+        for id in ids {
+            pipe.cmd("HMGET")
+                .arg(self.keys.status(*id))
+                .arg("id")
+                .arg("deleted");
+        }
+        let rows: Vec<(Option<String>, Option<String>)> = pipe.query_async(&mut conn).await?;
+        let gone: Vec<u64> = ids
+            .iter()
+            .zip(rows)
+            .filter(|(_, (id, deleted))| id.is_none() || deleted.is_some())
+            .map(|(id, _)| *id)
+            .collect();
+        if !gone.is_empty() {
+            let _: () = conn.zrem(self.keys.home(owner), gone).await?;
+        }
+        if hidden.is_empty() {
+            return Ok(());
+        }
+        let found = self.statuses(ids).await?;
+        for other in hidden {
+            let other_s = other.to_string();
+            let reposts: Vec<u64> = found
                 .iter()
-                .zip(rows)
-                .filter(|(_, (id, deleted))| id.is_none() || deleted.is_some())
-                .map(|(id, _)| *id)
+                .filter_map(|(id, s)| {
+                    (s.as_ref()?.status.repost_of_uid.as_deref() == Some(other_s.as_str()))
+                        .then_some(*id)
+                })
                 .collect();
-            if !gone.is_empty() {
-                let _: () = conn.zrem(self.keys.home(source), gone).await?;
-            }
+            self.home_hide(owner, *other, &reposts).await?;
         }
         Ok(())
     }

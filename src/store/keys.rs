@@ -139,6 +139,21 @@ impl Keys {
     pub fn follower_seq(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:fseq", self.prefix)
     }
+    /// ZSET: whom the user blocks (user id -> minus the block time, so
+    /// that score order is newest first).
+    pub fn blocks(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:blocks", self.prefix)
+    }
+    /// ZSET: whom the user mutes (user id -> minus the mute time).
+    pub fn mutes(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:mutes", self.prefix)
+    }
+    /// HASH: the user's relations that hide (`store::relations`): other
+    /// user id -> `<bits>:<seq>`, `seq` -> the counter of changes, and the
+    /// op numbers that order changes (`o<bit>:<id>`, `x:<id>`).
+    pub fn hide(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:hide", self.prefix)
+    }
     /// HASH: a status.
     pub fn status(&self, sid: u64) -> String {
         format!("{}:status:{{s{sid}}}", self.prefix)

@@ -34,6 +34,7 @@ pub mod leases;
 pub mod likes;
 pub mod outbox;
 pub mod paging;
+pub mod relations;
 pub mod sessions;
 pub mod social;
 pub mod statuses;
@@ -68,6 +69,9 @@ pub enum StoreError {
     /// Redis could not be reached or failed.
     #[error("redis: {0}")]
     Redis(#[from] redis::RedisError),
+    /// A bound on what a user may hold is reached: code and message (429).
+    #[error("{1}")]
+    Limit(&'static str, String),
     /// Data in Redis was not what the code expects.
     #[error("{0}")]
     Internal(String),
@@ -106,6 +110,10 @@ pub struct Scripts {
     pub(crate) page_from: Script,
     pub(crate) rename_claim: Script,
     pub(crate) lease_release: Script,
+    pub(crate) relate: Script,
+    pub(crate) home_hide: Script,
+    pub(crate) home_unhide: Script,
+    pub(crate) request_add: Script,
 }
 
 impl Scripts {
@@ -138,6 +146,10 @@ impl Scripts {
             page_from: Script::new(include_str!("lua/page_from.lua")),
             rename_claim: Script::new(include_str!("lua/rename_claim.lua")),
             lease_release: Script::new(include_str!("lua/lease_release.lua")),
+            relate: Script::new(include_str!("lua/relate.lua")),
+            home_hide: Script::new(include_str!("lua/home_hide.lua")),
+            home_unhide: Script::new(include_str!("lua/home_unhide.lua")),
+            request_add: Script::new(include_str!("lua/request_add.lua")),
         }
     }
 }
@@ -161,6 +173,9 @@ pub struct Store {
     pub(crate) home_cache: home_cache::HomeCache,
     /// Status ids (a process's instance lease and sequence).
     pub(crate) ids: Arc<ids::IdGen>,
+    /// Most users one user may block, and mute.
+    pub(crate) max_blocks: usize,
+    pub(crate) max_mutes: usize,
 }
 
 /// Where Redis is: one server, or the seed nodes of a cluster.
@@ -228,6 +243,8 @@ impl Store {
             ))),
             home_cache: homes,
             ids: Arc::new(ids::IdGen::new(cfg.clock_offset_ms)),
+            max_blocks: cfg.max_blocks,
+            max_mutes: cfg.max_mutes,
         })
     }
 

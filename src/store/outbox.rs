@@ -113,6 +113,19 @@ pub enum Op {
         /// Time of the change.
         at: f64,
     },
+    /// A block or mute set or lifted (`store::relations`).
+    Relate {
+        /// Who blocks or mutes.
+        source: u64,
+        /// Whom.
+        target: u64,
+        /// `block` or `mute`.
+        kind: crate::store::relations::Relation,
+        /// Set (true) or lifted.
+        on: bool,
+        /// Time of the change.
+        at: f64,
+    },
     /// A login or email change.
     Rename {
         /// The user.
@@ -266,11 +279,15 @@ impl Store {
             Op::Like { .. } => self.run_like(owed).await.map(|_| ()),
             Op::Request { .. } => self.run_request(owed).await.map(|_| ()),
             Op::Rename { .. } => self.run_rename(owed).await,
+            Op::Relate { .. } => self.run_relate(owed).await.map(|_| ()),
         };
         match result {
-            Err(StoreError::NotFound(_) | StoreError::Forbidden(_) | StoreError::Conflict(..)) => {
-                Ok(())
-            }
+            Err(
+                StoreError::NotFound(_)
+                | StoreError::Forbidden(_)
+                | StoreError::Conflict(..)
+                | StoreError::Limit(..),
+            ) => Ok(()),
             other => other,
         }
     }

@@ -11,9 +11,11 @@ use super::frame::{self, Control, ControlFrame, EventId, Frame, Incoming};
 use super::hub::{ClientConn, Hub, SHUTDOWN};
 use super::queue::Delivery;
 use super::wire::Transport;
+use crate::hides::Hides;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::{Store, StoreResult};
+use crate::stream::hub::hide_mask;
 use firehose_filters::{Rule, SubId};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -35,6 +37,9 @@ struct ReplayJob {
     stream: &'static str,
     /// The subscription's rule (a user rule follows the replayed follows).
     rule: Rule,
+    /// The user's relations as the subscription began: what they hide is
+    /// not replayed either.
+    hides: Arc<Hides>,
     /// The last buffer id read.
     cursor: EventId,
 }
@@ -178,9 +183,12 @@ impl Feed {
         self.replays.retain(|job| job.stream != stream);
         self.pending
             .retain(|out| !matches!(out, Out::Event(_, s) if *s == stream));
+        // Read before registering: a change after this read reaches the
+        // hub after the registration or is in its log of recent changes.
+        let hides = Arc::new(self.store.hides(self.conn.uid).await?);
         let sub = self.hub.next_id();
         self.hub
-            .register(&self.conn, sub, rule.clone(), stream)
+            .register(&self.conn, sub, rule.clone(), stream, (*hides).clone())
             .await;
         self.subs.push(Sub {
             stream,
@@ -192,8 +200,8 @@ impl Feed {
             Replay::Unservable => self.push_control(resume_gap(
                 "last_event_id is not an event id this server issued; continuing live.",
             )),
-            Replay::After(after) => self.replay_after(stream, rule, after).await?,
-            Replay::Newest(n) => self.replay_newest(stream, rule, n).await?,
+            Replay::After(after) => self.replay_after(stream, rule, hides, after).await?,
+            Replay::Newest(n) => self.replay_newest(stream, rule, &hides, n).await?,
         }
         Ok(())
     }
@@ -230,6 +238,7 @@ impl Feed {
         &mut self,
         stream: &'static str,
         rule: Rule,
+        hides: Arc<Hides>,
         after: EventId,
     ) -> StoreResult<()> {
         let newest = self
@@ -258,6 +267,7 @@ impl Feed {
         self.replays.push_back(ReplayJob {
             stream,
             rule,
+            hides,
             cursor: after,
         });
         self.replay_step().await
@@ -283,7 +293,9 @@ impl Feed {
         }
         for (_, json) in &page {
             if let Some(Incoming::Event(f)) = frame::parse(json) {
-                if job.rule.matches(&f.routing()) {
+                if job.rule.matches(&f.routing())
+                    && !job.hides.hides_any(f.actors(), hide_mask(job.stream))
+                {
                     inc(&metrics().events_replayed, 1);
                     self.pending.push_back(Out::Event(f, job.stream));
                 }
@@ -301,6 +313,7 @@ impl Feed {
         &mut self,
         stream: &'static str,
         mut rule: Rule,
+        hides: &Hides,
         n: usize,
     ) -> StoreResult<()> {
         let mut found: Vec<Arc<Frame>> = Vec::new();
@@ -325,7 +338,7 @@ impl Feed {
             // user-stream rules in order; keep the newest N matches.
             let mut matched = Vec::new();
             for f in frames.iter().rev() {
-                if rule.matches(&f.routing()) {
+                if rule.matches(&f.routing()) && !hides.hides_any(f.actors(), hide_mask(stream)) {
                     matched.push(f.clone());
                 }
             }

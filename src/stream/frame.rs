@@ -88,9 +88,22 @@ struct Ids {
     status: Option<StatusIds>,
     /// The users whose user streams get a notice.
     notified: Vec<u64>,
+    /// Who caused the event (an author, the author reposted, a liker):
+    /// a viewer whose relations hide one of them does not get it.
+    actors: [u64; 2],
 }
 
 impl Frame {
+    /// The users who caused the event (none: 0), for the hub's check of
+    /// each viewer's relations (`crate::hides`).
+    pub fn actors(&self) -> &[u64] {
+        match self.ids.actors {
+            [0, _] => &[],
+            [_, 0] => &self.ids.actors[..1],
+            _ => &self.ids.actors,
+        }
+    }
+
     /// The view the index routes on.
     pub fn routing(&self) -> Event<'_> {
         use model::Event as E;
@@ -146,7 +159,9 @@ impl Frame {
                 uids: &self.ids.notified,
                 public: false,
             },
-            E::User { .. } | E::SessionRevoked { .. } | E::Unknown => Event::Other,
+            E::User { .. } | E::SessionRevoked { .. } | E::Relation { .. } | E::Unknown => {
+                Event::Other
+            }
         }
     }
 
@@ -176,6 +191,8 @@ pub enum Incoming {
     Event(Arc<Frame>),
     /// A session ended: close its streams.
     SessionRevoked(String),
+    /// Relations that hide content changed.
+    Relation(Vec<crate::hides::Change>),
 }
 
 /// An event as published: its buffer id and the event.
@@ -208,25 +225,38 @@ fn status_ids(status: &model::Status) -> Option<StatusIds> {
 pub fn parse(json: &str) -> Option<Incoming> {
     use model::Event as E;
     let Published { id, event } = serde_json::from_str(json).ok()?;
-    if let E::SessionRevoked { sid } = event {
-        return Some(Incoming::SessionRevoked(sid));
-    }
+    let event = match event {
+        E::SessionRevoked { sid } => return Some(Incoming::SessionRevoked(sid)),
+        E::Relation { changes, .. } => return Some(Incoming::Relation(changes)),
+        event => event,
+    };
     let id_text = id?;
     let id = EventId::parse(&id_text)?;
     let ids = match &event {
-        E::Status { status, .. } => Ids {
-            status: Some(status_ids(status)?),
-            notified: Vec::new(),
-        },
+        E::Status { status, .. } => {
+            let s = status_ids(status)?;
+            Ids {
+                status: Some(s),
+                notified: Vec::new(),
+                actors: [s.uid, s.repost_of_uid.unwrap_or(0)],
+            }
+        }
         // For the user named by `target` (the liked, mentioned or reposted
         // author); a follow request is for both users.
-        E::Mention { target, .. } | E::Repost { target, .. } | E::Like { target, .. } => Ids {
+        E::Mention { target, status, .. } | E::Repost { target, status, .. } => Ids {
             status: None,
             notified: vec![*target],
+            actors: [status_ids(status)?.uid, 0],
+        },
+        E::Like { target, source, .. } => Ids {
+            status: None,
+            notified: vec![*target],
+            actors: [*source, 0],
         },
         E::FollowRequest { source, target, .. } => Ids {
             status: None,
             notified: vec![*source, *target],
+            actors: [*source, 0],
         },
         _ => Ids::default(),
     };

@@ -8,6 +8,7 @@ mod common;
 
 mod account;
 mod follows;
+mod relations;
 mod service;
 mod sessions;
 mod statuses;

@@ -27,12 +27,19 @@ impl Store {
             .key(self.keys.following(source))
             .key(self.keys.user(source))
             .key(self.keys.follow_applied(source))
+            .key(self.keys.hide(source))
             .arg(target)
             .arg(if follow { "1" } else { "0" })
             .arg(at)
             .arg(owed.n)
             .invoke_async(&mut conn)
             .await?;
+        if applied == -1 {
+            self.finish_with(owed, Vec::new()).await?;
+            return Err(StoreError::Forbidden(
+                "You cannot follow this user: a block stands between you.".into(),
+            ));
+        }
         if applied == 1 {
             self.follow_steps(source, target, follow, owed.n as i64, at)
                 .await?;

@@ -7,6 +7,7 @@ mod delete;
 mod follow;
 mod like;
 mod post;
+mod relate;
 mod rename;
 mod request;
 mod signup;

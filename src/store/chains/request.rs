@@ -23,20 +23,33 @@ impl Store {
         };
         let mut conn = self.conn();
         let changed: i64 = if ask {
-            let added: i64 = redis::cmd("ZADD")
-                .arg(self.keys.requests(target))
-                .arg("NX")
+            let added: i64 = self
+                .scripts
+                .request_add
+                .key(self.keys.requests(target))
+                .key(self.keys.hide(target))
                 .arg(at)
                 .arg(source)
-                .query_async(&mut conn)
+                .invoke_async(&mut conn)
                 .await?;
-            let _: i64 = redis::cmd("ZADD")
-                .arg(self.keys.requested(source))
-                .arg("NX")
+            let mine: i64 = self
+                .scripts
+                .request_add
+                .key(self.keys.requested(source))
+                .key(self.keys.hide(source))
                 .arg(at)
                 .arg(target)
-                .query_async(&mut conn)
+                .invoke_async(&mut conn)
                 .await?;
+            if added == -1 || mine == -1 {
+                // A block stands between them: nothing of the request stays.
+                let _: i64 = conn.zrem(self.keys.requests(target), source).await?;
+                let _: i64 = conn.zrem(self.keys.requested(source), target).await?;
+                self.finish_with(owed, Vec::new()).await?;
+                return Err(StoreError::Forbidden(
+                    "You cannot follow this user: a block stands between you.".into(),
+                ));
+            }
             added
         } else {
             let removed: i64 = conn.zrem(self.keys.requests(target), source).await?;

@@ -8,16 +8,33 @@
 -- unfollowed. The change's event goes out with op_finish, once. One slot:
 -- the follower's keys.
 --
+-- A followee the follower mutes adds nothing (a mute keeps their statuses
+-- off the home); the other users whose relations hide them are returned, so
+-- that the caller takes out reposts of their statuses (home_hide.lua).
+--
 -- KEYS[1] follower's following ZSET  KEYS[2] follower's home ZSET
+-- KEYS[3] follower's hide HASH
 -- ARGV[1] followee id  ARGV[2] home cap
 -- ARGV[3] n, the number of id, score pairs  ARGV[4 .. 3+2n] the pairs
 -- ARGV[4+2n ..] the followee's recently deleted ids (removed on unfollow: a
 -- delete's fan-out does not reach someone who has just left)
--- Returns the number of home entries added or removed.
+-- Returns {entries added or removed, {hidden user id, ...}}.
 local following = redis.call('ZSCORE', KEYS[1], ARGV[1])
+local hidden = {}
+local muted = false
+if following then
+  local rel = redis.call('HGETALL', KEYS[3])
+  for i = 1, #rel, 2 do
+    local b = string.match(rel[i + 1], '^(%d+):')
+    if b and tonumber(b) ~= 0 and string.match(rel[i], '^%d+$') then
+      if rel[i] == ARGV[1] then muted = true end
+      hidden[#hidden + 1] = rel[i]
+    end
+  end
+end
 local n = 0
 local last = 3 + 2 * tonumber(ARGV[3])
-if following then
+if following and not muted then
   for i = 4, last, 2 do
     n = n + redis.call('ZADD', KEYS[2], ARGV[i + 1], ARGV[i])
   end
@@ -29,4 +46,4 @@ else
     end
   end
 end
-return n
+return {n, hidden}

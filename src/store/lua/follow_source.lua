@@ -15,12 +15,15 @@
 -- KEYS[1] follower's following ZSET  KEYS[2] follower's user HASH
 -- KEYS[3] follower's applied-change HASH (followee -> sequence)
 -- ARGV[1] followee id  ARGV[2] "1" follow / "0" unfollow  ARGV[3] now
--- ARGV[4] the sequence
+-- ARGV[4] the sequence  KEYS[4] follower's hide HASH (relate.lua): a
+-- follow between users with a block either way is refused here, the
+-- authority, so no later step makes one
 -- The last applied sequence is kept per followee, and beside it (field
 -- `c:<followee>`) the sequence of the last change that changed something,
 -- so a second run of that change (a worker finishing it) still reports it
 -- as changed and its event is not lost.
--- Returns {changed 0/1, applied 0/1 (0: a later change won), following}.
+-- Returns {changed 0/1, applied 0/1 (0: a later change won; -1: blocked),
+-- following}.
 local last = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '0')
 local seq = tonumber(ARGV[4])
 if seq == last then
@@ -29,6 +32,12 @@ if seq == last then
 end
 if seq < last then
   return {0, 0, redis.call('ZCARD', KEYS[1])}
+end
+if ARGV[2] == '1' then
+  local rel = redis.call('HGET', KEYS[4], ARGV[1])
+  if rel and bit.band(tonumber(string.match(rel, '^(%d+):')), 3) ~= 0 then
+    return {0, -1, redis.call('ZCARD', KEYS[1])}
+  end
 end
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[4])
 local changed

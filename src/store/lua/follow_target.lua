@@ -11,6 +11,8 @@
 -- KEYS[1] followee's followers ZSET  KEYS[2] followee's user HASH
 -- KEYS[3] followee's follower-sequence HASH  KEYS[4] followee's profile ZSET
 -- KEYS[5] followee's recently-deleted ZSET
+-- KEYS[6] followee's hide HASH (a follow is not added while a block either
+-- way holds: relate.lua ended it on this side)
 -- ARGV[1] follower id  ARGV[2] "1" follow / "0" unfollow  ARGV[3] sequence
 -- ARGV[4] follow time  ARGV[5] how many newest statuses to return
 -- Returns {followers count, {id, score, id, score, ...}, {deleted id, ...}}
@@ -21,8 +23,12 @@ end
 local last = tonumber(redis.call('HGET', KEYS[3], ARGV[1]) or '-1')
 if tonumber(ARGV[3]) >= last then
   redis.call('HSET', KEYS[3], ARGV[1], ARGV[3])
-  if ARGV[2] == '1' then
+  local rel = redis.call('HGET', KEYS[6], ARGV[1])
+  local blocked = rel and bit.band(tonumber(string.match(rel, '^(%d+):')), 3) ~= 0
+  if ARGV[2] == '1' and not blocked then
     redis.call('ZADD', KEYS[1], 'NX', ARGV[4], ARGV[1])
+  elseif ARGV[2] == '1' then
+    -- nothing: the block ended this follow
   else
     redis.call('ZREM', KEYS[1], ARGV[1])
   end

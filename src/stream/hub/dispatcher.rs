@@ -6,6 +6,7 @@ use super::conn::{stalled, ClientConn};
 use super::helpers::HELPER_BACKLOG;
 use super::helpers::{Helper, Job, Pace};
 use super::{Cmd, Msg, SHUTDOWN};
+use crate::hides::{self, Change, Hides};
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::Store;
@@ -13,7 +14,7 @@ use crate::stream::frame::{self, Control, EventId, Frame, Incoming};
 use crate::stream::queue::Delivery;
 use firehose_filters::{Index, SubId};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,28 @@ pub(super) struct SubEntry {
     pub(super) conn: Arc<ClientConn>,
     pub(super) stream: &'static str,
 }
+
+/// A user with subscriptions here: their hiding relations (`crate::hides`)
+/// and how many subscriptions they hold.
+pub(super) struct Viewer {
+    pub(super) hides: Hides,
+    pub(super) subs: usize,
+}
+
+/// What of a viewer's relations hides an event on a stream: on the user
+/// stream (their home's) any relation, on every other stream being blocked
+/// by whoever caused it.
+pub fn hide_mask(stream: &str) -> u8 {
+    if stream == "user" {
+        hides::FEED
+    } else {
+        hides::UNSEEABLE
+    }
+}
+
+/// Relation changes remembered for subscriptions whose snapshot was read
+/// before a change that the dispatcher heard before their `Register`.
+pub(super) const RELATION_LOG: usize = 16_384;
 
 pub(super) struct Dispatcher {
     pub(super) store: Store,
@@ -54,6 +77,13 @@ pub(super) struct Dispatcher {
     /// Tasks that deliver to shares of the connections alongside this one
     /// ([`delivery_shares`] of them).
     pub(super) helpers: Vec<Helper>,
+    /// Users with subscriptions here, by id, with their relations.
+    pub(super) viewers: HashMap<u64, Viewer>,
+    /// How many of them have a relation that hides anyone: while none
+    /// does, deliveries skip the check.
+    pub(super) hiding: usize,
+    /// The latest relation changes heard (at most [`RELATION_LOG`]).
+    pub(super) relation_log: VecDeque<Change>,
     /// Whether deliveries go through the helpers at this rate.
     pub(super) pace: Pace,
     /// What [`Pace`] last decided.
@@ -105,6 +135,9 @@ impl Dispatcher {
             due: BinaryHeap::new(),
             keepalive,
             helpers,
+            viewers: HashMap::new(),
+            hiding: 0,
+            relation_log: VecDeque::new(),
             pace: Pace::default(),
             via_helpers: true,
         }
@@ -199,8 +232,10 @@ impl Dispatcher {
                 sub,
                 rule,
                 stream,
+                hides,
                 ack,
             } => {
+                self.add_viewer(conn.uid, hides);
                 self.index.insert(sub, rule);
                 self.conns.entry(conn.id).or_default().push(sub);
                 self.subs.insert(sub, SubEntry { conn, stream });
@@ -211,9 +246,84 @@ impl Dispatcher {
         }
     }
 
+    /// A subscription of `uid` arrives with the relations read for it.
+    pub(super) fn add_viewer(&mut self, uid: u64, snapshot: Hides) {
+        let viewer = self.viewers.entry(uid).or_insert_with(|| Viewer {
+            hides: Hides::default(),
+            subs: 0,
+        });
+        let was = !viewer.hides.is_empty();
+        if viewer.subs == 0 || snapshot.base() > viewer.hides.base() {
+            viewer.hides = snapshot;
+            // Changes heard before this arrived, newer than the snapshot.
+            for c in self.relation_log.iter().filter(|c| c.uid == uid) {
+                viewer.hides.apply(c.other, c.bits, c.seq);
+            }
+        }
+        viewer.subs += 1;
+        let now = !viewer.hides.is_empty();
+        self.count_hiding(was, now);
+    }
+
+    /// A subscription of `uid` ended.
+    pub(super) fn drop_viewer(&mut self, uid: u64) {
+        let Some(viewer) = self.viewers.get_mut(&uid) else {
+            return;
+        };
+        viewer.subs -= 1;
+        if viewer.subs == 0 {
+            let was = !viewer.hides.is_empty();
+            self.viewers.remove(&uid);
+            self.count_hiding(was, false);
+        }
+    }
+
+    fn count_hiding(&mut self, was: bool, now: bool) {
+        match (was, now) {
+            (false, true) => self.hiding += 1,
+            (true, false) => self.hiding -= 1,
+            _ => {}
+        }
+    }
+
+    /// Relation changes heard: applied to the viewers they concern, and
+    /// remembered for subscriptions still on their way.
+    pub(super) fn relations(&mut self, changes: Vec<Change>) {
+        for c in changes {
+            if let Some(viewer) = self.viewers.get_mut(&c.uid) {
+                let was = !viewer.hides.is_empty();
+                viewer.hides.apply(c.other, c.bits, c.seq);
+                let now = !viewer.hides.is_empty();
+                self.count_hiding(was, now);
+            }
+            if self.relation_log.len() >= RELATION_LOG {
+                self.relation_log.pop_front();
+            }
+            self.relation_log.push_back(c);
+        }
+    }
+
+    /// Drops from `out` the subscriptions whose user's relations hide who
+    /// caused `frame`: a lookup in data held here, no Redis round trip.
+    pub(super) fn drop_hidden(&self, frame: &Frame, out: &mut Vec<SubId>) {
+        let actors = frame.actors();
+        if self.hiding == 0 || actors.is_empty() {
+            return;
+        }
+        out.retain(|sub| {
+            let Some(entry) = self.subs.get(sub) else {
+                return true;
+            };
+            self.viewers
+                .get(&entry.conn.uid)
+                .is_none_or(|v| !v.hides.hides_any(actors, hide_mask(entry.stream)))
+        });
+    }
+
     pub(super) fn remove_sub(&mut self, sub: SubId) {
         self.index.remove(sub);
         if let Some(entry) = self.subs.remove(&sub) {
+            self.drop_viewer(entry.conn.uid);
             if let Some(list) = self.conns.get_mut(&entry.conn.id) {
                 list.retain(|s| *s != sub);
                 if list.is_empty() {
@@ -226,7 +336,9 @@ impl Dispatcher {
     pub(super) fn remove_conn(&mut self, conn: u64) {
         for sub in self.conns.remove(&conn).unwrap_or_default() {
             self.index.remove(sub);
-            self.subs.remove(&sub);
+            if let Some(entry) = self.subs.remove(&sub) {
+                self.drop_viewer(entry.conn.uid);
+            }
         }
         if let Some(c) = self.open.remove(&conn) {
             if let Some(ids) = self.by_session.get_mut(&c.session) {
@@ -290,6 +402,7 @@ impl Dispatcher {
         match msg {
             Some(Incoming::Event(frame)) => self.dispatch(frame, false),
             Some(Incoming::SessionRevoked(sid)) => self.revoke(sid),
+            Some(Incoming::Relation(changes)) => self.relations(changes),
             None => tracing::warn!("ignored a malformed event on the channel"),
         }
     }
@@ -318,6 +431,7 @@ impl Dispatcher {
         }
         let mut out = std::mem::take(&mut self.out);
         self.index.route(&frame.routing(), &mut out);
+        self.drop_hidden(&frame, &mut out);
         self.deliver(&frame, &out, direct);
         self.out = out;
     }
@@ -339,7 +453,8 @@ impl Dispatcher {
         let events: Vec<_> = frames.iter().map(|f| f.routing()).collect();
         self.index.route_batch(&events, &mut outs);
         drop(events);
-        for (frame, out) in frames.iter().zip(&outs) {
+        for (frame, out) in frames.iter().zip(outs.iter_mut()) {
+            self.drop_hidden(frame, out);
             self.deliver(frame, out, false);
         }
         self.outs = outs;

@@ -16,7 +16,9 @@ mod subscriber;
 mod tests;
 
 pub use conn::ClientConn;
+pub use dispatcher::hide_mask;
 
+use crate::hides::Hides;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
 use dispatcher::Dispatcher;
@@ -36,6 +38,8 @@ enum Cmd {
         sub: SubId,
         rule: Rule,
         stream: &'static str,
+        /// The user's hiding relations, read before registering.
+        hides: Hides,
         ack: oneshot::Sender<()>,
     },
     Unregister {
@@ -116,13 +120,16 @@ impl Hub {
         }
     }
 
-    /// Adds a subscription; events published after this returns reach it.
+    /// Adds a subscription; events published after this returns reach it,
+    /// less those its user's relations hide (`hides`, read from Redis just
+    /// before; the hub keeps it current from `relation` events).
     pub async fn register(
         &self,
         conn: &Arc<ClientConn>,
         sub: SubId,
         rule: Rule,
         stream: &'static str,
+        hides: Hides,
     ) {
         let (ack, done) = oneshot::channel();
         let cmd = Cmd::Register {
@@ -130,6 +137,7 @@ impl Hub {
             sub,
             rule,
             stream,
+            hides,
             ack,
         };
         if self.cmds.send(cmd).is_ok() {

@@ -1,0 +1,241 @@
+//! The block and mute chain: the source's side (the authority), for a
+//! block the target's side, the homes cleaned (or, after an unmute,
+//! refilled), then the `relation` event and the unfollows a block caused.
+
+use crate::hides::{self, Change};
+use crate::model::{Event, HOME_CAP};
+use crate::store::events::body;
+use crate::store::outbox::{Op, Owed};
+use crate::store::relations::Relation;
+use crate::store::{Store, StoreError, StoreResult};
+use redis::AsyncCommands;
+
+/// What `relate.lua` answered for one side.
+struct Side {
+    /// 1 applied, 2 a later change won, -1 the list is full, -2 no user.
+    outcome: i64,
+    bits: u8,
+    seq: u64,
+    /// This side stopped following the other.
+    cut_following: bool,
+    /// The other stopped following this side.
+    cut_follower: bool,
+}
+
+impl Store {
+    /// A block or mute change's steps; returns whether the relation holds
+    /// when it is done.
+    pub(crate) async fn run_relate(&self, owed: &Owed) -> StoreResult<bool> {
+        let Op::Relate {
+            source,
+            target,
+            kind,
+            on,
+            at,
+        } = owed.op
+        else {
+            return Err(StoreError::Internal("not a block or mute".into()));
+        };
+        let block = kind == Relation::Block;
+        let (list, cap) = match kind {
+            Relation::Block => (self.keys.blocks(source), self.max_blocks),
+            Relation::Mute => (self.keys.mutes(source), self.max_mutes),
+        };
+        let src = self
+            .relate_side(
+                source,
+                target,
+                kind.bit(),
+                on,
+                owed.n,
+                Some((&list, -at, cap)),
+                block,
+            )
+            .await?;
+        match src.outcome {
+            1 => {}
+            -2 => {
+                self.finish_with(owed, Vec::new()).await?;
+                return Err(StoreError::NotFound("user"));
+            }
+            -1 => {
+                self.finish_with(owed, Vec::new()).await?;
+                let (code, what) = match kind {
+                    Relation::Block => ("block_limit", "block"),
+                    Relation::Mute => ("mute_limit", "mute"),
+                };
+                return Err(StoreError::Limit(
+                    code,
+                    format!("You may {what} at most {cap} users; lift one first."),
+                ));
+            }
+            _ => {
+                // A later change of this relation won: it says what holds.
+                self.finish_with(owed, Vec::new()).await?;
+                return Ok(src.bits & kind.bit() != 0);
+            }
+        }
+        let mut changes = vec![Change {
+            uid: source,
+            other: target,
+            bits: src.bits,
+            seq: src.seq,
+        }];
+        // Follows ended, source -> target and target -> source.
+        let (mut s_to_t, mut t_to_s) = (src.cut_following, src.cut_follower);
+        if block {
+            let tgt = self
+                .relate_side(target, source, hides::BLOCKED_BY, on, owed.n, None, true)
+                .await?;
+            if tgt.outcome == 1 {
+                changes.push(Change {
+                    uid: target,
+                    other: source,
+                    bits: tgt.bits,
+                    seq: tgt.seq,
+                });
+                t_to_s |= tgt.cut_following;
+                s_to_t |= tgt.cut_follower;
+            }
+        }
+        if on {
+            self.hide_in_home(source, target).await?;
+            if block {
+                self.hide_in_home(target, source).await?;
+            }
+        } else if !block {
+            self.unhide_in_home(source, target).await?;
+        }
+        let mut events = vec![body(&Event::Relation { at, changes })];
+        if s_to_t {
+            events.push(body(&Event::Unfollow { at, source, target }));
+        }
+        if t_to_s {
+            events.push(body(&Event::Unfollow {
+                at,
+                source: target,
+                target: source,
+            }));
+        }
+        self.finish_with(owed, events).await?;
+        Ok(src.bits & kind.bit() != 0)
+    }
+
+    /// One side of a relation change (`relate.lua` on `uid`'s keys), with
+    /// the list the source keeps (key, score, cap) on the source's side.
+    #[allow(clippy::too_many_arguments)]
+    async fn relate_side(
+        &self,
+        uid: u64,
+        other: u64,
+        bit: u8,
+        on: bool,
+        n: u64,
+        list: Option<(&str, f64, usize)>,
+        cuts: bool,
+    ) -> StoreResult<Side> {
+        let hide = self.keys.hide(uid);
+        let (list_key, score, cap) = match list {
+            Some((key, score, cap)) => (key.to_string(), score, cap),
+            None => (hide.clone(), 0.0, 0),
+        };
+        let mut conn = self.conn();
+        let (outcome, bits, seq, cf, cr): (i64, u8, u64, i64, i64) = self
+            .scripts
+            .relate
+            .key(&hide)
+            .key(list_key)
+            .key(self.keys.following(uid))
+            .key(self.keys.followers(uid))
+            .key(self.keys.requests(uid))
+            .key(self.keys.requested(uid))
+            .key(self.keys.user(uid))
+            .key(self.keys.follow_applied(uid))
+            .key(self.keys.follower_seq(uid))
+            .arg(other)
+            .arg(bit)
+            .arg(if on { "1" } else { "0" })
+            .arg(n)
+            .arg(score)
+            .arg(if list.is_some() { "1" } else { "0" })
+            .arg(cap)
+            .arg(if cuts { "1" } else { "0" })
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(Side {
+            outcome,
+            bits,
+            seq,
+            cut_following: cf == 1,
+            cut_follower: cr == 1,
+        })
+    }
+
+    /// Takes `other`'s statuses and reposts of them out of `viewer`'s home
+    /// while a relation hides them (`home_hide.lua` checks it).
+    async fn hide_in_home(&self, viewer: u64, other: u64) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let ids: Vec<u64> = conn.zrange(self.keys.home(viewer), 0, -1).await?;
+        let found = self.statuses(&ids).await?;
+        let other_s = other.to_string();
+        let hit: Vec<u64> = found
+            .iter()
+            .filter_map(|(id, s)| {
+                let s = &s.as_ref()?.status;
+                (s.uid == other_s || s.repost_of_uid.as_deref() == Some(other_s.as_str()))
+                    .then_some(*id)
+            })
+            .collect();
+        self.home_hide(viewer, other, &hit).await
+    }
+
+    /// `home_hide.lua`: `ids` leave `viewer`'s home if a relation with
+    /// `other` still hides them.
+    pub(crate) async fn home_hide(&self, viewer: u64, other: u64, ids: &[u64]) -> StoreResult<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.conn();
+        let mut inv = self.scripts.home_hide.prepare_invoke();
+        inv.key(self.keys.hide(viewer))
+            .key(self.keys.home(viewer))
+            .arg(other)
+            .arg(hides::FEED);
+        for id in ids {
+            inv.arg(id);
+        }
+        let _: i64 = inv.invoke_async(&mut conn).await?;
+        Ok(())
+    }
+
+    /// After an unmute: `other`'s newest statuses come back into `viewer`'s
+    /// home, as a follow's backfill brings them, if `viewer` follows them.
+    async fn unhide_in_home(&self, viewer: u64, other: u64) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let newest: Vec<(String, f64)> = conn
+            .zrevrange_withscores(self.keys.profile(other), 0, HOME_CAP as isize - 1)
+            .await?;
+        if newest.is_empty() {
+            return Ok(());
+        }
+        let mut inv = self.scripts.home_unhide.prepare_invoke();
+        inv.key(self.keys.following(viewer))
+            .key(self.keys.home(viewer))
+            .key(self.keys.hide(viewer))
+            .arg(other)
+            .arg(HOME_CAP);
+        for (id, score) in &newest {
+            inv.arg(id).arg(score);
+        }
+        let added: i64 = inv.invoke_async(&mut conn).await?;
+        if added > 0 {
+            let ids: Vec<u64> = newest
+                .iter()
+                .filter_map(|(id, _)| id.parse().ok())
+                .collect();
+            let hidden: Vec<u64> = self.hides(viewer).await?.others(hides::FEED).collect();
+            self.settle_backfill(viewer, &ids, &hidden).await?;
+        }
+        Ok(())
+    }
+}

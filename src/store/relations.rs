@@ -1,0 +1,95 @@
+//! Blocks and mutes: the lists a user keeps, and the `hide` HASH of each
+//! user (`crate::hides`) that read paths, fan-out and the streams consult.
+//!
+//! A block or mute change is an outbox op (`chains/relate.rs`): the
+//! source's side (`relate.lua`), for a block the target's side, the homes
+//! cleaned, then one `relation` event (internal: the hubs update their
+//! copies) and the unfollow events of the follows the block ended.
+
+use super::outbox::Op;
+use super::paging::{Cursor, IdPage};
+use super::{Store, StoreError, StoreResult};
+use crate::hides::{self, Hides};
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+
+/// A relation a user sets on another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Relation {
+    /// Neither sees the other; follows both ways end.
+    Block,
+    /// The other's statuses stay off the user's home, user stream and
+    /// mentions.
+    Mute,
+}
+
+impl Relation {
+    /// The bit it sets on the source's side.
+    pub(crate) fn bit(self) -> u8 {
+        match self {
+            Relation::Block => hides::BLOCKS,
+            Relation::Mute => hides::MUTES,
+        }
+    }
+}
+
+impl Store {
+    /// Sets (`on`) or lifts `source`'s block or mute of `target`. Returns
+    /// whether the relation holds now (a later change of the same pair
+    /// that won a race decides).
+    pub async fn set_relation(
+        &self,
+        source: u64,
+        target: u64,
+        kind: Relation,
+        on: bool,
+        at: f64,
+    ) -> StoreResult<bool> {
+        if !self.user_exists(target).await? {
+            return Err(StoreError::NotFound("user"));
+        }
+        let owed = self
+            .start_op(Op::Relate {
+                source,
+                target,
+                kind,
+                on,
+                at,
+            })
+            .await?;
+        self.run_relate(&owed).await
+    }
+
+    /// The relation bits `viewer` holds about `other` (`crate::hides`).
+    pub async fn relation_bits(&self, viewer: u64, other: u64) -> StoreResult<u8> {
+        let mut conn = self.conn();
+        let v: Option<String> = conn.hget(self.keys.hide(viewer), other).await?;
+        Ok(v.as_deref()
+            .and_then(hides::parse_pair)
+            .map_or(0, |(bits, _)| bits))
+    }
+
+    /// Every hiding relation of `uid`, with the counter it was read at.
+    pub async fn hides(&self, uid: u64) -> StoreResult<Hides> {
+        let mut conn = self.conn();
+        let fields: Vec<(String, String)> = conn.hgetall(self.keys.hide(uid)).await?;
+        Ok(Hides::from_hash(&fields))
+    }
+
+    /// A page of whom `uid` blocks or mutes, newest first.
+    pub async fn relation_page(
+        &self,
+        uid: u64,
+        kind: Relation,
+        cursor: &Cursor,
+        count: usize,
+    ) -> StoreResult<IdPage> {
+        // Scored by minus the time: score order is newest first.
+        let key = match kind {
+            Relation::Block => self.keys.blocks(uid),
+            Relation::Mute => self.keys.mutes(uid),
+        };
+        self.id_page(&key, cursor, count).await
+    }
+}
