@@ -175,6 +175,24 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_MAX_MUTES", default_value_t = 10_000)]
     pub max_mutes: usize,
 
+    /// Messages one conversation keeps (then sending answers 429
+    /// `conversation_full`: nothing is dropped silently).
+    #[arg(
+        long,
+        env = "FIREHOSE_MAX_CONVERSATION_MESSAGES",
+        default_value_t = 50_000
+    )]
+    pub max_conversation_messages: usize,
+
+    /// Conversations one user may be in (then starting one answers 429
+    /// `conversation_limit`).
+    #[arg(
+        long,
+        env = "FIREHOSE_MAX_CONVERSATIONS_PER_USER",
+        default_value_t = 1_000
+    )]
+    pub max_conversations_per_user: usize,
+
     /// Concurrent streams one user may hold (then 429).
     #[arg(long, env = "FIREHOSE_MAX_STREAMS_PER_USER", default_value_t = 5)]
     pub max_streams_per_user: usize,

@@ -196,6 +196,44 @@ impl Status {
     }
 }
 
+/// A message of a conversation (`direct_message` events carry it).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Message {
+    /// Message id (time-ordered, as status ids are).
+    pub id: String,
+    /// The conversation.
+    pub conversation_id: String,
+    /// The sender.
+    pub uid: String,
+    /// The sender's login when it was sent.
+    pub login: String,
+    /// 1-1000 characters.
+    pub text: String,
+    /// When it was sent, seconds since the epoch.
+    pub sent: f64,
+}
+
+/// A conversation as one participant sees it.
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
+pub struct Conversation {
+    /// Conversation id.
+    pub id: String,
+    /// `direct` (a pair of users) or `group`.
+    pub kind: String,
+    /// A group's title; null for a direct conversation.
+    pub title: Option<String>,
+    /// Everyone in it now, the caller included.
+    pub participants: Vec<User>,
+    /// When it was started.
+    pub created: f64,
+    /// When its newest message was sent.
+    pub updated: f64,
+    /// Its newest message.
+    pub last_message: Option<Message>,
+    /// Messages by others after the caller's last read.
+    pub unread: u64,
+}
+
 /// Seconds since the epoch, with microseconds.
 pub fn now() -> f64 {
     let d = std::time::SystemTime::now()
@@ -320,6 +358,17 @@ pub enum Event {
         /// Always true: a request concerns a private account.
         private: bool,
     },
+    /// A message was sent in a conversation: on the user streams of its
+    /// participants only (never a public stream).
+    DirectMessage {
+        /// When it was sent.
+        at: f64,
+        /// The message.
+        message: Message,
+        /// Who was in the conversation when it was sent (the user streams
+        /// that get it).
+        participants: Vec<IdString>,
+    },
     /// Relations that hide content changed (a block, an unblock, a mute,
     /// an unmute): the hubs update the copies they hold for connected
     /// users. Internal, like `session_revoked`: never sent to a client.
@@ -357,10 +406,15 @@ impl Event {
             Event::FollowRequest { .. } => "follow_request",
             Event::SessionRevoked { .. } => "session_revoked",
             Event::Relation { .. } => "relation",
+            Event::DirectMessage { .. } => "direct_message",
             Event::Unknown => return None,
         })
     }
 }
+
+/// A user id that is a JSON string and a number in Rust.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct IdString(#[serde(with = "id_string")] pub u64);
 
 /// Ids are JSON strings in every public shape (they outgrow a double's
 /// 53 bits), numbers in Rust.

@@ -181,3 +181,24 @@ pub fn known_params(
 pub fn no_store() -> (header::HeaderName, HeaderValue) {
     (header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
 }
+
+/// Longest `Idempotency-Key`, in bytes.
+pub const MAX_IDEMPOTENCY_KEY: usize = 64;
+
+/// The `Idempotency-Key` header, if any: 1-64 visible ASCII characters.
+pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(raw) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = raw.to_str().unwrap_or("");
+    let valid = !key.is_empty()
+        && key.len() <= MAX_IDEMPOTENCY_KEY
+        && key.bytes().all(|b| b.is_ascii_graphic());
+    if !valid {
+        return Err(ApiError::invalid(
+            "invalid_idempotency_key",
+            "Idempotency-Key must be 1 to 64 visible ASCII characters.",
+        ));
+    }
+    Ok(Some(key.to_string()))
+}

@@ -5,6 +5,7 @@
 //! holds the router and its one middleware layer.
 
 pub mod account;
+pub mod conversations;
 pub mod extract;
 pub mod follows;
 pub mod likes;
@@ -57,6 +58,7 @@ pub fn routes() -> routes::Routes {
         .merge(follows::routes())
         .merge(likes::routes())
         .merge(relations::routes())
+        .merge(conversations::routes())
         .merge(trends::routes())
         .merge(stream::routes())
         .merge(ops::routes());

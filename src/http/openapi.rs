@@ -118,11 +118,12 @@ fn schemas(registered: &Map<String, Value>) -> Map<String, Value> {
     m.insert(
         "Event".into(),
         json!({"type": "object", "required": ["type", "at"], "description":
-            "One stream event: status (`status`), delete (`status_id`, `uid`), follow/unfollow (`source`, `target`), user (`user`); control events warning (`code`: falling_behind with `percent_full`, resume_gap) and disconnect (`code`, `reason`) carry no id.",
+            "One stream event: status (`status`), delete (`status_id`, `uid`), follow/unfollow (`source`, `target`), user (`user`), direct_message (`message`, `participants`; user streams of the participants only); control events warning (`code`: falling_behind with `percent_full`, resume_gap) and disconnect (`code`, `reason`) carry no id.",
             "properties": {"id": {"type": "string"}, "type": {"type": "string"}, "at": {"type": "number"},
             "stream": {"type": "string", "description": "Multiplexed WebSocket only: the subscription that matched."},
             "status": {"$ref": "#/components/schemas/Status"}, "status_id": {"type": "string"}, "uid": {"type": "string"},
-            "source": {"type": "string"}, "target": {"type": "string"}, "user": {"$ref": "#/components/schemas/User"}}}),
+            "source": {"type": "string"}, "target": {"type": "string"}, "user": {"$ref": "#/components/schemas/User"},
+            "message": {"$ref": "#/components/schemas/Message"}, "participants": {"type": "array", "items": {"type": "string"}}}}),
     );
     for (name, schema) in registered {
         m.insert(name.clone(), schema.clone());

@@ -1,5 +1,6 @@
 //! Statuses: post, read, delete.
 
+use super::extract::idempotency_key;
 use super::openapi::{Auth, Op, Params, Reply};
 use super::routes::Routes;
 use super::visibility::visible;
@@ -340,27 +341,6 @@ fn validate(body: &CreateStatus) -> ApiResult<()> {
         }
     }
     Ok(())
-}
-
-/// Longest `Idempotency-Key`, in bytes.
-pub const MAX_IDEMPOTENCY_KEY: usize = 64;
-
-/// The `Idempotency-Key` header, if any: 1-64 visible ASCII characters.
-fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
-    let Some(raw) = headers.get("idempotency-key") else {
-        return Ok(None);
-    };
-    let key = raw.to_str().unwrap_or("");
-    let valid = !key.is_empty()
-        && key.len() <= MAX_IDEMPOTENCY_KEY
-        && key.bytes().all(|b| b.is_ascii_graphic());
-    if !valid {
-        return Err(ApiError::invalid(
-            "invalid_idempotency_key",
-            "Idempotency-Key must be 1 to 64 visible ASCII characters.",
-        ));
-    }
-    Ok(Some(key.to_string()))
 }
 
 const CREATE_OP: Op = Op {

@@ -154,6 +154,36 @@ impl Keys {
     pub fn hide(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:hide", self.prefix)
     }
+    /// HASH: a conversation (id, kind, title, created, updated, last).
+    pub fn conv(&self, cid: u64) -> String {
+        format!("{}:conv:{{c{cid}}}", self.prefix)
+    }
+    /// ZSET: a conversation's participants now (user id -> joined).
+    pub fn conv_members(&self, cid: u64) -> String {
+        format!("{}:conv:{{c{cid}}}:members", self.prefix)
+    }
+    /// ZSET: a conversation's message ids (-> the id itself, exact below 2^53).
+    pub fn conv_messages(&self, cid: u64) -> String {
+        format!("{}:conv:{{c{cid}}}:messages", self.prefix)
+    }
+    /// HASH: a conversation's messages, id -> message JSON.
+    pub fn conv_bodies(&self, cid: u64) -> String {
+        format!("{}:conv:{{c{cid}}}:bodies", self.prefix)
+    }
+    /// HASH: per participant, messages by others since their last read.
+    pub fn conv_unread(&self, cid: u64) -> String {
+        format!("{}:conv:{{c{cid}}}:unread", self.prefix)
+    }
+    /// ZSET: the user's conversations (id -> minus the newest message's
+    /// time, so that score order is newest activity first).
+    pub fn user_convs(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:convs", self.prefix)
+    }
+    /// HASH: in the lower id's slot of a pair, the higher id -> the pair's
+    /// direct conversation.
+    pub fn direct(&self, lower: u64) -> String {
+        format!("{}:user:{{{lower}}}:direct", self.prefix)
+    }
     /// HASH: a status.
     pub fn status(&self, sid: u64) -> String {
         format!("{}:status:{{s{sid}}}", self.prefix)

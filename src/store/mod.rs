@@ -23,6 +23,7 @@
 pub mod cache;
 mod chains;
 pub mod conn;
+pub mod conversations;
 pub mod events;
 pub mod fanout;
 pub mod follow_requests;
@@ -114,6 +115,10 @@ pub struct Scripts {
     pub(crate) home_hide: Script,
     pub(crate) home_unhide: Script,
     pub(crate) request_add: Script,
+    pub(crate) conv_send: Script,
+    pub(crate) direct_claim: Script,
+    pub(crate) conv_leave: Script,
+    pub(crate) conv_read: Script,
 }
 
 impl Scripts {
@@ -150,6 +155,10 @@ impl Scripts {
             home_hide: Script::new(include_str!("lua/home_hide.lua")),
             home_unhide: Script::new(include_str!("lua/home_unhide.lua")),
             request_add: Script::new(include_str!("lua/request_add.lua")),
+            conv_send: Script::new(include_str!("lua/conv_send.lua")),
+            direct_claim: Script::new(include_str!("lua/direct_claim.lua")),
+            conv_leave: Script::new(include_str!("lua/conv_leave.lua")),
+            conv_read: Script::new(include_str!("lua/conv_read.lua")),
         }
     }
 }
@@ -176,6 +185,9 @@ pub struct Store {
     /// Most users one user may block, and mute.
     pub(crate) max_blocks: usize,
     pub(crate) max_mutes: usize,
+    /// Most messages a conversation keeps, and conversations a user is in.
+    pub(crate) max_conversation_messages: usize,
+    pub(crate) max_conversations: usize,
 }
 
 /// Where Redis is: one server, or the seed nodes of a cluster.
@@ -245,6 +257,8 @@ impl Store {
             ids: Arc::new(ids::IdGen::new(cfg.clock_offset_ms)),
             max_blocks: cfg.max_blocks,
             max_mutes: cfg.max_mutes,
+            max_conversation_messages: cfg.max_conversation_messages,
+            max_conversations: cfg.max_conversations_per_user,
         })
     }
 

@@ -126,6 +126,27 @@ pub enum Op {
         /// Time of the change.
         at: f64,
     },
+    /// A message sent (and, for its first message, the conversation
+    /// started): `store::conversations`.
+    Message {
+        /// The conversation (for a new direct one, the id proposed: the
+        /// pair's claim decides).
+        cid: u64,
+        /// The message id.
+        mid: u64,
+        /// The sender.
+        uid: u64,
+        /// The sender's login.
+        login: String,
+        /// The text.
+        text: String,
+        /// When it was sent.
+        at: f64,
+        /// Set when the message starts a conversation.
+        start: Option<crate::store::conversations::NewConversation>,
+        /// The sender's idempotency key, if one was sent.
+        idempotency_key: Option<String>,
+    },
     /// A login or email change.
     Rename {
         /// The user.
@@ -280,6 +301,7 @@ impl Store {
             Op::Request { .. } => self.run_request(owed).await.map(|_| ()),
             Op::Rename { .. } => self.run_rename(owed).await,
             Op::Relate { .. } => self.run_relate(owed).await.map(|_| ()),
+            Op::Message { .. } => self.run_message(owed).await.map(|_| ()),
         };
         match result {
             Err(

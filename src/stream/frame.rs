@@ -154,8 +154,9 @@ impl Frame {
                     public: !private,
                 }
             }
-            // A request concerns a private account: never the firehose.
-            E::FollowRequest { .. } => Event::Notice {
+            // A request concerns a private account, a message its
+            // conversation: never the firehose.
+            E::FollowRequest { .. } | E::DirectMessage { .. } => Event::Notice {
                 uids: &self.ids.notified,
                 public: false,
             },
@@ -257,6 +258,14 @@ pub fn parse(json: &str) -> Option<Incoming> {
             status: None,
             notified: vec![*source, *target],
             actors: [*source, 0],
+        },
+        // Every participant's user stream; no actor, since neither blocks
+        // (which close a direct conversation at sending) nor mutes touch
+        // conversations.
+        E::DirectMessage { participants, .. } => Ids {
+            status: None,
+            notified: participants.iter().map(|p| p.0).collect(),
+            actors: [0, 0],
         },
         _ => Ids::default(),
     };

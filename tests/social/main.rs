@@ -7,6 +7,7 @@
 mod common;
 
 mod account;
+mod conversations;
 mod follows;
 mod relations;
 mod service;

@@ -97,6 +97,12 @@ struct Args {
     /// 2026-11-24 were taken with it).
     #[arg(long, value_enum, default_value_t = WsClient::Raw)]
     ws_client: WsClient,
+    /// Relations each load user holds before its streams open: this many
+    /// blocks of users who post nothing, written straight into its `hide`
+    /// HASH (one Redis only), so every delivery pays the hub's check of
+    /// the viewer's relations against a map of this size.
+    #[arg(long, default_value_t = 0)]
+    blocks_per_viewer: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -400,6 +406,24 @@ async fn main() -> anyhow::Result<()> {
             uid,
             jwt.mint(uid, &sid, &["read", "write", "firehose"], 3600).0,
         ));
+    }
+    if args.blocks_per_viewer > 0 {
+        let client = redis::Client::open(args.redis_url.as_str())?;
+        let mut conn = client.get_multiplexed_async_connection().await?;
+        for (uid, _) in &tokens {
+            let key = store.keys().hide(*uid);
+            let mut cmd = redis::cmd("HSET");
+            cmd.arg(&key).arg("seq").arg(args.blocks_per_viewer);
+            for k in 1..=args.blocks_per_viewer {
+                cmd.arg(1_000_000_000 + k).arg(format!("1:{k}"));
+            }
+            let _: () = cmd.query_async(&mut conn).await?;
+        }
+        println!(
+            "{} load users hold {} blocks each",
+            tokens.len(),
+            args.blocks_per_viewer
+        );
     }
     let before = pid.and_then(procfs_pair);
     let counters = Arc::new(Counters {

@@ -6,6 +6,7 @@
 mod delete;
 mod follow;
 mod like;
+mod message;
 mod post;
 mod relate;
 mod rename;

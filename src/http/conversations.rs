@@ -1,0 +1,504 @@
+//! Conversations: start one (direct or group), list them, page and send
+//! messages, mark read, leave.
+
+use super::extract::idempotency_key;
+use super::openapi::{Auth, Op, Params, Reply};
+use super::paging::{count_param, uint, user_paging};
+use super::routes::Routes;
+use super::{detached, known_params, path_id, JsonBody, JsonId};
+use crate::auth::{AuthUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::hides;
+use crate::model::{Conversation, Message};
+use crate::state::AppState;
+use crate::store::conversations::{NewConversation, Outgoing, Sent};
+use crate::store::StoreError;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// Longest message, in characters (Unicode scalar values).
+pub const MAX_TEXT_CHARS: usize = 1000;
+/// Longest group title, in characters.
+pub const MAX_TITLE_CHARS: usize = 100;
+/// Most other participants of a group conversation.
+pub const MAX_OTHERS: usize = 50;
+
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .schema_of::<Message>("Message")
+        .schema_of::<Conversation>("Conversation")
+        .schema_of::<ConversationPage>("ConversationPage")
+        .schema_of::<NewConversationBody>("NewConversationBody")
+        .schema_of::<MessageBody>("MessageBody")
+        .route(CREATE_OP, create)
+        .route(LIST_OP, list)
+        .route(SHOW_OP, show)
+        .route(MESSAGES_OP, messages)
+        .route(SEND_OP, send)
+        .route(READ_OP, read)
+        .route(LEAVE_OP, leave)
+}
+
+/// Body of `POST /api/v1/conversations`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct NewConversationBody {
+    /// The other participants' ids: one makes a direct conversation, 2-50
+    /// a group one (repeats count once).
+    #[schema(value_type = Vec<String>)]
+    pub participants: Vec<JsonId>,
+    /// The first message, 1-1000 characters, not only white space.
+    pub text: String,
+    /// A group's title, 1-100 characters (not for a direct one).
+    pub title: Option<String>,
+}
+
+/// Body of `POST /api/v1/conversations/{id}/messages`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct MessageBody {
+    /// 1-1000 characters, not only white space.
+    pub text: String,
+}
+
+/// A page of conversations.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ConversationPage {
+    /// Newest activity first.
+    pub conversations: Vec<Conversation>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// A message's text: 1-1000 characters, not only white space.
+fn check_text(text: &str) -> ApiResult<()> {
+    let n = text.chars().count();
+    if n == 0 || n > MAX_TEXT_CHARS || text.trim().is_empty() {
+        return Err(ApiError::invalid(
+            "invalid_text",
+            format!("text must be 1 to {MAX_TEXT_CHARS} characters, not only white space."),
+        ));
+    }
+    Ok(())
+}
+
+/// A conversation id from the path: 404 for anything that is not one.
+fn conversation_id(raw: &str) -> ApiResult<u64> {
+    path_id(raw, "conversation")
+}
+
+/// A store answer on a conversation, with "not found" in the contract's
+/// words.
+fn not_found(e: StoreError) -> ApiError {
+    match e {
+        StoreError::NotFound(_) => ApiError::not_found("No such conversation."),
+        e => e.into(),
+    }
+}
+
+const CREATE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/conversations",
+    tag: "conversations",
+    summary: "Start a conversation with its first message (200 with the existing one for a direct pair that has one)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("NewConversationBody"),
+    status: 201,
+    params: Params::None,
+    reply: Reply::Schema("Conversation"),
+    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
+};
+
+/// `POST /api/v1/conversations`.
+pub async fn create(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<NewConversationBody>,
+) -> ApiResult<Response> {
+    auth.require(SCOPE_WRITE)?;
+    let idem = idempotency_key(&headers)?;
+    check_text(&body.text)?;
+    let mut others: Vec<u64> = Vec::new();
+    for p in &body.participants {
+        let id = p.parse().ok_or_else(|| {
+            ApiError::invalid(
+                "invalid_participants",
+                "participants must be user ids (strings of digits).",
+            )
+        })?;
+        if !others.contains(&id) {
+            others.push(id);
+        }
+    }
+    if others.is_empty() || others.len() > MAX_OTHERS || others.contains(&auth.uid) {
+        return Err(ApiError::invalid(
+            "invalid_participants",
+            format!("Name 1 to {MAX_OTHERS} other users; not yourself."),
+        ));
+    }
+    let direct = others.len() == 1;
+    let title = match body.title.as_deref() {
+        None => None,
+        Some(_) if direct => {
+            return Err(ApiError::invalid(
+                "invalid_title",
+                "A direct conversation has no title.",
+            ))
+        }
+        Some(t) => {
+            let n = t.chars().count();
+            if n == 0 || n > MAX_TITLE_CHARS || t.trim().is_empty() {
+                return Err(ApiError::invalid(
+                    "invalid_title",
+                    format!("title must be 1 to {MAX_TITLE_CHARS} characters."),
+                ));
+            }
+            Some(t.to_string())
+        }
+    };
+    state.rate.write(auth.uid)?;
+    for &other in &others {
+        if !state.store.user_exists(other).await? {
+            return Err(ApiError::not_found(format!("No such user: {other}.")));
+        }
+    }
+    // A block either way closes messaging; the caller's relations hold both.
+    let relations = state.store.hides(auth.uid).await?;
+    if let Some(other) = others
+        .iter()
+        .find(|o| relations.bits(**o) & hides::BLOCK_EITHER != 0)
+    {
+        return Err(ApiError::forbidden(format!(
+            "You cannot message {other}: a block stands between you."
+        )));
+    }
+    let existing = match direct {
+        true => state.store.direct_between(auth.uid, others[0]).await?,
+        false => None,
+    };
+    if existing.is_none() {
+        consent(&state, auth.uid, &others).await?;
+    }
+    let me = state.store.user(auth.uid).await?;
+    let (cid, start) = match existing {
+        Some(cid) => (cid, None),
+        None => {
+            let mut members = vec![auth.uid];
+            members.extend(&others);
+            let (cid, _) = state.store.next_status_id().await?;
+            let kind = if direct { "direct" } else { "group" };
+            (
+                cid,
+                Some(NewConversation {
+                    kind: kind.into(),
+                    title,
+                    members,
+                }),
+            )
+        }
+    };
+    let store = state.store.clone();
+    let uid = auth.uid;
+    let sent: Sent = detached(async move {
+        Ok(store
+            .send_message(Outgoing {
+                cid,
+                uid,
+                login: &me.login,
+                text: &body.text,
+                start,
+                idempotency_key: idem.as_deref(),
+            })
+            .await?)
+    })
+    .await?;
+    let conversation = state
+        .store
+        .conversation(sent.conversation_id, auth.uid)
+        .await
+        .map_err(not_found)?;
+    let status = if existing.is_some() || sent.conversation_id != cid {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    Ok((status, Json(conversation)).into_response())
+}
+
+/// Whether every other participant consents to a new conversation with
+/// `uid`: their `dm_policy` is `everyone`, or they follow `uid`; and none is
+/// at their bound of conversations (nor the caller).
+async fn consent(state: &AppState, uid: u64, others: &[u64]) -> ApiResult<()> {
+    let cap = state.store.max_conversations();
+    if state.store.conversation_count(uid).await? >= cap {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "conversation_limit",
+            format!("You are in {cap} conversations, the most allowed; leave one first."),
+        )
+        .retry_after(3600));
+    }
+    for &other in others {
+        if state.store.dm_policy(other).await? == "following"
+            && !state.store.is_following(other, uid).await?
+        {
+            return Err(ApiError::forbidden(format!(
+                "User {other} takes messages only from those they follow."
+            )));
+        }
+        if state.store.conversation_count(other).await? >= cap {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "conversation_limit",
+                format!("User {other} is in {cap} conversations, the most allowed."),
+            )
+            .retry_after(3600));
+        }
+    }
+    Ok(())
+}
+
+const LIST_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/conversations",
+    tag: "conversations",
+    summary: "Your conversations, newest activity first, with unread counts",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::FollowPaging,
+    reply: Reply::Schema("ConversationPage"),
+    errors: &[400, 401, 503],
+};
+
+/// `GET /api/v1/conversations`.
+pub async fn list(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<ConversationPage>> {
+    let (cursor, count) = user_paging(&q)?;
+    let (conversations, next_cursor) = state
+        .store
+        .conversation_page(auth.uid, &cursor, count)
+        .await?;
+    Ok(Json(ConversationPage {
+        conversations,
+        next_cursor,
+    }))
+}
+
+const SHOW_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/conversations/{id}",
+    tag: "conversations",
+    summary: "A conversation you are in",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("Conversation"),
+    errors: &[401, 404, 503],
+};
+
+/// `GET /api/v1/conversations/{id}`.
+pub async fn show(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Conversation>> {
+    let cid = conversation_id(&id)?;
+    Ok(Json(
+        state
+            .store
+            .conversation(cid, auth.uid)
+            .await
+            .map_err(not_found)?,
+    ))
+}
+
+/// The participants of `cid` if `uid` is one of them; else 404.
+async fn members_with(state: &AppState, cid: u64, uid: u64) -> ApiResult<Vec<u64>> {
+    match state.store.conversation_members(cid).await? {
+        Some(members) if members.contains(&uid) => Ok(members),
+        _ => Err(ApiError::not_found("No such conversation.")),
+    }
+}
+
+const MESSAGES_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/conversations/{id}/messages",
+    tag: "conversations",
+    summary: "A conversation's messages, newest first",
+    auth: Auth::Bearer,
+    query: &[
+        ("count", "1-200, default 30"),
+        ("max_id", "messages with ids at most this one"),
+    ],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::List("Message"),
+    errors: &[400, 401, 404, 503],
+};
+
+/// `GET /api/v1/conversations/{id}/messages`.
+pub async fn messages(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Vec<Message>>> {
+    known_params(&q, &["count", "max_id"])?;
+    let count = count_param(&q, 30)?;
+    let max_id =
+        match q.get("max_id") {
+            None => None,
+            Some(raw) => Some(uint(raw).ok_or_else(|| {
+                ApiError::invalid("invalid_max_id", "max_id must be a message id.")
+            })?),
+        };
+    let cid = conversation_id(&id)?;
+    members_with(&state, cid, auth.uid).await?;
+    Ok(Json(state.store.messages(cid, max_id, count).await?))
+}
+
+const SEND_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/conversations/{id}/messages",
+    tag: "conversations",
+    summary: "Send a message (honours Idempotency-Key, as posts do)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("MessageBody"),
+    status: 201,
+    params: Params::None,
+    reply: Reply::Schema("Message"),
+    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
+};
+
+/// `POST /api/v1/conversations/{id}/messages`.
+pub async fn send(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<MessageBody>,
+) -> ApiResult<(StatusCode, Json<Message>)> {
+    auth.require(SCOPE_WRITE)?;
+    let cid = conversation_id(&id)?;
+    let idem = idempotency_key(&headers)?;
+    check_text(&body.text)?;
+    let members = members_with(&state, cid, auth.uid).await?;
+    state.rate.write(auth.uid)?;
+    // In a direct conversation a block either way stops sending.
+    if members.len() == 2 && state.store.direct_between(members[0], members[1]).await? == Some(cid)
+    {
+        let other = members
+            .iter()
+            .copied()
+            .find(|m| *m != auth.uid)
+            .unwrap_or(0);
+        if state.store.relation_bits(auth.uid, other).await? & hides::BLOCK_EITHER != 0 {
+            return Err(ApiError::forbidden(
+                "You cannot message this user: a block stands between you.",
+            ));
+        }
+    }
+    let me = state.store.user(auth.uid).await?;
+    let store = state.store.clone();
+    let uid = auth.uid;
+    let sent: Sent = detached(async move {
+        Ok(store
+            .send_message(Outgoing {
+                cid,
+                uid,
+                login: &me.login,
+                text: &body.text,
+                start: None,
+                idempotency_key: idem.as_deref(),
+            })
+            .await?)
+    })
+    .await
+    .map_err(|e| match e.status {
+        StatusCode::NOT_FOUND => ApiError::not_found("No such conversation."),
+        _ => e,
+    })?;
+    let message = state
+        .store
+        .message(sent.conversation_id, sent.message_id)
+        .await?;
+    Ok((StatusCode::CREATED, Json(message)))
+}
+
+const READ_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/conversations/{id}/read",
+    tag: "conversations",
+    summary: "Mark a conversation read (unread: 0)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("Conversation"),
+    errors: &[401, 404, 503],
+};
+
+/// `POST /api/v1/conversations/{id}/read`.
+pub async fn read(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Conversation>> {
+    let cid = conversation_id(&id)?;
+    state
+        .store
+        .mark_read(cid, auth.uid)
+        .await
+        .map_err(not_found)?;
+    Ok(Json(
+        state
+            .store
+            .conversation(cid, auth.uid)
+            .await
+            .map_err(not_found)?,
+    ))
+}
+
+const LEAVE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/conversations/{id}/leave",
+    tag: "conversations",
+    summary: "Leave a group conversation (a direct one: 400)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 204,
+    params: Params::None,
+    reply: Reply::Empty,
+    errors: &[400, 401, 404, 503],
+};
+
+/// `POST /api/v1/conversations/{id}/leave`.
+pub async fn leave(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    let cid = conversation_id(&id)?;
+    state
+        .store
+        .leave_conversation(cid, auth.uid)
+        .await
+        .map_err(not_found)?;
+    Ok(StatusCode::NO_CONTENT)
+}

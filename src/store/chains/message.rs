@@ -1,0 +1,141 @@
+//! The message chain: for a new direct conversation the pair's claim, then
+//! the message stored in its conversation (which a first message creates),
+//! each participant's list of conversations, then the `direct_message`
+//! event and the idempotent answer.
+
+use crate::model::{Event, IdString, Message};
+use crate::store::conversations::Sent;
+use crate::store::events::body;
+use crate::store::outbox::{Finish, Op, Owed};
+use crate::store::{Store, StoreError, StoreResult};
+
+impl Store {
+    /// A message's steps; returns where it went.
+    pub(crate) async fn run_message(&self, owed: &Owed) -> StoreResult<Sent> {
+        let Op::Message {
+            cid,
+            mid,
+            uid,
+            ref login,
+            ref text,
+            at,
+            ref start,
+            ref idempotency_key,
+        } = owed.op
+        else {
+            return Err(StoreError::Internal("not a message".into()));
+        };
+        let mut conn = self.conn();
+        // A direct pair has one conversation: the first claim wins, and a
+        // message proposing another goes into the winner's.
+        let cid = match start {
+            Some(new) if new.kind == "direct" => {
+                let (lo, hi) = match new.members.as_slice() {
+                    [a, b] => (*a.min(b), *a.max(b)),
+                    _ => return Err(StoreError::Internal("a direct pair of two".into())),
+                };
+                let won: u64 = self
+                    .scripts
+                    .direct_claim
+                    .key(self.keys.direct(lo))
+                    .arg(hi)
+                    .arg(cid)
+                    .invoke_async(&mut conn)
+                    .await?;
+                won
+            }
+            _ => cid,
+        };
+        let message = Message {
+            id: mid.to_string(),
+            conversation_id: cid.to_string(),
+            uid: uid.to_string(),
+            login: login.clone(),
+            text: text.clone(),
+            sent: at,
+        };
+        let json =
+            serde_json::to_string(&message).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let mut inv = self.scripts.conv_send.prepare_invoke();
+        inv.key(self.keys.conv(cid))
+            .key(self.keys.conv_members(cid))
+            .key(self.keys.conv_messages(cid))
+            .key(self.keys.conv_bodies(cid))
+            .key(self.keys.conv_unread(cid))
+            .arg(mid)
+            .arg(uid)
+            .arg(&json)
+            .arg(at)
+            .arg(self.max_conversation_messages);
+        match start {
+            Some(new) => {
+                inv.arg("1")
+                    .arg(cid)
+                    .arg(&new.kind)
+                    .arg(new.title.as_deref().unwrap_or(""));
+                for m in &new.members {
+                    inv.arg(m);
+                }
+            }
+            None => {
+                inv.arg("0");
+            }
+        }
+        let reply: Vec<String> = inv.invoke_async(&mut conn).await?;
+        let members: Vec<u64> = match reply.first().map(String::as_str) {
+            Some("ok" | "again") => reply[1..].iter().filter_map(|m| m.parse().ok()).collect(),
+            Some("full") => {
+                self.finish_with(owed, Vec::new()).await?;
+                return Err(StoreError::Limit(
+                    "conversation_full",
+                    format!(
+                        "This conversation holds its most messages ({}); start another.",
+                        self.max_conversation_messages
+                    ),
+                ));
+            }
+            _ => {
+                self.finish_with(owed, Vec::new()).await?;
+                return Err(StoreError::NotFound("conversation"));
+            }
+        };
+        // Each participant's list, newest activity first (scores are minus
+        // the time; LT keeps the newest).
+        let mut pipe = redis::pipe();
+        for m in &members {
+            pipe.cmd("ZADD")
+                .arg(self.keys.user_convs(*m))
+                .arg("LT")
+                .arg(-at)
+                .arg(cid)
+                .ignore();
+        }
+        let _: () = pipe.query_async(&mut conn).await?;
+        let sent = Sent {
+            conversation_id: cid,
+            message_id: mid,
+        };
+        let answer = match idempotency_key {
+            Some(key) => Some((
+                self.keys.idempotency(uid, &format!("m:{key}")),
+                serde_json::to_string(&sent).map_err(|e| StoreError::Internal(e.to_string()))?,
+            )),
+            None => None,
+        };
+        let event = Event::DirectMessage {
+            at,
+            message,
+            participants: members.into_iter().map(IdString).collect(),
+        };
+        self.finish_op(
+            owed,
+            Finish {
+                events: vec![body(&event)],
+                tasks: Vec::new(),
+                answer,
+            },
+        )
+        .await?;
+        Ok(sent)
+    }
+}

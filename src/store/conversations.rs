@@ -1,0 +1,310 @@
+//! Conversations: direct (one per pair of users) and group, their messages,
+//! unread counts and each user's list of them.
+//!
+//! A conversation's keys share the slot `{c<id>}` (its HASH, participants,
+//! message ids, message bodies, unread counters); each user's list of
+//! conversations is in the user's slot, the pair map of direct ones in the
+//! lower id's. Sending is an outbox op (`chains/message.rs`) like a post: the
+//! op is recorded before the message is stored, so a message whose send
+//! answered (or whose request died after `op_begin`) is stored once and
+//! announced once.
+
+use super::outbox::{Begun, Op, Owed};
+use super::paging::{Cursor, IdPage};
+use super::{parse_id, Store, StoreError, StoreResult};
+use crate::model::{Conversation, Message};
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// What a message that starts a conversation also makes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewConversation {
+    /// `direct` or `group`.
+    pub kind: String,
+    /// A group's title.
+    pub title: Option<String>,
+    /// Every participant, the sender included.
+    pub members: Vec<u64>,
+}
+
+/// A message to send.
+#[derive(Debug, Clone)]
+pub struct Outgoing<'a> {
+    /// The conversation (a fresh id when starting one).
+    pub cid: u64,
+    /// The sender and their login.
+    pub uid: u64,
+    /// The sender's login.
+    pub login: &'a str,
+    /// The text, checked.
+    pub text: &'a str,
+    /// Set when the message starts a conversation.
+    pub start: Option<NewConversation>,
+    /// The sender's `Idempotency-Key`, if any.
+    pub idempotency_key: Option<&'a str>,
+}
+
+/// A message sent: where it went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sent {
+    /// The conversation (for a direct pair, the pair's one).
+    pub conversation_id: u64,
+    /// The message.
+    pub message_id: u64,
+}
+
+/// A conversation's HASH, participants and the viewer's unread count.
+type ConvRow = (HashMap<String, String>, Vec<String>, Option<u64>);
+
+impl Store {
+    /// Sends a message (starting its conversation when `out.start` says
+    /// so). With an idempotency key already used by this sender within a
+    /// day, sends nothing and answers where the first went.
+    pub async fn send_message(&self, out: Outgoing<'_>) -> StoreResult<Sent> {
+        // Message ids are status ids (time-ordered, no shared counter), so
+        // `max_id` pages messages as it pages timelines.
+        let (mid, at) = self.next_status_id().await?;
+        let op = Op::Message {
+            cid: out.cid,
+            mid,
+            uid: out.uid,
+            login: out.login.to_string(),
+            text: out.text.to_string(),
+            at,
+            start: out.start,
+            idempotency_key: out.idempotency_key.map(String::from),
+        };
+        let key = out
+            .idempotency_key
+            .map(|k| self.keys.idempotency(out.uid, &format!("m:{k}")));
+        let owed = match self.begin_op(&op, key.as_deref()).await? {
+            Begun::Started(owed) => owed,
+            Begun::Duplicate(first) => {
+                let Some(pending) = first.strip_prefix("pending|") else {
+                    return serde_json::from_str(&first)
+                        .map_err(|_| StoreError::Internal("bad idempotent answer".into()));
+                };
+                // The first send is under way (or died): finish it (every
+                // step is idempotent) and answer with it.
+                let owed = Owed::decode(pending)
+                    .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
+                return self.run_message(&owed).await;
+            }
+        };
+        self.run_message(&owed).await
+    }
+
+    /// Most conversations a user may be in.
+    pub fn max_conversations(&self) -> usize {
+        self.max_conversations
+    }
+
+    /// The direct conversation of a pair, if they have one.
+    pub async fn direct_between(&self, a: u64, b: u64) -> StoreResult<Option<u64>> {
+        let (lo, hi) = (a.min(b), a.max(b));
+        let mut conn = self.conn();
+        Ok(conn.hget(self.keys.direct(lo), hi).await?)
+    }
+
+    /// How many conversations `uid` is listed in.
+    pub async fn conversation_count(&self, uid: u64) -> StoreResult<usize> {
+        let mut conn = self.conn();
+        Ok(conn.zcard(self.keys.user_convs(uid)).await?)
+    }
+
+    /// The participants of a conversation now; `None` if there is no such
+    /// conversation.
+    pub async fn conversation_members(&self, cid: u64) -> StoreResult<Option<Vec<u64>>> {
+        let mut conn = self.conn();
+        let (exists, members): (bool, Vec<String>) = redis::pipe()
+            .exists(self.keys.conv(cid))
+            .zrange(self.keys.conv_members(cid), 0, -1)
+            .query_async(&mut conn)
+            .await?;
+        if !exists {
+            return Ok(None);
+        }
+        Ok(Some(
+            members
+                .iter()
+                .map(|m| parse_id(m))
+                .collect::<StoreResult<_>>()?,
+        ))
+    }
+
+    /// Conversation `cid` as `viewer` sees it: `NotFound` unless the viewer
+    /// is in it.
+    pub async fn conversation(&self, cid: u64, viewer: u64) -> StoreResult<Conversation> {
+        let mut found = self.conversations(&[cid], viewer).await?;
+        found
+            .pop()
+            .flatten()
+            .ok_or(StoreError::NotFound("conversation"))
+    }
+
+    /// Conversations as `viewer` sees them, in order; `None` for those the
+    /// viewer is not in (or that do not exist).
+    async fn conversations(
+        &self,
+        cids: &[u64],
+        viewer: u64,
+    ) -> StoreResult<Vec<Option<Conversation>>> {
+        if cids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for &cid in cids {
+            pipe.hgetall(self.keys.conv(cid))
+                .zrange(self.keys.conv_members(cid), 0, -1)
+                .hget(self.keys.conv_unread(cid), viewer);
+        }
+        let mut conn = self.conn();
+        let rows: Vec<ConvRow> = pipe.query_async(&mut conn).await?;
+        // The newest message of each, in a second round (its id is in the HASH).
+        let mut pipe = redis::pipe();
+        for (&cid, (h, _, _)) in cids.iter().zip(&rows) {
+            pipe.hget(
+                self.keys.conv_bodies(cid),
+                h.get("last").cloned().unwrap_or_default(),
+            );
+        }
+        let lasts: Vec<Option<String>> = pipe.query_async(&mut conn).await?;
+        let mut out = Vec::with_capacity(cids.len());
+        for ((h, members, unread), last) in rows.into_iter().zip(lasts) {
+            let me = viewer.to_string();
+            if h.is_empty() || !members.contains(&me) {
+                out.push(None);
+                continue;
+            }
+            let ids: Vec<u64> = members.iter().filter_map(|m| m.parse().ok()).collect();
+            let num = |k: &str| h.get(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+            out.push(Some(Conversation {
+                id: h.get("id").cloned().unwrap_or_default(),
+                kind: h.get("kind").cloned().unwrap_or_default(),
+                title: h.get("title").filter(|t| !t.is_empty()).cloned(),
+                participants: self.users(&ids).await?,
+                created: num("created"),
+                updated: num("updated"),
+                last_message: last.and_then(|m| serde_json::from_str(&m).ok()),
+                unread: unread.unwrap_or(0),
+            }));
+        }
+        Ok(out)
+    }
+
+    /// A page of `viewer`'s conversations, newest activity first, and the
+    /// cursor of the next page. Entries of conversations the viewer has
+    /// left meanwhile (a send racing the leave) are dropped here.
+    pub async fn conversation_page(
+        &self,
+        viewer: u64,
+        cursor: &Cursor,
+        count: usize,
+    ) -> StoreResult<(Vec<Conversation>, Option<String>)> {
+        let IdPage { ids, next_cursor } = self
+            .id_page(&self.keys.user_convs(viewer), cursor, count)
+            .await?;
+        let found = self.conversations(&ids, viewer).await?;
+        let mut shown = Vec::with_capacity(found.len());
+        let mut stale = Vec::new();
+        for (cid, c) in ids.iter().zip(found) {
+            match c {
+                Some(c) => shown.push(c),
+                None => stale.push(*cid),
+            }
+        }
+        if !stale.is_empty() {
+            let mut conn = self.conn();
+            let _: () = conn.zrem(self.keys.user_convs(viewer), stale).await?;
+        }
+        Ok((shown, next_cursor))
+    }
+
+    /// Up to `count` messages of `cid` at or below `max_id`, newest first.
+    /// The caller has checked that the viewer is in it.
+    pub async fn messages(
+        &self,
+        cid: u64,
+        max_id: Option<u64>,
+        count: usize,
+    ) -> StoreResult<Vec<Message>> {
+        let mut conn = self.conn();
+        let top = max_id.map_or("+inf".to_string(), |m| m.to_string());
+        let ids: Vec<String> = redis::cmd("ZREVRANGEBYSCORE")
+            .arg(self.keys.conv_messages(cid))
+            .arg(top)
+            .arg("-inf")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(count)
+            .query_async(&mut conn)
+            .await?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let bodies: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(self.keys.conv_bodies(cid))
+            .arg(&ids)
+            .query_async(&mut conn)
+            .await?;
+        Ok(bodies
+            .into_iter()
+            .flatten()
+            .filter_map(|b| serde_json::from_str(&b).ok())
+            .collect())
+    }
+
+    /// One message of a conversation.
+    pub async fn message(&self, cid: u64, mid: u64) -> StoreResult<Message> {
+        let mut conn = self.conn();
+        let body: Option<String> = conn.hget(self.keys.conv_bodies(cid), mid).await?;
+        body.and_then(|b| serde_json::from_str(&b).ok())
+            .ok_or(StoreError::NotFound("message"))
+    }
+
+    /// Marks `cid` read for `viewer`: `NotFound` unless they are in it.
+    pub async fn mark_read(&self, cid: u64, viewer: u64) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let done: i64 = self
+            .scripts
+            .conv_read
+            .key(self.keys.conv_members(cid))
+            .key(self.keys.conv_unread(cid))
+            .arg(viewer)
+            .invoke_async(&mut conn)
+            .await?;
+        if done == 0 {
+            return Err(StoreError::NotFound("conversation"));
+        }
+        Ok(())
+    }
+
+    /// `viewer` leaves group conversation `cid`: `NotFound` unless they
+    /// are in it, `Invalid` for a direct one.
+    pub async fn leave_conversation(&self, cid: u64, viewer: u64) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let outcome: String = self
+            .scripts
+            .conv_leave
+            .key(self.keys.conv(cid))
+            .key(self.keys.conv_members(cid))
+            .key(self.keys.conv_unread(cid))
+            .arg(viewer)
+            .invoke_async(&mut conn)
+            .await?;
+        match outcome.as_str() {
+            "ok" => {
+                // Then off the user's list (a crash between the two leaves
+                // an entry that the list's next read drops).
+                let _: () = conn.zrem(self.keys.user_convs(viewer), cid).await?;
+                Ok(())
+            }
+            "direct" => Err(StoreError::Invalid(
+                "direct_conversation",
+                "A direct conversation cannot be left.".into(),
+            )),
+            _ => Err(StoreError::NotFound("conversation")),
+        }
+    }
+}
