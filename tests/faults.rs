@@ -1294,3 +1294,98 @@ async fn a_cluster_that_requires_a_password_carries_events_to_streams() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_server_killed_mid_send_leaves_each_message_stored_once_and_delivered_once() {
+    // The in-process app sets up, watches and reads: no workers of its own.
+    let app = TestApp::start_with(|c| c.workers = 0).await;
+    let (_, sender) = app.user("dm_killed").await;
+    let (reader, reader_token) = app.user("dm_survivor").await;
+    let (_, c) = app
+        .post(
+            "/api/v1/conversations",
+            Some(&sender),
+            json!({"participants": [reader], "text": "before the burst"}),
+        )
+        .await;
+    let cid = c["id"].as_str().unwrap().to_string();
+    let mut stream = app
+        .stream("/api/v1/stream/user", Some(&reader_token), &[])
+        .await;
+    let env = [("FIREHOSE_OUTBOX_LEASE", "1")];
+    let first = ServerProcess::serve(&app.redis, &env).await;
+    let http = reqwest::Client::new();
+    let send = |base: String, i: usize| {
+        let req = http
+            .post(format!("{base}/api/v1/conversations/{cid}/messages"))
+            .bearer_auth(&sender)
+            .header("Idempotency-Key", format!("burst-{i}"))
+            .json(&json!({"text": format!("burst {i}")}));
+        async move {
+            match req.send().await {
+                Ok(r) if r.status() == 201 => r.json::<serde_json::Value>().await.ok(),
+                _ => None,
+            }
+        }
+    };
+    let base = first.url("");
+    let base = base.trim_end_matches('/').to_string();
+    let answered: Vec<_> = futures::stream::iter(0..100)
+        .map(|i| send(base.clone(), i))
+        .buffer_unordered(16)
+        .take(20)
+        .collect()
+        .await;
+    first.kill9().await;
+    assert!(answered.iter().all(Option::is_some));
+    // The sender retries every message, with its key, on another process.
+    let second = ServerProcess::serve(&app.redis, &env).await;
+    let base = second.url("");
+    let base = base.trim_end_matches('/').to_string();
+    let mut by_key = Vec::new();
+    for i in 0..100 {
+        let m = send(base.clone(), i).await.expect("a retry answers 201");
+        assert_eq!(m["text"], json!(format!("burst {i}")));
+        by_key.push(m["id"].as_str().unwrap().to_string());
+    }
+    drained(&app).await;
+    // Stored once each: the conversation holds exactly the 100 (and the first).
+    let (_, all) = app
+        .get(
+            &format!("/api/v1/conversations/{cid}/messages?count=200"),
+            Some(&sender),
+        )
+        .await;
+    let stored: Vec<String> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_string())
+        .collect();
+    let unique: std::collections::HashSet<&String> = stored.iter().collect();
+    assert_eq!((stored.len(), unique.len()), (101, 101));
+    for id in &by_key {
+        assert!(unique.contains(id), "answered {id} is not stored");
+    }
+    // Delivered once each.
+    let mut delivered = std::collections::HashMap::<String, usize>::new();
+    while delivered.len() < 100 {
+        let e = stream.next_event("a direct message").await;
+        if e.data["type"] == "direct_message" {
+            *delivered
+                .entry(e.data["message"]["id"].as_str().unwrap().to_string())
+                .or_default() += 1;
+        }
+    }
+    stream.assert_quiet(Duration::from_millis(1000)).await;
+    let repeated = delivered.values().filter(|n| **n > 1).count();
+    println!(
+        "kill -9 mid-send: {} answered before the kill, {} stored, {} delivered, {repeated} repeated",
+        answered.len(),
+        stored.len() - 1,
+        delivered.len()
+    );
+    assert_eq!(repeated, 0);
+    assert!(by_key.iter().all(|id| delivered.contains_key(id)));
+    second.kill9().await;
+}

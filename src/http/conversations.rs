@@ -2,10 +2,11 @@
 //! messages, mark read, leave.
 
 use super::extract::idempotency_key;
+use super::openapi::WS;
 use super::openapi::{Auth, Op, Params, Reply};
-use super::paging::{count_param, uint, user_paging};
+use super::paging::{paging, user_paging};
 use super::routes::Routes;
-use super::{detached, known_params, path_id, JsonBody, JsonId};
+use super::{detached, path_id, JsonBody, JsonId};
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::hides;
@@ -33,8 +34,8 @@ pub fn routes() -> Routes {
         .schema_of::<Message>("Message")
         .schema_of::<Conversation>("Conversation")
         .schema_of::<ConversationPage>("ConversationPage")
-        .schema_of::<NewConversationBody>("NewConversationBody")
-        .schema_of::<MessageBody>("MessageBody")
+        .schema("NewConversationBody", new_conversation_schema())
+        .schema("MessageBody", message_body_schema())
         .route(CREATE_OP, create)
         .route(LIST_OP, list)
         .route(SHOW_OP, show)
@@ -44,12 +45,38 @@ pub fn routes() -> Routes {
         .route(LEAVE_OP, leave)
 }
 
+/// The schema of a message's text.
+fn text_schema() -> serde_json::Value {
+    serde_json::json!({"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS,
+        "pattern": format!("[^{WS}]"),
+        "description": "1-1000 characters (Unicode scalar values), not only white space."})
+}
+
+fn new_conversation_schema() -> serde_json::Value {
+    serde_json::json!({
+        "type": "object", "required": ["participants", "text"],
+        "properties": {
+            "participants": {"type": "array", "minItems": 1, "maxItems": MAX_OTHERS,
+                "items": {"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"},
+                                    {"type": "integer", "minimum": 0}]},
+                "description": "The other participants (not the caller; repeats count once): one makes a direct conversation, 2-50 a group one."},
+            "text": text_schema(),
+            "title": {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_TITLE_CHARS,
+                "pattern": format!("[^{WS}]"),
+                "description": "A group conversation's title (400 on a direct one)."},
+        },
+    })
+}
+
+fn message_body_schema() -> serde_json::Value {
+    serde_json::json!({"type": "object", "required": ["text"], "properties": {"text": text_schema()}})
+}
+
 /// Body of `POST /api/v1/conversations`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize)]
 pub struct NewConversationBody {
     /// The other participants' ids: one makes a direct conversation, 2-50
     /// a group one (repeats count once).
-    #[schema(value_type = Vec<String>)]
     pub participants: Vec<JsonId>,
     /// The first message, 1-1000 characters, not only white space.
     pub text: String,
@@ -58,7 +85,7 @@ pub struct NewConversationBody {
 }
 
 /// Body of `POST /api/v1/conversations/{id}/messages`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize)]
 pub struct MessageBody {
     /// 1-1000 characters, not only white space.
     pub text: String,
@@ -338,13 +365,10 @@ const MESSAGES_OP: Op = Op {
     tag: "conversations",
     summary: "A conversation's messages, newest first",
     auth: Auth::Bearer,
-    query: &[
-        ("count", "1-200, default 30"),
-        ("max_id", "messages with ids at most this one"),
-    ],
+    query: &[],
     body: None,
     status: 200,
-    params: Params::None,
+    params: Params::Paging,
     reply: Reply::List("Message"),
     errors: &[400, 401, 404, 503],
 };
@@ -356,18 +380,10 @@ pub async fn messages(
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Vec<Message>>> {
-    known_params(&q, &["count", "max_id"])?;
-    let count = count_param(&q, 30)?;
-    let max_id =
-        match q.get("max_id") {
-            None => None,
-            Some(raw) => Some(uint(raw).ok_or_else(|| {
-                ApiError::invalid("invalid_max_id", "max_id must be a message id.")
-            })?),
-        };
+    let (page, count) = paging(&q)?;
     let cid = conversation_id(&id)?;
     members_with(&state, cid, auth.uid).await?;
-    Ok(Json(state.store.messages(cid, max_id, count).await?))
+    Ok(Json(state.store.messages(cid, page, count).await?))
 }
 
 const SEND_OP: Op = Op {

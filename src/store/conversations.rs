@@ -10,7 +10,7 @@
 //! announced once.
 
 use super::outbox::{Begun, Op, Owed};
-use super::paging::{Cursor, IdPage};
+use super::paging::{Cursor, IdPage, Page};
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::{Conversation, Message};
 use redis::AsyncCommands;
@@ -221,22 +221,21 @@ impl Store {
         Ok((shown, next_cursor))
     }
 
-    /// Up to `count` messages of `cid` at or below `max_id`, newest first.
-    /// The caller has checked that the viewer is in it.
-    pub async fn messages(
-        &self,
-        cid: u64,
-        max_id: Option<u64>,
-        count: usize,
-    ) -> StoreResult<Vec<Message>> {
+    /// A page of `cid`'s messages, newest first: `count` at or below a
+    /// `max_id`, or the `page`-th `count`. The caller has checked that the
+    /// viewer is in it.
+    pub async fn messages(&self, cid: u64, page: Page, count: usize) -> StoreResult<Vec<Message>> {
         let mut conn = self.conn();
-        let top = max_id.map_or("+inf".to_string(), |m| m.to_string());
+        let (top, skip) = match page {
+            Page::MaxId(m) => (m.to_string(), 0),
+            Page::Number(n) => ("+inf".to_string(), (n - 1).saturating_mul(count as u64)),
+        };
         let ids: Vec<String> = redis::cmd("ZREVRANGEBYSCORE")
             .arg(self.keys.conv_messages(cid))
             .arg(top)
             .arg("-inf")
             .arg("LIMIT")
-            .arg(0)
+            .arg(skip.min(i64::MAX as u64))
             .arg(count)
             .query_async(&mut conn)
             .await?;
