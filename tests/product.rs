@@ -575,10 +575,58 @@ async fn the_browser_page_shows_a_followed_users_post_live() {
             .is_some_and(|e| e.starts_with("permessage-deflate")),
         "{got}"
     );
+    // Conversations: Bob starts one with alice, her answer arrives live in
+    // the open thread, and the list counts what he has not read.
+    browser.fill("dm-to", "alice").await;
+    browser.fill("dm-first", "hi alice, from the page").await;
+    browser.click("dm-start").await;
+    browser
+        .wait_for_text("dm-thread", "hi alice, from the page")
+        .await;
+    let (_, convs) = app.get("/api/v1/conversations", Some(&alice)).await;
+    let cid = convs["conversations"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.post(
+        &format!("/api/v1/conversations/{cid}/messages"),
+        Some(&alice),
+        json!({"text": "hello bob, live in the thread"}),
+    )
+    .await;
+    browser
+        .wait_for_text("dm-thread", "hello bob, live in the thread")
+        .await;
+    browser.fill("dm-text", "bob answers").await;
+    browser.click("dm-send").await;
+    browser.wait_for_text("dm-thread", "bob answers").await;
+    browser.click("dm-close").await;
+    app.post(
+        &format!("/api/v1/conversations/{cid}/messages"),
+        Some(&alice),
+        json!({"text": "are you there?"}),
+    )
+    .await;
+    browser.wait_for_text("convs", "1 unread").await;
+    // Mute and block buttons act on the user named in the box.
+    browser.fill("follow-login", "alice").await;
+    browser.click("mute").await;
+    browser.wait_for_text("follow-msg", "muted @alice").await;
+    browser.click("block").await;
+    browser.wait_for_text("follow-msg", "blocked @alice").await;
+    let (_, blocks) = app
+        .get("/api/v1/blocks", Some(&bob_token(&app).await))
+        .await;
+    assert_eq!(blocks["users"][0]["login"], "alice");
     let png = browser.screenshot().await;
     assert!(png.len() > 1000, "a screenshot was taken");
     let _ = std::fs::write(std::env::temp_dir().join("firehose-page.png"), png);
     browser.stop().await;
+}
+
+/// A token of bob's, who signed up through the page.
+async fn bob_token(app: &TestApp) -> String {
+    app.login("bob").await
 }
 
 #[tokio::test]
