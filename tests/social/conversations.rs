@@ -349,6 +349,7 @@ async fn messages_reach_the_participants_user_streams_only_and_enter_no_timeline
     let mut b_ws = ws_connect(&app, "/api/v1/stream", &bt).await;
     ws_send(&mut b_ws, json!({"type": "subscribe", "stream": "user"})).await;
     assert_eq!(ws_next(&mut b_ws).await["type"], "subscribed");
+    let mut b_ws_path = ws_connect(&app, "/api/v1/stream/user", &bt).await;
     let mut outsiders = [
         app.stream("/api/v1/stream/firehose", Some(&firehose), &[])
             .await,
