@@ -167,6 +167,11 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_STREAM_QUEUE", default_value_t = 1000)]
     pub stream_queue: usize,
 
+    /// Days a deleted account's login stays reserved (409 to a sign-up or
+    /// a rename) so nobody takes a name others still know; 0 frees it at once.
+    #[arg(long, env = "FIREHOSE_LOGIN_RESERVATION_DAYS", default_value_t = 30)]
+    pub login_reservation_days: u64,
+
     /// Users one user may block (then 429 `block_limit`).
     #[arg(long, env = "FIREHOSE_MAX_BLOCKS", default_value_t = 10_000)]
     pub max_blocks: usize,

@@ -37,8 +37,12 @@ pub struct User {
 }
 
 impl User {
-    /// Builds a user from its Redis HASH; `None` when the HASH is empty.
+    /// Builds a user from its Redis HASH; `None` when the HASH is empty or
+    /// the account is being deleted.
     pub fn from_hash(h: &HashMap<String, String>) -> Option<User> {
+        if h.contains_key("deleted") {
+            return None;
+        }
         let num = |k: &str| h.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         Some(User {
             id: h.get("id")?.clone(),

@@ -1389,3 +1389,96 @@ async fn a_server_killed_mid_send_leaves_each_message_stored_once_and_delivered_
     assert!(by_key.iter().all(|id| delivered.contains_key(id)));
     second.kill9().await;
 }
+
+#[tokio::test]
+async fn an_account_deletion_killed_half_way_is_finished_by_the_next_process() {
+    let app = TestApp::start_with(|c| c.workers = 0).await;
+    let (me, token) = app.user("half_deleted").await;
+    let fans = bulk_users(&app, "hd", 300).await;
+    bulk_follow(&app, &fans, me.parse().unwrap()).await;
+    let http = reqwest::Client::new();
+    futures::stream::iter(0..300)
+        .map(|i| {
+            let req = http
+                .post(app.url("/api/v1/statuses"))
+                .bearer_auth(&token)
+                .json(&json!({"message": format!("soon gone {i} #halfway")}));
+            async move { req.send().await.map(|r| r.status().as_u16()).unwrap_or(0) }
+        })
+        .buffer_unordered(16)
+        .for_each(|_| async {})
+        .await;
+    let env = [("FIREHOSE_OUTBOX_LEASE", "1")];
+    let first = ServerProcess::serve(&app.redis, &env).await;
+    let request = http
+        .delete(first.url("/api/v1/me"))
+        .bearer_auth(&token)
+        .json(&json!({"password": "password123"}))
+        .send();
+    let asked = tokio::spawn(request);
+    // Kill the process once the account is closed and its undoing has begun.
+    let user_key = format!("{}:user:{{{me}}}", app.cfg.key_prefix);
+    let followers_key = format!("{user_key}:followers");
+    app.eventually("the account is closed", || async {
+        let mut conn = app.redis.conn();
+        let deleted: Option<String> = conn.hget(&user_key, "deleted").unwrap_or(None);
+        let left: usize = conn.zcard(&followers_key).unwrap_or(0);
+        deleted.is_some() && left < 300
+    })
+    .await;
+    first.kill9().await;
+    let _ = asked.await;
+    let (followers_left, statuses_left) = {
+        let mut conn = app.redis.conn();
+        let f: usize = conn.zcard(&followers_key).unwrap();
+        let s: usize = conn.zcard(format!("{user_key}:profile")).unwrap();
+        (f, s)
+    };
+    let second = ServerProcess::serve(&app.redis, &env).await;
+    drained(&app).await;
+    let mut conn = app.redis.conn();
+    let exists: bool = conn.exists(&user_key).unwrap();
+    println!(
+        "account deletion killed half way: {followers_left} of 300 followers and {statuses_left} of 300 statuses left at the kill; user key after restart: {exists}"
+    );
+    assert!(
+        followers_left > 0 || statuses_left > 0,
+        "the kill came too late to test anything"
+    );
+    assert!(!exists);
+    // Nothing of the account anywhere: homes, the tag, follow counts.
+    let mut in_homes = 0;
+    for f in &fans {
+        let home: usize = conn
+            .zcard(format!("{}:user:{{{f}}}:home", app.cfg.key_prefix))
+            .unwrap();
+        in_homes += home;
+        let following: usize = conn
+            .zcard(format!("{}:user:{{{f}}}:following", app.cfg.key_prefix))
+            .unwrap();
+        assert_eq!(following, 0);
+    }
+    let left: Vec<String> = conn
+        .zrange(
+            format!("{}:user:{{{}}}:home", app.cfg.key_prefix, fans[0]),
+            0,
+            -1,
+        )
+        .unwrap();
+    let described: Vec<String> = left
+        .iter()
+        .map(|sid| {
+            let h: std::collections::HashMap<String, String> = conn
+                .hgetall(format!("{}:status:{{s{sid}}}", app.cfg.key_prefix))
+                .unwrap();
+            format!("{sid}: {h:?}")
+        })
+        .collect();
+    assert_eq!(
+        in_homes, 0,
+        "statuses left in followers' homes: {described:?}"
+    );
+    let (_, tagged) = app.get("/api/v1/timelines/tag/halfway", None).await;
+    assert_eq!(tagged, json!([]));
+    second.kill9().await;
+}

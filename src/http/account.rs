@@ -23,7 +23,15 @@ use serde::Deserialize;
 pub fn routes() -> Routes {
     Routes::new()
         .route(CHANGE_PASSWORD_OP, change_password)
+        .route(DELETE_OP, destroy)
         .route(EXPORT_OP, export)
+        .schema(
+            "DeleteAccount",
+            serde_json::json!({
+                "type": "object", "required": ["password"],
+                "properties": {"password": {"type": "string", "maxLength": 1024}},
+            }),
+        )
         .schema(
             "ChangePassword",
             serde_json::json!({
@@ -104,6 +112,66 @@ pub async fn change_password(
     if body.end_other_sessions != Some(false) {
         state.store.end_other_sessions(auth.uid, &auth.sid).await?;
     }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Body of `DELETE /api/v1/me`.
+#[derive(Debug, Deserialize)]
+pub struct DeleteAccount {
+    /// The password now.
+    pub password: String,
+}
+
+/// How long the request waits for the deletion to finish before it
+/// answers and lets it go on in the background (a worker of any process
+/// finishes it should this one die).
+const DELETE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+const DELETE_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/me",
+    tag: "users",
+    summary: "Delete your account: every session ends, the user is 404, their statuses, likes, reposts, follows, requests, relations and conversations are undone; the email is free at once, the login reserved for a while",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("DeleteAccount"),
+    status: 204,
+    params: Params::None,
+    reply: Reply::Empty,
+    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
+};
+
+/// `DELETE /api/v1/me`: checks the password (as a login does), closes the
+/// account at once, then undoes what it holds (waiting for that up to
+/// [`DELETE_WAIT`]; a larger account finishes in the background).
+pub async fn destroy(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    client: Option<Extension<ClientAddr>>,
+    JsonBody(body): JsonBody<DeleteAccount>,
+) -> ApiResult<StatusCode> {
+    auth.require(SCOPE_WRITE)?;
+    state.rate.login(client.map(|c| c.0 .0))?;
+    if body.password.len() > 1024 {
+        return Err(wrong_password());
+    }
+    let hash = state.store.password_hash(auth.uid).await?;
+    let admission = state.passwords.admit()?;
+    if !state.passwords.verify(body.password, hash).await {
+        return Err(wrong_password());
+    }
+    drop(admission);
+    let store = state.store.clone();
+    let uid = auth.uid;
+    let owed = super::detached(async move { Ok(store.delete_account(uid).await?) }).await?;
+    let store = state.store.clone();
+    let rest = tokio::spawn(async move {
+        if let Err(e) = store.complete_op(&owed).await {
+            tracing::warn!(uid, error = %e, "account deletion interrupted; a worker will finish it");
+        }
+    });
+    let _ = tokio::time::timeout(DELETE_WAIT, rest).await;
+    tracing::info!(uid, "account deleted");
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -140,6 +140,8 @@ pub async fn profile(
 ) -> ApiResult<Response> {
     let uid = path_id(&id, "user")?;
     let (page, count) = paging(&q)?;
+    // No such user (or one being deleted): 404.
+    state.store.user(uid).await?;
     if blocked_by(&state, viewer.as_ref(), uid).await? {
         return Err(ApiError::not_found("No such user's statuses."));
     }

@@ -46,7 +46,12 @@ async fn privacy_allows(
     if viewer.is_some_and(|v| v.uid == author) {
         return Ok(true);
     }
-    let user = state.store.user(author).await?;
+    let user = match state.store.user(author).await {
+        Ok(user) => user,
+        // An account being deleted: its statuses are on their way out.
+        Err(StoreError::NotFound(_)) => return Ok(false),
+        Err(e) => return Err(e.into()),
+    };
     if !user.private {
         return Ok(true);
     }

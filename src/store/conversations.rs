@@ -282,6 +282,11 @@ impl Store {
     /// `viewer` leaves group conversation `cid`: `NotFound` unless they
     /// are in it, `Invalid` for a direct one.
     pub async fn leave_conversation(&self, cid: u64, viewer: u64) -> StoreResult<()> {
+        self.leave(cid, viewer, false).await
+    }
+
+    /// `viewer` leaves `cid`; `any`: a direct one too (a deleted account).
+    pub(crate) async fn leave(&self, cid: u64, viewer: u64, any: bool) -> StoreResult<()> {
         let mut conn = self.conn();
         let outcome: String = self
             .scripts
@@ -290,6 +295,7 @@ impl Store {
             .key(self.keys.conv_members(cid))
             .key(self.keys.conv_unread(cid))
             .arg(viewer)
+            .arg(if any { "1" } else { "0" })
             .invoke_async(&mut conn)
             .await?;
         match outcome.as_str() {

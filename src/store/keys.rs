@@ -184,6 +184,11 @@ impl Keys {
     pub fn direct(&self, lower: u64) -> String {
         format!("{}:user:{{{lower}}}:direct", self.prefix)
     }
+    /// ZSET: while the account is being deleted, the round of work in
+    /// progress (`undo_take.lua`).
+    pub fn undo_round(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:undoing", self.prefix)
+    }
     /// HASH: a status.
     pub fn status(&self, sid: u64) -> String {
         format!("{}:status:{{s{sid}}}", self.prefix)

@@ -119,6 +119,8 @@ pub struct Scripts {
     pub(crate) direct_claim: Script,
     pub(crate) conv_leave: Script,
     pub(crate) conv_read: Script,
+    pub(crate) account_names: Script,
+    pub(crate) undo_take: Script,
 }
 
 impl Scripts {
@@ -159,6 +161,8 @@ impl Scripts {
             direct_claim: Script::new(include_str!("lua/direct_claim.lua")),
             conv_leave: Script::new(include_str!("lua/conv_leave.lua")),
             conv_read: Script::new(include_str!("lua/conv_read.lua")),
+            account_names: Script::new(include_str!("lua/account_names.lua")),
+            undo_take: Script::new(include_str!("lua/undo_take.lua")),
         }
     }
 }
@@ -188,6 +192,8 @@ pub struct Store {
     /// Most messages a conversation keeps, and conversations a user is in.
     pub(crate) max_conversation_messages: usize,
     pub(crate) max_conversations: usize,
+    /// Seconds a deleted account's login stays reserved.
+    pub(crate) login_reservation: u64,
 }
 
 /// Where Redis is: one server, or the seed nodes of a cluster.
@@ -259,6 +265,7 @@ impl Store {
             max_mutes: cfg.max_mutes,
             max_conversation_messages: cfg.max_conversation_messages,
             max_conversations: cfg.max_conversations_per_user,
+            login_reservation: cfg.login_reservation_days.saturating_mul(86_400),
         })
     }
 

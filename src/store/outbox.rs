@@ -147,6 +147,18 @@ pub enum Op {
         /// The sender's idempotency key, if one was sent.
         idempotency_key: Option<String>,
     },
+    /// An account deleted (`chains/account.rs`): everything it holds
+    /// undone as its own actions would undo it.
+    DeleteAccount {
+        /// The user.
+        uid: u64,
+        /// Their login, as typed (reserved for a while).
+        login: String,
+        /// Their email, as typed (freed at once).
+        email: String,
+        /// Time of the deletion.
+        at: f64,
+    },
     /// A login or email change.
     Rename {
         /// The user.
@@ -302,6 +314,7 @@ impl Store {
             Op::Rename { .. } => self.run_rename(owed).await,
             Op::Relate { .. } => self.run_relate(owed).await.map(|_| ()),
             Op::Message { .. } => self.run_message(owed).await.map(|_| ()),
+            Op::DeleteAccount { .. } => self.run_account_delete(owed).await,
         };
         match result {
             Err(
@@ -349,6 +362,21 @@ impl Store {
     pub async fn drop_op(&self, member: &str) -> StoreResult<()> {
         let mut conn = self.conn();
         let _: () = conn.zrem(self.keys.outbox(), member).await?;
+        Ok(())
+    }
+
+    /// Pushes an entry's lease out again (a long chain, an account's
+    /// deletion, renews it as it goes, so no worker takes it over while
+    /// it runs).
+    pub(crate) async fn extend_op(&self, owed: &Owed) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: i64 = redis::cmd("ZADD")
+            .arg(self.keys.outbox())
+            .arg("XX")
+            .arg(self.lease_deadline())
+            .arg(&owed.member)
+            .query_async(&mut conn)
+            .await?;
         Ok(())
     }
 

@@ -173,7 +173,11 @@ impl Store {
         Ok(dropped)
     }
 
-    async fn drop_sessions(&self, sids: &[String], cutoff: Option<f64>) -> StoreResult<usize> {
+    pub(crate) async fn drop_sessions(
+        &self,
+        sids: &[String],
+        cutoff: Option<f64>,
+    ) -> StoreResult<usize> {
         if sids.is_empty() {
             return Ok(0);
         }

@@ -24,9 +24,12 @@ impl Store {
     /// Whether a login or email (any case) is already taken.
     pub async fn is_taken(&self, value: &str) -> StoreResult<bool> {
         let mut conn = self.conn();
-        Ok(conn
-            .hexists(self.keys.unique(), value.to_lowercase())
-            .await?)
+        let holder: Option<String> = conn.hget(self.keys.unique(), value.to_lowercase()).await?;
+        Ok(match holder {
+            None => false,
+            // A deleted account's login, reserved until a time.
+            Some(h) => reserved_until(&h).is_none_or(|until| until > crate::model::now()),
+        })
     }
 
     /// Creates a user; `Conflict` when the login or the email is taken.
@@ -112,17 +115,27 @@ impl Store {
         Ok(hashes.iter().filter_map(User::from_hash).collect())
     }
 
-    /// Whether the user exists.
+    /// Whether the user exists (and is not being deleted).
     pub async fn user_exists(&self, uid: u64) -> StoreResult<bool> {
         let mut conn = self.conn();
-        Ok(conn.exists(self.keys.user(uid)).await?)
+        let (id, deleted): (Option<String>, Option<String>) = redis::cmd("HMGET")
+            .arg(self.keys.user(uid))
+            .arg("id")
+            .arg("deleted")
+            .query_async(&mut conn)
+            .await?;
+        Ok(id.is_some() && deleted.is_none())
     }
 
-    /// The user id a login or email (any case) belongs to.
+    /// The user id a login or email (any case) belongs to (none for a
+    /// deleted account's reserved login).
     pub async fn lookup(&self, value: &str) -> StoreResult<Option<u64>> {
         let mut conn = self.conn();
         let id: Option<String> = conn.hget(self.keys.unique(), value.to_lowercase()).await?;
-        id.as_deref().map(parse_id).transpose()
+        match id {
+            Some(id) if reserved_until(&id).is_some() => Ok(None),
+            id => id.as_deref().map(parse_id).transpose(),
+        }
     }
 
     /// The user's email.
@@ -219,4 +232,11 @@ impl Store {
         let v: Option<String> = conn.hget(self.keys.user(uid), "firehose").await?;
         Ok(v.as_deref() == Some("1"))
     }
+}
+
+/// When a deleted account's reserved login (`r:<uid>:<until>` in the
+/// unique index, `account_names.lua`) is free again; `None` for a live
+/// user's value.
+fn reserved_until(holder: &str) -> Option<f64> {
+    holder.strip_prefix("r:")?.split_once(':')?.1.parse().ok()
 }

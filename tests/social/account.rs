@@ -243,3 +243,204 @@ async fn dm_policy_is_everyone_until_changed_and_shown_only_to_its_owner() {
     let (status, err) = patch_me(&app, &token, json!({"dm_policy": "nobody"})).await;
     crate::assert_error(status, &err, StatusCode::BAD_REQUEST);
 }
+
+async fn delete_me(app: &TestApp, token: &str, password: &str) -> (StatusCode, Value) {
+    app.call(
+        reqwest::Method::DELETE,
+        "/api/v1/me",
+        Some(token),
+        Some(json!({ "password": password })),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn a_deleted_account_is_gone_at_once_and_everything_it_held_is_undone() {
+    let app = TestApp::start_with(|cfg| cfg.max_streams_per_user = 20).await;
+    let (me, token) = app.user("leaving").await;
+    let (b, bt) = app.user("stays_b").await;
+    let (c, ct) = app.user("stays_c").await;
+    let (e, et) = app.user("stays_e").await;
+    // Everything an account holds: statuses (a tag, a mention, a reply),
+    // follows both ways, a request, a like and a repost, a block, a mute on
+    // it, conversations.
+    app.follow(&token, &b).await;
+    app.follow(&ct, &me).await;
+    let mine = app.say(&token, "my #leavingtag status for @stays_c").await;
+    let theirs = app.say(&bt, "b's status").await;
+    let reply = app
+        .post_status(&token, json!({"message": "a reply", "reply_to": theirs}))
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.post(
+        &format!("/api/v1/statuses/{theirs}/like"),
+        Some(&token),
+        json!({}),
+    )
+    .await;
+    let (_, repost) = app
+        .post(
+            &format!("/api/v1/statuses/{theirs}/repost"),
+            Some(&token),
+            json!({}),
+        )
+        .await;
+    let repost = repost["id"].as_str().unwrap().to_string();
+    app.post(&format!("/api/v1/users/{e}/block"), Some(&token), json!({}))
+        .await;
+    app.post(&format!("/api/v1/users/{me}/mute"), Some(&bt), json!({}))
+        .await;
+    app.call(
+        reqwest::Method::PATCH,
+        "/api/v1/me",
+        Some(&et),
+        Some(json!({"private": true})),
+    )
+    .await;
+    let (_, group) = app
+        .post(
+            "/api/v1/conversations",
+            Some(&token),
+            json!({"participants": [b, c], "text": "group hello", "title": "g"}),
+        )
+        .await;
+    let group = group["id"].as_str().unwrap().to_string();
+    let (_, direct) = app
+        .post(
+            "/api/v1/conversations",
+            Some(&token),
+            json!({"participants": [c], "text": "just us"}),
+        )
+        .await;
+    let direct = direct["id"].as_str().unwrap().to_string();
+    let other_session = app.login("leaving").await;
+    let mut stream = app
+        .stream("/api/v1/stream/user", Some(&other_session), &[])
+        .await;
+    let firehose = app.operator_token(&c, &["read", "firehose"]).await;
+    let mut c_stream = app
+        .stream("/api/v1/stream/firehose", Some(&firehose), &[])
+        .await;
+
+    let (status, err) = delete_me(&app, &token, "not my password").await;
+    crate::assert_error(status, &err, StatusCode::FORBIDDEN);
+    assert_eq!(err["error"]["code"], "wrong_password");
+    let (status, _) = delete_me(&app, &token, "password123").await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+
+    // Gone at once: sessions, login, the user, their statuses.
+    let (status, _) = app.get("/api/v1/me", Some(&token)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = app.get("/api/v1/me", Some(&other_session)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(stream.ended_within(std::time::Duration::from_secs(5)).await);
+    let (status, _) = app
+        .post(
+            "/api/v1/sessions",
+            None,
+            json!({"identifier": "leaving", "password": "password123"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = app.get(&format!("/api/v1/users/{me}"), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = app.get("/api/v1/users/lookup?login=leaving", None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    for sid in [&mine, &reply, &repost] {
+        let (status, _) = app.get(&format!("/api/v1/statuses/{sid}"), Some(&bt)).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{sid}");
+    }
+    // Each status was deleted as its author would: the firehose hears it.
+    loop {
+        let ev = c_stream.next_event("the delete of the status").await;
+        if ev.data["type"] == "delete" && ev.data["status_id"] == json!(mine) {
+            break;
+        }
+    }
+    // Counts follow; timelines and indexes hold nothing of theirs.
+    let (_, their_status) = app.get(&format!("/api/v1/statuses/{theirs}"), None).await;
+    assert_eq!(
+        (
+            their_status["likes"].clone(),
+            their_status["reposts"].clone(),
+            their_status["replies"].clone()
+        ),
+        (json!(0), json!(0), json!(0))
+    );
+    let (_, ub) = app.get(&format!("/api/v1/users/{b}"), None).await;
+    let (_, uc) = app.get(&format!("/api/v1/users/{c}"), None).await;
+    assert_eq!(
+        (ub["followers"].clone(), uc["following"].clone()),
+        (json!(0), json!(0))
+    );
+    for (path, tok) in [
+        ("/api/v1/timelines/home", &ct),
+        ("/api/v1/timelines/mentions", &ct),
+        ("/api/v1/timelines/tag/leavingtag", &ct),
+    ] {
+        assert_eq!(
+            app.timeline_ids(path, Some(tok)).await,
+            Vec::<String>::new(),
+            "{path}"
+        );
+    }
+    let (_, likers) = app
+        .get(&format!("/api/v1/statuses/{theirs}/liked_by"), None)
+        .await;
+    assert_eq!(likers["users"], json!([]));
+    // Relations lifted: B mutes nobody, E is blocked by nobody.
+    let (_, mutes) = app.get("/api/v1/mutes", Some(&bt)).await;
+    assert_eq!(mutes["users"], json!([]));
+    // Conversations: left as leaving would.
+    for cid in [&group, &direct] {
+        let (status, conv) = app
+            .get(&format!("/api/v1/conversations/{cid}"), Some(&ct))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        let ids: Vec<&str> = conv["participants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| u["id"].as_str().unwrap())
+            .collect();
+        assert!(!ids.contains(&me.as_str()), "{conv}");
+    }
+    // The email is free at once; the login stays reserved.
+    let (status, _) = app
+        .post(
+            "/api/v1/users",
+            None,
+            json!({"login": "leaving", "name": "n", "email": "new@example.com", "password": "password123"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let (status, _) = app
+        .post(
+            "/api/v1/users",
+            None,
+            json!({"login": "newcomer", "name": "n", "email": "leaving@example.com", "password": "password123"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, _) = patch_me(&app, &bt, json!({"login": "LEAVING"})).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    let _ = et;
+}
+
+#[tokio::test]
+async fn a_deleted_accounts_login_is_free_after_its_reservation() {
+    let app = TestApp::start_with(|cfg| cfg.login_reservation_days = 0).await;
+    let (_, token) = app.user("brief").await;
+    let (status, _) = delete_me(&app, &token, "password123").await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = app
+        .post(
+            "/api/v1/users",
+            None,
+            json!({"login": "brief", "name": "n", "email": "brief2@example.com", "password": "password123"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+}

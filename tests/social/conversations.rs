@@ -382,6 +382,13 @@ async fn messages_reach_the_participants_user_streams_only_and_enter_no_timeline
         (e["type"].clone(), e["stream"].clone()),
         (json!("direct_message"), json!("user"))
     );
+    let e = loop {
+        let e = ws_next(&mut b_ws_path).await;
+        if e.get("id").is_some() {
+            break e;
+        }
+    };
+    assert_eq!(e["type"], "direct_message", "{e}");
     // A public status after it is the first thing every outsider's stream
     // gets.
     app.say(&at, "public secretdm marker").await;

@@ -3,6 +3,7 @@
 //! its events, after the last; every step here is idempotent, so a worker
 //! may run a chain again from the start.
 
+mod account;
 mod delete;
 mod follow;
 mod like;

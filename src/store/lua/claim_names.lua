@@ -15,11 +15,19 @@
 -- KEYS[4] op counter
 -- ARGV[1] lowercased login  ARGV[2] lowercased email  ARGV[3] lease deadline
 -- ARGV[4] op JSON with the placeholder "uid":0, for the id
+-- A deleted account's login is held as `r:<uid>:<until>`: taken until then.
 -- Returns {"ok", id, member} or {"taken", "login"|"email"}.
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+local now = tonumber(redis.call('TIME')[1])
+local function taken(value)
+  local holder = redis.call('HGET', KEYS[1], value)
+  if not holder then return false end
+  local untill = string.match(holder, '^r:%d+:(%d+)$')
+  return not (untill and tonumber(untill) <= now)
+end
+if taken(ARGV[1]) then
   return {'taken', 'login'}
 end
-if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
+if taken(ARGV[2]) then
   return {'taken', 'email'}
 end
 local id = tostring(redis.call('INCR', KEYS[2]))

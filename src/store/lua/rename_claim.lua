@@ -10,10 +10,14 @@
 --
 -- KEYS[1] unique index HASH
 -- ARGV[1] old value (lowercased)  ARGV[2] new value (lowercased)  ARGV[3] user id
+-- A deleted account's login is held as `r:<uid>:<until>`: taken until then.
 -- Returns 'ok' or 'taken'.
 local holder = redis.call('HGET', KEYS[1], ARGV[2])
 if holder and holder ~= ARGV[3] then
-  return 'taken'
+  local untill = string.match(holder, '^r:%d+:(%d+)$')
+  if not (untill and tonumber(untill) <= tonumber(redis.call('TIME')[1])) then
+    return 'taken'
+  end
 end
 redis.call('HSET', KEYS[1], ARGV[2], ARGV[3])
 if ARGV[1] ~= ARGV[2] and redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[3] then

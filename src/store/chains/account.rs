@@ -1,0 +1,274 @@
+//! Deleting an account: the account closes at once (marked deleted, its
+//! names released, its sessions ended), then everything it holds is undone
+//! as its own actions would undo it, each through its own chain, before its
+//! keys go. The whole is one outbox op whose steps all read what is left,
+//! so a process that dies half way leaves the rest to a worker, and a rerun
+//! repeats nothing.
+
+use crate::hides;
+use crate::model::now;
+use crate::store::outbox::{Op, Owed};
+use crate::store::relations::Relation;
+use crate::store::{Store, StoreError, StoreResult};
+use futures::StreamExt;
+use redis::AsyncCommands;
+
+/// Entries undone per round (then the op's lease is renewed).
+const ROUND: isize = 100;
+/// Chains run at once while an account is emptied.
+const PARALLEL: usize = 8;
+
+/// A chain whose target is already gone (or refused) is done as far as
+/// the deletion is concerned.
+fn settled(result: StoreResult<()>) -> StoreResult<()> {
+    match result {
+        Err(StoreError::NotFound(_) | StoreError::Forbidden(_) | StoreError::Conflict(..)) => {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+impl Store {
+    /// Deletes `uid`'s account: closes it at once (the user is 404, every
+    /// session ends, the email is free, the login reserved) and returns the
+    /// op whose [`Store::complete_op`] undoes the rest.
+    pub async fn delete_account(&self, uid: u64) -> StoreResult<Owed> {
+        let user = self.user(uid).await?;
+        let email = self.email(uid).await?.unwrap_or_default();
+        let owed = self
+            .start_op(Op::DeleteAccount {
+                uid,
+                login: user.login,
+                email,
+                at: now(),
+            })
+            .await?;
+        self.close_account(&owed).await?;
+        Ok(owed)
+    }
+
+    /// The steps that make the account gone at once; idempotent.
+    async fn close_account(&self, owed: &Owed) -> StoreResult<()> {
+        let Op::DeleteAccount {
+            uid,
+            ref login,
+            ref email,
+            at,
+        } = owed.op
+        else {
+            return Err(StoreError::Internal("not an account deletion".into()));
+        };
+        let mut conn = self.conn();
+        // Marked: the user is 404 and no new follow, like or message
+        // reaches them from here on.
+        let _: () = conn.hset(self.keys.user(uid), "deleted", owed.n).await?;
+        let until = if self.login_reservation == 0 {
+            0
+        } else {
+            at as u64 + self.login_reservation
+        };
+        let _: i64 = self
+            .scripts
+            .account_names
+            .key(self.keys.unique())
+            .arg(login.to_lowercase())
+            .arg(email.to_lowercase())
+            .arg(uid)
+            .arg(until)
+            .invoke_async(&mut conn)
+            .await?;
+        let sessions: Vec<String> = conn.zrange(self.keys.user_sessions(uid), 0, -1).await?;
+        self.drop_sessions(&sessions, None).await?;
+        let _: () = conn.del(self.keys.user_sessions(uid)).await?;
+        Ok(())
+    }
+
+    /// The whole deletion: closed (again: idempotent), emptied, its keys
+    /// removed, the op retired.
+    pub(crate) async fn run_account_delete(&self, owed: &Owed) -> StoreResult<()> {
+        let Op::DeleteAccount { uid, at, .. } = owed.op else {
+            return Err(StoreError::Internal("not an account deletion".into()));
+        };
+        self.close_account(owed).await?;
+        // Followers first: each unfollow takes the user's statuses out of
+        // that follower's home, so the deletes after fan out to no one.
+        self.undo_each(owed, &self.keys.followers(uid), false, |f| async move {
+            self.undo_follow(f, uid, at).await
+        })
+        .await?;
+        self.undo_each(owed, &self.keys.following(uid), false, |t| async move {
+            self.undo_follow(uid, t, at).await
+        })
+        .await?;
+        self.undo_each(owed, &self.keys.requests(uid), false, |s| async move {
+            self.drop_request(s, uid).await.map(|_| ())
+        })
+        .await?;
+        self.undo_each(owed, &self.keys.requested(uid), false, |t| async move {
+            self.drop_request(uid, t).await.map(|_| ())
+        })
+        .await?;
+        let private = {
+            let mut conn = self.conn();
+            let p: Option<String> = conn.hget(self.keys.user(uid), "private").await?;
+            p.as_deref() == Some("1")
+        };
+        // Newest first, so that what timelines show goes first.
+        self.undo_each(owed, &self.keys.profile(uid), true, |sid| async move {
+            let o = self
+                .start_op(Op::Delete {
+                    sid,
+                    uid,
+                    private,
+                    at,
+                })
+                .await?;
+            self.run_delete(&o).await
+        })
+        .await?;
+        self.undo_each(owed, &self.keys.likes(uid), true, |sid| async move {
+            let status = self.status(sid).await?;
+            let author: u64 = status.uid.parse().unwrap_or(0);
+            let author_private = self.user(author).await.map(|u| u.private).unwrap_or(false);
+            let o = self
+                .start_op(Op::Like {
+                    uid,
+                    sid,
+                    author,
+                    private: author_private,
+                    like: false,
+                    at,
+                })
+                .await?;
+            self.run_like(&o).await.map(|_| ())
+        })
+        .await?;
+        self.undo_relations(uid, at).await?;
+        self.undo_each(owed, &self.keys.user_convs(uid), false, |cid| async move {
+            self.leave(cid, uid, true).await
+        })
+        .await?;
+        // What is left is the user's own keys, all in their slot.
+        let k = &self.keys;
+        let mut conn = self.conn();
+        let _: () = redis::cmd("DEL")
+            .arg(k.user(uid))
+            .arg(k.secret(uid))
+            .arg(k.home(uid))
+            .arg(k.profile(uid))
+            .arg(k.mentions(uid))
+            .arg(k.likes(uid))
+            .arg(k.following(uid))
+            .arg(k.followers(uid))
+            .arg(k.follow_applied(uid))
+            .arg(k.follower_seq(uid))
+            .arg(k.deleted(uid))
+            .arg(k.requests(uid))
+            .arg(k.requested(uid))
+            .arg(k.hide(uid))
+            .arg(k.blocks(uid))
+            .arg(k.mutes(uid))
+            .arg(k.user_convs(uid))
+            .arg(k.direct(uid))
+            .arg(k.stream_leases(uid))
+            .arg(k.user_sessions(uid))
+            .arg(k.undo_round(uid))
+            .query_async(&mut conn)
+            .await?;
+        self.finish_with(owed, Vec::new()).await
+    }
+
+    /// Unfollows on behalf of a deletion (no check that the users exist:
+    /// the deleted one is marked, not gone yet).
+    async fn undo_follow(&self, source: u64, target: u64, at: f64) -> StoreResult<()> {
+        let o = self
+            .start_op(Op::Follow {
+                source,
+                target,
+                follow: false,
+                at,
+            })
+            .await?;
+        self.run_follow(&o).await.map(|_| ())
+    }
+
+    /// Lifts every block and mute the user set, and every block set on them.
+    async fn undo_relations(&self, uid: u64, at: f64) -> StoreResult<()> {
+        let relations = self.hides(uid).await?;
+        let mut lifts = Vec::new();
+        for other in relations.others(hides::FEED) {
+            let bits = relations.bits(other);
+            if bits & hides::BLOCKS != 0 {
+                lifts.push((uid, other, Relation::Block));
+            }
+            if bits & hides::MUTES != 0 {
+                lifts.push((uid, other, Relation::Mute));
+            }
+            if bits & hides::BLOCKED_BY != 0 {
+                lifts.push((other, uid, Relation::Block));
+            }
+        }
+        for (source, target, kind) in lifts {
+            let o = self
+                .start_op(Op::Relate {
+                    source,
+                    target,
+                    kind,
+                    on: false,
+                    at,
+                })
+                .await?;
+            settled(self.run_relate(&o).await.map(|_| ()))?;
+        }
+        Ok(())
+    }
+
+    /// Undoes every member of the user's ZSET `key` with `undo`, a round at
+    /// a time (newest first when `newest`), until none is left. A round is
+    /// moved out of the set into the user's round ZSET (`undo_take.lua`)
+    /// and dropped only once every chain in it has run, so a process killed
+    /// during a round leaves it whole for the rerun. Renews the op's lease
+    /// after every round.
+    async fn undo_each<F, Fut>(
+        &self,
+        owed: &Owed,
+        key: &str,
+        newest: bool,
+        undo: F,
+    ) -> StoreResult<()>
+    where
+        F: Fn(u64) -> Fut,
+        Fut: std::future::Future<Output = StoreResult<()>>,
+    {
+        let Op::DeleteAccount { uid, .. } = owed.op else {
+            return Err(StoreError::Internal("not an account deletion".into()));
+        };
+        let round_key = self.keys.undo_round(uid);
+        loop {
+            let mut conn = self.conn();
+            let round: Vec<u64> = self
+                .scripts
+                .undo_take
+                .key(key)
+                .key(&round_key)
+                .arg(ROUND)
+                .arg(if newest { "1" } else { "0" })
+                .invoke_async(&mut conn)
+                .await?;
+            if round.is_empty() {
+                return Ok(());
+            }
+            let results: Vec<StoreResult<()>> = futures::stream::iter(round.iter().copied())
+                .map(&undo)
+                .buffer_unordered(PARALLEL)
+                .collect()
+                .await;
+            for r in results {
+                settled(r)?;
+            }
+            let _: () = conn.del(&round_key).await?;
+            self.extend_op(owed).await?;
+        }
+    }
+}
