@@ -373,6 +373,12 @@ pub enum Event {
         /// that get it).
         participants: Vec<IdString>,
     },
+    /// Statuses changed in place (their author's new login): every hub
+    /// drops them from its process's cache. Internal: never sent to a client.
+    StatusesChanged {
+        /// The statuses.
+        ids: Vec<IdString>,
+    },
     /// Relations that hide content changed (a block, an unblock, a mute,
     /// an unmute): the hubs update the copies they hold for connected
     /// users. Internal, like `session_revoked`: never sent to a client.
@@ -411,6 +417,7 @@ impl Event {
             Event::SessionRevoked { .. } => "session_revoked",
             Event::Relation { .. } => "relation",
             Event::DirectMessage { .. } => "direct_message",
+            Event::StatusesChanged { .. } => "statuses_changed",
             Event::Unknown => return None,
         })
     }

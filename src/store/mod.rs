@@ -121,6 +121,7 @@ pub struct Scripts {
     pub(crate) conv_read: Script,
     pub(crate) account_names: Script,
     pub(crate) undo_take: Script,
+    pub(crate) status_login: Script,
 }
 
 impl Scripts {
@@ -163,6 +164,7 @@ impl Scripts {
             conv_read: Script::new(include_str!("lua/conv_read.lua")),
             account_names: Script::new(include_str!("lua/account_names.lua")),
             undo_take: Script::new(include_str!("lua/undo_take.lua")),
+            status_login: Script::new(include_str!("lua/status_login.lua")),
         }
     }
 }

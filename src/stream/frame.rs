@@ -160,9 +160,11 @@ impl Frame {
                 uids: &self.ids.notified,
                 public: false,
             },
-            E::User { .. } | E::SessionRevoked { .. } | E::Relation { .. } | E::Unknown => {
-                Event::Other
-            }
+            E::User { .. }
+            | E::SessionRevoked { .. }
+            | E::Relation { .. }
+            | E::StatusesChanged { .. }
+            | E::Unknown => Event::Other,
         }
     }
 
@@ -194,6 +196,8 @@ pub enum Incoming {
     SessionRevoked(String),
     /// Relations that hide content changed.
     Relation(Vec<crate::hides::Change>),
+    /// Statuses changed in place: out of the status cache.
+    StatusesChanged(Vec<u64>),
 }
 
 /// An event as published: its buffer id and the event.
@@ -229,6 +233,9 @@ pub fn parse(json: &str) -> Option<Incoming> {
     let event = match event {
         E::SessionRevoked { sid } => return Some(Incoming::SessionRevoked(sid)),
         E::Relation { changes, .. } => return Some(Incoming::Relation(changes)),
+        E::StatusesChanged { ids } => {
+            return Some(Incoming::StatusesChanged(ids.iter().map(|i| i.0).collect()))
+        }
         event => event,
     };
     let id_text = id?;

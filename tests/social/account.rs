@@ -109,6 +109,25 @@ async fn a_new_login_or_email_is_unique_and_frees_the_old_one_at_once() {
     let app = TestApp::start().await;
     let (id, token) = app.user("olga").await;
     app.register("petra").await;
+    // Statuses posted before the change, read (and so cached) here and by
+    // another process on the same Redis.
+    let before = app.say(&token, "posted as olga").await;
+    let other = crate::common::ServerProcess::serve(&app.redis, &[]).await;
+    let http = reqwest::Client::new();
+    let read_elsewhere = || async {
+        let s: Value = http
+            .get(other.url(&format!("/api/v1/statuses/{before}")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        s["login"].as_str().unwrap_or("").to_string()
+    };
+    assert_eq!(read_elsewhere().await, "olga");
+    let (_, s) = app.get(&format!("/api/v1/statuses/{before}"), None).await;
+    assert_eq!(s["login"], "olga");
     // Taken, as a login or an email, in any case: 409, nothing changes.
     for body in [
         json!({"login": "PETRA"}),
@@ -171,9 +190,25 @@ async fn a_new_login_or_email_is_unique_and_frees_the_old_one_at_once() {
         StatusCode::UNAUTHORIZED
     );
     app.register("olga").await;
-    // A status posted after the change carries the new login.
+    // A status posted after the change carries the new login, and those
+    // posted before show it too, here and in the other process.
     let status = app.post_status(&token, json!({"message": "renamed"})).await;
     assert_eq!(status["login"], "Olga_New");
+    let (_, s) = app.get(&format!("/api/v1/statuses/{before}"), None).await;
+    assert_eq!(s["login"], "Olga_New");
+    let (_, page) = app.get(&format!("/api/v1/users/{id}/statuses"), None).await;
+    assert!(
+        page.as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["login"] == "Olga_New"),
+        "{page}"
+    );
+    app.eventually("the other process shows the new login", || async {
+        read_elsewhere().await == "Olga_New"
+    })
+    .await;
+    other.kill9().await;
     // Only the case: still the same user's, kept as typed.
     let (status, me) = patch_me(&app, &token, json!({"login": "OLGA_NEW"})).await;
     assert_eq!(

@@ -79,15 +79,9 @@ async fn main() -> anyhow::Result<()> {
     let (_, writer) = session(&http, &base, &format!("bystander_{tag}")).await?;
 
     let started = Instant::now();
-    let fans = users(&store, &format!("fan{tag}_"), args.followers).await?;
-    futures::stream::iter(fans.iter().copied())
-        .map(|f| {
-            let store = store.clone();
-            async move { store.set_follow(f, uid, true, firehose::model::now()).await }
-        })
-        .buffer_unordered(64)
-        .for_each(|_| async {})
-        .await;
+    // Statuses first, then the follows (each backfills the newest 1,000
+    // into the follower's home): the state a long-followed account is in,
+    // without fanning every post out to every follower.
     futures::stream::iter(0..args.statuses)
         .map(|i| {
             let req = http
@@ -97,6 +91,15 @@ async fn main() -> anyhow::Result<()> {
             async move { req.send().await.map(|r| r.status().as_u16()) }
         })
         .buffer_unordered(32)
+        .for_each(|_| async {})
+        .await;
+    let fans = users(&store, &format!("fan{tag}_"), args.followers).await?;
+    futures::stream::iter(fans.iter().copied())
+        .map(|f| {
+            let store = store.clone();
+            async move { store.set_follow(f, uid, true, firehose::model::now()).await }
+        })
+        .buffer_unordered(64)
         .for_each(|_| async {})
         .await;
     println!(

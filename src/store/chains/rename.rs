@@ -1,13 +1,23 @@
 //! The rename chain: the unique index takes the new login or email and
 //! frees the old (`rename_claim.lua`, `{g}`), then the user's own keys show
-//! it (the user HASH's `login`, or the secret HASH's `email`). Recorded in
+//! it (the user HASH's `login`, or the secret HASH's `email`), and for a
+//! login every status the user wrote (`status_login.lua`, each in its slot;
+//! `statuses_changed` events make every hub drop the old copies). Recorded in
 //! the outbox first, so a process that dies between the two steps leaves
 //! the second to a worker, and never a name the index gave away still shown
 //! by its old owner.
 
+use crate::model::{Event, IdString};
+use crate::store::events::body;
 use crate::store::outbox::{Op, Owed};
 use crate::store::{Store, StoreError, StoreResult};
+use futures::StreamExt;
 use redis::AsyncCommands;
+
+/// Statuses read per page while a login change relabels them.
+const RELABEL_PAGE: isize = 500;
+/// Status ids per `statuses_changed` event.
+const RELABEL_EVENT: usize = 500;
 
 impl Store {
     /// Runs a rename's steps; `Conflict` when the new value is taken.
@@ -51,6 +61,60 @@ impl Store {
         // Requests of this process carry the new login at once (others
         // within the session cache's second).
         self.session_cache.forget_user(*uid);
-        self.finish_with(owed, Vec::new()).await
+        let mut events = Vec::new();
+        if field == "login" {
+            // Every status the user wrote shows the new login from now on;
+            // the hubs of every process drop the old copies from their caches.
+            for ids in self
+                .relabel_statuses(*uid, new)
+                .await?
+                .chunks(RELABEL_EVENT)
+            {
+                events.push(body(&Event::StatusesChanged {
+                    ids: ids.iter().copied().map(IdString).collect(),
+                }));
+            }
+        }
+        self.finish_with(owed, events).await
+    }
+
+    /// Writes `login` into every status of `uid`'s (a page of the profile
+    /// at a time) and forgets them in this process's cache; returns their ids.
+    async fn relabel_statuses(&self, uid: u64, login: &str) -> StoreResult<Vec<u64>> {
+        let mut all = Vec::new();
+        let mut start = 0isize;
+        loop {
+            let mut conn = self.conn();
+            let page: Vec<u64> = conn
+                .zrange(self.keys.profile(uid), start, start + RELABEL_PAGE - 1)
+                .await?;
+            if page.is_empty() {
+                break;
+            }
+            start += page.len() as isize;
+            let written: Vec<StoreResult<i64>> = futures::stream::iter(page.iter().copied())
+                .map(|sid| async move {
+                    let mut conn = self.conn();
+                    Ok(self
+                        .scripts
+                        .status_login
+                        .key(self.keys.status(sid))
+                        .arg(uid)
+                        .arg(login)
+                        .invoke_async(&mut conn)
+                        .await?)
+                })
+                .buffer_unordered(32)
+                .collect()
+                .await;
+            for w in written {
+                w?;
+            }
+            for sid in &page {
+                self.cache.forget(*sid);
+            }
+            all.extend(page);
+        }
+        Ok(all)
     }
 }

@@ -403,6 +403,11 @@ impl Dispatcher {
             Some(Incoming::Event(frame)) => self.dispatch(frame, false),
             Some(Incoming::SessionRevoked(sid)) => self.revoke(sid),
             Some(Incoming::Relation(changes)) => self.relations(changes),
+            Some(Incoming::StatusesChanged(ids)) => {
+                for id in ids {
+                    self.store.status_cache().forget(id);
+                }
+            }
             None => tracing::warn!("ignored a malformed event on the channel"),
         }
     }
