@@ -3,7 +3,8 @@
 //! as its own actions would undo it, each through its own chain, before its
 //! keys go. The whole is one outbox op whose steps all read what is left,
 //! so a process that dies half way leaves the rest to a worker, and a rerun
-//! repeats nothing.
+//! repeats nothing. A feature that gives a user something to hold (a group
+//! membership, filter rules) adds its pass to [`Store::run_account_delete`].
 
 use crate::hides;
 use crate::model::now;
