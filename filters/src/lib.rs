@@ -20,6 +20,7 @@ pub mod bloom;
 pub mod geo;
 pub mod index;
 pub mod parse;
+pub mod rules;
 pub mod sample;
 pub mod table;
 pub mod track;
