@@ -50,6 +50,11 @@ impl<'a> Prepared<'a> {
         }
     }
 
+    /// The message's words, in order.
+    pub fn words(&self) -> &[String] {
+        &self.words
+    }
+
     fn has_word(&self, w: &str) -> bool {
         self.words.iter().any(|x| x == w)
     }

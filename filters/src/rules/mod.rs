@@ -5,11 +5,13 @@
 //! index is checked against).
 
 mod eval;
+mod index;
 mod parse;
 #[cfg(test)]
 mod tests;
 
 pub use eval::{distance_km, Prepared, RuleStatus};
+pub use index::{anchors, Anchor, RuleIndex};
 pub use parse::parse_rule;
 
 use crate::geo::BBox;

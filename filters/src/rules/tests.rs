@@ -295,3 +295,168 @@ fn sample_keeps_what_the_sample_stream_keeps_and_nests() {
         );
     }
 }
+
+/// A small deterministic generator (xorshift64*), so the property test
+/// needs no dependency and always draws the same cases.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const VOCAB: [&str; 6] = ["apple", "berry", "cherry", "date", "elder", "fig"];
+
+/// A random rule value, anchored or not, within the grammar.
+fn random_rule(g: &mut Gen, depth: u32) -> String {
+    let leaf = |g: &mut Gen| -> String {
+        match g.below(14) {
+            0..=3 => g.pick(&VOCAB).to_string(),
+            4 => format!("\"{} {}\"", g.pick(&VOCAB), g.pick(&VOCAB)),
+            5 => format!("#{}", g.pick(&VOCAB)),
+            6 => format!("@{}", g.pick(&VOCAB)),
+            7 => format!("from:{}", 1 + g.below(4)),
+            8 => format!("to:{}", 1 + g.below(4)),
+            9 => format!("repost_of:{}", 1 + g.below(4)),
+            10 => g
+                .pick(&[
+                    "is:reply",
+                    "is:repost",
+                    "has:geo",
+                    "has:hashtags",
+                    "has:mentions",
+                ])
+                .to_string(),
+            11 => g
+                .pick(&[
+                    "bounding_box:[0 0 10 10]",
+                    "bounding_box:[170 -5 -170 5]",
+                    "bounding_box:[-5 40 5 50]",
+                ])
+                .to_string(),
+            12 => g
+                .pick(&[
+                    "point_radius:[2 45 25mi]",
+                    "point_radius:[179.9 0 40km]",
+                    "point_radius:[5 5 100km]",
+                ])
+                .to_string(),
+            _ => format!("sample:{}", 1 + g.below(100)),
+        }
+    };
+    if depth == 0 || g.below(3) == 0 {
+        return leaf(g);
+    }
+    let n = 2 + g.below(2);
+    let parts: Vec<String> = (0..n)
+        .map(|_| {
+            let p = random_rule(g, depth - 1);
+            if g.below(4) == 0 {
+                format!("-({p})")
+            } else {
+                format!("({p})")
+            }
+        })
+        .collect();
+    if g.below(2) == 0 {
+        parts.join(" ")
+    } else {
+        parts.join(" OR ")
+    }
+}
+
+fn random_status(g: &mut Gen, id: u64) -> RuleStatus {
+    let repost = g.below(6) == 0;
+    let mut words = Vec::new();
+    if !repost {
+        for _ in 0..1 + g.below(5) {
+            let w = g.pick(&VOCAB);
+            words.push(match g.below(6) {
+                0 => format!("#{w}"),
+                1 => format!("@{w}"),
+                _ => w.to_string(),
+            });
+        }
+    }
+    let message = words.join(" ");
+    let hashtags = words
+        .iter()
+        .filter_map(|w| w.strip_prefix('#').map(str::to_string))
+        .collect();
+    let mentions = words
+        .iter()
+        .filter_map(|w| w.strip_prefix('@').map(str::to_string))
+        .collect();
+    let is_reply = !repost && g.below(3) == 0;
+    let coords = match g.below(5) {
+        0 => Some((g.below(10) as f64 + 0.5, g.below(10) as f64 + 0.5)),
+        1 => Some((
+            g.below(10) as f64 - 5.0,
+            179.0 + g.below(20) as f64 / 10.0 - if g.below(2) == 0 { 358.0 } else { 0.0 },
+        )),
+        2 => Some((
+            45.0 + g.below(100) as f64 / 100.0,
+            2.0 + g.below(100) as f64 / 100.0,
+        )),
+        _ => None,
+    };
+    RuleStatus {
+        id,
+        uid: 1 + g.below(4),
+        message,
+        hashtags,
+        mentions,
+        is_reply,
+        reply_to_uid: is_reply.then(|| 1 + g.below(4)),
+        repost_of_uid: repost.then(|| 1 + g.below(4)),
+        coords,
+    }
+}
+
+#[test]
+fn the_index_answers_what_every_rule_checked_alone_answers() {
+    let mut g = Gen(0x9e37_79b9_7f4a_7c15);
+    let mut index: RuleIndex<usize> = RuleIndex::default();
+    let mut rules = Vec::new();
+    while rules.len() < 400 {
+        let v = random_rule(&mut g, 3);
+        let Ok(e) = check_rule(&v) else { continue };
+        assert!(index.insert(rules.len(), e.clone()), "{v}");
+        rules.push((v, e));
+    }
+    // Take a few out again: they must not come back.
+    for k in [3usize, 50, 399] {
+        index.remove(k);
+    }
+    let mut hits = 0;
+    for id in 0..3000u64 {
+        let s = random_status(&mut g, id);
+        let mut got = Vec::new();
+        index.route(&s, &mut got);
+        got.sort_unstable();
+        let want: Vec<usize> = rules
+            .iter()
+            .enumerate()
+            .filter(|(k, (_, e))| ![3, 50, 399].contains(k) && e.matches(&s))
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(got, want, "status {s:?}");
+        hits += want.len();
+    }
+    assert!(
+        hits > 1000,
+        "the cases match too rarely to test anything: {hits}"
+    );
+    // Unanchored rules are refused by the index too.
+    assert!(!index.insert(1000, parse_rule("-apple").unwrap()));
+}
