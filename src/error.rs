@@ -21,6 +21,9 @@ pub struct ApiError {
     pub message: String,
     /// Seconds for a `Retry-After` header (429 and 503 answers).
     pub retry_after: Option<u64>,
+    /// Fields beside `code` and `message` (an invalid rule's `rule` and
+    /// `column`).
+    pub detail: serde_json::Map<String, serde_json::Value>,
 }
 
 impl ApiError {
@@ -31,7 +34,14 @@ impl ApiError {
             code,
             message: message.into(),
             retry_after: None,
+            detail: serde_json::Map::new(),
         }
+    }
+
+    /// Adds a field to the error object.
+    pub fn with(mut self, key: &str, value: impl Into<serde_json::Value>) -> Self {
+        self.detail.insert(key.to_string(), value.into());
+        self
     }
     /// 400 for invalid input.
     pub fn invalid(code: &'static str, message: impl Into<String>) -> Self {
@@ -82,7 +92,11 @@ impl ApiError {
 
     /// The JSON body.
     pub fn body(&self) -> serde_json::Value {
-        json!({"error": {"code": self.code, "message": self.message}})
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(obj) = error.as_object_mut() {
+            obj.extend(self.detail.clone());
+        }
+        json!({ "error": error })
     }
 }
 

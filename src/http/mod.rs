@@ -14,6 +14,7 @@ pub mod ops;
 pub mod paging;
 pub mod relations;
 pub mod routes;
+pub mod rules;
 pub mod sessions;
 pub mod statuses;
 pub mod stream;
@@ -59,6 +60,7 @@ pub fn routes() -> routes::Routes {
         .merge(likes::routes())
         .merge(relations::routes())
         .merge(conversations::routes())
+        .merge(rules::routes())
         .merge(trends::routes())
         .merge(stream::routes())
         .merge(ops::routes());

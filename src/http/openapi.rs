@@ -242,8 +242,13 @@ fn operation(op: &Op) -> Value {
             "application/x-ndjson": {"schema": reference("Event")}}}),
     };
     let mut responses = Map::new();
-    if op.method == "post" && op.path.ends_with("/repost") {
-        // The caller's existing repost is answered 200.
+    // Creations that may create nothing answer 200 instead of 201: a repost
+    // already made, a direct pair's existing conversation, rules that all
+    // exist (or a delete of rules).
+    let may_create_nothing = op.path.ends_with("/repost")
+        || op.path == "/api/v1/conversations"
+        || op.path == "/api/v1/stream/rules";
+    if op.method == "post" && op.status == 201 && may_create_nothing {
         responses.insert("200".into(), ok.clone());
     }
     responses.insert(op.status.to_string(), ok);

@@ -189,6 +189,18 @@ impl Keys {
     pub fn undo_round(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:undoing", self.prefix)
     }
+    /// HASH: the user's filter rules, id -> `{id, value, tag}` JSON.
+    pub fn rules(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:rules", self.prefix)
+    }
+    /// HASH: the user's filter rules by value -> id (duplicates).
+    pub fn rule_values(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:rule_values", self.prefix)
+    }
+    /// ZSET: the user's filter rules, id -> created (oldest first).
+    pub fn rule_order(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:rule_order", self.prefix)
+    }
     /// HASH: a status.
     pub fn status(&self, sid: u64) -> String {
         format!("{}:status:{{s{sid}}}", self.prefix)

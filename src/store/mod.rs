@@ -36,6 +36,7 @@ pub mod likes;
 pub mod outbox;
 pub mod paging;
 pub mod relations;
+pub mod rules;
 pub mod sessions;
 pub mod social;
 pub mod statuses;
@@ -122,6 +123,8 @@ pub struct Scripts {
     pub(crate) account_names: Script,
     pub(crate) undo_take: Script,
     pub(crate) status_login: Script,
+    pub(crate) rules_add: Script,
+    pub(crate) rules_delete: Script,
 }
 
 impl Scripts {
@@ -165,6 +168,8 @@ impl Scripts {
             account_names: Script::new(include_str!("lua/account_names.lua")),
             undo_take: Script::new(include_str!("lua/undo_take.lua")),
             status_login: Script::new(include_str!("lua/status_login.lua")),
+            rules_add: Script::new(include_str!("lua/rules_add.lua")),
+            rules_delete: Script::new(include_str!("lua/rules_delete.lua")),
         }
     }
 }

@@ -175,6 +175,9 @@ impl Store {
             .arg(k.stream_leases(uid))
             .arg(k.user_sessions(uid))
             .arg(k.undo_round(uid))
+            .arg(k.rules(uid))
+            .arg(k.rule_values(uid))
+            .arg(k.rule_order(uid))
             .query_async(&mut conn)
             .await?;
         self.finish_with(owed, Vec::new()).await

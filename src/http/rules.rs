@@ -1,0 +1,221 @@
+//! Filter rules kept per user: add (with duplicates answered, a dry run,
+//! the per-user cap), delete, list. Every value is parsed and checked by
+//! `firehose_filters::rules` (errors name the item and the column) and the
+//! logins it names must be users.
+
+use super::extract::JsonBody;
+use super::known_params;
+use super::openapi::{Auth, Op, Params, Reply};
+use super::routes::Routes;
+use crate::auth::{AuthUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::store::rules::StoredRule;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use firehose_filters::rules::check_rule;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// Longest tag, in characters.
+pub const MAX_TAG_CHARS: usize = 128;
+
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .schema_of::<StoredRule>("Rule")
+        .schema(
+            "RulesRequest",
+            json!({
+                "type": "object",
+                "description": "Exactly one of add and delete, each a non-empty list.",
+                "oneOf": [
+                    {"required": ["add"], "not": {"required": ["delete"]}},
+                    {"required": ["delete"], "not": {"required": ["add"]}},
+                ],
+                "properties": {
+                    "add": {"type": "array", "minItems": 1, "items": {
+                        "type": "object", "required": ["value"],
+                        "properties": {
+                            "value": {"type": "string", "minLength": 1, "maxLength": 1024},
+                            "tag": {"type": ["string", "null"], "maxLength": MAX_TAG_CHARS},
+                        }}},
+                    "delete": {"type": "object", "required": ["ids"], "properties": {
+                        "ids": {"type": "array", "minItems": 1, "items": {"type": "string"}}}},
+                },
+            }),
+        )
+        .route(CHANGE_OP, change)
+        .route(LIST_OP, list)
+}
+
+/// An invalid rule, in the contract's shape.
+fn invalid(index: usize, column: Option<usize>, message: &str) -> ApiError {
+    let text = match column {
+        Some(c) => format!("rule {index}, column {c}: {message}"),
+        None => format!("rule {index}: {message}"),
+    };
+    let mut e = ApiError::invalid("invalid_rule", text).with("rule", index);
+    if let Some(c) = column {
+        e = e.with("column", c);
+    }
+    e
+}
+
+fn malformed(message: &str) -> ApiError {
+    ApiError::invalid("invalid_request", message.to_string())
+}
+
+const CHANGE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/stream/rules",
+    tag: "streams",
+    summary: "Add rules ({add: [{value, tag?}]}: 201, or 200 when nothing was created) or delete them ({delete: {ids}}); dry_run=true only validates",
+    auth: Auth::Bearer,
+    query: &[("dry_run", "true: validate and answer as the call would, changing nothing")],
+    body: Some("RulesRequest"),
+    status: 201,
+    params: Params::None,
+    reply: Reply::Inline(
+        r##"{"type":"object","required":["meta"],"properties":{"data":{"type":"array","items":{"$ref":"#/components/schemas/Rule"}},"meta":{"type":"object"}}}"##,
+    ),
+    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
+};
+
+/// `POST /api/v1/stream/rules`.
+pub async fn change(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Query(q): Query<HashMap<String, String>>,
+    JsonBody(body): JsonBody<Value>,
+) -> ApiResult<Response> {
+    auth.require(SCOPE_WRITE)?;
+    known_params(&q, &["dry_run"])?;
+    let dry_run = match q.get("dry_run").map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "invalid_dry_run",
+                "dry_run must be true or false.",
+            ))
+        }
+    };
+    let Some(obj) = body.as_object() else {
+        return Err(malformed("The body must be an object with add or delete."));
+    };
+    match (obj.get("add"), obj.get("delete")) {
+        (Some(add), None) => add_rules(&state, &auth, add, dry_run).await,
+        (None, Some(delete)) => delete_rules(&state, &auth, delete, dry_run).await,
+        _ => Err(malformed("Send exactly one of add and delete.")),
+    }
+}
+
+async fn add_rules(
+    state: &AppState,
+    auth: &AuthUser,
+    add: &Value,
+    dry_run: bool,
+) -> ApiResult<Response> {
+    let items = match add.as_array() {
+        Some(items) if !items.is_empty() => items,
+        _ => return Err(malformed("add must be a non-empty list of {value, tag}.")),
+    };
+    state.rate.write(auth.uid)?;
+    let mut checked = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let Some(value) = item.get("value").and_then(Value::as_str) else {
+            return Err(invalid(i, None, "each rule needs a value, a string"));
+        };
+        let tag = match item.get("tag") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(t)) if t.chars().count() <= MAX_TAG_CHARS => Some(t.clone()),
+            Some(_) => {
+                return Err(invalid(
+                    i,
+                    None,
+                    &format!("tag must be a string of at most {MAX_TAG_CHARS} characters"),
+                ))
+            }
+        };
+        let mut expr = check_rule(value).map_err(|e| invalid(i, Some(e.column), &e.message))?;
+        // Logins must name users (resolved once, now).
+        let mut known = HashMap::new();
+        for (login, _) in expr.logins() {
+            let id = state.store.lookup(&login).await?;
+            known.insert(login, id);
+        }
+        expr.resolve(&|l| known.get(l).copied().flatten())
+            .map_err(|e| invalid(i, Some(e.column), &e.message))?;
+        checked.push((value.to_string(), tag));
+    }
+    let added = state.store.add_rules(auth.uid, &checked, dry_run).await?;
+    let status = if added.created > 0 {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok((
+        status,
+        Json(json!({"data": added.rules, "meta": {"created": added.created}})),
+    )
+        .into_response())
+}
+
+async fn delete_rules(
+    state: &AppState,
+    auth: &AuthUser,
+    delete: &Value,
+    dry_run: bool,
+) -> ApiResult<Response> {
+    let ids: Option<Vec<String>> = delete.get("ids").and_then(Value::as_array).map(|ids| {
+        ids.iter()
+            .filter_map(|id| match id {
+                Value::String(s) => Some(s.clone()),
+                Value::Number(n) => Some(n.to_string()),
+                _ => None,
+            })
+            .collect()
+    });
+    let ids = match ids {
+        Some(ids)
+            if !ids.is_empty()
+                && delete["ids"]
+                    .as_array()
+                    .is_some_and(|a| a.len() == ids.len()) =>
+        {
+            ids
+        }
+        _ => return Err(malformed("delete must be {\"ids\": [id, ...]}, not empty.")),
+    };
+    state.rate.write(auth.uid)?;
+    let (deleted, not_found) = state.store.delete_rules(auth.uid, &ids, dry_run).await?;
+    Ok((
+        StatusCode::OK,
+        Json(json!({"meta": {"deleted": deleted, "not_found": not_found}})),
+    )
+        .into_response())
+}
+
+const LIST_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/stream/rules",
+    tag: "streams",
+    summary: "Your filter rules, oldest first",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r##"{"type":"object","required":["data"],"properties":{"data":{"type":"array","items":{"$ref":"#/components/schemas/Rule"}}}}"##,
+    ),
+    errors: &[401, 503],
+};
+
+/// `GET /api/v1/stream/rules`.
+pub async fn list(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
+    Ok(Json(json!({"data": state.store.rules(auth.uid).await?})))
+}
