@@ -153,7 +153,21 @@ async fn post(
 }
 
 /// Seeds the world, then posts at `args.rate` per second until Ctrl-C.
+/// Seeds the demo world and keeps it posting until Ctrl-C or SIGTERM,
+/// which stop it within a moment in every state (creating users, following,
+/// posting, or waiting on a Redis that has gone with its server): the work
+/// is dropped where it stands, and what it had written stays.
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    tokio::select! {
+        done = populate(args) => done,
+        _ = crate::app::shutdown_signal() => {
+            let _ = writeln!(std::io::stderr(), "\nstopped");
+            Ok(())
+        }
+    }
+}
+
+async fn populate(args: DemoArgs) -> anyhow::Result<()> {
     let cfg = args.config.clone();
     let url = cfg
         .redis_url
@@ -268,19 +282,17 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     spinner.set_message("posting");
     let mut n: u64 = 0;
     loop {
-        tokio::select! {
-            _ = crate::app::shutdown_signal() => break,
-            _ = tick.tick() => {
-                let idx = if rng.random_bool(0.1) { rng.random_range(0..n_celebs.max(1)) } else { rng.random_range(0..uids.len()) };
-                if let Err(e) = post(&store, &mut rng, uids[idx], &logins[idx], &logins).await {
-                    spinner.println(format!("post failed: {e}"));
-                }
-                n += 1;
-                spinner.set_message(format!("posted {n} statuses"));
-                spinner.tick();
-            }
+        tick.tick().await;
+        let idx = if rng.random_bool(0.1) {
+            rng.random_range(0..n_celebs.max(1))
+        } else {
+            rng.random_range(0..uids.len())
+        };
+        if let Err(e) = post(&store, &mut rng, uids[idx], &logins[idx], &logins).await {
+            spinner.println(format!("post failed: {e}"));
         }
+        n += 1;
+        spinner.set_message(format!("posted {n} statuses"));
+        spinner.tick();
     }
-    spinner.finish();
-    Ok(())
 }

@@ -984,3 +984,56 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test]
+async fn demo_stops_within_a_second_on_ctrl_c_or_sigterm_in_every_state() {
+    let mut redis = common::RedisServer::start();
+    let spawn = |users: &str| {
+        tokio::process::Command::new(firehose_bin())
+            .args([
+                "demo",
+                "--users",
+                users,
+                "--celebrities",
+                "2",
+                "--rate",
+                "20",
+            ])
+            .args(redis.args())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let stops_within_a_second = |mut child: tokio::process::Child, signal: &'static str| async move {
+        let pid = child.id().expect("running").to_string();
+        let _ = Command::new("kill").args([signal, &pid]).status();
+        let status = tokio::time::timeout(Duration::from_secs(1), child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("demo still running 1 s after {signal}"))
+            .unwrap();
+        assert!(status.success(), "{signal}: {status}");
+    };
+    // While it creates users.
+    let child = spawn("20000");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    stops_within_a_second(child, "-INT").await;
+    // While it posts, with its Redis gone (the server that ran it stopped).
+    let mut child = spawn("40");
+    let mut out = child.stdout.take().unwrap();
+    let mut seen = String::new();
+    tokio::time::timeout(Duration::from_secs(30), async {
+        use tokio::io::AsyncReadExt;
+        let mut buf = [0u8; 4096];
+        while !seen.contains("Demo world ready") {
+            let n = out.read(&mut buf).await.unwrap();
+            assert!(n > 0, "demo ended early: {seen}");
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    })
+    .await
+    .expect("the demo world is ready");
+    redis.stop();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stops_within_a_second(child, "-TERM").await;
+}
