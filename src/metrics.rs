@@ -92,6 +92,12 @@ pub struct Metrics {
     pub fanout_lag: ScrapeGauge,
     /// Live sessions, read at scrape time.
     pub sessions: ScrapeGauge,
+    /// Writes under way in the outbox, read at scrape time.
+    pub outbox_depth: ScrapeGauge,
+    /// Age of the oldest write in the outbox, read at scrape time.
+    pub outbox_age: ScrapeGauge,
+    /// A PING's round trip to Redis, measured at scrape time.
+    pub redis_ping: ScrapeGauge,
     connections: Family<StreamLabels, Gauge>,
     http: Family<HttpLabels, Histogram, fn() -> Histogram>,
     errors: Family<StatusLabels, Counter>,
@@ -155,6 +161,9 @@ impl Metrics {
             fanout_depth: ScrapeGauge::default(),
             fanout_lag: ScrapeGauge::default(),
             sessions: ScrapeGauge::default(),
+            outbox_depth: ScrapeGauge::default(),
+            outbox_age: ScrapeGauge::default(),
+            redis_ping: ScrapeGauge::default(),
             connections: Family::default(),
             http: Family::new_with_constructor(latency_histogram),
             errors: Family::default(),
@@ -262,6 +271,21 @@ impl Metrics {
                 "firehose_sessions",
                 "Live sessions (-1: Redis unreachable).",
                 &m.sessions,
+            ),
+            (
+                "firehose_outbox_depth",
+                "Writes recorded in the outbox and not yet finished (-1: Redis unreachable).",
+                &m.outbox_depth,
+            ),
+            (
+                "firehose_outbox_oldest_seconds",
+                "Seconds since the oldest write in the outbox began its current lease (-1: Redis unreachable).",
+                &m.outbox_age,
+            ),
+            (
+                "firehose_redis_ping_seconds",
+                "Round trip of a PING to Redis at scrape time (-1: Redis unreachable).",
+                &m.redis_ping,
             ),
         ];
         for (name, help, gauge) in gauges {

@@ -1037,3 +1037,45 @@ async fn demo_stops_within_a_second_on_ctrl_c_or_sigterm_in_every_state() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     stops_within_a_second(child, "-TERM").await;
 }
+
+#[tokio::test]
+async fn the_grafana_dashboard_uses_only_metrics_the_server_exports() {
+    let dashboard: Value =
+        serde_json::from_str(include_str!("../deploy/grafana/firehose-dashboard.json")).unwrap();
+    let mut used = std::collections::BTreeSet::new();
+    for panel in dashboard["panels"].as_array().unwrap() {
+        for target in panel["targets"].as_array().unwrap() {
+            let expr = target["expr"].as_str().unwrap();
+            let mut rest = expr;
+            while let Some(at) = rest.find("firehose_") {
+                let name: String = rest[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                    .collect();
+                rest = &rest[at + name.len()..];
+                used.insert(name);
+            }
+        }
+    }
+    assert!(used.len() >= 15, "{used:?}");
+    // Some traffic, so that every labelled family has a series.
+    let app = TestApp::start().await;
+    let (_, token) = app.user("scraped").await;
+    let _stream = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
+    app.say(&token, "something to count").await;
+    app.get("/api/v1/statuses/424242", None).await;
+    let metrics = app.metrics().await;
+    let exported: std::collections::BTreeSet<&str> = metrics
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.split(['{', ' ']).next().unwrap_or(""))
+        .collect();
+    let missing: Vec<&String> = used
+        .iter()
+        .filter(|name| !exported.contains(name.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the dashboard uses metrics /metrics lacks: {missing:?}"
+    );
+}

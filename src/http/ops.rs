@@ -99,6 +99,17 @@ pub async fn prometheus(State(state): State<AppState>, headers: HeaderMap) -> Re
         .set(state.store.fanout_lag().await.unwrap_or(-1.0));
     let sessions = state.store.session_count().await.map(|d| d as f64);
     m.sessions.set(sessions.unwrap_or(-1.0));
+    let outbox = state.store.outbox_depth().await.map(|d| d as f64);
+    m.outbox_depth.set(outbox.unwrap_or(-1.0));
+    m.outbox_age
+        .set(state.store.outbox_age().await.unwrap_or(-1.0));
+    let started = std::time::Instant::now();
+    let ping = state
+        .store
+        .ping()
+        .await
+        .map(|_| started.elapsed().as_secs_f64());
+    m.redis_ping.set(ping.unwrap_or(-1.0));
     let openmetrics = headers
         .get_all(header::ACCEPT)
         .iter()

@@ -380,6 +380,16 @@ impl Store {
         Ok(())
     }
 
+    /// Seconds since the oldest outbox entry began (its lease deadline
+    /// less the lease), 0 when the outbox is empty.
+    pub async fn outbox_age(&self) -> StoreResult<f64> {
+        let mut conn = self.conn();
+        let oldest: Vec<(String, f64)> = conn.zrange_withscores(self.keys.outbox(), 0, 0).await?;
+        Ok(oldest.first().map_or(0.0, |(_, deadline)| {
+            (now() - (deadline - self.outbox_lease)).max(0.0)
+        }))
+    }
+
     /// Entries in the outbox (work owed by committed writes).
     pub async fn outbox_depth(&self) -> StoreResult<u64> {
         let mut conn = self.conn();
