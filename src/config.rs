@@ -26,6 +26,8 @@ pub enum Command {
     Check(Config),
     /// Seed a demo world and keep posting, so a live firehose is there to watch.
     Demo(DemoArgs),
+    /// Print a stream in the terminal, reconnecting and resuming by itself.
+    Tail(TailArgs),
 }
 
 /// Output format of the logs.
@@ -306,8 +308,41 @@ impl Cli {
             Command::Serve(c) | Command::Worker(c) | Command::Check(c) => c,
             Command::Token(t) => t.config,
             Command::Demo(d) => d.config,
+            Command::Tail(_) => Config::defaults(),
         }
     }
+}
+
+/// `firehose tail`.
+#[derive(Debug, Clone, Args)]
+pub struct TailArgs {
+    /// The stream: firehose, sample, filter or user.
+    #[arg(default_value = "sample", value_parser = ["firehose", "sample", "filter", "user"])]
+    pub stream: String,
+    /// The server.
+    #[arg(long, env = "FIREHOSE_URL", default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// A token (`firehose token`, or a login's); never printed.
+    #[arg(long, env = "FIREHOSE_TOKEN", hide_env_values = true)]
+    pub token: String,
+    /// filter: comma-separated phrases.
+    #[arg(long)]
+    pub track: Option<String>,
+    /// filter: comma-separated user ids.
+    #[arg(long)]
+    pub follow: Option<String>,
+    /// filter: boxes, `sw_lon,sw_lat,ne_lon,ne_lat` groups.
+    #[arg(long)]
+    pub locations: Option<String>,
+    /// sample: the rate (0.01 is 1 %).
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// `json` (each event's JSON, a line) or `pretty` (a line for people).
+    #[arg(long, default_value = "pretty", value_parser = ["json", "pretty"])]
+    pub format: String,
+    /// Start after this event id (else live).
+    #[arg(long)]
+    pub last_event_id: Option<String>,
 }
 
 /// `firehose token`.

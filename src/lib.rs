@@ -43,6 +43,7 @@ pub mod shutdown;
 pub mod state;
 pub mod store;
 pub mod stream;
+pub mod tail;
 pub mod text;
 pub mod workers;
 

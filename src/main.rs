@@ -73,6 +73,7 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(c) | Command::Worker(c) | Command::Check(c) => c.log_format,
         Command::Token(t) => t.config.log_format,
         Command::Demo(d) => d.config.log_format,
+        Command::Tail(_) => firehose::config::LogFormat::Human,
     };
     init_tracing(format);
     if matches!(cli.command, Command::Serve(_) | Command::Worker(_)) {
@@ -102,6 +103,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Token(args) => token(args).await,
         Command::Check(cfg) => check(cfg).await,
         Command::Demo(args) => firehose::demo::run(args).await,
+        Command::Tail(args) => firehose::tail::run(args).await,
     }
 }
 

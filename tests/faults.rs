@@ -1482,3 +1482,90 @@ async fn an_account_deletion_killed_half_way_is_finished_by_the_next_process() {
     assert_eq!(tagged, json!([]));
     second.kill9().await;
 }
+
+#[tokio::test]
+async fn tail_resumes_across_a_server_restart_with_no_gap_and_no_duplicate() {
+    use tokio::io::AsyncBufReadExt;
+    let app = TestApp::start().await;
+    let (_, token) = app.user("tailed").await;
+    let first = ServerProcess::serve(&app.redis, &[]).await;
+    let port = first.port;
+    let mut tail = tokio::process::Command::new(env!("CARGO_BIN_EXE_firehose"))
+        .args(["tail", "user", "--format", "json"])
+        .args(["--url", &format!("http://127.0.0.1:{port}")])
+        .env("FIREHOSE_TOKEN", &token)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (tx, mut lines) = tokio::sync::mpsc::unbounded_channel::<serde_json::Value>();
+    let stdout = tail.stdout.take().unwrap();
+    tokio::spawn(async move {
+        let mut reader = tokio::io::BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = reader.next_line().await {
+            if let Ok(v) = serde_json::from_str(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    // Connected once a status posted now comes out.
+    let mut ready = false;
+    for i in 0..40 {
+        app.say(&token, &format!("warm-up {i}")).await;
+        if tokio::time::timeout(Duration::from_millis(250), lines.recv())
+            .await
+            .is_ok()
+        {
+            ready = true;
+            break;
+        }
+    }
+    assert!(ready, "tail never printed anything");
+    while let Ok(Some(_)) = tokio::time::timeout(Duration::from_millis(300), lines.recv()).await {}
+    let mut posted = Vec::new();
+    for i in 0..10 {
+        posted.push(app.say(&token, &format!("before {i}")).await);
+    }
+    first.kill9().await;
+    for i in 0..10 {
+        posted.push(app.say(&token, &format!("while down {i}")).await);
+    }
+    let second = ServerProcess::serve_on(&app.redis, port, &[]).await;
+    for i in 0..10 {
+        posted.push(app.say(&token, &format!("after {i}")).await);
+    }
+    let mut got = Vec::new();
+    while got.len() < posted.len() {
+        let v = tokio::time::timeout(Duration::from_secs(20), lines.recv())
+            .await
+            .unwrap_or_else(|_| panic!("tail printed {} of {}", got.len(), posted.len()))
+            .unwrap();
+        if v["type"] == "status" {
+            got.push(v["status"]["id"].as_str().unwrap().to_string());
+        }
+    }
+    // Nothing more: no duplicate comes after.
+    while let Ok(Some(v)) = tokio::time::timeout(Duration::from_millis(1000), lines.recv()).await {
+        if v["type"] == "status" {
+            got.push(v["status"]["id"].as_str().unwrap().to_string());
+        }
+    }
+    println!(
+        "tail across a restart: {} statuses posted, {} printed",
+        posted.len(),
+        got.len()
+    );
+    assert_eq!(got, posted, "no gap, no duplicate, in order");
+    // Ctrl-C ends it with 0.
+    let pid = tail.id().unwrap().to_string();
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status();
+    let status = tokio::time::timeout(Duration::from_secs(2), tail.wait())
+        .await
+        .expect("tail ends on Ctrl-C")
+        .unwrap();
+    assert!(status.success(), "{status}");
+    second.kill9().await;
+}

@@ -239,7 +239,7 @@ impl Output {
 fn the_cli_help_lists_every_subcommand_and_flag() {
     let out = Command::new(firehose_bin()).arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
-    for sub in ["serve", "worker", "token", "check", "demo"] {
+    for sub in ["serve", "worker", "token", "check", "demo", "tail"] {
         assert!(help.contains(sub), "{sub} missing from --help");
     }
     let out = Command::new(firehose_bin())

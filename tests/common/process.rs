@@ -14,7 +14,17 @@ impl ServerProcess {
     /// Starts `firehose serve` on a free port against `redis_url` and waits
     /// until it answers /readyz.
     pub(crate) async fn serve(redis: &RedisServer, env: &[(&str, &str)]) -> ServerProcess {
-        Self::start(redis, env, None).await
+        Self::start(redis, env, None, None).await
+    }
+
+    /// [`ServerProcess::serve`] on a given port (a server restarted where
+    /// its clients expect it).
+    pub(crate) async fn serve_on(
+        redis: &RedisServer,
+        port: u16,
+        env: &[(&str, &str)],
+    ) -> ServerProcess {
+        Self::start(redis, env, None, Some(port)).await
     }
 
     /// [`ServerProcess::serve`] from a shell whose soft open-file limit is
@@ -24,11 +34,16 @@ impl ServerProcess {
         env: &[(&str, &str)],
         soft: u64,
     ) -> ServerProcess {
-        Self::start(redis, env, Some(soft)).await
+        Self::start(redis, env, Some(soft), None).await
     }
 
-    async fn start(redis: &RedisServer, env: &[(&str, &str)], soft: Option<u64>) -> ServerProcess {
-        let port = free_port();
+    async fn start(
+        redis: &RedisServer,
+        env: &[(&str, &str)],
+        soft: Option<u64>,
+        port: Option<u16>,
+    ) -> ServerProcess {
+        let port = port.unwrap_or_else(free_port);
         let bin = env!("CARGO_BIN_EXE_firehose");
         let mut cmd = match soft {
             None => tokio::process::Command::new(bin),
