@@ -803,3 +803,68 @@ async fn a_private_accounts_activity_reaches_no_public_stream_and_no_outsider() 
         .await;
     assert_eq!(ids(&liked), vec![sid.clone()]);
 }
+
+#[tokio::test]
+async fn order_top_ranks_home_and_tag_timelines_by_engagement_and_age() {
+    let app = TestApp::start().await;
+    let (_, reader) = app.user("ranker").await;
+    let (author, at) = app.user("ranked").await;
+    app.follow(&reader, &author).await;
+    let old = app.say(&at, "old #ranktag").await;
+    let engaged = app.say(&at, "engaged #ranktag").await;
+    let new = app.say(&at, "new #ranktag").await;
+    for i in 0..3 {
+        let (_, fan) = app.user(&format!("rank_fan{i}")).await;
+        app.post(
+            &format!("/api/v1/statuses/{engaged}/like"),
+            Some(&fan),
+            json!({}),
+        )
+        .await;
+    }
+    for path in [
+        "/api/v1/timelines/home?order=top".to_string(),
+        "/api/v1/timelines/tag/ranktag?order=top".to_string(),
+    ] {
+        let (status, ranked) = app.get(&path, Some(&reader)).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {ranked}");
+        // Engagement first; equal engagement: the newer first.
+        assert_eq!(
+            ids(&ranked),
+            vec![engaged.clone(), new.clone(), old.clone()],
+            "{path}"
+        );
+        let scores: Vec<f64> = ranked
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["score"].as_f64().unwrap())
+            .collect();
+        assert!(
+            scores[0] > scores[1] && scores[1] >= scores[2],
+            "{scores:?}"
+        );
+        // (1 + 3 likes) / 2^1.5 for a status just posted.
+        assert!(
+            (scores[0] - 4.0 / 2f64.powf(1.5)).abs() < 0.01,
+            "{scores:?}"
+        );
+        let (_, second) = app
+            .get(&format!("{path}&count=1&page=2"), Some(&reader))
+            .await;
+        assert_eq!(ids(&second), vec![new.clone()]);
+    }
+    // latest is the default and unchanged; bad orders and max_id with top: 400.
+    let latest = app
+        .timeline_ids("/api/v1/timelines/home?order=latest", Some(&reader))
+        .await;
+    assert_eq!(latest, vec![new.clone(), engaged.clone(), old.clone()]);
+    for path in [
+        "/api/v1/timelines/home?order=best",
+        "/api/v1/timelines/home?order=top&max_id=5",
+        "/api/v1/timelines/tag/ranktag?order=",
+    ] {
+        let (status, _) = app.get(path, Some(&reader)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}");
+    }
+}

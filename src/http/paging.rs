@@ -120,3 +120,45 @@ impl UserPage {
         }))
     }
 }
+
+/// The order of a home or hashtag timeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Newest first.
+    Latest,
+    /// Ranked (`store::ranking`), paged by `page` only.
+    Top,
+}
+
+/// Takes `order` (`latest`, the default, or `top`) out of the query.
+pub fn order(q: &mut HashMap<String, String>) -> ApiResult<Order> {
+    match q.remove("order").as_deref() {
+        None | Some("latest") => Ok(Order::Latest),
+        Some("top") => {
+            if q.contains_key("max_id") {
+                return Err(ApiError::invalid(
+                    "invalid_query",
+                    "order=top pages with count and page, not max_id.",
+                ));
+            }
+            Ok(Order::Top)
+        }
+        Some(_) => Err(ApiError::invalid(
+            "invalid_order",
+            "order must be latest or top.",
+        )),
+    }
+}
+
+/// A ranked page as JSON: each status with its counts and its `score`.
+pub fn ranked_json(entries: Vec<crate::store::ranking::RankedEntry>) -> Response {
+    let list: Vec<serde_json::Value> = entries
+        .into_iter()
+        .map(|(status, counts, score)| {
+            let mut v = serde_json::to_value(status.with_counts(counts)).unwrap_or_default();
+            v["score"] = serde_json::json!(score);
+            v
+        })
+        .collect();
+    axum::Json(list).into_response()
+}

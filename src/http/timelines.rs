@@ -1,13 +1,15 @@
 //! Timelines: the caller's home timeline and any user's profile timeline.
 
 use super::openapi::{Auth, Op, Params, Reply};
-use super::paging::{json_page, paging};
+use super::paging::{json_page, order, paging, ranked_json, Order};
 use super::path_id;
 use super::routes::Routes;
 use super::visibility::{blocked_by, can_see, only_visible, only_visible_hiding, without_hidden};
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use crate::store::paging::Page;
+use crate::store::ranking::{Ranked, RankedEntry};
 use crate::store::statuses::Timeline;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
@@ -59,7 +61,7 @@ const TAG_OP: Op = Op {
     tag: "timelines",
     summary: "Statuses carrying #tag (any case, without #), newest first",
     auth: Auth::Optional,
-    query: &[],
+    query: &[("order", "latest (newest first, the default) or top (ranked by engagement and age; pages with page, not max_id)")],
     body: None,
     status: 200,
     params: Params::Paging,
@@ -68,19 +70,32 @@ const TAG_OP: Op = Op {
 };
 
 /// `GET /api/v1/timelines/tag/{tag}`: statuses carrying `#tag` (any case,
-/// with or without the `#`), newest first.
+/// with or without the `#`), newest first or ranked (`order=top`).
 pub async fn tag(
     State(state): State<AppState>,
     MaybeUser(viewer): MaybeUser,
     Path(tag): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
+    Query(mut q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
+    let order = order(&mut q)?;
     let (page, count) = paging(&q)?;
     let tag = tag.trim_start_matches('#').to_lowercase();
     if tag.is_empty() || tag.chars().count() > crate::http::statuses::MAX_MESSAGE_CHARS {
         return Err(ApiError::invalid(
             "invalid_tag",
             "Give a hashtag, such as rust.",
+        ));
+    }
+    if order == Order::Top {
+        let Page::Number(n) = page else {
+            return Err(ApiError::invalid(
+                "invalid_query",
+                "order=top pages with page.",
+            ));
+        };
+        let ranked = state.store.ranked_page(&Ranked::Tag(tag), n, count).await?;
+        return Ok(ranked_json(
+            visible_ranked(&state, viewer.as_ref(), ranked).await?,
         ));
     }
     let statuses = state
@@ -98,7 +113,7 @@ const HOME_OP: Op = Op {
     tag: "timelines",
     summary: "Your home timeline, newest first",
     auth: Auth::Bearer,
-    query: &[],
+    query: &[("order", "latest (newest first, the default) or top (ranked by engagement and age; pages with page, not max_id)")],
     body: None,
     status: 200,
     params: Params::Paging,
@@ -106,13 +121,27 @@ const HOME_OP: Op = Op {
     errors: &[400, 401, 503],
 };
 
-/// `GET /api/v1/timelines/home`: newest first.
+/// `GET /api/v1/timelines/home`: newest first, or ranked (`order=top`).
 pub async fn home(
     State(state): State<AppState>,
     auth: AuthUser,
-    Query(q): Query<HashMap<String, String>>,
+    Query(mut q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
+    let order = order(&mut q)?;
     let (page, count) = paging(&q)?;
+    if order == Order::Top {
+        let Page::Number(n) = page else {
+            return Err(ApiError::invalid(
+                "invalid_query",
+                "order=top pages with page.",
+            ));
+        };
+        let ranked = state
+            .store
+            .ranked_page(&Ranked::Home(auth.uid), n, count)
+            .await?;
+        return Ok(ranked_json(ranked));
+    }
     let statuses = state.store.home_page(auth.uid, page, count).await?;
     Ok(json_page(&statuses))
 }
@@ -158,4 +187,20 @@ pub async fn profile(
     let statuses =
         without_hidden(&state, viewer.as_ref(), statuses, crate::hides::UNSEEABLE).await?;
     Ok(json_page(&statuses))
+}
+
+/// The ranked entries `viewer` may see (as `only_visible` keeps them).
+async fn visible_ranked(
+    state: &AppState,
+    viewer: Option<&crate::auth::AuthUser>,
+    ranked: Vec<RankedEntry>,
+) -> ApiResult<Vec<RankedEntry>> {
+    let shown: Vec<_> = ranked.iter().map(|(s, c, _)| (s.clone(), *c)).collect();
+    let kept = only_visible(state, viewer, shown).await?;
+    let ids: std::collections::HashSet<String> =
+        kept.iter().map(|(s, _)| s.status.id.clone()).collect();
+    Ok(ranked
+        .into_iter()
+        .filter(|(s, _, _)| ids.contains(&s.status.id))
+        .collect())
 }

@@ -186,6 +186,16 @@ impl CountsCache {
             .map(|(c, _)| *c)
     }
 
+    /// The counts of `id` if read less than `ttl` before `now` (ranking
+    /// may use counts up to a few seconds old).
+    pub fn get_within(&self, id: u64, now: Instant, ttl: Duration) -> Option<Counts> {
+        let shard = self.shard(id)?;
+        shard
+            .get(&id)
+            .filter(|(_, at)| now.saturating_duration_since(*at) < ttl)
+            .map(|(c, _)| *c)
+    }
+
     /// Remembers counts just read.
     pub fn put(&self, id: u64, counts: Counts) {
         if let Some(mut shard) = self.shard(id) {

@@ -35,6 +35,7 @@ pub mod leases;
 pub mod likes;
 pub mod outbox;
 pub mod paging;
+pub mod ranking;
 pub mod relations;
 pub mod rules;
 pub mod sessions;
