@@ -56,6 +56,9 @@ pub enum Params {
     None,
     /// `count`, and `page` or `max_id`.
     Paging,
+    /// [`Params::Paging`] and `order` (`latest` or `top`; `top` pages by
+    /// `page` only).
+    OrderedPaging,
     /// `count` and `cursor`.
     FollowPaging,
     /// Exactly one of `login`, `email`, `any`.
@@ -162,6 +165,23 @@ fn object_params(params: Params) -> Option<(&'static str, &'static str, Value)> 
                     "max_id": {"type": "integer", "minimum": 0, "maximum": U64_MAX, "description": "Only statuses with ids up to this one."},
                 },
                 "not": {"required": ["page", "max_id"]},
+            }),
+        )),
+        Params::OrderedPaging => Some((
+            "paging",
+            "count, and page or max_id (not both); order latest (default) or top (then not max_id).",
+            json!({
+                "type": "object", "additionalProperties": false,
+                "properties": {
+                    "count": count(30),
+                    "page": {"type": "integer", "minimum": 1, "maximum": U64_MAX, "description": "1-based page number."},
+                    "max_id": {"type": "integer", "minimum": 0, "maximum": U64_MAX, "description": "Only statuses with ids up to this one (order=latest only)."},
+                    "order": {"type": "string", "enum": ["latest", "top"], "description": "latest: newest first; top: ranked by engagement and age, each status with its score."},
+                },
+                "allOf": [
+                    {"not": {"required": ["page", "max_id"]}},
+                    {"not": {"required": ["order", "max_id"], "properties": {"order": {"const": "top"}}}},
+                ],
             }),
         )),
         Params::FollowPaging => Some((
