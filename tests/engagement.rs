@@ -3,19 +3,9 @@
 
 mod common;
 
-use common::TestApp;
+use common::{ids, TestApp};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-
-fn ids(list: &Value) -> Vec<String> {
-    list.as_array()
-        .map(|a| {
-            a.iter()
-                .map(|s| s["id"].as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 /// `[{tag, count}]` as pairs.
 fn trend_counts(trends: &Value) -> Vec<(String, u64)> {

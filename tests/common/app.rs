@@ -320,3 +320,14 @@ pub(crate) fn homes_with(app: &TestApp, users: &[u64], status_id: &str) -> usize
     let scores: Vec<Option<f64>> = pipe.query(&mut conn).unwrap();
     scores.iter().filter(|s| s.is_some()).count()
 }
+
+/// The `id` of every object of a JSON array (statuses, users, ...).
+pub(crate) fn ids(list: &Value) -> Vec<String> {
+    list.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| s["id"].as_str().unwrap_or("").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}

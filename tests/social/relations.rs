@@ -2,20 +2,10 @@
 //! every stream kind, and how they race follows and fan-out.
 
 use crate::assert_error;
-use crate::common::{ws_connect, ws_next, ws_send, TestApp};
+use crate::common::{ids, ws_connect, ws_next, ws_send, TestApp};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::time::Duration;
-
-fn ids(list: &Value) -> Vec<String> {
-    list.as_array()
-        .map(|a| {
-            a.iter()
-                .map(|s| s["id"].as_str().unwrap_or("").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 fn user_ids(page: &Value) -> Vec<String> {
     ids(&page["users"])
