@@ -4,7 +4,9 @@ use super::openapi::{Auth, Op, Params, Reply};
 use super::paging::{json_page, order, paging, ranked_json, Order};
 use super::path_id;
 use super::routes::Routes;
-use super::visibility::{blocked_by, can_see, only_visible, only_visible_hiding, without_hidden};
+use super::visibility::{
+    blocked_by, only_visible, only_visible_hiding, privacy_allows_user, without_hidden,
+};
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -169,12 +171,13 @@ pub async fn profile(
 ) -> ApiResult<Response> {
     let uid = path_id(&id, "user")?;
     let (page, count) = paging(&q)?;
-    // No such user (or one being deleted): 404.
-    state.store.user(uid).await?;
+    // No such user (or one being deleted): 404; read once for the
+    // privacy check too.
+    let user = state.store.user(uid).await?;
     if blocked_by(&state, viewer.as_ref(), uid).await? {
         return Err(ApiError::not_found("No such user's statuses."));
     }
-    if !can_see(&state, viewer.as_ref(), uid).await? {
+    if !privacy_allows_user(&state, viewer.as_ref(), &user).await? {
         return Err(ApiError::forbidden(
             "This account's statuses are visible to its followers only.",
         ));

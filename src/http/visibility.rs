@@ -6,7 +6,7 @@
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ApiResult};
 use crate::hides::{self, Hides};
-use crate::model::Status;
+use crate::model::{Status, User};
 use crate::state::AppState;
 use crate::store::statuses::Shown;
 use crate::store::StoreError;
@@ -46,19 +46,38 @@ async fn privacy_allows(
     if viewer.is_some_and(|v| v.uid == author) {
         return Ok(true);
     }
-    let user = match state.store.user(author).await {
-        Ok(user) => user,
+    match state.store.user(author).await {
+        Ok(user) => privacy_allows_user(state, viewer, &user).await,
         // An account being deleted: its statuses are on their way out.
-        Err(StoreError::NotFound(_)) => return Ok(false),
-        Err(e) => return Err(e.into()),
-    };
-    if !user.private {
+        Err(StoreError::NotFound(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// [`privacy_allows`] for a user already read: the user themself, a public
+/// account, or a follower of a private one.
+pub async fn privacy_allows_user(
+    state: &AppState,
+    viewer: Option<&AuthUser>,
+    user: &User,
+) -> ApiResult<bool> {
+    let author: u64 = user.id.parse().unwrap_or(0);
+    if !user.private || viewer.is_some_and(|v| v.uid == author) {
         return Ok(true);
     }
     match viewer {
         Some(v) => Ok(state.store.is_following(v.uid, author).await?),
         None => Ok(false),
     }
+}
+
+/// Who a status is by, for relations: its author, and the author of the
+/// status it reposts (0 when none).
+fn actors(status: &Status) -> [u64; 2] {
+    [
+        status.uid.parse().unwrap_or(0),
+        id_of(&status.repost_of_uid).unwrap_or(0),
+    ]
 }
 
 /// The status `sid` if `viewer` may see it; else 404, as if it did not
@@ -114,14 +133,7 @@ pub async fn without_hidden(
     }
     let relations = state.store.hides(v.uid).await?;
     if !relations.is_empty() {
-        statuses.retain(|item| {
-            let s = &item.0.status;
-            let by: Vec<u64> = id_of(&Some(s.uid.clone()))
-                .into_iter()
-                .chain(id_of(&s.repost_of_uid))
-                .collect();
-            !relations.hides_any(&by, mask)
-        });
+        statuses.retain(|item| !relations.hides_any(&actors(&item.0.status), mask));
     }
     Ok(statuses)
 }
@@ -158,12 +170,11 @@ pub async fn only_visible_hiding(
     let mut kept = Vec::with_capacity(statuses.len());
     for item in statuses {
         let status = &item.0.status;
-        let author: u64 = status.uid.parse().unwrap_or(0);
-        let mut hidden_by = vec![author];
-        hidden_by.extend(id_of(&status.repost_of_uid));
-        if relations.hides_any(&hidden_by, mask) {
+        let by = actors(status);
+        if relations.hides_any(&by, mask) {
             continue;
         }
+        let author = by[0];
         let mut ok = true;
         for who in std::iter::once(author).chain(id_of(&status.audience)) {
             let allowed = match sees.get(&who) {
