@@ -200,6 +200,12 @@ pub struct Config {
     )]
     pub max_conversations_per_user: usize,
 
+    /// Filter rules the hub of one process holds, over every open search
+    /// stream and filter stream with rules (then such a stream answers
+    /// 503 `too_many_rules_here`).
+    #[arg(long, env = "FIREHOSE_MAX_STREAM_RULES", default_value_t = 2_000_000)]
+    pub max_stream_rules: usize,
+
     /// Concurrent streams one user may hold (then 429).
     #[arg(long, env = "FIREHOSE_MAX_STREAMS_PER_USER", default_value_t = 5)]
     pub max_streams_per_user: usize,

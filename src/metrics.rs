@@ -82,6 +82,8 @@ pub struct Metrics {
     pub connection_cap: Gauge,
     /// Client connections open now (streams and requests alike).
     pub client_connections: Gauge,
+    /// Filter rules filed in the hub (search streams' and ad-hoc ones).
+    pub stream_rules: Gauge,
     /// Home reads whose first ids came from the in-process home cache.
     pub home_cache_hits: Counter,
     /// Home heads read into the home cache over its tracking connection.
@@ -156,6 +158,7 @@ impl Metrics {
             connections_refused: Counter::default(),
             connection_cap: Gauge::default(),
             client_connections: Gauge::default(),
+            stream_rules: Gauge::default(),
             home_cache_hits: Counter::default(),
             home_cache_fills: Counter::default(),
             fanout_depth: ScrapeGauge::default(),
@@ -300,6 +303,11 @@ impl Metrics {
             "firehose_client_connections",
             "Client connections open now (streams and requests alike).",
             m.client_connections.clone(),
+        );
+        registry.register(
+            "firehose_stream_rules",
+            "Filter rules filed in the hub, over every open search stream and filter stream with rules (--max-stream-rules).",
+            m.stream_rules.clone(),
         );
         registry.register(
             "firehose_stream_connections",

@@ -379,6 +379,15 @@ pub enum Event {
         /// The statuses.
         ids: Vec<IdString>,
     },
+    /// A user's filter rules changed: every hub reloads them for that
+    /// user's open search streams. Internal: never sent to a client.
+    RulesChanged {
+        /// Whose rules.
+        #[serde(with = "id_string")]
+        uid: u64,
+        /// The rules' version after the change (it only grows).
+        version: u64,
+    },
     /// Relations that hide content changed (a block, an unblock, a mute,
     /// an unmute): the hubs update the copies they hold for connected
     /// users. Internal, like `session_revoked`: never sent to a client.
@@ -418,6 +427,7 @@ impl Event {
             Event::Relation { .. } => "relation",
             Event::DirectMessage { .. } => "direct_message",
             Event::StatusesChanged { .. } => "statuses_changed",
+            Event::RulesChanged { .. } => "rules_changed",
             Event::Unknown => return None,
         })
     }

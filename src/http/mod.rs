@@ -14,6 +14,7 @@ pub mod ops;
 pub mod paging;
 pub mod relations;
 pub mod routes;
+pub mod rule_items;
 pub mod rules;
 pub mod sessions;
 pub mod statuses;

@@ -1,12 +1,11 @@
 //! Filter rules kept per user: add (with duplicates answered, a dry run,
-//! the per-user cap), delete, list. Every value is parsed and checked by
-//! `firehose_filters::rules` (errors name the item and the column) and the
-//! logins it names must be users.
+//! the per-user cap), delete, list. Items are checked by `rule_items`.
 
 use super::extract::JsonBody;
 use super::known_params;
 use super::openapi::{Auth, Op, Params, Reply};
 use super::routes::Routes;
+use super::rule_items::{check_items, MAX_TAG_CHARS};
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -15,12 +14,8 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use firehose_filters::rules::check_rule;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-
-/// Longest tag, in characters.
-pub const MAX_TAG_CHARS: usize = 128;
 
 /// Routes of this resource, each with its OpenAPI operation.
 pub fn routes() -> Routes {
@@ -49,19 +44,6 @@ pub fn routes() -> Routes {
         )
         .route(CHANGE_OP, change)
         .route(LIST_OP, list)
-}
-
-/// An invalid rule, in the contract's shape.
-fn invalid(index: usize, column: Option<usize>, message: &str) -> ApiError {
-    let text = match column {
-        Some(c) => format!("rule {index}, column {c}: {message}"),
-        None => format!("rule {index}: {message}"),
-    };
-    let mut e = ApiError::invalid("invalid_rule", text).with("rule", index);
-    if let Some(c) = column {
-        e = e.with("column", c);
-    }
-    e
 }
 
 fn malformed(message: &str) -> ApiError {
@@ -124,33 +106,11 @@ async fn add_rules(
         _ => return Err(malformed("add must be a non-empty list of {value, tag}.")),
     };
     state.rate.write(auth.uid)?;
-    let mut checked = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let Some(value) = item.get("value").and_then(Value::as_str) else {
-            return Err(invalid(i, None, "each rule needs a value, a string"));
-        };
-        let tag = match item.get("tag") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(t)) if t.chars().count() <= MAX_TAG_CHARS => Some(t.clone()),
-            Some(_) => {
-                return Err(invalid(
-                    i,
-                    None,
-                    &format!("tag must be a string of at most {MAX_TAG_CHARS} characters"),
-                ))
-            }
-        };
-        let mut expr = check_rule(value).map_err(|e| invalid(i, Some(e.column), &e.message))?;
-        // Logins must name users (resolved once, now).
-        let mut known = HashMap::new();
-        for (login, _) in expr.logins() {
-            let id = state.store.lookup(&login).await?;
-            known.insert(login, id);
-        }
-        expr.resolve(&|l| known.get(l).copied().flatten())
-            .map_err(|e| invalid(i, Some(e.column), &e.message))?;
-        checked.push((value.to_string(), tag));
-    }
+    let checked: Vec<(String, Option<String>)> = check_items(state, "rule", items, false)
+        .await?
+        .into_iter()
+        .map(|c| (c.value, c.tag))
+        .collect();
     let added = state.store.add_rules(auth.uid, &checked, dry_run).await?;
     let status = if added.created > 0 {
         StatusCode::CREATED

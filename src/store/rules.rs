@@ -62,7 +62,8 @@ impl Store {
             ));
         }
         let created = reply.get(1).and_then(|n| n.parse().ok()).unwrap_or(0);
-        let ids = &reply[2..];
+        let version: u64 = reply.get(2).and_then(|n| n.parse().ok()).unwrap_or(0);
+        let ids = &reply[3.min(reply.len())..];
         let existing: Vec<Option<String>> = {
             let known: Vec<&String> = ids.iter().filter(|id| !id.is_empty()).collect();
             if known.is_empty() {
@@ -96,6 +97,9 @@ impl Store {
                 tag: tag.clone(),
             }));
         }
+        if version > 0 {
+            self.announce_rules(uid, version).await?;
+        }
         Ok(Added { rules, created })
     }
 
@@ -115,12 +119,37 @@ impl Store {
         for id in ids {
             inv.arg(id);
         }
-        let reply: Vec<String> = inv.invoke_async(&mut conn).await?;
+        let mut reply: Vec<String> = inv.invoke_async(&mut conn).await?;
+        let version: u64 = if reply.is_empty() {
+            0
+        } else {
+            reply.remove(0).parse().unwrap_or(0)
+        };
+        if version > 0 {
+            self.announce_rules(uid, version).await?;
+        }
         let cut = reply.iter().position(|x| x == "|").unwrap_or(reply.len());
         Ok((
             reply[..cut].to_vec(),
             reply[(cut + 1).min(reply.len())..].to_vec(),
         ))
+    }
+
+    /// `uid`'s rules, oldest first, with their version (read first: rules
+    /// read with an older version than theirs are reloaded when the newer
+    /// version's `rules_changed` event arrives).
+    pub async fn rules_versioned(&self, uid: u64) -> StoreResult<(u64, Vec<StoredRule>)> {
+        let mut conn = self.conn();
+        let version: Option<u64> = conn.hget(self.keys.rule_values(uid), "").await?;
+        Ok((version.unwrap_or(0), self.rules(uid).await?))
+    }
+
+    /// Tells every process's hub that `uid`'s rules are now at `version`.
+    async fn announce_rules(&self, uid: u64, version: u64) -> StoreResult<()> {
+        let body = serde_json::to_string(&crate::model::Event::RulesChanged { uid, version })
+            .map_err(|e| StoreError::Internal(e.to_string()))?;
+        self.emit(&body).await?;
+        Ok(())
     }
 
     /// `uid`'s rules, oldest first.

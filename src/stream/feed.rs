@@ -10,6 +10,7 @@ use super::direct::Direct;
 use super::frame::{self, Control, ControlFrame, EventId, Frame, Incoming};
 use super::hub::{ClientConn, Hub, SHUTDOWN};
 use super::queue::Delivery;
+use super::rule_set::{judge, RuleSet};
 use super::wire::Transport;
 use crate::hides::Hides;
 use crate::metrics::{global as metrics, inc};
@@ -37,6 +38,8 @@ struct ReplayJob {
     stream: &'static str,
     /// The subscription's rule (a user rule follows the replayed follows).
     rule: Rule,
+    /// Its filter rules, as they were when it began.
+    rules: Option<Arc<RuleSet>>,
     /// The user's relations as the subscription began: what they hide is
     /// not replayed either.
     hides: Arc<Hides>,
@@ -168,12 +171,13 @@ impl Feed {
         }
     }
 
-    /// Subscribes `stream` to `rule` (replacing an earlier subscription of
-    /// the same name) and queues the replay it asks for.
+    /// Subscribes `stream` to `rule` and `rules` (replacing an earlier
+    /// subscription of the same name) and queues the replay it asks for.
     pub async fn subscribe(
         &mut self,
         stream: &'static str,
         rule: Rule,
+        rules: Option<Arc<RuleSet>>,
         replay: Replay,
     ) -> StoreResult<()> {
         if let Some(old) = self.remove_sub(stream) {
@@ -188,7 +192,14 @@ impl Feed {
         let hides = Arc::new(self.store.hides(self.conn.uid).await?);
         let sub = self.hub.next_id();
         self.hub
-            .register(&self.conn, sub, rule.clone(), stream, (*hides).clone())
+            .register(
+                &self.conn,
+                sub,
+                rule.clone(),
+                stream,
+                (*hides).clone(),
+                rules.clone(),
+            )
             .await;
         self.subs.push(Sub {
             stream,
@@ -200,8 +211,11 @@ impl Feed {
             Replay::Unservable => self.push_control(resume_gap(
                 "last_event_id is not an event id this server issued; continuing live.",
             )),
-            Replay::After(after) => self.replay_after(stream, rule, hides, after).await?,
-            Replay::Newest(n) => self.replay_newest(stream, rule, &hides, n).await?,
+            Replay::After(after) => self.replay_after(stream, rule, rules, hides, after).await?,
+            Replay::Newest(n) => {
+                self.replay_newest(stream, rule, rules.as_deref(), &hides, n)
+                    .await?
+            }
         }
         Ok(())
     }
@@ -238,6 +252,7 @@ impl Feed {
         &mut self,
         stream: &'static str,
         rule: Rule,
+        rules: Option<Arc<RuleSet>>,
         hides: Arc<Hides>,
         after: EventId,
     ) -> StoreResult<()> {
@@ -267,6 +282,7 @@ impl Feed {
         self.replays.push_back(ReplayJob {
             stream,
             rule,
+            rules,
             hides,
             cursor: after,
         });
@@ -293,11 +309,11 @@ impl Feed {
         }
         for (_, json) in &page {
             if let Some(Incoming::Event(f)) = frame::parse(json) {
-                if job.rule.matches(&f.routing())
-                    && !job.hides.hides_any(f.actors(), hide_mask(job.stream))
-                {
-                    inc(&metrics().events_replayed, 1);
-                    self.pending.push_back(Out::Event(f, job.stream));
+                if let Some(f) = judge(&mut job.rule, job.rules.as_deref(), &f) {
+                    if !job.hides.hides_any(f.actors(), hide_mask(job.stream)) {
+                        inc(&metrics().events_replayed, 1);
+                        self.pending.push_back(Out::Event(f, job.stream));
+                    }
                 }
             }
         }
@@ -313,6 +329,7 @@ impl Feed {
         &mut self,
         stream: &'static str,
         mut rule: Rule,
+        rules: Option<&RuleSet>,
         hides: &Hides,
         n: usize,
     ) -> StoreResult<()> {
@@ -338,8 +355,10 @@ impl Feed {
             // user-stream rules in order; keep the newest N matches.
             let mut matched = Vec::new();
             for f in frames.iter().rev() {
-                if rule.matches(&f.routing()) && !hides.hides_any(f.actors(), hide_mask(stream)) {
-                    matched.push(f.clone());
+                if let Some(f) = judge(&mut rule, rules, f) {
+                    if !hides.hides_any(f.actors(), hide_mask(stream)) {
+                        matched.push(f);
+                    }
                 }
             }
             for f in matched.into_iter().rev() {

@@ -4,6 +4,7 @@ use super::deflate::Deflated;
 use crate::metrics::{global as metrics, inc};
 use crate::model;
 use bytes::Bytes;
+use firehose_filters::rules::RuleStatus;
 use firehose_filters::{Event, StatusView};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -68,8 +69,8 @@ pub struct Frame {
 
 /// The encodings of one event a compressed connection may need: the SSE
 /// message, the NDJSON line, the JSON (a WebSocket message) and the
-/// multiplexed message of each of the four stream names.
-pub const DEFLATED_FORMS: usize = 7;
+/// multiplexed message of each of the five stream names.
+pub const DEFLATED_FORMS: usize = 8;
 
 /// A status's id, author and the authors it replies to or reposts.
 #[derive(Debug, Clone, Copy)]
@@ -82,7 +83,7 @@ struct StatusIds {
 
 /// The numbers routing needs that the public shapes carry as strings,
 /// parsed once.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Ids {
     /// A status's.
     status: Option<StatusIds>,
@@ -164,6 +165,7 @@ impl Frame {
             | E::SessionRevoked { .. }
             | E::Relation { .. }
             | E::StatusesChanged { .. }
+            | E::RulesChanged { .. }
             | E::Unknown => Event::Other,
         }
     }
@@ -175,6 +177,62 @@ impl Frame {
         self.deflated[form].get_or_init(|| {
             inc(&metrics().events_compressed, 1);
             Deflated::of(&bytes())
+        })
+    }
+
+    /// A public status as filter rules read it; `None` for any other
+    /// event (a private account's status, a reply to one, a delete, ...).
+    pub fn rule_status(&self) -> Option<RuleStatus> {
+        let model::Event::Status {
+            status,
+            private: false,
+            ..
+        } = &self.event
+        else {
+            return None;
+        };
+        let ids = self.ids.status?;
+        Some(RuleStatus {
+            id: ids.id,
+            uid: ids.uid,
+            message: status.message.clone(),
+            hashtags: status.hashtags.iter().map(|t| t.to_lowercase()).collect(),
+            mentions: status.mentions.iter().map(|m| m.to_lowercase()).collect(),
+            reply_to_uid: ids.reply_to_uid,
+            is_reply: status.reply_to.is_some(),
+            repost_of_uid: ids.repost_of_uid,
+            coords: status.lat.zip(status.lon),
+        })
+    }
+
+    /// This event with `"matching_rules": <rules>` (a JSON array) added:
+    /// a search or rule-filtered stream's own copy, encoded for it alone.
+    pub fn with_matching_rules(&self, rules: &str) -> Arc<Frame> {
+        let splice = |json: &[u8]| {
+            let body = json.strip_suffix(b"}").unwrap_or(json);
+            let mut out = Vec::with_capacity(body.len() + rules.len() + 20);
+            out.extend_from_slice(body);
+            out.extend_from_slice(b",\"matching_rules\":");
+            out.extend_from_slice(rules.as_bytes());
+            out.push(b'}');
+            out
+        };
+        let json = splice(&self.json);
+        let kind = self.event.kind().unwrap_or("status");
+        let mut sse = Vec::with_capacity(json.len() + 64);
+        sse.extend_from_slice(format!("id: {}\nevent: {kind}\ndata: ", self.id).as_bytes());
+        sse.extend_from_slice(&json);
+        sse.extend_from_slice(b"\n\n");
+        let mut ndjson = json.clone();
+        ndjson.push(b'\n');
+        Arc::new(Frame {
+            id: self.id,
+            event: self.event.clone(),
+            json: Bytes::from(json),
+            sse: Bytes::from(sse),
+            ndjson: Bytes::from(ndjson),
+            ids: self.ids.clone(),
+            deflated: Default::default(),
         })
     }
 
@@ -198,6 +256,8 @@ pub enum Incoming {
     Relation(Vec<crate::hides::Change>),
     /// Statuses changed in place: out of the status cache.
     StatusesChanged(Vec<u64>),
+    /// A user's filter rules changed (their version after the change).
+    RulesChanged(u64, u64),
 }
 
 /// An event as published: its buffer id and the event.
@@ -236,6 +296,7 @@ pub fn parse(json: &str) -> Option<Incoming> {
         E::StatusesChanged { ids } => {
             return Some(Incoming::StatusesChanged(ids.iter().map(|i| i.0).collect()))
         }
+        E::RulesChanged { uid, version } => return Some(Incoming::RulesChanged(uid, version)),
         event => event,
     };
     let id_text = id?;
@@ -334,6 +395,9 @@ pub enum Control {
         message: String,
         /// The stream the message named, if any.
         stream: Option<String>,
+        /// Further fields (an invalid rule's `rule` and `column`).
+        #[serde(flatten)]
+        detail: serde_json::Map<String, serde_json::Value>,
     },
 }
 

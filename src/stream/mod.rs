@@ -16,6 +16,8 @@
 //! - [`queue`]: a connection's bounded queue of deliveries.
 //! - [`direct`]: a live plain stream's socket as its queue's sink, so that
 //!   the dispatcher writes its events while the task sleeps.
+//! - [`rule_set`]: a subscription's filter rules (search, ad-hoc) and
+//!   their `matching_rules` labels.
 //! - [`limits`]: the per-user concurrent-stream limit, leased in Redis.
 
 pub mod deflate;
@@ -24,6 +26,7 @@ pub mod feed;
 pub mod frame;
 pub mod hub;
 pub mod queue;
+pub mod rule_set;
 pub mod stream_limits;
 pub mod wire;
 pub mod ws_codec;

@@ -84,6 +84,7 @@ impl Transport {
                     "filter" => 0,
                     "user" => 1,
                     "sample" => 2,
+                    "search" => 4,
                     _ => 3,
                 }
             }
@@ -91,7 +92,7 @@ impl Transport {
     }
 }
 
-const _: () = assert!(DEFLATED_FORMS == 7, "Transport::form names every form");
+const _: () = assert!(DEFLATED_FORMS == 8, "Transport::form names every form");
 
 /// The multiplexed message of an event: `{"stream":"<name>",` then the
 /// event's own fields.

@@ -181,6 +181,28 @@ impl Expr {
         }
     }
 
+    /// Replaces the logins of `from:`, `to:` and `repost_of:` that `find`
+    /// knows with ids, leaving the others (which then match nothing): for
+    /// rules accepted earlier whose users may since have gone.
+    pub fn resolve_known(&mut self, find: &impl Fn(&str) -> Option<u64>) {
+        match self {
+            Expr::And(parts) | Expr::Or(parts) => {
+                for p in parts {
+                    p.resolve_known(find);
+                }
+            }
+            Expr::Not(inner) => inner.resolve_known(find),
+            Expr::Term(Term::From(u) | Term::To(u) | Term::RepostOf(u), _) => {
+                if let UserRef::Login(l) = u {
+                    if let Some(id) = find(l) {
+                        *u = UserRef::Id(id);
+                    }
+                }
+            }
+            Expr::Term(..) => {}
+        }
+    }
+
     fn visit(&self, f: &mut impl FnMut(&Term, usize)) {
         match self {
             Expr::And(parts) | Expr::Or(parts) => parts.iter().for_each(|p| p.visit(f)),

@@ -1,4 +1,5 @@
-//! The streams: firehose, sample, filter, user and the multiplexed WebSocket.
+//! The streams: firehose, sample, filter, user, search and the multiplexed
+//! WebSocket.
 //!
 //! Every stream path serves Server-Sent Events by default, NDJSON with
 //! `Accept: application/x-ndjson`, and WebSocket on an upgrade request. The
@@ -49,6 +50,7 @@ pub fn routes() -> Routes {
         .route(SAMPLE_OP, sample)
         .route(FILTER_OP, filter)
         .route(USER_OP, user)
+        .route(SEARCH_OP, search)
         .route(MULTIPLEXED_OP, ws_session::multiplexed)
 }
 
@@ -86,7 +88,7 @@ pub async fn sample(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Sample).await
 }
 
-const FILTER_OP: Op = Op { method: "get", path: "/api/v1/stream/filter", tag: "streams", summary: "Public statuses matching follow, track or locations", auth: Auth::Stream, query: &[("follow", "Comma-separated user ids (<= 5000)."), ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."), ("locations", "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
+const FILTER_OP: Op = Op { method: "get", path: "/api/v1/stream/filter", tag: "streams", summary: "Public statuses matching follow, track, locations or ad-hoc rules", auth: Auth::Stream, query: &[("follow", "Comma-separated user ids (<= 5000)."), ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."), ("locations", "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian."), ("rules", "A JSON array of 1-100 filter rules, each {value, tag?} or a string; events then carry matching_rules."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
 
 /// `GET /api/v1/stream/filter?follow=&track=&locations=`.
 pub async fn filter(State(state): State<AppState>, req: Request) -> Response {
@@ -110,6 +112,25 @@ const USER_OP: Op = Op {
 /// `GET /api/v1/stream/user`: what the caller's home timeline gets, plus follows of and by them.
 pub async fn user(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::User).await
+}
+
+const SEARCH_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/stream/search",
+    tag: "streams",
+    summary: "Public statuses matching any of your filter rules, each with matching_rules",
+    auth: Auth::Stream,
+    query: RESUME,
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Stream,
+    errors: &[400, 401, 403, 429, 503],
+};
+
+/// `GET /api/v1/stream/search`: public statuses matching the caller's rules.
+pub async fn search(State(state): State<AppState>, req: Request) -> Response {
+    serve(state, req, Kind::Search).await
 }
 
 async fn serve(state: AppState, req: Request, kind: Kind) -> Response {

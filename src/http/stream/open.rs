@@ -7,8 +7,10 @@
 
 use crate::auth::{AuthUser, StreamUser, SCOPE_FIREHOSE};
 use crate::error::{ApiError, ApiResult};
+use crate::http::rule_items::check_items;
 use crate::state::AppState;
 use crate::stream::feed::{Replay, MAX_COUNT};
+use crate::stream::rule_set::{self, RuleSet, MAX_ADHOC_RULES};
 use crate::stream::stream_limits::StreamGuard;
 use crate::stream::wire::{Encoder, Transport};
 use crate::stream::{EventId, Feed};
@@ -17,6 +19,7 @@ use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
 use firehose_filters::{parse_coords, parse_rate, FilterSpec, ParseError, Rule};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The streams.
@@ -30,11 +33,19 @@ pub enum Kind {
     Filter,
     /// What the caller's home timeline gets.
     User,
+    /// Public statuses matching the caller's filter rules.
+    Search,
 }
 
 impl Kind {
     /// Every stream, in the order error messages list them.
-    const ALL: [Kind; 4] = [Kind::Filter, Kind::User, Kind::Sample, Kind::Firehose];
+    const ALL: [Kind; 5] = [
+        Kind::Filter,
+        Kind::User,
+        Kind::Sample,
+        Kind::Firehose,
+        Kind::Search,
+    ];
 
     /// Its name (the multiplexed socket's `stream`, the path's last part).
     pub fn name(self) -> &'static str {
@@ -43,6 +54,7 @@ impl Kind {
             Kind::Sample => "sample",
             Kind::Filter => "filter",
             Kind::User => "user",
+            Kind::Search => "search",
         }
     }
 
@@ -73,6 +85,18 @@ pub struct Ask {
     pub last_event_id: Option<String>,
     /// `count`, as written.
     pub count: Option<String>,
+    /// Ad-hoc `rules` (a JSON array), or why they are not JSON.
+    pub rules: Option<Result<serde_json::Value, String>>,
+}
+
+/// What a stream was asked for, parsed.
+pub struct Asked {
+    /// Its rule in the main index.
+    pub rule: Rule,
+    /// Its filter rules (search, ad-hoc), if any.
+    pub rules: Option<Arc<RuleSet>>,
+    /// Where it starts.
+    pub replay: Replay,
 }
 
 impl Ask {
@@ -100,17 +124,16 @@ impl Ask {
             rate: q.get("rate").cloned(),
             last_event_id,
             count: q.get("count").cloned(),
+            rules: q
+                .get("rules")
+                .map(|r| serde_json::from_str(r).map_err(|e| e.to_string())),
         }
     }
 
     /// The rule and replay point asked for, for `kind` opened by `auth`:
     /// the one parser of both, whether they came in a URL or a message.
-    pub async fn resolve(
-        &self,
-        state: &AppState,
-        auth: &AuthUser,
-        kind: Kind,
-    ) -> ApiResult<(Rule, Replay)> {
+    pub async fn resolve(&self, state: &AppState, auth: &AuthUser, kind: Kind) -> ApiResult<Asked> {
+        let mut rules = None;
         let rule = match kind {
             Kind::Firehose => {
                 auth.require(SCOPE_FIREHOSE)?;
@@ -119,22 +142,55 @@ impl Ask {
             Kind::Sample => Rule::Sample {
                 rate: parse_rate(self.rate.as_deref()).map_err(filter_error)?,
             },
-            Kind::Filter => Rule::Filter(
-                FilterSpec::from_parts(
+            Kind::Filter => {
+                let parts = FilterSpec::from_parts(
                     self.follow.iter().map(String::as_str),
                     self.track.iter().map(String::as_str),
                     self.locations
                         .as_ref()
                         .map_err(|e| filter_error(e.clone()))?,
-                )
-                .map_err(filter_error)?,
-            ),
+                );
+                if let Some(asked) = &self.rules {
+                    rules = Some(Arc::new(adhoc_rules(state, asked).await?));
+                }
+                Rule::Filter(match parts {
+                    Ok(spec) => spec,
+                    // Rules alone are a filter too.
+                    Err(_)
+                        if rules.is_some()
+                            && self.follow.is_empty()
+                            && self.track.is_empty()
+                            && self.locations.as_ref().is_ok_and(Vec::is_empty) =>
+                    {
+                        FilterSpec::default()
+                    }
+                    Err(e) => return Err(filter_error(e)),
+                })
+            }
             Kind::User => Rule::User {
                 uid: auth.uid,
                 following: state.store.following_ids(auth.uid).await?,
             },
+            Kind::Search => {
+                rules = Some(Arc::new(rule_set::load(&state.store, auth.uid).await?));
+                Rule::Filter(FilterSpec::default())
+            }
         };
-        Ok((rule, self.replay()?))
+        if let Some(set) = &rules {
+            if state.hub.rules_filed() + set.exprs().len() > state.cfg.max_stream_rules {
+                return Err(ApiError::new(
+                    axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                    "too_many_rules_here",
+                    "This server holds as many filter rules as it may; try again later or elsewhere.",
+                )
+                .retry_after(30));
+            }
+        }
+        Ok(Asked {
+            rule,
+            rules,
+            replay: self.replay()?,
+        })
     }
 
     /// Where the stream starts: after `last_event_id` (a point this server
@@ -158,6 +214,40 @@ impl Ask {
             },
         }
     }
+}
+
+/// A filter stream's ad-hoc `rules`: a JSON array of 1 to
+/// [`MAX_ADHOC_RULES`] items, each `{value, tag?}` or a string; their ids
+/// are their positions.
+async fn adhoc_rules(
+    state: &AppState,
+    asked: &Result<serde_json::Value, String>,
+) -> ApiResult<RuleSet> {
+    let shape = || {
+        ApiError::invalid(
+            "invalid_rule",
+            format!(
+                "rules must be a JSON array of 1 to {MAX_ADHOC_RULES} rules, each {{\"value\", \"tag\"}} or a string."
+            ),
+        )
+    };
+    let items = match asked {
+        Ok(serde_json::Value::Array(items))
+            if !items.is_empty() && items.len() <= MAX_ADHOC_RULES =>
+        {
+            items
+        }
+        _ => return Err(shape()),
+    };
+    let checked = check_items(state, "rules", items, true).await?;
+    Ok(RuleSet::new(
+        checked
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| (c.expr, i.to_string(), c.tag))
+            .collect(),
+        None,
+    ))
 }
 
 /// A filter parameter refused, in the contract's shape.
@@ -219,7 +309,7 @@ pub async fn prepare(
     let StreamUser(auth) = StreamUser::from_request_parts(parts, state).await?;
     let Query(q): Query<HashMap<String, String>> = Query::try_from_uri(&parts.uri)
         .map_err(|_| ApiError::invalid("invalid_query", "The query string is malformed."))?;
-    let (rule, replay) = Ask::from_query(&q, &parts.headers)
+    let asked = Ask::from_query(&q, &parts.headers)
         .resolve(state, &auth, kind)
         .await?;
     let name = kind.name();
@@ -233,7 +323,8 @@ pub async fn prepare(
         )
         .await?;
     let mut feed = new_feed(state, &auth);
-    feed.subscribe(name, rule, replay).await?;
+    feed.subscribe(name, asked.rule, asked.rules, asked.replay)
+        .await?;
     tracing::info!(
         uid = auth.uid,
         stream = name,

@@ -172,6 +172,7 @@ struct ControlMsg {
     rate: Option<Scalar>,
     last_event_id: Option<String>,
     count: Option<Scalar>,
+    rules: Option<serde_json::Value>,
 }
 
 /// A box (`[sw_lon, sw_lat, ne_lon, ne_lat]`) or one number of a flat list.
@@ -224,6 +225,7 @@ impl ControlMsg {
             rate: self.rate.as_ref().map(Scalar::text),
             last_event_id: self.last_event_id.clone(),
             count: self.count.as_ref().map(Scalar::text),
+            rules: self.rules.clone().map(Ok),
         }
     }
 }
@@ -233,6 +235,7 @@ fn ws_error(code: &'static str, message: String, stream: Option<&str>) -> Contro
         code,
         message,
         stream: stream.map(str::to_string),
+        detail: Default::default(),
     }
 }
 
@@ -251,7 +254,7 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
     let Some(kind) = msg.stream.as_deref().and_then(Kind::named) else {
         feed.push_control(ws_error(
             "invalid_stream",
-            "stream must be one of filter, user, sample, firehose.".into(),
+            "stream must be one of filter, user, sample, firehose, search.".into(),
             msg.stream.as_deref(),
         ));
         return;
@@ -259,16 +262,25 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
     let name = kind.name();
     match msg.kind.as_str() {
         "subscribe" => {
-            let (rule, replay) = match msg.ask().resolve(state, auth, kind).await {
+            let asked = match msg.ask().resolve(state, auth, kind).await {
                 Ok(asked) => asked,
                 Err(e) => {
-                    feed.push_control(ws_error(e.code, e.message, Some(name)));
+                    feed.push_control(Control::Error {
+                        code: e.code,
+                        message: e.message,
+                        stream: Some(name.to_string()),
+                        detail: e.detail,
+                    });
                     return;
                 }
             };
             // Confirm first, so the replayed events follow the confirmation.
             feed.push_control(Control::Subscribed { stream: name });
-            if feed.subscribe(name, rule, replay).await.is_err() {
+            if feed
+                .subscribe(name, asked.rule, asked.rules, asked.replay)
+                .await
+                .is_err()
+            {
                 feed.unsubscribe(name);
                 let e = ApiError::unavailable();
                 feed.push_control(ws_error(e.code, e.message, Some(name)));

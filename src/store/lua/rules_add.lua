@@ -6,12 +6,14 @@
 -- changes. A dry run answers the same and writes nothing. Atomic: the
 -- checks and every write run as one script. One slot: the user's keys.
 --
--- KEYS[1] rules HASH (id -> rule JSON)  KEYS[2] values HASH (value -> id)
+-- KEYS[1] rules HASH (id -> rule JSON)  KEYS[2] values HASH (value -> id;
+-- field '' the rules' version, raised by every change)
 -- KEYS[3] order ZSET (id -> created)
 -- ARGV[1] cap  ARGV[2] '1': dry run  ARGV[3] now
 -- ARGV[4..] triples: value, tag JSON (`null` or a JSON string), new id
--- Returns {'too_many'} or {'ok', created, id or '', ...} (an id per item:
--- the existing one, the new one, or '' for a new one in a dry run).
+-- Returns {'too_many'} or {'ok', created, version, id or '', ...} (an id
+-- per item: the existing one, the new one, or '' for a new one in a dry
+-- run; version 0 when nothing changed).
 local cap, dry, now = tonumber(ARGV[1]), ARGV[2] == '1', ARGV[3]
 local seen, fresh, answer = {}, 0, {}
 for i = 4, #ARGV, 3 do
@@ -44,6 +46,8 @@ for i = 4, #ARGV, 3 do
     answer[#answer + 1] = id
   end
 end
-local out = {'ok', fresh}
+local version = 0
+if fresh > 0 and not dry then version = redis.call('HINCRBY', KEYS[2], '', 1) end
+local out = {'ok', fresh, version}
 for _, id in ipairs(answer) do out[#out + 1] = id end
 return out

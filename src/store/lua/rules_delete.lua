@@ -1,9 +1,10 @@
 -- rules_delete: deletes filter rules of a user's by id (a dry run only
 -- sorts them). Atomic: one script. One slot: the user's keys.
 --
--- KEYS[1] rules HASH  KEYS[2] values HASH  KEYS[3] order ZSET
--- ARGV[1] '1': dry run  ARGV[2..] ids
--- Returns {deleted id, ..., '|', not found id, ...}.
+-- KEYS[1] rules HASH  KEYS[2] values HASH (field '': the version)
+-- KEYS[3] order ZSET  ARGV[1] '1': dry run  ARGV[2..] ids
+-- Returns {version, deleted id, ..., '|', not found id, ...} (version 0
+-- when nothing changed).
 local deleted, missing = {}, {}
 for i = 2, #ARGV do
   local id = ARGV[i]
@@ -20,7 +21,9 @@ for i = 2, #ARGV do
     missing[#missing + 1] = id
   end
 end
-local out = {}
+local version = 0
+if #deleted > 0 and ARGV[1] ~= '1' then version = redis.call('HINCRBY', KEYS[2], '', 1) end
+local out = {tostring(version)}
 for _, id in ipairs(deleted) do out[#out + 1] = id end
 out[#out + 1] = '|'
 for _, id in ipairs(missing) do out[#out + 1] = id end

@@ -5,6 +5,7 @@
 use super::conn::{stalled, ClientConn};
 use super::helpers::HELPER_BACKLOG;
 use super::helpers::{Helper, Job, Pace};
+use super::rules::RuleSubs;
 use super::{Cmd, Msg, SHUTDOWN};
 use crate::hides::{self, Change, Hides};
 use crate::metrics::{global as metrics, inc};
@@ -12,6 +13,7 @@ use crate::shutdown::Shutdown;
 use crate::store::Store;
 use crate::stream::frame::{self, Control, EventId, Frame, Incoming};
 use crate::stream::queue::Delivery;
+use crate::stream::rule_set::{self, filter_part};
 use firehose_filters::{Index, SubId};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -88,6 +90,10 @@ pub(super) struct Dispatcher {
     pub(super) pace: Pace,
     /// What [`Pace`] last decided.
     pub(super) via_helpers: bool,
+    /// Subscriptions with filter rules.
+    pub(super) rule_subs: RuleSubs,
+    /// The hub's own commands (a reload of rules answers through it).
+    pub(super) cmds: mpsc::UnboundedSender<Cmd>,
 }
 
 impl Drop for Dispatcher {
@@ -120,7 +126,12 @@ pub(super) const MAX_BATCH: usize = 64;
 
 impl Dispatcher {
     /// A dispatcher with no connection yet, delivering through `helpers`.
-    pub(super) fn new(store: Store, keepalive: Duration, helpers: Vec<Helper>) -> Dispatcher {
+    pub(super) fn new(
+        store: Store,
+        keepalive: Duration,
+        cmds: mpsc::UnboundedSender<Cmd>,
+        helpers: Vec<Helper>,
+    ) -> Dispatcher {
         Dispatcher {
             store,
             index: Index::new(),
@@ -140,6 +151,8 @@ impl Dispatcher {
             relation_log: VecDeque::new(),
             pace: Pace::default(),
             via_helpers: true,
+            rule_subs: RuleSubs::default(),
+            cmds,
         }
     }
 }
@@ -233,14 +246,26 @@ impl Dispatcher {
                 rule,
                 stream,
                 hides,
+                rules,
                 ack,
             } => {
                 self.add_viewer(conn.uid, hides);
-                self.index.insert(sub, rule);
+                match rules {
+                    Some(set) => {
+                        if filter_part(&rule) {
+                            self.index.insert(sub, rule);
+                        }
+                        if self.rule_subs.add(sub, conn.uid, set) {
+                            self.reload_rules(conn.uid);
+                        }
+                    }
+                    None => self.index.insert(sub, rule),
+                }
                 self.conns.entry(conn.id).or_default().push(sub);
                 self.subs.insert(sub, SubEntry { conn, stream });
                 let _ = ack.send(());
             }
+            Cmd::Rules { uid, set } => self.rule_subs.replace(uid, set),
             Cmd::Unregister { sub } => self.remove_sub(sub),
             Cmd::Close { conn } => self.remove_conn(conn),
         }
@@ -320,8 +345,34 @@ impl Dispatcher {
         });
     }
 
+    /// Reads `uid`'s search rules again, off this task; they replace the
+    /// older ones when they arrive (a failed read is retried for a while).
+    pub(super) fn reload_rules(&self, uid: u64) {
+        let (store, cmds) = (self.store.clone(), self.cmds.clone());
+        tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(50);
+            for _ in 0..12 {
+                match rule_set::load(&store, uid).await {
+                    Ok(set) => {
+                        let _ = cmds.send(Cmd::Rules {
+                            uid,
+                            set: Arc::new(set),
+                        });
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::warn!(uid, error = %e, "could not reload search rules; retrying");
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(5));
+                    }
+                }
+            }
+        });
+    }
+
     pub(super) fn remove_sub(&mut self, sub: SubId) {
         self.index.remove(sub);
+        self.rule_subs.remove(sub);
         if let Some(entry) = self.subs.remove(&sub) {
             self.drop_viewer(entry.conn.uid);
             if let Some(list) = self.conns.get_mut(&entry.conn.id) {
@@ -336,6 +387,7 @@ impl Dispatcher {
     pub(super) fn remove_conn(&mut self, conn: u64) {
         for sub in self.conns.remove(&conn).unwrap_or_default() {
             self.index.remove(sub);
+            self.rule_subs.remove(sub);
             if let Some(entry) = self.subs.remove(&sub) {
                 self.drop_viewer(entry.conn.uid);
             }
@@ -403,6 +455,11 @@ impl Dispatcher {
             Some(Incoming::Event(frame)) => self.dispatch(frame, false),
             Some(Incoming::SessionRevoked(sid)) => self.revoke(sid),
             Some(Incoming::Relation(changes)) => self.relations(changes),
+            Some(Incoming::RulesChanged(uid, version)) => {
+                if self.rule_subs.changed(uid, version) {
+                    self.reload_rules(uid);
+                }
+            }
             Some(Incoming::StatusesChanged(ids)) => {
                 for id in ids {
                     self.store.status_cache().forget(id);
@@ -436,8 +493,10 @@ impl Dispatcher {
         }
         let mut out = std::mem::take(&mut self.out);
         self.index.route(&frame.routing(), &mut out);
+        let copies = self.rule_subs.route(&frame, &mut out);
         self.drop_hidden(&frame, &mut out);
         self.deliver(&frame, &out, direct);
+        self.deliver_copies(copies, direct);
         self.out = out;
     }
 
@@ -459,12 +518,25 @@ impl Dispatcher {
         self.index.route_batch(&events, &mut outs);
         drop(events);
         for (frame, out) in frames.iter().zip(outs.iter_mut()) {
+            let copies = self.rule_subs.route(frame, out);
             self.drop_hidden(frame, out);
             self.deliver(frame, out, false);
+            self.deliver_copies(copies, false);
         }
         self.outs = outs;
         frames.clear();
         *batch = frames;
+    }
+
+    /// Delivers each subscription's own copy of an event (one with
+    /// `matching_rules`), less those its user's relations hide.
+    fn deliver_copies(&mut self, copies: Vec<(Arc<Frame>, Vec<SubId>)>, direct: bool) {
+        for (copy, mut subs) in copies {
+            self.drop_hidden(&copy, &mut subs);
+            if !subs.is_empty() {
+                self.deliver(&copy, &subs, direct);
+            }
+        }
     }
 
     /// Offers `frame` to the subscriptions in `out`; a full queue

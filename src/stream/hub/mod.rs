@@ -11,6 +11,7 @@
 mod conn;
 mod dispatcher;
 mod helpers;
+mod rules;
 mod subscriber;
 #[cfg(test)]
 mod tests;
@@ -21,10 +22,11 @@ pub use dispatcher::hide_mask;
 use crate::hides::Hides;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
+use crate::stream::rule_set::RuleSet;
 use dispatcher::Dispatcher;
 use firehose_filters::{Rule, SubId};
 use helpers::{delivery_shares, Helper};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
@@ -40,7 +42,14 @@ enum Cmd {
         stream: &'static str,
         /// The user's hiding relations, read before registering.
         hides: Hides,
+        /// Filter rules (a search stream's, a filter's ad-hoc ones).
+        rules: Option<Arc<RuleSet>>,
         ack: oneshot::Sender<()>,
+    },
+    /// A user's search rules, reloaded after a change.
+    Rules {
+        uid: u64,
+        set: Arc<RuleSet>,
     },
     Unregister {
         sub: SubId,
@@ -61,6 +70,7 @@ pub struct Hub {
     cmds: mpsc::UnboundedSender<Cmd>,
     next_id: Arc<AtomicU64>,
     subscribed: Arc<AtomicBool>,
+    rules_filed: Arc<AtomicUsize>,
 }
 
 impl Hub {
@@ -80,21 +90,22 @@ impl Hub {
             subscribed.clone(),
             shutdown.clone(),
         ));
-        let disp = tokio::spawn(
-            Dispatcher::new(
-                store,
-                keepalive,
-                (0..delivery_shares())
-                    .map(|_| Helper::start(cmd_tx.clone()))
-                    .collect(),
-            )
-            .run(cmd_rx, msg_rx, shutdown),
+        let dispatcher = Dispatcher::new(
+            store,
+            keepalive,
+            cmd_tx.clone(),
+            (0..delivery_shares())
+                .map(|_| Helper::start(cmd_tx.clone()))
+                .collect(),
         );
+        let rules_filed = dispatcher.rule_subs.filed();
+        let disp = tokio::spawn(dispatcher.run(cmd_rx, msg_rx, shutdown));
         (
             Hub {
                 cmds: cmd_tx,
                 next_id: Arc::new(AtomicU64::new(1)),
                 subscribed,
+                rules_filed,
             },
             vec![sub, disp],
         )
@@ -103,6 +114,12 @@ impl Hub {
     /// Whether the event subscription is up (pinged within seconds).
     pub fn is_subscribed(&self) -> bool {
         self.subscribed.load(Ordering::Relaxed)
+    }
+
+    /// Filter rules filed now, over every subscription (bounded by
+    /// `--max-stream-rules` when a stream opens).
+    pub fn rules_filed(&self) -> usize {
+        self.rules_filed.load(Ordering::Relaxed)
     }
 
     /// A fresh id for a connection or subscription.
@@ -122,7 +139,10 @@ impl Hub {
 
     /// Adds a subscription; events published after this returns reach it,
     /// less those its user's relations hide (`hides`, read from Redis just
-    /// before; the hub keeps it current from `relation` events).
+    /// before; the hub keeps it current from `relation` events), and with
+    /// `rules` the public statuses matching them, each carrying
+    /// `matching_rules` (a search stream's rules are kept current from
+    /// `rules_changed` events).
     pub async fn register(
         &self,
         conn: &Arc<ClientConn>,
@@ -130,6 +150,7 @@ impl Hub {
         rule: Rule,
         stream: &'static str,
         hides: Hides,
+        rules: Option<Arc<RuleSet>>,
     ) {
         let (ack, done) = oneshot::channel();
         let cmd = Cmd::Register {
@@ -138,6 +159,7 @@ impl Hub {
             rule,
             stream,
             hides,
+            rules,
             ack,
         };
         if self.cmds.send(cmd).is_ok() {

@@ -11,6 +11,7 @@ fn dispatcher() -> Dispatcher {
     Dispatcher::new(
         Store::open("redis://127.0.0.1:1", &cfg).expect("a store (never reached)"),
         Duration::from_secs(15),
+        mpsc::unbounded_channel().0,
         vec![Helper::start(mpsc::unbounded_channel().0)],
     )
 }

@@ -1,7 +1,9 @@
 //! The streams over real SSE, NDJSON and WebSocket connections against a
 //! real Redis: each stream and filter, resume, slow clients, auth, limits.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod rules;
 
 use common::{ws_connect, ws_next, ws_send, Msg, StreamClient, TestApp};
 use futures::{SinkExt, StreamExt};
@@ -391,7 +393,7 @@ async fn a_burst_is_routed_in_order_with_follows_taking_effect_mid_burst() {
         .unwrap();
     // Sent together in one pipeline (one slot, so one node, on a cluster
     // too): Redis publishes them in this order.
-    let emit = redis::Script::new(include_str!("../src/store/lua/emit.lua"));
+    let emit = redis::Script::new(include_str!("../../src/store/lua/emit.lua"));
     let mut pipe = redis::pipe();
     for b in &bodies {
         pipe.cmd("EVALSHA")
@@ -1848,186 +1850,4 @@ async fn serve_runs_without_huge_pages_unless_asked() {
         "huge pages are left to the kernel's setting"
     );
     huge.kill9().await;
-}
-
-async fn rules_call(app: &TestApp, token: &str, query: &str, body: Value) -> (StatusCode, Value) {
-    app.post(&format!("/api/v1/stream/rules{query}"), Some(token), body)
-        .await
-}
-
-#[tokio::test]
-async fn filter_rules_are_kept_per_user_with_duplicates_dry_runs_and_deletes() {
-    let app = TestApp::start().await;
-    let (_, token) = app.user("ruler").await;
-    let (_, other) = app.user("other_ruler").await;
-    app.register("ada").await;
-    // A dry run validates and answers as the call would, changing nothing.
-    let (status, body) = rules_call(
-        &app,
-        &token,
-        "?dry_run=true",
-        json!({"add": [{"value": "rust OR from:ada", "tag": "lang"}]}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["data"][0]["id"], Value::Null);
-    assert_eq!(body["meta"]["created"], 1);
-    let (_, listed) = app.get("/api/v1/stream/rules", Some(&token)).await;
-    assert_eq!(listed["data"], json!([]));
-
-    let (status, body) = rules_call(
-        &app,
-        &token,
-        "",
-        json!({"add": [
-            {"value": "rust OR from:ada", "tag": "lang"},
-            {"value": "\"exact phrase\" -is:reply"},
-            {"value": "rust OR from:ada", "tag": "ignored"},
-        ]}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    assert_eq!(body["meta"]["created"], 2);
-    let first = body["data"][0]["id"].as_str().unwrap().to_string();
-    let second = body["data"][1]["id"].as_str().unwrap().to_string();
-    assert_eq!(
-        body["data"][2]["id"],
-        json!(first),
-        "an earlier item's duplicate"
-    );
-    assert_eq!(
-        body["data"][2]["tag"], "lang",
-        "a tag is set at creation only"
-    );
-    assert_eq!(body["data"][1]["tag"], Value::Null);
-    // Adding it again creates nothing: 200 with the rule.
-    let (status, body) = rules_call(
-        &app,
-        &token,
-        "",
-        json!({"add": [{"value": "rust OR from:ada"}]}),
-    )
-    .await;
-    assert_eq!(
-        (
-            status,
-            body["data"][0]["id"].clone(),
-            body["meta"]["created"].clone()
-        ),
-        (StatusCode::OK, json!(first), json!(0))
-    );
-    let (_, listed) = app.get("/api/v1/stream/rules", Some(&token)).await;
-    let ids: Vec<&str> = listed["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["id"].as_str().unwrap())
-        .collect();
-    assert_eq!(ids, vec![first.as_str(), second.as_str()], "oldest first");
-    // Another user sees none of them and cannot delete them.
-    let (_, theirs) = app.get("/api/v1/stream/rules", Some(&other)).await;
-    assert_eq!(theirs["data"], json!([]));
-    let (status, body) = rules_call(&app, &other, "", json!({"delete": {"ids": [first]}})).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(body["meta"], json!({"deleted": [], "not_found": [first]}));
-    // A dry delete sorts, a real one deletes.
-    let (_, body) = rules_call(
-        &app,
-        &token,
-        "?dry_run=true",
-        json!({"delete": {"ids": [first, "12345"]}}),
-    )
-    .await;
-    assert_eq!(
-        body["meta"],
-        json!({"deleted": [first], "not_found": ["12345"]})
-    );
-    let (_, body) = rules_call(&app, &token, "", json!({"delete": {"ids": [first]}})).await;
-    assert_eq!(body["meta"], json!({"deleted": [first], "not_found": []}));
-    let (_, listed) = app.get("/api/v1/stream/rules", Some(&token)).await;
-    assert_eq!(listed["data"].as_array().unwrap().len(), 1);
-    // An id is never reused: the same value again gets a new one.
-    let (_, body) = rules_call(
-        &app,
-        &token,
-        "",
-        json!({"add": [{"value": "rust OR from:ada"}]}),
-    )
-    .await;
-    assert_ne!(body["data"][0]["id"], json!(first));
-}
-
-#[tokio::test]
-async fn invalid_rules_name_the_item_and_the_column_and_change_nothing() {
-    let app = TestApp::start().await;
-    let (_, token) = app.user("bad_ruler").await;
-    for (body, rule, column) in [
-        (
-            json!({"add": [{"value": "ok"}, {"value": "a nope:x"}]}),
-            1,
-            Some(3),
-        ),
-        (json!({"add": [{"value": "-a"}]}), 0, Some(1)),
-        (json!({"add": [{"value": "a (b"}]}), 0, Some(3)),
-        (json!({"add": [{"value": "from:nobody_here"}]}), 0, Some(1)),
-        (json!({"add": [{"value": "x".repeat(1025)}]}), 0, Some(1025)),
-        (
-            json!({"add": [{"value": "ok", "tag": "t".repeat(129)}]}),
-            0,
-            None,
-        ),
-    ] {
-        let (status, err) = rules_call(&app, &token, "", body.clone()).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {err}");
-        assert_eq!(err["error"]["code"], "invalid_rule", "{err}");
-        assert_eq!(err["error"]["rule"], rule, "{err}");
-        assert_eq!(err["error"]["column"], json!(column), "{err}");
-        assert!(err["error"]["message"].is_string());
-    }
-    for body in [
-        json!({}),
-        json!({"add": []}),
-        json!({"add": [{"value": "a"}], "delete": {"ids": ["1"]}}),
-        json!({"delete": {"ids": []}}),
-        json!({"delete": {"ids": [{}]}}),
-    ] {
-        let (status, _) = rules_call(&app, &token, "", body.clone()).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    }
-    let (status, _) = rules_call(
-        &app,
-        &token,
-        "?dry_run=maybe",
-        json!({"add": [{"value": "a"}]}),
-    )
-    .await;
-    assert_eq!(status, StatusCode::BAD_REQUEST);
-    let (_, listed) = app.get("/api/v1/stream/rules", Some(&token)).await;
-    assert_eq!(
-        listed["data"],
-        json!([]),
-        "nothing of the refused adds was kept"
-    );
-}
-
-#[tokio::test]
-async fn a_user_keeps_at_most_1000_rules() {
-    let app = TestApp::start().await;
-    let (_, token) = app.user("many_rules").await;
-    let add: Vec<Value> = (0..1000)
-        .map(|i| json!({"value": format!("word{i}")}))
-        .collect();
-    let (status, body) = rules_call(&app, &token, "", json!({ "add": add })).await;
-    assert_eq!(
-        (status, body["meta"]["created"].clone()),
-        (StatusCode::CREATED, json!(1000))
-    );
-    let (status, err) = rules_call(&app, &token, "", json!({"add": [{"value": "one more"}]})).await;
-    assert_eq!(
-        (status, err["error"]["code"].clone()),
-        (StatusCode::BAD_REQUEST, json!("too_many_rules"))
-    );
-    // A duplicate still answers its rule.
-    let (status, _) = rules_call(&app, &token, "", json!({"add": [{"value": "word7"}]})).await;
-    assert_eq!(status, StatusCode::OK);
 }
