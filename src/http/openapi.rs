@@ -98,6 +98,10 @@ pub const RESUME: &[(&str, &str)] = &[
         "count",
         "First replay the newest N matching events (N <= 1000).",
     ),
+    (
+        "since",
+        "Open at the first buffered event at or after this time (seconds since the epoch).",
+    ),
 ];
 
 /// The shared schemas, with those the resources registered.

@@ -23,7 +23,7 @@
 
 use super::frame::EventId;
 use super::queue::Delivery;
-use super::wire::{keepalive_bytes, Transport};
+use super::wire::{keepalive_bytes, position_bytes, Transport};
 use super::ws_codec::{self, op};
 use crate::metrics::{global as metrics, inc};
 use std::io::{self, IoSlice};
@@ -72,6 +72,7 @@ impl Direct {
     /// task), or the rest of its bytes.
     pub fn write(&self, d: Delivery) -> Option<Delivery> {
         let header;
+        let positioned;
         let (head, body, event): (&[u8], &[u8], bool) = match &d {
             Delivery::Event(f, stream) => {
                 if !std::ptr::eq(*stream, self.stream) && *stream != self.stream {
@@ -89,8 +90,13 @@ impl Direct {
                     }
                 }
             }
-            Delivery::Keepalive if self.transport != Transport::WebSocket => {
+            Delivery::Keepalive(None) if self.transport != Transport::WebSocket => {
                 (&[], keepalive_bytes(self.transport), false)
+            }
+            Delivery::Keepalive(Some(at)) if self.transport != Transport::WebSocket => {
+                positioned =
+                    position_bytes(self.transport, (*at).max(self.floor.unwrap_or_default()));
+                (&[], &positioned, false)
             }
             _ => return Some(d),
         };
@@ -230,7 +236,7 @@ pub(crate) mod tests {
         ));
         assert!(matches!(sink.write(Delivery::Wake), Some(Delivery::Wake)));
         let mut expected: Vec<u8> = Vec::new();
-        assert!(sink.write(Delivery::Keepalive).is_none());
+        assert!(sink.write(Delivery::Keepalive(None)).is_none());
         expected.extend_from_slice(b": keepalive\n\n");
         // Fill the socket: the client reads nothing meanwhile.
         let big = "y".repeat(50_000);
@@ -289,8 +295,8 @@ pub(crate) mod tests {
         let (server, mut client) = pair().await;
         let sink = Direct::new(server.clone(), Transport::WebSocket, "firehose", None);
         assert!(matches!(
-            sink.write(Delivery::Keepalive),
-            Some(Delivery::Keepalive)
+            sink.write(Delivery::Keepalive(None)),
+            Some(Delivery::Keepalive(None))
         ));
         let framed = |f: &Frame| {
             let mut out = Vec::new();

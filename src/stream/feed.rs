@@ -65,6 +65,9 @@ pub enum Replay {
     Unservable,
     /// The newest N matching events.
     Newest(usize),
+    /// Everything matching from this time (ms since the epoch) on: the
+    /// buffer's ids begin with the millisecond they were added.
+    Since(u64),
 }
 
 /// What the transport writes next.
@@ -74,8 +77,10 @@ pub enum Out {
     Event(Arc<Frame>, &'static str),
     /// A control event.
     Control(Arc<ControlFrame>),
-    /// Time for a keep-alive (SSE comment, NDJSON blank line, WebSocket ping).
-    Keepalive,
+    /// Time for a keep-alive (SSE comment, NDJSON blank line, WebSocket
+    /// ping), with the stream's position when it has one: every event it
+    /// matches up to that id was written before it.
+    Keepalive(Option<EventId>),
     /// Bytes already encoded: the rest of a write the hub began
     /// ([`Delivery::Rest`]).
     Raw(Vec<u8>),
@@ -212,6 +217,13 @@ impl Feed {
                 "last_event_id is not an event id this server issued; continuing live.",
             )),
             Replay::After(after) => self.replay_after(stream, rule, rules, hides, after).await?,
+            Replay::Since(ms) => {
+                let after = match ms {
+                    0 => EventId::ZERO,
+                    ms => EventId(ms - 1, u64::MAX),
+                };
+                self.replay_from(stream, rule, rules, hides, after).await?
+            }
             Replay::Newest(n) => {
                 self.replay_newest(stream, rule, rules.as_deref(), &hides, n)
                     .await?
@@ -270,9 +282,22 @@ impl Feed {
             ));
             return Ok(());
         }
+        self.replay_from(stream, rule, rules, hides, after).await
+    }
+
+    /// Replays every matching event after `after` (warning `resume_gap`
+    /// when the buffer no longer holds them all), then goes live.
+    async fn replay_from(
+        &mut self,
+        stream: &'static str,
+        rule: Rule,
+        rules: Option<Arc<RuleSet>>,
+        hides: Arc<Hides>,
+        after: EventId,
+    ) -> StoreResult<()> {
         if frame::is_gap(after, &self.store.buffer_info().await?) {
             self.push_control(resume_gap(
-                "Some events after last_event_id are no longer in the replay buffer.",
+                "Some events after the resume point are no longer in the replay buffer.",
             ));
         }
         // Any replay of this stream was dropped by `subscribe`, so this job
@@ -390,6 +415,21 @@ impl Feed {
         Ok(())
     }
 
+    /// The stream's position for a keep-alive, given the hub's: each
+    /// subscription has been sent every matching event up to the larger of
+    /// the hub's position and its replay's floor, so the smallest of those;
+    /// none while a replay is still being read (or with no subscription).
+    fn position(&self, hub_at: Option<EventId>) -> Option<EventId> {
+        if !self.replays.is_empty() {
+            return None;
+        }
+        self.subs
+            .iter()
+            .map(|s| hub_at.max(s.floor))
+            .min()
+            .flatten()
+    }
+
     /// What to write for a delivery that has `left` more behind it, if
     /// anything.
     fn accept(&mut self, d: Delivery, left: usize) -> Option<Out> {
@@ -407,14 +447,14 @@ impl Feed {
             Delivery::Control(json) => Some(Out::Control(json)),
             Delivery::Rest(bytes) => Some(Out::Raw(bytes)),
             Delivery::Wake => None,
-            Delivery::Keepalive => {
+            Delivery::Keepalive(hub_at) => {
                 // Were the hub gone before it could kill this stream,
                 // shutdown still ends it by the next keep-alive (read here,
                 // not on every delivery: the signal is shared).
                 if self.shutdown.is_set() {
                     return Some(self.end(SHUTDOWN.0, SHUTDOWN.1));
                 }
-                Some(Out::Keepalive)
+                Some(Out::Keepalive(self.position(hub_at)))
             }
         }
     }

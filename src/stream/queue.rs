@@ -14,7 +14,7 @@
 //! of queueing it and waking the taker (see [`Queue::push_or`]); the lock
 //! orders those writes with the taker's own.
 
-use super::frame::{ControlFrame, Frame};
+use super::frame::{ControlFrame, EventId, Frame};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard};
@@ -206,8 +206,10 @@ pub enum Delivery {
     /// flag (see [`ClientConn::kill`](super::hub::ClientConn::kill)).
     Wake,
     /// Time for a keep-alive: the hub keeps every connection's keep-alive
-    /// and expiry times, so a stream's task waits on its queue alone.
-    Keepalive,
+    /// and expiry times, so a stream's task waits on its queue alone. It
+    /// carries the hub's position: every event up to it was routed, and
+    /// those for this connection are ahead of this in its queue.
+    Keepalive(Option<EventId>),
     /// The rest of an event or keep-alive the hub began writing into the
     /// socket itself (the connection's direct sink, `stream::direct`): written before anything else.
     Rest(Vec<u8>),

@@ -7,7 +7,7 @@
 //! (`serve.rs`), the hyper body and the WebSocket loop (`http/stream/`).
 
 use super::deflate::{Deflated, Gzip};
-use super::frame::{ControlFrame, Frame, DEFLATED_FORMS};
+use super::frame::{ControlFrame, EventId, Frame, DEFLATED_FORMS};
 use super::ws_codec::{self, op};
 use super::{Feed, Out};
 use std::cell::RefCell;
@@ -138,6 +138,21 @@ pub(crate) fn keepalive_bytes(transport: Transport) -> &'static [u8] {
     }
 }
 
+/// A plain stream's keep-alive carrying the stream's position: on SSE the
+/// comment and an `id:` line with no data (the browser's `lastEventId`
+/// moves, no event is dispatched), on NDJSON a `position` control event.
+pub(crate) fn position_bytes(transport: Transport, at: EventId) -> Vec<u8> {
+    match transport {
+        Transport::Sse => format!(": keepalive\nid: {at}\n\n").into_bytes(),
+        _ => format!("{}\n", position_json(at)).into_bytes(),
+    }
+}
+
+/// The `position` control event.
+fn position_json(at: EventId) -> String {
+    format!("{{\"type\":\"position\",\"id\":\"{at}\"}}")
+}
+
 /// Bytes every gzip body of `transport` may carry (its preamble, its
 /// keep-alive), deflated once per process.
 fn deflated_once(transport: Transport, keepalive: bool) -> &'static Deflated {
@@ -254,13 +269,17 @@ impl Encoder {
                 out.extend_from_slice(bytes);
                 false
             }
-            Out::Keepalive => {
-                match (self.transport, &mut self.gzip) {
-                    (Transport::WebSocket | Transport::Multiplexed, _) => {
-                        out.extend_from_slice(&PING)
+            Out::Keepalive(at) => {
+                match (self.transport, &mut self.gzip, at) {
+                    (Transport::WebSocket | Transport::Multiplexed, _, at) => {
+                        out.extend_from_slice(&PING);
+                        if let Some(at) = at {
+                            self.piece(position_json(*at).as_bytes(), out);
+                        }
                     }
-                    (t, Some(gz)) => gz.push(deflated_once(t, true), out),
-                    (t, None) => out.extend_from_slice(keepalive_bytes(t)),
+                    (t, _, Some(at)) => self.piece(&position_bytes(t, *at), out),
+                    (t, Some(gz), None) => gz.push(deflated_once(t, true), out),
+                    (t, None, None) => out.extend_from_slice(keepalive_bytes(t)),
                 }
                 false
             }
@@ -411,7 +430,7 @@ mod tests {
         let f = frame();
         let outs = [
             Out::Event(f.clone(), "firehose"),
-            Out::Keepalive,
+            Out::Keepalive(None),
             Out::Control(Control::warning("resume_gap", "gap").encode()),
             Out::Event(f, "firehose"),
         ];
@@ -464,7 +483,7 @@ mod tests {
                 let mut enc = Encoder::websocket(t, deflate);
                 let mut out = Vec::new();
                 enc.push(&Out::Event(f.clone(), "filter"), &mut out);
-                enc.push(&Out::Keepalive, &mut out);
+                enc.push(&Out::Keepalive(None), &mut out);
                 let (opcode, text, used) = read_frame(&out);
                 assert_eq!(opcode, op::TEXT);
                 assert_eq!(out[0] & 0x40 != 0, deflate);

@@ -20,6 +20,9 @@ pub(crate) struct StreamClient {
     /// Comment lines seen (keep-alives), and whether `retry:` came.
     pub comments: usize,
     pub retry_seen: bool,
+    /// The last position a keep-alive carried (an SSE `id:` with no data,
+    /// an NDJSON `position` event): what a browser's `lastEventId` holds.
+    pub position: Option<String>,
 }
 
 impl TestApp {
@@ -63,6 +66,7 @@ impl TestApp {
                 ndjson,
                 comments: 0,
                 retry_seen: false,
+                position: None,
             };
         }
         StreamClient {
@@ -73,6 +77,7 @@ impl TestApp {
             ndjson,
             comments: 0,
             retry_seen: false,
+            position: None,
         }
     }
 }
@@ -88,6 +93,11 @@ impl StreamClient {
                 return Some(None);
             }
             let data: Value = serde_json::from_str(&text).expect("ndjson line is json");
+            if data["type"] == "position" {
+                self.position = data["id"].as_str().map(str::to_string);
+                self.comments += 1;
+                return Some(None);
+            }
             return Some(Some(Msg {
                 id: data["id"].as_str().map(str::to_string),
                 event: data["type"].as_str().unwrap_or("").to_string(),
@@ -118,6 +128,12 @@ impl StreamClient {
             }
         }
         if only_meta {
+            return Some(None);
+        }
+        if data.is_empty() {
+            // No data: no event is dispatched, but the id moves
+            // `lastEventId` (a keep-alive's position).
+            self.position = id;
             return Some(None);
         }
         let data: Value = serde_json::from_str(&data).expect("data is json");

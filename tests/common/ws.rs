@@ -23,7 +23,8 @@ pub(crate) async fn ws_connect_url(url: &str, token: &str) -> Ws {
         .0
 }
 
-/// The next text message as JSON (pings and pongs skipped), within 10 s.
+/// The next text message as JSON (pings, pongs and keep-alive `position`
+/// events skipped), within 10 s.
 pub(crate) async fn ws_next(ws: &mut Ws) -> Value {
     use futures::StreamExt;
     loop {
@@ -33,7 +34,10 @@ pub(crate) async fn ws_next(ws: &mut Ws) -> Value {
             .expect("open")
             .expect("ok");
         if let tokio_tungstenite::tungstenite::Message::Text(t) = msg {
-            return serde_json::from_str(t.as_str()).unwrap();
+            let v: Value = serde_json::from_str(t.as_str()).unwrap();
+            if v["type"] != "position" {
+                return v;
+            }
         }
     }
 }

@@ -662,7 +662,7 @@ async fn the_hub_warns_at_80_percent_and_refuses_at_the_bound() {
                 assert!(v["percent_full"].as_u64().unwrap() >= 80);
                 warnings += 1;
             }
-            Delivery::Wake | Delivery::Keepalive | Delivery::Rest(_) => {
+            Delivery::Wake | Delivery::Keepalive(_) | Delivery::Rest(_) => {
                 panic!("only events and a warning were queued")
             }
         }
@@ -1189,7 +1189,10 @@ async fn an_idle_feed_hands_out_a_keepalive_every_period() {
     let start = tokio::time::Instant::now();
     for n in 1..=4u32 {
         let out = feed.next().await.expect("the feed goes on");
-        assert!(matches!(out, firehose::stream::Out::Keepalive), "{out:?}");
+        assert!(
+            matches!(out, firehose::stream::Out::Keepalive(_)),
+            "{out:?}"
+        );
         assert_eq!(start.elapsed(), period * n, "keep-alive {n}");
     }
 }
@@ -1200,7 +1203,7 @@ async fn a_feed_ends_with_disconnect_expired_when_its_token_expires() {
     let start = tokio::time::Instant::now();
     let bye = loop {
         match feed.next().await.expect("a disconnect before the end") {
-            firehose::stream::Out::Keepalive => continue,
+            firehose::stream::Out::Keepalive(_) => continue,
             other => break other,
         }
     };
@@ -1428,7 +1431,12 @@ async fn websockets_are_pinged_and_closed_when_pongs_stop() {
     while let Ok(Some(Ok(msg))) = tokio::time::timeout(Duration::from_secs(5), ws.next()).await {
         match msg {
             WsMessage::Ping(_) => pings += 1,
-            WsMessage::Text(t) => bye = Some(serde_json::from_str::<Value>(t.as_str()).unwrap()),
+            WsMessage::Text(t) => {
+                let v = serde_json::from_str::<Value>(t.as_str()).unwrap();
+                if v["type"] != "position" {
+                    bye = Some(v);
+                }
+            }
             WsMessage::Close(_) => break,
             _ => {}
         }
@@ -1449,10 +1457,13 @@ async fn websockets_that_answer_pings_stay_open() {
     // Reading keeps answering pings; after 4 intervals the socket still delivers.
     let until = tokio::time::Instant::now() + Duration::from_millis(4500);
     while let Ok(Some(Ok(msg))) = tokio::time::timeout_at(until, ws.next()).await {
-        assert!(
-            !matches!(msg, WsMessage::Close(_) | WsMessage::Text(_)),
-            "{msg:?}"
-        );
+        let keepalive = match &msg {
+            WsMessage::Text(t) => {
+                serde_json::from_str::<Value>(t.as_str()).unwrap()["type"] == "position"
+            }
+            other => !matches!(other, WsMessage::Close(_)),
+        };
+        assert!(keepalive, "only pings and positions: {msg:?}");
     }
     app.say(&token, "still here").await;
     assert_eq!(ws_next(&mut ws).await["status"]["message"], "still here");

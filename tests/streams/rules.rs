@@ -579,3 +579,157 @@ async fn rule_streams_never_carry_private_statuses_whoever_owns_the_rules() {
         .await;
     replay.assert_quiet(Duration::from_millis(400)).await;
 }
+
+/// Waits for a keep-alive carrying a position at or past `past` (an event
+/// id), and answers it.
+async fn position_past(s: &mut crate::common::StreamClient, past: &str) -> String {
+    let past = event_id(past);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(p) = s.position.clone() {
+            if event_id(&p) >= past {
+                return p;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no keep-alive position past {past:?}"
+        );
+        if let Some(m) = s.next_within(Duration::from_millis(200)).await {
+            panic!("unexpected event: {:?}", m.data);
+        }
+    }
+}
+
+fn event_id(id: &str) -> (u64, u64) {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    (ms.parse().unwrap(), seq.parse().unwrap())
+}
+
+#[tokio::test]
+async fn a_sparse_stream_resumes_from_its_keep_alive_position_after_the_buffer_turns_over() {
+    let app = TestApp::start_with(|c| {
+        c.replay_maxlen = 100;
+        c.keepalive_secs = 1;
+    })
+    .await;
+    let (reader_id, reader) = app.user("sparse_reader").await;
+    let (_, writer) = app.user("sparse_writer").await;
+    let firehose = app.operator_token(&reader_id, &["read", "firehose"]).await;
+    for accept in ["text/event-stream", "application/x-ndjson"] {
+        let path = format!("/api/v1/stream/filter?rules={}", enc(r#"["quetzal"]"#));
+        let mut s = app
+            .stream(&path, Some(&reader), &[("accept", accept)])
+            .await;
+        app.say(&writer, "a quetzal").await;
+        let first = s.next_event("the rare match").await;
+        let first_id = first.id.clone().unwrap();
+        // One match in hundreds: the buffer (100 entries) turns over.
+        for i in 0..300 {
+            app.say(&writer, &format!("filler {i}")).await;
+        }
+        // The newest event's id (the last filler's), from the firehose.
+        let mut tail = app
+            .stream("/api/v1/stream/firehose?count=1", Some(&firehose), &[])
+            .await;
+        let last = tail.next_event("the newest event").await.id.unwrap();
+        drop(tail);
+        let position = position_past(&mut s, &last).await;
+        drop(s);
+        let missed = app.say(&writer, "another quetzal").await;
+        // From the position: exactly the missed match, no warning.
+        let mut again = app
+            .stream(
+                &path,
+                Some(&reader),
+                &[("accept", accept), ("last-event-id", &position)],
+            )
+            .await;
+        let m = again.next("the missed match").await;
+        assert_eq!(m.data["type"], "status", "{accept}: {:?}", m.data);
+        assert_eq!(m.data["status"]["id"], missed.as_str());
+        // From its last match instead, the buffer no longer holds the way.
+        let mut stale = app
+            .stream(
+                &path,
+                Some(&reader),
+                &[("accept", accept), ("last-event-id", &first_id)],
+            )
+            .await;
+        let w = stale.next("a warning").await;
+        assert_eq!(
+            (w.data["type"].as_str(), w.data["code"].as_str()),
+            (Some("warning"), Some("resume_gap"))
+        );
+    }
+}
+
+#[tokio::test]
+async fn since_opens_a_stream_at_a_time_the_buffer_still_holds() {
+    let app = TestApp::start_with(|c| c.replay_maxlen = 50).await;
+    let (_, reader) = app.user("since_reader").await;
+    let (_, writer) = app.user("since_writer").await;
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    app.say(&writer, "ocelot before").await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let t = now();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let after = app.say(&writer, "ocelot after").await;
+    let mut s = app
+        .stream(
+            &format!("/api/v1/stream/filter?track=ocelot&since={t}"),
+            Some(&reader),
+            &[],
+        )
+        .await;
+    let m = s.next("the status after the time").await;
+    assert_eq!(m.data["status"]["id"], after.as_str(), "{:?}", m.data);
+    let live = app.say(&writer, "ocelot live").await;
+    assert_eq!(
+        s.next_event("live").await.data["status"]["id"],
+        live.as_str()
+    );
+    // A time in the future: live only, no warning.
+    let mut s = app
+        .stream(
+            &format!(
+                "/api/v1/stream/filter?track=ocelot&since={}",
+                now() + 3600.0
+            ),
+            Some(&reader),
+            &[],
+        )
+        .await;
+    s.assert_quiet(Duration::from_millis(300)).await;
+    // A time the buffer has turned over since: resume_gap, then what it holds.
+    for i in 0..80 {
+        app.say(&writer, &format!("churn {i}")).await;
+    }
+    let mut s = app
+        .stream(
+            &format!("/api/v1/stream/filter?track=ocelot&since={t}"),
+            Some(&reader),
+            &[],
+        )
+        .await;
+    let w = s.next("a warning").await;
+    assert_eq!(
+        (w.data["type"].as_str(), w.data["code"].as_str()),
+        (Some("warning"), Some("resume_gap"))
+    );
+    // Not a time: 400.
+    let bad = app
+        .stream(
+            "/api/v1/stream/filter?track=ocelot&since=yesterday",
+            Some(&reader),
+            &[],
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert_eq!(bad.body["error"]["code"], "invalid_since");
+}

@@ -75,6 +75,10 @@ const SAMPLE_OP: Op = Op {
         ),
         ("last_event_id", "Resume after this id."),
         ("count", "Replay the newest N first."),
+        (
+            "since",
+            "Open at the first buffered event at or after this time.",
+        ),
     ],
     body: None,
     status: 200,
@@ -88,7 +92,7 @@ pub async fn sample(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Sample).await
 }
 
-const FILTER_OP: Op = Op { method: "get", path: "/api/v1/stream/filter", tag: "streams", summary: "Public statuses matching follow, track, locations or ad-hoc rules", auth: Auth::Stream, query: &[("follow", "Comma-separated user ids (<= 5000)."), ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."), ("locations", "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian."), ("rules", "A JSON array of 1-100 filter rules, each {value, tag?} or a string; events then carry matching_rules."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
+const FILTER_OP: Op = Op { method: "get", path: "/api/v1/stream/filter", tag: "streams", summary: "Public statuses matching follow, track, locations or ad-hoc rules", auth: Auth::Stream, query: &[("follow", "Comma-separated user ids (<= 5000)."), ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."), ("locations", "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian."), ("rules", "A JSON array of 1-100 filter rules, each {value, tag?} or a string; events then carry matching_rules."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first."), ("since", "Open at the first buffered event at or after this time.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
 
 /// `GET /api/v1/stream/filter?follow=&track=&locations=`.
 pub async fn filter(State(state): State<AppState>, req: Request) -> Response {

@@ -85,6 +85,8 @@ pub struct Ask {
     pub last_event_id: Option<String>,
     /// `count`, as written.
     pub count: Option<String>,
+    /// `since` (seconds since the epoch), as written.
+    pub since: Option<String>,
     /// Ad-hoc `rules` (a JSON array), or why they are not JSON.
     pub rules: Option<Result<serde_json::Value, String>>,
 }
@@ -124,6 +126,7 @@ impl Ask {
             rate: q.get("rate").cloned(),
             last_event_id,
             count: q.get("count").cloned(),
+            since: q.get("since").cloned(),
             rules: q
                 .get("rules")
                 .map(|r| serde_json::from_str(r).map_err(|e| e.to_string())),
@@ -195,12 +198,24 @@ impl Ask {
 
     /// Where the stream starts: after `last_event_id` (a point this server
     /// cannot place goes live with `resume_gap`, never an error, so an
-    /// EventSource keeps reconnecting), else the newest `count` events.
+    /// EventSource keeps reconnecting), else at `since`, else the newest
+    /// `count` events.
     fn replay(&self) -> ApiResult<Replay> {
         if let Some(last) = self.last_event_id.as_deref().map(str::trim) {
             if !last.is_empty() {
                 return Ok(EventId::parse(last).map_or(Replay::Unservable, Replay::After));
             }
+        }
+        if let Some(since) = self.since.as_deref().map(str::trim) {
+            return match since.parse::<f64>() {
+                Ok(t) if (0.0..1e11).contains(&t) => {
+                    Ok(Replay::Since((t * 1000.0).ceil() as u64))
+                }
+                _ => Err(ApiError::invalid(
+                    "invalid_since",
+                    "since must be a time in seconds since the epoch.",
+                )),
+            };
         }
         match self.count.as_deref().map(str::trim) {
             None => Ok(Replay::None),

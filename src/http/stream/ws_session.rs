@@ -172,6 +172,7 @@ struct ControlMsg {
     rate: Option<Scalar>,
     last_event_id: Option<String>,
     count: Option<Scalar>,
+    since: Option<Scalar>,
     rules: Option<serde_json::Value>,
 }
 
@@ -225,6 +226,7 @@ impl ControlMsg {
             rate: self.rate.as_ref().map(Scalar::text),
             last_event_id: self.last_event_id.clone(),
             count: self.count.as_ref().map(Scalar::text),
+            since: self.since.as_ref().map(Scalar::text),
             rules: self.rules.clone().map(Ok),
         }
     }
@@ -437,7 +439,7 @@ where
         };
         // A pong is due after each ping; two missed ones close the socket.
         let out = match out {
-            Out::Keepalive if pong_overdue(last_pong, keepalive) => {
+            Out::Keepalive(_) if pong_overdue(last_pong, keepalive) => {
                 feed.end("timeout", "No pong arrived in time.")
             }
             out => out,

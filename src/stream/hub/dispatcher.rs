@@ -425,13 +425,28 @@ impl Dispatcher {
                 conn.kill("expired", "The token has expired; log in again.");
                 continue;
             }
+            let at = self.position_for(conn);
             let _ = conn
                 .queue
-                .push_or(Delivery::Keepalive, conn.cap, |sink, d| sink.write(d));
+                .push_or(Delivery::Keepalive(at), conn.cap, |sink, d| sink.write(d));
             // A late keep-alive moves the next one back.
             let next = conn.next_due(now, self.keepalive);
             self.due.push(Reverse((next, id)));
         }
+    }
+
+    /// The hub's position for `conn`'s keep-alive: the last event routed,
+    /// or, while its share's helper is still delivering, the last event
+    /// that helper finished (every event up to it was offered to `conn`
+    /// before the keep-alive).
+    fn position_for(&self, conn: &ClientConn) -> Option<EventId> {
+        if self.via_helpers {
+            let helper = &self.helpers[conn.share(self.helpers.len())];
+            if helper.shared.backlog.load(Ordering::Acquire) > 0 {
+                return helper.shared.done.lock().ok().and_then(|d| *d);
+            }
+        }
+        self.last
     }
 
     /// Closes every connection of a session, and remembers the session for

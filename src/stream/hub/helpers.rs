@@ -3,7 +3,7 @@
 
 use super::conn::{stalled, ClientConn};
 use super::Cmd;
-use crate::stream::frame::Frame;
+use crate::stream::frame::{EventId, Frame};
 use crate::stream::queue::Delivery;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -102,6 +102,9 @@ pub(super) struct HelperShared {
     pub(super) backlog: std::sync::atomic::AtomicUsize,
     /// Signalled as the helper works its backlog down.
     pub(super) room: Notify,
+    /// The event of the last job it finished: every event routed before
+    /// it has been offered to this share's connections.
+    pub(super) done: std::sync::Mutex<Option<EventId>>,
 }
 
 /// The dispatcher's side of a helper task: it delivers the events of a
@@ -122,6 +125,7 @@ impl Helper {
         let shared = Arc::new(HelperShared {
             backlog: Default::default(),
             room: Notify::new(),
+            done: Default::default(),
         });
         let mine = shared.clone();
         tokio::spawn(async move {
@@ -131,6 +135,9 @@ impl Helper {
                         stalled(conn);
                         let _ = cmds.send(Cmd::Close { conn: conn.id });
                     }
+                }
+                if let Ok(mut done) = mine.done.lock() {
+                    *done = Some(job.frame.id);
                 }
                 if mine.backlog.fetch_sub(1, Ordering::AcqRel) <= HELPER_BACKLOG + 1 {
                     mine.room.notify_one();

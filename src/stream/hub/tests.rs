@@ -37,8 +37,11 @@ async fn keepalives_and_expiry_come_off_one_heap() {
     d.keep_alive(Instant::now() + Duration::from_secs(14));
     assert!(long.try_take().is_none(), "nothing before the period");
     d.keep_alive(Instant::now() + Duration::from_secs(15));
-    assert!(matches!(long.try_take(), Some((Delivery::Keepalive, 0))));
-    assert!(matches!(short.try_take(), Some((Delivery::Keepalive, 0))));
+    assert!(matches!(long.try_take(), Some((Delivery::Keepalive(_), 0))));
+    assert!(matches!(
+        short.try_take(),
+        Some((Delivery::Keepalive(_), 0))
+    ));
     assert!(gone.try_take().is_none());
     assert_eq!(d.due.len(), 2, "the closed connection's entry is gone");
     // The short token's next due time is its expiry, not a keep-alive.
