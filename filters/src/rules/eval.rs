@@ -1,9 +1,10 @@
 //! A rule checked against one status directly: the reference semantics
 //! (the compiled index must give the same answers).
 
-use super::parse::words_of;
+use super::parse::word_slices;
 use super::{Expr, Term, UserRef};
 use crate::sample;
+use std::borrow::Cow;
 
 /// Earth's radius for `point_radius`, km.
 const EARTH_KM: f64 = 6371.0;
@@ -37,8 +38,9 @@ pub struct RuleStatus {
 pub struct Prepared<'a> {
     status: &'a RuleStatus,
     /// The message's words in order, lowercased (a `#tag` or `@login`
-    /// counts as its word).
-    words: Vec<String>,
+    /// counts as its word): borrowed from the message when it has them
+    /// in lower case already.
+    words: Vec<Cow<'a, str>>,
 }
 
 impl<'a> Prepared<'a> {
@@ -46,12 +48,20 @@ impl<'a> Prepared<'a> {
     pub fn new(status: &'a RuleStatus) -> Prepared<'a> {
         Prepared {
             status,
-            words: words_of(&status.message),
+            words: word_slices(&status.message)
+                .map(|w| {
+                    if w.chars().any(char::is_uppercase) {
+                        Cow::Owned(w.to_lowercase())
+                    } else {
+                        Cow::Borrowed(w)
+                    }
+                })
+                .collect(),
         }
     }
 
     /// The message's words, in order.
-    pub fn words(&self) -> &[String] {
+    pub fn words(&self) -> &[Cow<'a, str>] {
         &self.words
     }
 
@@ -60,7 +70,11 @@ impl<'a> Prepared<'a> {
     }
 
     fn has_phrase(&self, phrase: &[String]) -> bool {
-        !phrase.is_empty() && self.words.windows(phrase.len()).any(|win| win == phrase)
+        !phrase.is_empty()
+            && self
+                .words
+                .windows(phrase.len())
+                .any(|win| win.iter().zip(phrase).all(|(a, b)| a == b))
     }
 }
 

@@ -8,7 +8,7 @@
 use super::eval::Prepared;
 use super::{Expr, RuleStatus, Term, UserRef};
 use crate::geo::{BBox, GeoIndex};
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 use std::hash::Hash;
 
 /// A key a rule is filed under.
@@ -107,7 +107,7 @@ fn user_anchor(u: &UserRef, make: fn(u64) -> Anchor) -> Vec<Anchor> {
 /// Rules of many subscriptions, each identified by a `K`, routed by their
 /// anchors.
 #[derive(Debug)]
-pub struct RuleIndex<K: Copy + Eq + Hash> {
+pub struct RuleIndex<K: Copy + Ord + Hash> {
     rules: FxHashMap<K, (Expr, Vec<Anchor>)>,
     words: FxHashMap<String, Vec<K>>,
     from: FxHashMap<u64, Vec<K>>,
@@ -116,7 +116,7 @@ pub struct RuleIndex<K: Copy + Eq + Hash> {
     geo: GeoIndex<K>,
 }
 
-impl<K: Copy + Eq + Hash> Default for RuleIndex<K> {
+impl<K: Copy + Ord + Hash> Default for RuleIndex<K> {
     fn default() -> Self {
         RuleIndex {
             rules: FxHashMap::default(),
@@ -142,7 +142,7 @@ fn pull<T: Hash + Eq, K: Copy + PartialEq>(map: &mut FxHashMap<T, Vec<K>>, key: 
     }
 }
 
-impl<K: Copy + Eq + Hash> RuleIndex<K> {
+impl<K: Copy + Ord + Hash> RuleIndex<K> {
     /// Files `expr` as `k` (replacing a rule filed as `k` before); false,
     /// and nothing filed, when it has no anchor.
     pub fn insert(&mut self, k: K, expr: Expr) -> bool {
@@ -196,18 +196,11 @@ impl<K: Copy + Eq + Hash> RuleIndex<K> {
             return;
         }
         let prepared = Prepared::new(status);
-        let mut seen: FxHashSet<K> = FxHashSet::default();
-        let mut consider = |k: K| {
-            if seen.insert(k) {
-                if let Some((expr, _)) = self.rules.get(&k) {
-                    if expr.matches_prepared(&prepared) {
-                        out.push(k);
-                    }
-                }
-            }
-        };
+        // The rules filed under the status's keys, each once, then checked.
+        let mut candidates: Vec<K> = Vec::new();
+        let mut consider = |k: K| candidates.push(k);
         for w in prepared.words() {
-            for k in self.words.get(w).into_iter().flatten() {
+            for k in self.words.get(w.as_ref()).into_iter().flatten() {
                 consider(*k);
             }
         }
@@ -234,6 +227,15 @@ impl<K: Copy + Eq + Hash> RuleIndex<K> {
         }
         if let Some((lat, lon)) = status.coords {
             self.geo.find(lat, lon, &mut consider);
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        for k in candidates {
+            if let Some((expr, _)) = self.rules.get(&k) {
+                if expr.matches_prepared(&prepared) {
+                    out.push(k);
+                }
+            }
         }
     }
 }

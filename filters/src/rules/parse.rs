@@ -21,10 +21,13 @@ pub(crate) fn is_word_char(c: char) -> bool {
 
 /// The words of a text, lowercased, in order.
 pub(crate) fn words_of(text: &str) -> Vec<String> {
+    word_slices(text).map(str::to_lowercase).collect()
+}
+
+/// The runs of word characters of `text`, as written.
+pub(crate) fn word_slices(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !is_word_char(c))
         .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
 }
 
 /// Parses a rule value (no length or anchor check: see
