@@ -125,6 +125,12 @@ impl Tables {
         }
     }
 
+    /// A user a filter set follows (also what a rule's `from:` names).
+    #[allow(dead_code)]
+    pub(crate) fn followed_user(&self, w: World, rng: &mut Lcg) -> u64 {
+        self.followed(w, rng)
+    }
+
     /// A user a filter set follows.
     fn followed(&self, w: World, rng: &mut Lcg) -> u64 {
         1 + match &self.users {
