@@ -624,6 +624,67 @@ async fn the_browser_page_shows_a_followed_users_post_live() {
     browser.stop().await;
 }
 
+#[tokio::test]
+async fn the_page_keeps_filter_rules_and_shows_which_matched_live() {
+    let Some(browser) = common::browser::Browser::start().await else {
+        panic!(
+            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
+        );
+    };
+    let app = TestApp::start().await;
+    let (_, writer) = app.user("rule_writer").await;
+    app.register("carol").await;
+    browser.goto(&format!("http://{}/", app.addr)).await;
+    browser.fill("li-identifier", "carol").await;
+    browser.fill("li-password", "password123").await;
+    browser.click("login").await;
+    browser.wait_for_text("who", "@carol").await;
+    // An invalid rule names its column; a valid one joins the list.
+    browser.fill("rule-value", "a (b").await;
+    browser.click("rule-add").await;
+    browser.wait_for_text("rule-msg", "column 3").await;
+    browser
+        .fill("rule-value", "#pagetag OR from:rule_writer")
+        .await;
+    browser.fill("rule-tag", "watch").await;
+    browser.click("rule-add").await;
+    browser
+        .wait_for_text("rule-list", "#pagetag OR from:rule_writer")
+        .await;
+    browser.fill("rule-value", "zebra").await;
+    browser.fill("rule-tag", "").await;
+    browser.click("rule-add").await;
+    browser.wait_for_text("rule-list", "zebra").await;
+    // The search stream shows each status with the rules it matched.
+    browser
+        .run_async(
+            r#"const [done] = arguments;
+               const s = document.getElementById("stream-kind");
+               s.value = "search"; s.onchange(); done(true);"#,
+            vec![],
+        )
+        .await;
+    browser.click("connect").await;
+    browser.wait_for_text("live-status", "live").await;
+    app.say(&writer, "a zebra crossing").await;
+    browser.wait_for_text("events", "a zebra crossing").await;
+    browser.wait_for_text("events", "rule watch").await;
+    // Deleting a rule from the list: the stream hears of it within a second.
+    browser
+        .click("rule-list li:nth-child(2) .rule-delete")
+        .await;
+    let carol = app.login("carol").await;
+    app.eventually("the rule is gone", || async {
+        let (_, rules) = app.get("/api/v1/stream/rules", Some(&carol)).await;
+        rules["data"].as_array().is_some_and(|r| r.len() == 1)
+    })
+    .await;
+    let png = browser.screenshot().await;
+    assert!(png.len() > 1000, "a screenshot was taken");
+    let _ = std::fs::write(std::env::temp_dir().join("firehose-rules-page.png"), png);
+    browser.stop().await;
+}
+
 /// A token of bob's, who signed up through the page.
 async fn bob_token(app: &TestApp) -> String {
     app.login("bob").await

@@ -208,9 +208,7 @@ impl Ask {
         }
         if let Some(since) = self.since.as_deref().map(str::trim) {
             return match since.parse::<f64>() {
-                Ok(t) if (0.0..1e11).contains(&t) => {
-                    Ok(Replay::Since((t * 1000.0).ceil() as u64))
-                }
+                Ok(t) if (0.0..1e11).contains(&t) => Ok(Replay::Since((t * 1000.0).ceil() as u64)),
                 _ => Err(ApiError::invalid(
                     "invalid_since",
                     "since must be a time in seconds since the epoch.",
