@@ -200,6 +200,15 @@ pub struct Config {
     )]
     pub max_conversations_per_user: usize,
 
+    /// Members a group may have (then joining or adding answers 429
+    /// `group_full`).
+    #[arg(long, env = "FIREHOSE_MAX_GROUP_MEMBERS", default_value_t = 10_000)]
+    pub max_group_members: usize,
+
+    /// Groups a user may be in or ask to join (then 429 `group_limit`).
+    #[arg(long, env = "FIREHOSE_MAX_GROUPS_PER_USER", default_value_t = 500)]
+    pub max_groups_per_user: usize,
+
     /// Filter rules the hub of one process holds, over every open search
     /// stream and filter stream with rules (then such a stream answers
     /// 503 `too_many_rules_here`).

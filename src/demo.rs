@@ -138,6 +138,8 @@ async fn post(
         repost_of: None,
         repost_of_uid: None,
         audience: None,
+        group_id: None,
+        group_private: false,
         counts: Default::default(),
         message: msg,
         posted,

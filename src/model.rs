@@ -98,6 +98,14 @@ pub struct Status {
     /// who may see that account's statuses sees the reply (never in JSON).
     #[serde(skip)]
     pub audience: Option<String>,
+    /// The group it was posted in (then it is in that group's timeline
+    /// only: no home, profile or user stream).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<String>,
+    /// Whether that group is private: then only its members see it
+    /// (never in JSON).
+    #[serde(skip)]
+    pub group_private: bool,
     /// Likes, reposts and replies it has (read at the time of the answer;
     /// always the last fields, see `store::cache`).
     #[serde(flatten)]
@@ -166,6 +174,12 @@ impl Status {
         if let Some(a) = &self.audience {
             f.push(("audience", a.clone()));
         }
+        if let Some(g) = &self.group_id {
+            f.push(("group_id", g.clone()));
+            if self.group_private {
+                f.push(("group_private", "1".into()));
+            }
+        }
         f
     }
 
@@ -195,6 +209,8 @@ impl Status {
             repost_of: h.get("repost_of").cloned(),
             repost_of_uid: h.get("repost_of_uid").cloned(),
             audience: h.get("audience").cloned(),
+            group_id: h.get("group_id").cloned(),
+            group_private: h.get("group_private").is_some_and(|v| v == "1"),
             counts: Counts::from_hash(h),
         })
     }
@@ -215,6 +231,44 @@ pub struct Message {
     pub text: String,
     /// When it was sent, seconds since the epoch.
     pub sent: f64,
+}
+
+/// A group as one user sees it.
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
+pub struct Group {
+    /// Group id.
+    pub id: String,
+    /// 1-50 characters.
+    pub name: String,
+    /// At most 500 characters.
+    pub description: String,
+    /// `public`, `private` or `announcement`.
+    pub kind: String,
+    /// How many members it has.
+    pub members: u64,
+    /// An owner's id (the creator while an owner).
+    pub owner: Option<String>,
+    /// When it was created.
+    pub created: f64,
+    /// The caller's role (`owner`, `moderator`, `member`), or null.
+    pub role: Option<String>,
+    /// Whether the caller's join request is pending.
+    pub requested: bool,
+}
+
+/// A user's membership of a group.
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
+pub struct Membership {
+    /// The group.
+    pub group_id: String,
+    /// The user.
+    pub user_id: String,
+    /// Whether they are a member.
+    pub member: bool,
+    /// Their role, or null.
+    pub role: Option<String>,
+    /// Whether their join request is pending.
+    pub requested: bool,
 }
 
 /// A conversation as one participant sees it.
@@ -273,9 +327,12 @@ pub enum Event {
         /// Its author.
         #[serde(with = "id_string")]
         uid: u64,
-        /// The author's account is private.
+        /// The author's account (or the status's group) is private.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         private: bool,
+        /// The group the status was posted in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        group_id: Option<IdString>,
     },
     /// `source` started following `target`.
     Follow {
@@ -379,6 +436,16 @@ pub enum Event {
         /// The statuses.
         ids: Vec<IdString>,
     },
+    /// A member left (or was removed from) a private group: every hub ends
+    /// their group streams of it. Internal: never sent to a client.
+    GroupLeft {
+        /// The group.
+        #[serde(with = "id_string")]
+        group_id: u64,
+        /// The former member.
+        #[serde(with = "id_string")]
+        uid: u64,
+    },
     /// A user's filter rules changed: every hub reloads them for that
     /// user's open search streams. Internal: never sent to a client.
     RulesChanged {
@@ -428,6 +495,7 @@ impl Event {
             Event::DirectMessage { .. } => "direct_message",
             Event::StatusesChanged { .. } => "statuses_changed",
             Event::RulesChanged { .. } => "rules_changed",
+            Event::GroupLeft { .. } => "group_left",
             Event::Unknown => return None,
         })
     }

@@ -179,6 +179,7 @@ fn routing_delivers_to_exactly_the_matching_subscriptions() {
         status_id,
         uid,
         private,
+        grouped: false,
     };
     let follow = |source, target, following| Event::Follow {
         source,
@@ -301,6 +302,7 @@ fn random_delete(rng: &mut Lcg, id: u64, users: u64) -> Event<'static> {
         status_id: id,
         uid: 1 + rng.below(users),
         private: rng.below(4) == 0,
+        grouped: false,
     }
 }
 

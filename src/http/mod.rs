@@ -8,6 +8,7 @@ pub mod account;
 pub mod conversations;
 pub mod extract;
 pub mod follows;
+pub mod groups;
 pub mod likes;
 pub mod openapi;
 pub mod ops;
@@ -59,6 +60,7 @@ pub fn routes() -> routes::Routes {
         .merge(timelines::routes())
         .merge(follows::routes())
         .merge(likes::routes())
+        .merge(groups::routes())
         .merge(relations::routes())
         .merge(conversations::routes())
         .merge(rules::routes())

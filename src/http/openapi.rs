@@ -233,6 +233,13 @@ fn operation(op: &Op) -> Value {
             json!({"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}),
         );
     }
+    for name in ["uid", "sid"] {
+        if op.path.contains(&format!("{{{name}}}")) {
+            params.push(
+                json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}),
+            );
+        }
+    }
     if op.path.contains("{tag}") {
         params.push(json!({"name": "tag", "in": "path", "required": true,
             "schema": {"type": "string", "minLength": 1, "maxLength": 280, "pattern": "[^#]"}}));

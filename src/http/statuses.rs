@@ -106,6 +106,11 @@ pub async fn repost(
             "A private account's statuses (and replies to them) cannot be reposted.",
         ));
     }
+    if original.group_private {
+        return Err(ApiError::forbidden(
+            "A private group's statuses cannot be reposted.",
+        ));
+    }
     // A private reposter's repost is news only to those who may see it.
     let notify_original = !auth.private || state.store.is_following(author, auth.uid).await?;
     if let Some(existing) = state.store.repost_by(root, auth.uid).await? {
@@ -131,6 +136,8 @@ pub async fn repost(
             repost_of: Some(original.id.clone()),
             repost_of_uid: Some(original.uid.clone()),
             audience: None,
+            group_id: None,
+            group_private: false,
             counts: Default::default(),
         };
         let opts = PostOptions {
@@ -301,6 +308,10 @@ pub struct CreateStatus {
     /// Id of the status this one replies to.
     #[schema(value_type = Option<String>)]
     pub reply_to: Option<JsonId>,
+    /// The group to post in (a member; in an announcement group an owner
+    /// or moderator). A reply belongs to its parent's group.
+    #[schema(value_type = Option<String>)]
+    pub group_id: Option<JsonId>,
 }
 
 fn validate(body: &CreateStatus) -> ApiResult<()> {
@@ -447,6 +458,49 @@ pub async fn destroy(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// The group a new status goes to: the one named, or its parent's (a
+/// reply belongs to its parent's group); the author must be a member, and
+/// in an announcement group an owner or moderator.
+async fn posting_group(
+    state: &AppState,
+    auth: &AuthUser,
+    named: Option<&JsonId>,
+    parent_group: Option<String>,
+) -> ApiResult<Option<crate::model::Group>> {
+    let named = match named {
+        Some(id) => Some(
+            id.parse()
+                .ok_or_else(|| ApiError::not_found("No such group."))?,
+        ),
+        None => None,
+    };
+    let parent: Option<u64> = parent_group.and_then(|g| g.parse().ok());
+    let gid = match (named, parent) {
+        (Some(n), Some(p)) if n != p => {
+            return Err(ApiError::invalid(
+                "invalid_group",
+                "A reply belongs to its parent's group.",
+            ))
+        }
+        (Some(g), _) | (None, Some(g)) => g,
+        (None, None) => return Ok(None),
+    };
+    let group = match state.store.group(gid, Some(auth.uid)).await {
+        Ok(g) => g,
+        Err(crate::store::StoreError::NotFound(_)) => {
+            return Err(ApiError::not_found("No such group."))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    match group.role.as_deref() {
+        None => Err(ApiError::forbidden("Only the group's members post in it.")),
+        Some("member") if group.kind == "announcement" => Err(ApiError::forbidden(
+            "Only owners and moderators post in an announcement group.",
+        )),
+        Some(_) => Ok(Some(group)),
+    }
+}
+
 /// Checks the reply target and mentions, then stores and fans out the status.
 async fn publish(
     state: AppState,
@@ -454,8 +508,8 @@ async fn publish(
     body: CreateStatus,
     idem: Option<String>,
 ) -> ApiResult<(Posted, Status)> {
-    let (reply_to, reply_to_uid, audience) = match &body.reply_to {
-        None => (None, None, None),
+    let (reply_to, reply_to_uid, audience, parent_group) = match &body.reply_to {
+        None => (None, None, None, None),
         Some(raw) => {
             let target = raw
                 .parse()
@@ -477,9 +531,10 @@ async fn publish(
             } else {
                 parent.audience.clone()
             };
-            (Some(parent.id), Some(parent.uid), audience)
+            (Some(parent.id), Some(parent.uid), audience, parent.group_id)
         }
     };
+    let group = posting_group(&state, &auth, body.group_id.as_ref(), parent_group).await?;
     let mut mentions = Vec::new();
     let mut mentioned = Vec::new();
     for login in text::mentions(&body.message) {
@@ -490,6 +545,16 @@ async fn publish(
                 !auth.private || uid == auth.uid || state.store.is_following(uid, auth.uid).await?;
             if let Some(p) = audience.as_deref().and_then(|p| p.parse::<u64>().ok()) {
                 sees = sees && (uid == p || state.store.is_following(uid, p).await?);
+            }
+            // Of a private group, only its members.
+            if let Some(g) = group.as_ref().filter(|g| g.kind == "private") {
+                let gid = g.id.parse().unwrap_or(0);
+                sees = sees
+                    && state
+                        .store
+                        .group_standing(gid, uid)
+                        .await?
+                        .is_some_and(|s| s.role.is_some());
             }
             if sees && !mentioned.contains(&uid) {
                 mentioned.push(uid);
@@ -506,6 +571,8 @@ async fn publish(
         repost_of: None,
         repost_of_uid: None,
         audience,
+        group_private: group.as_ref().is_some_and(|g| g.kind == "private"),
+        group_id: group.map(|g| g.id),
         counts: Default::default(),
         message: body.message,
         posted,

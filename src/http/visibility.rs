@@ -110,10 +110,44 @@ pub async fn may_see(
             return Ok(false);
         }
     }
+    if !in_group(state, viewer, status).await? {
+        return Ok(false);
+    }
     match id_of(&status.audience) {
         Some(p) => can_see(state, viewer, p).await,
         None => Ok(true),
     }
+}
+
+/// Whether `viewer` may read `gid`'s content: anyone a public or
+/// announcement group's, members a private one's; `None` for no such group.
+pub async fn may_read_group(
+    state: &AppState,
+    viewer: Option<&AuthUser>,
+    gid: u64,
+) -> ApiResult<Option<bool>> {
+    let group = match state.store.group(gid, viewer.map(|v| v.uid)).await {
+        Ok(g) => g,
+        Err(StoreError::NotFound(_)) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Some(group.kind != "private" || group.role.is_some()))
+}
+
+/// The group half of [`may_see`]: a private group's status only for its
+/// members.
+async fn in_group(state: &AppState, viewer: Option<&AuthUser>, status: &Status) -> ApiResult<bool> {
+    if !status.group_private {
+        return Ok(true);
+    }
+    let (Some(v), Some(gid)) = (viewer, id_of(&status.group_id)) else {
+        return Ok(false);
+    };
+    Ok(state
+        .store
+        .group_standing(gid, v.uid)
+        .await?
+        .is_some_and(|s| s.role.is_some()))
 }
 
 /// Drops the statuses, and reposts of statuses, of anyone `viewer` holds
@@ -167,6 +201,7 @@ pub async fn only_visible_hiding(
         _ => Hides::default(),
     };
     let mut sees: HashMap<u64, bool> = HashMap::new();
+    let mut groups: HashMap<u64, bool> = HashMap::new();
     let mut kept = Vec::with_capacity(statuses.len());
     for item in statuses {
         let status = &item.0.status;
@@ -187,6 +222,17 @@ pub async fn only_visible_hiding(
                 }
             };
             ok &= allowed;
+        }
+        if ok && status.group_private {
+            let gid = id_of(&status.group_id).unwrap_or(0);
+            ok = match groups.get(&gid) {
+                Some(member) => *member,
+                None => {
+                    let member = in_group(state, viewer, status).await?;
+                    groups.insert(gid, member);
+                    member
+                }
+            };
         }
         if ok {
             kept.push(item);

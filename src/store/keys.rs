@@ -174,6 +174,37 @@ impl Keys {
     pub fn conv_unread(&self, cid: u64) -> String {
         format!("{}:conv:{{c{cid}}}:unread", self.prefix)
     }
+    /// HASH: a group: id, name, description, kind, created, owner (an
+    /// owner's id, the creator while an owner), members, owners (counts).
+    pub fn group(&self, gid: u64) -> String {
+        format!("{}:group:{{gr{gid}}}", self.prefix)
+    }
+    /// ZSET: a group's members (user id -> joined).
+    pub fn group_members(&self, gid: u64) -> String {
+        format!("{}:group:{{gr{gid}}}:members", self.prefix)
+    }
+    /// HASH: a group's members' roles (user id -> owner, moderator, member).
+    pub fn group_roles(&self, gid: u64) -> String {
+        format!("{}:group:{{gr{gid}}}:roles", self.prefix)
+    }
+    /// ZSET: join requests to a private group (user id -> asked).
+    pub fn group_requests(&self, gid: u64) -> String {
+        format!("{}:group:{{gr{gid}}}:requests", self.prefix)
+    }
+    /// ZSET: a group's timeline (status id -> posted).
+    pub fn group_timeline(&self, gid: u64) -> String {
+        format!("{}:group:{{gr{gid}}}:statuses", self.prefix)
+    }
+    /// ZSET: the groups a user is in or asked to join (group id -> when);
+    /// an index checked against each group when read.
+    pub fn user_groups(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:groups", self.prefix)
+    }
+    /// ZSET: the statuses the user posted in groups (status id -> posted),
+    /// for their account's deletion.
+    pub fn user_group_statuses(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:group_statuses", self.prefix)
+    }
     /// ZSET: the user's conversations (id -> minus the newest message's
     /// time, so that score order is newest activity first).
     pub fn user_convs(&self, uid: u64) -> String {

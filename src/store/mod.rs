@@ -28,6 +28,7 @@ pub mod events;
 pub mod fanout;
 pub mod follow_requests;
 pub mod follows;
+pub mod groups;
 pub mod home_cache;
 pub mod ids;
 pub mod keys;
@@ -120,6 +121,8 @@ pub struct Scripts {
     pub(crate) conv_send: Script,
     pub(crate) direct_claim: Script,
     pub(crate) conv_leave: Script,
+    pub(crate) group_create: Script,
+    pub(crate) group_member: Script,
     pub(crate) conv_read: Script,
     pub(crate) account_names: Script,
     pub(crate) undo_take: Script,
@@ -165,6 +168,8 @@ impl Scripts {
             conv_send: Script::new(include_str!("lua/conv_send.lua")),
             direct_claim: Script::new(include_str!("lua/direct_claim.lua")),
             conv_leave: Script::new(include_str!("lua/conv_leave.lua")),
+            group_create: Script::new(include_str!("lua/group_create.lua")),
+            group_member: Script::new(include_str!("lua/group_member.lua")),
             conv_read: Script::new(include_str!("lua/conv_read.lua")),
             account_names: Script::new(include_str!("lua/account_names.lua")),
             undo_take: Script::new(include_str!("lua/undo_take.lua")),

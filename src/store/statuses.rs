@@ -51,6 +51,8 @@ pub enum Timeline {
     Tag(String),
     /// Statuses a user likes, newest like first.
     Likes(u64),
+    /// A group's statuses.
+    Group(u64),
 }
 
 impl Store {
@@ -428,6 +430,7 @@ impl Store {
             Timeline::Mentions(uid) => self.keys.mentions(*uid),
             Timeline::Tag(tag) => self.keys.tag(tag),
             Timeline::Likes(uid) => self.keys.likes(*uid),
+            Timeline::Group(gid) => self.keys.group_timeline(*gid),
         };
         let mut conn = self.conn();
         let ids: Vec<String> = match page {

@@ -10,14 +10,14 @@ use super::direct::Direct;
 use super::frame::{self, Control, ControlFrame, EventId, Frame, Incoming};
 use super::hub::{ClientConn, Hub, SHUTDOWN};
 use super::queue::Delivery;
-use super::rule_set::{judge, RuleSet};
+use super::want::Want;
 use super::wire::Transport;
 use crate::hides::Hides;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::{Store, StoreResult};
 use crate::stream::hub::hide_mask;
-use firehose_filters::{Rule, SubId};
+use firehose_filters::SubId;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -36,10 +36,9 @@ const REPLAY_PAGE: usize = 256;
 /// A resume still being read from the buffer.
 struct ReplayJob {
     stream: &'static str,
-    /// The subscription's rule (a user rule follows the replayed follows).
-    rule: Rule,
-    /// Its filter rules, as they were when it began.
-    rules: Option<Arc<RuleSet>>,
+    /// What the subscription wants (a user rule follows the replayed
+    /// follows; filter rules as they were when it began).
+    want: Want,
     /// The user's relations as the subscription began: what they hide is
     /// not replayed either.
     hides: Arc<Hides>,
@@ -176,13 +175,12 @@ impl Feed {
         }
     }
 
-    /// Subscribes `stream` to `rule` and `rules` (replacing an earlier
+    /// Subscribes `stream` to what `want` says (replacing an earlier
     /// subscription of the same name) and queues the replay it asks for.
     pub async fn subscribe(
         &mut self,
         stream: &'static str,
-        rule: Rule,
-        rules: Option<Arc<RuleSet>>,
+        want: Want,
         replay: Replay,
     ) -> StoreResult<()> {
         if let Some(old) = self.remove_sub(stream) {
@@ -197,14 +195,7 @@ impl Feed {
         let hides = Arc::new(self.store.hides(self.conn.uid).await?);
         let sub = self.hub.next_id();
         self.hub
-            .register(
-                &self.conn,
-                sub,
-                rule.clone(),
-                stream,
-                (*hides).clone(),
-                rules.clone(),
-            )
+            .register(&self.conn, sub, want.clone(), stream, (*hides).clone())
             .await;
         self.subs.push(Sub {
             stream,
@@ -216,18 +207,15 @@ impl Feed {
             Replay::Unservable => self.push_control(resume_gap(
                 "last_event_id is not an event id this server issued; continuing live.",
             )),
-            Replay::After(after) => self.replay_after(stream, rule, rules, hides, after).await?,
+            Replay::After(after) => self.replay_after(stream, want, hides, after).await?,
             Replay::Since(ms) => {
                 let after = match ms {
                     0 => EventId::ZERO,
                     ms => EventId(ms - 1, u64::MAX),
                 };
-                self.replay_from(stream, rule, rules, hides, after).await?
+                self.replay_from(stream, want, hides, after).await?
             }
-            Replay::Newest(n) => {
-                self.replay_newest(stream, rule, rules.as_deref(), &hides, n)
-                    .await?
-            }
+            Replay::Newest(n) => self.replay_newest(stream, want, &hides, n).await?,
         }
         Ok(())
     }
@@ -241,6 +229,20 @@ impl Feed {
             }
             None => false,
         }
+    }
+
+    /// Ends every group subscription; how many there were.
+    pub fn unsubscribe_groups(&mut self) -> usize {
+        let names: Vec<&'static str> = self
+            .subs
+            .iter()
+            .map(|s| s.stream)
+            .filter(|s| crate::stream::want::is_group_stream(s))
+            .collect();
+        for name in &names {
+            self.unsubscribe(name);
+        }
+        names.len()
     }
 
     fn remove_sub(&mut self, stream: &str) -> Option<SubId> {
@@ -263,8 +265,7 @@ impl Feed {
     async fn replay_after(
         &mut self,
         stream: &'static str,
-        rule: Rule,
-        rules: Option<Arc<RuleSet>>,
+        want: Want,
         hides: Arc<Hides>,
         after: EventId,
     ) -> StoreResult<()> {
@@ -282,7 +283,7 @@ impl Feed {
             ));
             return Ok(());
         }
-        self.replay_from(stream, rule, rules, hides, after).await
+        self.replay_from(stream, want, hides, after).await
     }
 
     /// Replays every matching event after `after` (warning `resume_gap`
@@ -290,8 +291,7 @@ impl Feed {
     async fn replay_from(
         &mut self,
         stream: &'static str,
-        rule: Rule,
-        rules: Option<Arc<RuleSet>>,
+        want: Want,
         hides: Arc<Hides>,
         after: EventId,
     ) -> StoreResult<()> {
@@ -306,8 +306,7 @@ impl Feed {
         // reads.
         self.replays.push_back(ReplayJob {
             stream,
-            rule,
-            rules,
+            want,
             hides,
             cursor: after,
         });
@@ -334,7 +333,7 @@ impl Feed {
         }
         for (_, json) in &page {
             if let Some(Incoming::Event(f)) = frame::parse(json) {
-                if let Some(f) = judge(&mut job.rule, job.rules.as_deref(), &f) {
+                if let Some(f) = job.want.judge(&f) {
                     if !job.hides.hides_any(f.actors(), hide_mask(job.stream)) {
                         inc(&metrics().events_replayed, 1);
                         self.pending.push_back(Out::Event(f, job.stream));
@@ -353,8 +352,7 @@ impl Feed {
     async fn replay_newest(
         &mut self,
         stream: &'static str,
-        mut rule: Rule,
-        rules: Option<&RuleSet>,
+        mut want: Want,
         hides: &Hides,
         n: usize,
     ) -> StoreResult<()> {
@@ -380,7 +378,7 @@ impl Feed {
             // user-stream rules in order; keep the newest N matches.
             let mut matched = Vec::new();
             for f in frames.iter().rev() {
-                if let Some(f) = judge(&mut rule, rules, f) {
+                if let Some(f) = want.judge(f) {
                     if !hides.hides_any(f.actors(), hide_mask(stream)) {
                         matched.push(f);
                     }

@@ -69,8 +69,9 @@ pub struct Frame {
 
 /// The encodings of one event a compressed connection may need: the SSE
 /// message, the NDJSON line, the JSON (a WebSocket message) and the
-/// multiplexed message of each of the five stream names.
-pub const DEFLATED_FORMS: usize = 8;
+/// multiplexed message of each of the six stream kinds (a group status
+/// belongs to one group, so one group form).
+pub const DEFLATED_FORMS: usize = 9;
 
 /// A status's id, author and the authors it replies to or reposts.
 #[derive(Debug, Clone, Copy)]
@@ -127,17 +128,20 @@ impl Frame {
                     reply_to_uid: ids.reply_to_uid,
                     repost_of_uid: ids.repost_of_uid,
                     private: *private,
+                    grouped: status.group_id.is_some(),
                 })
             }
             E::Delete {
                 status_id,
                 uid,
                 private,
+                group_id,
                 ..
             } => Event::Delete {
                 status_id: *status_id,
                 uid: *uid,
                 private: *private,
+                grouped: group_id.is_some(),
             },
             E::Follow { source, target, .. } => Event::Follow {
                 source: *source,
@@ -166,6 +170,7 @@ impl Frame {
             | E::Relation { .. }
             | E::StatusesChanged { .. }
             | E::RulesChanged { .. }
+            | E::GroupLeft { .. }
             | E::Unknown => Event::Other,
         }
     }
@@ -236,6 +241,15 @@ impl Frame {
         })
     }
 
+    /// The group of a status event or of a delete's status.
+    pub fn group(&self) -> Option<u64> {
+        match &self.event {
+            model::Event::Status { status, .. } => status.group_id.as_deref()?.parse().ok(),
+            model::Event::Delete { group_id, .. } => group_id.map(|g| g.0),
+            _ => None,
+        }
+    }
+
     /// The status a `delete` event removes.
     pub fn deleted_status(&self) -> Option<u64> {
         match self.event {
@@ -258,6 +272,8 @@ pub enum Incoming {
     StatusesChanged(Vec<u64>),
     /// A user's filter rules changed (their version after the change).
     RulesChanged(u64, u64),
+    /// A member left a private group (group, user).
+    GroupLeft(u64, u64),
 }
 
 /// An event as published: its buffer id and the event.
@@ -297,6 +313,7 @@ pub fn parse(json: &str) -> Option<Incoming> {
             return Some(Incoming::StatusesChanged(ids.iter().map(|i| i.0).collect()))
         }
         E::RulesChanged { uid, version } => return Some(Incoming::RulesChanged(uid, version)),
+        E::GroupLeft { group_id, uid } => return Some(Incoming::GroupLeft(group_id, uid)),
         event => event,
     };
     let id_text = id?;
@@ -381,11 +398,17 @@ pub enum Control {
     Subscribed {
         /// The stream subscribed.
         stream: &'static str,
+        /// The group, for a group stream.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
     },
     /// A multiplexed socket's subscription ended.
     Unsubscribed {
         /// The stream unsubscribed.
         stream: &'static str,
+        /// The group, for a group stream.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        group: Option<String>,
     },
     /// A multiplexed socket's control message was refused.
     Error {

@@ -18,6 +18,7 @@
 //!   the dispatcher writes its events while the task sleeps.
 //! - [`rule_set`]: a subscription's filter rules (search, ad-hoc) and
 //!   their `matching_rules` labels.
+//! - [`want`]: what one subscription wants, and its check for a replay.
 //! - [`limits`]: the per-user concurrent-stream limit, leased in Redis.
 
 pub mod deflate;
@@ -28,6 +29,7 @@ pub mod hub;
 pub mod queue;
 pub mod rule_set;
 pub mod stream_limits;
+pub mod want;
 pub mod wire;
 pub mod ws_codec;
 

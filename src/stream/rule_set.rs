@@ -2,14 +2,13 @@
 //! caller's persistent rules on a search stream, or the ad-hoc `rules=` of
 //! a filter stream. Each rule is labelled `{id, tag}` for `matching_rules`;
 //! the hub files the expressions in its rule index, a replay checks them
-//! one by one ([`judge`]).
+//! one by one (`want::Want::judge`).
 
 use super::frame::Frame;
 use crate::store::{Store, StoreResult};
 use firehose_filters::rules::{check_rule, Expr, Prepared};
-use firehose_filters::{Event, Rule};
+use firehose_filters::Rule;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 /// Most ad-hoc rules one filter stream may carry.
 pub const MAX_ADHOC_RULES: usize = 100;
@@ -69,7 +68,7 @@ impl RuleSet {
 
     /// The positions of the rules `frame` matches, checked one by one (a
     /// replay's path; the hub routes live events through its index).
-    fn matching(&self, frame: &Frame) -> Vec<u32> {
+    pub(crate) fn matching(&self, frame: &Frame) -> Vec<u32> {
         let Some(status) = frame.rule_status() else {
             return Vec::new();
         };
@@ -77,27 +76,6 @@ impl RuleSet {
         (0..self.exprs.len() as u32)
             .filter(|i| self.exprs[*i as usize].matches_prepared(&prepared))
             .collect()
-    }
-}
-
-/// What a subscription delivers of `frame`, if anything: the frame itself,
-/// or for one with rules its copy carrying `matching_rules` (a public
-/// status matching a rule or the subscription's own filter; its deletes
-/// and every other public delete as they are). One subscription's check,
-/// for a replay: the same answers the hub's routing gives.
-pub fn judge(rule: &mut Rule, rules: Option<&RuleSet>, frame: &Arc<Frame>) -> Option<Arc<Frame>> {
-    let Some(set) = rules else {
-        return rule.matches(&frame.routing()).then(|| frame.clone());
-    };
-    match frame.routing() {
-        Event::Delete { private: false, .. } => Some(frame.clone()),
-        Event::Status(s) if !s.private => {
-            let hit = filter_part(rule) && rule.matches(&frame.routing());
-            let positions = set.matching(frame);
-            (hit || !positions.is_empty())
-                .then(|| frame.with_matching_rules(&set.matching_json(&positions)))
-        }
-        _ => None,
     }
 }
 

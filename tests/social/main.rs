@@ -9,6 +9,7 @@ mod common;
 mod account;
 mod conversations;
 mod follows;
+mod groups;
 mod relations;
 mod service;
 mod sessions;

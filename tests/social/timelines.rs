@@ -80,6 +80,8 @@ async fn home_timelines_keep_the_newest_1000() {
             repost_of: None,
             repost_of_uid: None,
             audience: None,
+            group_id: None,
+            group_private: false,
             counts: Default::default(),
         };
         store

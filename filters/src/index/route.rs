@@ -150,13 +150,22 @@ impl Index {
                         self.follow.extend_into(uid, out);
                     }
                 }
-                self.home.extend_into(s.uid, out);
+                if !s.grouped {
+                    self.home.extend_into(s.uid, out);
+                }
             }
-            Event::Delete { uid, private, .. } => {
+            Event::Delete {
+                uid,
+                private,
+                grouped,
+                ..
+            } => {
                 if !private {
                     self.follow.extend_into(uid, out);
                 }
-                self.home.extend_into(uid, out);
+                if !grouped {
+                    self.home.extend_into(uid, out);
+                }
             }
             Event::Notice { uids, .. } => {
                 for &uid in uids {

@@ -62,8 +62,12 @@ impl Rule {
             Rule::User { uid, following } => {
                 let home = |author: u64| author == *uid || following.contains(&author);
                 match *event {
-                    Event::Status(ref s) => home(s.uid),
-                    Event::Delete { uid: author, .. } => home(author),
+                    Event::Status(ref s) => !s.grouped && home(s.uid),
+                    Event::Delete {
+                        uid: author,
+                        grouped,
+                        ..
+                    } => !grouped && home(author),
                     Event::Notice { uids, .. } => uids.contains(uid),
                     Event::Follow {
                         source,
@@ -105,6 +109,9 @@ pub struct StatusView<'a> {
     pub repost_of_uid: Option<u64>,
     /// Whether the author's account is private: then only user streams see it.
     pub private: bool,
+    /// Whether it was posted in a group: then no user stream sees it (the
+    /// group's stream is routed by the server).
+    pub grouped: bool,
 }
 
 /// An event as the index sees it.
@@ -120,6 +127,8 @@ pub enum Event<'a> {
         uid: u64,
         /// Whether the author's account is private.
         private: bool,
+        /// Whether it was posted in a group.
+        grouped: bool,
     },
     /// `source` started (`following: true`) or stopped following `target`.
     Follow {

@@ -51,6 +51,7 @@ pub fn routes() -> Routes {
         .route(FILTER_OP, filter)
         .route(USER_OP, user)
         .route(SEARCH_OP, search)
+        .route(GROUP_OP, group)
         .route(MULTIPLEXED_OP, ws_session::multiplexed)
 }
 
@@ -135,6 +136,37 @@ const SEARCH_OP: Op = Op {
 /// `GET /api/v1/stream/search`: public statuses matching the caller's rules.
 pub async fn search(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Search).await
+}
+
+const GROUP_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/stream/group",
+    tag: "streams",
+    summary: "A group's status and delete events (those who may read the group)",
+    auth: Auth::Stream,
+    query: &[
+        ("id", "The group (required)."),
+        (
+            "access_token",
+            "The JWT, for clients that cannot set headers.",
+        ),
+        ("last_event_id", "Resume after this id."),
+        ("count", "Replay the newest N first."),
+        (
+            "since",
+            "Open at the first buffered event at or after this time.",
+        ),
+    ],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Stream,
+    errors: &[400, 401, 403, 404, 429, 503],
+};
+
+/// `GET /api/v1/stream/group?id=G`: a group's statuses and their deletes.
+pub async fn group(State(state): State<AppState>, req: Request) -> Response {
+    serve(state, req, Kind::Group).await
 }
 
 async fn serve(state: AppState, req: Request, kind: Kind) -> Response {

@@ -8,10 +8,12 @@
 use crate::auth::{AuthUser, StreamUser, SCOPE_FIREHOSE};
 use crate::error::{ApiError, ApiResult};
 use crate::http::rule_items::check_items;
+use crate::http::visibility::may_read_group;
 use crate::state::AppState;
 use crate::stream::feed::{Replay, MAX_COUNT};
 use crate::stream::rule_set::{self, RuleSet, MAX_ADHOC_RULES};
 use crate::stream::stream_limits::StreamGuard;
+use crate::stream::want::{group_stream, Want};
 use crate::stream::wire::{Encoder, Transport};
 use crate::stream::{EventId, Feed};
 use axum::extract::{FromRequestParts, Query};
@@ -35,16 +37,19 @@ pub enum Kind {
     User,
     /// Public statuses matching the caller's filter rules.
     Search,
+    /// A group's statuses.
+    Group,
 }
 
 impl Kind {
     /// Every stream, in the order error messages list them.
-    const ALL: [Kind; 5] = [
+    const ALL: [Kind; 6] = [
         Kind::Filter,
         Kind::User,
         Kind::Sample,
         Kind::Firehose,
         Kind::Search,
+        Kind::Group,
     ];
 
     /// Its name (the multiplexed socket's `stream`, the path's last part).
@@ -55,6 +60,7 @@ impl Kind {
             Kind::Filter => "filter",
             Kind::User => "user",
             Kind::Search => "search",
+            Kind::Group => "group",
         }
     }
 
@@ -89,14 +95,16 @@ pub struct Ask {
     pub since: Option<String>,
     /// Ad-hoc `rules` (a JSON array), or why they are not JSON.
     pub rules: Option<Result<serde_json::Value, String>>,
+    /// The group of a group stream (`id` in a URL, `group` in a message).
+    pub group: Option<String>,
 }
 
 /// What a stream was asked for, parsed.
 pub struct Asked {
-    /// Its rule in the main index.
-    pub rule: Rule,
-    /// Its filter rules (search, ad-hoc), if any.
-    pub rules: Option<Arc<RuleSet>>,
+    /// The subscription's name (a group stream's names its group).
+    pub name: &'static str,
+    /// What it wants.
+    pub want: Want,
     /// Where it starts.
     pub replay: Replay,
 }
@@ -127,6 +135,7 @@ impl Ask {
             last_event_id,
             count: q.get("count").cloned(),
             since: q.get("since").cloned(),
+            group: q.get("id").cloned(),
             rules: q
                 .get("rules")
                 .map(|r| serde_json::from_str(r).map_err(|e| e.to_string())),
@@ -137,6 +146,8 @@ impl Ask {
     /// the one parser of both, whether they came in a URL or a message.
     pub async fn resolve(&self, state: &AppState, auth: &AuthUser, kind: Kind) -> ApiResult<Asked> {
         let mut rules = None;
+        let mut name = kind.name();
+        let mut group = None;
         let rule = match kind {
             Kind::Firehose => {
                 auth.require(SCOPE_FIREHOSE)?;
@@ -178,6 +189,12 @@ impl Ask {
                 rules = Some(Arc::new(rule_set::load(&state.store, auth.uid).await?));
                 Rule::Filter(FilterSpec::default())
             }
+            Kind::Group => {
+                let gid = readable_group(state, auth, self.group.as_deref()).await?;
+                name = group_stream(gid);
+                group = Some(gid);
+                Rule::Filter(FilterSpec::default())
+            }
         };
         if let Some(set) = &rules {
             if state.hub.rules_filed() + set.exprs().len() > state.cfg.max_stream_rules {
@@ -189,9 +206,14 @@ impl Ask {
                 .retry_after(30));
             }
         }
+        let want = match (rules, group) {
+            (_, Some(gid)) => Want::group(gid),
+            (Some(set), None) => Want::rules(rule, set),
+            (None, None) => Want::rule(rule),
+        };
         Ok(Asked {
-            rule,
-            rules,
+            name,
+            want,
             replay: self.replay()?,
         })
     }
@@ -263,6 +285,35 @@ async fn adhoc_rules(
     ))
 }
 
+/// The group a group stream names, if `auth` may read it: 400 without
+/// one, 404 for one that does not exist or that they may not read.
+pub async fn readable_group(
+    state: &AppState,
+    auth: &AuthUser,
+    raw: Option<&str>,
+) -> ApiResult<u64> {
+    let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
+        return Err(ApiError::invalid(
+            "invalid_group",
+            "Name the group: id=<group id> (group on a WebSocket).",
+        ));
+    };
+    let gid = crate::http::path_id(raw, "group")?;
+    match may_read_group(state, Some(auth), gid).await? {
+        Some(true) => Ok(gid),
+        _ => Err(ApiError::not_found("No such group.")),
+    }
+}
+
+/// After subscribing to a group: whether the reader may still read it (a
+/// leave that raced the subscription is caught here, or by the hub).
+pub async fn still_reads(state: &AppState, auth: &AuthUser, want: &Want) -> ApiResult<bool> {
+    match want.group {
+        Some(gid) => Ok(may_read_group(state, Some(auth), gid).await? == Some(true)),
+        None => Ok(true),
+    }
+}
+
 /// A filter parameter refused, in the contract's shape.
 pub fn filter_error(e: ParseError) -> ApiError {
     ApiError::invalid("invalid_filter", e.to_string())
@@ -325,22 +376,26 @@ pub async fn prepare(
     let asked = Ask::from_query(&q, &parts.headers)
         .resolve(state, &auth, kind)
         .await?;
-    let name = kind.name();
+    let name = asked.name;
     let guard = state
         .limits
         .acquire(
             auth.uid,
             state.cfg.max_streams_per_user,
-            name,
+            kind.name(),
             transport.name(),
         )
         .await?;
     let mut feed = new_feed(state, &auth);
-    feed.subscribe(name, asked.rule, asked.rules, asked.replay)
-        .await?;
+    let want = asked.want.clone();
+    feed.subscribe(name, asked.want, asked.replay).await?;
+    if !still_reads(state, &auth, &want).await? {
+        return Err(ApiError::not_found("No such group."));
+    }
     tracing::info!(
         uid = auth.uid,
-        stream = name,
+        stream = kind.name(),
+        group = want.group,
         transport = transport.name(),
         "stream opened"
     );

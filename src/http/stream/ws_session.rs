@@ -6,7 +6,7 @@
 //! socket: the raw TCP stream of a connection's first request
 //! (`serve.rs`), or hyper's upgraded connection after a kept-alive one.
 
-use super::open::{is_upgrade, keepalive, new_feed, prepare, Ask, Kind, Opened};
+use super::open::{is_upgrade, keepalive, new_feed, prepare, still_reads, Ask, Kind, Opened};
 use crate::auth::{AuthUser, StreamUser};
 use crate::error::{ApiError, ApiResult};
 use crate::http::JsonId;
@@ -14,6 +14,7 @@ use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
 use crate::stream::frame::Control;
 use crate::stream::stream_limits::StreamGuard;
+use crate::stream::want::group_stream;
 use crate::stream::wire::{self, Encoder, Transport};
 use crate::stream::ws_codec::{self, close, op, Handshake, Message, Reader};
 use crate::stream::{Feed, Out};
@@ -174,6 +175,7 @@ struct ControlMsg {
     count: Option<Scalar>,
     since: Option<Scalar>,
     rules: Option<serde_json::Value>,
+    group: Option<Scalar>,
 }
 
 /// A box (`[sw_lon, sw_lat, ne_lon, ne_lat]`) or one number of a flat list.
@@ -228,6 +230,7 @@ impl ControlMsg {
             count: self.count.as_ref().map(Scalar::text),
             since: self.since.as_ref().map(Scalar::text),
             rules: self.rules.clone().map(Ok),
+            group: self.group.as_ref().map(Scalar::text),
         }
     }
 }
@@ -256,41 +259,76 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
     let Some(kind) = msg.stream.as_deref().and_then(Kind::named) else {
         feed.push_control(ws_error(
             "invalid_stream",
-            "stream must be one of filter, user, sample, firehose, search.".into(),
+            "stream must be one of filter, user, sample, firehose, search, group.".into(),
             msg.stream.as_deref(),
         ));
         return;
     };
     let name = kind.name();
+    // A group stream's messages name their group.
+    let group = msg.group.as_ref().map(Scalar::text);
+    let refuse = |feed: &mut Feed, e: ApiError| {
+        let mut detail = e.detail;
+        if let Some(g) = &group {
+            detail.insert("group".into(), g.clone().into());
+        }
+        feed.push_control(Control::Error {
+            code: e.code,
+            message: e.message,
+            stream: Some(name.to_string()),
+            detail,
+        });
+    };
     match msg.kind.as_str() {
         "subscribe" => {
             let asked = match msg.ask().resolve(state, auth, kind).await {
                 Ok(asked) => asked,
-                Err(e) => {
-                    feed.push_control(Control::Error {
-                        code: e.code,
-                        message: e.message,
-                        stream: Some(name.to_string()),
-                        detail: e.detail,
-                    });
-                    return;
-                }
+                Err(e) => return refuse(feed, e),
             };
+            let gid = asked.want.group.map(|g| g.to_string());
+            let want = asked.want.clone();
             // Confirm first, so the replayed events follow the confirmation.
-            feed.push_control(Control::Subscribed { stream: name });
-            if feed
-                .subscribe(name, asked.rule, asked.rules, asked.replay)
-                .await
-                .is_err()
-            {
-                feed.unsubscribe(name);
-                let e = ApiError::unavailable();
-                feed.push_control(ws_error(e.code, e.message, Some(name)));
+            feed.push_control(Control::Subscribed {
+                stream: name,
+                group: gid,
+            });
+            let subscribed = feed.subscribe(asked.name, asked.want, asked.replay).await;
+            match still_reads(state, auth, &want).await {
+                Ok(true) if subscribed.is_ok() => {}
+                Ok(true) | Err(_) => {
+                    feed.unsubscribe(asked.name);
+                    refuse(feed, ApiError::unavailable());
+                }
+                Ok(false) => {
+                    feed.unsubscribe(asked.name);
+                    refuse(feed, ApiError::not_found("No such group."));
+                }
+            }
+        }
+        "unsubscribe" if kind == Kind::Group => {
+            let gone = match group.as_deref().map(|g| g.trim().parse::<u64>()) {
+                None => feed.unsubscribe_groups(),
+                Some(Ok(gid)) if feed.unsubscribe(group_stream(gid)) => 1,
+                Some(_) => 0,
+            };
+            if gone > 0 {
+                feed.push_control(Control::Unsubscribed {
+                    stream: name,
+                    group: group.clone(),
+                });
+            } else {
+                refuse(
+                    feed,
+                    ApiError::invalid("not_subscribed", "There is no such group subscription."),
+                );
             }
         }
         "unsubscribe" => {
             if feed.unsubscribe(name) {
-                feed.push_control(Control::Unsubscribed { stream: name });
+                feed.push_control(Control::Unsubscribed {
+                    stream: name,
+                    group: None,
+                });
             } else {
                 feed.push_control(ws_error(
                     "not_subscribed",

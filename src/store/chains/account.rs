@@ -8,6 +8,7 @@
 
 use crate::hides;
 use crate::model::now;
+use crate::store::groups::Change;
 use crate::store::outbox::{Op, Owed};
 use crate::store::relations::Relation;
 use crate::store::{Store, StoreError, StoreResult};
@@ -115,17 +116,26 @@ impl Store {
             let p: Option<String> = conn.hget(self.keys.user(uid), "private").await?;
             p.as_deref() == Some("1")
         };
-        // Newest first, so that what timelines show goes first.
-        self.undo_each(owed, &self.keys.profile(uid), true, |sid| async move {
-            let o = self
-                .start_op(Op::Delete {
-                    sid,
-                    uid,
-                    private,
-                    at,
-                })
-                .await?;
-            self.run_delete(&o).await
+        // Newest first, so that what timelines show goes first; then what
+        // they posted in groups.
+        for statuses in [self.keys.profile(uid), self.keys.user_group_statuses(uid)] {
+            self.undo_each(owed, &statuses, true, |sid| async move {
+                let o = self
+                    .start_op(Op::Delete {
+                        sid,
+                        uid,
+                        private,
+                        at,
+                    })
+                    .await?;
+                self.run_delete(&o).await
+            })
+            .await?;
+        }
+        self.undo_each(owed, &self.keys.user_groups(uid), false, |gid| async move {
+            self.change_group(gid, uid, uid, Change::Purge, usize::MAX)
+                .await
+                .map(|_| ())
         })
         .await?;
         self.undo_each(owed, &self.keys.likes(uid), true, |sid| async move {
@@ -171,6 +181,8 @@ impl Store {
             .arg(k.blocks(uid))
             .arg(k.mutes(uid))
             .arg(k.user_convs(uid))
+            .arg(k.user_groups(uid))
+            .arg(k.user_group_statuses(uid))
             .arg(k.direct(uid))
             .arg(k.stream_leases(uid))
             .arg(k.user_sessions(uid))

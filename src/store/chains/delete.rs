@@ -58,6 +58,8 @@ impl Store {
             .collect();
         h.remove("deleted");
         self.cache.forget(sid);
+        let group = h.get("group_id").and_then(|g| g.parse::<u64>().ok());
+        let private = private || h.get("group_private").is_some_and(|v| v == "1");
         // Only the tombstone left: an earlier run did every step but the last.
         if let Some(status) = Status::from_hash(&h) {
             self.delete_steps(sid, uid, &status, &h, private, at)
@@ -76,7 +78,11 @@ impl Store {
         }
         self.cache.forget(sid);
         self.counts_cache.forget(sid);
-        let tasks = self.fanout_inline(FanoutKind::Delete, sid, uid, at).await?;
+        // A group's status was in no home.
+        let tasks = match group {
+            Some(_) => Vec::new(),
+            None => self.fanout_inline(FanoutKind::Delete, sid, uid, at).await?,
+        };
         self.finish_op(
             owed,
             Finish {
@@ -85,6 +91,7 @@ impl Store {
                     status_id: sid,
                     uid,
                     private,
+                    group_id: group.map(crate::model::IdString),
                 })],
                 tasks,
                 answer: None,
@@ -105,6 +112,10 @@ impl Store {
         at: f64,
     ) -> StoreResult<()> {
         let mut conn = self.conn();
+        if let Some(gid) = status.group_id.as_deref().and_then(|g| g.parse().ok()) {
+            self.group_timeline_remove(gid, sid).await?;
+            let _: () = conn.zrem(self.keys.user_group_statuses(uid), sid).await?;
+        }
         let likers: Vec<u64> = conn.zrange(self.keys.likers(sid), 0, -1).await?;
         if !likers.is_empty() {
             let mut pipe = redis::pipe();

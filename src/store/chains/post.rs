@@ -9,6 +9,7 @@ use crate::store::outbox::{Finish, PostEnd};
 use crate::store::outbox::{Op, Owed};
 use crate::store::parse_id;
 use crate::store::{Store, StoreError, StoreResult};
+use redis::AsyncCommands;
 
 impl Store {
     /// A post's steps: the repost mapping, the status, the author's
@@ -27,7 +28,10 @@ impl Store {
         };
         let status = Status::from_hash(fields)
             .ok_or_else(|| StoreError::Internal("a post op without a status".into()))?;
-        let private = *private || status.audience.is_some();
+        let private = *private || status.audience.is_some() || status.group_private;
+        // A group's status goes to its group's timeline alone: no profile,
+        // home or follower's home.
+        let group: Option<u64> = status.group_id.as_deref().and_then(|g| g.parse().ok());
         let sid = parse_id(&status.id)?;
         let uid = parse_id(&status.uid)?;
         let parent = status
@@ -67,27 +71,40 @@ impl Store {
             // Deleted before its post finished: nothing more to do.
             return quit(PostEnd::Missing("status")).await;
         }
-        let posts: i64 = self
-            .scripts
-            .author_post
-            .key(self.keys.user(uid))
-            .key(self.keys.profile(uid))
-            .key(self.keys.home(uid))
-            .arg(sid)
-            .arg(status.posted)
-            .arg(HOME_CAP)
-            .invoke_async(&mut conn)
-            .await?;
-        if posts < 0 {
-            return quit(PostEnd::Missing("user")).await;
+        match group {
+            Some(gid) => {
+                let _: () = conn
+                    .zadd(self.keys.user_group_statuses(uid), sid, status.posted)
+                    .await?;
+                self.group_timeline_add(gid, sid, status.posted).await?
+            }
+            None => {
+                let posts: i64 = self
+                    .scripts
+                    .author_post
+                    .key(self.keys.user(uid))
+                    .key(self.keys.profile(uid))
+                    .key(self.keys.home(uid))
+                    .arg(sid)
+                    .arg(status.posted)
+                    .arg(HOME_CAP)
+                    .invoke_async(&mut conn)
+                    .await?;
+                if posts < 0 {
+                    return quit(PostEnd::Missing("user")).await;
+                }
+            }
         }
         if let Some(p) = parent {
             self.count_reply(p, sid, status.posted, Count::In).await?;
         }
+        // A private group's statuses stay out of hashtag timelines (its
+        // mentions reach members only: the caller chose `mentioned`).
+        let public_tags: &[String] = if status.group_private { &[] } else { &tags };
         let indexed: Vec<String> = mentioned
             .iter()
             .map(|m| self.keys.mentions(*m))
-            .chain(tags.iter().map(|t| self.keys.tag(t)))
+            .chain(public_tags.iter().map(|t| self.keys.tag(t)))
             .collect();
         if !indexed.is_empty() {
             let mut pipe = redis::pipe();
@@ -105,9 +122,13 @@ impl Store {
         for id in parent.into_iter().chain(original) {
             self.counts_cache.forget(id);
         }
-        let tasks = self
-            .fanout_inline(FanoutKind::Post, sid, uid, status.posted)
-            .await?;
+        let tasks = match group {
+            Some(_) => Vec::new(),
+            None => {
+                self.fanout_inline(FanoutKind::Post, sid, uid, status.posted)
+                    .await?
+            }
+        };
         let at = status.posted;
         let mut events = vec![body(&Event::Status {
             at,

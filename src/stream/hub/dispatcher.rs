@@ -3,6 +3,7 @@
 //! keep-alive and expiry times.
 
 use super::conn::{stalled, ClientConn};
+use super::groups::GroupSubs;
 use super::helpers::HELPER_BACKLOG;
 use super::helpers::{Helper, Job, Pace};
 use super::rules::RuleSubs;
@@ -13,7 +14,8 @@ use crate::shutdown::Shutdown;
 use crate::store::Store;
 use crate::stream::frame::{self, Control, EventId, Frame, Incoming};
 use crate::stream::queue::Delivery;
-use crate::stream::rule_set::{self, filter_part};
+use crate::stream::rule_set;
+use crate::stream::want::Want;
 use firehose_filters::{Index, SubId};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -92,6 +94,8 @@ pub(super) struct Dispatcher {
     pub(super) via_helpers: bool,
     /// Subscriptions with filter rules.
     pub(super) rule_subs: RuleSubs,
+    /// Group streams.
+    pub(super) group_subs: GroupSubs,
     /// The hub's own commands (a reload of rules answers through it).
     pub(super) cmds: mpsc::UnboundedSender<Cmd>,
 }
@@ -152,6 +156,7 @@ impl Dispatcher {
             pace: Pace::default(),
             via_helpers: true,
             rule_subs: RuleSubs::default(),
+            group_subs: GroupSubs::default(),
             cmds,
         }
     }
@@ -243,23 +248,24 @@ impl Dispatcher {
             Cmd::Register {
                 conn,
                 sub,
-                rule,
+                want,
                 stream,
                 hides,
-                rules,
                 ack,
             } => {
                 self.add_viewer(conn.uid, hides);
-                match rules {
-                    Some(set) => {
-                        if filter_part(&rule) {
-                            self.index.insert(sub, rule);
-                        }
-                        if self.rule_subs.add(sub, conn.uid, set) {
-                            self.reload_rules(conn.uid);
-                        }
+                let indexed = want.indexed();
+                let Want { rule, rules, group } = want;
+                if indexed {
+                    self.index.insert(sub, rule);
+                }
+                if let Some(set) = rules {
+                    if self.rule_subs.add(sub, conn.uid, set) {
+                        self.reload_rules(conn.uid);
                     }
-                    None => self.index.insert(sub, rule),
+                }
+                if let Some(gid) = group {
+                    self.group_subs.add(sub, gid, conn.uid);
                 }
                 self.conns.entry(conn.id).or_default().push(sub);
                 self.subs.insert(sub, SubEntry { conn, stream });
@@ -345,6 +351,20 @@ impl Dispatcher {
         });
     }
 
+    /// `uid` left private group `gid`: their streams of it get nothing
+    /// more; a connection with nothing else subscribed ends.
+    fn group_left(&mut self, gid: u64, uid: u64) {
+        for sub in self.group_subs.left(gid, uid) {
+            let Some(conn) = self.subs.get(&sub).map(|e| e.conn.clone()) else {
+                continue;
+            };
+            self.remove_sub(sub);
+            if !self.conns.contains_key(&conn.id) {
+                conn.kill("group_left", "You no longer read this group.");
+            }
+        }
+    }
+
     /// Reads `uid`'s search rules again, off this task; they replace the
     /// older ones when they arrive (a failed read is retried for a while).
     pub(super) fn reload_rules(&self, uid: u64) {
@@ -373,6 +393,7 @@ impl Dispatcher {
     pub(super) fn remove_sub(&mut self, sub: SubId) {
         self.index.remove(sub);
         self.rule_subs.remove(sub);
+        self.group_subs.remove(sub);
         if let Some(entry) = self.subs.remove(&sub) {
             self.drop_viewer(entry.conn.uid);
             if let Some(list) = self.conns.get_mut(&entry.conn.id) {
@@ -388,6 +409,7 @@ impl Dispatcher {
         for sub in self.conns.remove(&conn).unwrap_or_default() {
             self.index.remove(sub);
             self.rule_subs.remove(sub);
+            self.group_subs.remove(sub);
             if let Some(entry) = self.subs.remove(&sub) {
                 self.drop_viewer(entry.conn.uid);
             }
@@ -470,6 +492,7 @@ impl Dispatcher {
             Some(Incoming::Event(frame)) => self.dispatch(frame, false),
             Some(Incoming::SessionRevoked(sid)) => self.revoke(sid),
             Some(Incoming::Relation(changes)) => self.relations(changes),
+            Some(Incoming::GroupLeft(gid, uid)) => self.group_left(gid, uid),
             Some(Incoming::RulesChanged(uid, version)) => {
                 if self.rule_subs.changed(uid, version) {
                     self.reload_rules(uid);
@@ -508,6 +531,7 @@ impl Dispatcher {
         }
         let mut out = std::mem::take(&mut self.out);
         self.index.route(&frame.routing(), &mut out);
+        self.group_subs.route(&frame, &mut out);
         let copies = self.rule_subs.route(&frame, &mut out);
         self.drop_hidden(&frame, &mut out);
         self.deliver(&frame, &out, direct);
@@ -533,6 +557,7 @@ impl Dispatcher {
         self.index.route_batch(&events, &mut outs);
         drop(events);
         for (frame, out) in frames.iter().zip(outs.iter_mut()) {
+            self.group_subs.route(frame, out);
             let copies = self.rule_subs.route(frame, out);
             self.drop_hidden(frame, out);
             self.deliver(frame, out, false);

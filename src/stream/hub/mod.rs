@@ -10,6 +10,7 @@
 
 mod conn;
 mod dispatcher;
+mod groups;
 mod helpers;
 mod rules;
 mod subscriber;
@@ -23,8 +24,9 @@ use crate::hides::Hides;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
 use crate::stream::rule_set::RuleSet;
+use crate::stream::want::Want;
 use dispatcher::Dispatcher;
-use firehose_filters::{Rule, SubId};
+use firehose_filters::SubId;
 use helpers::{delivery_shares, Helper};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -38,12 +40,10 @@ enum Cmd {
     Register {
         conn: Arc<ClientConn>,
         sub: SubId,
-        rule: Rule,
+        want: Want,
         stream: &'static str,
         /// The user's hiding relations, read before registering.
         hides: Hides,
-        /// Filter rules (a search stream's, a filter's ad-hoc ones).
-        rules: Option<Arc<RuleSet>>,
         ack: oneshot::Sender<()>,
     },
     /// A user's search rules, reloaded after a change.
@@ -139,27 +139,26 @@ impl Hub {
 
     /// Adds a subscription; events published after this returns reach it,
     /// less those its user's relations hide (`hides`, read from Redis just
-    /// before; the hub keeps it current from `relation` events), and with
-    /// `rules` the public statuses matching them, each carrying
+    /// before; the hub keeps it current from `relation` events). With
+    /// filter rules, public statuses matching them, each carrying
     /// `matching_rules` (a search stream's rules are kept current from
-    /// `rules_changed` events).
+    /// `rules_changed` events); for a group, its statuses until the user
+    /// leaves it (`group_left`).
     pub async fn register(
         &self,
         conn: &Arc<ClientConn>,
         sub: SubId,
-        rule: Rule,
+        want: Want,
         stream: &'static str,
         hides: Hides,
-        rules: Option<Arc<RuleSet>>,
     ) {
         let (ack, done) = oneshot::channel();
         let cmd = Cmd::Register {
             conn: conn.clone(),
             sub,
-            rule,
+            want,
             stream,
             hides,
-            rules,
             ack,
         };
         if self.cmds.send(cmd).is_ok() {

@@ -1,0 +1,718 @@
+//! Groups: create, list, join (a request for a private group), leave,
+//! members with roles (add, set a role, remove), join requests (authorize,
+//! reject), the group timeline and removing its statuses. Posting into a
+//! group is `POST /api/v1/statuses` with `group_id` (`statuses.rs`).
+
+use super::openapi::{Auth, Op, Params, Reply};
+use super::paging::{json_page, paging, user_paging};
+use super::routes::Routes;
+use super::visibility::{may_read_group, only_visible};
+use super::{detached, path_id, JsonBody, JsonId};
+use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::hides;
+use crate::model::{now, Group, Membership};
+use crate::state::AppState;
+use crate::store::groups::{Change, Refused, Standing, KINDS, ROLES};
+use crate::store::statuses::Timeline;
+use crate::store::StoreError;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// Longest group name, in characters.
+pub const MAX_NAME_CHARS: usize = 50;
+/// Longest description, in characters.
+pub const MAX_DESCRIPTION_CHARS: usize = 500;
+
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .schema_of::<Group>("Group")
+        .schema_of::<Membership>("Membership")
+        .schema(
+            "NewGroup",
+            json!({"type": "object", "required": ["name", "kind"], "properties": {
+                "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": "\\S"},
+                "description": {"type": ["string", "null"], "maxLength": MAX_DESCRIPTION_CHARS},
+                "kind": {"type": "string", "enum": KINDS},
+            }}),
+        )
+        .schema(
+            "GroupPage",
+            json!({"type": "object", "required": ["groups", "next_cursor"], "properties": {
+                "groups": {"type": "array", "items": {"$ref": "#/components/schemas/Group"}},
+                "next_cursor": {"type": ["string", "null"]},
+            }}),
+        )
+        .schema(
+            "MemberPage",
+            json!({"type": "object", "required": ["users", "next_cursor"], "properties": {
+                "users": {"type": "array", "items": {"type": "object"}},
+                "next_cursor": {"type": ["string", "null"]},
+            }}),
+        )
+        .schema(
+            "AddMember",
+            json!({"type": "object", "required": ["user_id"], "properties": {
+                "user_id": {"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]},
+            }}),
+        )
+        .schema(
+            "SetRole",
+            json!({"type": "object", "required": ["role"], "properties": {
+                "role": {"type": "string", "enum": ROLES},
+            }}),
+        )
+        .route(CREATE_OP, create)
+        .route(LIST_OP, list)
+        .route(SHOW_OP, show)
+        .route(JOIN_OP, join)
+        .route(LEAVE_OP, leave)
+        .route(MEMBERS_OP, members)
+        .route(ADD_OP, add)
+        .route(ROLE_OP, set_role)
+        .route(REMOVE_OP, remove)
+        .route(REQUESTS_OP, requests)
+        .route(AUTHORIZE_OP, authorize)
+        .route(REJECT_OP, reject)
+        .route(STATUSES_OP, statuses)
+        .route(REMOVE_STATUS_OP, remove_status)
+}
+
+fn group_id(raw: &str) -> ApiResult<u64> {
+    path_id(raw, "group")
+}
+
+fn no_group() -> ApiError {
+    ApiError::not_found("No such group.")
+}
+
+/// The group as `viewer` sees it, or 404.
+async fn find(state: &AppState, gid: u64, viewer: Option<u64>) -> ApiResult<Group> {
+    state.store.group(gid, viewer).await.map_err(|e| match e {
+        StoreError::NotFound(_) => no_group(),
+        e => e.into(),
+    })
+}
+
+/// A refused change, in the contract's terms.
+fn refused(r: Refused) -> ApiError {
+    match r {
+        Refused::Missing => no_group(),
+        Refused::Forbidden => ApiError::forbidden("Your role in this group does not allow that."),
+        Refused::NotMember => ApiError::not_found("That user is not a member of the group."),
+        Refused::NoRequest => ApiError::not_found("That user has no pending request."),
+        Refused::LastOwner => ApiError::conflict(
+            "last_owner",
+            "A group keeps at least one owner: make another member an owner first.",
+        ),
+        Refused::Full => ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "group_full",
+            "The group has as many members as it may.",
+        )
+        .retry_after(3600),
+    }
+}
+
+fn membership(gid: u64, uid: u64, s: &Standing) -> Json<Membership> {
+    Json(Membership {
+        group_id: gid.to_string(),
+        user_id: uid.to_string(),
+        member: s.role.is_some(),
+        role: s.role.clone(),
+        requested: s.requested,
+    })
+}
+
+/// Applies a change, telling every stream when it ends a member's
+/// reading of a private group.
+async fn change(
+    state: &AppState,
+    group: &Group,
+    actor: u64,
+    target: u64,
+    what: Change,
+) -> ApiResult<Json<Membership>> {
+    let gid: u64 = group.id.parse().unwrap_or(0);
+    let store = state.store.clone();
+    let max = state.cfg.max_group_members;
+    let outcome =
+        detached(async move { Ok(store.change_group(gid, actor, target, what, max).await?) })
+            .await?;
+    let standing = outcome.map_err(refused)?;
+    if group.kind == "private" && standing.role.is_none() {
+        state.store.announce_group_left(gid, target).await?;
+    }
+    Ok(membership(gid, target, &standing))
+}
+
+/// Whether `uid` may be in one more group.
+async fn room_for(state: &AppState, uid: u64) -> ApiResult<()> {
+    if state.store.group_count(uid).await? >= state.cfg.max_groups_per_user {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "group_limit",
+            format!(
+                "A user is in at most {} groups; leave one first.",
+                state.cfg.max_groups_per_user
+            ),
+        )
+        .retry_after(3600));
+    }
+    Ok(())
+}
+
+/// Body of `POST /api/v1/groups`.
+#[derive(Debug, Deserialize)]
+pub struct NewGroup {
+    /// 1-50 characters.
+    pub name: String,
+    /// At most 500 characters.
+    pub description: Option<String>,
+    /// `public`, `private` or `announcement`.
+    pub kind: String,
+}
+
+const CREATE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/groups",
+    tag: "groups",
+    summary: "Create a group (you are its owner)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("NewGroup"),
+    status: 201,
+    params: Params::None,
+    reply: Reply::Schema("Group"),
+    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
+};
+
+/// `POST /api/v1/groups`.
+pub async fn create(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    JsonBody(body): JsonBody<NewGroup>,
+) -> ApiResult<Response> {
+    auth.require(SCOPE_WRITE)?;
+    let n = body.name.chars().count();
+    if n == 0 || n > MAX_NAME_CHARS || body.name.trim().is_empty() {
+        return Err(ApiError::invalid(
+            "invalid_name",
+            format!("name must be 1 to {MAX_NAME_CHARS} characters."),
+        ));
+    }
+    let description = body.description.unwrap_or_default();
+    if description.chars().count() > MAX_DESCRIPTION_CHARS {
+        return Err(ApiError::invalid(
+            "invalid_description",
+            format!("description must be at most {MAX_DESCRIPTION_CHARS} characters."),
+        ));
+    }
+    if !KINDS.contains(&body.kind.as_str()) {
+        return Err(ApiError::invalid(
+            "invalid_kind",
+            "kind must be public, private or announcement.",
+        ));
+    }
+    state.rate.write(auth.uid)?;
+    room_for(&state, auth.uid).await?;
+    let store = state.store.clone();
+    let uid = auth.uid;
+    let gid = detached(async move {
+        Ok(store
+            .create_group(uid, &body.name, &description, &body.kind)
+            .await?)
+    })
+    .await?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    Ok((StatusCode::CREATED, Json(group)).into_response())
+}
+
+/// A page of groups.
+#[derive(Debug, Serialize)]
+pub struct GroupPage {
+    /// The caller's groups, oldest first.
+    pub groups: Vec<Group>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+const LIST_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/groups",
+    tag: "groups",
+    summary: "Your groups (those you are in or asked to join)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::FollowPaging,
+    reply: Reply::Schema("GroupPage"),
+    errors: &[400, 401, 503],
+};
+
+/// `GET /api/v1/groups`.
+pub async fn list(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<GroupPage>> {
+    let (cursor, count) = user_paging(&q)?;
+    let (groups, next_cursor) = state.store.group_page(auth.uid, &cursor, count).await?;
+    Ok(Json(GroupPage {
+        groups,
+        next_cursor,
+    }))
+}
+
+const SHOW_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/groups/{id}",
+    tag: "groups",
+    summary: "A group, to anyone",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("Group"),
+    errors: &[401, 404, 503],
+};
+
+/// `GET /api/v1/groups/{id}`.
+pub async fn show(
+    State(state): State<AppState>,
+    MaybeUser(viewer): MaybeUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Group>> {
+    let gid = group_id(&id)?;
+    Ok(Json(find(&state, gid, viewer.map(|v| v.uid)).await?))
+}
+
+const JOIN_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/groups/{id}/join",
+    tag: "groups",
+    summary: "Join (a private group: ask to); idempotent",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("Membership"),
+    errors: &[401, 403, 404, 429, 503],
+};
+
+/// `POST /api/v1/groups/{id}/join`.
+pub async fn join(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Membership>> {
+    auth.require(SCOPE_WRITE)?;
+    let gid = group_id(&id)?;
+    state.rate.write(auth.uid)?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    if group.role.is_none() && !group.requested {
+        room_for(&state, auth.uid).await?;
+    }
+    change(&state, &group, auth.uid, auth.uid, Change::Join).await
+}
+
+const LEAVE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/groups/{id}/leave",
+    tag: "groups",
+    summary: "Leave (or cancel your request); idempotent; the last owner: 409",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("Membership"),
+    errors: &[401, 403, 404, 409, 429, 503],
+};
+
+/// `POST /api/v1/groups/{id}/leave`.
+pub async fn leave(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Membership>> {
+    auth.require(SCOPE_WRITE)?;
+    let gid = group_id(&id)?;
+    state.rate.write(auth.uid)?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    change(&state, &group, auth.uid, auth.uid, Change::Leave).await
+}
+
+/// The group, when `viewer` may read its content (404 otherwise, as if
+/// it did not exist).
+async fn readable(state: &AppState, viewer: Option<&AuthUser>, gid: u64) -> ApiResult<()> {
+    match may_read_group(state, viewer, gid).await? {
+        Some(true) => Ok(()),
+        _ => Err(no_group()),
+    }
+}
+
+const MEMBERS_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/groups/{id}/members",
+    tag: "groups",
+    summary: "Members, each with their role (a private group's: members only)",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::FollowPaging,
+    reply: Reply::Schema("MemberPage"),
+    errors: &[400, 401, 404, 503],
+};
+
+/// A page of users with their roles.
+async fn member_page(
+    state: &AppState,
+    rows: Vec<(u64, Option<String>)>,
+    next_cursor: Option<String>,
+) -> ApiResult<Json<Value>> {
+    let ids: Vec<u64> = rows.iter().map(|(id, _)| *id).collect();
+    let users = state.store.users(&ids).await?;
+    let roles: HashMap<u64, Option<String>> = rows.into_iter().collect();
+    let users: Vec<Value> = users
+        .into_iter()
+        .map(|u| {
+            let id: u64 = u.id.parse().unwrap_or(0);
+            let mut v = serde_json::to_value(&u).unwrap_or(Value::Null);
+            if let Some(obj) = v.as_object_mut() {
+                obj.insert("role".into(), json!(roles.get(&id).cloned().flatten()));
+            }
+            v
+        })
+        .collect();
+    Ok(Json(json!({"users": users, "next_cursor": next_cursor})))
+}
+
+/// `GET /api/v1/groups/{id}/members`.
+pub async fn members(
+    State(state): State<AppState>,
+    MaybeUser(viewer): MaybeUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let gid = group_id(&id)?;
+    let (cursor, count) = user_paging(&q)?;
+    readable(&state, viewer.as_ref(), gid).await?;
+    let (rows, next) = state
+        .store
+        .group_member_page(gid, false, &cursor, count)
+        .await?;
+    member_page(&state, rows, next).await
+}
+
+/// Body of `POST /api/v1/groups/{id}/members`.
+#[derive(Debug, Deserialize)]
+pub struct AddMember {
+    /// Who to add.
+    pub user_id: JsonId,
+}
+
+const ADD_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/groups/{id}/members",
+    tag: "groups",
+    summary: "Add a user as a member (owners, moderators); idempotent",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("AddMember"),
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("Membership"),
+    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
+};
+
+/// `POST /api/v1/groups/{id}/members`.
+pub async fn add(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<AddMember>,
+) -> ApiResult<Json<Membership>> {
+    auth.require(SCOPE_WRITE)?;
+    let gid = group_id(&id)?;
+    let target = body
+        .user_id
+        .parse()
+        .ok_or_else(|| ApiError::invalid("invalid_user_id", "user_id must be a user id."))?;
+    state.rate.write(auth.uid)?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    if !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
+        return Err(refused(Refused::Forbidden));
+    }
+    if !state.store.user_exists(target).await? {
+        return Err(ApiError::not_found("No such user."));
+    }
+    // Someone who blocks the caller cannot be added by them.
+    if state.store.relation_bits(auth.uid, target).await? & hides::BLOCKED_BY != 0 {
+        return Err(ApiError::forbidden("That user blocks you."));
+    }
+    let current = state.store.group_standing(gid, target).await?;
+    if current.is_some_and(|s| s.role.is_none() && !s.requested) {
+        room_for(&state, target).await?;
+    }
+    change(&state, &group, auth.uid, target, Change::Add).await
+}
+
+/// Body of `PATCH /api/v1/groups/{id}/members/{uid}`.
+#[derive(Debug, Deserialize)]
+pub struct SetRole {
+    /// `owner`, `moderator` or `member`.
+    pub role: String,
+}
+
+const ROLE_OP: Op = Op {
+    method: "patch",
+    path: "/api/v1/groups/{id}/members/{uid}",
+    tag: "groups",
+    summary: "Set a member's role (owners only); the last owner: 409",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("SetRole"),
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("Membership"),
+    errors: &[400, 401, 403, 404, 408, 409, 413, 415, 429, 503],
+};
+
+/// `PATCH /api/v1/groups/{id}/members/{uid}`.
+pub async fn set_role(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path((id, uid)): Path<(String, String)>,
+    JsonBody(body): JsonBody<SetRole>,
+) -> ApiResult<Json<Membership>> {
+    auth.require(SCOPE_WRITE)?;
+    let gid = group_id(&id)?;
+    let target = path_id(&uid, "member")?;
+    let Some(role) = ROLES.iter().find(|r| **r == body.role) else {
+        return Err(ApiError::invalid(
+            "invalid_role",
+            "role must be owner, moderator or member.",
+        ));
+    };
+    state.rate.write(auth.uid)?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    change(&state, &group, auth.uid, target, Change::Role(role)).await
+}
+
+const REMOVE_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/groups/{id}/members/{uid}",
+    tag: "groups",
+    summary: "Remove a member (owners; moderators remove members only); the last owner: 409",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("Membership"),
+    errors: &[401, 403, 404, 409, 429, 503],
+};
+
+/// `DELETE /api/v1/groups/{id}/members/{uid}`.
+pub async fn remove(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path((id, uid)): Path<(String, String)>,
+) -> ApiResult<Json<Membership>> {
+    auth.require(SCOPE_WRITE)?;
+    let gid = group_id(&id)?;
+    let target = path_id(&uid, "member")?;
+    state.rate.write(auth.uid)?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    change(&state, &group, auth.uid, target, Change::Remove).await
+}
+
+const REQUESTS_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/groups/{id}/requests",
+    tag: "groups",
+    summary: "Pending join requests, oldest first (owners, moderators)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::FollowPaging,
+    reply: Reply::Schema("MemberPage"),
+    errors: &[400, 401, 403, 404, 503],
+};
+
+/// `GET /api/v1/groups/{id}/requests`.
+pub async fn requests(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let gid = group_id(&id)?;
+    let (cursor, count) = user_paging(&q)?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    if !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
+        return Err(refused(Refused::Forbidden));
+    }
+    let (rows, next) = state
+        .store
+        .group_member_page(gid, true, &cursor, count)
+        .await?;
+    member_page(&state, rows, next).await
+}
+
+const AUTHORIZE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/groups/{id}/requests/{uid}/authorize",
+    tag: "groups",
+    summary: "Accept a join request (owners, moderators); 404 if none",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("Membership"),
+    errors: &[401, 403, 404, 429, 503],
+};
+
+/// `POST /api/v1/groups/{id}/requests/{uid}/authorize`.
+pub async fn authorize(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path((id, uid)): Path<(String, String)>,
+) -> ApiResult<Json<Membership>> {
+    decide(state, auth, &id, &uid, Change::Authorize).await
+}
+
+const REJECT_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/groups/{id}/requests/{uid}/reject",
+    tag: "groups",
+    summary: "Refuse a join request (owners, moderators); 404 if none",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("Membership"),
+    errors: &[401, 403, 404, 429, 503],
+};
+
+/// `POST /api/v1/groups/{id}/requests/{uid}/reject`.
+pub async fn reject(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path((id, uid)): Path<(String, String)>,
+) -> ApiResult<Json<Membership>> {
+    decide(state, auth, &id, &uid, Change::Reject).await
+}
+
+async fn decide(
+    state: AppState,
+    auth: AuthUser,
+    id: &str,
+    uid: &str,
+    what: Change,
+) -> ApiResult<Json<Membership>> {
+    auth.require(SCOPE_WRITE)?;
+    let gid = group_id(id)?;
+    let target = path_id(uid, "request")?;
+    state.rate.write(auth.uid)?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    change(&state, &group, auth.uid, target, what).await
+}
+
+const STATUSES_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/groups/{id}/statuses",
+    tag: "groups",
+    summary: "The group timeline, newest first (a private group's: members only)",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::Paging,
+    reply: Reply::Inline(r##"{"type":"array","items":{"$ref":"#/components/schemas/Status"}}"##),
+    errors: &[400, 401, 404, 503],
+};
+
+/// `GET /api/v1/groups/{id}/statuses`.
+pub async fn statuses(
+    State(state): State<AppState>,
+    MaybeUser(viewer): MaybeUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let gid = group_id(&id)?;
+    let (page, count) = paging(&q)?;
+    readable(&state, viewer.as_ref(), gid).await?;
+    let shown = state
+        .store
+        .timeline(Timeline::Group(gid), page, count)
+        .await?;
+    Ok(json_page(
+        &only_visible(&state, viewer.as_ref(), shown).await?,
+    ))
+}
+
+const REMOVE_STATUS_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/groups/{id}/statuses/{sid}",
+    tag: "groups",
+    summary: "Remove a status of the group (its author, an owner or a moderator)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 204,
+    params: Params::None,
+    reply: Reply::Empty,
+    errors: &[401, 403, 404, 429, 503],
+};
+
+/// `DELETE /api/v1/groups/{id}/statuses/{sid}`: as its author's delete.
+pub async fn remove_status(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path((id, sid)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    auth.require(SCOPE_WRITE)?;
+    let gid = group_id(&id)?;
+    let sid = path_id(&sid, "status")?;
+    state.rate.write(auth.uid)?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    if group.kind == "private" && group.role.is_none() {
+        return Err(no_group());
+    }
+    let status = match state.store.status(sid).await {
+        Ok(s) if s.group_id.as_deref() == Some(group.id.as_str()) => s,
+        Ok(_) | Err(StoreError::NotFound(_)) => {
+            return Err(ApiError::not_found("No such status in this group."))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let author: u64 = status.uid.parse().unwrap_or(0);
+    if author != auth.uid && !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
+        return Err(ApiError::forbidden(
+            "Only its author, an owner or a moderator removes a group's status.",
+        ));
+    }
+    let private = match state.store.user(author).await {
+        Ok(u) => u.private,
+        Err(StoreError::NotFound(_)) => false,
+        Err(e) => return Err(e.into()),
+    };
+    let store = state.store.clone();
+    detached(async move { Ok(store.delete_status(sid, author, private, now()).await?) }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

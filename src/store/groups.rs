@@ -1,0 +1,337 @@
+//! Groups: public, private (members read it; joining is a request) and
+//! announcement (only owners and moderators post). A group's keys share
+//! the slot `{gr<id>}`: its HASH, members, roles, join requests and
+//! timeline; every change of membership or role is one script there
+//! (`group_member.lua`), which keeps the last owner and the counts. Each
+//! user's list of groups, in the user's slot, is an index: written before
+//! a join (so a member is never missing from it) and after a leave, and
+//! checked against each group when read (an entry left by a failed or
+//! interrupted change is dropped then).
+
+use super::paging::{Cursor, IdPage};
+use super::{Store, StoreError, StoreResult};
+use crate::model::Group;
+use redis::AsyncCommands;
+use std::collections::HashMap;
+
+/// A group's HASH, the viewer's role and their request's time.
+type GroupRow = (HashMap<String, String>, Option<String>, Option<f64>);
+
+/// A group's kinds.
+pub const KINDS: [&str; 3] = ["public", "private", "announcement"];
+/// Its roles.
+pub const ROLES: [&str; 3] = ["owner", "moderator", "member"];
+
+/// A change of membership, as `group_member.lua` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// The actor joins (or asks to, for a private group).
+    Join,
+    /// The actor leaves (or cancels a request).
+    Leave,
+    /// The actor (owner, moderator) adds the target.
+    Add,
+    /// The actor (owner, moderator) accepts the target's request.
+    Authorize,
+    /// The actor (owner, moderator) refuses the target's request.
+    Reject,
+    /// The actor (owner) gives the target a role.
+    Role(&'static str),
+    /// The actor removes the target (owners anyone, moderators members).
+    Remove,
+    /// The actor's account is deleted: out of the group whatever their
+    /// role (the longest-standing other member becomes an owner when the
+    /// last owner goes).
+    Purge,
+}
+
+impl Change {
+    fn name(self) -> &'static str {
+        match self {
+            Change::Join => "join",
+            Change::Leave => "leave",
+            Change::Add => "add",
+            Change::Authorize => "authorize",
+            Change::Reject => "reject",
+            Change::Role(_) => "role",
+            Change::Remove => "remove",
+            Change::Purge => "purge",
+        }
+    }
+
+    /// Whether it can make the target a member.
+    fn admits(self) -> bool {
+        matches!(self, Change::Join | Change::Add | Change::Authorize)
+    }
+}
+
+/// A user's standing in a group after a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    /// `owner`, `moderator`, `member`, or `None` for a non-member.
+    pub role: Option<String>,
+    /// Whether their join request is pending.
+    pub requested: bool,
+}
+
+/// Why a change was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// No such group.
+    Missing,
+    /// The actor's role does not allow it.
+    Forbidden,
+    /// The target is not a member.
+    NotMember,
+    /// The target has no pending request.
+    NoRequest,
+    /// It would leave the group without an owner.
+    LastOwner,
+    /// The group has as many members as it may.
+    Full,
+}
+
+impl Store {
+    /// Creates a group owned by `uid`.
+    pub async fn create_group(
+        &self,
+        uid: u64,
+        name: &str,
+        description: &str,
+        kind: &str,
+    ) -> StoreResult<u64> {
+        // Group ids are status ids: time-ordered, no shared counter.
+        let (gid, created) = self.next_status_id().await?;
+        let mut conn = self.conn();
+        let _: () = conn.zadd(self.keys.user_groups(uid), gid, created).await?;
+        let _: i64 = self
+            .scripts
+            .group_create
+            .key(self.keys.group(gid))
+            .key(self.keys.group_members(gid))
+            .key(self.keys.group_roles(gid))
+            .arg(gid)
+            .arg(name)
+            .arg(description)
+            .arg(kind)
+            .arg(created)
+            .arg(uid)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(gid)
+    }
+
+    /// How many groups `uid` is in or asked to join (their list's length:
+    /// an upper bound, stale entries included until read).
+    pub async fn group_count(&self, uid: u64) -> StoreResult<usize> {
+        let mut conn = self.conn();
+        Ok(conn.zcard(self.keys.user_groups(uid)).await?)
+    }
+
+    /// Applies `change` by `actor` to `target` in `gid`, keeping `target`'s
+    /// list of groups in step: the target's standing after it, or why not.
+    pub async fn change_group(
+        &self,
+        gid: u64,
+        actor: u64,
+        target: u64,
+        change: Change,
+        max_members: usize,
+    ) -> StoreResult<Result<Standing, Refused>> {
+        let mut conn = self.conn();
+        let now = crate::model::now();
+        if change.admits() {
+            // Listed first, so a member is never missing from the list.
+            let _: () = conn.zadd(self.keys.user_groups(target), gid, now).await?;
+        }
+        let role = match change {
+            Change::Role(r) => r,
+            _ => "",
+        };
+        let reply: (String, String, String) = self
+            .scripts
+            .group_member
+            .key(self.keys.group(gid))
+            .key(self.keys.group_members(gid))
+            .key(self.keys.group_roles(gid))
+            .key(self.keys.group_requests(gid))
+            .arg(change.name())
+            .arg(actor)
+            .arg(target)
+            .arg(now)
+            .arg(max_members)
+            .arg(role)
+            .invoke_async(&mut conn)
+            .await?;
+        let (outcome, role, requested) = reply;
+        let standing = Standing {
+            role: (!role.is_empty()).then_some(role),
+            requested: requested == "1",
+        };
+        if outcome == "ok" && standing.role.is_none() && !standing.requested {
+            // Neither member nor asking: off the list.
+            let _: () = conn.zrem(self.keys.user_groups(target), gid).await?;
+        }
+        Ok(match outcome.as_str() {
+            "ok" => Ok(standing),
+            "missing" => Err(Refused::Missing),
+            "forbidden" => Err(Refused::Forbidden),
+            "not_member" => Err(Refused::NotMember),
+            "no_request" => Err(Refused::NoRequest),
+            "last_owner" => Err(Refused::LastOwner),
+            "full" => Err(Refused::Full),
+            other => return Err(StoreError::Internal(format!("group_member: {other}"))),
+        })
+    }
+
+    /// `uid`'s standing in `gid` (`None` for no such group).
+    pub async fn group_standing(&self, gid: u64, uid: u64) -> StoreResult<Option<Standing>> {
+        let mut conn = self.conn();
+        let (kind, role, requested): (Option<String>, Option<String>, Option<f64>) = redis::pipe()
+            .hget(self.keys.group(gid), "kind")
+            .hget(self.keys.group_roles(gid), uid)
+            .zscore(self.keys.group_requests(gid), uid)
+            .query_async(&mut conn)
+            .await?;
+        Ok(kind.map(|_| Standing {
+            role,
+            requested: requested.is_some(),
+        }))
+    }
+
+    /// Group `gid` as `viewer` sees it.
+    pub async fn group(&self, gid: u64, viewer: Option<u64>) -> StoreResult<Group> {
+        self.groups(&[gid], viewer)
+            .await?
+            .pop()
+            .flatten()
+            .ok_or(StoreError::NotFound("group"))
+    }
+
+    /// Groups as `viewer` sees them, `None` for each that does not exist.
+    async fn groups(&self, gids: &[u64], viewer: Option<u64>) -> StoreResult<Vec<Option<Group>>> {
+        if gids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let who = viewer.unwrap_or(0);
+        let mut pipe = redis::pipe();
+        for &gid in gids {
+            pipe.hgetall(self.keys.group(gid))
+                .hget(self.keys.group_roles(gid), who)
+                .zscore(self.keys.group_requests(gid), who);
+        }
+        let mut conn = self.conn();
+        let rows: Vec<GroupRow> = pipe.query_async(&mut conn).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(h, role, requested)| {
+                if h.is_empty() {
+                    return None;
+                }
+                let num = |k: &str| h.get(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+                Some(Group {
+                    id: h.get("id").cloned().unwrap_or_default(),
+                    name: h.get("name").cloned().unwrap_or_default(),
+                    description: h.get("description").cloned().unwrap_or_default(),
+                    kind: h.get("kind").cloned().unwrap_or_default(),
+                    members: num("members") as u64,
+                    owner: h.get("owner").cloned().filter(|o| !o.is_empty()),
+                    created: num("created"),
+                    role: if viewer.is_some() { role } else { None },
+                    requested: viewer.is_some() && requested.is_some(),
+                })
+            })
+            .collect())
+    }
+
+    /// A page of `uid`'s groups (those they are in or asked to join),
+    /// oldest first, and the cursor of the next page; entries the groups
+    /// no longer bear out are dropped on the way.
+    pub async fn group_page(
+        &self,
+        uid: u64,
+        cursor: &Cursor,
+        count: usize,
+    ) -> StoreResult<(Vec<Group>, Option<String>)> {
+        let IdPage { ids, next_cursor } = self
+            .id_page(&self.keys.user_groups(uid), cursor, count)
+            .await?;
+        let found = self.groups(&ids, Some(uid)).await?;
+        let mut shown = Vec::with_capacity(found.len());
+        let mut stale = Vec::new();
+        for (gid, g) in ids.iter().zip(found) {
+            match g {
+                Some(g) if g.role.is_some() || g.requested => shown.push(g),
+                _ => stale.push(*gid),
+            }
+        }
+        if !stale.is_empty() {
+            let mut conn = self.conn();
+            let _: () = conn.zrem(self.keys.user_groups(uid), stale).await?;
+        }
+        Ok((shown, next_cursor))
+    }
+
+    /// A page of a group's members (or, `requests`, its requesters), in
+    /// the order they joined (asked), with their roles.
+    pub async fn group_member_page(
+        &self,
+        gid: u64,
+        requests: bool,
+        cursor: &Cursor,
+        count: usize,
+    ) -> StoreResult<(Vec<(u64, Option<String>)>, Option<String>)> {
+        let key = if requests {
+            self.keys.group_requests(gid)
+        } else {
+            self.keys.group_members(gid)
+        };
+        let IdPage { ids, next_cursor } = self.id_page(&key, cursor, count).await?;
+        if ids.is_empty() {
+            return Ok((Vec::new(), next_cursor));
+        }
+        let mut conn = self.conn();
+        let roles: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(self.keys.group_roles(gid))
+            .arg(&ids)
+            .query_async(&mut conn)
+            .await?;
+        Ok((ids.into_iter().zip(roles).collect(), next_cursor))
+    }
+
+    /// Tells every process's hub that `uid` no longer reads private group
+    /// `gid` (their group streams of it end).
+    pub async fn announce_group_left(&self, gid: u64, uid: u64) -> StoreResult<()> {
+        let body = serde_json::to_string(&crate::model::Event::GroupLeft { group_id: gid, uid })
+            .map_err(|e| StoreError::Internal(e.to_string()))?;
+        self.emit(&body).await?;
+        Ok(())
+    }
+
+    /// Adds a posted status to its group's timeline (newest
+    /// [`INDEX_CAP`](super::chains::INDEX_CAP) kept).
+    pub(crate) async fn group_timeline_add(
+        &self,
+        gid: u64,
+        sid: u64,
+        posted: f64,
+    ) -> StoreResult<()> {
+        let key = self.keys.group_timeline(gid);
+        let mut conn = self.conn();
+        let _: () = redis::pipe()
+            .zadd(&key, sid, posted)
+            .ignore()
+            .zremrangebyrank(&key, 0, -(super::chains::INDEX_CAP as isize) - 1)
+            .ignore()
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Takes a deleted status out of its group's timeline.
+    pub(crate) async fn group_timeline_remove(&self, gid: u64, sid: u64) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: () = conn.zrem(self.keys.group_timeline(gid), sid).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,101 @@
+//! What one subscription wants: its rule in the main index (firehose,
+//! sample, filter, user), its filter rules (search, ad-hoc `rules`), or a
+//! group's statuses; and [`Want::judge`], one subscription's check of an
+//! event for a replay (the same answers the hub's routing gives).
+
+use super::frame::Frame;
+use super::rule_set::{filter_part, RuleSet};
+use firehose_filters::{Event, FilterSpec, Rule};
+use std::sync::Arc;
+
+/// The subscription name of group `gid`'s stream: `group` and the group,
+/// as the multiplexed socket writes them after `"stream":` (so its events
+/// read `"stream":"group","group":"G"`). Interned: one small string per
+/// group ever streamed by this process, kept for its life.
+pub fn group_stream(gid: u64) -> &'static str {
+    static NAMES: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<u64, &'static str>>,
+    > = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(Default::default);
+    let mut names = names
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    names
+        .entry(gid)
+        .or_insert_with(|| Box::leak(format!("group\",\"group\":\"{gid}").into_boxed_str()))
+}
+
+/// Whether `name` is a group stream's.
+pub fn is_group_stream(name: &str) -> bool {
+    name.starts_with("group\"")
+}
+
+/// What a subscription wants.
+#[derive(Debug, Clone)]
+pub struct Want {
+    /// Its rule in the main index (an empty filter when it has none).
+    pub rule: Rule,
+    /// Its filter rules.
+    pub rules: Option<Arc<RuleSet>>,
+    /// The group whose statuses (and their deletes) it gets.
+    pub group: Option<u64>,
+}
+
+impl Want {
+    /// A subscription routed by the main index alone.
+    pub fn rule(rule: Rule) -> Want {
+        Want {
+            rule,
+            rules: None,
+            group: None,
+        }
+    }
+
+    /// A subscription with filter rules (and, for a filter stream, its
+    /// follow, track and locations in `rule`).
+    pub fn rules(rule: Rule, rules: Arc<RuleSet>) -> Want {
+        Want {
+            rule,
+            rules: Some(rules),
+            group: None,
+        }
+    }
+
+    /// A group stream.
+    pub fn group(gid: u64) -> Want {
+        Want {
+            rule: Rule::Filter(FilterSpec::default()),
+            rules: None,
+            group: Some(gid),
+        }
+    }
+
+    /// Whether the main index routes it.
+    pub fn indexed(&self) -> bool {
+        self.group.is_none() && (self.rules.is_none() || filter_part(&self.rule))
+    }
+
+    /// What it delivers of `frame`, if anything: the frame itself, or for
+    /// one with rules its copy carrying `matching_rules` (a public status
+    /// matching a rule or the subscription's own filter; every public
+    /// delete as it is); for a group stream the group's statuses and
+    /// deletes.
+    pub fn judge(&mut self, frame: &Arc<Frame>) -> Option<Arc<Frame>> {
+        if let Some(gid) = self.group {
+            return (frame.group() == Some(gid)).then(|| frame.clone());
+        }
+        let Some(set) = self.rules.as_deref() else {
+            return self.rule.matches(&frame.routing()).then(|| frame.clone());
+        };
+        match frame.routing() {
+            Event::Delete { private: false, .. } => Some(frame.clone()),
+            Event::Status(s) if !s.private => {
+                let hit = filter_part(&self.rule) && self.rule.matches(&frame.routing());
+                let positions = set.matching(frame);
+                (hit || !positions.is_empty())
+                    .then(|| frame.with_matching_rules(&set.matching_json(&positions)))
+            }
+            _ => None,
+        }
+    }
+}
