@@ -685,6 +685,65 @@ async fn the_page_keeps_filter_rules_and_shows_which_matched_live() {
     browser.stop().await;
 }
 
+#[tokio::test]
+async fn the_page_makes_a_group_and_posts_into_it() {
+    let Some(browser) = common::browser::Browser::start().await else {
+        panic!(
+            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
+        );
+    };
+    let app = TestApp::start().await;
+    let (_, friend) = app.user("group_friend").await;
+    app.register("gina").await;
+    browser.goto(&format!("http://{}/", app.addr)).await;
+    browser.fill("li-identifier", "gina").await;
+    browser.fill("li-password", "password123").await;
+    browser.click("login").await;
+    browser.wait_for_text("who", "@gina").await;
+    browser.fill("group-name", "Page people").await;
+    browser.click("group-create").await;
+    browser.wait_for_text("group-list", "Page people").await;
+    browser.wait_for_text("group-list", "owner").await;
+    let gina = app.login("gina").await;
+    let (_, mine) = app.get("/api/v1/groups", Some(&gina)).await;
+    let gid = mine["groups"][0]["id"].as_str().unwrap().to_string();
+    // A friend joins through the API and posts; the page posts too.
+    let (status, _) = app
+        .post(
+            &format!("/api/v1/groups/{gid}/join"),
+            Some(&friend),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    app.post(
+        "/api/v1/statuses",
+        Some(&friend),
+        json!({"message": "hello page people", "group_id": gid}),
+    )
+    .await;
+    browser
+        .fill("group-message", "gina posts to the group")
+        .await;
+    browser.click("group-post").await;
+    browser
+        .wait_for_text("group-timeline", "gina posts to the group")
+        .await;
+    browser
+        .wait_for_text("group-timeline", "hello page people")
+        .await;
+    let (_, timeline) = app
+        .get(&format!("/api/v1/groups/{gid}/statuses"), None)
+        .await;
+    assert_eq!(timeline.as_array().unwrap().len(), 2);
+    // Not in her home timeline.
+    let home = app
+        .timeline_ids("/api/v1/timelines/home", Some(&gina))
+        .await;
+    assert!(home.is_empty(), "{home:?}");
+    browser.stop().await;
+}
+
 /// A token of bob's, who signed up through the page.
 async fn bob_token(app: &TestApp) -> String {
     app.login("bob").await

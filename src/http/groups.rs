@@ -448,7 +448,8 @@ pub async fn add(
     let target = body
         .user_id
         .parse()
-        .ok_or_else(|| ApiError::invalid("invalid_user_id", "user_id must be a user id."))?;
+        .filter(|id| *id > 0)
+        .ok_or_else(|| ApiError::not_found("No such user."))?;
     state.rate.write(auth.uid)?;
     let group = find(&state, gid, Some(auth.uid)).await?;
     if !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
