@@ -5,7 +5,7 @@
 //! Every authenticated request checks the signature, the expiry AND the
 //! session record, so logout and session clean-up take effect at once.
 
-pub use crate::jwt::{Claims, Jwt, SCOPE_FIREHOSE, SCOPE_READ, SCOPE_WRITE};
+pub use crate::jwt::{Claims, Jwt, SCOPE_ADMIN, SCOPE_FIREHOSE, SCOPE_READ, SCOPE_WRITE};
 
 use crate::error::ApiError;
 use crate::model::now;

@@ -209,6 +209,15 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_MAX_GROUPS_PER_USER", default_value_t = 500)]
     pub max_groups_per_user: usize,
 
+    /// Open reports kept waiting for an admin (then reporting answers 429
+    /// `report_queue_full`).
+    #[arg(long, env = "FIREHOSE_MAX_OPEN_REPORTS", default_value_t = 100_000)]
+    pub max_open_reports: usize,
+
+    /// Audit entries kept (the oldest go first).
+    #[arg(long, env = "FIREHOSE_MAX_AUDIT_ENTRIES", default_value_t = 100_000)]
+    pub max_audit_entries: usize,
+
     /// Filter rules the hub of one process holds, over every open search
     /// stream and filter stream with rules (then such a stream answers
     /// 503 `too_many_rules_here`).

@@ -17,6 +17,9 @@ pub const SCOPE_READ: &str = "read";
 pub const SCOPE_WRITE: &str = "write";
 /// Scope for the firehose stream.
 pub const SCOPE_FIREHOSE: &str = "firehose";
+/// Scope of moderators: every `/api/v1/admin/` path. Minted only by the
+/// operator (`firehose token --user ID --scope admin`).
+pub const SCOPE_ADMIN: &str = "admin";
 
 /// The claims of a firehose JWT.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -133,12 +133,12 @@ async fn token(args: TokenArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| embedded::DEFAULT_URL.to_string());
     let store = firehose::store::Store::open(&url, cfg)?;
     let user = store
-        .user(args.user)
+        .user_any(args.user)
         .await
         .context("no such user (or Redis is unreachable)")?;
     for scope in &args.scopes {
-        if !["read", "write", "firehose"].contains(&scope.as_str()) {
-            bail!("unknown scope {scope:?}: use read, write or firehose");
+        if !["read", "write", "firehose", "admin"].contains(&scope.as_str()) {
+            bail!("unknown scope {scope:?}: use read, write, firehose or admin");
         }
     }
     if args.grant_firehose {

@@ -34,12 +34,31 @@ pub struct User {
     /// or `following` (those the user follows). Only in `GET /api/v1/me`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dm_policy: Option<String>,
+    /// Whether an admin suspended the account. Only on admin paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended: Option<bool>,
 }
 
 impl User {
-    /// Builds a user from its Redis HASH; `None` when the HASH is empty or
-    /// the account is being deleted.
+    /// Builds a user from its Redis HASH; `None` when the HASH is empty,
+    /// the account is being deleted or is suspended (then it is 404 to
+    /// everyone but admins).
     pub fn from_hash(h: &HashMap<String, String>) -> Option<User> {
+        if h.get("suspended").is_some_and(|v| v == "1") {
+            return None;
+        }
+        User::from_hash_any(h)
+    }
+
+    /// [`User::from_hash`], suspended accounts too (admin paths), with
+    /// `suspended` set.
+    pub fn from_hash_admin(h: &HashMap<String, String>) -> Option<User> {
+        let mut user = User::from_hash_any(h)?;
+        user.suspended = Some(h.get("suspended").is_some_and(|v| v == "1"));
+        Some(user)
+    }
+
+    fn from_hash_any(h: &HashMap<String, String>) -> Option<User> {
         if h.contains_key("deleted") {
             return None;
         }
@@ -55,6 +74,7 @@ impl User {
             private: h.get("private").map(|v| v == "1").unwrap_or(false),
             email: None,
             dm_policy: None,
+            suspended: None,
         })
     }
 }
@@ -271,6 +291,54 @@ pub struct Membership {
     pub requested: bool,
 }
 
+/// A report of abuse or spam.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Report {
+    /// Report id.
+    pub id: String,
+    /// Who reported.
+    pub reporter: String,
+    /// The user reported (for a status, its author).
+    pub user_id: String,
+    /// The status reported; null for a user report.
+    pub status_id: Option<String>,
+    /// `spam`, `abuse`, `illegal` or `other`.
+    pub reason: String,
+    /// The reporter's words, or null.
+    pub comment: Option<String>,
+    /// `open` or `resolved`.
+    pub state: String,
+    /// When it was filed.
+    pub created: f64,
+    /// The resolution's action (`none`, `remove_status`, `suspend_user`);
+    /// null while open.
+    pub action: Option<String>,
+    /// The admin who resolved it; null while open.
+    pub resolved_by: Option<String>,
+    /// When; null while open.
+    pub resolved_at: Option<f64>,
+    /// The admin's note, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One audit entry: a change an admin made.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct AuditAction {
+    /// Entry id.
+    pub id: String,
+    /// When.
+    pub at: f64,
+    /// The admin's user id.
+    pub admin: String,
+    /// `dismiss_report`, `remove_status`, `suspend_user` or `unsuspend_user`.
+    pub action: String,
+    /// The status or user acted on.
+    pub target: String,
+    /// The report it resolved, else null.
+    pub report: Option<String>,
+}
+
 /// A conversation as one participant sees it.
 #[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct Conversation {
@@ -436,6 +504,16 @@ pub enum Event {
         /// The statuses.
         ids: Vec<IdString>,
     },
+    /// An account was suspended (`on`) or its suspension lifted: every hub
+    /// ends its streams and stops delivering its events while it lasts.
+    /// Internal: never sent to a client.
+    Suspended {
+        /// The user.
+        #[serde(with = "id_string")]
+        uid: u64,
+        /// Suspended (true) or lifted (false).
+        on: bool,
+    },
     /// A member left (or was removed from) a private group: every hub ends
     /// their group streams of it. Internal: never sent to a client.
     GroupLeft {
@@ -496,6 +574,7 @@ impl Event {
             Event::StatusesChanged { .. } => "statuses_changed",
             Event::RulesChanged { .. } => "rules_changed",
             Event::GroupLeft { .. } => "group_left",
+            Event::Suspended { .. } => "suspended",
             Event::Unknown => return None,
         })
     }

@@ -1569,3 +1569,134 @@ async fn tail_resumes_across_a_server_restart_with_no_gap_and_no_duplicate() {
     assert!(status.success(), "{status}");
     second.kill9().await;
 }
+
+/// A suspension made through one process ends the user's streams on
+/// another and hides them there; their writes racing it (answered or
+/// not) leave nothing visible behind; lifting it brings back what they
+/// wrote before.
+#[tokio::test]
+async fn a_suspension_reaches_every_process_and_writes_racing_it_leave_nothing_visible() {
+    let app = TestApp::start().await;
+    let other = ServerProcess::serve(&app.redis, &[]).await;
+    let (alice_id, alice) = app.user("race_alice").await;
+    let (bob_id, bob) = app.user("race_bob").await;
+    let admin = app.operator_token(&bob_id, &["read", "admin"]).await;
+    app.follow(&bob, &alice_id).await;
+    let before = app.say(&alice, "before #racetag").await;
+    let http = reqwest::Client::new();
+    let mut theirs = app
+        .stream_url(&other.url("/api/v1/stream/user"), Some(&alice), &[])
+        .await;
+    assert_eq!(theirs.status, reqwest::StatusCode::OK);
+    // Alice writes from 8 connections while the suspension lands.
+    let writer = {
+        let (http, url, token) = (http.clone(), other.url("/api/v1/statuses"), alice.clone());
+        tokio::spawn(async move {
+            let answered = futures::stream::iter(0..400)
+                .map(|i| {
+                    let req = http
+                        .post(&url)
+                        .bearer_auth(&token)
+                        .json(&json!({"message": format!("racing {i} #racetag")}));
+                    async move {
+                        match req.send().await {
+                            Ok(r) if r.status().as_u16() == 201 => {
+                                let v: serde_json::Value = r.json().await.unwrap_or_default();
+                                v["id"].as_str().map(str::to_string)
+                            }
+                            _ => None,
+                        }
+                    }
+                })
+                .buffer_unordered(8)
+                .filter_map(|id| async move { id })
+                .collect::<Vec<String>>()
+                .await;
+            answered
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let (status, _) = app
+        .post(
+            &format!("/api/v1/admin/users/{alice_id}/suspend"),
+            Some(&admin),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    // Her own statuses come first; then the end, with `suspended`.
+    let bye = loop {
+        let m = theirs.next("her stream on the other process ends").await;
+        if m.data["type"] == "disconnect" {
+            break m;
+        }
+    };
+    assert_eq!(bye.data["code"], "suspended", "{:?}", bye.data);
+    let answered = writer.await.unwrap();
+    // Let what was under way finish (workers sweep too), then look
+    // everywhere, on both processes.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut seen = 0;
+    for base in [app.url(""), other.url("")] {
+        for path in [
+            "/api/v1/timelines/tag/racetag".to_string(),
+            format!("/api/v1/users/{alice_id}/statuses"),
+        ] {
+            let r = http
+                .get(format!("{base}{path}"))
+                .bearer_auth(&bob)
+                .send()
+                .await
+                .unwrap();
+            if r.status().is_success() {
+                let v: serde_json::Value = r.json().await.unwrap();
+                seen += v.as_array().map_or(0, Vec::len);
+            }
+        }
+        let r = http
+            .get(format!("{base}/api/v1/timelines/home?count=200"))
+            .bearer_auth(&bob)
+            .send()
+            .await
+            .unwrap();
+        let home: serde_json::Value = r.json().await.unwrap();
+        seen += home
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["uid"] == alice_id.as_str())
+            .count();
+        for id in answered.iter().take(50).chain(std::iter::once(&before)) {
+            let r = http
+                .get(format!("{base}/api/v1/statuses/{id}"))
+                .send()
+                .await
+                .unwrap();
+            seen += usize::from(r.status().is_success());
+        }
+    }
+    println!(
+        "suspension racing 400 posts: {} answered 201 before it landed, {seen} visible after it on two processes",
+        answered.len()
+    );
+    assert_eq!(seen, 0, "nothing of a suspended user is visible");
+    let (status, _) = app
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/api/v1/admin/users/{alice_id}/suspend"),
+            Some(&admin),
+            None,
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+    app.eventually("the other process shows her again", || async {
+        let r = http
+            .get(other.url(&format!("/api/v1/statuses/{before}")))
+            .send()
+            .await
+            .unwrap();
+        r.status().is_success()
+    })
+    .await;
+    other.kill9().await;
+}

@@ -5,6 +5,7 @@
 //! holds the router and its one middleware layer.
 
 pub mod account;
+pub mod admin;
 pub mod conversations;
 pub mod extract;
 pub mod follows;
@@ -14,6 +15,7 @@ pub mod openapi;
 pub mod ops;
 pub mod paging;
 pub mod relations;
+pub mod reports;
 pub mod routes;
 pub mod rule_items;
 pub mod rules;
@@ -61,6 +63,8 @@ pub fn routes() -> routes::Routes {
         .merge(follows::routes())
         .merge(likes::routes())
         .merge(groups::routes())
+        .merge(reports::routes())
+        .merge(admin::routes())
         .merge(relations::routes())
         .merge(conversations::routes())
         .merge(rules::routes())

@@ -70,7 +70,7 @@ const CREATE_OP: Op = Op {
     status: 201,
     params: Params::None,
     reply: Reply::Schema("LoginReply"),
-    errors: &[400, 401, 408, 413, 415, 429, 503],
+    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
 };
 
 /// `POST /api/v1/sessions`: log in with login or email and password.
@@ -101,6 +101,13 @@ pub async fn create(
     let (Some(uid), true) = (uid, verified) else {
         return Err(bad());
     };
+    if state.store.is_suspended(uid).await? {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "suspended",
+            "This account is suspended.",
+        ));
+    }
     let mut scopes = vec![SCOPE_READ, SCOPE_WRITE];
     if state.store.firehose_allowed(uid).await? {
         scopes.push(SCOPE_FIREHOSE);

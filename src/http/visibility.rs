@@ -106,7 +106,8 @@ pub async fn may_see(
         return Ok(false);
     }
     if let Some(original) = id_of(&status.repost_of_uid) {
-        if blocked_by(state, viewer, original).await? {
+        if blocked_by(state, viewer, original).await? || state.store.suspended().contains(original)
+        {
             return Ok(false);
         }
     }
@@ -159,6 +160,12 @@ pub async fn without_hidden(
     mut statuses: Vec<Shown>,
     mask: u8,
 ) -> ApiResult<Vec<Shown>> {
+    // A suspended author's statuses leave every timeline (this process's
+    // set, kept by the hub; the author's own HASH answers other reads).
+    let suspended = state.store.suspended();
+    if !suspended.is_empty() {
+        statuses.retain(|item| !suspended.any(&actors(&item.0.status)));
+    }
     let Some(v) = viewer else {
         return Ok(statuses);
     };
@@ -206,7 +213,7 @@ pub async fn only_visible_hiding(
     for item in statuses {
         let status = &item.0.status;
         let by = actors(status);
-        if relations.hides_any(&by, mask) {
+        if relations.hides_any(&by, mask) || state.store.suspended().any(&by) {
             continue;
         }
         let author = by[0];

@@ -174,6 +174,32 @@ impl Keys {
     pub fn conv_unread(&self, cid: u64) -> String {
         format!("{}:conv:{{c{cid}}}:unread", self.prefix)
     }
+    /// HASH: reports by id (their JSON). Moderation's keys share the slot
+    /// `{mod}`, so a resolution and its audit entry are one script.
+    pub fn reports(&self) -> String {
+        format!("{}:{{mod}}:reports", self.prefix)
+    }
+    /// ZSET: open reports (id -> minus created: newest first).
+    pub fn reports_open(&self) -> String {
+        format!("{}:{{mod}}:reports:open", self.prefix)
+    }
+    /// ZSET: resolved reports (id -> minus resolved_at: newest first).
+    pub fn reports_resolved(&self) -> String {
+        format!("{}:{{mod}}:reports:resolved", self.prefix)
+    }
+    /// HASH: audit entries by id (their JSON).
+    pub fn audit(&self) -> String {
+        format!("{}:{{mod}}:audit", self.prefix)
+    }
+    /// ZSET: audit entries (id -> minus at: newest first).
+    pub fn audit_order(&self) -> String {
+        format!("{}:{{mod}}:audit:order", self.prefix)
+    }
+    /// SET: suspended users (the authority is each user's HASH; this is
+    /// what a hub loads at start).
+    pub fn suspended(&self) -> String {
+        format!("{}:{{mod}}:suspended", self.prefix)
+    }
     /// HASH: a group: id, name, description, kind, created, owner (an
     /// owner's id, the creator while an owner), members, owners (counts).
     pub fn group(&self, gid: u64) -> String {

@@ -34,6 +34,7 @@ pub mod ids;
 pub mod keys;
 pub mod leases;
 pub mod likes;
+pub mod moderation;
 pub mod outbox;
 pub mod paging;
 pub mod ranking;
@@ -122,6 +123,10 @@ pub struct Scripts {
     pub(crate) direct_claim: Script,
     pub(crate) conv_leave: Script,
     pub(crate) group_create: Script,
+    pub(crate) user_suspend: Script,
+    pub(crate) report_add: Script,
+    pub(crate) report_resolve: Script,
+    pub(crate) audit_add: Script,
     pub(crate) group_member: Script,
     pub(crate) conv_read: Script,
     pub(crate) account_names: Script,
@@ -169,6 +174,10 @@ impl Scripts {
             direct_claim: Script::new(include_str!("lua/direct_claim.lua")),
             conv_leave: Script::new(include_str!("lua/conv_leave.lua")),
             group_create: Script::new(include_str!("lua/group_create.lua")),
+            user_suspend: Script::new(include_str!("lua/user_suspend.lua")),
+            report_add: Script::new(include_str!("lua/report_add.lua")),
+            report_resolve: Script::new(include_str!("lua/report_resolve.lua")),
+            audit_add: Script::new(include_str!("lua/audit_add.lua")),
             group_member: Script::new(include_str!("lua/group_member.lua")),
             conv_read: Script::new(include_str!("lua/conv_read.lua")),
             account_names: Script::new(include_str!("lua/account_names.lua")),
@@ -196,6 +205,8 @@ pub struct Store {
     pub(crate) cache: Arc<cache::StatusCache>,
     pub(crate) counts_cache: Arc<cache::CountsCache>,
     pub(crate) session_cache: Arc<cache::SessionCache>,
+    /// The suspended users this process knows of (`moderation`).
+    pub(crate) suspended: moderation::Suspended,
     pub(crate) home_cache: home_cache::HomeCache,
     /// Status ids (a process's instance lease and sequence).
     pub(crate) ids: Arc<ids::IdGen>,
@@ -269,6 +280,7 @@ impl Store {
             outbox_lease: cfg.outbox_lease.max(0.1),
             cache: Arc::new(cache::StatusCache::new(cfg.status_cache)),
             counts_cache: Arc::new(cache::CountsCache::default()),
+            suspended: moderation::Suspended::default(),
             session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
                 cfg.session_cache_ttl.clamp(0.0, 3600.0),
             ))),

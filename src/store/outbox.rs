@@ -159,6 +159,22 @@ pub enum Op {
         /// Time of the deletion.
         at: f64,
     },
+    /// An account suspended (`on`) or its suspension lifted by an admin
+    /// (`store::moderation`): the flag, the set the hubs load, the
+    /// sessions, the audit entry (when `audit`), then the event.
+    Suspend {
+        /// The user.
+        uid: u64,
+        /// Suspend (true) or lift.
+        on: bool,
+        /// The admin.
+        admin: u64,
+        /// Whether the change is its own audit entry (not when a report's
+        /// resolution records it).
+        audit: bool,
+        /// Audit entries kept.
+        keep: usize,
+    },
     /// A login or email change.
     Rename {
         /// The user.
@@ -315,6 +331,7 @@ impl Store {
             Op::Relate { .. } => self.run_relate(owed).await.map(|_| ()),
             Op::Message { .. } => self.run_message(owed).await.map(|_| ()),
             Op::DeleteAccount { .. } => self.run_account_delete(owed).await,
+            Op::Suspend { .. } => self.run_suspend(owed).await.map(|_| ()),
         };
         match result {
             Err(

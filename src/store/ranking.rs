@@ -62,6 +62,9 @@ impl Store {
         let mut seen = FxHashSet::default();
         for (_, status) in found {
             let Some(status) = status else { continue };
+            if self.by_suspended(&status.status) {
+                continue;
+            }
             let rank_id = status
                 .status
                 .repost_of

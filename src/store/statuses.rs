@@ -316,6 +316,9 @@ impl Store {
                         gone.push(id);
                         continue;
                     };
+                    if self.by_suspended(&status.status) {
+                        continue;
+                    }
                     let root = status
                         .status
                         .repost_of
@@ -337,6 +340,18 @@ impl Store {
         }
         let page: Vec<Arc<CachedStatus>> = kept.into_iter().skip(skip).take(count).collect();
         self.shown(page).await
+    }
+
+    /// Whether a suspended user wrote `status` or the status it reposts
+    /// (this process's set: then no timeline shows it).
+    pub(crate) fn by_suspended(&self, status: &Status) -> bool {
+        if self.suspended.is_empty() {
+            return false;
+        }
+        let id = |s: &Option<String>| s.as_deref().and_then(|v| v.parse::<u64>().ok());
+        let author: u64 = status.uid.parse().unwrap_or(0);
+        self.suspended.contains(author)
+            || id(&status.repost_of_uid).is_some_and(|u| self.suspended.contains(u))
     }
 
     /// Up to `count` ids of a timeline scored by `posted`, newest first,

@@ -78,6 +78,7 @@ impl Store {
                     private: false,
                     email: None,
                     dm_policy: None,
+                    suspended: None,
                 })
             }
             Some("taken") if reply.get(1).map(String::as_str) == Some("email") => Err(
@@ -101,6 +102,14 @@ impl Store {
         User::from_hash(&h).ok_or(StoreError::NotFound("user"))
     }
 
+    /// A user, suspended or not, with `suspended` (admin paths, the
+    /// operator's tools).
+    pub async fn user_any(&self, uid: u64) -> StoreResult<User> {
+        let mut conn = self.conn();
+        let h: HashMap<String, String> = conn.hgetall(self.keys.user(uid)).await?;
+        User::from_hash_admin(&h).ok_or(StoreError::NotFound("user"))
+    }
+
     /// The users with these ids, in order, skipping unknown ones.
     pub async fn users(&self, uids: &[u64]) -> StoreResult<Vec<User>> {
         if uids.is_empty() {
@@ -115,16 +124,18 @@ impl Store {
         Ok(hashes.iter().filter_map(User::from_hash).collect())
     }
 
-    /// Whether the user exists (and is not being deleted).
+    /// Whether the user exists (and is not being deleted, nor suspended).
     pub async fn user_exists(&self, uid: u64) -> StoreResult<bool> {
         let mut conn = self.conn();
-        let (id, deleted): (Option<String>, Option<String>) = redis::cmd("HMGET")
-            .arg(self.keys.user(uid))
-            .arg("id")
-            .arg("deleted")
-            .query_async(&mut conn)
-            .await?;
-        Ok(id.is_some() && deleted.is_none())
+        let (id, deleted, suspended): (Option<String>, Option<String>, Option<String>) =
+            redis::cmd("HMGET")
+                .arg(self.keys.user(uid))
+                .arg("id")
+                .arg("deleted")
+                .arg("suspended")
+                .query_async(&mut conn)
+                .await?;
+        Ok(id.is_some() && deleted.is_none() && suspended.as_deref() != Some("1"))
     }
 
     /// The user id a login or email (any case) belongs to (none for a

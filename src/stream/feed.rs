@@ -334,7 +334,9 @@ impl Feed {
         for (_, json) in &page {
             if let Some(Incoming::Event(f)) = frame::parse(json) {
                 if let Some(f) = job.want.judge(&f) {
-                    if !job.hides.hides_any(f.actors(), hide_mask(job.stream)) {
+                    if !job.hides.hides_any(f.actors(), hide_mask(job.stream))
+                        && !self.store.suspended().any(f.actors())
+                    {
                         inc(&metrics().events_replayed, 1);
                         self.pending.push_back(Out::Event(f, job.stream));
                     }
@@ -379,7 +381,9 @@ impl Feed {
             let mut matched = Vec::new();
             for f in frames.iter().rev() {
                 if let Some(f) = want.judge(f) {
-                    if !hides.hides_any(f.actors(), hide_mask(stream)) {
+                    if !hides.hides_any(f.actors(), hide_mask(stream))
+                        && !self.store.suspended().any(f.actors())
+                    {
                         matched.push(f);
                     }
                 }

@@ -171,6 +171,7 @@ impl Frame {
             | E::StatusesChanged { .. }
             | E::RulesChanged { .. }
             | E::GroupLeft { .. }
+            | E::Suspended { .. }
             | E::Unknown => Event::Other,
         }
     }
@@ -274,6 +275,8 @@ pub enum Incoming {
     RulesChanged(u64, u64),
     /// A member left a private group (group, user).
     GroupLeft(u64, u64),
+    /// An account was suspended (true) or the suspension lifted.
+    Suspended(u64, bool),
 }
 
 /// An event as published: its buffer id and the event.
@@ -314,6 +317,7 @@ pub fn parse(json: &str) -> Option<Incoming> {
         }
         E::RulesChanged { uid, version } => return Some(Incoming::RulesChanged(uid, version)),
         E::GroupLeft { group_id, uid } => return Some(Incoming::GroupLeft(group_id, uid)),
+        E::Suspended { uid, on } => return Some(Incoming::Suspended(uid, on)),
         event => event,
     };
     let id_text = id?;

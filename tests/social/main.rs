@@ -10,6 +10,7 @@ mod account;
 mod conversations;
 mod follows;
 mod groups;
+mod moderation;
 mod relations;
 mod service;
 mod sessions;

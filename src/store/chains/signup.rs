@@ -50,6 +50,7 @@ impl Store {
             private: false,
             email: None,
             dm_policy: None,
+            suspended: None,
         };
         self.finish_with(owed, vec![body(&Event::User { at: *at, user })])
             .await?;

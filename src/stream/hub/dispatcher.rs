@@ -351,6 +351,17 @@ impl Dispatcher {
         });
     }
 
+    /// `uid` was suspended (`on`) or the suspension lifted: while it
+    /// lasts their events reach no stream here, and their own streams end.
+    fn suspended(&mut self, uid: u64, on: bool) {
+        self.store.suspended().set(uid, on);
+        if on {
+            for conn in self.open.values().filter(|c| c.uid == uid) {
+                conn.kill("suspended", "The account is suspended.");
+            }
+        }
+    }
+
     /// `uid` left private group `gid`: their streams of it get nothing
     /// more; a connection with nothing else subscribed ends.
     fn group_left(&mut self, gid: u64, uid: u64) {
@@ -493,6 +504,7 @@ impl Dispatcher {
             Some(Incoming::SessionRevoked(sid)) => self.revoke(sid),
             Some(Incoming::Relation(changes)) => self.relations(changes),
             Some(Incoming::GroupLeft(gid, uid)) => self.group_left(gid, uid),
+            Some(Incoming::Suspended(uid, on)) => self.suspended(uid, on),
             Some(Incoming::RulesChanged(uid, version)) => {
                 if self.rule_subs.changed(uid, version) {
                     self.reload_rules(uid);
@@ -505,6 +517,12 @@ impl Dispatcher {
             }
             None => tracing::warn!("ignored a malformed event on the channel"),
         }
+    }
+
+    /// Whether a suspended user caused `frame` (then no stream gets it).
+    fn by_suspended(&self, frame: &Frame) -> bool {
+        let suspended = self.store.suspended();
+        !suspended.is_empty() && suspended.any(frame.actors())
     }
 
     /// Whether `frame` is new (not at or before the last one dispatched);
@@ -526,7 +544,7 @@ impl Dispatcher {
     /// Routes and delivers one event; `direct`: its matching plain streams
     /// that wait may get it written into their sockets here.
     pub(super) fn dispatch(&mut self, frame: Arc<Frame>, direct: bool) {
-        if !self.accept(&frame) {
+        if !self.accept(&frame) || self.by_suspended(&frame) {
             return;
         }
         let mut out = std::mem::take(&mut self.out);
@@ -551,7 +569,7 @@ impl Dispatcher {
             return;
         }
         let mut frames = std::mem::take(batch);
-        frames.retain(|f| self.accept(f));
+        frames.retain(|f| self.accept(f) && !self.by_suspended(f));
         let mut outs = std::mem::take(&mut self.outs);
         let events: Vec<_> = frames.iter().map(|f| f.routing()).collect();
         self.index.route_batch(&events, &mut outs);
@@ -650,6 +668,10 @@ impl Dispatcher {
     /// After (re)subscribing: replays what the buffer holds past the last
     /// dispatched event, warning every connection if part of it was trimmed.
     pub(super) async fn catch_up(&mut self, shutdown: &mut Shutdown) {
+        match self.store.suspended_ids().await {
+            Ok(ids) => self.store.suspended().replace(ids),
+            Err(e) => tracing::warn!(error = %e, "could not read the suspended users"),
+        }
         let Some(last) = self.last else {
             // First subscription: nothing was dispatched yet, so start live.
             match self.store.newest_event_id().await {

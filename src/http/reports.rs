@@ -1,0 +1,142 @@
+//! Reports of abuse and spam, filed by any user about a status or a user
+//! they can see; admins work the queue (`admin.rs`).
+
+use super::openapi::{Auth, Op, Params, Reply};
+use super::routes::Routes;
+use super::visibility::visible;
+use super::{JsonBody, JsonId};
+use crate::auth::{AuthUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::model::Report;
+use crate::state::AppState;
+use crate::store::moderation::REASONS;
+use crate::store::StoreError;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+
+/// Longest comment, in characters.
+pub const MAX_COMMENT_CHARS: usize = 1000;
+
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .schema_of::<Report>("Report")
+        .schema(
+            "NewReport",
+            json!({"type": "object", "required": ["reason"],
+                "description": "Exactly one of status_id and user_id.",
+                "properties": {
+                    "status_id": {"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]},
+                    "user_id": {"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]},
+                    "reason": {"type": "string", "enum": REASONS},
+                    "comment": {"type": ["string", "null"], "maxLength": MAX_COMMENT_CHARS},
+                }}),
+        )
+        .route(CREATE_OP, create)
+}
+
+/// Body of `POST /api/v1/reports`.
+#[derive(Debug, Deserialize)]
+pub struct NewReport {
+    /// The status reported.
+    pub status_id: Option<JsonId>,
+    /// The user reported.
+    pub user_id: Option<JsonId>,
+    /// `spam`, `abuse`, `illegal` or `other`.
+    pub reason: String,
+    /// At most 1,000 characters.
+    pub comment: Option<String>,
+}
+
+const CREATE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/reports",
+    tag: "moderation",
+    summary: "Report a status or a user you can see",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("NewReport"),
+    status: 201,
+    params: Params::None,
+    reply: Reply::Schema("Report"),
+    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
+};
+
+/// `POST /api/v1/reports`.
+pub async fn create(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    JsonBody(body): JsonBody<NewReport>,
+) -> ApiResult<Response> {
+    auth.require(SCOPE_WRITE)?;
+    if !REASONS.contains(&body.reason.as_str()) {
+        return Err(ApiError::invalid(
+            "invalid_reason",
+            "reason must be spam, abuse, illegal or other.",
+        ));
+    }
+    if body
+        .comment
+        .as_ref()
+        .is_some_and(|c| c.chars().count() > MAX_COMMENT_CHARS)
+    {
+        return Err(ApiError::invalid(
+            "invalid_comment",
+            format!("comment must be at most {MAX_COMMENT_CHARS} characters."),
+        ));
+    }
+    let id = |j: &JsonId| j.parse().filter(|id| *id > 0);
+    let (user_id, status_id) = match (&body.status_id, &body.user_id) {
+        (Some(s), None) => {
+            let sid = id(s).ok_or_else(|| ApiError::not_found("No such status."))?;
+            let status = visible(&state, Some(&auth), sid).await?;
+            (status.uid, Some(status.id))
+        }
+        (None, Some(u)) => {
+            let uid = id(u).ok_or_else(|| ApiError::not_found("No such user."))?;
+            match state.store.user(uid).await {
+                Ok(user) => (user.id, None),
+                Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("No such user.")),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        _ => {
+            return Err(ApiError::invalid(
+                "invalid_report",
+                "Give exactly one of status_id and user_id.",
+            ))
+        }
+    };
+    state.rate.write(auth.uid)?;
+    let report = Report {
+        id: String::new(),
+        reporter: auth.uid.to_string(),
+        user_id,
+        status_id,
+        reason: body.reason,
+        comment: body.comment,
+        state: "open".into(),
+        created: 0.0,
+        action: None,
+        resolved_by: None,
+        resolved_at: None,
+        note: None,
+    };
+    match state
+        .store
+        .add_report(report, state.cfg.max_open_reports)
+        .await?
+    {
+        Some(report) => Ok((StatusCode::CREATED, Json(report)).into_response()),
+        None => Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "report_queue_full",
+            "The report queue is full; try again later.",
+        )
+        .retry_after(600)),
+    }
+}

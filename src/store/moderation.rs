@@ -1,0 +1,395 @@
+//! Moderation: reports, their resolution, suspensions and the audit log.
+//! Reports and the audit log share the slot `{mod}`, so a resolution and
+//! its audit entry are one script (`report_resolve.lua`). A suspension is
+//! a flag in the user's HASH (the authority every read path sees: a
+//! suspended user is 404 and their statuses with them), the `{mod}` set
+//! the hubs load at start, and an internal `suspended` event that ends
+//! the user's streams and keeps their events off every stream in every
+//! process; their sessions end.
+
+use super::outbox::{Finish, Op, Owed};
+use super::paging::{Cursor, IdPage};
+use super::{Store, StoreError, StoreResult};
+use crate::model::{now, AuditAction, Event, Report};
+use redis::AsyncCommands;
+use std::collections::HashSet;
+
+/// Reasons a report may give.
+pub const REASONS: [&str; 4] = ["spam", "abuse", "illegal", "other"];
+/// Resolutions of a report.
+pub const ACTIONS: [&str; 3] = ["none", "remove_status", "suspend_user"];
+
+/// Which reports to list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReportState {
+    /// Waiting for an admin.
+    Open,
+    /// Decided.
+    Resolved,
+}
+
+/// How a report is resolved, and the audit entry that records it.
+#[derive(Debug, Clone)]
+pub struct Resolution {
+    /// `none`, `remove_status` or `suspend_user`.
+    pub action: String,
+    /// The admin's note.
+    pub note: Option<String>,
+    /// The audit entry's action (`dismiss_report`, `remove_status`,
+    /// `suspend_user`).
+    pub audit_action: &'static str,
+    /// The status or user acted on.
+    pub target: String,
+}
+
+/// What resolving a report did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Resolved {
+    /// The report, resolved now.
+    Done(Box<Report>),
+    /// It was resolved already.
+    Already,
+    /// No such report.
+    Missing,
+}
+
+impl Store {
+    /// Files a report; `None` when the open queue holds `max_open` already.
+    pub async fn add_report(
+        &self,
+        mut report: Report,
+        max_open: usize,
+    ) -> StoreResult<Option<Report>> {
+        let (id, created) = self.next_status_id().await?;
+        report.id = id.to_string();
+        report.created = created;
+        let json = to_json(&report)?;
+        let mut conn = self.conn();
+        let added: i64 = self
+            .scripts
+            .report_add
+            .key(self.keys.reports())
+            .key(self.keys.reports_open())
+            .arg(id)
+            .arg(json)
+            .arg(-created)
+            .arg(max_open)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok((added == 1).then_some(report))
+    }
+
+    /// A report by id.
+    pub async fn report(&self, id: u64) -> StoreResult<Option<Report>> {
+        let mut conn = self.conn();
+        let json: Option<String> = conn.hget(self.keys.reports(), id).await?;
+        Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
+    }
+
+    /// A page of reports in `state`, newest first.
+    pub async fn report_page(
+        &self,
+        state: ReportState,
+        cursor: &Cursor,
+        count: usize,
+    ) -> StoreResult<(Vec<Report>, Option<String>)> {
+        let key = match state {
+            ReportState::Open => self.keys.reports_open(),
+            ReportState::Resolved => self.keys.reports_resolved(),
+        };
+        let IdPage { ids, next_cursor } = self.id_page(&key, cursor, count).await?;
+        let rows = self.hash_rows(&self.keys.reports(), &ids).await?;
+        Ok((
+            rows.iter()
+                .filter_map(|j| serde_json::from_str(j).ok())
+                .collect(),
+            next_cursor,
+        ))
+    }
+
+    async fn hash_rows(&self, key: &str, ids: &[u64]) -> StoreResult<Vec<String>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn();
+        let rows: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(key)
+            .arg(ids)
+            .query_async(&mut conn)
+            .await?;
+        Ok(rows.into_iter().flatten().collect())
+    }
+
+    /// Resolves report `id` with `action` by `admin`, recording its audit
+    /// entry (`audit_action` on `target`) in the same step.
+    pub async fn resolve_report(
+        &self,
+        report: &Report,
+        admin: u64,
+        how: Resolution,
+        keep: usize,
+    ) -> StoreResult<Resolved> {
+        let Resolution {
+            action,
+            note,
+            audit_action,
+            target,
+        } = how;
+        let at = now();
+        let mut resolved = report.clone();
+        resolved.state = "resolved".into();
+        resolved.action = Some(action);
+        resolved.resolved_by = Some(admin.to_string());
+        resolved.resolved_at = Some(at);
+        resolved.note = note;
+        let (audit_id, _) = self.next_status_id().await?;
+        let entry = AuditAction {
+            id: audit_id.to_string(),
+            at,
+            admin: admin.to_string(),
+            action: audit_action.into(),
+            target,
+            report: Some(report.id.clone()),
+        };
+        let mut conn = self.conn();
+        let outcome: String = self
+            .scripts
+            .report_resolve
+            .key(self.keys.reports())
+            .key(self.keys.reports_open())
+            .key(self.keys.reports_resolved())
+            .key(self.keys.audit())
+            .key(self.keys.audit_order())
+            .arg(&report.id)
+            .arg(to_json(&resolved)?)
+            .arg(-at)
+            .arg(audit_id)
+            .arg(to_json(&entry)?)
+            .arg(keep)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(match outcome.as_str() {
+            "ok" => Resolved::Done(Box::new(resolved)),
+            "resolved" => Resolved::Already,
+            _ => Resolved::Missing,
+        })
+    }
+
+    /// Records an audit entry (a change made outside a report).
+    pub async fn audit_add(
+        &self,
+        admin: u64,
+        action: &str,
+        target: &str,
+        keep: usize,
+    ) -> StoreResult<()> {
+        let (id, _) = self.next_status_id().await?;
+        self.audit_put(id, admin, action, target, None, keep).await
+    }
+
+    /// Writes audit entry `id` (the same id twice is one entry).
+    async fn audit_put(
+        &self,
+        id: u64,
+        admin: u64,
+        action: &str,
+        target: &str,
+        report: Option<String>,
+        keep: usize,
+    ) -> StoreResult<()> {
+        let at = now();
+        let entry = AuditAction {
+            id: id.to_string(),
+            at,
+            admin: admin.to_string(),
+            action: action.into(),
+            target: target.into(),
+            report,
+        };
+        let mut conn = self.conn();
+        let _: i64 = self
+            .scripts
+            .audit_add
+            .key(self.keys.audit())
+            .key(self.keys.audit_order())
+            .arg(id)
+            .arg(to_json(&entry)?)
+            .arg(-at)
+            .arg(keep)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// A page of the audit log, newest first.
+    pub async fn audit_page(
+        &self,
+        cursor: &Cursor,
+        count: usize,
+    ) -> StoreResult<(Vec<AuditAction>, Option<String>)> {
+        let IdPage { ids, next_cursor } = self
+            .id_page(&self.keys.audit_order(), cursor, count)
+            .await?;
+        let rows = self.hash_rows(&self.keys.audit(), &ids).await?;
+        Ok((
+            rows.iter()
+                .filter_map(|j| serde_json::from_str(j).ok())
+                .collect(),
+            next_cursor,
+        ))
+    }
+
+    /// Suspends `uid` (`on`) or lifts it, by `admin`: `Ok(true)` when
+    /// that changed something (then, with `audit`, one audit entry
+    /// records it). Recorded in the outbox first, so a process that dies
+    /// half way has a worker finish it: the flag, the `{mod}` set, every
+    /// session ended, the entry, then the `suspended` event that ends the
+    /// user's streams in every process with code `suspended`.
+    pub async fn set_suspended(
+        &self,
+        uid: u64,
+        on: bool,
+        admin: u64,
+        audit: bool,
+        keep: usize,
+    ) -> StoreResult<bool> {
+        if self.is_suspended(uid).await? == on {
+            // Nothing to change (a missing user is refused by the chain).
+            if self.user_any(uid).await.is_ok() {
+                return Ok(false);
+            }
+        }
+        let owed = self
+            .start_op(Op::Suspend {
+                uid,
+                on,
+                admin,
+                audit,
+                keep,
+            })
+            .await?;
+        self.run_suspend(&owed).await
+    }
+
+    /// A suspension's steps (idempotent: a rerun finishes what a dead one
+    /// began and records nothing twice).
+    pub(crate) async fn run_suspend(&self, owed: &Owed) -> StoreResult<bool> {
+        let Op::Suspend {
+            uid,
+            on,
+            admin,
+            audit,
+            keep,
+        } = owed.op
+        else {
+            return Err(StoreError::Internal("not a suspension".into()));
+        };
+        let mut conn = self.conn();
+        let changed: i64 = self
+            .scripts
+            .user_suspend
+            .key(self.keys.user(uid))
+            .arg(if on { "1" } else { "0" })
+            .arg(owed.n)
+            .invoke_async(&mut conn)
+            .await?;
+        if changed < 0 {
+            self.finish_op(owed, Finish::default()).await?;
+            return Err(StoreError::NotFound("user"));
+        }
+        if on {
+            let _: () = conn.sadd(self.keys.suspended(), uid).await?;
+        } else {
+            let _: () = conn.srem(self.keys.suspended(), uid).await?;
+        }
+        self.suspended.set(uid, on);
+        // The event before the sessions end, so that every hub ends the
+        // user's streams with `suspended` (not `revoked`); a rerun emits it
+        // again, which changes nothing.
+        self.emit(&to_json(&Event::Suspended { uid, on })?).await?;
+        if on {
+            let sessions: Vec<String> = conn.zrange(self.keys.user_sessions(uid), 0, -1).await?;
+            self.drop_sessions(&sessions, None).await?;
+        }
+        if changed == 1 && audit {
+            let action = if on { "suspend_user" } else { "unsuspend_user" };
+            // The op's number is the entry's id: a rerun writes the same one.
+            self.audit_put(owed.n, admin, action, &uid.to_string(), None, keep)
+                .await?;
+        }
+        self.finish_with(owed, Vec::new()).await?;
+        Ok(changed == 1)
+    }
+
+    /// Whether `uid` is suspended (from Redis).
+    pub async fn is_suspended(&self, uid: u64) -> StoreResult<bool> {
+        let mut conn = self.conn();
+        let v: Option<String> = conn.hget(self.keys.user(uid), "suspended").await?;
+        Ok(v.as_deref() == Some("1"))
+    }
+
+    /// Every suspended user (for a hub starting or catching up).
+    pub async fn suspended_ids(&self) -> StoreResult<HashSet<u64>> {
+        let mut conn = self.conn();
+        Ok(conn.smembers(self.keys.suspended()).await?)
+    }
+
+    /// The suspended users this process knows of.
+    pub fn suspended(&self) -> &Suspended {
+        &self.suspended
+    }
+}
+
+/// The suspended users, as this process knows them (loaded by the hub,
+/// kept current from `suspended` events): read paths that do not read the
+/// author's HASH (homes, stream replays) check it.
+#[derive(Debug, Default, Clone)]
+pub struct Suspended {
+    ids: std::sync::Arc<std::sync::RwLock<HashSet<u64>>>,
+}
+
+impl Suspended {
+    /// Whether `uid` is suspended.
+    pub fn contains(&self, uid: u64) -> bool {
+        self.ids
+            .read()
+            .map(|s| !s.is_empty() && s.contains(&uid))
+            .unwrap_or(false)
+    }
+
+    /// Whether any of `uids` is.
+    pub fn any(&self, uids: &[u64]) -> bool {
+        self.ids
+            .read()
+            .map(|s| !s.is_empty() && uids.iter().any(|u| s.contains(u)))
+            .unwrap_or(false)
+    }
+
+    /// Whether none is suspended (the common case: no check).
+    pub fn is_empty(&self) -> bool {
+        self.ids.read().map(|s| s.is_empty()).unwrap_or(true)
+    }
+
+    /// Marks `uid` suspended or not.
+    pub fn set(&self, uid: u64, on: bool) {
+        if let Ok(mut s) = self.ids.write() {
+            if on {
+                s.insert(uid);
+            } else {
+                s.remove(&uid);
+            }
+        }
+    }
+
+    /// Replaces the whole set.
+    pub fn replace(&self, ids: HashSet<u64>) {
+        if let Ok(mut s) = self.ids.write() {
+            *s = ids;
+        }
+    }
+}
+
+/// `v` as JSON for a script argument.
+fn to_json<T: serde::Serialize>(v: &T) -> StoreResult<String> {
+    serde_json::to_string(v).map_err(|e| StoreError::Internal(e.to_string()))
+}
