@@ -72,7 +72,9 @@ impl Store {
             .key(self.keys.reports_open())
             .arg(id)
             .arg(json)
-            .arg(-created)
+            // Ids are time-ordered snowflakes below 2^53: newest first,
+            // exactly, ties within a millisecond included.
+            .arg(-(id as f64))
             .arg(max_open)
             .invoke_async(&mut conn)
             .await?;
@@ -162,7 +164,7 @@ impl Store {
             .key(self.keys.audit_order())
             .arg(&report.id)
             .arg(to_json(&resolved)?)
-            .arg(-at)
+            .arg(-(audit_id as f64))
             .arg(audit_id)
             .arg(to_json(&entry)?)
             .arg(keep)
@@ -214,7 +216,7 @@ impl Store {
             .key(self.keys.audit_order())
             .arg(id)
             .arg(to_json(&entry)?)
-            .arg(-at)
+            .arg(-(id as f64))
             .arg(keep)
             .invoke_async(&mut conn)
             .await?;
@@ -259,12 +261,14 @@ impl Store {
                 return Ok(false);
             }
         }
+        // The audit entry's id is drawn now, so a rerun writes the same one.
+        let (audit_id, _) = self.next_status_id().await?;
         let owed = self
             .start_op(Op::Suspend {
                 uid,
                 on,
                 admin,
-                audit,
+                audit: audit.then_some(audit_id),
                 keep,
             })
             .await?;
@@ -311,10 +315,9 @@ impl Store {
             let sessions: Vec<String> = conn.zrange(self.keys.user_sessions(uid), 0, -1).await?;
             self.drop_sessions(&sessions, None).await?;
         }
-        if changed == 1 && audit {
+        if let (1, Some(id)) = (changed, audit) {
             let action = if on { "suspend_user" } else { "unsuspend_user" };
-            // The op's number is the entry's id: a rerun writes the same one.
-            self.audit_put(owed.n, admin, action, &uid.to_string(), None, keep)
+            self.audit_put(id, admin, action, &uid.to_string(), None, keep)
                 .await?;
         }
         self.finish_with(owed, Vec::new()).await?;

@@ -169,9 +169,9 @@ pub enum Op {
         on: bool,
         /// The admin.
         admin: u64,
-        /// Whether the change is its own audit entry (not when a report's
+        /// The id of the audit entry the change is (none when a report's
         /// resolution records it).
-        audit: bool,
+        audit: Option<u64>,
         /// Audit entries kept.
         keep: usize,
     },

@@ -2,7 +2,8 @@
 -- the entry, its place and the trim are one script. One slot: `{mod}`.
 --
 -- KEYS[1] audit HASH  KEYS[2] audit order ZSET
--- ARGV[1] id  ARGV[2] JSON  ARGV[3] minus at  ARGV[4] entries kept
+-- ARGV[1] id  ARGV[2] JSON  ARGV[3] minus the id (time-ordered)
+-- ARGV[4] entries kept
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 local extra = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])

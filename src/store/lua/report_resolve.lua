@@ -6,7 +6,8 @@
 --
 -- KEYS[1] reports HASH  KEYS[2] open ZSET  KEYS[3] resolved ZSET
 -- KEYS[4] audit HASH  KEYS[5] audit order ZSET
--- ARGV[1] report id  ARGV[2] resolved JSON  ARGV[3] minus resolved_at
+-- ARGV[1] report id  ARGV[2] resolved JSON  ARGV[3] minus the audit id
+-- (time-ordered: the score of both lists, newest first)
 -- ARGV[4] audit id  ARGV[5] audit JSON  ARGV[6] audit entries kept
 -- Returns 'ok', 'missing' or 'resolved'.
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 'missing' end
