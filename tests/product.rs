@@ -744,6 +744,55 @@ async fn the_page_makes_a_group_and_posts_into_it() {
     browser.stop().await;
 }
 
+#[tokio::test]
+async fn the_page_reports_a_status_and_an_admin_resolves_and_suspends() {
+    let Some(browser) = common::browser::Browser::start().await else {
+        panic!(
+            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
+        );
+    };
+    let app = TestApp::start().await;
+    let (alice_id, alice) = app.user("page_spammer").await;
+    let (admin_id, _) = app.user("page_admin").await;
+    app.register("page_reporter").await;
+    let sid = app.say(&alice, "buy my pills now").await;
+    // A user reports it with the page's button on their timeline.
+    let reporter = app.login("page_reporter").await;
+    app.follow(&reporter, &alice_id).await;
+    browser.goto(&format!("http://{}/", app.addr)).await;
+    browser.fill("li-identifier", "page_reporter").await;
+    browser.fill("li-password", "password123").await;
+    browser.click("login").await;
+    browser.wait_for_text("timeline", "buy my pills now").await;
+    browser.click("timeline .report").await;
+    browser.wait_for_text("post-msg", "reported").await;
+    browser.click("logout").await;
+    // The admin, with an operator's token, resolves it and suspends.
+    let admin = app.operator_token(&admin_id, &["read", "admin"]).await;
+    browser.wait_for_text("auth", "use a token").await;
+    browser.fill("use-token", &admin).await;
+    browser.click("token-go").await;
+    browser
+        .wait_for_text("admin-reports", &format!("spam: status {sid}"))
+        .await;
+    browser.click("admin-reports .resolve-remove_status").await;
+    browser
+        .wait_for_text("admin-msg", "resolved: remove_status")
+        .await;
+    let (status, _) = app.get(&format!("/api/v1/statuses/{sid}"), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    browser.fill("admin-user", &alice_id).await;
+    browser.click("admin-suspend").await;
+    browser.wait_for_text("admin-msg", "suspended").await;
+    let (_, user) = app
+        .get(&format!("/api/v1/admin/users/{alice_id}"), Some(&admin))
+        .await;
+    assert_eq!(user["suspended"], true);
+    let (_, audit) = app.get("/api/v1/admin/audit", Some(&admin)).await;
+    assert_eq!(audit["actions"].as_array().unwrap().len(), 2, "{audit}");
+    browser.stop().await;
+}
+
 /// A token of bob's, who signed up through the page.
 async fn bob_token(app: &TestApp) -> String {
     app.login("bob").await

@@ -16,7 +16,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
 /// Longest comment, in characters.
 pub const MAX_COMMENT_CHARS: usize = 1000;
@@ -29,6 +29,10 @@ pub fn routes() -> Routes {
             "NewReport",
             json!({"type": "object", "required": ["reason"],
                 "description": "Exactly one of status_id and user_id.",
+                "oneOf": [
+                    {"required": ["status_id"], "not": {"required": ["user_id"]}},
+                    {"required": ["user_id"], "not": {"required": ["status_id"]}},
+                ],
                 "properties": {
                     "status_id": {"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]},
                     "user_id": {"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]},
@@ -42,14 +46,21 @@ pub fn routes() -> Routes {
 /// Body of `POST /api/v1/reports`.
 #[derive(Debug, Deserialize)]
 pub struct NewReport {
-    /// The status reported.
-    pub status_id: Option<JsonId>,
+    /// The status reported (`null` is not "absent": exactly one is sent).
+    #[serde(default, deserialize_with = "present")]
+    pub status_id: Option<Value>,
     /// The user reported.
-    pub user_id: Option<JsonId>,
+    #[serde(default, deserialize_with = "present")]
+    pub user_id: Option<Value>,
     /// `spam`, `abuse`, `illegal` or `other`.
     pub reason: String,
     /// At most 1,000 characters.
     pub comment: Option<String>,
+}
+
+/// A field that was sent, `null` included (absent: `None`, by `default`).
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
 }
 
 const CREATE_OP: Op = Op {
@@ -89,7 +100,18 @@ pub async fn create(
             format!("comment must be at most {MAX_COMMENT_CHARS} characters."),
         ));
     }
-    let id = |j: &JsonId| j.parse().filter(|id| *id > 0);
+    let id = |v: &Value| {
+        serde_json::from_value::<JsonId>(v.clone())
+            .ok()
+            .and_then(|j| j.parse())
+            .filter(|id| *id > 0)
+    };
+    if matches!(body.status_id, Some(Value::Null)) || matches!(body.user_id, Some(Value::Null)) {
+        return Err(ApiError::invalid(
+            "invalid_report",
+            "Give exactly one of status_id and user_id (not null).",
+        ));
+    }
     let (user_id, status_id) = match (&body.status_id, &body.user_id) {
         (Some(s), None) => {
             let sid = id(s).ok_or_else(|| ApiError::not_found("No such status."))?;
