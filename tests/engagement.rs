@@ -857,4 +857,29 @@ async fn order_top_ranks_home_and_tag_timelines_by_engagement_and_age() {
         let (status, _) = app.get(path, Some(&reader)).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{path}");
     }
+    // A status posted after a ranking was read is in the next one at once;
+    // new engagement shows within the 5 s its counts may lag.
+    let newest = app.say(&at, "newest #ranktag").await;
+    let (_, ranked) = app
+        .get("/api/v1/timelines/home?order=top", Some(&reader))
+        .await;
+    assert!(ids(&ranked).contains(&newest), "{ranked}");
+    for i in 0..6 {
+        let (_, fan) = app.user(&format!("late_fan{i}")).await;
+        app.post(
+            &format!("/api/v1/statuses/{old}/like"),
+            Some(&fan),
+            json!({}),
+        )
+        .await;
+    }
+    let started = std::time::Instant::now();
+    app.eventually("the liked old status ranks first", || async {
+        let (_, ranked) = app
+            .get("/api/v1/timelines/tag/ranktag?order=top", Some(&reader))
+            .await;
+        ids(&ranked).first() == Some(&old)
+    })
+    .await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(6));
 }

@@ -1700,3 +1700,84 @@ async fn a_suspension_reaches_every_process_and_writes_racing_it_leave_nothing_v
     .await;
     other.kill9().await;
 }
+
+/// A process killed in the middle of a suspension (after the user's flag
+/// is set, before the sessions end and the event goes out): the next
+/// process's sweeper finishes it. The user's stream on a third process
+/// ends with `suspended`, their token is refused, nothing of theirs shows.
+#[tokio::test]
+async fn a_suspension_killed_half_way_is_finished_by_the_next_process() {
+    let app = TestApp::start_with(|c| c.workers = 0).await;
+    let (alice_id, alice) = app.user("half_suspended").await;
+    let (bob_id, bob) = app.user("half_watcher").await;
+    let admin = app.operator_token(&bob_id, &["read", "admin"]).await;
+    let sid = app.say(&alice, "soon hidden #halfsusp").await;
+    // A process that only serves (no workers, so no sweeper).
+    let watcher = ServerProcess::serve(&app.redis, &[("FIREHOSE_WORKERS", "0")]).await;
+    let mut theirs = app
+        .stream_url(&watcher.url("/api/v1/stream/user"), Some(&alice), &[])
+        .await;
+    assert_eq!(theirs.status, reqwest::StatusCode::OK);
+    // This process stops for 30 s after setting the flag: it is killed then.
+    let env = [
+        ("FIREHOSE_OUTBOX_LEASE", "1"),
+        ("FIREHOSE_TEST_PAUSE_SUSPEND_MS", "30000"),
+    ];
+    let first = ServerProcess::serve(&app.redis, &env).await;
+    let http = reqwest::Client::new();
+    let asked = tokio::spawn(
+        http.post(first.url(&format!("/api/v1/admin/users/{alice_id}/suspend")))
+            .bearer_auth(&admin)
+            .send(),
+    );
+    let user_key = format!("{}:user:{{{alice_id}}}", app.cfg.key_prefix);
+    app.eventually("the flag is set", || async {
+        let mut conn = app.redis.conn();
+        let v: Option<String> = conn.hget(&user_key, "suspended").unwrap_or(None);
+        v.as_deref() == Some("1")
+    })
+    .await;
+    first.kill9().await;
+    let _ = asked.await;
+    // Half way: her token still works on the watcher.
+    let (status, _) = app.get("/api/v1/me", Some(&alice)).await;
+    assert_eq!(
+        status,
+        reqwest::StatusCode::OK,
+        "the kill came before the sessions ended"
+    );
+    let second = ServerProcess::serve(&app.redis, &[("FIREHOSE_OUTBOX_LEASE", "1")]).await;
+    let bye = loop {
+        let m = theirs.next("the end of her stream").await;
+        if m.data["type"] == "disconnect" {
+            break m;
+        }
+    };
+    assert_eq!(bye.data["code"], "suspended", "{:?}", bye.data);
+    let (status, _) = app.get("/api/v1/me", Some(&alice)).await;
+    assert_eq!(status, reqwest::StatusCode::UNAUTHORIZED);
+    for base in [app.url(""), watcher.url(""), second.url("")] {
+        let r = http
+            .get(format!("{base}/api/v1/statuses/{sid}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), reqwest::StatusCode::NOT_FOUND, "{base}");
+        let r = http
+            .get(format!("{base}/api/v1/timelines/tag/halfsusp"))
+            .send()
+            .await
+            .unwrap();
+        let v: serde_json::Value = r.json().await.unwrap();
+        assert_eq!(v, json!([]), "{base}");
+    }
+    let (_, audit) = app.get("/api/v1/admin/audit", Some(&admin)).await;
+    assert_eq!(
+        audit["actions"].as_array().unwrap().len(),
+        1,
+        "one entry, whoever finished it: {audit}"
+    );
+    println!("suspension killed half way: finished by the next process's sweeper, one audit entry");
+    second.kill9().await;
+    watcher.kill9().await;
+}

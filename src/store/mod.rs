@@ -204,6 +204,8 @@ pub struct Store {
     pub(crate) outbox_lease: f64,
     pub(crate) cache: Arc<cache::StatusCache>,
     pub(crate) counts_cache: Arc<cache::CountsCache>,
+    /// Rows of recently ranked timelines (`ranking`).
+    pub(crate) rank_cache: Arc<ranking::RankCache>,
     pub(crate) session_cache: Arc<cache::SessionCache>,
     /// The suspended users this process knows of (`moderation`).
     pub(crate) suspended: moderation::Suspended,
@@ -280,6 +282,7 @@ impl Store {
             outbox_lease: cfg.outbox_lease.max(0.1),
             cache: Arc::new(cache::StatusCache::new(cfg.status_cache)),
             counts_cache: Arc::new(cache::CountsCache::default()),
+            rank_cache: Arc::default(),
             suspended: moderation::Suspended::default(),
             session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
                 cfg.session_cache_ttl.clamp(0.0, 3600.0),

@@ -1,10 +1,12 @@
 //! `order=top`: a home or hashtag timeline's newest 1,000 entries ranked by
 //! `(1 + likes + 2·reposts + replies) / (2 + age_hours)^1.5`, highest first,
-//! ties newest first; a repost ranks as the status it reposts. The entries
-//! are read afresh on every request (one ZREVRANGE: no status missing or
-//! stale), the statuses come from the status cache, and the counts from the
-//! counts cache when they are at most [`RANK_COUNTS_TTL`] old, so a ranked
-//! page reads from Redis only what changed or was never read.
+//! ties newest first; a repost ranks as the status it reposts. A ranking's
+//! rows (each entry's status, time and counts) are read at most every
+//! 2.5 s per timeline and process (counts then at most 2.5 s old, so none
+//! shown is older than [`RANK_COUNTS_TTL`]), and again whenever the
+//! timeline changed (its newest entry or its length, read on every request:
+//! no status missing), so a ranked page costs one small Redis round trip,
+//! the scores of at most 1,000 rows and the page's statuses.
 
 use super::cache::CachedStatus;
 use super::{parse_id, Store, StoreResult};
@@ -16,6 +18,9 @@ use std::time::{Duration, Instant};
 
 /// How old the counts a ranking uses may be.
 pub const RANK_COUNTS_TTL: Duration = Duration::from_secs(5);
+/// Half of it for the counts when rows are read, half for the rows' age,
+/// so no count shown is older than [`RANK_COUNTS_TTL`].
+const HALF_TTL: Duration = Duration::from_millis(2500);
 
 /// Which timeline to rank.
 #[derive(Debug, Clone)]
@@ -37,6 +42,69 @@ pub fn score(counts: Counts, posted: f64, at: f64) -> f64 {
     engagement / (2.0 + age_hours).powf(1.5)
 }
 
+/// One entry of a ranked timeline, as a ranking needs it: which status it
+/// shows, the status it ranks as, that one's time and counts, and the
+/// counts shown with the entry.
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    entry: u64,
+    posted: f64,
+    counts: Counts,
+    shown: Counts,
+}
+
+/// A timeline's rows, and the version of the timeline they were read at
+/// (its newest entry and its length: any add, removal or trim changes one).
+struct Rows {
+    version: (Option<u64>, usize),
+    built: Instant,
+    rows: Arc<Vec<Row>>,
+}
+
+/// Rankable rows of recently ranked timelines (per process): a ranked page
+/// reads only the timeline's version from Redis while its rows are younger
+/// than half [`RANK_COUNTS_TTL`] (their counts were at most as old when
+/// read) and the timeline has not changed, scores them afresh and reads the page's statuses alone.
+#[derive(Default)]
+pub(crate) struct RankCache {
+    rows: std::sync::Mutex<rustc_hash::FxHashMap<String, Rows>>,
+}
+
+/// Timelines whose rows are kept (each up to 1,000 rows of 48 bytes: at
+/// most ~50 MB).
+const RANK_CACHE_TIMELINES: usize = 1000;
+
+impl RankCache {
+    fn get(&self, key: &str, version: (Option<u64>, usize), at: Instant) -> Option<Arc<Vec<Row>>> {
+        let rows = self.rows.lock().ok()?;
+        let r = rows.get(key)?;
+        (r.version == version && at.duration_since(r.built) < HALF_TTL).then(|| r.rows.clone())
+    }
+
+    fn put(&self, key: &str, version: (Option<u64>, usize), built: Instant, rows: Arc<Vec<Row>>) {
+        let Ok(mut all) = self.rows.lock() else {
+            return;
+        };
+        if all.len() >= RANK_CACHE_TIMELINES && !all.contains_key(key) {
+            // Drop what is too old to serve; if none is, an arbitrary one.
+            all.retain(|_, r| built.duration_since(r.built) < HALF_TTL);
+            if all.len() >= RANK_CACHE_TIMELINES {
+                if let Some(k) = all.keys().next().cloned() {
+                    all.remove(&k);
+                }
+            }
+        }
+        all.insert(
+            key.to_string(),
+            Rows {
+                version,
+                built,
+                rows,
+            },
+        );
+    }
+}
+
 impl Store {
     /// The `page`-th `count` entries of the ranked timeline.
     pub async fn ranked_page(
@@ -50,7 +118,49 @@ impl Store {
             Ranked::Tag(tag) => (self.keys.tag(tag), false),
         };
         let mut conn = self.conn();
-        let raw: Vec<String> = conn.zrevrange(&key, 0, HOME_CAP as isize - 1).await?;
+        let (head, len): (Vec<String>, usize) = redis::pipe()
+            .zrevrange(&key, 0, 0)
+            .zcard(&key)
+            .query_async(&mut conn)
+            .await?;
+        let version = (head.first().and_then(|h| h.parse().ok()), len);
+        let started = Instant::now();
+        let rows = match self.rank_cache.get(&key, version, started) {
+            Some(rows) => rows,
+            None => {
+                let rows = Arc::new(self.rank_rows(&key, dedupe).await?);
+                self.rank_cache.put(&key, version, started, rows.clone());
+                rows
+            }
+        };
+        let at = now();
+        let mut ranked: Vec<(f64, u64, usize)> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (score(r.counts, r.posted, at), r.entry, i))
+            .collect();
+        // Highest first; ties newest first.
+        ranked.sort_by(|(a, ia, _), (b, ib, _)| b.total_cmp(a).then(ib.cmp(ia)));
+        let skip = (page.saturating_sub(1) as usize).saturating_mul(count);
+        let chosen: Vec<(f64, u64, usize)> = ranked.into_iter().skip(skip).take(count).collect();
+        let ids: Vec<u64> = chosen.iter().map(|(_, id, _)| *id).collect();
+        let found = self.statuses(&ids).await?;
+        Ok(chosen
+            .into_iter()
+            .zip(found)
+            .filter_map(|((score, _, i), (_, status))| {
+                // Deleted since, or by a suspended user: not shown.
+                let status = status.filter(|s| !self.by_suspended(&s.status))?;
+                Some((status, rows[i].shown, score))
+            })
+            .collect())
+    }
+
+    /// The rows of timeline `key`'s newest 1,000 entries (each status once
+    /// when `dedupe`, as its newest entry).
+    async fn rank_rows(&self, key: &str, dedupe: bool) -> StoreResult<Vec<Row>> {
+        let mut conn = self.conn();
+        let raw: Vec<String> = conn.zrevrange(key, 0, HOME_CAP as isize - 1).await?;
         let ids: Vec<u64> = raw
             .iter()
             .map(|s| parse_id(s))
@@ -95,28 +205,19 @@ impl Store {
             .map(|(s, _)| s.status.id.parse().unwrap_or(0))
             .collect();
         let shown_counts = self.rank_counts(&shown_ids).await?;
-        let at = now();
-        let mut ranked: Vec<(RankedEntry, u64)> = entries
+        Ok(entries
             .into_iter()
             .zip(counts)
             .zip(shown_counts)
-            .map(|(((status, rank_id), c), shown)| {
-                let posted = posted_of
+            .map(|(((status, rank_id), counts), shown)| Row {
+                entry: status.status.id.parse().unwrap_or(0),
+                posted: posted_of
                     .get(&rank_id)
                     .copied()
-                    .unwrap_or(status.status.posted);
-                let entry_id: u64 = status.status.id.parse().unwrap_or(0);
-                ((status, shown, score(c, posted, at)), entry_id)
+                    .unwrap_or(status.status.posted),
+                counts,
+                shown,
             })
-            .collect();
-        // Highest first; ties newest first.
-        ranked.sort_by(|((_, _, a), ia), ((_, _, b), ib)| b.total_cmp(a).then(ib.cmp(ia)));
-        let skip = (page.saturating_sub(1) as usize).saturating_mul(count);
-        Ok(ranked
-            .into_iter()
-            .skip(skip)
-            .take(count)
-            .map(|(e, _)| e)
             .collect())
     }
 
@@ -126,7 +227,7 @@ impl Store {
         let at = Instant::now();
         let mut out: Vec<Option<Counts>> = ids
             .iter()
-            .map(|id| self.counts_cache.get_within(*id, at, RANK_COUNTS_TTL))
+            .map(|id| self.counts_cache.get_within(*id, at, HALF_TTL))
             .collect();
         let missing: Vec<u64> = ids
             .iter()
