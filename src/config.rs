@@ -161,6 +161,16 @@ pub struct Config {
     )]
     pub clock_offset_ms: i64,
 
+    /// For fault tests only: a suspension stops this long after setting
+    /// the user's flag (so a test can kill the process half way).
+    #[arg(
+        long,
+        env = "FIREHOSE_TEST_PAUSE_SUSPEND_MS",
+        default_value_t = 0,
+        hide = true
+    )]
+    pub test_pause_suspend_ms: u64,
+
     /// Largest request body, in bytes.
     #[arg(long, env = "FIREHOSE_BODY_LIMIT", default_value_t = 256 * 1024)]
     pub body_limit: usize,

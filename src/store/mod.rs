@@ -206,6 +206,8 @@ pub struct Store {
     pub(crate) counts_cache: Arc<cache::CountsCache>,
     /// Rows of recently ranked timelines (`ranking`).
     pub(crate) rank_cache: Arc<ranking::RankCache>,
+    /// Fault tests only: a pause in the middle of a suspension.
+    pub(crate) pause_suspend: Duration,
     pub(crate) session_cache: Arc<cache::SessionCache>,
     /// The suspended users this process knows of (`moderation`).
     pub(crate) suspended: moderation::Suspended,
@@ -283,6 +285,7 @@ impl Store {
             cache: Arc::new(cache::StatusCache::new(cfg.status_cache)),
             counts_cache: Arc::new(cache::CountsCache::default()),
             rank_cache: Arc::default(),
+            pause_suspend: Duration::from_millis(cfg.test_pause_suspend_ms),
             suspended: moderation::Suspended::default(),
             session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
                 cfg.session_cache_ttl.clamp(0.0, 3600.0),

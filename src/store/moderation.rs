@@ -301,6 +301,9 @@ impl Store {
             self.finish_op(owed, Finish::default()).await?;
             return Err(StoreError::NotFound("user"));
         }
+        if !self.pause_suspend.is_zero() {
+            tokio::time::sleep(self.pause_suspend).await;
+        }
         if on {
             let _: () = conn.sadd(self.keys.suspended(), uid).await?;
         } else {
