@@ -1754,8 +1754,11 @@ async fn a_suspension_killed_half_way_is_finished_by_the_next_process() {
         }
     };
     assert_eq!(bye.data["code"], "suspended", "{:?}", bye.data);
-    let (status, _) = app.get("/api/v1/me", Some(&alice)).await;
-    assert_eq!(status, reqwest::StatusCode::UNAUTHORIZED);
+    // The event goes out just before the sessions end.
+    app.eventually("her token is refused", || async {
+        app.get("/api/v1/me", Some(&alice)).await.0 == reqwest::StatusCode::UNAUTHORIZED
+    })
+    .await;
     for base in [app.url(""), watcher.url(""), second.url("")] {
         let r = http
             .get(format!("{base}/api/v1/statuses/{sid}"))

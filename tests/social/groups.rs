@@ -541,6 +541,18 @@ async fn group_streams_carry_their_group_alone_and_end_for_a_member_who_leaves()
         .await;
     let adhoc = "/api/v1/stream/filter?track=streamword";
     let mut filter = app.stream(adhoc, Some(&outsider), &[]).await;
+    let mut sample = app
+        .stream("/api/v1/stream/sample?rate=1", Some(&outsider), &[])
+        .await;
+    app.post(
+        "/api/v1/stream/rules",
+        Some(&outsider),
+        json!({"add": [{"value": "streamword"}]}),
+    )
+    .await;
+    let mut search = app
+        .stream("/api/v1/stream/search", Some(&outsider), &[])
+        .await;
     // Refusals: no id, a group one may not read, no such group.
     let s = app.stream("/api/v1/stream/group", Some(&member), &[]).await;
     assert_eq!(s.status, StatusCode::BAD_REQUEST);
@@ -626,7 +638,7 @@ async fn group_streams_carry_their_group_alone_and_end_for_a_member_who_leaves()
     );
     // The public group's status reaches the public streams; the private
     // one's never does, nor the followers' user streams.
-    for s in [&mut fh, &mut filter] {
+    for s in [&mut fh, &mut filter, &mut sample, &mut search] {
         let m = s.next_event("the public group's status").await;
         assert_eq!(m.data["status"]["id"], open["id"], "{:?}", m.data);
     }
