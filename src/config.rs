@@ -210,6 +210,13 @@ pub struct Config {
     )]
     pub max_conversations_per_user: usize,
 
+    /// Origins whose pages may call the API and open the streams from a
+    /// browser (CORS): `*` (the default: the API takes bearer tokens, never
+    /// cookies, so no credentials mode), or a comma-separated list of
+    /// origins (`https://a.example,https://b.example`), or empty for none.
+    #[arg(long, env = "FIREHOSE_CORS_ORIGINS", default_value = "*")]
+    pub cors_origins: String,
+
     /// Members a group may have (then joining or adding answers 429
     /// `group_full`).
     #[arg(long, env = "FIREHOSE_MAX_GROUP_MEMBERS", default_value_t = 10_000)]

@@ -793,6 +793,168 @@ async fn the_page_reports_a_status_and_an_admin_resolves_and_suspends() {
     browser.stop().await;
 }
 
+/// A page on another local origin: every request gets the same empty page.
+fn other_origin() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut stream = stream;
+            let mut buf = [0u8; 4096];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+            let body = "<!doctype html><title>elsewhere</title><p>another origin</p>";
+            let _ = std::io::Write::write_all(
+                &mut stream,
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn pages_carry_their_policy_and_other_origins_may_use_the_api_and_streams() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("cors_user").await;
+    let http = reqwest::Client::new();
+    // The page and /docs: their own scripts and styles only; nosniff.
+    for path in ["/", "/docs"] {
+        let r = http.get(app.url(path)).send().await.unwrap();
+        let csp = r.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .to_string();
+        assert!(
+            csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"),
+            "{csp}"
+        );
+        assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+        let html = r.text().await.unwrap();
+        assert!(
+            !html.contains("<script>") && !html.contains("<style>"),
+            "no inline code"
+        );
+    }
+    let r = http.get(app.url("/assets/page.js")).send().await.unwrap();
+    assert!(r.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/javascript"));
+    // A preflight from another origin, and the answers it then reads.
+    let r = http
+        .request(reqwest::Method::OPTIONS, app.url("/api/v1/statuses"))
+        .header("origin", "http://elsewhere.example")
+        .header("access-control-request-method", "POST")
+        .header(
+            "access-control-request-headers",
+            "authorization, content-type",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(r.headers()["access-control-allow-origin"], "*");
+    let allowed = r.headers()["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_lowercase();
+    assert!(
+        allowed.contains("authorization") && allowed.contains("last-event-id"),
+        "{allowed}"
+    );
+    let r = http
+        .get(app.url("/api/v1/me"))
+        .header("origin", "http://elsewhere.example")
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.headers()["access-control-allow-origin"], "*");
+    assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+    let exposed = r.headers()["access-control-expose-headers"]
+        .to_str()
+        .unwrap()
+        .to_lowercase();
+    assert!(exposed.contains("retry-after") && exposed.contains("x-request-id"));
+    let mut s = app
+        .stream(
+            "/api/v1/stream/filter?track=corsword",
+            Some(&token),
+            &[("origin", "http://elsewhere.example")],
+        )
+        .await;
+    assert_eq!(s.status, StatusCode::OK);
+    drop(s.next_within(Duration::from_millis(10)).await);
+
+    // In Chromium, from a page on a second local origin: fetch with a
+    // bearer token, and an EventSource with access_token.
+    let Some(browser) = common::browser::Browser::start().await else {
+        panic!(
+            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
+        );
+    };
+    browser.goto(&other_origin()).await;
+    let script = r#"
+        const [api, token, done] = arguments;
+        const seen = {};
+        const timer = setTimeout(() => done({error: "timed out", seen}), 10000);
+        fetch(api + "/api/v1/me", {headers: {"authorization": "Bearer " + token}})
+            .then((r) => r.json()).then((me) => { seen.login = me.login; })
+            .catch((e) => { seen.fetch_error = String(e); });
+        const es = new EventSource(api + "/api/v1/stream/filter?track=corsword&access_token=" + encodeURIComponent(token));
+        es.onopen = () => {
+            fetch(api + "/api/v1/statuses", {method: "POST",
+                headers: {"content-type": "application/json", "authorization": "Bearer " + token},
+                body: JSON.stringify({message: "a corsword from elsewhere"})});
+        };
+        es.addEventListener("status", (e) => {
+            seen.message = JSON.parse(e.data).status.message;
+            seen.origin = location.origin;
+            clearTimeout(timer);
+            es.close();
+            done(seen);
+        });
+        es.onerror = () => { seen.es_error = true; };
+    "#;
+    let got = browser
+        .run_async(
+            script,
+            vec![json!(format!("http://{}", app.addr)), json!(token)],
+        )
+        .await;
+    assert_eq!(got["message"], "a corsword from elsewhere", "{got}");
+    assert_eq!(got["login"], "cors_user", "{got}");
+    assert_ne!(got["origin"], json!(format!("http://{}", app.addr)));
+    browser.stop().await;
+}
+
+#[tokio::test]
+async fn cors_origins_limits_which_pages_may_read_answers() {
+    let app = TestApp::start_with(|c| c.cors_origins = "http://good.example".into()).await;
+    let http = reqwest::Client::new();
+    let ask = |origin: &'static str| {
+        http.get(app.url("/healthz"))
+            .header("origin", origin)
+            .send()
+    };
+    let r = ask("http://good.example").await.unwrap();
+    assert_eq!(
+        r.headers()["access-control-allow-origin"],
+        "http://good.example"
+    );
+    assert!(r
+        .headers()
+        .get_all("vary")
+        .iter()
+        .any(|v| v.to_str().unwrap().contains("origin")));
+    let r = ask("http://evil.example").await.unwrap();
+    assert!(r.headers().get("access-control-allow-origin").is_none());
+}
+
 /// A token of bob's, who signed up through the page.
 async fn bob_token(app: &TestApp) -> String {
     app.login("bob").await

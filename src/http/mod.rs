@@ -7,6 +7,7 @@
 pub mod account;
 pub mod admin;
 pub mod conversations;
+pub mod cors;
 pub mod extract;
 pub mod follows;
 pub mod groups;
@@ -46,7 +47,7 @@ pub fn router(state: AppState) -> Router {
     routes()
         .into_router()
         .fallback(not_found)
-        .layer(axum::middleware::from_fn(observe))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), observe))
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
         .with_state(state)
 }
@@ -126,8 +127,43 @@ async fn not_found() -> ApiError {
 /// line for a 5xx, and the contract's JSON shape for bare framework errors
 /// (405, ...). One layer: each layer is a boxed future and a clone of its
 /// service per request, which a cached read notices.
-async fn observe(mut req: Request, next: Next) -> Response {
+async fn observe(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
     let started = Instant::now();
+    let cors = cors::allow(&state.cfg.cors_origins, req.headers().get(header::ORIGIN));
+    // A CORS preflight is answered here, before routing (which knows no
+    // OPTIONS): what a page from an allowed origin may send.
+    if req.method() == axum::http::Method::OPTIONS
+        && req
+            .headers()
+            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+    {
+        let mut response = StatusCode::NO_CONTENT.into_response();
+        let h = response.headers_mut();
+        h.insert(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        );
+        if let Some(allow) = cors {
+            cors::decorate(h, allow);
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_METHODS,
+                HeaderValue::from_static(cors::ALLOW_METHODS),
+            );
+            h.insert(
+                header::ACCESS_CONTROL_ALLOW_HEADERS,
+                HeaderValue::from_static(cors::ALLOW_HEADERS),
+            );
+            h.insert(
+                header::ACCESS_CONTROL_MAX_AGE,
+                HeaderValue::from_static(cors::MAX_AGE),
+            );
+        }
+        return response;
+    }
     // A matched path is an Arc: kept without copying.
     let route = req.extensions().get::<MatchedPath>().cloned();
     let route = route.as_ref().map_or("unmatched", |r| r.as_str());
@@ -184,6 +220,13 @@ async fn observe(mut req: Request, next: Next) -> Response {
         response = r;
     }
     response.headers_mut().insert(X_REQUEST_ID, request_id);
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    if let Some(allow) = cors {
+        cors::decorate(response.headers_mut(), allow);
+    }
     response
 }
 

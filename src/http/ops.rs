@@ -20,6 +20,101 @@ pub fn routes() -> Routes {
         .route(PROMETHEUS_OP, prometheus)
         .route(DOCS_OP, docs)
         .route(PAGE_OP, page)
+        .route(PAGE_JS_OP, page_js)
+        .route(PAGE_CSS_OP, page_css)
+        .route(DOCS_JS_OP, docs_js)
+        .route(DOCS_CSS_OP, docs_css)
+}
+
+/// The page's and `/docs`' policy: their own scripts, styles and
+/// connections only (no inline code: the scripts and styles are files of
+/// their own), nothing framing them.
+pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
+
+/// An HTML page with its policy.
+fn html(body: &'static str) -> Response {
+    ([(header::CONTENT_SECURITY_POLICY, CSP)], Html(body)).into_response()
+}
+
+/// A static asset of the page or `/docs`.
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+macro_rules! asset_op {
+    ($name:ident, $path:literal, $summary:literal, $type:literal) => {
+        const $name: Op = Op {
+            method: "get",
+            path: $path,
+            tag: "operations",
+            summary: $summary,
+            auth: Auth::None,
+            query: &[],
+            body: None,
+            status: 200,
+            params: Params::None,
+            reply: Reply::Text($type),
+            errors: &[],
+        };
+    };
+}
+
+asset_op!(
+    PAGE_JS_OP,
+    "/assets/page.js",
+    "The browser page's script",
+    "text/javascript"
+);
+asset_op!(
+    PAGE_CSS_OP,
+    "/assets/page.css",
+    "The browser page's styles",
+    "text/css"
+);
+asset_op!(
+    DOCS_JS_OP,
+    "/assets/docs.js",
+    "The API reference's script",
+    "text/javascript"
+);
+asset_op!(
+    DOCS_CSS_OP,
+    "/assets/docs.css",
+    "The API reference's styles",
+    "text/css"
+);
+
+/// `GET /assets/page.js`.
+pub async fn page_js() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("assets/page.js"),
+    )
+}
+
+/// `GET /assets/page.css`.
+pub async fn page_css() -> Response {
+    asset("text/css; charset=utf-8", include_str!("assets/page.css"))
+}
+
+/// `GET /assets/docs.js`.
+pub async fn docs_js() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("assets/docs.js"),
+    )
+}
+
+/// `GET /assets/docs.css`.
+pub async fn docs_css() -> Response {
+    asset("text/css; charset=utf-8", include_str!("assets/docs.css"))
 }
 
 const HEALTHZ_OP: Op = Op {
@@ -159,8 +254,8 @@ const DOCS_OP: Op = Op {
 };
 
 /// `GET /docs`: a readable API reference rendered in the browser from /openapi.json.
-pub async fn docs() -> Html<&'static str> {
-    Html(include_str!("assets/docs.html"))
+pub async fn docs() -> Response {
+    html(include_str!("assets/docs.html"))
 }
 
 const PAGE_OP: Op = Op {
@@ -178,6 +273,6 @@ const PAGE_OP: Op = Op {
 };
 
 /// `GET /`: the browser page.
-pub async fn page() -> Html<&'static str> {
-    Html(include_str!("assets/index.html"))
+pub async fn page() -> Response {
+    html(include_str!("assets/index.html"))
 }

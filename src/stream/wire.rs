@@ -24,11 +24,12 @@ pub const MAX_BATCH: usize = 256;
 /// Response headers of every plain stream besides its Content-Type: never
 /// cached or buffered by a proxy, and the connection closes with the stream
 /// (it ends only when it is over for good).
-pub const HEADERS: [(&str, &str); 4] = [
+pub const HEADERS: [(&str, &str); 5] = [
     ("cache-control", "no-cache"),
     ("x-accel-buffering", "no"),
     ("connection", "close"),
     ("vary", "accept-encoding"),
+    ("x-content-type-options", "nosniff"),
 ];
 
 /// How a stream reaches its client.
@@ -179,6 +180,9 @@ pub struct Encoder {
     gzip: Option<Box<Gzip>>,
     /// Whether WebSocket messages are deflated (permessage-deflate).
     deflate: bool,
+    /// For a page on another origin that may read the stream (CORS): the
+    /// `Access-Control-Allow-Origin` value the raw response head carries.
+    cors: Option<String>,
 }
 
 impl Encoder {
@@ -188,6 +192,7 @@ impl Encoder {
             transport,
             gzip: gzip.then(Box::default),
             deflate: false,
+            cors: None,
         }
     }
 
@@ -197,7 +202,15 @@ impl Encoder {
             transport,
             gzip: None,
             deflate,
+            cors: None,
         }
+    }
+
+    /// Lets a page on another origin read the stream (the raw response
+    /// head's CORS headers): `allow` is the `Access-Control-Allow-Origin`
+    /// value.
+    pub fn allow_origin(&mut self, allow: Option<String>) {
+        self.cors = allow;
     }
 
     /// The transport.
@@ -241,6 +254,16 @@ impl Encoder {
             out.extend_from_slice(b": ");
             out.extend_from_slice(value.as_bytes());
             out.extend_from_slice(b"\r\n");
+        }
+        if let Some(allow) = &self.cors {
+            out.extend_from_slice(b"access-control-allow-origin: ");
+            out.extend_from_slice(allow.as_bytes());
+            out.extend_from_slice(
+                b"\r\naccess-control-expose-headers: Retry-After, X-Request-Id\r\n",
+            );
+            if allow != "*" {
+                out.extend_from_slice(b"vary: origin\r\n");
+            }
         }
         out.extend_from_slice(b"\r\n");
         self.start(out);

@@ -413,7 +413,11 @@ pub async fn open_plain(
     if parts.method != axum::http::Method::GET || is_upgrade(&parts.headers) {
         return None;
     }
-    let encoder = plain_encoder(&parts.headers);
+    let mut encoder = plain_encoder(&parts.headers);
+    encoder.allow_origin(
+        crate::http::cors::allow(&state.cfg.cors_origins, parts.headers.get(header::ORIGIN))
+            .and_then(|v| v.to_str().ok().map(str::to_string)),
+    );
     Some(
         prepare(state, parts, kind, encoder.transport())
             .await
