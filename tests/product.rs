@@ -795,6 +795,12 @@ async fn the_page_reports_a_status_and_an_admin_resolves_and_suspends() {
 
 /// A page on another local origin: every request gets the same empty page.
 fn other_origin() -> String {
+    serving("<!doctype html><title>elsewhere</title><p>another origin</p>".to_string())
+}
+
+/// A web server on another local origin answering every request with
+/// `body` (an HTML page).
+fn serving(body: String) -> String {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -802,7 +808,6 @@ fn other_origin() -> String {
             let mut stream = stream;
             let mut buf = [0u8; 4096];
             let _ = std::io::Read::read(&mut stream, &mut buf);
-            let body = "<!doctype html><title>elsewhere</title><p>another origin</p>";
             let _ = std::io::Write::write_all(
                 &mut stream,
                 format!(
@@ -953,6 +958,161 @@ async fn cors_origins_limits_which_pages_may_read_answers() {
         .any(|v| v.to_str().unwrap().contains("origin")));
     let r = ask("http://evil.example").await.unwrap();
     assert!(r.headers().get("access-control-allow-origin").is_none());
+}
+
+/// A virtual environment with httpx, for the Python example (python3-venv
+/// installed with apt-get when missing).
+fn python_with_httpx() -> PathBuf {
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/examples-venv");
+    let python = venv.join("bin/python3");
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        if python.exists() {
+            return;
+        }
+        let script = format!(
+            "(python3 -m venv --help >/dev/null 2>&1 && python3 -m ensurepip --version >/dev/null 2>&1 \
+               || (apt-get update -qq && apt-get install -y -qq python3-venv python3-pip)) >/dev/null 2>&1; \
+             python3 -m venv {venv} && {venv}/bin/pip install -q 'httpx>=0.27,<1'",
+            venv = venv.display()
+        );
+        let ok = Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "could not install httpx with pip");
+    });
+    python
+}
+
+/// A directory with the `eventsource` package from npm and the Node
+/// example beside it (Node.js and npm installed with apt-get when missing).
+fn node_example() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/examples-node");
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::fs::create_dir_all(&dir).unwrap();
+        if !dir.join("node_modules/eventsource").exists() {
+            let script = format!(
+                "(command -v node >/dev/null && command -v npm >/dev/null \
+                   || (apt-get update -qq && apt-get install -y -qq nodejs npm)) >/dev/null 2>&1; \
+                 cd {dir} && npm install --silent --no-audit --no-fund eventsource@3 >/dev/null",
+                dir = dir.display()
+            );
+            let ok = Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "could not install eventsource with npm");
+        }
+    });
+    // ES modules resolve packages from their own directory.
+    std::fs::copy(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/node_consumer.mjs"),
+        dir.join("node_consumer.mjs"),
+    )
+    .unwrap();
+    dir.join("node_consumer.mjs")
+}
+
+#[tokio::test]
+async fn the_python_and_node_consumers_print_what_they_are_sent() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("snippets").await;
+    let url = format!("http://{}", app.addr);
+    let python = python_with_httpx();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/python_consumer.py");
+    let node = node_example();
+    for (name, mut cmd) in [
+        ("python", tokio::process::Command::new(&python)),
+        ("node", tokio::process::Command::new("node")),
+    ] {
+        let word = format!("{name}word");
+        let target = if name == "python" { &script } else { &node };
+        let child = cmd
+            .arg(target)
+            .args([
+                "--url",
+                &url,
+                "--token",
+                &token,
+                "--track",
+                &word,
+                "--max-events",
+                "2",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        // Posted until the consumer has connected and printed both.
+        let poster = {
+            let app_url = app.url("/api/v1/statuses");
+            let token = token.clone();
+            let word = word.clone();
+            tokio::spawn(async move {
+                let http = reqwest::Client::new();
+                for i in 0..100 {
+                    let _ = http
+                        .post(&app_url)
+                        .bearer_auth(&token)
+                        .json(&json!({"message": format!("{word} number {i}")}))
+                        .send()
+                        .await;
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            })
+        };
+        let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+            .await
+            .unwrap_or_else(|_| panic!("the {name} consumer exits after two statuses"))
+            .unwrap();
+        poster.abort();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{name}: {stdout} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 2, "{name}: {stdout}");
+        assert!(
+            lines
+                .iter()
+                .all(|l| l.starts_with(&format!("@snippets: {word} number"))),
+            "{name}: {stdout}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_eventsource_example_page_streams_and_resumes_in_chromium() {
+    let Some(browser) = common::browser::Browser::start().await else {
+        panic!(
+            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
+        );
+    };
+    let app = TestApp::start().await;
+    let (_, token) = app.user("es_page").await;
+    let page = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/eventsource.html");
+    let site = serving(std::fs::read_to_string(page).unwrap());
+    let url = format!(
+        "{site}/?url=http://{}&token={token}&track=pageword",
+        app.addr
+    );
+    browser.goto(&url).await;
+    browser.wait_for_text("state", "live").await;
+    app.say(&token, "a pageword arrives").await;
+    browser.wait_for_text("events", "a pageword arrives").await;
+    // Left, then opened again: it resumes after the last event it showed.
+    browser.goto(&format!("{site}/elsewhere")).await;
+    app.say(&token, "another pageword").await;
+    browser.goto(&url).await;
+    browser.wait_for_text("events", "another pageword").await;
+    browser.stop().await;
 }
 
 /// A token of bob's, who signed up through the page.
