@@ -76,7 +76,16 @@ pub async fn run(
         limits: limits.clone(),
         rate: Arc::new(crate::rate_limits::Limits::new(&cfg)),
         shutdown: shutdown.clone(),
+        demo: cfg.demo.then(Default::default),
     });
+    if let Some(viewer) = &state.demo {
+        tasks.push(crate::demo::spawn(
+            &state.store,
+            &cfg,
+            viewer.clone(),
+            shutdown.clone(),
+        ));
+    }
     let app = http::router(state.clone());
     tracing::info!(addr = %listener.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()), "listening");
     crate::serve::accept_loop(listener, state.clone(), app, shutdown.clone()).await?;

@@ -217,6 +217,27 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_CORS_ORIGINS", default_value = "*")]
     pub cors_origins: String,
 
+    /// `serve` only: seed a small demo world on first start and keep it
+    /// posting in this process, and let the page show it without logging in
+    /// (`GET /api/v1/demo` hands out a shared read-only token).
+    #[arg(long, env = "FIREHOSE_DEMO", action = clap::ArgAction::SetTrue,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub demo: bool,
+
+    /// With --demo: users in the demo world.
+    #[arg(long, env = "FIREHOSE_DEMO_USERS", default_value_t = 300)]
+    pub demo_users: usize,
+
+    /// With --demo: the world's writes per second (statuses, replies, likes
+    /// and reposts).
+    #[arg(long, env = "FIREHOSE_DEMO_RATE", default_value_t = 4.0)]
+    pub demo_rate: f64,
+
+    /// With --demo: streams the shared read-only viewer may hold at once,
+    /// over every visitor (instead of --max-streams-per-user).
+    #[arg(long, env = "FIREHOSE_DEMO_VIEWER_STREAMS", default_value_t = 1000)]
+    pub demo_viewer_streams: usize,
+
     /// Members a group may have (then joining or adding answers 429
     /// `group_full`).
     #[arg(long, env = "FIREHOSE_MAX_GROUP_MEMBERS", default_value_t = 10_000)]

@@ -49,4 +49,17 @@ pub struct Shared {
     pub rate: Arc<crate::rate_limits::Limits>,
     /// The shutdown signal.
     pub shutdown: Shutdown,
+    /// The demo's read-only viewer (`serve --demo` only).
+    pub demo: Option<Arc<crate::demo::viewer::Viewer>>,
+}
+
+impl Shared {
+    /// Streams `uid` may hold at once: `--max-streams-per-user`, or for the
+    /// demo's shared viewer `--demo-viewer-streams` over every visitor.
+    pub fn max_streams(&self, uid: u64) -> usize {
+        match &self.demo {
+            Some(v) if v.uid() == Some(uid) => self.cfg.demo_viewer_streams,
+            _ => self.cfg.max_streams_per_user,
+        }
+    }
 }

@@ -8,6 +8,7 @@ pub mod account;
 pub mod admin;
 pub mod conversations;
 pub mod cors;
+pub mod demo;
 pub mod extract;
 pub mod follows;
 pub mod groups;
@@ -70,6 +71,7 @@ pub fn routes() -> routes::Routes {
         .merge(conversations::routes())
         .merge(rules::routes())
         .merge(trends::routes())
+        .merge(demo::routes())
         .merge(stream::routes())
         .merge(ops::routes());
     let mut all = routes.ops().to_vec();

@@ -22,6 +22,8 @@ pub fn routes() -> Routes {
         .route(PAGE_OP, page)
         .route(PAGE_JS_OP, page_js)
         .route(PAGE_CSS_OP, page_css)
+        .route(DASHBOARD_JS_OP, dashboard_js)
+        .route(COAST_JS_OP, coast_js)
         .route(DOCS_JS_OP, docs_js)
         .route(DOCS_CSS_OP, docs_css)
 }
@@ -79,6 +81,18 @@ asset_op!(
     "text/css"
 );
 asset_op!(
+    DASHBOARD_JS_OP,
+    "/assets/dashboard.js",
+    "The browser page's dashboard (chart, map, filter)",
+    "text/javascript"
+);
+asset_op!(
+    COAST_JS_OP,
+    "/assets/coast.js",
+    "The dashboard's world map: Natural Earth 1:110m land",
+    "text/javascript"
+);
+asset_op!(
     DOCS_JS_OP,
     "/assets/docs.js",
     "The API reference's script",
@@ -102,6 +116,22 @@ pub async fn page_js() -> Response {
 /// `GET /assets/page.css`.
 pub async fn page_css() -> Response {
     asset("text/css; charset=utf-8", include_str!("assets/page.css"))
+}
+
+/// `GET /assets/dashboard.js`.
+pub async fn dashboard_js() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("assets/dashboard.js"),
+    )
+}
+
+/// `GET /assets/coast.js`.
+pub async fn coast_js() -> Response {
+    asset(
+        "text/javascript; charset=utf-8",
+        include_str!("assets/coast.js"),
+    )
 }
 
 /// `GET /assets/docs.js`.

@@ -44,6 +44,11 @@ impl Keys {
     pub fn next_op(&self) -> String {
         format!("{}:{{g}}:next_op", self.prefix)
     }
+    /// HASH: the demo world's record (`users`: how many were seeded,
+    /// `viewer`: the read-only viewer's id).
+    pub fn demo(&self) -> String {
+        format!("{}:{{demo}}:world", self.prefix)
+    }
     /// HASH: the public profile of a user.
     pub fn user(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}", self.prefix)

@@ -24,6 +24,7 @@ pub mod cache;
 mod chains;
 pub mod conn;
 pub mod conversations;
+pub mod demo;
 pub mod events;
 pub mod fanout;
 pub mod follow_requests;

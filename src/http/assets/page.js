@@ -122,11 +122,38 @@ async function loadTrends() {
   }));
 }
 
+// Without --demo, /api/v1/demo answers 404 and the page waits for a login.
+let demoPass = null;
+async function demoToken() {
+  if (!demoPass || demoPass.expires_at - Date.now() / 1000 < 3600) {
+    const resp = await fetch("/api/v1/demo");
+    if (!resp.ok) throw new Error("no demo");
+    demoPass = await resp.json();
+  }
+  return demoPass.token;
+}
+
+async function showDashboard() {
+  if (token && me) {
+    dashboard.start(async () => token);
+    return;
+  }
+  try {
+    await demoToken();
+    text($("who"), "watching the demo world (read only): sign up or log in to post");
+    dashboard.start(demoToken);
+  } catch (e) {
+    dashboard.stop();
+    $("dashboard").classList.add("hidden");
+  }
+}
+
 function showLoggedIn(on) {
   for (const id of ["compose", "people", "messages", "home", "live", "trends", "rules", "groups"]) $(id).classList.toggle("hidden", !on);
   $("auth").classList.toggle("hidden", on);
   $("logout").classList.toggle("hidden", !on);
   text($("who"), on && me ? "@" + me.login + " (id " + me.id + ")" : "not logged in");
+  showDashboard();
 }
 
 async function loadMe() {

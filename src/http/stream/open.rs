@@ -381,7 +381,7 @@ pub async fn prepare(
         .limits
         .acquire(
             auth.uid,
-            state.cfg.max_streams_per_user,
+            state.max_streams(auth.uid),
             kind.name(),
             transport.name(),
         )

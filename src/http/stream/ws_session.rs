@@ -95,7 +95,7 @@ async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiRes
                 .limits
                 .acquire(
                     auth.uid,
-                    state.cfg.max_streams_per_user,
+                    state.max_streams(auth.uid),
                     "multiplexed",
                     Transport::Multiplexed.name(),
                 )

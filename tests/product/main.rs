@@ -1,7 +1,9 @@
 //! The product surface: OpenAPI, metrics, health, the CLI, every example run
 //! against a live server, and the browser page in a real headless Chromium.
 
+#[path = "../common/mod.rs"]
 mod common;
+mod dashboard;
 
 use common::TestApp;
 use reqwest::StatusCode;
@@ -1532,7 +1534,7 @@ async fn demo_stops_within_a_second_on_ctrl_c_or_sigterm_in_every_state() {
 #[tokio::test]
 async fn the_grafana_dashboard_uses_only_metrics_the_server_exports() {
     let dashboard: Value =
-        serde_json::from_str(include_str!("../deploy/grafana/firehose-dashboard.json")).unwrap();
+        serde_json::from_str(include_str!("../../deploy/grafana/firehose-dashboard.json")).unwrap();
     let mut used = std::collections::BTreeSet::new();
     for panel in dashboard["panels"].as_array().unwrap() {
         for target in panel["targets"].as_array().unwrap() {

@@ -1,0 +1,36 @@
+//! The demo world's record (`serve --demo`): whether it was seeded, so a
+//! restart goes on with the same world instead of making another, and
+//! which account is its read-only viewer.
+
+use super::{Store, StoreResult};
+use redis::AsyncCommands;
+
+impl Store {
+    /// The number of users of the seeded demo world, if one was seeded.
+    pub async fn demo_world(&self) -> StoreResult<Option<usize>> {
+        let mut conn = self.conn();
+        let n: Option<usize> = conn.hget(self.keys.demo(), "users").await?;
+        Ok(n)
+    }
+
+    /// Records that a demo world of `users` users is seeded.
+    pub async fn set_demo_world(&self, users: usize) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let () = conn.hset(self.keys.demo(), "users", users).await?;
+        Ok(())
+    }
+
+    /// The demo viewer's user id (`demo::viewer`), once made.
+    pub async fn demo_viewer(&self) -> StoreResult<Option<u64>> {
+        let mut conn = self.conn();
+        let uid: Option<u64> = conn.hget(self.keys.demo(), "viewer").await?;
+        Ok(uid)
+    }
+
+    /// Records the demo viewer's user id.
+    pub async fn set_demo_viewer(&self, uid: u64) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let () = conn.hset(self.keys.demo(), "viewer", uid).await?;
+        Ok(())
+    }
+}
