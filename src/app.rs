@@ -67,6 +67,7 @@ pub async fn run(
         std::time::Duration::from_secs(cfg.stream_lease_secs),
     ));
     tasks.push(tokio::spawn(limits.clone().renew(shutdown.clone())));
+    let limits_store = store.clone();
     let state = AppState::new(Shared {
         jwt: Arc::new(Jwt::new(&secret)),
         cfg: Arc::new(cfg.clone()),
@@ -74,7 +75,7 @@ pub async fn run(
         hub,
         passwords: Passwords::default(),
         limits: limits.clone(),
-        rate: Arc::new(crate::rate_limits::Limits::new(&cfg)),
+        rate: Arc::new(crate::rate_limits::Limits::new(&cfg, limits_store)),
         shutdown: shutdown.clone(),
         demo: cfg.demo.then(Default::default),
     });

@@ -311,6 +311,15 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_WRITES_PER_MINUTE", default_value_t = 300)]
     pub writes_per_minute: u32,
 
+    /// New streams (any transport) a minute per client address (also the
+    /// burst); loopback peers are not counted.
+    #[arg(
+        long,
+        env = "FIREHOSE_STREAM_CONNECTS_PER_MINUTE",
+        default_value_t = 120
+    )]
+    pub stream_connects_per_minute: u32,
+
     /// Most client connections open at once (streams, WebSockets and
     /// requests alike); beyond it a new connection is answered 503 with
     /// Retry-After and closed.
@@ -325,6 +334,15 @@ pub struct Config {
         default_value_t = 10.0
     )]
     pub request_timeout_secs: f64,
+
+    /// Seconds over which the clients of a stopping server are told to
+    /// come back: each stream's `disconnect` `shutdown` carries a delay
+    /// drawn between a tenth of it and all of it (SSE `retry:`, JSON
+    /// `retry_after_ms`, WebSocket close 1012 naming it), so a deploy does
+    /// not send every client to the next server in the same second. 0: no
+    /// hint.
+    #[arg(long, env = "FIREHOSE_RECONNECT_SPREAD", default_value_t = 10.0)]
+    pub reconnect_spread: f64,
 
     /// Seconds a graceful shutdown waits for connections to finish before
     /// it returns anyway.

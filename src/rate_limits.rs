@@ -1,138 +1,134 @@
-//! Abuse limits: token buckets for sign-up and login per client address and
-//! for writes per user, enforced in this process.
+//! Abuse limits: token buckets for sign-up, login and new stream
+//! connections per client address, and for writes per user, counted in
+//! Redis (`store::rate`: one key per address or user, in a slot of its
+//! own, one script per request), so N processes admit what one does.
 //!
 //! Each bucket holds up to `burst` tokens and refills at `per_minute / 60`
 //! tokens a second; a request takes one token or is answered 429 with the
-//! seconds until a token is back. The map of buckets is bounded: past
-//! [`MAX_KEYS`] keys, buckets that have refilled completely (nothing to
-//! remember) are dropped, and if that is not enough the map starts afresh,
-//! which errs towards letting clients through rather than growing.
-//! `FIREHOSE_RATE_LIMITS=off` turns every limit off.
+//! seconds until a token is back. A bucket's key lives until it would be
+//! full again, so the keys are bounded by the clients active in the last
+//! minute. When Redis cannot answer, the request goes through (it needs
+//! Redis anyway, and fails on its own). `FIREHOSE_RATE_LIMITS=off` turns
+//! every limit off.
 
 use crate::config::Config;
 use crate::error::ApiError;
-use std::collections::HashMap;
-use std::hash::Hash;
+use crate::store::Store;
 use std::net::IpAddr;
-use std::sync::Mutex;
 use std::time::Instant;
 
-/// Most keys (addresses or users) one limiter remembers.
-pub const MAX_KEYS: usize = 100_000;
-
-/// One token bucket per key.
-pub struct RateLimiter<K> {
+/// One kind of limit.
+struct Rate {
     what: &'static str,
+    said: &'static str,
     per_sec: f64,
     burst: f64,
-    buckets: Mutex<HashMap<K, (f64, Instant)>>,
 }
 
-impl<K: Hash + Eq + Clone> RateLimiter<K> {
-    /// A limiter of `per_minute` requests a minute with bursts of `burst`;
-    /// `what` names it in the 429 message.
-    pub fn new(what: &'static str, per_minute: u32, burst: u32) -> Self {
-        RateLimiter {
+impl Rate {
+    fn new(what: &'static str, said: &'static str, per_minute: u32, burst: u32) -> Rate {
+        Rate {
             what,
+            said,
             per_sec: f64::from(per_minute.max(1)) / 60.0,
             burst: f64::from(burst.max(1)),
-            buckets: Mutex::new(HashMap::new()),
         }
-    }
-
-    /// Takes a token for `key`, or says how many seconds until one is back.
-    pub fn take(&self, key: &K) -> Result<(), u64> {
-        let now = Instant::now();
-        let Ok(mut buckets) = self.buckets.lock() else {
-            return Ok(());
-        };
-        if buckets.len() >= MAX_KEYS && !buckets.contains_key(key) {
-            let full_after = self.burst / self.per_sec;
-            buckets.retain(|_, (tokens, at)| {
-                *tokens + now.duration_since(*at).as_secs_f64() * self.per_sec < self.burst
-                    && now.duration_since(*at).as_secs_f64() < full_after
-            });
-            if buckets.len() >= MAX_KEYS {
-                buckets.clear();
-            }
-        }
-        let (tokens, at) = buckets.entry(key.clone()).or_insert((self.burst, now));
-        let refilled =
-            (*tokens + now.duration_since(*at).as_secs_f64() * self.per_sec).min(self.burst);
-        if refilled >= 1.0 {
-            *tokens = refilled - 1.0;
-            *at = now;
-            Ok(())
-        } else {
-            Err(((1.0 - refilled) / self.per_sec).ceil().max(1.0) as u64)
-        }
-    }
-
-    /// [`RateLimiter::take`] as a 429 with `Retry-After`.
-    pub fn check(&self, key: &K) -> Result<(), ApiError> {
-        self.take(key).map_err(|secs| {
-            ApiError::too_many(format!("Too many {}; try again later.", self.what))
-                .retry_after(secs)
-        })
     }
 }
 
-/// Every abuse limit of the process.
+/// Every abuse limit.
 pub struct Limits {
     enabled: bool,
-    /// Sign-ups per client address.
-    pub signups: RateLimiter<IpAddr>,
-    /// Logins per client address.
-    pub logins: RateLimiter<IpAddr>,
-    /// Writes (posts, deletes, follows, profile changes) per user.
-    pub writes: RateLimiter<u64>,
+    store: Store,
+    signups: Rate,
+    logins: Rate,
+    writes: Rate,
+    streams: Rate,
 }
 
 impl Limits {
-    /// The limits configured in `cfg`.
-    pub fn new(cfg: &Config) -> Self {
+    /// The limits configured in `cfg`, counted in `store`.
+    pub fn new(cfg: &Config, store: Store) -> Self {
         Limits {
             enabled: cfg.rate_limits.enabled(),
-            signups: RateLimiter::new(
+            store,
+            signups: Rate::new(
+                "signup",
                 "sign-ups from this address",
                 cfg.signups_per_minute,
                 cfg.signups_per_minute,
             ),
-            logins: RateLimiter::new(
+            logins: Rate::new(
+                "login",
                 "logins from this address",
                 cfg.logins_per_minute,
                 cfg.logins_per_minute,
             ),
-            writes: RateLimiter::new(
+            writes: Rate::new(
+                "write",
                 "writes by this user",
                 cfg.writes_per_minute,
                 cfg.writes_per_minute,
+            ),
+            streams: Rate::new(
+                "stream",
+                "new streams from this address",
+                cfg.stream_connects_per_minute,
+                cfg.stream_connects_per_minute,
             ),
         }
     }
 
     /// A sign-up from `addr`.
-    pub fn signup(&self, addr: Option<IpAddr>) -> Result<(), ApiError> {
+    pub async fn signup(&self, addr: Option<IpAddr>) -> Result<(), ApiError> {
         match addr {
-            Some(a) if self.enabled => self.signups.check(&a),
-            _ => Ok(()),
+            Some(a) => self.take(&self.signups, &a.to_string()).await,
+            None => Ok(()),
         }
     }
 
     /// A login from `addr`.
-    pub fn login(&self, addr: Option<IpAddr>) -> Result<(), ApiError> {
+    pub async fn login(&self, addr: Option<IpAddr>) -> Result<(), ApiError> {
         match addr {
-            Some(a) if self.enabled => self.logins.check(&a),
-            _ => Ok(()),
+            Some(a) => self.take(&self.logins, &a.to_string()).await,
+            None => Ok(()),
         }
     }
 
     /// A write by `uid`.
-    pub fn write(&self, uid: u64) -> Result<(), ApiError> {
-        if self.enabled {
-            self.writes.check(&uid)
-        } else {
-            Ok(())
+    pub async fn write(&self, uid: u64) -> Result<(), ApiError> {
+        self.take(&self.writes, &uid.to_string()).await
+    }
+
+    /// A new stream (any transport) from `addr`. Loopback peers are not
+    /// counted: they are this machine (a load test, or a proxy that is not
+    /// listed in `--trusted-proxies`, whose clients all share its address).
+    pub async fn stream_connect(&self, addr: Option<IpAddr>) -> Result<(), ApiError> {
+        match addr {
+            Some(a) if !a.is_loopback() => self.take(&self.streams, &a.to_string()).await,
+            _ => Ok(()),
+        }
+    }
+
+    async fn take(&self, rate: &Rate, who: &str) -> Result<(), ApiError> {
+        if !self.enabled {
+            return Ok(());
+        }
+        match self
+            .store
+            .rate_take(rate.what, who, rate.per_sec, rate.burst)
+            .await
+        {
+            Ok(None) => Ok(()),
+            Ok(Some(secs)) => Err(ApiError::too_many(format!(
+                "Too many {}; try again later.",
+                rate.said
+            ))
+            .retry_after(secs)),
+            Err(e) => {
+                tracing::debug!(error = %e, "rate limit not counted");
+                Ok(())
+            }
         }
     }
 }
@@ -198,16 +194,6 @@ impl ClientAddr {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_bucket_allows_its_burst_then_refuses_with_a_wait() {
-        let limiter = RateLimiter::new("tests", 60, 3);
-        for _ in 0..3 {
-            assert_eq!(limiter.take(&1u64), Ok(()));
-        }
-        assert_eq!(limiter.take(&1u64), Err(1));
-        assert_eq!(limiter.take(&2u64), Ok(()), "keys are separate");
-    }
 
     #[test]
     fn forwarded_for_counts_only_from_a_trusted_proxy() {

@@ -607,6 +607,95 @@ async fn made_up_methods_and_paths_add_no_metric_series() {
 }
 
 #[tokio::test]
+async fn rate_limits_count_every_process_and_new_streams_per_address() {
+    let app = TestApp::start().await;
+    let (uid, _) = app.user("two_doors").await;
+    let token = app.operator_token(&uid, &["read", "write"]).await;
+    let env = [
+        ("FIREHOSE_RATE_LIMITS", "on"),
+        ("FIREHOSE_WRITES_PER_MINUTE", "6"),
+        ("FIREHOSE_LOGINS_PER_MINUTE", "4"),
+        ("FIREHOSE_STREAM_CONNECTS_PER_MINUTE", "3"),
+        ("FIREHOSE_TRUSTED_PROXIES", "127.0.0.1"),
+    ];
+    let a = ServerProcess::serve(&app.redis, &env).await;
+    let b = ServerProcess::serve(&app.redis, &env).await;
+    // Writes alternate between two processes: six in all, not six each.
+    let mut codes = Vec::new();
+    for i in 0..10 {
+        let server = if i % 2 == 0 { &a } else { &b };
+        let r = app
+            .http
+            .post(server.url("/api/v1/statuses"))
+            .bearer_auth(&token)
+            .json(&json!({"message": format!("door {i}")}))
+            .send()
+            .await
+            .unwrap();
+        if r.status() == 429 {
+            assert!(r.headers().contains_key("retry-after"));
+        }
+        codes.push(r.status().as_u16());
+    }
+    assert_eq!(codes, [201, 201, 201, 201, 201, 201, 429, 429, 429, 429]);
+    // Logins from one address, likewise.
+    let mut codes = Vec::new();
+    for i in 0..6 {
+        let server = if i % 2 == 0 { &a } else { &b };
+        let r = app
+            .http
+            .post(server.url("/api/v1/sessions"))
+            .header("x-forwarded-for", "198.51.100.20")
+            .json(&json!({"identifier": "two_doors", "password": "password123"}))
+            .send()
+            .await
+            .unwrap();
+        codes.push(r.status().as_u16());
+    }
+    assert_eq!(codes, [201, 201, 201, 201, 429, 429]);
+    // New streams from one address: three over both processes, then 429
+    // with Retry-After; another address is counted apart.
+    let open = |server: &ServerProcess, from: &str| {
+        app.http
+            .get(server.url("/api/v1/stream/sample"))
+            .bearer_auth(&token)
+            .header("x-forwarded-for", from.to_string())
+            .send()
+    };
+    let mut held = Vec::new();
+    for i in 0..3 {
+        let r = open(if i % 2 == 0 { &a } else { &b }, "203.0.113.7")
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        held.push(r);
+    }
+    let refused = open(&b, "203.0.113.7").await.unwrap();
+    assert_eq!(refused.status(), 429);
+    let wait: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "rate_limited");
+    let other = open(&a, "203.0.113.8").await.unwrap();
+    assert_eq!(other.status(), 200);
+    // Every bucket is one key of its own, and none outlives its refill.
+    let mut conn = app.redis.conn();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("fh:rate:*")
+        .query(&mut conn)
+        .unwrap_or_default();
+    assert!(!keys.is_empty() || app.redis.is_cluster());
+    for key in keys {
+        let ttl: i64 = conn.pttl(&key).unwrap();
+        assert!((1..=60_000).contains(&ttl), "{key}: {ttl}");
+    }
+}
+
+#[tokio::test]
 async fn sign_ups_logins_and_writes_over_their_limits_get_429_with_retry_after() {
     let app = TestApp::start_with(|c| {
         c.rate_limits = firehose::config::Switch::On;

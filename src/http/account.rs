@@ -91,7 +91,7 @@ pub async fn change_password(
     JsonBody(body): JsonBody<ChangePassword>,
 ) -> ApiResult<StatusCode> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.login(client.map(|c| c.0 .0))?;
+    state.rate.login(client.map(|c| c.0 .0)).await?;
     if body.current_password.len() > 1024 {
         return Err(wrong_password());
     }
@@ -151,7 +151,7 @@ pub async fn destroy(
     JsonBody(body): JsonBody<DeleteAccount>,
 ) -> ApiResult<StatusCode> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.login(client.map(|c| c.0 .0))?;
+    state.rate.login(client.map(|c| c.0 .0)).await?;
     if body.password.len() > 1024 {
         return Err(wrong_password());
     }

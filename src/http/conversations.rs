@@ -188,7 +188,7 @@ pub async fn create(
             Some(t.to_string())
         }
     };
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     for &other in &others {
         if !state.store.user_exists(other).await? {
             return Err(ApiError::not_found(format!("No such user: {other}.")));
@@ -413,7 +413,7 @@ pub async fn send(
     let idem = idempotency_key(&headers)?;
     check_text(&body.text)?;
     let members = members_with(&state, cid, auth.uid).await?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     // In a direct conversation a block either way stops sending.
     if members.len() == 2 && state.store.direct_between(members[0], members[1]).await? == Some(cid)
     {

@@ -168,7 +168,7 @@ async fn decide(
     approve: bool,
 ) -> ApiResult<Json<serde_json::Value>> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let requester = path_id(&id, "follow request")?;
     if !state.store.has_requested(requester, auth.uid).await? {
         return Err(ApiError::not_found("No such follow request."));
@@ -197,7 +197,7 @@ pub async fn create(
     Path(id): Path<String>,
 ) -> ApiResult<Json<serde_json::Value>> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let target = path_id(&id, "user")?;
     let store = state.store.clone();
     let uid = auth.uid;
@@ -261,7 +261,7 @@ pub async fn destroy(
     Path(id): Path<String>,
 ) -> ApiResult<Json<serde_json::Value>> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let target = path_id(&id, "user")?;
     let store = state.store.clone();
     let uid = auth.uid;
@@ -302,7 +302,7 @@ async fn batch(
     follow: bool,
 ) -> ApiResult<Json<BatchReply>> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     if !body.ids.iter().all(JsonId::is_whole) {
         return Err(ApiError::invalid(
             "invalid_ids",

@@ -220,7 +220,7 @@ pub async fn create(
             "kind must be public, private or announcement.",
         ));
     }
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     room_for(&state, auth.uid).await?;
     let store = state.store.clone();
     let uid = auth.uid;
@@ -317,7 +317,7 @@ pub async fn join(
 ) -> ApiResult<Json<Membership>> {
     auth.require(SCOPE_WRITE)?;
     let gid = group_id(&id)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
     if group.role.is_none() && !group.requested {
         room_for(&state, auth.uid).await?;
@@ -347,7 +347,7 @@ pub async fn leave(
 ) -> ApiResult<Json<Membership>> {
     auth.require(SCOPE_WRITE)?;
     let gid = group_id(&id)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
     change(&state, &group, auth.uid, auth.uid, Change::Leave).await
 }
@@ -450,7 +450,7 @@ pub async fn add(
         .parse()
         .filter(|id| *id > 0)
         .ok_or_else(|| ApiError::not_found("No such user."))?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
     if !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
         return Err(refused(Refused::Forbidden));
@@ -506,7 +506,7 @@ pub async fn set_role(
             "role must be owner, moderator or member.",
         ));
     };
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
     change(&state, &group, auth.uid, target, Change::Role(role)).await
 }
@@ -534,7 +534,7 @@ pub async fn remove(
     auth.require(SCOPE_WRITE)?;
     let gid = group_id(&id)?;
     let target = path_id(&uid, "member")?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
     change(&state, &group, auth.uid, target, Change::Remove).await
 }
@@ -629,7 +629,7 @@ async fn decide(
     auth.require(SCOPE_WRITE)?;
     let gid = group_id(id)?;
     let target = path_id(uid, "request")?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
     change(&state, &group, auth.uid, target, what).await
 }
@@ -690,7 +690,7 @@ pub async fn remove_status(
     auth.require(SCOPE_WRITE)?;
     let gid = group_id(&id)?;
     let sid = path_id(&sid, "status")?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
     if group.kind == "private" && group.role.is_none() {
         return Err(no_group());

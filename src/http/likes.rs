@@ -40,7 +40,7 @@ async fn set(
     like: bool,
 ) -> ApiResult<Json<LikeReply>> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let sid = path_id(&id, "status")?;
     let status = visible(&state, Some(&auth), sid).await?;
     let author: u64 = status.uid.parse().unwrap_or(0);

@@ -35,7 +35,7 @@ async fn set(
     on: bool,
 ) -> ApiResult<Json<Value>> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let target = path_id(&id, "user")?;
     let (field, verb) = match kind {
         Relation::Block => ("blocking", "block"),

@@ -133,7 +133,7 @@ pub async fn create(
             ))
         }
     };
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let report = Report {
         id: String::new(),
         reporter: auth.uid.to_string(),

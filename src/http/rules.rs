@@ -105,7 +105,7 @@ async fn add_rules(
         Some(items) if !items.is_empty() => items,
         _ => return Err(malformed("add must be a non-empty list of {value, tag}.")),
     };
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let checked: Vec<(String, Option<String>)> = check_items(state, "rule", items, false)
         .await?
         .into_iter()
@@ -150,7 +150,7 @@ async fn delete_rules(
         }
         _ => return Err(malformed("delete must be {\"ids\": [id, ...]}, not empty.")),
     };
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let (deleted, not_found) = state.store.delete_rules(auth.uid, &ids, dry_run).await?;
     Ok((
         StatusCode::OK,

@@ -79,7 +79,7 @@ pub async fn create(
     client: Option<Extension<ClientAddr>>,
     JsonBody(body): JsonBody<Login>,
 ) -> ApiResult<(StatusCode, NoStore, Json<LoginReply>)> {
-    state.rate.login(client.map(|c| c.0 .0))?;
+    state.rate.login(client.map(|c| c.0 .0)).await?;
     let bad = || {
         ApiError::new(
             StatusCode::UNAUTHORIZED,

@@ -97,7 +97,7 @@ pub async fn repost(
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let original = repost_root(&state, &auth, &id).await?;
     let root: u64 = original.id.parse().unwrap_or(0);
     let author: u64 = original.uid.parse().unwrap_or(0);
@@ -181,7 +181,7 @@ pub async fn unrepost(
     Path(id): Path<String>,
 ) -> ApiResult<Json<serde_json::Value>> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let original = repost_root(&state, &auth, &id).await?;
     let root: u64 = original.id.parse().unwrap_or(0);
     if let Some(existing) = state.store.repost_by(root, auth.uid).await? {
@@ -378,7 +378,7 @@ pub async fn create(
     JsonBody(body): JsonBody<CreateStatus>,
 ) -> ApiResult<Response> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let idem = idempotency_key(&headers)?;
     validate(&body)?;
     // From here on the post runs to its end even if the client hangs up.
@@ -446,7 +446,7 @@ pub async fn destroy(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     let sid = path_id(&id, "status")?;
     let store = state.store.clone();
     detached(async move {

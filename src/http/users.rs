@@ -171,7 +171,7 @@ pub async fn create(
     client: Option<Extension<ClientAddr>>,
     JsonBody(body): JsonBody<CreateUser>,
 ) -> ApiResult<(StatusCode, Json<User>)> {
-    state.rate.signup(client.map(|c| c.0 .0))?;
+    state.rate.signup(client.map(|c| c.0 .0)).await?;
     validate_login(&body.login)?;
     validate_email(&body.email)?;
     crate::password::validate(&body.password)?;
@@ -344,7 +344,7 @@ pub async fn update_me(
     JsonBody(body): JsonBody<UpdateMe>,
 ) -> ApiResult<Json<User>> {
     auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid)?;
+    state.rate.write(auth.uid).await?;
     if let Some(name) = &body.name {
         validate_name(name)?;
     }

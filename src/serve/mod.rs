@@ -23,6 +23,7 @@ use crate::error::ApiError;
 use crate::http::stream::open::open_plain;
 use crate::http::stream::ws_session::open_websocket;
 use crate::metrics::{global as metrics, inc};
+use crate::rate_limits::ClientAddr;
 use crate::shutdown::Shutdown;
 use crate::state::AppState;
 use axum::http::StatusCode;
@@ -279,6 +280,11 @@ async fn accept(
         }
     };
     if let Some(mut parts) = head_end.and_then(|end| parse_head(&buf[..end])) {
+        if let Ok(peer) = tcp.peer_addr() {
+            let forwarded = parts.headers.get("x-forwarded-for").map(|v| v.as_bytes());
+            let client = ClientAddr::of(peer.ip(), &state.cfg.trusted_proxies, forwarded);
+            parts.extensions.insert(client);
+        }
         // The same span and latency series as a stream served through the
         // router (the path only: the query may hold an access_token).
         let route = parts.uri.path().to_string();

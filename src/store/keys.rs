@@ -49,6 +49,11 @@ impl Keys {
     pub fn demo(&self) -> String {
         format!("{}:{{demo}}:world", self.prefix)
     }
+    /// STRING: one rate-limit bucket (`"<tokens> <at>"`), of `what` for
+    /// `who`, in a slot of its own.
+    pub fn rate(&self, what: &str, who: &str) -> String {
+        format!("{}:rate:{{{what}:{who}}}", self.prefix)
+    }
     /// HASH: the public profile of a user.
     pub fn user(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}", self.prefix)

@@ -39,6 +39,7 @@ pub mod moderation;
 pub mod outbox;
 pub mod paging;
 pub mod ranking;
+pub mod rate;
 pub mod relations;
 pub mod rules;
 pub mod sessions;
@@ -135,6 +136,7 @@ pub struct Scripts {
     pub(crate) status_login: Script,
     pub(crate) rules_add: Script,
     pub(crate) rules_delete: Script,
+    pub(crate) rate_take: Script,
 }
 
 impl Scripts {
@@ -186,6 +188,7 @@ impl Scripts {
             status_login: Script::new(include_str!("lua/status_login.lua")),
             rules_add: Script::new(include_str!("lua/rules_add.lua")),
             rules_delete: Script::new(include_str!("lua/rules_delete.lua")),
+            rate_take: Script::new(include_str!("lua/rate_take.lua")),
         }
     }
 }

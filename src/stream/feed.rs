@@ -119,6 +119,10 @@ pub struct Feed {
     direct: Option<(Arc<TcpStream>, Transport)>,
     /// Whether the sink is installed.
     direct_on: bool,
+    /// The window a shutdown's reconnection hints are drawn over.
+    reconnect_spread: Duration,
+    /// The hint this feed ended with, if it ended on shutdown.
+    retry_hint: Option<u64>,
 }
 
 impl Feed {
@@ -151,7 +155,21 @@ impl Feed {
             ended: false,
             direct: None,
             direct_on: false,
+            reconnect_spread: Duration::ZERO,
+            retry_hint: None,
         }
+    }
+
+    /// On shutdown, tell the client to come back after a delay drawn
+    /// uniformly over `spread` (at least a tenth of it): see
+    /// `Control::Disconnect`'s `retry_after_ms`. Zero: no hint.
+    pub fn spread_reconnects(&mut self, spread: Duration) {
+        self.reconnect_spread = spread;
+    }
+
+    /// The reconnection hint the feed ended with (on shutdown).
+    pub fn retry_hint(&self) -> Option<u64> {
+        self.retry_hint
     }
 
     /// Once the stream is live (its replay written), the hub writes its
@@ -572,10 +590,15 @@ impl Feed {
         tracing::debug!(code, "feed ended");
         self.ended = true;
         self.hub.close(self.conn.id);
+        let spread = self.reconnect_spread.as_millis() as u64;
+        if code == SHUTDOWN.0 && spread > 0 {
+            self.retry_hint = Some(rand::random_range(spread / 10..=spread));
+        }
         Out::Control(
             Control::Disconnect {
                 code,
                 reason: reason.to_string(),
+                retry_after_ms: self.retry_hint,
             }
             .encode(),
         )

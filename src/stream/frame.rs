@@ -397,6 +397,11 @@ pub enum Control {
         code: &'static str,
         /// A human sentence.
         reason: String,
+        /// On `shutdown`: milliseconds to wait before reconnecting, drawn
+        /// for each stream over `--reconnect-spread`, so the clients of a
+        /// stopping server come back spread out rather than all at once.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
     },
     /// A multiplexed socket's subscription started.
     Subscribed {
@@ -463,9 +468,14 @@ impl Control {
             at: crate::model::now(),
         })
         .unwrap_or_default();
+        let retry_ms = match self {
+            Control::Disconnect { retry_after_ms, .. } => *retry_after_ms,
+            _ => None,
+        };
         Arc::new(ControlFrame {
             kind: self.kind(),
             json: Bytes::from(json),
+            retry_ms,
         })
     }
 }
@@ -477,4 +487,6 @@ pub struct ControlFrame {
     pub kind: &'static str,
     /// Its JSON.
     pub json: Bytes,
+    /// A reconnection delay to hand the client (SSE `retry:`).
+    pub retry_ms: Option<u64>,
 }

@@ -114,7 +114,10 @@ fn multiplexed_len(json: &[u8], stream: &str) -> usize {
 fn control_bytes(transport: Transport, c: &ControlFrame) -> Vec<u8> {
     match transport {
         Transport::Sse => {
-            let mut buf = Vec::with_capacity(c.json.len() + 32);
+            let mut buf = Vec::with_capacity(c.json.len() + 48);
+            if let Some(ms) = c.retry_ms {
+                buf.extend_from_slice(format!("retry: {ms}\n").as_bytes());
+            }
             buf.extend_from_slice(b"event: ");
             buf.extend_from_slice(c.kind.as_bytes());
             buf.extend_from_slice(b"\ndata: ");

@@ -40,6 +40,8 @@ pub mod close {
     pub const INVALID_DATA: u16 = 1007;
     /// A message larger than the server reads.
     pub const TOO_BIG: u16 = 1009;
+    /// The server is restarting: come back later (the reason names when).
+    pub const RESTART: u16 = 1012;
 }
 
 /// The extension response when the client's permessage-deflate offer is

@@ -20,6 +20,8 @@ pub(crate) struct StreamClient {
     /// Comment lines seen (keep-alives), and whether `retry:` came.
     pub comments: usize,
     pub retry_seen: bool,
+    /// The last `retry:` value.
+    pub retry: Option<u64>,
     /// The last position a keep-alive carried (an SSE `id:` with no data,
     /// an NDJSON `position` event): what a browser's `lastEventId` holds.
     pub position: Option<String>,
@@ -66,6 +68,7 @@ impl TestApp {
                 ndjson,
                 comments: 0,
                 retry_seen: false,
+                retry: None,
                 position: None,
             };
         }
@@ -77,6 +80,7 @@ impl TestApp {
             ndjson,
             comments: 0,
             retry_seen: false,
+            retry: None,
             position: None,
         }
     }
@@ -114,7 +118,7 @@ impl StreamClient {
             if line.starts_with(':') {
                 self.comments += 1;
             } else if let Some(v) = line.strip_prefix("retry: ") {
-                assert!(v.parse::<u64>().is_ok());
+                self.retry = Some(v.parse::<u64>().expect("a retry: value"));
                 self.retry_seen = true;
             } else if let Some(v) = line.strip_prefix("id: ") {
                 id = Some(v.to_string());

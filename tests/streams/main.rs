@@ -1247,6 +1247,63 @@ async fn shutdown_sends_disconnect_to_every_client_before_closing() {
 }
 
 #[tokio::test]
+async fn shutdown_spreads_the_clients_return_over_the_window() {
+    use futures::StreamExt;
+    let app = TestApp::start_with(|c| c.reconnect_spread = 8.0).await;
+    let mut plain = Vec::new();
+    for i in 0..24 {
+        let (_, token) = app.user(&format!("spread{i}")).await;
+        let accept = if i % 4 == 0 {
+            "application/x-ndjson"
+        } else {
+            "text/event-stream"
+        };
+        plain.push(
+            app.stream("/api/v1/stream/sample", Some(&token), &[("accept", accept)])
+                .await,
+        );
+    }
+    let (_, token) = app.user("spread_ws").await;
+    let mut ws = ws_connect(&app, "/api/v1/stream/sample", &token).await;
+    let stopping = tokio::spawn(app.shutdown());
+    let mut hints = Vec::new();
+    for (i, c) in plain.iter_mut().enumerate() {
+        let bye = c.next("disconnect").await;
+        assert_eq!(bye.data["code"], "shutdown");
+        let ms = bye.data["retry_after_ms"].as_u64().expect("a hint");
+        assert!((800..=8000).contains(&ms), "{ms} ms is in the window");
+        if i % 4 != 0 {
+            // SSE: the browser's reconnection delay is set to the same.
+            assert_eq!(c.retry, Some(ms));
+        }
+        hints.push(ms);
+        assert!(c.ended_within(Duration::from_secs(5)).await);
+    }
+    let bye = ws_next(&mut ws).await;
+    let ms = bye["retry_after_ms"].as_u64().expect("a hint");
+    let close = loop {
+        match tokio::time::timeout(Duration::from_secs(5), ws.next()).await {
+            Ok(Some(Ok(tokio_tungstenite::tungstenite::Message::Close(f)))) => break f,
+            Ok(Some(Ok(_))) => continue,
+            other => panic!("no close frame: {other:?}"),
+        }
+    };
+    let close = close.expect("a close frame with a code");
+    assert_eq!(u16::from(close.code), 1012);
+    assert!(
+        close.reason.contains(&format!("{ms} ms")),
+        "{}",
+        close.reason
+    );
+    // Spread out, not one value: 24 draws over 0.8-8 s.
+    hints.sort_unstable();
+    hints.dedup();
+    assert!(hints.len() >= 12, "{hints:?}");
+    assert!(hints[hints.len() - 1] - hints[0] >= 3000, "{hints:?}");
+    stopping.await.unwrap();
+}
+
+#[tokio::test]
 async fn websocket_on_a_stream_path_carries_the_same_json() {
     let app = TestApp::start().await;
     let (_, token) = app.user("wil").await;

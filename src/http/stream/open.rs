@@ -362,6 +362,14 @@ fn plain_transport(headers: &HeaderMap) -> Transport {
     }
 }
 
+/// The client's address, as the accept loop found it.
+pub fn client_addr(parts: &Parts) -> Option<std::net::IpAddr> {
+    parts
+        .extensions
+        .get::<crate::rate_limits::ClientAddr>()
+        .map(|c| c.0)
+}
+
 /// Authenticates, parses the filter and resume parameters, takes a stream
 /// slot and subscribes: everything before the first byte of the response.
 pub async fn prepare(
@@ -371,6 +379,7 @@ pub async fn prepare(
     transport: Transport,
 ) -> ApiResult<Opened> {
     let StreamUser(auth) = StreamUser::from_request_parts(parts, state).await?;
+    state.rate.stream_connect(client_addr(parts)).await?;
     let Query(q): Query<HashMap<String, String>> = Query::try_from_uri(&parts.uri)
         .map_err(|_| ApiError::invalid("invalid_query", "The query string is malformed."))?;
     let asked = Ask::from_query(&q, &parts.headers)
@@ -427,7 +436,7 @@ pub async fn open_plain(
 
 /// A feed for a new connection of `auth`'s session.
 pub fn new_feed(state: &AppState, auth: &AuthUser) -> Feed {
-    Feed::new(
+    let mut feed = Feed::new(
         state.hub.clone(),
         state.store.clone(),
         auth.uid,
@@ -435,7 +444,11 @@ pub fn new_feed(state: &AppState, auth: &AuthUser) -> Feed {
         auth.expires,
         state.cfg.stream_queue,
         state.shutdown.clone(),
-    )
+    );
+    feed.spread_reconnects(Duration::from_secs_f64(
+        state.cfg.reconnect_spread.clamp(0.0, 3600.0),
+    ));
+    feed
 }
 
 /// The keep-alive period (and WebSocket ping period).

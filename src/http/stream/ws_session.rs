@@ -6,7 +6,9 @@
 //! socket: the raw TCP stream of a connection's first request
 //! (`serve.rs`), or hyper's upgraded connection after a kept-alive one.
 
-use super::open::{is_upgrade, keepalive, new_feed, prepare, still_reads, Ask, Kind, Opened};
+use super::open::{
+    client_addr, is_upgrade, keepalive, new_feed, prepare, still_reads, Ask, Kind, Opened,
+};
 use crate::auth::{AuthUser, StreamUser};
 use crate::error::{ApiError, ApiResult};
 use crate::http::JsonId;
@@ -90,6 +92,7 @@ async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiRes
         }
         None => {
             let StreamUser(auth) = StreamUser::from_request_parts(parts, state).await?;
+            state.rate.stream_connect(client_addr(parts)).await?;
             let handshake = handshake(parts)?;
             let guard = state
                 .limits
@@ -488,10 +491,16 @@ where
             None => break Ending::Gone,
         }
     };
-    let (code, reason) = match ending {
-        Ending::Gone => return,
-        Ending::Over | Ending::ClientClosed => (close::NORMAL, ""),
-        Ending::Broke(code, reason) => (code, reason),
+    let restart;
+    let (code, reason) = match (&ending, feed.retry_hint()) {
+        (Ending::Gone, _) => return,
+        // A shutdown: 1012 with the reconnection hint its event carried.
+        (Ending::Over, Some(ms)) => {
+            restart = format!("shutdown; reconnect after {ms} ms");
+            (close::RESTART, restart.as_str())
+        }
+        (Ending::Over | Ending::ClientClosed, _) => (close::NORMAL, ""),
+        (Ending::Broke(code, reason), _) => (*code, *reason),
     };
     let answer = !matches!(ending, Ending::ClientClosed);
     // The hub stops writing into the socket (and lets go of it); the rest

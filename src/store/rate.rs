@@ -1,0 +1,29 @@
+//! Rate-limit buckets in Redis, so every process counts the same requests
+//! (`rate_limits` decides what to count).
+
+use super::{Store, StoreResult};
+
+impl Store {
+    /// Takes a token from the bucket of `what` (`signup`, `login`, `write`,
+    /// `stream`) for `who` (an address or a user id): `None` when taken,
+    /// else the seconds until one is back. One EVALSHA (GET, SET, TIME
+    /// inside).
+    pub async fn rate_take(
+        &self,
+        what: &str,
+        who: &str,
+        per_sec: f64,
+        burst: f64,
+    ) -> StoreResult<Option<u64>> {
+        let mut conn = self.conn();
+        let wait: u64 = self
+            .scripts
+            .rate_take
+            .key(self.keys.rate(what, who))
+            .arg(per_sec)
+            .arg(burst)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok((wait > 0).then_some(wait))
+    }
+}
