@@ -30,3 +30,22 @@ pub async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<
         .await;
     ids.into_iter().collect()
 }
+
+/// `n` users `<prefix><i>` ([`users`]), each with a new session and a
+/// token for it (scopes read, write and firehose, an hour).
+pub async fn tokens(
+    store: &Store,
+    jwt: &firehose::auth::Jwt,
+    prefix: &str,
+    n: usize,
+) -> anyhow::Result<Vec<(u64, String)>> {
+    let mut out = Vec::with_capacity(n);
+    for uid in users(store, prefix, n).await? {
+        let sid = store.create_session(uid, firehose::model::now()).await?;
+        out.push((
+            uid,
+            jwt.mint(uid, &sid, &["read", "write", "firehose"], 3600).0,
+        ));
+    }
+    Ok(out)
+}

@@ -381,32 +381,7 @@ async fn main() -> anyhow::Result<()> {
 
     // One load user per 5 clients (the default per-user stream limit).
     let n_users = args.clients.div_ceil(5).max(1);
-    let mut tokens = Vec::new();
-    for i in 0..n_users {
-        let login = format!("loadgen_{i}");
-        let uid = match store.lookup(&login).await? {
-            Some(uid) => uid,
-            None => {
-                let email = format!("{login}@load.example");
-                let new = firehose::store::users::NewUser {
-                    login: &login,
-                    name: "load",
-                    email: &email,
-                    password_hash: "x",
-                };
-                store
-                    .create_user(&new, firehose::model::now())
-                    .await?
-                    .id
-                    .parse()?
-            }
-        };
-        let sid = store.create_session(uid, firehose::model::now()).await?;
-        tokens.push((
-            uid,
-            jwt.mint(uid, &sid, &["read", "write", "firehose"], 3600).0,
-        ));
-    }
+    let tokens = firehose_bench::users::tokens(&store, &jwt, "loadgen_", n_users).await?;
     if args.blocks_per_viewer > 0 {
         let client = redis::Client::open(args.redis_url.as_str())?;
         let mut conn = client.get_multiplexed_async_connection().await?;
