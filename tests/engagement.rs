@@ -105,8 +105,11 @@ async fn two_hundred_parallel_like_toggles_leave_the_count_equal_to_the_set() {
     let (_, at) = app.user("popular").await;
     let sid = app.say(&at, "toggle me").await;
     let mut tokens = Vec::new();
+    let mut uids = Vec::new();
     for i in 0..20 {
-        tokens.push(app.user(&format!("toggler{i}")).await.1);
+        let (uid, token) = app.user(&format!("toggler{i}")).await;
+        uids.push(uid);
+        tokens.push(token);
     }
     let like = format!("/api/v1/statuses/{sid}/like");
     let calls = (0..200).map(|i| {
@@ -127,6 +130,20 @@ async fn two_hundred_parallel_like_toggles_leave_the_count_equal_to_the_set() {
         .unwrap();
     let (_, status) = app.get(&format!("/api/v1/statuses/{sid}"), None).await;
     assert_eq!(status["likes"], json!(likers));
+    // Each user's list of likes agrees with the likers set.
+    for uid in &uids {
+        let likes_it: Option<f64> = redis::cmd("ZSCORE")
+            .arg(format!("{}:status:{{s{sid}}}:likers", app.cfg.key_prefix))
+            .arg(uid)
+            .query(&mut conn)
+            .unwrap();
+        let listed: Option<f64> = redis::cmd("ZSCORE")
+            .arg(format!("{}:user:{{{uid}}}:likes", app.cfg.key_prefix))
+            .arg(&sid)
+            .query(&mut conn)
+            .unwrap();
+        assert_eq!(likes_it.is_some(), listed.is_some(), "user {uid}");
+    }
 }
 
 #[tokio::test]

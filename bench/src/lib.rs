@@ -10,12 +10,16 @@
 //! - `bench_social`: fan-out, posts, likes, reposts, home reads; the book's phases.
 //! - `read_floor`: the least this stack can do for a page read.
 //! - `soak`: minutes of mixed load with SIGKILLs, then an audit.
+//! - `write_cost`: Redis commands and CPU per post, like, follow, sign-up
+//!   and login, on one Redis or every master of a cluster.
+//! - `reconnect_spread`: a stopping server's clients coming back to another.
 //! - `floor_rounds.sh`, `home_reads.sh`: builds in rounds beside a floor.
 
 // Tools print their results.
 #![allow(clippy::print_stdout)]
 
 pub mod procfs;
+pub mod redis_info;
 pub mod sse;
 pub mod users;
 

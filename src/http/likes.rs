@@ -3,7 +3,7 @@
 use super::openapi::{Auth, Op, Params, Reply};
 use super::paging::{json_page, paging, user_paging, UserPage};
 use super::routes::Routes;
-use super::visibility::{only_visible, visible};
+use super::visibility::{only_visible, visible, visible_with_author};
 use super::{detached, path_id};
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
@@ -42,9 +42,9 @@ async fn set(
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid).await?;
     let sid = path_id(&id, "status")?;
-    let status = visible(&state, Some(&auth), sid).await?;
+    let (status, author_user) = visible_with_author(&state, &auth, sid).await?;
     let author: u64 = status.uid.parse().unwrap_or(0);
-    let private = state.store.user(author).await?.private;
+    let private = author_user.private;
     let store = state.store.clone();
     let (_, likes) =
         detached(async move { Ok(store.set_like(auth.uid, sid, author, private, like).await?) })

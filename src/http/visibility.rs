@@ -93,6 +93,29 @@ pub async fn visible(state: &AppState, viewer: Option<&AuthUser>, sid: u64) -> A
     Ok(status)
 }
 
+/// [`visible`], with the author's account (read once: a writer that
+/// needs it, a like for its event's privacy, does not read it again).
+pub async fn visible_with_author(
+    state: &AppState,
+    viewer: &AuthUser,
+    sid: u64,
+) -> ApiResult<(Status, User)> {
+    let not_found = |e: StoreError| match e {
+        StoreError::NotFound(_) => ApiError::not_found("No such status."),
+        e => e.into(),
+    };
+    let status = state.store.status(sid).await.map_err(not_found)?;
+    let author = state
+        .store
+        .user(status.uid.parse().unwrap_or(0))
+        .await
+        .map_err(not_found)?;
+    if !may_see_by(state, Some(viewer), &status, Some(&author)).await? {
+        return Err(ApiError::not_found("No such status."));
+    }
+    Ok((status, author))
+}
+
 /// Whether `viewer` may see `status`: its author's statuses; for a reply
 /// to a private account's status, that account's too; for a repost, the
 /// reposted author must not block the viewer.
@@ -101,8 +124,25 @@ pub async fn may_see(
     viewer: Option<&AuthUser>,
     status: &Status,
 ) -> ApiResult<bool> {
+    may_see_by(state, viewer, status, None).await
+}
+
+/// [`may_see`], with the author's account when it was read already.
+async fn may_see_by(
+    state: &AppState,
+    viewer: Option<&AuthUser>,
+    status: &Status,
+    author_user: Option<&User>,
+) -> ApiResult<bool> {
     let author: u64 = status.uid.parse().unwrap_or(0);
-    if !can_see(state, viewer, author).await? {
+    let seen = match author_user {
+        Some(user) => {
+            !blocked_by(state, viewer, author).await?
+                && privacy_allows_user(state, viewer, user).await?
+        }
+        None => can_see(state, viewer, author).await?,
+    };
+    if !seen {
         return Ok(false);
     }
     if let Some(original) = id_of(&status.repost_of_uid) {

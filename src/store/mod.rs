@@ -137,6 +137,7 @@ pub struct Scripts {
     pub(crate) rules_add: Script,
     pub(crate) rules_delete: Script,
     pub(crate) rate_take: Script,
+    pub(crate) like_whole: Script,
 }
 
 impl Scripts {
@@ -189,6 +190,7 @@ impl Scripts {
             rules_add: Script::new(include_str!("lua/rules_add.lua")),
             rules_delete: Script::new(include_str!("lua/rules_delete.lua")),
             rate_take: Script::new(include_str!("lua/rate_take.lua")),
+            like_whole: Script::new(include_str!("lua/like_whole.lua")),
         }
     }
 }

@@ -92,15 +92,7 @@ fn proc_stats(pid: u32) -> (f64, u64) {
     firehose_bench::procfs::stats(pid).map_or((0.0, 0), |s| (s.cpu, s.rss_kib))
 }
 
-/// One Redis node's counters.
-#[derive(Clone, Default)]
-struct Node {
-    cpu: f64,
-    calls: u64,
-    bytes: u64,
-    /// Command -> microseconds spent in it (INFO commandstats).
-    usec: std::collections::HashMap<String, f64>,
-}
+use firehose_bench::redis_info::{self, Node};
 
 /// Everything measured at one moment.
 #[derive(Clone)]
@@ -171,13 +163,6 @@ impl Delta {
     }
 }
 
-fn info_field(info: &str, name: &str) -> f64 {
-    info.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0.0)
-}
-
 struct Probe {
     pids: Vec<u32>,
     nodes: Vec<redis::aio::MultiplexedConnection>,
@@ -187,40 +172,7 @@ impl Probe {
     async fn snap(&mut self) -> anyhow::Result<Snap> {
         let mut nodes = Vec::new();
         for conn in &mut self.nodes {
-            let info: String = redis::cmd("INFO").arg("all").query_async(conn).await?;
-            let calls = info
-                .lines()
-                .filter(|l| l.starts_with("cmdstat_"))
-                .filter_map(|l| {
-                    l.split("calls=")
-                        .nth(1)?
-                        .split(',')
-                        .next()?
-                        .parse::<u64>()
-                        .ok()
-                })
-                .sum();
-            let usec = info
-                .lines()
-                .filter_map(|l| {
-                    let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-                    let us = rest
-                        .split("usec=")
-                        .nth(1)?
-                        .split(',')
-                        .next()?
-                        .parse()
-                        .ok()?;
-                    Some((name.to_string(), us))
-                })
-                .collect();
-            nodes.push(Node {
-                usec,
-                cpu: info_field(&info, "used_cpu_sys") + info_field(&info, "used_cpu_user"),
-                calls,
-                bytes: (info_field(&info, "total_net_input_bytes")
-                    + info_field(&info, "total_net_output_bytes")) as u64,
-            });
+            nodes.push(redis_info::read(conn).await?);
         }
         let stats: Vec<(f64, u64)> = self.pids.iter().map(|p| proc_stats(*p)).collect();
         Ok(Snap {

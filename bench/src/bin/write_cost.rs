@@ -1,0 +1,323 @@
+//! What a write costs Redis, black-box: `--users` users over HTTP, each
+//! following `--follows` others (in batches, `POST /api/v1/follows`), then
+//! `--posts` posts and `--likes` likes from `--concurrency` clients, then
+//! sign-ups and logins. Every node's commands and CPU are read from INFO
+//! before and after each phase (less what the nodes do idle), and printed
+//! per write: the total over the nodes, and the busiest node against the
+//! mean (1.0 is a perfectly even spread).
+//!
+//! ```sh
+//! cargo build --release -p firehose -p firehose-bench && bench/write_cost.sh
+//! ```
+
+// Examples are command-line programs: printing is their output.
+#![allow(clippy::print_stdout)]
+
+use clap::Parser;
+use firehose_bench::redis_info::{self, Node};
+use futures::StreamExt;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+#[derive(Parser)]
+struct Args {
+    /// The server.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    url: String,
+    /// Every Redis master (comma-separated URLs): one for one Redis.
+    #[arg(long, default_value = "redis://127.0.0.1:6379")]
+    nodes: String,
+    /// Users.
+    #[arg(long, default_value_t = 300)]
+    users: usize,
+    /// Others each user follows.
+    #[arg(long, default_value_t = 10)]
+    follows: usize,
+    /// Posts.
+    #[arg(long, default_value_t = 2000)]
+    posts: usize,
+    /// Likes.
+    #[arg(long, default_value_t = 2000)]
+    likes: usize,
+    /// Sign-ups and logins (argon2 makes these slow on purpose).
+    #[arg(long, default_value_t = 50)]
+    accounts: usize,
+    /// Requests in flight.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+}
+
+struct Probe {
+    nodes: Vec<redis::aio::MultiplexedConnection>,
+    /// Per node: (commands, CPU seconds) a second with nothing to do.
+    idle: Vec<(f64, f64)>,
+}
+
+impl Probe {
+    async fn snap(&mut self) -> anyhow::Result<(Instant, Vec<Node>)> {
+        let mut out = Vec::new();
+        for c in &mut self.nodes {
+            out.push(redis_info::read(c).await?);
+        }
+        Ok((Instant::now(), out))
+    }
+
+    /// Per node: commands and CPU µs of what happened between `a` and `b`,
+    /// less idle (and less the INFO call itself).
+    fn delta(&self, a: &(Instant, Vec<Node>), b: &(Instant, Vec<Node>)) -> Vec<Cost> {
+        let secs = b.0.duration_since(a.0).as_secs_f64();
+        a.1.iter()
+            .zip(&b.1)
+            .zip(&self.idle)
+            .map(|((x, y), (ic, icpu))| Cost {
+                calls: (y.calls as f64 - x.calls as f64 - 1.0 - ic * secs).max(0.0),
+                cpu: ((y.cpu - x.cpu - icpu * secs) * 1e6).max(0.0),
+            })
+            .collect()
+    }
+}
+
+/// One node's share of a phase.
+struct Cost {
+    calls: f64,
+    /// Redis process CPU (commands, network, AOF), µs.
+    cpu: f64,
+}
+
+/// Prints one phase: per write, the sum over nodes and busiest/mean.
+fn report(what: &str, n: usize, per_node: &[Cost]) {
+    let n = n.max(1) as f64;
+    let calls: f64 = per_node.iter().map(|p| p.calls).sum();
+    let cpu: f64 = per_node.iter().map(|p| p.cpu).sum();
+    let k = per_node.len() as f64;
+    let skew = |f: fn(&Cost) -> f64, total: f64| {
+        let max = per_node.iter().map(f).fold(0.0, f64::max);
+        if total > 0.0 {
+            max / (total / k)
+        } else {
+            0.0
+        }
+    };
+    let spread = if per_node.len() > 1 {
+        format!(
+            "; busiest node / mean: {:.2} (commands), {:.2} (CPU)",
+            skew(|p| p.calls, calls),
+            skew(|p| p.cpu, cpu)
+        )
+    } else {
+        String::new()
+    };
+    println!(
+        "{what:<24} {:>6.1} commands {:>6.1} µs Redis CPU per write{spread}",
+        calls / n,
+        cpu / n
+    );
+}
+
+async fn json_call(req: reqwest::RequestBuilder) -> anyhow::Result<(u16, Value)> {
+    let r = req.send().await?;
+    let status = r.status().as_u16();
+    Ok((status, r.json().await.unwrap_or(Value::Null)))
+}
+
+/// Runs `n` jobs with `c` in flight; the number that succeeded.
+async fn run<F, Fut>(n: usize, c: usize, job: F) -> usize
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    futures::stream::iter(0..n)
+        .map(job)
+        .buffer_unordered(c)
+        .filter(|ok| futures::future::ready(*ok))
+        .count()
+        .await
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let http = reqwest::Client::new();
+    let base = args.url.trim_end_matches('/').to_string();
+    let mut nodes = Vec::new();
+    for url in args.nodes.split(',') {
+        nodes.push(
+            redis::Client::open(url)?
+                .get_multiplexed_async_connection()
+                .await?,
+        );
+    }
+    let mut probe = Probe {
+        idle: vec![(0.0, 0.0); nodes.len()],
+        nodes,
+    };
+    let tag = std::process::id();
+    let password = "password123";
+
+    // Users (sign-ups over HTTP), then their tokens.
+    let logins: Vec<String> = (0..args.users).map(|i| format!("wc{tag}_{i}")).collect();
+    let signed = run(args.users, args.concurrency, |i| {
+        let (http, base, login) = (http.clone(), base.clone(), logins[i].clone());
+        async move {
+            let body = json!({"login": login, "name": login, "email": format!("{login}@example.test"), "password": password});
+            json_call(http.post(format!("{base}/api/v1/users")).json(&body))
+                .await
+                .is_ok_and(|(s, _)| s == 201)
+        }
+    })
+    .await;
+    anyhow::ensure!(signed == args.users, "only {signed} users signed up");
+    let mut tokens = Vec::new();
+    let mut ids = Vec::new();
+    for login in &logins {
+        let body = json!({"identifier": login, "password": password});
+        let (_, v) = json_call(http.post(format!("{base}/api/v1/sessions")).json(&body)).await?;
+        tokens.push(v["token"].as_str().unwrap_or_default().to_string());
+        ids.push(v["user"]["id"].as_str().unwrap_or_default().to_string());
+    }
+
+    // Idle: what the nodes do with nothing asked (keep-alives, sweepers).
+    let a = probe.snap().await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let b = probe.snap().await?;
+    let secs = b.0.duration_since(a.0).as_secs_f64();
+    probe.idle =
+        a.1.iter()
+            .zip(&b.1)
+            .map(|(x, y)| ((y.calls - x.calls) as f64 / secs, (y.cpu - x.cpu) / secs))
+            .collect();
+    println!(
+        "{} users, each following {}; {} node(s); idle {:.0} commands/s",
+        args.users,
+        args.follows,
+        probe.nodes.len(),
+        probe.idle.iter().map(|p| p.0).sum::<f64>()
+    );
+
+    // Follows: user i follows the next `follows` users, one batch each.
+    let a = probe.snap().await?;
+    let followed = run(args.users, args.concurrency, |i| {
+        let (http, base, token) = (http.clone(), base.clone(), tokens[i].clone());
+        let batch: Vec<String> = (1..=args.follows)
+            .map(|k| ids[(i + k) % ids.len()].clone())
+            .collect();
+        async move {
+            json_call(
+                http.post(format!("{base}/api/v1/follows"))
+                    .bearer_auth(token)
+                    .json(&json!({"ids": batch})),
+            )
+            .await
+            .is_ok_and(|(s, _)| s == 200)
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let b = probe.snap().await?;
+    report(
+        &format!("follow (batches of {})", args.follows),
+        followed * args.follows,
+        &probe.delta(&a, &b),
+    );
+
+    // Posts, each fanned out to `follows` followers.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(tag as u64);
+    let authors: Vec<usize> = (0..args.posts)
+        .map(|_| rng.random_range(0..args.users))
+        .collect();
+    let posted = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let a = probe.snap().await?;
+    let n_posted = run(args.posts, args.concurrency, |i| {
+        let (http, base, token) = (http.clone(), base.clone(), tokens[authors[i]].clone());
+        let posted = posted.clone();
+        async move {
+            let body = json!({"message": format!("post {i} #cost")});
+            match json_call(
+                http.post(format!("{base}/api/v1/statuses"))
+                    .bearer_auth(token)
+                    .json(&body),
+            )
+            .await
+            {
+                Ok((201, v)) => {
+                    if let (Ok(mut p), Some(id)) = (posted.lock(), v["id"].as_str()) {
+                        p.push(id.to_string());
+                    }
+                    true
+                }
+                _ => false,
+            }
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let b = probe.snap().await?;
+    report(
+        &format!("post ({} followers)", args.follows),
+        n_posted,
+        &probe.delta(&a, &b),
+    );
+
+    // Likes: distinct (liker, status) pairs.
+    let statuses = posted.lock().map(|p| p.clone()).unwrap_or_default();
+    anyhow::ensure!(!statuses.is_empty(), "nothing was posted");
+    let pairs: Vec<(usize, String)> = (0..args.likes)
+        .map(|i| {
+            (
+                i % args.users,
+                statuses[(i * 7919) % statuses.len()].clone(),
+            )
+        })
+        .collect();
+    let a = probe.snap().await?;
+    let liked = run(args.likes, args.concurrency, |i| {
+        let (http, base) = (http.clone(), base.clone());
+        let (who, sid) = pairs[i].clone();
+        let token = tokens[who].clone();
+        async move {
+            json_call(
+                http.post(format!("{base}/api/v1/statuses/{sid}/like"))
+                    .bearer_auth(token),
+            )
+            .await
+            .is_ok_and(|(s, _)| s == 200 || s == 201)
+        }
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let b = probe.snap().await?;
+    report("like", liked, &probe.delta(&a, &b));
+
+    // Sign-ups and logins.
+    let a = probe.snap().await?;
+    let extra: Vec<String> = (0..args.accounts)
+        .map(|i| format!("wcx{tag}_{i}"))
+        .collect();
+    let made = run(args.accounts, 4, |i| {
+        let (http, base, login) = (http.clone(), base.clone(), extra[i].clone());
+        async move {
+            let body = json!({"login": login, "name": login, "email": format!("{login}@example.test"), "password": password});
+            json_call(http.post(format!("{base}/api/v1/users")).json(&body))
+                .await
+                .is_ok_and(|(s, _)| s == 201)
+        }
+    })
+    .await;
+    let b = probe.snap().await?;
+    report("sign-up", made, &probe.delta(&a, &b));
+    let a = probe.snap().await?;
+    let logged = run(args.accounts, 4, |i| {
+        let (http, base, login) = (http.clone(), base.clone(), extra[i].clone());
+        async move {
+            let body = json!({"identifier": login, "password": password});
+            json_call(http.post(format!("{base}/api/v1/sessions")).json(&body))
+                .await
+                .is_ok_and(|(s, _)| s == 201)
+        }
+    })
+    .await;
+    let b = probe.snap().await?;
+    report("login", logged, &probe.delta(&a, &b));
+    Ok(())
+}

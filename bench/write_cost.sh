@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Redis commands and CPU per write (follow, post, like, sign-up, login) on
+# one Redis and on a 3-master cluster, the same workload on each:
+# 300 users each following 10, 2,000 posts, 2,000 likes, 16 clients.
+# AOF on (everysec), as the embedded Redis runs.
+#
+#   cargo build --release -p firehose -p firehose-bench && bench/write_cost.sh [one|cluster|both]
+set -euo pipefail
+mode=${1:-both}
+bin=${FIREHOSE_BIN:-target/release/firehose}
+tool=${BENCH_BIN:-target/release/write_cost}
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  for p in 6401 7101 7102 7103; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+redis() { # port [cluster]
+  mkdir -p "$dir/$1"
+  redis-server --port "$1" --dir "$dir/$1" --appendonly yes --save "" --daemonize yes \
+    ${2:+--cluster-enabled yes --cluster-config-file nodes.conf} >/dev/null
+  until redis-cli -p "$1" ping >/dev/null 2>&1; do sleep 0.1; done
+}
+serve() { # port redis-args...
+  local port=$1; shift
+  FIREHOSE_RATE_LIMITS=off "$bin" serve --listen "127.0.0.1:$port" "$@" >/dev/null 2>&1 &
+  pids+=($!)
+  until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do sleep 0.2; done
+}
+if [[ $mode == one || $mode == both ]]; then
+  echo "== one Redis"
+  redis 6401
+  serve 8101 --redis-url redis://127.0.0.1:6401
+  "$tool" --url http://127.0.0.1:8101 --nodes redis://127.0.0.1:6401
+fi
+if [[ $mode == cluster || $mode == both ]]; then
+  echo "== 3-master cluster"
+  for p in 7101 7102 7103; do redis "$p" cluster; done
+  redis-cli --cluster create 127.0.0.1:7101 127.0.0.1:7102 127.0.0.1:7103 --cluster-replicas 0 --cluster-yes >/dev/null
+  until redis-cli -p 7101 cluster info | grep -q 'cluster_state:ok'; do sleep 0.2; done
+  nodes=redis://127.0.0.1:7101,redis://127.0.0.1:7102,redis://127.0.0.1:7103
+  serve 8102 --redis-cluster "$nodes"
+  "$tool" --url http://127.0.0.1:8102 --nodes "$nodes"
+fi
