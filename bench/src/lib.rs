@@ -31,3 +31,19 @@ pub enum Transport {
     /// WebSocket.
     Ws,
 }
+
+/// Runs `n` jobs `make(i)` with `concurrency` in flight; returns how many
+/// succeeded.
+pub async fn run_all<F, Fut>(n: usize, concurrency: usize, make: F) -> usize
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    use futures::StreamExt;
+    futures::stream::iter(0..n)
+        .map(make)
+        .buffer_unordered(concurrency)
+        .filter(|ok| futures::future::ready(*ok))
+        .count()
+        .await
+}

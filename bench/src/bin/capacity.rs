@@ -25,8 +25,8 @@
 use clap::Parser;
 use firehose::config::Config;
 use firehose::store::Store;
+use firehose_bench::run_all;
 use firehose_bench::users::users;
-use futures::StreamExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -182,20 +182,6 @@ impl Probe {
             nodes,
         })
     }
-}
-
-/// Runs `n` jobs `make(i)` with `concurrency` in flight; returns the successes.
-async fn run_all<F, Fut>(n: usize, concurrency: usize, make: F) -> usize
-where
-    F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    futures::stream::iter(0..n)
-        .map(make)
-        .buffer_unordered(concurrency)
-        .filter(|ok| futures::future::ready(*ok))
-        .count()
-        .await
 }
 
 /// A raw SSE firehose client that counts `data:` lines until stopped.

@@ -15,7 +15,7 @@
 
 use clap::Parser;
 use firehose_bench::redis_info::{self, Node};
-use futures::StreamExt;
+use firehose_bench::run_all;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -121,19 +121,15 @@ async fn json_call(req: reqwest::RequestBuilder) -> anyhow::Result<(u16, Value)>
     Ok((status, r.json().await.unwrap_or(Value::Null)))
 }
 
-/// Runs `n` jobs with `c` in flight; the number that succeeded.
-async fn run<F, Fut>(n: usize, c: usize, job: F) -> usize
-where
-    F: Fn(usize) -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    futures::stream::iter(0..n)
-        .map(job)
-        .buffer_unordered(c)
-        .filter(|ok| futures::future::ready(*ok))
-        .count()
+/// Signs `login` up; whether it was created.
+async fn sign_up(http: reqwest::Client, base: String, login: String) -> bool {
+    let body = json!({"login": login, "name": login, "email": format!("{login}@example.test"), "password": PASSWORD});
+    json_call(http.post(format!("{base}/api/v1/users")).json(&body))
         .await
+        .is_ok_and(|(s, _)| s == 201)
 }
+
+const PASSWORD: &str = "password123";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -153,25 +149,18 @@ async fn main() -> anyhow::Result<()> {
         nodes,
     };
     let tag = std::process::id();
-    let password = "password123";
 
     // Users (sign-ups over HTTP), then their tokens.
     let logins: Vec<String> = (0..args.users).map(|i| format!("wc{tag}_{i}")).collect();
-    let signed = run(args.users, args.concurrency, |i| {
-        let (http, base, login) = (http.clone(), base.clone(), logins[i].clone());
-        async move {
-            let body = json!({"login": login, "name": login, "email": format!("{login}@example.test"), "password": password});
-            json_call(http.post(format!("{base}/api/v1/users")).json(&body))
-                .await
-                .is_ok_and(|(s, _)| s == 201)
-        }
+    let signed = run_all(args.users, args.concurrency, |i| {
+        sign_up(http.clone(), base.clone(), logins[i].clone())
     })
     .await;
     anyhow::ensure!(signed == args.users, "only {signed} users signed up");
     let mut tokens = Vec::new();
     let mut ids = Vec::new();
     for login in &logins {
-        let body = json!({"identifier": login, "password": password});
+        let body = json!({"identifier": login, "password": PASSWORD});
         let (_, v) = json_call(http.post(format!("{base}/api/v1/sessions")).json(&body)).await?;
         tokens.push(v["token"].as_str().unwrap_or_default().to_string());
         ids.push(v["user"]["id"].as_str().unwrap_or_default().to_string());
@@ -197,7 +186,7 @@ async fn main() -> anyhow::Result<()> {
 
     // Follows: user i follows the next `follows` users, one batch each.
     let a = probe.snap().await?;
-    let followed = run(args.users, args.concurrency, |i| {
+    let followed = run_all(args.users, args.concurrency, |i| {
         let (http, base, token) = (http.clone(), base.clone(), tokens[i].clone());
         let batch: Vec<String> = (1..=args.follows)
             .map(|k| ids[(i + k) % ids.len()].clone())
@@ -228,7 +217,7 @@ async fn main() -> anyhow::Result<()> {
         .collect();
     let posted = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let a = probe.snap().await?;
-    let n_posted = run(args.posts, args.concurrency, |i| {
+    let n_posted = run_all(args.posts, args.concurrency, |i| {
         let (http, base, token) = (http.clone(), base.clone(), tokens[authors[i]].clone());
         let posted = posted.clone();
         async move {
@@ -271,7 +260,7 @@ async fn main() -> anyhow::Result<()> {
         })
         .collect();
     let a = probe.snap().await?;
-    let liked = run(args.likes, args.concurrency, |i| {
+    let liked = run_all(args.likes, args.concurrency, |i| {
         let (http, base) = (http.clone(), base.clone());
         let (who, sid) = pairs[i].clone();
         let token = tokens[who].clone();
@@ -294,23 +283,17 @@ async fn main() -> anyhow::Result<()> {
     let extra: Vec<String> = (0..args.accounts)
         .map(|i| format!("wcx{tag}_{i}"))
         .collect();
-    let made = run(args.accounts, 4, |i| {
-        let (http, base, login) = (http.clone(), base.clone(), extra[i].clone());
-        async move {
-            let body = json!({"login": login, "name": login, "email": format!("{login}@example.test"), "password": password});
-            json_call(http.post(format!("{base}/api/v1/users")).json(&body))
-                .await
-                .is_ok_and(|(s, _)| s == 201)
-        }
+    let made = run_all(args.accounts, 4, |i| {
+        sign_up(http.clone(), base.clone(), extra[i].clone())
     })
     .await;
     let b = probe.snap().await?;
     report("sign-up", made, &probe.delta(&a, &b));
     let a = probe.snap().await?;
-    let logged = run(args.accounts, 4, |i| {
+    let logged = run_all(args.accounts, 4, |i| {
         let (http, base, login) = (http.clone(), base.clone(), extra[i].clone());
         async move {
-            let body = json!({"identifier": login, "password": password});
+            let body = json!({"identifier": login, "password": PASSWORD});
             json_call(http.post(format!("{base}/api/v1/sessions")).json(&body))
                 .await
                 .is_ok_and(|(s, _)| s == 201)
