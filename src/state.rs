@@ -57,9 +57,15 @@ impl Shared {
     /// Streams `uid` may hold at once: `--max-streams-per-user`, or for the
     /// demo's shared viewer `--demo-viewer-streams` over every visitor.
     pub fn max_streams(&self, uid: u64) -> usize {
-        match &self.demo {
-            Some(v) if v.uid() == Some(uid) => self.cfg.demo_viewer_streams,
-            _ => self.cfg.max_streams_per_user,
+        if self.is_demo_viewer(uid) {
+            return self.cfg.demo_viewer_streams;
         }
+        self.cfg.max_streams_per_user
+    }
+
+    /// Whether `uid` is the demo's shared read-only viewer (`serve --demo`),
+    /// whose one session every visitor uses: it cannot be ended by one.
+    pub fn is_demo_viewer(&self, uid: u64) -> bool {
+        self.demo.as_ref().is_some_and(|v| v.uid() == Some(uid))
     }
 }

@@ -137,12 +137,24 @@ const DESTROY_OP: Op = Op {
     status: 204,
     params: Params::None,
     reply: Reply::Empty,
-    errors: &[401, 503],
+    errors: &[401, 403, 503],
 };
+
+/// The demo's shared viewer (`serve --demo`) has one session for every
+/// visitor: none of them may end it for the others (403).
+fn shared_viewer(state: &AppState, auth: &AuthUser) -> ApiResult<()> {
+    if state.is_demo_viewer(auth.uid) {
+        return Err(ApiError::forbidden(
+            "The demo viewer's session is shared by every visitor; it cannot be ended.",
+        ));
+    }
+    Ok(())
+}
 
 /// `DELETE /api/v1/sessions/current`: log out; the token stops working and
 /// streams opened with it are closed.
 pub async fn destroy(State(state): State<AppState>, auth: AuthUser) -> ApiResult<StatusCode> {
+    shared_viewer(&state, &auth)?;
     state.store.end_session(&auth.sid).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -247,7 +259,7 @@ const END_OP: Op = Op {
     status: 204,
     params: Params::None,
     reply: Reply::Empty,
-    errors: &[401, 404, 503],
+    errors: &[401, 403, 404, 503],
 };
 
 /// `DELETE /api/v1/sessions/{id}`: ends one of the caller's sessions; 404
@@ -257,6 +269,7 @@ pub async fn end(
     auth: AuthUser,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
+    shared_viewer(&state, &auth)?;
     let known = id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
     if !known || !state.store.end_user_session(auth.uid, &id).await? {
         return Err(ApiError::not_found("No such session."));

@@ -67,6 +67,17 @@ async fn serve_demo_shows_a_live_world_to_a_read_only_viewer() {
     }
     let over = app.stream("/api/v1/stream/sample", Some(&token), &[]).await;
     assert_eq!(over.status, StatusCode::TOO_MANY_REQUESTS, "{}", over.body);
+    // No visitor can end the session the others share.
+    let (status, body) = app.delete("/api/v1/sessions/current", Some(&token)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (_, list) = app.get("/api/v1/sessions", Some(&token)).await;
+    let sid = list["sessions"][0]["id"].as_str().unwrap().to_string();
+    let (status, _) = app
+        .delete(&format!("/api/v1/sessions/{sid}"), Some(&token))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = app.get("/api/v1/me", Some(&token)).await;
+    assert_eq!(status, StatusCode::OK, "the pass still works");
     // Its account is nobody's to log in to.
     let (_, me) = app.get("/api/v1/me", Some(&token)).await;
     let login = me["login"].as_str().unwrap();

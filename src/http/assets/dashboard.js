@@ -174,9 +174,10 @@ const dashboard = (() => {
     while (ul.children.length > keep) ul.lastChild.remove();
   }
 
-  async function open(path, params, onData, onState) {
+  // `fresh`: after a refusal, ask for a token again (the demo's is renewed).
+  async function open(path, params, onData, onState, fresh) {
     const q = new URLSearchParams(params);
-    q.set("access_token", await getToken());
+    q.set("access_token", await getToken(fresh));
     const es = new EventSource(path + "?" + q.toString());
     es.onopen = () => onState("live");
     es.onerror = () => onState(es.readyState === EventSource.CLOSED ? "refused" : "reconnecting");
@@ -194,7 +195,7 @@ const dashboard = (() => {
     }
   }
 
-  async function openFirehose(kindName) {
+  async function openFirehose(kindName, fresh) {
     const params = kindName === "sample" ? { rate: "1" } : {};
     let opened = false;
     firehose = await open("/api/v1/stream/" + kindName, params, onFirehose, (state) => {
@@ -206,9 +207,9 @@ const dashboard = (() => {
       } else if (state === "refused") {
         // A token renewed (the demo's) or a server back: try again soon.
         firehose.close();
-        timers.push(setTimeout(() => openFirehose(kindName), 3000));
+        timers.push(setTimeout(() => openFirehose(kindName, true), 3000));
       }
-    });
+    }, fresh);
   }
 
   async function applyFilter() {

@@ -124,8 +124,8 @@ async function loadTrends() {
 
 // Without --demo, /api/v1/demo answers 404 and the page waits for a login.
 let demoPass = null;
-async function demoToken() {
-  if (!demoPass || demoPass.expires_at - Date.now() / 1000 < 3600) {
+async function demoToken(fresh) {
+  if (fresh || !demoPass || demoPass.expires_at - Date.now() / 1000 < 3600) {
     const resp = await fetch("/api/v1/demo");
     if (!resp.ok) throw new Error("no demo");
     demoPass = await resp.json();
