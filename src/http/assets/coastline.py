@@ -4,7 +4,7 @@ world-atlas@2.0.2's land-110m.json (Natural Earth 1:110m land, public
 domain; world-atlas is ISC, (c) Michael Bostock).
 
     npm pack world-atlas@2.0.2 && tar xzf world-atlas-2.0.2.tgz
-    python3 tools/coastline.py package/land-110m.json > src/http/assets/coast.js
+    python3 src/http/assets/coastline.py package/land-110m.json > src/http/assets/coast.js
 
 It decodes the TopoJSON arcs (quantized, delta-encoded) into one closed
 line per ring, in tenths of a degree, dropping points that round onto
@@ -49,7 +49,7 @@ def main(path):
                     rings.append(flat)
     print("// The world's land, for the page's map: Natural Earth 1:110m land (public")
     print("// domain) from world-atlas@2.0.2 (ISC, (c) 2013-2019 Michael Bostock),")
-    print("// decoded by tools/coastline.py into closed rings of lon,lat in tenths of")
+    print("// decoded by src/http/assets/coastline.py into closed rings of lon,lat in tenths of")
     print("// a degree. Regenerate with that script; do not edit by hand.")
     print("const COAST = " + json.dumps(rings, separators=(",", ":")) + ";")
 
