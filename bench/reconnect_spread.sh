@@ -13,7 +13,7 @@ bin=${FIREHOSE_BIN:-target/release/firehose}
 tool=${BENCH_BIN:-target/release/reconnect_spread}
 ulimit -n 65536 2>/dev/null || true
 redis-server --port "$rport" --save "" --appendonly no --daemonize yes >/dev/null
-trap 'kill $(jobs -p) 2>/dev/null; redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; redis-cli -p "$rport" shutdown nosave >/dev/null 2>&1 || true' EXIT
 serve() { # port spread
   FIREHOSE_RATE_LIMITS=off FIREHOSE_RECONNECT_SPREAD=$2 FIREHOSE_SHUTDOWN_GRACE=30 \
     "$bin" serve --redis-url "redis://127.0.0.1:$rport" --listen "127.0.0.1:$1" >/dev/null 2>&1 &
