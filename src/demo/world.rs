@@ -21,6 +21,10 @@ pub const DEMO_PASSWORD: &str = "demo-password";
 const CONCURRENCY: usize = 64;
 /// Statuses a reply, like or repost may pick from: the newest ones.
 const RECENT: usize = 200;
+/// Statuses (and reposts) a demo user keeps: past it their oldest is
+/// deleted, so a world left running for weeks holds a bounded amount
+/// (users × 40, plus what the separate seeder's first pass made).
+const KEEP_PER_USER: u64 = 40;
 
 const FIRST: &[&str] = &[
     "ada", "alan", "grace", "linus", "margaret", "ken", "dennis", "barbara", "edsger", "frances",
@@ -128,6 +132,8 @@ pub enum Act {
     Like,
     /// Reposted a recent status.
     Repost,
+    /// Deleted the author's oldest status (past [`KEEP_PER_USER`]).
+    Delete,
 }
 
 /// A seeded world, ready to act.
@@ -287,7 +293,8 @@ impl World {
 
     /// One write, as people do: half statuses (two in five geotagged, some
     /// with hashtags and mentions), the rest replies, likes and reposts of
-    /// recent statuses; celebrities write a tenth of the statuses.
+    /// recent statuses; celebrities write a tenth of the statuses. A user past
+    /// [`KEEP_PER_USER`] statuses deletes their oldest instead.
     pub async fn act(&mut self) -> Result<Act, StoreError> {
         let roll = self.rng.random_range(0..100);
         let author = if self.rng.random_bool(0.1) {
@@ -295,6 +302,9 @@ impl World {
         } else {
             self.rng.random_range(0..self.uids.len())
         };
+        if self.trim(author).await? {
+            return Ok(Act::Delete);
+        }
         let target = self.pick_recent(author);
         match (roll, target) {
             (50..65, Some(t)) => self.reply(author, t).await.map(|_| Act::Reply),
@@ -305,6 +315,21 @@ impl World {
             }
             (90.., Some(t)) => self.repost(author, t).await.map(|_| Act::Repost),
             _ => self.status(author).await.map(|_| Act::Status),
+        }
+    }
+
+    /// Deletes `author`'s oldest status if they hold more than
+    /// [`KEEP_PER_USER`]; whether one went.
+    async fn trim(&mut self, author: usize) -> Result<bool, StoreError> {
+        let uid = self.uids[author];
+        let (n, oldest) = self.store.demo_oldest(uid).await?;
+        let Some(sid) = oldest.filter(|_| n > KEEP_PER_USER) else {
+            return Ok(false);
+        };
+        self.recent.retain(|&(s, _)| s != sid);
+        match self.store.delete_status(sid, uid, false, now()).await {
+            Ok(()) | Err(StoreError::NotFound(_)) => Ok(true),
+            Err(e) => Err(e),
         }
     }
 

@@ -33,4 +33,17 @@ impl Store {
         let () = conn.hset(self.keys.demo(), "viewer", uid).await?;
         Ok(())
     }
+
+    /// How many statuses `uid`'s profile holds, and the oldest of them: the
+    /// demo deletes that one past its per-user bound.
+    pub async fn demo_oldest(&self, uid: u64) -> StoreResult<(u64, Option<u64>)> {
+        let mut conn = self.conn();
+        let key = self.keys.profile(uid);
+        let (n, oldest): (u64, Vec<u64>) = redis::pipe()
+            .zcard(&key)
+            .zrange(&key, 0, 0)
+            .query_async(&mut conn)
+            .await?;
+        Ok((n, oldest.first().copied()))
+    }
 }

@@ -92,6 +92,37 @@ async fn serve_demo_shows_a_live_world_to_a_read_only_viewer() {
 }
 
 #[tokio::test]
+async fn the_demo_world_stays_bounded_by_deleting_each_users_oldest() {
+    // Three users writing 100 times a second pass 40 statuses each within
+    // seconds; from then on each deletes their oldest instead of growing.
+    let app = TestApp::start_with(|c| {
+        c.demo = true;
+        c.demo_users = 3;
+        c.demo_rate = 100.0;
+    })
+    .await;
+    let token = viewer_token(&app).await;
+    let mut firehose = app
+        .stream("/api/v1/stream/firehose", Some(&token), &[])
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "no delete within a minute");
+        if firehose.next_event("a demo event").await.event == "delete" {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for login in ["ada_0", "alan_1", "grace_2"] {
+        let (_, user) = app
+            .get(&format!("/api/v1/users/lookup?login={login}"), None)
+            .await;
+        let posts = user["posts"].as_u64().unwrap();
+        assert!(posts <= 41, "{login} holds {posts}");
+    }
+}
+
+#[tokio::test]
 async fn without_demo_there_is_no_viewer() {
     let app = TestApp::start().await;
     let (status, body) = app.get("/api/v1/demo", None).await;
