@@ -125,6 +125,23 @@ impl Browser {
         }
     }
 
+    /// [`Browser::start`], or a panic naming what is missing: the page
+    /// tests need a real browser.
+    pub(crate) async fn needed() -> Browser {
+        Self::start().await.unwrap_or_else(|| {
+            panic!(
+                "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
+            )
+        })
+    }
+
+    /// Logs in on the page as `login` (password `password123`).
+    pub(crate) async fn log_in(&self, login: &str) {
+        self.fill("li-identifier", login).await;
+        self.fill("li-password", "password123").await;
+        self.click("login").await;
+    }
+
     /// Runs an asynchronous script in the page (its last argument is the
     /// callback that returns its result).
     pub(crate) async fn run_async(

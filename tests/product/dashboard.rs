@@ -239,11 +239,7 @@ async fn until(browser: &Browser, what: &str, expr: &str) {
 
 #[tokio::test]
 async fn the_dashboard_charts_maps_and_filters_the_demo_world() {
-    let Some(browser) = Browser::start().await else {
-        panic!(
-            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
-        );
-    };
+    let browser = Browser::needed().await;
     let app = demo_app(1000).await;
     browser.goto(&format!("http://{}/", app.addr)).await;
     // No login: the demo world, live.
@@ -363,11 +359,7 @@ async fn the_dashboard_charts_maps_and_filters_the_demo_world() {
 
 #[tokio::test]
 async fn a_logged_in_user_without_the_firehose_scope_gets_the_sample_on_the_dashboard() {
-    let Some(browser) = Browser::start().await else {
-        panic!(
-            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
-        );
-    };
+    let browser = Browser::needed().await;
     let app = TestApp::start().await;
     app.register("dash_user").await;
     browser.goto(&format!("http://{}/", app.addr)).await;
@@ -378,9 +370,7 @@ async fn a_logged_in_user_without_the_firehose_scope_gets_the_sample_on_the_dash
     )
     .await;
     assert_eq!(hidden, json!(true));
-    browser.fill("li-identifier", "dash_user").await;
-    browser.fill("li-password", "password123").await;
-    browser.click("login").await;
+    browser.log_in("dash_user").await;
     browser.wait_for_text("who", "@dash_user").await;
     browser
         .wait_for_text("dash-source", "sample stream, 100 %: live")

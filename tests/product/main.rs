@@ -482,11 +482,7 @@ async fn the_load_generator_reports_delivery_and_latency() {
 
 #[tokio::test]
 async fn the_browser_page_shows_a_followed_users_post_live() {
-    let Some(browser) = common::browser::Browser::start().await else {
-        panic!(
-            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
-        );
-    };
+    let browser = common::browser::Browser::needed().await;
     let app = TestApp::start().await;
     let (ida, alice) = app.user("alice").await;
     let _ = ida;
@@ -628,18 +624,12 @@ async fn the_browser_page_shows_a_followed_users_post_live() {
 
 #[tokio::test]
 async fn the_page_keeps_filter_rules_and_shows_which_matched_live() {
-    let Some(browser) = common::browser::Browser::start().await else {
-        panic!(
-            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
-        );
-    };
+    let browser = common::browser::Browser::needed().await;
     let app = TestApp::start().await;
     let (_, writer) = app.user("rule_writer").await;
     app.register("carol").await;
     browser.goto(&format!("http://{}/", app.addr)).await;
-    browser.fill("li-identifier", "carol").await;
-    browser.fill("li-password", "password123").await;
-    browser.click("login").await;
+    browser.log_in("carol").await;
     browser.wait_for_text("who", "@carol").await;
     // An invalid rule names its column; a valid one joins the list.
     browser.fill("rule-value", "a (b").await;
@@ -689,18 +679,12 @@ async fn the_page_keeps_filter_rules_and_shows_which_matched_live() {
 
 #[tokio::test]
 async fn the_page_makes_a_group_and_posts_into_it() {
-    let Some(browser) = common::browser::Browser::start().await else {
-        panic!(
-            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
-        );
-    };
+    let browser = common::browser::Browser::needed().await;
     let app = TestApp::start().await;
     let (_, friend) = app.user("group_friend").await;
     app.register("gina").await;
     browser.goto(&format!("http://{}/", app.addr)).await;
-    browser.fill("li-identifier", "gina").await;
-    browser.fill("li-password", "password123").await;
-    browser.click("login").await;
+    browser.log_in("gina").await;
     browser.wait_for_text("who", "@gina").await;
     browser.fill("group-name", "Page people").await;
     browser.click("group-create").await;
@@ -748,11 +732,7 @@ async fn the_page_makes_a_group_and_posts_into_it() {
 
 #[tokio::test]
 async fn the_page_reports_a_status_and_an_admin_resolves_and_suspends() {
-    let Some(browser) = common::browser::Browser::start().await else {
-        panic!(
-            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
-        );
-    };
+    let browser = common::browser::Browser::needed().await;
     let app = TestApp::start().await;
     let (alice_id, alice) = app.user("page_spammer").await;
     let (admin_id, _) = app.user("page_admin").await;
@@ -762,9 +742,7 @@ async fn the_page_reports_a_status_and_an_admin_resolves_and_suspends() {
     let reporter = app.login("page_reporter").await;
     app.follow(&reporter, &alice_id).await;
     browser.goto(&format!("http://{}/", app.addr)).await;
-    browser.fill("li-identifier", "page_reporter").await;
-    browser.fill("li-password", "password123").await;
-    browser.click("login").await;
+    browser.log_in("page_reporter").await;
     browser.wait_for_text("timeline", "buy my pills now").await;
     browser.click("timeline .report").await;
     browser.wait_for_text("post-msg", "reported").await;
@@ -899,19 +877,22 @@ async fn pages_carry_their_policy_and_other_origins_may_use_the_api_and_streams(
 
     // In Chromium, from a page on a second local origin: fetch with a
     // bearer token, and an EventSource with access_token.
-    let Some(browser) = common::browser::Browser::start().await else {
-        panic!(
-            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
-        );
-    };
+    let browser = common::browser::Browser::needed().await;
     browser.goto(&other_origin()).await;
     let script = r#"
         const [api, token, done] = arguments;
         const seen = {};
         const timer = setTimeout(() => done({error: "timed out", seen}), 10000);
+        // Done once both the fetch and the event are in (either may be first).
+        const finish = () => {
+            if (("login" in seen || "fetch_error" in seen) && "message" in seen) {
+                clearTimeout(timer);
+                done(seen);
+            }
+        };
         fetch(api + "/api/v1/me", {headers: {"authorization": "Bearer " + token}})
-            .then((r) => r.json()).then((me) => { seen.login = me.login; })
-            .catch((e) => { seen.fetch_error = String(e); });
+            .then((r) => r.json()).then((me) => { seen.login = me.login; finish(); })
+            .catch((e) => { seen.fetch_error = String(e); finish(); });
         const es = new EventSource(api + "/api/v1/stream/filter?track=corsword&access_token=" + encodeURIComponent(token));
         es.onopen = () => {
             fetch(api + "/api/v1/statuses", {method: "POST",
@@ -921,9 +902,8 @@ async fn pages_carry_their_policy_and_other_origins_may_use_the_api_and_streams(
         es.addEventListener("status", (e) => {
             seen.message = JSON.parse(e.data).status.message;
             seen.origin = location.origin;
-            clearTimeout(timer);
             es.close();
-            done(seen);
+            finish();
         });
         es.onerror = () => { seen.es_error = true; };
     "#;
@@ -1092,11 +1072,7 @@ async fn the_python_and_node_consumers_print_what_they_are_sent() {
 
 #[tokio::test]
 async fn the_eventsource_example_page_streams_and_resumes_in_chromium() {
-    let Some(browser) = common::browser::Browser::start().await else {
-        panic!(
-            "chromium and chromedriver are needed (apt-get install -y chromium chromium-driver)"
-        );
-    };
+    let browser = common::browser::Browser::needed().await;
     let app = TestApp::start().await;
     let (_, token) = app.user("es_page").await;
     let page = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples/eventsource.html");
