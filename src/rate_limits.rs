@@ -191,6 +191,19 @@ impl ClientAddr {
     }
 }
 
+impl ClientAddr {
+    /// [`ClientAddr::of`] for a request's headers (the router's requests and
+    /// the raw stream path both ask this way).
+    pub fn from_headers(
+        peer: IpAddr,
+        trusted: &[IpAddr],
+        headers: &axum::http::HeaderMap,
+    ) -> ClientAddr {
+        let forwarded = headers.get("x-forwarded-for").map(|v| v.as_bytes());
+        ClientAddr::of(peer, trusted, forwarded)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

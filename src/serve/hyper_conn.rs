@@ -57,8 +57,7 @@ pub(super) async fn hyper_connection(
         move |req: axum::http::Request<hyper::body::Incoming>| {
             let mut req = req.map(Body::new);
             if let Some(peer) = peer {
-                let forwarded = req.headers().get("x-forwarded-for").map(|v| v.as_bytes());
-                let client = ClientAddr::of(peer, &trusted, forwarded);
+                let client = ClientAddr::from_headers(peer, &trusted, req.headers());
                 req.extensions_mut().insert(client);
             }
             req

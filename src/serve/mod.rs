@@ -281,8 +281,8 @@ async fn accept(
     };
     if let Some(mut parts) = head_end.and_then(|end| parse_head(&buf[..end])) {
         if let Ok(peer) = tcp.peer_addr() {
-            let forwarded = parts.headers.get("x-forwarded-for").map(|v| v.as_bytes());
-            let client = ClientAddr::of(peer.ip(), &state.cfg.trusted_proxies, forwarded);
+            let trusted = &state.cfg.trusted_proxies;
+            let client = ClientAddr::from_headers(peer.ip(), trusted, &parts.headers);
             parts.extensions.insert(client);
         }
         // The same span and latency series as a stream served through the
