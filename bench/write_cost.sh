@@ -2,9 +2,12 @@
 # Redis commands and CPU per write (follow, post, like, sign-up, login) on
 # one Redis and on a 3-master cluster, the same workload on each:
 # 300 users each following 10, 2,000 posts, 2,000 likes, 16 clients.
-# AOF on (everysec), as the embedded Redis runs.
+# AOF on (everysec), as the embedded Redis runs. `replicas`: 3 masters with
+# a replica each, the workload once through a server that answers at once
+# and once through one that waits for a replica (--redis-wait-replicas 1),
+# side by side: the price of writes that survive a failover.
 #
-#   cargo build --release -p firehose -p firehose-bench && bench/write_cost.sh [one|cluster|both]
+#   cargo build --release -p firehose -p firehose-bench && bench/write_cost.sh [one|cluster|both|replicas]
 set -euo pipefail
 mode=${1:-both}
 bin=${FIREHOSE_BIN:-target/release/firehose}
@@ -13,14 +16,14 @@ dir=$(mktemp -d)
 pids=()
 cleanup() {
   kill "${pids[@]}" 2>/dev/null || true
-  for p in 6401 7101 7102 7103; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
+  for p in 6401 7101 7102 7103 7104 7105 7106; do redis-cli -p "$p" shutdown nosave >/dev/null 2>&1 || true; done
   rm -rf "$dir"
 }
 trap cleanup EXIT
 redis() { # port [cluster]
   mkdir -p "$dir/$1"
   redis-server --port "$1" --dir "$dir/$1" --appendonly yes --save "" --daemonize yes \
-    ${2:+--cluster-enabled yes --cluster-config-file nodes.conf} >/dev/null
+    ${2:+--cluster-enabled yes --cluster-config-file nodes.conf --repl-diskless-sync-delay 0} >/dev/null
   until redis-cli -p "$1" ping >/dev/null 2>&1; do sleep 0.1; done
 }
 serve() { # port redis-args...
@@ -43,4 +46,21 @@ if [[ $mode == cluster || $mode == both ]]; then
   nodes=redis://127.0.0.1:7101,redis://127.0.0.1:7102,redis://127.0.0.1:7103
   serve 8102 --redis-cluster "$nodes"
   "$tool" --url http://127.0.0.1:8102 --nodes "$nodes"
+fi
+if [[ $mode == replicas ]]; then
+  echo "== 3 masters with a replica each"
+  for p in 7101 7102 7103 7104 7105 7106; do redis "$p" cluster; done
+  redis-cli --cluster create 127.0.0.1:71{01,02,03,04,05,06} --cluster-replicas 1 --cluster-yes >/dev/null
+  until [[ $(for p in 7101 7102 7103 7104 7105 7106; do redis-cli -p "$p" info replication; done |
+    grep -c 'master_link_status:up') == 3 ]]; do sleep 0.2; done
+  nodes=redis://127.0.0.1:7101,redis://127.0.0.1:7102,redis://127.0.0.1:7103
+  masters=$(for p in 7101 7102 7103 7104 7105 7106; do
+    if redis-cli -p "$p" info replication | grep -q role:master; then echo "redis://127.0.0.1:$p"; fi
+  done | paste -sd,)
+  serve 8103 --redis-cluster "$nodes"
+  serve 8104 --redis-cluster "$nodes" --redis-wait-replicas 1
+  echo "-- answered at once"
+  "$tool" --url http://127.0.0.1:8103 --nodes "$masters"
+  echo "-- answered once a replica holds the write"
+  "$tool" --url http://127.0.0.1:8104 --nodes "$masters"
 fi

@@ -72,6 +72,19 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_REDIS_CLUSTER")]
     pub redis_cluster: Option<String>,
 
+    /// Replicas that must hold a write before it is answered: after a
+    /// write succeeds, `WAIT` on every master for this many of its
+    /// replicas (fewer when fewer are attached and in sync: a master with
+    /// none has nothing to fail over to). A replica that does not confirm
+    /// within --redis-wait-timeout-ms turns the answer into a 503, which a
+    /// retry with the same Idempotency-Key settles. 0: answer at once.
+    #[arg(long, env = "FIREHOSE_REDIS_WAIT_REPLICAS", default_value_t = 0)]
+    pub redis_wait_replicas: u32,
+
+    /// How long a write waits for its replicas (--redis-wait-replicas).
+    #[arg(long, env = "FIREHOSE_REDIS_WAIT_TIMEOUT_MS", default_value_t = 1000)]
+    pub redis_wait_timeout_ms: u64,
+
     /// Where the private redis-server keeps its data (AOF on).
     #[arg(long, env = "FIREHOSE_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,

@@ -118,6 +118,15 @@ fn uuid_text(bits: u128) -> String {
     )
 }
 
+/// A method that may change something: its success waits for the
+/// replicas (`--redis-wait-replicas`).
+fn is_write(method: &axum::http::Method) -> bool {
+    !matches!(
+        *method,
+        axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+    )
+}
+
 async fn not_found() -> ApiError {
     ApiError::not_found("No such endpoint.")
 }
@@ -125,7 +134,8 @@ async fn not_found() -> ApiError {
 /// What every routed request goes through: its `x-request-id` (the
 /// client's, or a new one) on the request and the response, a span that
 /// log lines inside it carry (method, route, request id; the path only:
-/// the query may hold an access_token), its latency by route, an error
+/// the query may hold an access_token), a successful write's wait for the
+/// replicas (`--redis-wait-replicas`), its latency by route, an error
 /// line for a 5xx, and the contract's JSON shape for bare framework errors
 /// (405, ...). One layer: each layer is a boxed future and a clone of its
 /// service per request, which a cached read notices.
@@ -185,6 +195,11 @@ async fn observe(
         request_id = request_id.to_str().unwrap_or("")
     );
     let mut response = next.run(req).instrument(span.clone()).await;
+    if is_write(&method) && response.status().is_success() && state.store.waits_for_replicas() {
+        if let Err(e) = state.store.confirm_replicated().await {
+            response = ApiError::from(e).into_response();
+        }
+    }
     let status = response.status();
     let seconds = started.elapsed().as_secs_f64();
     crate::metrics::global().observe_http(route, method.as_str(), status.as_u16(), seconds);

@@ -41,6 +41,7 @@ pub mod paging;
 pub mod ranking;
 pub mod rate;
 pub mod relations;
+pub(crate) mod replicas;
 pub mod rules;
 pub mod sessions;
 pub mod social;
@@ -228,6 +229,8 @@ pub struct Store {
     pub(crate) max_conversations: usize,
     /// Seconds a deleted account's login stays reserved.
     pub(crate) login_reservation: u64,
+    /// Replicas a write waits for (`--redis-wait-replicas`).
+    pub(crate) replication: Arc<replicas::Replication>,
 }
 
 /// Where Redis is: one server, or the seed nodes of a cluster.
@@ -303,6 +306,11 @@ impl Store {
             max_conversation_messages: cfg.max_conversation_messages,
             max_conversations: cfg.max_conversations_per_user,
             login_reservation: cfg.login_reservation_days.saturating_mul(86_400),
+            replication: Arc::new(replicas::Replication::new(
+                cfg.redis_wait_replicas,
+                cfg.redis_wait_timeout_ms,
+                &cfg.key_prefix,
+            )),
         })
     }
 
@@ -350,6 +358,18 @@ impl Store {
     /// A connection handle for one call.
     pub(crate) fn conn(&self) -> RedisConn {
         self.conn.clone()
+    }
+
+    /// Waits until the replicas hold every write finished so far
+    /// (`--redis-wait-replicas`; at once when that is 0). `Unavailable`
+    /// when a replica did not confirm in time.
+    pub async fn confirm_replicated(&self) -> StoreResult<()> {
+        self.replication.confirm(&self.conn, &self.target).await
+    }
+
+    /// Whether writes wait for replicas.
+    pub fn waits_for_replicas(&self) -> bool {
+        self.replication.enabled()
     }
 
     /// Whether the store runs on a Redis Cluster.

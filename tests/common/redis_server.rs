@@ -37,6 +37,8 @@ pub(crate) struct RedisServer {
     /// AOF with fsync on every write, so a restart keeps everything.
     durable: bool,
     cluster: bool,
+    /// Replicas per master (a cluster made with replicas).
+    replicas: usize,
     created: bool,
     /// Its ports are fixed: a restart must come back on them.
     started: bool,
@@ -63,10 +65,23 @@ impl RedisServer {
         Self::launch(false, true)
     }
 
+    /// A local Redis Cluster of 3 masters with one replica each, whose
+    /// nodes give up on a silent peer after a second (so a killed master's
+    /// replica takes over within a few).
+    pub(crate) fn start_cluster_with_replicas() -> RedisServer {
+        Self::launch_with(false, true, 1)
+    }
+
     fn launch(durable: bool, cluster: bool) -> RedisServer {
+        Self::launch_with(durable, cluster, 0)
+    }
+
+    fn launch_with(durable: bool, cluster: bool, replicas: usize) -> RedisServer {
         ensure_redis_installed();
         let ports: Vec<u16> = if cluster {
-            (0..3).map(|_| free_cluster_port()).collect()
+            (0..3 * (1 + replicas))
+                .map(|_| free_cluster_port())
+                .collect()
         } else {
             vec![free_port()]
         };
@@ -83,6 +98,7 @@ impl RedisServer {
             dir,
             durable,
             cluster,
+            replicas,
             created: false,
             started: false,
         };
@@ -160,9 +176,12 @@ impl RedisServer {
                 "--cluster-enabled",
                 "yes",
                 "--cluster-node-timeout",
-                "5000",
+                if self.replicas > 0 { "1000" } else { "5000" },
                 "--cluster-require-full-coverage",
                 "no",
+                // A replica's first sync starts at once (not 5 s later).
+                "--repl-diskless-sync-delay",
+                "0",
             ]);
         }
         let child = cmd
@@ -233,7 +252,8 @@ impl RedisServer {
         }
     }
 
-    /// `redis-cli --cluster create` over the nodes: three masters, no replicas.
+    /// `redis-cli --cluster create` over the nodes: three masters, and the
+    /// replicas asked for.
     fn create_cluster(&mut self) {
         let nodes: Vec<String> = self
             .ports
@@ -243,7 +263,11 @@ impl RedisServer {
         let out = Command::new("redis-cli")
             .args(["--cluster", "create"])
             .args(&nodes)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args([
+                "--cluster-replicas",
+                &self.replicas.to_string(),
+                "--cluster-yes",
+            ])
             .output()
             .expect("redis-cli runs");
         assert!(
@@ -253,6 +277,18 @@ impl RedisServer {
         );
         self.created = true;
         self.wait_cluster_ok();
+        // A replica that never synced cannot take over: wait for each.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let synced = (0..self.ports.len())
+                .filter(|i| self.replica_in_sync(*i))
+                .count();
+            if synced == 3 * self.replicas {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the replicas never synced");
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits until every node that runs reports `cluster_state:ok` and
@@ -276,6 +312,112 @@ impl RedisServer {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
+    }
+
+    /// `CLUSTER NODES` as one running node sees it.
+    pub(crate) fn cluster_nodes(&self) -> String {
+        for (i, port) in self.ports.iter().enumerate() {
+            if self.children[i].is_none() {
+                continue;
+            }
+            let seen: redis::RedisResult<String> =
+                redis::Client::open(format!("redis://127.0.0.1:{port}"))
+                    .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
+                    .and_then(|mut c| redis::cmd("CLUSTER").arg("NODES").query(&mut c));
+            if let Ok(text) = seen {
+                return text;
+            }
+        }
+        panic!("no cluster node answers");
+    }
+
+    /// The index of the node that serves `key`'s slot as master, as the
+    /// running nodes see it (`None`: no node they agree on yet).
+    pub(crate) fn master_of(&self, key: &str) -> Option<usize> {
+        let slot = i64::from(
+            redis::Client::open(self.url_of_running())
+                .unwrap()
+                .get_connection()
+                .and_then(|mut c| {
+                    redis::cmd("CLUSTER")
+                        .arg("KEYSLOT")
+                        .arg(key)
+                        .query::<u16>(&mut c)
+                })
+                .unwrap(),
+        );
+        let nodes = self.cluster_nodes();
+        let line = nodes.lines().find(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let flags = fields.get(2).copied().unwrap_or("");
+            flags.contains("master")
+                && !flags.contains("fail")
+                && fields.iter().skip(8).any(|range| {
+                    let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+                    match (lo.parse::<i64>(), hi.parse::<i64>()) {
+                        (Ok(lo), Ok(hi)) => lo <= slot && slot <= hi,
+                        _ => false,
+                    }
+                })
+        })?;
+        let addr = line.split_whitespace().nth(1)?;
+        let port: u16 = addr.split(['@', ':']).nth(1)?.parse().ok()?;
+        self.ports.iter().position(|p| *p == port)
+    }
+
+    fn url_of_running(&self) -> String {
+        let i = (0..self.ports.len())
+            .find(|i| self.children[*i].is_some())
+            .expect("a running node");
+        format!("redis://127.0.0.1:{}", self.ports[i])
+    }
+
+    /// The last lines of every node's log (for a failing test's message).
+    pub(crate) fn log_tails(&self) -> String {
+        self.ports
+            .iter()
+            .map(|p| {
+                let log = std::fs::read_to_string(self.dir.join(p.to_string()).join("redis.log"))
+                    .unwrap_or_default();
+                let lines: Vec<&str> = log.lines().collect();
+                format!(
+                    "--- {p}\n{}",
+                    lines[lines.len().saturating_sub(12)..].join("\n")
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// SIGKILLs one node.
+    pub(crate) fn kill_node(&mut self, i: usize) {
+        if let Some(mut child) = self.children[i].take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts a killed node again on its port; it rejoins the cluster from
+    /// its nodes.conf (a master that was failed over comes back a replica).
+    pub(crate) fn restart_node(&mut self, i: usize) {
+        self.spawn_node(i);
+    }
+
+    /// Whether node `i` is a replica whose link to its master is up and
+    /// synced.
+    pub(crate) fn replica_in_sync(&self, i: usize) -> bool {
+        redis::Client::open(format!("redis://127.0.0.1:{}", self.ports[i]))
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(1)))
+            .and_then(|mut c| {
+                redis::cmd("INFO")
+                    .arg("replication")
+                    .query::<String>(&mut c)
+            })
+            .is_ok_and(|info| {
+                info.contains("role:slave")
+                    && info.contains("master_link_status:up")
+                    && info.contains("master_sync_in_progress:0")
+            })
     }
 
     /// Kills the server(s) (data is lost unless started durable).

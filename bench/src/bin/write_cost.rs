@@ -86,7 +86,8 @@ struct Cost {
 }
 
 /// Prints one phase: per write, the sum over nodes and busiest/mean.
-fn report(what: &str, n: usize, per_node: &[Cost]) {
+fn report(what: &str, n: usize, per_node: &[Cost], took: Duration) {
+    let rate = n as f64 / took.as_secs_f64().max(1e-9);
     let n = n.max(1) as f64;
     let calls: f64 = per_node.iter().map(|p| p.calls).sum();
     let cpu: f64 = per_node.iter().map(|p| p.cpu).sum();
@@ -109,7 +110,7 @@ fn report(what: &str, n: usize, per_node: &[Cost]) {
         String::new()
     };
     println!(
-        "{what:<24} {:>6.1} commands {:>6.1} µs Redis CPU per write{spread}",
+        "{what:<24} {:>6.1} commands {:>6.1} µs Redis CPU per write, {rate:>6.0} writes/s{spread}",
         calls / n,
         cpu / n
     );
@@ -202,12 +203,14 @@ async fn main() -> anyhow::Result<()> {
         }
     })
     .await;
+    let took = a.0.elapsed();
     tokio::time::sleep(Duration::from_secs(1)).await;
     let b = probe.snap().await?;
     report(
         &format!("follow (batches of {})", args.follows),
         followed * args.follows,
         &probe.delta(&a, &b),
+        took,
     );
 
     // Posts, each fanned out to `follows` followers.
@@ -240,12 +243,14 @@ async fn main() -> anyhow::Result<()> {
         }
     })
     .await;
+    let took = a.0.elapsed();
     tokio::time::sleep(Duration::from_secs(1)).await;
     let b = probe.snap().await?;
     report(
         &format!("post ({} followers)", args.follows),
         n_posted,
         &probe.delta(&a, &b),
+        took,
     );
 
     // Likes: distinct (liker, status) pairs.
@@ -274,9 +279,10 @@ async fn main() -> anyhow::Result<()> {
         }
     })
     .await;
+    let took = a.0.elapsed();
     tokio::time::sleep(Duration::from_secs(1)).await;
     let b = probe.snap().await?;
-    report("like", liked, &probe.delta(&a, &b));
+    report("like", liked, &probe.delta(&a, &b), took);
 
     // Sign-ups and logins.
     let a = probe.snap().await?;
@@ -287,8 +293,9 @@ async fn main() -> anyhow::Result<()> {
         sign_up(http.clone(), base.clone(), extra[i].clone())
     })
     .await;
+    let took = a.0.elapsed();
     let b = probe.snap().await?;
-    report("sign-up", made, &probe.delta(&a, &b));
+    report("sign-up", made, &probe.delta(&a, &b), took);
     let a = probe.snap().await?;
     let logged = run_all(args.accounts, 4, |i| {
         let (http, base, login) = (http.clone(), base.clone(), extra[i].clone());
@@ -300,7 +307,8 @@ async fn main() -> anyhow::Result<()> {
         }
     })
     .await;
+    let took = a.0.elapsed();
     let b = probe.snap().await?;
-    report("login", logged, &probe.delta(&a, &b));
+    report("login", logged, &probe.delta(&a, &b), took);
     Ok(())
 }
