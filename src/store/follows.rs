@@ -4,9 +4,11 @@
 //! home timeline gains or loses the followee's newest statuses (step 3).
 //! Each step touches one user's keys only, and any step may be retried.
 
+use super::events::body;
 use super::outbox::Op;
 pub use super::paging::{Cursor, IdPage};
 use super::{parse_id, Store, StoreError, StoreResult};
+use crate::model::{Event, HOME_CAP};
 use redis::AsyncCommands;
 
 /// Which list of users around a user.
@@ -32,6 +34,9 @@ impl Store {
         if source == target {
             return Err(StoreError::Forbidden("You cannot follow yourself.".into()));
         }
+        if !self.is_cluster() {
+            return self.follow_whole(source, target, follow, now).await;
+        }
         if !self.user_exists(target).await? {
             return Err(StoreError::NotFound("user"));
         }
@@ -44,6 +49,66 @@ impl Store {
             })
             .await?;
         self.run_follow(&owed).await
+    }
+
+    /// [`Store::set_follow`] on one Redis: `follow_whole.lua`, every step in
+    /// one atomic script (one round trip, no outbox entry). Reposts of users
+    /// hidden from the follower that the backfill copied are taken out
+    /// after, as a fan-out batch does.
+    async fn follow_whole(
+        &self,
+        source: u64,
+        target: u64,
+        follow: bool,
+        at: f64,
+    ) -> StoreResult<bool> {
+        let event = body(&if follow {
+            Event::Follow { at, source, target }
+        } else {
+            Event::Unfollow { at, source, target }
+        });
+        let mut conn = self.conn();
+        let reply: redis::Value = self
+            .scripts
+            .follow_whole
+            .key(self.keys.user(target))
+            .key(self.keys.user(source))
+            .key(self.keys.following(source))
+            .key(self.keys.follow_applied(source))
+            .key(self.keys.hide(source))
+            .key(self.keys.home(source))
+            .key(self.keys.followers(target))
+            .key(self.keys.follower_seq(target))
+            .key(self.keys.hide(target))
+            .key(self.keys.profile(target))
+            .key(self.keys.deleted(target))
+            .key(self.keys.events())
+            .key(self.keys.next_op())
+            .arg(source)
+            .arg(target)
+            .arg(if follow { "1" } else { "0" })
+            .arg(at)
+            .arg(HOME_CAP)
+            .arg(self.replay_maxlen)
+            .arg(self.keys.channel())
+            .arg(event)
+            .invoke_async(&mut conn)
+            .await?;
+        if let Ok((word,)) = redis::from_redis_value::<(String,)>(reply.clone()) {
+            return Err(match word.as_str() {
+                "blocked" => StoreError::Forbidden(
+                    "You cannot follow this user: a block stands between you.".into(),
+                ),
+                _ => StoreError::NotFound("user"),
+            });
+        }
+        let (changed, hidden, copied): (i64, Vec<u64>, Vec<u64>) =
+            redis::from_redis_value(reply)
+                .map_err(|e| StoreError::Internal(format!("follow_whole: {e}")))?;
+        if !hidden.is_empty() && !copied.is_empty() {
+            self.settle_backfill(source, &copied, &hidden).await?;
+        }
+        Ok(changed == 1)
     }
 
     /// Whether `source` follows `target`.

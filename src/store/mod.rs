@@ -139,6 +139,7 @@ pub struct Scripts {
     pub(crate) rules_delete: Script,
     pub(crate) rate_take: Script,
     pub(crate) like_whole: Script,
+    pub(crate) follow_whole: Script,
 }
 
 impl Scripts {
@@ -192,6 +193,7 @@ impl Scripts {
             rules_delete: Script::new(include_str!("lua/rules_delete.lua")),
             rate_take: Script::new(include_str!("lua/rate_take.lua")),
             like_whole: Script::new(include_str!("lua/like_whole.lua")),
+            follow_whole: Script::new(include_str!("lua/follow_whole.lua")),
         }
     }
 }
