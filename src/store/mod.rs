@@ -38,6 +38,7 @@ pub mod likes;
 pub mod moderation;
 pub mod outbox;
 pub mod paging;
+mod post_whole;
 pub mod ranking;
 pub mod rate;
 pub mod relations;
@@ -140,6 +141,7 @@ pub struct Scripts {
     pub(crate) rate_take: Script,
     pub(crate) like_whole: Script,
     pub(crate) follow_whole: Script,
+    pub(crate) post_whole: Script,
 }
 
 impl Scripts {
@@ -194,6 +196,7 @@ impl Scripts {
             rate_take: Script::new(include_str!("lua/rate_take.lua")),
             like_whole: Script::new(include_str!("lua/like_whole.lua")),
             follow_whole: Script::new(include_str!("lua/follow_whole.lua")),
+            post_whole: Script::new(include_str!("lua/post_whole.lua")),
         }
     }
 }

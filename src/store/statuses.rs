@@ -58,7 +58,8 @@ pub enum Timeline {
 impl Store {
     /// Stores a status whose id came from [`Store::next_status_id`], emits its
     /// events and fans it out (a chain of single-slot steps driven from the
-    /// outbox: see `outbox`). With an idempotency key already used by this
+    /// outbox: see `outbox`; on one Redis a plain post is one script,
+    /// [`Store::post_whole`]). With an idempotency key already used by this
     /// author within [`IDEMPOTENCY_TTL`](super::outbox::IDEMPOTENCY_TTL), creates nothing and returns the
     /// first answer (finishing the first write first if it is still under
     /// way).
@@ -78,6 +79,13 @@ impl Store {
             "mention_uids".into(),
             serde_json::to_string(opts.mentioned).unwrap_or_default(),
         );
+        if self.posts_whole(status, opts) {
+            let pairs: Vec<(String, String)> =
+                fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            if let Some(posted) = self.post_whole(status, opts, &pairs).await? {
+                return Ok(posted);
+            }
+        }
         let op = Op::Post {
             fields,
             private: opts.private,

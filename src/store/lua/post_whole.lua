@@ -1,0 +1,89 @@
+-- post_whole: a plain post (no repost, no group, no Idempotency-Key, no
+-- private audience, at most --fanout-inline followers), every step of it,
+-- on one Redis. On a cluster, and for the other posts, the same change is
+-- the post chain (status_put, author_post, replies_count, trend, the
+-- fan-out and op_finish, driven from the outbox).
+--
+-- Atomic: one script writes the status, the author's timelines and count,
+-- the parent's replies, the mention and hashtag timelines, the trending
+-- bucket, every follower's home, and emits the events, so there is nothing
+-- to finish after a crash and no outbox entry; a racing unfollow, mute,
+-- block or delete runs wholly before or after it, so the fan-out needs no
+-- re-check afterwards. Not one slot: it names keys of many users and
+-- `{g}`, which only a single Redis allows (Store::post_status runs it only
+-- there).
+--
+-- KEYS[1] status HASH  KEYS[2] author user HASH  KEYS[3] author profile ZSET
+-- KEYS[4] author home ZSET  KEYS[5] author followers ZSET
+-- KEYS[6] events STREAM  KEYS[7] parent status HASH (a reply; else KEYS[1])
+-- KEYS[8] parent's replies ZSET (else KEYS[1])  KEYS[9] trending bucket ZSET
+-- KEYS[10] trending seen SET  KEYS[11 .. 10+i] mention and hashtag timelines
+-- ARGV[1] status id  ARGV[2] posted  ARGV[3] author id  ARGV[4] home cap
+-- ARGV[5] index cap  ARGV[6] fan-out limit  ARGV[7] MAXLEN  ARGV[8] channel
+-- ARGV[9] user 0's home key, ARGV[10] user 0's hide key (store::keys names
+-- them; a follower's are these with `{0}` made `{<id>}`)
+-- ARGV[11] "1" a reply  ARGV[12] i, indexed timelines  ARGV[13] k, trending
+-- tags (0: not counted)  ARGV[14] trending TTL  ARGV[15] f, status fields
+-- ARGV[16] e, events; then the k tags, the f field name/value pairs
+-- (without id), the e event bodies (JSON without "id").
+-- Returns 1, or "chain" (too many followers: nothing written; the caller
+-- runs the chain), or "nouser" (the author is gone: nothing written).
+local sid, posted, uid = ARGV[1], ARGV[2], ARGV[3]
+local cap, icap = tonumber(ARGV[4]), tonumber(ARGV[5])
+local i_n, k_n = tonumber(ARGV[12]), tonumber(ARGV[13])
+local f_n, e_n = tonumber(ARGV[15]), tonumber(ARGV[16])
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  return 'nouser'
+end
+if redis.call('ZCARD', KEYS[5]) > tonumber(ARGV[6]) then
+  return 'chain'
+end
+local at = 17
+local tags = {}
+for j = at, at + k_n - 1 do tags[#tags + 1] = ARGV[j] end
+at = at + k_n
+local fields = {'id', sid}
+for j = at, at + 2 * f_n - 1 do fields[#fields + 1] = ARGV[j] end
+at = at + 2 * f_n
+redis.call('HSET', KEYS[1], unpack(fields))
+-- The author: profile, own home, and the count that equals the profile.
+redis.call('HINCRBY', KEYS[2], 'posts', redis.call('ZADD', KEYS[3], posted, sid))
+redis.call('ZADD', KEYS[4], posted, sid)
+redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -cap - 1)
+if ARGV[11] == '1' then
+  redis.call('ZADD', KEYS[8], posted, sid)
+  if redis.call('HEXISTS', KEYS[7], 'id') == 1 then
+    redis.call('HSET', KEYS[7], 'replies', redis.call('ZCARD', KEYS[8]))
+  end
+end
+for j = 11, 10 + i_n do
+  redis.call('ZADD', KEYS[j], posted, sid)
+  redis.call('ZREMRANGEBYRANK', KEYS[j], 0, -icap - 1)
+end
+if k_n > 0 and redis.call('SADD', KEYS[10], sid) == 1 then
+  for _, t in ipairs(tags) do
+    redis.call('ZINCRBY', KEYS[9], 1, t)
+  end
+  redis.call('EXPIRE', KEYS[9], ARGV[14])
+  redis.call('EXPIRE', KEYS[10], ARGV[14])
+end
+-- Every follower's home, unless a relation hides the author from them
+-- (`crate::hides`: any bits but 0).
+local function of(template, id)
+  local a, b = string.find(template, '{0}', 1, true)
+  return template:sub(1, a) .. id .. template:sub(b)
+end
+for _, f in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do
+  local rel = redis.call('HGET', of(ARGV[10], f), uid)
+  local b = rel and tonumber(string.match(rel, '^(%d+):'))
+  if not b or b == 0 then
+    local home = of(ARGV[9], f)
+    redis.call('ZADD', home, posted, sid)
+    redis.call('ZREMRANGEBYRANK', home, 0, -cap - 1)
+  end
+end
+for j = at, at + e_n - 1 do
+  local eid = redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[7], '*', 'e', ARGV[j])
+  redis.call('PUBLISH', ARGV[8], '{"id":"' .. eid .. '",' .. ARGV[j]:sub(2))
+end
+return 1

@@ -1,0 +1,114 @@
+//! A plain post on one Redis: `post_whole.lua`, every step of it in one
+//! atomic script (no outbox entry, no chain). The other posts (reposts,
+//! group statuses, replies to private statuses, posts with an
+//! Idempotency-Key, authors past `--fanout-inline` followers) and every
+//! post on a cluster take the chain (`chains/post.rs`).
+
+use super::chains::{unique_tags, INDEX_CAP, TREND_BUCKET_TTL};
+use super::events::body;
+use super::statuses::{PostOptions, Posted};
+use super::{parse_id, Store, StoreError, StoreResult};
+use crate::model::{Event, Status, HOME_CAP};
+
+impl Store {
+    /// Whether [`Store::post_whole`] may take this post.
+    pub(crate) fn posts_whole(&self, status: &Status, opts: &PostOptions<'_>) -> bool {
+        !self.is_cluster()
+            && opts.idempotency_key.is_none()
+            && status.repost_of.is_none()
+            && status.group_id.is_none()
+            && status.audience.is_none()
+            && !status.group_private
+    }
+
+    /// Posts `status` whole. `None`: the author has more followers than
+    /// the inline fan-out reaches, nothing was written, and the caller
+    /// takes the chain.
+    pub(crate) async fn post_whole(
+        &self,
+        status: &Status,
+        opts: &PostOptions<'_>,
+        fields: &[(String, String)],
+    ) -> StoreResult<Option<Posted>> {
+        let sid = parse_id(&status.id)?;
+        let uid = parse_id(&status.uid)?;
+        let parent = status
+            .reply_to
+            .as_deref()
+            .and_then(|p| p.parse::<u64>().ok());
+        let tags = unique_tags(&status.hashtags);
+        let trending: &[String] = if opts.private { &[] } else { &tags };
+        let indexed: Vec<String> = opts
+            .mentioned
+            .iter()
+            .map(|m| self.keys.mentions(*m))
+            .chain(tags.iter().map(|t| self.keys.tag(t)))
+            .collect();
+        let at = status.posted;
+        let mut events = vec![body(&Event::Status {
+            at,
+            status: status.clone(),
+            private: opts.private,
+        })];
+        for &target in opts.mentioned {
+            events.push(body(&Event::Mention {
+                at,
+                status: status.clone(),
+                target,
+                private: opts.private,
+            }));
+        }
+        let minute = (at / 60.0) as u64;
+        let mut inv = self.scripts.post_whole.prepare_invoke();
+        inv.key(self.keys.status(sid))
+            .key(self.keys.user(uid))
+            .key(self.keys.profile(uid))
+            .key(self.keys.home(uid))
+            .key(self.keys.followers(uid))
+            .key(self.keys.events());
+        match parent {
+            Some(p) => inv.key(self.keys.status(p)).key(self.keys.replies(p)),
+            None => inv.key(self.keys.status(sid)).key(self.keys.status(sid)),
+        };
+        inv.key(self.keys.trend_bucket(minute))
+            .key(self.keys.trend_seen(minute));
+        for key in &indexed {
+            inv.key(key);
+        }
+        inv.arg(sid)
+            .arg(at)
+            .arg(uid)
+            .arg(HOME_CAP)
+            .arg(INDEX_CAP)
+            .arg(self.fanout_inline)
+            .arg(self.replay_maxlen)
+            .arg(self.keys.channel())
+            .arg(self.keys.home(0))
+            .arg(self.keys.hide(0))
+            .arg(if parent.is_some() { "1" } else { "0" })
+            .arg(indexed.len())
+            .arg(trending.len())
+            .arg(TREND_BUCKET_TTL)
+            .arg(fields.iter().filter(|(k, _)| k != "id").count())
+            .arg(events.len());
+        for t in trending {
+            inv.arg(t);
+        }
+        for (k, v) in fields.iter().filter(|(k, _)| k != "id") {
+            inv.arg(k).arg(v);
+        }
+        for e in &events {
+            inv.arg(e);
+        }
+        let mut conn = self.conn();
+        let reply: redis::Value = inv.invoke_async(&mut conn).await?;
+        if let Some(p) = parent {
+            self.counts_cache.forget(p);
+        }
+        match redis::from_redis_value::<String>(reply) {
+            Ok(word) if word == "chain" => Ok(None),
+            Ok(word) if word == "nouser" => Err(StoreError::NotFound("user")),
+            _ => Ok(Some(Posted::Created)),
+        }
+    }
+}
