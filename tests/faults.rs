@@ -2066,3 +2066,70 @@ async fn a_master_killed_under_load_fails_over_with_503s_only_and_keeps_every_an
         "the author's count holds every answered post: {me}"
     );
 }
+
+#[tokio::test]
+async fn a_replica_that_stops_confirming_turns_writes_into_503s_until_it_answers_again() {
+    // One Redis with a replica; writes wait for it (--redis-wait-replicas 1,
+    // 300 ms). The replica is stopped (SIGSTOP: its connection stays, its
+    // acknowledgements stop), then continued.
+    let master = common::RedisServer::start_single();
+    let replica = common::RedisServer::start_single();
+    replica.replicate(&master);
+    let app = TestApp::start_on(master, |c| {
+        c.redis_wait_replicas = 1;
+        c.redis_wait_timeout_ms = 300;
+    })
+    .await;
+    let (_, token) = app.user("careful").await;
+    let first = app.say(&token, "confirmed by the replica").await;
+    replica.signal_node(0, "-STOP");
+    let (status, body) = app
+        .post(
+            "/api/v1/statuses",
+            Some(&token),
+            json!({ "message": "the replica is not answering" }),
+        )
+        .await;
+    replica.signal_node(0, "-CONT");
+    assert_eq!(status, reqwest::StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"]["code"], "unavailable");
+    // The write itself was made on the master: a 503 here means "not
+    // confirmed", and the status is there.
+    let (_, mine) = app
+        .get(&format!("/api/v1/statuses/{first}"), Some(&token))
+        .await;
+    assert_eq!(mine["id"], json!(first));
+    app.eventually("writes are answered again", || async {
+        let (status, _) = app
+            .post(
+                "/api/v1/statuses",
+                Some(&token),
+                json!({ "message": "the replica is back" }),
+            )
+            .await;
+        status == reqwest::StatusCode::CREATED
+    })
+    .await;
+    let mut master_conn = app.redis.conn();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut master_conn)
+        .unwrap();
+    let waits: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
+        .and_then(|v| v.split(',').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let (_, me) = app.get("/api/v1/me", Some(&token)).await;
+    println!(
+        "a stopped replica: the write while it was stopped answered 503 after the 300 ms wait; \
+         {waits} WAITs on the master; the author has {} posts (the refused one included)",
+        me["posts"]
+    );
+    assert!(waits >= 3, "each write waited: {waits}");
+    assert!(
+        me["posts"].as_u64().unwrap_or(0) >= 3,
+        "the unconfirmed write was kept on the master: {me}"
+    );
+}

@@ -389,6 +389,36 @@ impl RedisServer {
             .join("\n")
     }
 
+    /// Makes this single server a replica of `master` and waits until it
+    /// has synced.
+    pub(crate) fn replicate(&self, master: &RedisServer) {
+        let mut conn = redis::Client::open(self.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: () = redis::cmd("REPLICAOF")
+            .arg("127.0.0.1")
+            .arg(master.port)
+            .query(&mut conn)
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !self.replica_in_sync(0) {
+            assert!(Instant::now() < deadline, "the replica never synced");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops (`SIGSTOP`) or continues (`SIGCONT`) node `i`: a server that
+    /// holds its connections and answers nothing.
+    pub(crate) fn signal_node(&self, i: usize, signal: &str) {
+        let pid = self.children[i].as_ref().expect("a running node").id();
+        let status = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {signal} {pid}");
+    }
+
     /// SIGKILLs one node.
     pub(crate) fn kill_node(&mut self, i: usize) {
         if let Some(mut child) = self.children[i].take() {
