@@ -1,20 +1,20 @@
 //! A plain post on one Redis: `post_whole.lua`, every step of it in one
 //! atomic script (no outbox entry, no chain). The other posts (reposts,
-//! group statuses, replies to private statuses, posts with an
-//! Idempotency-Key, authors past `--fanout-inline` followers) and every
-//! post on a cluster take the chain (`chains/post.rs`).
+//! group statuses, replies to private statuses, authors past
+//! `--fanout-inline` followers) and every post on a cluster take the chain
+//! (`chains/post.rs`).
 
 use super::chains::{unique_tags, INDEX_CAP, TREND_BUCKET_TTL};
 use super::events::body;
+use super::outbox::IDEMPOTENCY_TTL;
 use super::statuses::{PostOptions, Posted};
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::{Event, Status, HOME_CAP};
 
 impl Store {
     /// Whether [`Store::post_whole`] may take this post.
-    pub(crate) fn posts_whole(&self, status: &Status, opts: &PostOptions<'_>) -> bool {
+    pub(crate) fn posts_whole(&self, status: &Status) -> bool {
         !self.is_cluster()
-            && opts.idempotency_key.is_none()
             && status.repost_of.is_none()
             && status.group_id.is_none()
             && status.audience.is_none()
@@ -23,13 +23,15 @@ impl Store {
 
     /// Posts `status` whole. `None`: the author has more followers than
     /// the inline fan-out reaches, nothing was written, and the caller
-    /// takes the chain.
+    /// takes the chain. An Idempotency-Key used before gives
+    /// [`Whole::Duplicate`] with its first answer (which may be a chain's
+    /// `pending|` entry, for the caller to finish).
     pub(crate) async fn post_whole(
         &self,
         status: &Status,
         opts: &PostOptions<'_>,
         fields: &[(String, String)],
-    ) -> StoreResult<Option<Posted>> {
+    ) -> StoreResult<Option<Whole>> {
         let sid = parse_id(&status.id)?;
         let uid = parse_id(&status.uid)?;
         let parent = status
@@ -72,6 +74,8 @@ impl Store {
         };
         inv.key(self.keys.trend_bucket(minute))
             .key(self.keys.trend_seen(minute));
+        let idempotency = opts.idempotency_key.map(|k| self.keys.idempotency(uid, k));
+        inv.key(idempotency.unwrap_or_else(|| self.keys.status(sid)));
         for key in &indexed {
             inv.key(key);
         }
@@ -100,15 +104,35 @@ impl Store {
         for e in &events {
             inv.arg(e);
         }
+        let answer = match opts.idempotency_key {
+            Some(_) => {
+                serde_json::to_string(status).map_err(|e| StoreError::Internal(e.to_string()))?
+            }
+            None => String::new(),
+        };
+        inv.arg(answer).arg(IDEMPOTENCY_TTL);
         let mut conn = self.conn();
         let reply: redis::Value = inv.invoke_async(&mut conn).await?;
         if let Some(p) = parent {
             self.counts_cache.forget(p);
         }
+        if let Ok((word, first)) = redis::from_redis_value::<(String, String)>(reply.clone()) {
+            if word == "dup" {
+                return Ok(Some(Whole::Duplicate(first)));
+            }
+        }
         match redis::from_redis_value::<String>(reply) {
             Ok(word) if word == "chain" => Ok(None),
             Ok(word) if word == "nouser" => Err(StoreError::NotFound("user")),
-            _ => Ok(Some(Posted::Created)),
+            _ => Ok(Some(Whole::Done(Posted::Created))),
         }
     }
+}
+
+/// What [`Store::post_whole`] did.
+pub(crate) enum Whole {
+    /// The post is made (or refused).
+    Done(Posted),
+    /// Its Idempotency-Key was used before: the key's first value.
+    Duplicate(String),
 }

@@ -3,6 +3,7 @@
 use super::cache::CachedStatus;
 use super::outbox::{Begun, Op, Owed, PostEnd};
 pub use super::paging::Page;
+use super::post_whole::Whole;
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::{Counts, Status, HOME_CAP};
 use redis::AsyncCommands;
@@ -79,11 +80,13 @@ impl Store {
             "mention_uids".into(),
             serde_json::to_string(opts.mentioned).unwrap_or_default(),
         );
-        if self.posts_whole(status, opts) {
+        if self.posts_whole(status) {
             let pairs: Vec<(String, String)> =
                 fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            if let Some(posted) = self.post_whole(status, opts, &pairs).await? {
-                return Ok(posted);
+            match self.post_whole(status, opts, &pairs).await? {
+                Some(Whole::Done(posted)) => return Ok(posted),
+                Some(Whole::Duplicate(first)) => return self.first_answer(first).await,
+                None => {}
             }
         }
         let op = Op::Post {
@@ -96,29 +99,32 @@ impl Store {
         let key = opts.idempotency_key.map(|k| self.keys.idempotency(uid, k));
         let owed = match self.begin_op(&op, key.as_deref()).await? {
             Begun::Started(owed) => owed,
-            Begun::Duplicate(first) => {
-                let Some(pending) = first.strip_prefix("pending|") else {
-                    return Ok(Posted::Duplicate(first));
-                };
-                // The first write is under way (or died): finish it, and
-                // answer with its status.
-                let owed = Owed::decode(pending)
-                    .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
-                self.complete_op(&owed).await?;
-                let Op::Post { fields, .. } = &owed.op else {
-                    return Err(StoreError::Internal("idempotency key of a non-post".into()));
-                };
-                let first = Status::from_hash(fields)
-                    .and_then(|s| serde_json::to_string(&s).ok())
-                    .unwrap_or_default();
-                return Ok(Posted::Duplicate(first));
-            }
+            Begun::Duplicate(first) => return self.first_answer(first).await,
         };
         match self.run_post(&owed).await? {
             PostEnd::Created => Ok(Posted::Created),
             PostEnd::Reposted(id) => Ok(Posted::Reposted(id)),
             PostEnd::Missing(what) => Err(StoreError::NotFound(what)),
         }
+    }
+
+    /// The answer to a post whose Idempotency-Key was used before: the
+    /// first answer, or, when the first write is under way (or died), that
+    /// write finished first and its status.
+    async fn first_answer(&self, first: String) -> StoreResult<Posted> {
+        let Some(pending) = first.strip_prefix("pending|") else {
+            return Ok(Posted::Duplicate(first));
+        };
+        let owed = Owed::decode(pending)
+            .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
+        self.complete_op(&owed).await?;
+        let Op::Post { fields, .. } = &owed.op else {
+            return Err(StoreError::Internal("idempotency key of a non-post".into()));
+        };
+        let first = Status::from_hash(fields)
+            .and_then(|s| serde_json::to_string(&s).ok())
+            .unwrap_or_default();
+        Ok(Posted::Duplicate(first))
     }
 
     /// Deletes a status of `uid`'s: `NotFound` if there is none, `Forbidden`

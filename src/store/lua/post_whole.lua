@@ -1,5 +1,5 @@
--- post_whole: a plain post (no repost, no group, no Idempotency-Key, no
--- private audience, at most --fanout-inline followers), every step of it,
+-- post_whole: a plain post (no repost, no group, no private audience, at
+-- most --fanout-inline followers), every step of it,
 -- on one Redis. On a cluster, and for the other posts, the same change is
 -- the post chain (status_put, author_post, replies_count, trend, the
 -- fan-out and op_finish, driven from the outbox).
@@ -17,7 +17,8 @@
 -- KEYS[4] author home ZSET  KEYS[5] author followers ZSET
 -- KEYS[6] events STREAM  KEYS[7] parent status HASH (a reply; else KEYS[1])
 -- KEYS[8] parent's replies ZSET (else KEYS[1])  KEYS[9] trending bucket ZSET
--- KEYS[10] trending seen SET  KEYS[11 .. 10+i] mention and hashtag timelines
+-- KEYS[10] trending seen SET  KEYS[11] the Idempotency-Key's STRING (else
+-- KEYS[1])  KEYS[12 .. 11+i] mention and hashtag timelines
 -- ARGV[1] status id  ARGV[2] posted  ARGV[3] author id  ARGV[4] home cap
 -- ARGV[5] index cap  ARGV[6] fan-out limit  ARGV[7] MAXLEN  ARGV[8] channel
 -- ARGV[9] user 0's home key, ARGV[10] user 0's hide key (store::keys names
@@ -25,15 +26,24 @@
 -- ARGV[11] "1" a reply  ARGV[12] i, indexed timelines  ARGV[13] k, trending
 -- tags (0: not counted)  ARGV[14] trending TTL  ARGV[15] f, status fields
 -- ARGV[16] e, events; then the k tags, the f field name/value pairs
--- (without id), the e event bodies (JSON without "id").
+-- (without id), the e event bodies (JSON without "id"), and last the answer
+-- kept under the Idempotency-Key ("" when there is none) and its TTL.
 -- Returns 1, or "chain" (too many followers: nothing written; the caller
--- runs the chain), or "nouser" (the author is gone: nothing written).
+-- runs the chain), or "nouser" (the author is gone: nothing written), or
+-- {"dup", the key's first answer} (nothing written).
 local sid, posted, uid = ARGV[1], ARGV[2], ARGV[3]
 local cap, icap = tonumber(ARGV[4]), tonumber(ARGV[5])
 local i_n, k_n = tonumber(ARGV[12]), tonumber(ARGV[13])
 local f_n, e_n = tonumber(ARGV[15]), tonumber(ARGV[16])
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return 'nouser'
+end
+local answer, answer_ttl = ARGV[#ARGV - 1], ARGV[#ARGV]
+if answer ~= '' then
+  local first = redis.call('GET', KEYS[11])
+  if first then
+    return {'dup', first}
+  end
 end
 if redis.call('ZCARD', KEYS[5]) > tonumber(ARGV[6]) then
   return 'chain'
@@ -56,7 +66,7 @@ if ARGV[11] == '1' then
     redis.call('HSET', KEYS[7], 'replies', redis.call('ZCARD', KEYS[8]))
   end
 end
-for j = 11, 10 + i_n do
+for j = 12, 11 + i_n do
   redis.call('ZADD', KEYS[j], posted, sid)
   redis.call('ZREMRANGEBYRANK', KEYS[j], 0, -icap - 1)
 end
@@ -85,5 +95,8 @@ end
 for j = at, at + e_n - 1 do
   local eid = redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[7], '*', 'e', ARGV[j])
   redis.call('PUBLISH', ARGV[8], '{"id":"' .. eid .. '",' .. ARGV[j]:sub(2))
+end
+if answer ~= '' then
+  redis.call('SET', KEYS[11], answer, 'EX', answer_ttl)
 end
 return 1
