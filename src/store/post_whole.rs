@@ -1,8 +1,7 @@
-//! A plain post on one Redis: `post_whole.lua`, every step of it in one
-//! atomic script (no outbox entry, no chain). The other posts (reposts,
-//! group statuses, replies to private statuses, authors past
-//! `--fanout-inline` followers) and every post on a cluster take the chain
-//! (`chains/post.rs`).
+//! A post on one Redis: `post_whole.lua`, every step of it in one atomic
+//! script (no outbox entry, no chain). Group statuses, replies to private
+//! statuses, posts of authors past `--fanout-inline` followers, and every
+//! post on a cluster take the chain (`chains/post.rs`).
 
 use super::chains::{unique_tags, INDEX_CAP, TREND_BUCKET_TTL};
 use super::events::body;
@@ -15,7 +14,6 @@ impl Store {
     /// Whether [`Store::post_whole`] may take this post.
     pub(crate) fn posts_whole(&self, status: &Status) -> bool {
         !self.is_cluster()
-            && status.repost_of.is_none()
             && status.group_id.is_none()
             && status.audience.is_none()
             && !status.group_private
@@ -38,6 +36,12 @@ impl Store {
             .reply_to
             .as_deref()
             .and_then(|p| p.parse::<u64>().ok());
+        let original: Option<u64> = status
+            .repost_of
+            .as_deref()
+            .and_then(|p| p.parse::<u64>().ok());
+        let original_uid: Option<u64> =
+            status.repost_of_uid.as_deref().and_then(|t| t.parse().ok());
         let tags = unique_tags(&status.hashtags);
         let trending: &[String] = if opts.private { &[] } else { &tags };
         let indexed: Vec<String> = opts
@@ -60,6 +64,14 @@ impl Store {
                 private: opts.private,
             }));
         }
+        if let Some(target) = original_uid.filter(|_| opts.notify_original) {
+            events.push(body(&Event::Repost {
+                at,
+                status: status.clone(),
+                target,
+                private: opts.private,
+            }));
+        }
         let minute = (at / 60.0) as u64;
         let mut inv = self.scripts.post_whole.prepare_invoke();
         inv.key(self.keys.status(sid))
@@ -76,6 +88,10 @@ impl Store {
             .key(self.keys.trend_seen(minute));
         let idempotency = opts.idempotency_key.map(|k| self.keys.idempotency(uid, k));
         inv.key(idempotency.unwrap_or_else(|| self.keys.status(sid)));
+        match original {
+            Some(o) => inv.key(self.keys.status(o)).key(self.keys.reposters(o)),
+            None => inv.key(self.keys.status(sid)).key(self.keys.status(sid)),
+        };
         for key in &indexed {
             inv.key(key);
         }
@@ -94,7 +110,8 @@ impl Store {
             .arg(trending.len())
             .arg(TREND_BUCKET_TTL)
             .arg(fields.iter().filter(|(k, _)| k != "id").count())
-            .arg(events.len());
+            .arg(events.len())
+            .arg(original_uid.map_or(String::new(), |o| o.to_string()));
         for t in trending {
             inv.arg(t);
         }
@@ -113,17 +130,23 @@ impl Store {
         inv.arg(answer).arg(IDEMPOTENCY_TTL);
         let mut conn = self.conn();
         let reply: redis::Value = inv.invoke_async(&mut conn).await?;
-        if let Some(p) = parent {
-            self.counts_cache.forget(p);
+        for id in parent.into_iter().chain(original) {
+            self.counts_cache.forget(id);
         }
         if let Ok((word, first)) = redis::from_redis_value::<(String, String)>(reply.clone()) {
-            if word == "dup" {
-                return Ok(Some(Whole::Duplicate(first)));
+            match word.as_str() {
+                "dup" => return Ok(Some(Whole::Duplicate(first))),
+                "reposted" => {
+                    let id = first.parse().unwrap_or(0);
+                    return Ok(Some(Whole::Done(Posted::Reposted(id))));
+                }
+                _ => {}
             }
         }
         match redis::from_redis_value::<String>(reply) {
             Ok(word) if word == "chain" => Ok(None),
             Ok(word) if word == "nouser" => Err(StoreError::NotFound("user")),
+            Ok(word) if word == "missing" => Err(StoreError::NotFound("status")),
             _ => Ok(Some(Whole::Done(Posted::Created))),
         }
     }

@@ -1,8 +1,8 @@
--- post_whole: a plain post (no repost, no group, no private audience, at
--- most --fanout-inline followers), every step of it,
--- on one Redis. On a cluster, and for the other posts, the same change is
--- the post chain (status_put, author_post, replies_count, trend, the
--- fan-out and op_finish, driven from the outbox).
+-- post_whole: a post, status or reply or repost (not a group's, not a
+-- reply to a private status, from an author with at most --fanout-inline
+-- followers), every step of it, on one Redis. On a cluster, and for the other posts, the same change is
+-- the post chain (repost_claim, status_put, author_post, replies_count,
+-- trend, the fan-out and op_finish, driven from the outbox).
 --
 -- Atomic: one script writes the status, the author's timelines and count,
 -- the parent's replies, the mention and hashtag timelines, the trending
@@ -18,19 +18,23 @@
 -- KEYS[6] events STREAM  KEYS[7] parent status HASH (a reply; else KEYS[1])
 -- KEYS[8] parent's replies ZSET (else KEYS[1])  KEYS[9] trending bucket ZSET
 -- KEYS[10] trending seen SET  KEYS[11] the Idempotency-Key's STRING (else
--- KEYS[1])  KEYS[12 .. 11+i] mention and hashtag timelines
+-- KEYS[1])  KEYS[12] the reposted status HASH, KEYS[13] its reposters HASH
+-- (else KEYS[1] both)  KEYS[14 .. 13+i] mention and hashtag timelines
 -- ARGV[1] status id  ARGV[2] posted  ARGV[3] author id  ARGV[4] home cap
 -- ARGV[5] index cap  ARGV[6] fan-out limit  ARGV[7] MAXLEN  ARGV[8] channel
 -- ARGV[9] user 0's home key, ARGV[10] user 0's hide key (store::keys names
 -- them; a follower's are these with `{0}` made `{<id>}`)
 -- ARGV[11] "1" a reply  ARGV[12] i, indexed timelines  ARGV[13] k, trending
 -- tags (0: not counted)  ARGV[14] trending TTL  ARGV[15] f, status fields
--- ARGV[16] e, events; then the k tags, the f field name/value pairs
+-- ARGV[16] e, events  ARGV[17] the reposted status's author ("": not a
+-- repost); then the k tags, the f field name/value pairs
 -- (without id), the e event bodies (JSON without "id"), and last the answer
 -- kept under the Idempotency-Key ("" when there is none) and its TTL.
 -- Returns 1, or "chain" (too many followers: nothing written; the caller
 -- runs the chain), or "nouser" (the author is gone: nothing written), or
--- {"dup", the key's first answer} (nothing written).
+-- {"dup", the key's first answer}, or {"reposted", the user's first repost
+-- of that status}, or "missing" (the reposted status is gone): in these
+-- nothing is written.
 local sid, posted, uid = ARGV[1], ARGV[2], ARGV[3]
 local cap, icap = tonumber(ARGV[4]), tonumber(ARGV[5])
 local i_n, k_n = tonumber(ARGV[12]), tonumber(ARGV[13])
@@ -48,7 +52,20 @@ end
 if redis.call('ZCARD', KEYS[5]) > tonumber(ARGV[6]) then
   return 'chain'
 end
-local at = 17
+-- A repost: the user reposts a status once, and only a live one.
+local original_uid = ARGV[17]
+if original_uid ~= '' then
+  local existing = redis.call('HGET', KEYS[13], uid)
+  if existing and existing ~= sid then
+    return {'reposted', existing}
+  end
+  if redis.call('HEXISTS', KEYS[12], 'id') == 0 or redis.call('HEXISTS', KEYS[12], 'deleted') == 1 then
+    return 'missing'
+  end
+  redis.call('HSET', KEYS[13], uid, sid)
+  redis.call('HSET', KEYS[12], 'reposts', redis.call('HLEN', KEYS[13]))
+end
+local at = 18
 local tags = {}
 for j = at, at + k_n - 1 do tags[#tags + 1] = ARGV[j] end
 at = at + k_n
@@ -66,7 +83,7 @@ if ARGV[11] == '1' then
     redis.call('HSET', KEYS[7], 'replies', redis.call('ZCARD', KEYS[8]))
   end
 end
-for j = 12, 11 + i_n do
+for j = 14, 13 + i_n do
   redis.call('ZADD', KEYS[j], posted, sid)
   redis.call('ZREMRANGEBYRANK', KEYS[j], 0, -icap - 1)
 end
@@ -77,16 +94,21 @@ if k_n > 0 and redis.call('SADD', KEYS[10], sid) == 1 then
   redis.call('EXPIRE', KEYS[9], ARGV[14])
   redis.call('EXPIRE', KEYS[10], ARGV[14])
 end
--- Every follower's home, unless a relation hides the author from them
--- (`crate::hides`: any bits but 0).
+-- Every follower's home, unless a relation hides the author (or the
+-- reposted author) from them (`crate::hides`: any bits but 0).
 local function of(template, id)
   local a, b = string.find(template, '{0}', 1, true)
   return template:sub(1, a) .. id .. template:sub(b)
 end
 for _, f in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do
-  local rel = redis.call('HGET', of(ARGV[10], f), uid)
-  local b = rel and tonumber(string.match(rel, '^(%d+):'))
-  if not b or b == 0 then
+  local hidden = false
+  for _, rel in ipairs(redis.call('HMGET', of(ARGV[10], f), uid, original_uid == '' and '0' or original_uid)) do
+    local b = rel and tonumber(string.match(rel, '^(%d+):'))
+    if b and b ~= 0 then
+      hidden = true
+    end
+  end
+  if not hidden then
     local home = of(ARGV[9], f)
     redis.call('ZADD', home, posted, sid)
     redis.call('ZREMRANGEBYRANK', home, 0, -cap - 1)
