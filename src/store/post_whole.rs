@@ -14,6 +14,7 @@ impl Store {
     /// Whether [`Store::post_whole`] may take this post.
     pub(crate) fn posts_whole(&self, status: &Status) -> bool {
         !self.is_cluster()
+            && (status.repost_of.is_none() || status.repost_of_uid.is_some())
             && status.group_id.is_none()
             && status.audience.is_none()
             && !status.group_private
