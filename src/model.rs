@@ -159,6 +159,16 @@ impl Counts {
 }
 
 impl Status {
+    /// The id of the status this one replies to.
+    pub fn parent_id(&self) -> Option<u64> {
+        self.reply_to.as_deref().and_then(|p| p.parse().ok())
+    }
+
+    /// The id of the status this one reposts.
+    pub fn original_id(&self) -> Option<u64> {
+        self.repost_of.as_deref().and_then(|p| p.parse().ok())
+    }
+
     /// The HASH fields a status is stored as.
     pub fn to_fields(&self) -> Vec<(&'static str, String)> {
         let mut f = vec![

@@ -64,11 +64,7 @@ fn create_status_schema() -> serde_json::Value {
 /// caller may see both.
 async fn repost_root(state: &AppState, auth: &AuthUser, id: &str) -> ApiResult<Status> {
     let named = visible(state, Some(auth), path_id(id, "status")?).await?;
-    match named
-        .repost_of
-        .as_deref()
-        .and_then(|r| r.parse::<u64>().ok())
-    {
+    match named.original_id() {
         Some(root) => visible(state, Some(auth), root).await,
         None => Ok(named),
     }
@@ -248,10 +244,7 @@ pub async fn context(
     let (cursor, count) = super::paging::user_paging(&q)?;
     let status = visible(&state, viewer.as_ref(), sid).await?;
     let mut ancestors = Vec::new();
-    let mut parent = status
-        .reply_to
-        .as_deref()
-        .and_then(|p| p.parse::<u64>().ok());
+    let mut parent = status.parent_id();
     let mut parent_missing = false;
     while let Some(p) = parent {
         if ancestors.len() >= MAX_ANCESTORS {

@@ -33,14 +33,8 @@ impl Store {
     ) -> StoreResult<Option<Whole>> {
         let sid = parse_id(&status.id)?;
         let uid = parse_id(&status.uid)?;
-        let parent = status
-            .reply_to
-            .as_deref()
-            .and_then(|p| p.parse::<u64>().ok());
-        let original: Option<u64> = status
-            .repost_of
-            .as_deref()
-            .and_then(|p| p.parse::<u64>().ok());
+        let parent = status.parent_id();
+        let original = status.original_id();
         let original_uid: Option<u64> =
             status.repost_of_uid.as_deref().and_then(|t| t.parse().ok());
         let tags = unique_tags(&status.hashtags);

@@ -177,9 +177,7 @@ impl Store {
             }
             let rank_id = status
                 .status
-                .repost_of
-                .as_deref()
-                .and_then(|r| r.parse().ok())
+                .original_id()
                 .unwrap_or_else(|| status.status.id.parse().unwrap_or(0));
             if dedupe && !seen.insert(rank_id) {
                 continue;

@@ -333,11 +333,7 @@ impl Store {
                     if self.by_suspended(&status.status) {
                         continue;
                     }
-                    let root = status
-                        .status
-                        .repost_of
-                        .as_deref()
-                        .map_or(id, |r| r.parse().unwrap_or(id));
+                    let root = status.status.original_id().unwrap_or(id);
                     if seen.insert(root) && id <= max {
                         kept.push(status);
                     }

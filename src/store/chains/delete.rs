@@ -136,10 +136,7 @@ impl Store {
             .arg(HOME_CAP)
             .invoke_async(&mut conn)
             .await?;
-        let parent = status
-            .reply_to
-            .as_deref()
-            .and_then(|p| p.parse::<u64>().ok());
+        let parent = status.parent_id();
         if let Some(p) = parent {
             self.count_reply(p, sid, status.posted, Count::Out).await?;
             self.counts_cache.forget(p);
@@ -165,11 +162,7 @@ impl Store {
             self.count_trend(sid, status.posted, &tags, Count::Out)
                 .await?;
         }
-        if let Some(original) = status
-            .repost_of
-            .as_deref()
-            .and_then(|p| p.parse::<u64>().ok())
-        {
+        if let Some(original) = status.original_id() {
             let _: Vec<String> = self.repost_claim(original, uid, sid, false).await?;
             self.counts_cache.forget(original);
         }

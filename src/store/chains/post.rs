@@ -34,14 +34,8 @@ impl Store {
         let group: Option<u64> = status.group_id.as_deref().and_then(|g| g.parse().ok());
         let sid = parse_id(&status.id)?;
         let uid = parse_id(&status.uid)?;
-        let parent = status
-            .reply_to
-            .as_deref()
-            .and_then(|p| p.parse::<u64>().ok());
-        let original = status
-            .repost_of
-            .as_deref()
-            .and_then(|p| p.parse::<u64>().ok());
+        let parent = status.parent_id();
+        let original = status.original_id();
         let tags = unique_tags(&status.hashtags);
         let mut conn = self.conn();
         let quit = |end: PostEnd| async move {
