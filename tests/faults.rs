@@ -1874,6 +1874,22 @@ async fn a_suspension_killed_half_way_is_finished_by_the_next_process() {
     watcher.kill9().await;
 }
 
+/// `WAIT` commands run so far, summed over every running node.
+fn wait_calls(redis: &common::RedisServer) -> u64 {
+    redis
+        .node_conns()
+        .iter_mut()
+        .map(|c| {
+            let info: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
+            info.lines()
+                .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
+                .and_then(|v| v.split(',').next())
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+        })
+        .sum()
+}
+
 /// One write of the failover test's steady load: when it was sent (since
 /// the load began), its answer, how long the answer took, the status id.
 struct Sent {
@@ -2048,19 +2064,7 @@ async fn a_master_killed_under_load_fails_over_with_503s_only_and_keeps_every_an
         "writes went on after the failover"
     );
     // The confirmations were asked for: WAIT ran on the masters.
-    let waits: u64 = app
-        .redis
-        .node_conns()
-        .iter_mut()
-        .map(|c| {
-            let info: String = redis::cmd("INFO").arg("commandstats").query(c).unwrap();
-            info.lines()
-                .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
-                .and_then(|v| v.split(',').next())
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0)
-        })
-        .sum();
+    let waits = wait_calls(&app.redis);
     assert!(waits > 0, "no WAIT reached a master");
     let (_, me) = app.get(&format!("/api/v1/users/{author_id}"), None).await;
     assert!(
@@ -2112,17 +2116,7 @@ async fn a_replica_that_stops_confirming_turns_writes_into_503s_until_it_answers
         status == reqwest::StatusCode::CREATED
     })
     .await;
-    let mut master_conn = app.redis.conn();
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut master_conn)
-        .unwrap();
-    let waits: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("cmdstat_wait:calls="))
-        .and_then(|v| v.split(',').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
+    let waits = wait_calls(&app.redis);
     let (_, me) = app.get("/api/v1/me", Some(&token)).await;
     println!(
         "a stopped replica: the write while it was stopped answered 503 after the 300 ms wait; \

@@ -9,6 +9,7 @@ use super::outbox::IDEMPOTENCY_TTL;
 use super::statuses::{PostOptions, Posted};
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::{Event, Status, HOME_CAP};
+use std::collections::HashMap;
 
 impl Store {
     /// Whether [`Store::post_whole`] may take this post.
@@ -29,7 +30,7 @@ impl Store {
         &self,
         status: &Status,
         opts: &PostOptions<'_>,
-        fields: &[(String, String)],
+        fields: &HashMap<String, String>,
     ) -> StoreResult<Option<Whole>> {
         let sid = parse_id(&status.id)?;
         let uid = parse_id(&status.uid)?;
@@ -104,13 +105,13 @@ impl Store {
             .arg(indexed.len())
             .arg(trending.len())
             .arg(TREND_BUCKET_TTL)
-            .arg(fields.iter().filter(|(k, _)| k != "id").count())
+            .arg(fields.iter().filter(|(k, _)| *k != "id").count())
             .arg(events.len())
             .arg(original_uid.map_or(String::new(), |o| o.to_string()));
         for t in trending {
             inv.arg(t);
         }
-        for (k, v) in fields.iter().filter(|(k, _)| k != "id") {
+        for (k, v) in fields.iter().filter(|(k, _)| *k != "id") {
             inv.arg(k).arg(v);
         }
         for e in &events {

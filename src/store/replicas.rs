@@ -20,7 +20,7 @@ use super::conn::{slot, RedisConn};
 use super::{StoreError, StoreResult, Target};
 use redis::aio::MultiplexedConnection;
 use redis::{Client, ConnectionAddr, IntoConnectionInfo, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::Mutex;
@@ -48,7 +48,10 @@ struct View {
 /// One master: its address, replicas in sync, and the confirming rounds.
 struct Master {
     addr: String,
-    replicas: u32,
+    /// The first slot it serves (on one Redis, 0).
+    slot: u16,
+    /// Its replicas in sync, as last seen.
+    replicas: AtomicU32,
     /// A key in a slot this master owns (the marker each round writes).
     marker: String,
     client: Client,
@@ -83,10 +86,10 @@ impl Replication {
             return Ok(());
         }
         let masters = self.masters(conn, target).await?;
-        let rounds = masters
-            .iter()
-            .filter(|m| m.replicas > 0)
-            .map(|m| m.confirm(self.want.min(m.replicas), self.timeout_ms));
+        let rounds = masters.iter().filter_map(|m| {
+            let replicas = m.replicas.load(Ordering::SeqCst);
+            (replicas > 0).then(|| m.confirm(self.want.min(replicas), self.timeout_ms))
+        });
         let results = futures::future::join_all(rounds).await;
         if results.iter().all(|ok| *ok) {
             return Ok(());
@@ -189,46 +192,38 @@ async fn look(
     single_marker: &str,
 ) -> StoreResult<Vec<Arc<Master>>> {
     let mut c = conn.clone();
-    let keep = |addr: &str, replicas: u32, marker: String, client: Client| match old
-        .iter()
-        .find(|m| m.addr == addr && m.marker == marker)
-    {
-        Some(m) if m.replicas == replicas => Arc::clone(m),
-        Some(m) => Arc::new(Master {
-            addr: m.addr.clone(),
-            replicas,
-            marker,
-            client,
-            conn: Mutex::new(None),
-            taken: AtomicU64::new(m.taken.load(Ordering::SeqCst)),
-            confirmed: AtomicU64::new(m.confirmed.load(Ordering::SeqCst)),
-            failed: AtomicU64::new(m.failed.load(Ordering::SeqCst)),
-            round: Mutex::new(()),
-        }),
-        None => Arc::new(Master {
-            addr: addr.to_string(),
-            replicas,
-            marker,
-            client,
-            conn: Mutex::new(None),
-            taken: AtomicU64::new(0),
-            confirmed: AtomicU64::new(0),
-            failed: AtomicU64::new(0),
-            round: Mutex::new(()),
-        }),
-    };
+    // A master seen before (same address, same first slot) is kept, with
+    // its connection, marker and tickets; only its replica count moves.
+    // A new one gets its marker (a search over keys) and client once.
+    let keep =
+        |addr: &str, slot: u16, replicas: u32, make: &dyn Fn() -> StoreResult<(String, Client)>| {
+            if let Some(m) = old.iter().find(|m| m.addr == addr && m.slot == slot) {
+                m.replicas.store(replicas, Ordering::SeqCst);
+                return Ok(Arc::clone(m));
+            }
+            let (marker, client) = make()?;
+            Ok::<_, StoreError>(Arc::new(Master {
+                addr: addr.to_string(),
+                slot,
+                replicas: AtomicU32::new(replicas),
+                marker,
+                client,
+                conn: Mutex::new(None),
+                taken: AtomicU64::new(0),
+                confirmed: AtomicU64::new(0),
+                failed: AtomicU64::new(0),
+                round: Mutex::new(()),
+            }))
+        };
     match target {
         Target::Single(client) => {
             let info: String = redis::cmd("INFO")
                 .arg("replication")
                 .query_async(&mut c)
                 .await?;
-            Ok(vec![keep(
-                "single",
-                replicas_in_sync(&info),
-                single_marker.to_string(),
-                client.clone(),
-            )])
+            Ok(vec![keep("single", 0, replicas_in_sync(&info), &|| {
+                Ok((single_marker.to_string(), client.clone()))
+            })?])
         }
         Target::Cluster(seeds) => {
             let infos: Value = redis::cmd("INFO")
@@ -253,13 +248,12 @@ async fn look(
                 let port: u16 = port
                     .parse()
                     .map_err(|_| StoreError::Internal(format!("a node address {addr}")))?;
-                let client = node_client(seed, host, port)?;
-                masters.push(keep(
-                    &addr,
-                    replicas_in_sync(&info),
-                    marker_for(single_marker, first),
-                    client,
-                ));
+                masters.push(keep(&addr, first, replicas_in_sync(&info), &|| {
+                    Ok((
+                        marker_for(single_marker, first),
+                        node_client(seed, host, port)?,
+                    ))
+                })?);
             }
             Ok(masters)
         }

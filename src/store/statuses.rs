@@ -81,9 +81,7 @@ impl Store {
             serde_json::to_string(opts.mentioned).unwrap_or_default(),
         );
         if self.posts_whole(status) {
-            let pairs: Vec<(String, String)> =
-                fields.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            match self.post_whole(status, opts, &pairs).await? {
+            match self.post_whole(status, opts, &fields).await? {
                 Some(Whole::Done(posted)) => return Ok(posted),
                 Some(Whole::Duplicate(first)) => return self.first_answer(first).await,
                 None => {}
