@@ -41,6 +41,9 @@ pub struct Viewer {
     /// against `--demo-viewer-streams` rather than the per-user limit.
     uid: AtomicU64,
     pass: Mutex<Option<Pass>>,
+    /// Held while the account is looked up or made, so that the world's
+    /// task and a first visitor do not make two.
+    making: Mutex<()>,
 }
 
 impl Viewer {
@@ -81,6 +84,7 @@ impl Viewer {
         store: &Store,
         passwords: &Passwords,
     ) -> StoreResult<(u64, String)> {
+        let _one = self.making.lock().await;
         let (uid, login) = account(store, passwords).await?;
         self.uid.store(uid, Ordering::Relaxed);
         Ok((uid, login))
@@ -110,6 +114,13 @@ async fn account(store: &Store, passwords: &Passwords) -> StoreResult<(u64, Stri
         .id
         .parse()
         .map_err(|_| StoreError::Internal("a user id".into()))?;
-    store.set_demo_viewer(uid).await?;
+    // Another process may have made one meanwhile: the first recorded
+    // wins, unless it is the gone account this one replaces.
+    if let Some(first) = store.set_demo_viewer(uid, false).await? {
+        if let Ok(user) = store.user(first).await {
+            return Ok((first, user.login));
+        }
+        store.set_demo_viewer(uid, true).await?;
+    }
     Ok((uid, login))
 }

@@ -27,11 +27,21 @@ impl Store {
         Ok(uid)
     }
 
-    /// Records the demo viewer's user id.
-    pub async fn set_demo_viewer(&self, uid: u64) -> StoreResult<()> {
+    /// Records the demo viewer's user id unless one is recorded already
+    /// (or in any case with `replace`); returns the one recorded before
+    /// when it is kept.
+    pub async fn set_demo_viewer(&self, uid: u64, replace: bool) -> StoreResult<Option<u64>> {
         let mut conn = self.conn();
-        let () = conn.hset(self.keys.demo(), "viewer", uid).await?;
-        Ok(())
+        if replace {
+            let () = conn.hset(self.keys.demo(), "viewer", uid).await?;
+            return Ok(None);
+        }
+        let (set, recorded): (bool, Option<u64>) = redis::pipe()
+            .hset_nx(self.keys.demo(), "viewer", uid)
+            .hget(self.keys.demo(), "viewer")
+            .query_async(&mut conn)
+            .await?;
+        Ok(if set { None } else { recorded })
     }
 
     /// How many statuses `uid`'s profile holds, and the oldest of them: the
