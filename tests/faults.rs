@@ -1874,6 +1874,58 @@ async fn a_suspension_killed_half_way_is_finished_by_the_next_process() {
     watcher.kill9().await;
 }
 
+/// A process killed while ending a session (its authority gone, its
+/// revocation not yet out): the token is refused from the first step, and
+/// the next process's sweeper announces the end, so the session's stream on
+/// another process closes with `revoked`.
+#[tokio::test]
+async fn a_logout_killed_half_way_still_closes_the_sessions_streams() {
+    let app = TestApp::start_with(|c| c.workers = 0).await;
+    let (_, token) = app.user("half_logged_out").await;
+    // A process that only serves (no workers, so no sweeper).
+    let watcher = ServerProcess::serve(&app.redis, &[("FIREHOSE_WORKERS", "0")]).await;
+    let mut theirs = app
+        .stream_url(&watcher.url("/api/v1/stream/user"), Some(&token), &[])
+        .await;
+    assert_eq!(theirs.status, reqwest::StatusCode::OK);
+    let env = [
+        ("FIREHOSE_OUTBOX_LEASE", "1"),
+        ("FIREHOSE_WORKERS", "0"),
+        ("FIREHOSE_TEST_PAUSE_SESSION_END_MS", "30000"),
+    ];
+    let first = ServerProcess::serve(&app.redis, &env).await;
+    let asked = tokio::spawn(
+        reqwest::Client::new()
+            .delete(first.url("/api/v1/sessions/current"))
+            .bearer_auth(&token)
+            .send(),
+    );
+    app.eventually("the token is refused", || async {
+        app.get("/api/v1/me", Some(&token)).await.0 == reqwest::StatusCode::UNAUTHORIZED
+    })
+    .await;
+    first.kill9().await;
+    let _ = asked.await;
+    let second = ServerProcess::serve(&app.redis, &[("FIREHOSE_OUTBOX_LEASE", "1")]).await;
+    let bye = loop {
+        let m = theirs.next("the end of the stream").await;
+        if m.data["type"] == "disconnect" {
+            break m;
+        }
+    };
+    assert_eq!(bye.data["code"], "revoked", "{:?}", bye.data);
+    let sessions = format!("{}:{{g}}:sessions", app.cfg.key_prefix);
+    app.eventually("the index forgets it", || async {
+        let mut conn = app.redis.conn();
+        let n: u64 = conn.hlen(&sessions).unwrap_or(1);
+        n == 0
+    })
+    .await;
+    println!("logout killed half way: token refused at once, stream closed by the next process");
+    second.kill9().await;
+    watcher.kill9().await;
+}
+
 /// `WAIT` commands run so far, summed over every running node.
 fn wait_calls(redis: &common::RedisServer) -> u64 {
     redis
@@ -1912,7 +1964,32 @@ async fn a_master_killed_under_load_fails_over_with_503s_only_and_keeps_every_an
         c.redis_wait_timeout_ms = 5_000;
     })
     .await;
-    let (author_id, author) = app.user("steady").await;
+    // A cluster just made may answer 503 for a moment (a replica still
+    // settling): the setup retries, the measured load does not.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    // (A 503'd sign-up may be kept: each try has a login of its own.)
+    let mut tries = 0;
+    let (author_id, login) = loop {
+        tries += 1;
+        let login = format!("steady{tries}");
+        let (status, body) = app
+            .post(
+                "/api/v1/users",
+                None,
+                json!({"login": login, "name": "steady", "email": format!("{login}@example.com"), "password": "password123"}),
+            )
+            .await;
+        if status == reqwest::StatusCode::CREATED {
+            break (body["id"].as_str().unwrap().to_string(), login);
+        }
+        assert!(
+            status == reqwest::StatusCode::SERVICE_UNAVAILABLE
+                && std::time::Instant::now() < deadline,
+            "register steady: {status} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let author = app.login(&login).await;
     let watcher = app.operator_token(&author_id, &["read", "firehose"]).await;
     let mut stream = app
         .stream("/api/v1/stream/firehose", Some(&watcher), &[])
