@@ -23,21 +23,23 @@ fn open_store(cfg: &Config) -> anyhow::Result<Store> {
     Ok(Store::open(url, cfg)?)
 }
 
-/// The JWT secret: the configured one, or the one kept in Redis (retried
-/// until Redis answers, since nothing can be signed or checked without it).
-async fn jwt_secret(
-    cfg: &Config,
-    store: &Store,
-    shutdown: &mut Shutdown,
-) -> anyhow::Result<String> {
+/// What a process needs of Redis before it serves, retried until Redis
+/// answers: the data moves of `store::migrate` made, and the JWT secret
+/// (the configured one, or the one kept in Redis), since nothing can be
+/// signed or checked without it.
+async fn prepare(cfg: &Config, store: &Store, shutdown: &mut Shutdown) -> anyhow::Result<String> {
     let mut backoff = std::time::Duration::from_millis(100);
     loop {
-        match store.jwt_secret(cfg.jwt_secret()).await {
+        let ready = async {
+            store.migrate().await?;
+            store.jwt_secret(cfg.jwt_secret()).await
+        };
+        match ready.await {
             Ok(secret) => return Ok(secret),
-            Err(e) => tracing::warn!(error = %e, "cannot read the JWT secret from Redis yet"),
+            Err(e) => tracing::warn!(error = %e, "cannot prepare the data in Redis yet"),
         }
         tokio::select! {
-            _ = shutdown.wait() => anyhow::bail!("shut down before the JWT secret could be read"),
+            _ = shutdown.wait() => anyhow::bail!("shut down before Redis could be prepared"),
             _ = tokio::time::sleep(backoff) => {}
         }
         backoff = (backoff * 2).min(std::time::Duration::from_secs(2));
@@ -59,7 +61,7 @@ pub async fn run(
         tracing::info!("shutting down");
         trigger.fire();
     });
-    let secret = jwt_secret(&cfg, &store, &mut shutdown.clone()).await?;
+    let secret = prepare(&cfg, &store, &mut shutdown.clone()).await?;
     let (hub, mut tasks) = Hub::start(store.clone(), shutdown.clone(), cfg.keepalive());
     tasks.extend(workers::spawn(&store, &cfg, &shutdown));
     let limits = Arc::new(StreamLimits::new(
@@ -107,6 +109,12 @@ pub async fn run_workers(
 ) -> anyhow::Result<()> {
     let store = open_store(&cfg)?;
     let (trigger, shutdown) = shutdown::channel();
+    let mut signal = Box::pin(signal);
+    let mut waiting = shutdown.clone();
+    tokio::select! {
+        _ = prepare(&cfg, &store, &mut waiting) => {}
+        _ = &mut signal => return Ok(()),
+    }
     let tasks = workers::spawn(&store, &cfg, &shutdown);
     tracing::info!(workers = cfg.workers, "workers running");
     signal.await;

@@ -184,6 +184,16 @@ pub struct Config {
     )]
     pub test_pause_suspend_ms: u64,
 
+    /// For fault tests only: ending sessions stops this long after their
+    /// authority is gone, before the index and the revocation.
+    #[arg(
+        long,
+        env = "FIREHOSE_TEST_PAUSE_SESSION_END_MS",
+        default_value_t = 0,
+        hide = true
+    )]
+    pub test_pause_session_end_ms: u64,
+
     /// Largest request body, in bytes.
     #[arg(long, env = "FIREHOSE_BODY_LIMIT", default_value_t = 256 * 1024)]
     pub body_limit: usize,

@@ -144,6 +144,7 @@ async fn token(args: TokenArgs) -> anyhow::Result<()> {
     if args.grant_firehose {
         store.set_firehose_allowed(args.user, true).await?;
     }
+    store.migrate().await?;
     let sid = store
         .create_session(args.user, firehose::model::now())
         .await?;

@@ -155,7 +155,7 @@ fn shared_viewer(state: &AppState, auth: &AuthUser) -> ApiResult<()> {
 /// streams opened with it are closed.
 pub async fn destroy(State(state): State<AppState>, auth: AuthUser) -> ApiResult<StatusCode> {
     shared_viewer(&state, &auth)?;
-    state.store.end_session(&auth.sid).await?;
+    state.store.end_session(auth.uid, &auth.sid).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -186,7 +186,7 @@ const SHOW_OP: Op = Op {
 
 /// `GET /api/v1/sessions/current`: the session's scopes and viewed statuses.
 pub async fn show(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<SessionInfo>> {
-    let viewed = state.store.viewed(&auth.sid).await?;
+    let viewed = state.store.viewed(auth.uid, &auth.sid).await?;
     Ok(Json(SessionInfo {
         uid: auth.uid.to_string(),
         scopes: auth.scopes.clone(),

@@ -413,7 +413,10 @@ pub async fn show(
     let sid = path_id(&id, "status")?;
     let status = visible(&state, viewer.as_ref(), sid).await?;
     if let Some(viewer) = &viewer {
-        state.store.record_view(&viewer.sid, sid, now()).await?;
+        state
+            .store
+            .record_view(viewer.uid, &viewer.sid, sid, now())
+            .await?;
     }
     Ok(Json(status))
 }

@@ -73,6 +73,19 @@ impl Keys {
     pub fn user_sessions(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:sessions", self.prefix)
     }
+    /// ZSET: the user's live sessions, session id -> last seen (the
+    /// authority a token's session is checked against).
+    pub fn live_sessions(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:live", self.prefix)
+    }
+    /// The start of the user's viewed ZSET keys, completed by a session id.
+    pub fn user_viewed_stem(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:viewed:", self.prefix)
+    }
+    /// ZSET: statuses a session of the user viewed recently (capped at 25).
+    pub fn user_viewed(&self, uid: u64, sid: &str) -> String {
+        format!("{}{sid}", self.user_viewed_stem(uid))
+    }
     /// ZSET: the home timeline (status id -> posted).
     pub fn home(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:home", self.prefix)
@@ -272,21 +285,27 @@ impl Keys {
     pub fn status(&self, sid: u64) -> String {
         format!("{}:status:{{s{sid}}}", self.prefix)
     }
-    /// HASH: session id -> user id.
+    /// HASH: session id -> user id, the index the clean-up reads (the
+    /// authority is each user's [`Keys::live_sessions`]).
     pub fn sessions(&self) -> String {
         format!("{}:{{g}}:sessions", self.prefix)
     }
-    /// ZSET: session id -> last seen.
+    /// ZSET: session id -> last seen, to the minute (the clean-up's order).
     pub fn recent(&self) -> String {
         format!("{}:{{g}}:recent", self.prefix)
     }
-    /// The start of a viewed ZSET key, completed by the session id.
-    pub fn viewed_stem(&self) -> String {
-        format!("{}:{{g}}:viewed:", self.prefix)
-    }
-    /// ZSET: statuses a session viewed recently (capped at 25).
-    pub fn viewed(&self, sid: &str) -> String {
+    /// ZSET: a session's viewed statuses where the first layout kept them
+    /// (moved to [`Keys::user_viewed`] by `store::migrate`).
+    pub fn legacy_viewed(&self, sid: &str) -> String {
         format!("{}:{{g}}:viewed:{sid}", self.prefix)
+    }
+    /// STRING: how many of `store::migrate`'s data moves are done.
+    pub fn migrated(&self) -> String {
+        format!("{}:{{g}}:migrated", self.prefix)
+    }
+    /// STRING: held (with an expiry) by the process running `store::migrate`.
+    pub fn migrating(&self) -> String {
+        format!("{}:{{g}}:migrating", self.prefix)
     }
     /// STREAM: the replay buffer of events.
     pub fn events(&self) -> String {

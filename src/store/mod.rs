@@ -13,6 +13,7 @@
 //! - [`likes`]: likes and who likes a status.
 //! - [`paging`]: pages of timelines and cursors over lists of users.
 //! - [`leases`]: the per-user concurrent-stream slots, leased.
+//! - [`migrate`]: data moves between key layouts, made before serving.
 //! - [`events`]: the replay buffer (reading history) and event emission.
 //! - [`home_cache`]: the heads of home timelines in process, kept true by
 //!   Redis's invalidation pushes.
@@ -35,6 +36,7 @@ pub mod ids;
 pub mod keys;
 pub mod leases;
 pub mod likes;
+pub mod migrate;
 pub mod moderation;
 pub mod outbox;
 pub mod paging;
@@ -108,6 +110,7 @@ pub struct Scripts {
     pub(crate) follow_target: Script,
     pub(crate) follow_home: Script,
     pub(crate) drop_sessions: Script,
+    pub(crate) session_end: Script,
     pub(crate) record_view: Script,
     pub(crate) fanout_page: Script,
     pub(crate) fanout_ack: Script,
@@ -163,6 +166,7 @@ impl Scripts {
             follow_target: Script::new(include_str!("lua/follow_target.lua")),
             follow_home: Script::new(include_str!("lua/follow_home.lua")),
             drop_sessions: Script::new(include_str!("lua/drop_sessions.lua")),
+            session_end: Script::new(include_str!("lua/session_end.lua")),
             record_view: Script::new(include_str!("lua/record_view.lua")),
             fanout_page: Script::new(include_str!("lua/fanout_page.lua")),
             fanout_ack: Script::new(include_str!("lua/fanout_ack.lua")),
@@ -220,6 +224,8 @@ pub struct Store {
     pub(crate) rank_cache: Arc<ranking::RankCache>,
     /// Fault tests only: a pause in the middle of a suspension.
     pub(crate) pause_suspend: Duration,
+    /// Fault tests only: a pause between a session's end and its revocation.
+    pub(crate) pause_session_end: Duration,
     pub(crate) session_cache: Arc<cache::SessionCache>,
     /// The suspended users this process knows of (`moderation`).
     pub(crate) suspended: moderation::Suspended,
@@ -300,6 +306,7 @@ impl Store {
             counts_cache: Arc::new(cache::CountsCache::default()),
             rank_cache: Arc::default(),
             pause_suspend: Duration::from_millis(cfg.test_pause_suspend_ms),
+            pause_session_end: Duration::from_millis(cfg.test_pause_session_end_ms),
             suspended: moderation::Suspended::default(),
             session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
                 cfg.session_cache_ttl.clamp(0.0, 3600.0),

@@ -315,8 +315,8 @@ impl Store {
         // again, which changes nothing.
         self.emit(&to_json(&Event::Suspended { uid, on })?).await?;
         if on {
-            let sessions: Vec<String> = conn.zrange(self.keys.user_sessions(uid), 0, -1).await?;
-            self.drop_sessions(&sessions, None).await?;
+            let sessions = self.all_sessions_of(uid).await?;
+            self.close_sessions(&sessions, None).await?;
         }
         if let (1, Some(id)) = (changed, audit) {
             let action = if on { "suspend_user" } else { "unsuspend_user" };

@@ -175,6 +175,14 @@ pub enum Op {
         /// Audit entries kept.
         keep: usize,
     },
+    /// Sessions ended (`store::sessions`): at their authority, then in the
+    /// index with their revocation.
+    EndSessions {
+        /// Each session's user and id.
+        sessions: Vec<(u64, String)>,
+        /// For the idle clean-up: end only those not seen since.
+        cutoff: Option<f64>,
+    },
     /// A login or email change.
     Rename {
         /// The user.
@@ -332,6 +340,7 @@ impl Store {
             Op::Message { .. } => self.run_message(owed).await.map(|_| ()),
             Op::DeleteAccount { .. } => self.run_account_delete(owed).await,
             Op::Suspend { .. } => self.run_suspend(owed).await.map(|_| ()),
+            Op::EndSessions { .. } => self.run_end_sessions(owed).await.map(|_| ()),
         };
         match result {
             Err(

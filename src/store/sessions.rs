@@ -1,11 +1,28 @@
-//! Login sessions after "Redis in Action" 2.1: `sessions` maps a session id to
-//! its user, `recent` scores each session by when it was last seen, and each
-//! session keeps the statuses it viewed most recently (at most
-//! [`VIEWED_CAP`]). The clean-up drops the least recently seen sessions beyond
-//! a size limit and those idle past a TTL, with all their keys.
+//! Login sessions after "Redis in Action" 2.1, kept in the user's slot.
+//!
+//! A session's authority is its user's `live` ZSET (session id -> last seen):
+//! a token names its user, so checking it touches that user's slot only,
+//! never a global key. The user's `sessions` ZSET keeps when each began, and
+//! each session keeps the statuses it viewed most recently (at most
+//! [`VIEWED_CAP`]), in the user's slot too.
+//!
+//! The clean-up needs one order over every session, so the global `{g}` keys
+//! keep an index: `sessions` (session id -> user) and `recent` (session id ->
+//! last seen, moved at most once a minute of a session's use:
+//! [`RECENT_GRAIN`]). It drops the least recently seen sessions beyond a size
+//! limit and those idle past a TTL, checking each against its authority.
+//!
+//! A session begins index first, then authority: a crash between leaves an
+//! index entry whose session nobody holds, which the clean-up drops. It ends
+//! authority first (`session_end.lua`: from then on its token answers 401),
+//! then index and revocation (`drop_sessions.lua`: its streams close in every
+//! process), as an outbox op ([`Store::end_sessions`]) so that a crash between
+//! the two is finished by a worker.
 
+use super::outbox::Op;
 use super::{parse_id, Store, StoreResult};
 use redis::AsyncCommands;
+use std::collections::BTreeMap;
 
 /// Most recently viewed statuses kept per session.
 pub const VIEWED_CAP: usize = 25;
@@ -13,6 +30,10 @@ pub const VIEWED_CAP: usize = 25;
 const CLEANUP_BATCH: usize = 100;
 /// Most live sessions a user keeps: a login beyond ends the oldest.
 pub const SESSIONS_PER_USER: usize = 100;
+/// Seconds of use within which the global `recent` index is not moved
+/// again: a session's score there is at most this much older than its
+/// authority's.
+pub const RECENT_GRAIN: f64 = 60.0;
 
 /// What an authenticated request learns about its session's user.
 #[derive(Debug, Clone)]
@@ -28,14 +49,6 @@ impl Store {
     pub async fn create_session(&self, uid: u64, now: f64) -> StoreResult<String> {
         let sid = new_session_id();
         let mut conn = self.conn();
-        // The user's list first, so a live session is always listed (an
-        // entry whose session never came to be is dropped when listed).
-        let mine = self.keys.user_sessions(uid);
-        let (_, n): ((), u64) = redis::pipe()
-            .zadd(&mine, &sid, now)
-            .zcard(&mine)
-            .query_async(&mut conn)
-            .await?;
         let _: () = redis::pipe()
             .atomic()
             .hset(self.keys.sessions(), &sid, uid)
@@ -44,12 +57,22 @@ impl Store {
             .ignore()
             .query_async(&mut conn)
             .await?;
+        let mine = self.keys.user_sessions(uid);
+        let (n,): (u64,) = redis::pipe()
+            .atomic()
+            .zadd(&mine, &sid, now)
+            .ignore()
+            .zadd(self.keys.live_sessions(uid), &sid, now)
+            .ignore()
+            .zcard(&mine)
+            .query_async(&mut conn)
+            .await?;
         if n as usize > SESSIONS_PER_USER {
             let oldest: Vec<String> = conn
                 .zrange(&mine, 0, (n as usize - SESSIONS_PER_USER) as isize - 1)
                 .await?;
-            self.drop_sessions(&oldest, None).await?;
-            let _: () = conn.zrem(&mine, &oldest).await?;
+            let pairs: Vec<(u64, String)> = oldest.into_iter().map(|s| (uid, s)).collect();
+            self.end_sessions(pairs, None).await?;
         }
         Ok(sid)
     }
@@ -75,9 +98,10 @@ impl Store {
         Ok(user)
     }
 
-    /// Checks that session `sid` exists and belongs to `uid`, and marks it
-    /// seen now. `None` when the session is gone (logged out, cleaned up) or
-    /// belongs to someone else.
+    /// Checks that session `sid` of `uid` is live, and marks it seen now
+    /// (one round trip to the user's slot; the global index is moved too
+    /// when the session's last use was in an earlier minute). `None` when
+    /// the session has ended (logged out, cleaned up) or is not `uid`'s.
     pub async fn touch_session(
         &self,
         sid: &str,
@@ -85,12 +109,14 @@ impl Store {
         now: f64,
     ) -> StoreResult<Option<SessionUser>> {
         let mut conn = self.conn();
-        let (owner, (login, private)): (Option<String>, (Option<String>, Option<String>)) =
+        let live = self.keys.live_sessions(uid);
+        let (before, (login, private)): (Option<f64>, (Option<String>, Option<String>)) =
             redis::pipe()
-                .hget(self.keys.sessions(), sid)
+                .zscore(&live, sid)
                 .cmd("ZADD")
-                .arg(self.keys.recent())
+                .arg(&live)
                 .arg("XX")
+                .arg("GT")
                 .arg(now)
                 .arg(sid)
                 .ignore()
@@ -100,29 +126,46 @@ impl Store {
                 .arg("private")
                 .query_async(&mut conn)
                 .await?;
-        let owned = owner.as_deref().map(parse_id).transpose()? == Some(uid);
-        Ok(match (owned, login) {
-            (true, Some(login)) => {
-                let private = private.as_deref() == Some("1");
-                Some(SessionUser { login, private })
-            }
-            _ => None,
-        })
+        let (Some(before), Some(login)) = (before, login) else {
+            return Ok(None);
+        };
+        if (before / RECENT_GRAIN).floor() < (now / RECENT_GRAIN).floor() {
+            let _: () = redis::cmd("ZADD")
+                .arg(self.keys.recent())
+                .arg("XX")
+                .arg("GT")
+                .arg(now)
+                .arg(sid)
+                .query_async(&mut conn)
+                .await?;
+        }
+        let private = private.as_deref() == Some("1");
+        Ok(Some(SessionUser { login, private }))
     }
 
-    /// Ends one session at once (logout): its keys go and its streams close.
-    pub async fn end_session(&self, sid: &str) -> StoreResult<bool> {
-        Ok(self.drop_sessions(&[sid.to_string()], None).await? > 0)
+    /// Ends `uid`'s session `sid` at once (logout): its token stops
+    /// working and its streams close.
+    pub async fn end_session(&self, uid: u64, sid: &str) -> StoreResult<bool> {
+        Ok(self
+            .end_sessions(vec![(uid, sid.to_string())], None)
+            .await?
+            > 0)
     }
 
-    /// Notes that the session viewed a status.
-    pub async fn record_view(&self, sid: &str, status_id: u64, now: f64) -> StoreResult<()> {
+    /// Notes that session `sid` of `uid` viewed a status.
+    pub async fn record_view(
+        &self,
+        uid: u64,
+        sid: &str,
+        status_id: u64,
+        now: f64,
+    ) -> StoreResult<()> {
         let mut conn = self.conn();
         let _: i64 = self
             .scripts
             .record_view
-            .key(self.keys.sessions())
-            .key(self.keys.viewed(sid))
+            .key(self.keys.live_sessions(uid))
+            .key(self.keys.user_viewed(uid, sid))
             .arg(sid)
             .arg(now)
             .arg(status_id)
@@ -132,32 +175,57 @@ impl Store {
         Ok(())
     }
 
-    /// The statuses the session viewed, most recent first.
-    pub async fn viewed(&self, sid: &str) -> StoreResult<Vec<u64>> {
+    /// The statuses session `sid` of `uid` viewed, most recent first.
+    pub async fn viewed(&self, uid: u64, sid: &str) -> StoreResult<Vec<u64>> {
         let mut conn = self.conn();
-        let ids: Vec<String> = conn.zrevrange(self.keys.viewed(sid), 0, -1).await?;
+        let ids: Vec<String> = conn
+            .zrevrange(self.keys.user_viewed(uid, sid), 0, -1)
+            .await?;
         ids.iter().map(|s| parse_id(s)).collect()
     }
 
-    /// Number of live sessions.
+    /// Number of live sessions (the index's count).
     pub async fn session_count(&self) -> StoreResult<u64> {
         let mut conn = self.conn();
         Ok(conn.zcard(self.keys.recent()).await?)
     }
 
-    /// One clean-up step: drops up to a batch of sessions beyond `max`
+    /// One clean-up step: ends up to a batch of sessions beyond `max`
     /// (least recently seen first) and up to a batch idle since before
-    /// `idle_cutoff`. Returns how many went.
+    /// `idle_cutoff`. Returns how many ended.
+    ///
+    /// The index's order is to the minute ([`RECENT_GRAIN`]), so the least
+    /// recently seen are chosen by their authorities' times among every
+    /// session the index cannot tell from them: those the index places
+    /// before the end of the last chosen one's minute.
     pub async fn cleanup_sessions(&self, max: u64, idle_cutoff: f64) -> StoreResult<usize> {
         let mut conn = self.conn();
-        let mut dropped = 0;
+        let mut ended = 0;
         let n: u64 = conn.zcard(self.keys.recent()).await?;
         if n > max {
             let extra = ((n - max) as usize).min(CLEANUP_BATCH);
-            let sids: Vec<String> = conn
-                .zrange(self.keys.recent(), 0, extra as isize - 1)
+            let first: Vec<(String, f64)> = conn
+                .zrange_withscores(self.keys.recent(), extra as isize - 1, extra as isize - 1)
                 .await?;
-            dropped += self.drop_sessions(&sids, None).await?;
+            if let Some((_, last)) = first.first() {
+                let bound = ((last / RECENT_GRAIN).floor() + 1.0) * RECENT_GRAIN;
+                let near: Vec<String> = redis::cmd("ZRANGE")
+                    .arg(self.keys.recent())
+                    .arg("-inf")
+                    .arg(format!("({bound}"))
+                    .arg("BYSCORE")
+                    .arg("LIMIT")
+                    .arg(0)
+                    .arg(CLEANUP_BATCH * 10)
+                    .query_async(&mut conn)
+                    .await?;
+                let pairs = self.indexed(near).await?;
+                let seen = self.last_seen_of(&pairs).await?;
+                let mut ranked: Vec<_> = pairs.into_iter().zip(seen).collect();
+                ranked.sort_by(|a, b| a.1.unwrap_or(f64::MIN).total_cmp(&b.1.unwrap_or(f64::MIN)));
+                let chosen = ranked.into_iter().take(extra).map(|(p, _)| p).collect();
+                ended += self.end_sessions(chosen, None).await?;
+            }
         }
         let idle: Vec<String> = redis::cmd("ZRANGE")
             .arg(self.keys.recent())
@@ -169,36 +237,136 @@ impl Store {
             .arg(CLEANUP_BATCH)
             .query_async(&mut conn)
             .await?;
-        dropped += self.drop_sessions(&idle, Some(idle_cutoff)).await?;
-        Ok(dropped)
+        let idle = self.indexed(idle).await?;
+        ended += self.end_sessions(idle, Some(idle_cutoff)).await?;
+        Ok(ended)
     }
 
-    pub(crate) async fn drop_sessions(
-        &self,
-        sids: &[String],
-        cutoff: Option<f64>,
-    ) -> StoreResult<usize> {
+    /// Sessions found in the index, each with its user as the index names
+    /// it; entries naming no user are removed from the order.
+    async fn indexed(&self, sids: Vec<String>) -> StoreResult<Vec<(u64, String)>> {
         if sids.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         let mut conn = self.conn();
-        let mut inv = self.scripts.drop_sessions.prepare_invoke();
-        inv.key(self.keys.sessions())
+        let owners: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(self.keys.sessions())
+            .arg(&sids)
+            .query_async(&mut conn)
+            .await?;
+        let mut pairs = Vec::new();
+        let mut orphans = Vec::new();
+        for (sid, owner) in sids.into_iter().zip(owners) {
+            match owner.as_deref().map(parse_id).transpose().ok().flatten() {
+                Some(uid) => pairs.push((uid, sid)),
+                None => orphans.push(sid),
+            }
+        }
+        if !orphans.is_empty() {
+            let _: () = conn.zrem(self.keys.recent(), &orphans).await?;
+        }
+        Ok(pairs)
+    }
+
+    /// Each session's last use as its authority has it (`None`: ended).
+    async fn last_seen_of(&self, sessions: &[(u64, String)]) -> StoreResult<Vec<Option<f64>>> {
+        if sessions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for (uid, sid) in sessions {
+            pipe.zscore(self.keys.live_sessions(*uid), sid);
+        }
+        Ok(pipe.query_async(&mut self.conn()).await?)
+    }
+
+    /// Ends sessions (with `cutoff`, only those not seen since), as an
+    /// outbox op: authority, then index and revocation. Returns how many
+    /// ended.
+    pub(crate) async fn end_sessions(
+        &self,
+        sessions: Vec<(u64, String)>,
+        cutoff: Option<f64>,
+    ) -> StoreResult<usize> {
+        if sessions.is_empty() {
+            return Ok(0);
+        }
+        let owed = self.start_op(Op::EndSessions { sessions, cutoff }).await?;
+        self.run_end_sessions(&owed).await
+    }
+
+    /// Ends sessions, each step idempotent (a chain that runs it may run
+    /// again): at their authority, then in the index with their revocation.
+    /// Returns how many ended (again, on a rerun).
+    pub(crate) async fn close_sessions(
+        &self,
+        sessions: &[(u64, String)],
+        cutoff: Option<f64>,
+    ) -> StoreResult<usize> {
+        let mut by_user: BTreeMap<u64, Vec<&str>> = BTreeMap::new();
+        for (uid, sid) in sessions {
+            by_user.entry(*uid).or_default().push(sid);
+        }
+        let mut conn = self.conn();
+        let mut ended: Vec<String> = Vec::new();
+        let mut kept: Vec<(String, f64)> = Vec::new();
+        let cut = cutoff.map_or("+inf".to_string(), |c| c.to_string());
+        for (uid, sids) in by_user {
+            let (gone, used): (Vec<String>, Vec<(String, f64)>) = self
+                .scripts
+                .session_end
+                .key(self.keys.live_sessions(uid))
+                .key(self.keys.user_sessions(uid))
+                .arg(&cut)
+                .arg(self.keys.user_viewed_stem(uid))
+                .arg(&sids)
+                .invoke_async(&mut conn)
+                .await?;
+            ended.extend(gone);
+            kept.extend(used);
+        }
+        for (sid, seen) in &kept {
+            let _: () = redis::cmd("ZADD")
+                .arg(self.keys.recent())
+                .arg("XX")
+                .arg("GT")
+                .arg(seen)
+                .arg(sid)
+                .query_async(&mut conn)
+                .await?;
+        }
+        if ended.is_empty() {
+            return Ok(0);
+        }
+        if !self.pause_session_end.is_zero() {
+            tokio::time::sleep(self.pause_session_end).await;
+        }
+        let _: usize = self
+            .scripts
+            .drop_sessions
+            .key(self.keys.sessions())
             .key(self.keys.recent())
             .key(self.keys.events())
-            .arg(cutoff.map_or("+inf".to_string(), |c| c.to_string()))
-            .arg(self.keys.viewed_stem())
             .arg(self.keys.channel())
-            .arg(self.replay_maxlen);
-        for sid in sids {
-            inv.arg(sid);
-        }
-        let n: usize = inv.invoke_async(&mut conn).await?;
+            .arg(self.replay_maxlen)
+            .arg(&ended)
+            .invoke_async(&mut conn)
+            .await?;
         // The hub revokes them too when their events arrive; this process
         // does not wait for that.
-        for sid in sids {
+        for sid in &ended {
             self.session_cache.revoke(sid);
         }
+        Ok(ended.len())
+    }
+
+    /// The chain of [`Op::EndSessions`].
+    pub(crate) async fn run_end_sessions(&self, owed: &super::outbox::Owed) -> StoreResult<usize> {
+        let Op::EndSessions { sessions, cutoff } = &owed.op else {
+            return Err(super::StoreError::Internal("not a session end".into()));
+        };
+        let n = self.close_sessions(sessions, *cutoff).await?;
+        self.finish_with(owed, Vec::new()).await?;
         Ok(n)
     }
 }
@@ -216,8 +384,7 @@ pub struct SessionEntry {
 
 impl Store {
     /// The live sessions of `uid`, newest first. Entries of the user's
-    /// list whose session has ended (clean-up, logout) are dropped from it
-    /// on the way.
+    /// list whose session has ended are dropped from it on the way.
     pub async fn user_sessions(&self, uid: u64) -> StoreResult<Vec<SessionEntry>> {
         let mut conn = self.conn();
         let listed: Vec<(String, f64)> = conn
@@ -227,26 +394,21 @@ impl Store {
             return Ok(Vec::new());
         }
         let ids: Vec<&str> = listed.iter().map(|(id, _)| id.as_str()).collect();
-        let (owners, seen): (Vec<Option<String>>, Vec<Option<f64>>) = redis::pipe()
-            .cmd("HMGET")
-            .arg(self.keys.sessions())
-            .arg(&ids)
-            .cmd("ZMSCORE")
-            .arg(self.keys.recent())
+        let seen: Vec<Option<f64>> = redis::cmd("ZMSCORE")
+            .arg(self.keys.live_sessions(uid))
             .arg(&ids)
             .query_async(&mut conn)
             .await?;
         let mut live = Vec::new();
         let mut ended = Vec::new();
-        for (((id, created), owner), last_seen) in listed.into_iter().zip(owners).zip(seen) {
-            let owned = owner.as_deref().and_then(|o| o.parse::<u64>().ok()) == Some(uid);
-            match (owned, last_seen) {
-                (true, Some(last_seen)) => live.push(SessionEntry {
+        for ((id, created), last_seen) in listed.into_iter().zip(seen) {
+            match last_seen {
+                Some(last_seen) => live.push(SessionEntry {
                     id,
                     created,
                     last_seen,
                 }),
-                _ => ended.push(id),
+                None => ended.push(id),
             }
         }
         if !ended.is_empty() {
@@ -260,30 +422,41 @@ impl Store {
     /// user's live sessions.
     pub async fn end_user_session(&self, uid: u64, sid: &str) -> StoreResult<bool> {
         let mut conn = self.conn();
-        let owner: Option<String> = conn.hget(self.keys.sessions(), sid).await?;
-        if owner.as_deref().and_then(|o| o.parse::<u64>().ok()) != Some(uid) {
+        let seen: Option<f64> = conn.zscore(self.keys.live_sessions(uid), sid).await?;
+        if seen.is_none() {
             return Ok(false);
         }
-        let ended = self.drop_sessions(&[sid.to_string()], None).await? > 0;
-        let _: () = conn.zrem(self.keys.user_sessions(uid), sid).await?;
-        Ok(ended)
+        Ok(self
+            .end_sessions(vec![(uid, sid.to_string())], None)
+            .await?
+            > 0)
     }
 
     /// Ends every live session of `uid` but `keep`; returns how many.
     pub async fn end_other_sessions(&self, uid: u64, keep: &str) -> StoreResult<usize> {
-        let others: Vec<String> = self
+        let others: Vec<(u64, String)> = self
             .user_sessions(uid)
             .await?
             .into_iter()
-            .map(|s| s.id)
-            .filter(|id| id != keep)
+            .filter(|s| s.id != keep)
+            .map(|s| (uid, s.id))
             .collect();
-        let n = self.drop_sessions(&others, None).await?;
-        if !others.is_empty() {
-            let mut conn = self.conn();
-            let _: () = conn.zrem(self.keys.user_sessions(uid), &others).await?;
-        }
-        Ok(n)
+        self.end_sessions(others, None).await
+    }
+
+    /// Every session `uid` has, live or not yet listed as ended (for a
+    /// chain that ends them all: an account's deletion, a suspension).
+    pub(crate) async fn all_sessions_of(&self, uid: u64) -> StoreResult<Vec<(u64, String)>> {
+        let mut conn = self.conn();
+        let (listed, live): (Vec<String>, Vec<String>) = redis::pipe()
+            .zrange(self.keys.user_sessions(uid), 0, -1)
+            .zrange(self.keys.live_sessions(uid), 0, -1)
+            .query_async(&mut conn)
+            .await?;
+        let mut all: Vec<String> = listed.into_iter().chain(live).collect();
+        all.sort();
+        all.dedup();
+        Ok(all.into_iter().map(|sid| (uid, sid)).collect())
     }
 }
 

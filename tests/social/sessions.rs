@@ -254,7 +254,7 @@ async fn cleanup_drops_idle_sessions_with_their_keys() {
     );
     let mut conn = app.redis.conn();
     let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{}:{{g}}:viewed:*", app.cfg.key_prefix))
+        .arg(format!("{}:*viewed:*", app.cfg.key_prefix))
         .query(&mut conn)
         .unwrap();
     assert!(keys.is_empty(), "viewed keys left: {keys:?}");
@@ -397,4 +397,80 @@ async fn a_password_change_needs_the_current_one_and_ends_the_other_sessions() {
     );
     assert_eq!(app.get("/api/v1/me", Some(&token)).await.0, StatusCode::OK);
     assert_eq!(session_list(&app, &token).await.len(), 1);
+}
+
+#[tokio::test]
+async fn sessions_kept_where_the_first_layout_kept_them_are_moved_and_still_work() {
+    let app = TestApp::start().await;
+    let (uid, token) = app.user("lena").await;
+    let status = app.say(&token, "seen before the move").await;
+    let uid: u64 = uid.parse().unwrap();
+    // A session as the first layout wrote it: global index, list, viewed.
+    let sid = "0123456789abcdef0123456789abcdef";
+    let p = &app.cfg.key_prefix;
+    let at = firehose::model::now() - 30.0;
+    {
+        let mut conn = app.redis.conn();
+        let _: () = redis::cmd("HSET")
+            .arg(format!("{p}:{{g}}:sessions"))
+            .arg(sid)
+            .arg(uid)
+            .query(&mut conn)
+            .unwrap();
+        let _: () = redis::cmd("ZADD")
+            .arg(format!("{p}:{{g}}:recent"))
+            .arg(at)
+            .arg(sid)
+            .query(&mut conn)
+            .unwrap();
+        let _: () = redis::cmd("ZADD")
+            .arg(format!("{p}:user:{{{uid}}}:sessions"))
+            .arg(at)
+            .arg(sid)
+            .query(&mut conn)
+            .unwrap();
+        let _: () = redis::cmd("ZADD")
+            .arg(format!("{p}:{{g}}:viewed:{sid}"))
+            .arg(at)
+            .arg(&status)
+            .query(&mut conn)
+            .unwrap();
+        let _: () = redis::cmd("DEL")
+            .arg(format!("{p}:{{g}}:migrated"))
+            .query(&mut conn)
+            .unwrap();
+    }
+    let jwt = firehose::auth::Jwt::new(app.cfg.jwt_secret().unwrap());
+    let old = jwt.mint(uid, sid, &["read", "write"], 3600).0;
+    // Not moved yet: its authority is not in the user's slot.
+    assert_eq!(
+        app.get("/api/v1/me", Some(&old)).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    // What each process does before it serves.
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    assert_eq!(store.migrate().await.unwrap(), 1, "the old session moved");
+    assert_eq!(store.migrate().await.unwrap(), 0, "done once");
+    let (code, info) = app.get("/api/v1/sessions/current", Some(&old)).await;
+    assert_eq!(code, StatusCode::OK, "{info}");
+    assert_eq!(info["viewed"], json!([status]));
+    let listed = session_list(&app, &old).await;
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(listed.iter().any(|(id, current)| id == sid && *current));
+    let mut conn = app.redis.conn();
+    let legacy: u64 = redis::cmd("EXISTS")
+        .arg(format!("{p}:{{g}}:viewed:{sid}"))
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(legacy, 0, "the viewed list left the global slot");
+    // It ends as any session does, and the newer one still works.
+    assert_eq!(
+        app.delete("/api/v1/sessions/current", Some(&old)).await.0,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        app.get("/api/v1/me", Some(&old)).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(app.get("/api/v1/me", Some(&token)).await.0, StatusCode::OK);
 }

@@ -80,8 +80,8 @@ impl Store {
             .arg(until)
             .invoke_async(&mut conn)
             .await?;
-        let sessions: Vec<String> = conn.zrange(self.keys.user_sessions(uid), 0, -1).await?;
-        self.drop_sessions(&sessions, None).await?;
+        let sessions = self.all_sessions_of(uid).await?;
+        self.close_sessions(&sessions, None).await?;
         let _: () = conn.del(self.keys.user_sessions(uid)).await?;
         Ok(())
     }
@@ -186,6 +186,7 @@ impl Store {
             .arg(k.direct(uid))
             .arg(k.stream_leases(uid))
             .arg(k.user_sessions(uid))
+            .arg(k.live_sessions(uid))
             .arg(k.undo_round(uid))
             .arg(k.rules(uid))
             .arg(k.rule_values(uid))

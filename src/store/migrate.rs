@@ -1,0 +1,160 @@
+//! Data moves between key layouts, run by each process before it serves.
+//!
+//! `fh:{g}:migrated` counts the moves done. A process that finds it behind
+//! [`MOVES`] takes `fh:{g}:migrating` (SET NX with an expiry, renewed
+//! between batches), makes the moves and raises the count; every other
+//! process waits until the count is current, so no process serves (or
+//! cleans up) with data still in the old place. Each move is idempotent: a
+//! process that dies half-way leaves the lock to lapse and the next one
+//! starts the move again.
+//!
+//! The moves:
+//!
+//! 1. Sessions to the user's slot (`store::sessions`): every session of the
+//!    global index `sessions` gets its authority entry in its user's `live`
+//!    ZSET (scored by its `recent` score), and its viewed statuses move from
+//!    `fh:{g}:viewed:<sid>` to `fh:user:{<uid>}:viewed:<sid>`.
+
+use super::{parse_id, Store, StoreResult};
+use futures::future::try_join_all;
+use redis::AsyncCommands;
+use std::time::Duration;
+
+/// How many moves this version knows.
+pub const MOVES: u64 = 1;
+/// How long the migrating lock lasts without renewal.
+const LOCK_MS: u64 = 30_000;
+/// Index entries read per batch.
+const BATCH: usize = 500;
+
+impl Store {
+    /// Makes every move this version knows (or waits while another process
+    /// makes them). Returns the number of sessions moved by this process.
+    pub async fn migrate(&self) -> StoreResult<u64> {
+        let token = format!("{:032x}", rand::random::<u128>());
+        let mut conn = self.conn();
+        loop {
+            let done: Option<u64> = conn.get(self.keys.migrated()).await?;
+            let done = done.unwrap_or(0);
+            if done >= MOVES {
+                return Ok(0);
+            }
+            let took: Option<String> = redis::cmd("SET")
+                .arg(self.keys.migrating())
+                .arg(&token)
+                .arg("NX")
+                .arg("PX")
+                .arg(LOCK_MS)
+                .query_async(&mut conn)
+                .await?;
+            if took.is_none() {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+            let moved = self.move_sessions(&token).await?;
+            let _: () = conn.set(self.keys.migrated(), MOVES).await?;
+            let holder: Option<String> = conn.get(self.keys.migrating()).await?;
+            if holder.as_deref() == Some(token.as_str()) {
+                let _: () = conn.del(self.keys.migrating()).await?;
+            }
+            if moved > 0 {
+                tracing::info!(sessions = moved, "sessions moved to their users' slots");
+            }
+            return Ok(moved);
+        }
+    }
+
+    /// Move 1: each indexed session gets its authority entry and its viewed
+    /// list in its user's slot. A session ended meanwhile (the index entry
+    /// gone when looked at again after the batch) loses the entry again.
+    async fn move_sessions(&self, token: &str) -> StoreResult<u64> {
+        let mut conn = self.conn();
+        let mut cursor: u64 = 0;
+        let mut moved = 0;
+        loop {
+            let (next, flat): (u64, Vec<String>) = redis::cmd("HSCAN")
+                .arg(self.keys.sessions())
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(BATCH)
+                .query_async(&mut conn)
+                .await?;
+            let pairs: Vec<(String, u64)> = flat
+                .chunks(2)
+                .filter_map(|p| Some((p[0].clone(), parse_id(p.get(1)?).ok()?)))
+                .collect();
+            if !pairs.is_empty() {
+                moved += self.move_session_batch(&pairs).await?;
+            }
+            let _: () = redis::cmd("SET")
+                .arg(self.keys.migrating())
+                .arg(token)
+                .arg("XX")
+                .arg("PX")
+                .arg(LOCK_MS)
+                .query_async(&mut conn)
+                .await?;
+            if next == 0 {
+                return Ok(moved);
+            }
+            cursor = next;
+        }
+    }
+
+    async fn move_session_batch(&self, pairs: &[(String, u64)]) -> StoreResult<u64> {
+        let mut conn = self.conn();
+        let sids: Vec<&str> = pairs.iter().map(|(s, _)| s.as_str()).collect();
+        let seen: Vec<Option<f64>> = redis::cmd("ZMSCORE")
+            .arg(self.keys.recent())
+            .arg(&sids)
+            .query_async(&mut conn)
+            .await?;
+        let moves = pairs
+            .iter()
+            .zip(seen)
+            .filter_map(|((sid, uid), seen)| Some(self.move_one_session(*uid, sid.clone(), seen?)));
+        let moved = try_join_all(moves).await?;
+        let owners: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(self.keys.sessions())
+            .arg(&sids)
+            .query_async(&mut conn)
+            .await?;
+        for ((sid, uid), owner) in pairs.iter().zip(owners) {
+            if owner.is_none() {
+                let _: () = conn.zrem(self.keys.live_sessions(*uid), sid).await?;
+            }
+        }
+        Ok(moved.iter().sum())
+    }
+
+    /// Moves one session; 1 when its authority entry was made (0: there
+    /// already).
+    async fn move_one_session(&self, uid: u64, sid: String, seen: f64) -> StoreResult<u64> {
+        let mut conn = self.conn();
+        let sid = sid.as_str();
+        let legacy = self.keys.legacy_viewed(sid);
+        let viewed: Vec<(String, f64)> = conn.zrange_withscores(&legacy, 0, -1).await?;
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZADD")
+            .arg(self.keys.live_sessions(uid))
+            .arg("NX")
+            .arg(seen)
+            .arg(sid)
+            .cmd("ZADD")
+            .arg(self.keys.user_sessions(uid))
+            .arg("NX")
+            .arg(seen)
+            .arg(sid)
+            .ignore();
+        if !viewed.is_empty() {
+            let members: Vec<(f64, &str)> = viewed.iter().map(|(m, s)| (*s, m.as_str())).collect();
+            pipe.zadd_multiple(self.keys.user_viewed(uid, sid), &members)
+                .ignore();
+        }
+        let (made,): (u64,) = pipe.query_async(&mut conn).await?;
+        if !viewed.is_empty() {
+            let _: () = conn.del(&legacy).await?;
+        }
+        Ok(made)
+    }
+}
