@@ -130,17 +130,24 @@ impl Store {
             return Ok(None);
         };
         if (before / RECENT_GRAIN).floor() < (now / RECENT_GRAIN).floor() {
-            let _: () = redis::cmd("ZADD")
-                .arg(self.keys.recent())
-                .arg("XX")
-                .arg("GT")
-                .arg(now)
-                .arg(sid)
-                .query_async(&mut conn)
-                .await?;
+            self.raise_recent(sid, now).await?;
         }
         let private = private.as_deref() == Some("1");
         Ok(Some(SessionUser { login, private }))
+    }
+
+    /// Moves a session's place in the index's order up to `seen` (never
+    /// back, and never for a session the index no longer has).
+    async fn raise_recent(&self, sid: &str, seen: f64) -> StoreResult<()> {
+        let _: () = redis::cmd("ZADD")
+            .arg(self.keys.recent())
+            .arg("XX")
+            .arg("GT")
+            .arg(seen)
+            .arg(sid)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(())
     }
 
     /// Ends `uid`'s session `sid` at once (logout): its token stops
@@ -326,14 +333,7 @@ impl Store {
             kept.extend(used);
         }
         for (sid, seen) in &kept {
-            let _: () = redis::cmd("ZADD")
-                .arg(self.keys.recent())
-                .arg("XX")
-                .arg("GT")
-                .arg(seen)
-                .arg(sid)
-                .query_async(&mut conn)
-                .await?;
+            self.raise_recent(sid, *seen).await?;
         }
         if ended.is_empty() {
             return Ok(0);
