@@ -2,9 +2,10 @@
 //!
 //! A user's own keys share the hash tag `{<uid>}` (`fh:user:{42}`,
 //! `fh:user:{42}:home`, ...), a status's keys the tag `{s<id>}`, a
-//! hashtag's timeline the tag `{#<tag>}`, the trending buckets `{trends}`,
-//! and the global keys (counters, sessions, the event buffer, the outbox,
-//! the fan-out queue) the tag `{g}`. Every Lua script names keys of one of
+//! hashtag's timeline the tag `{#<tag>}`, a login's or email's holder the
+//! value itself (`fh:name:{bob}`), the trending buckets `{trends}`, and the
+//! global keys (counters, the sessions' clean-up index, the event buffer,
+//! the outbox, the fan-out queue) the tag `{g}`. Every Lua script names keys of one of
 //! these slots only, so the whole product runs on a Redis Cluster.
 
 /// Key builder for one configured prefix.
@@ -26,8 +27,15 @@ impl Keys {
         &self.prefix
     }
 
-    /// HASH: lowercased login or email -> user id (every unique user value).
-    pub fn unique(&self) -> String {
+    /// STRING: who holds a unique value (a login or an email, lowercased:
+    /// one namespace): the user id, or a deleted account's reserved login
+    /// `r:<uid>:<until>`. Each value in a slot of its own.
+    pub fn name(&self, value: &str) -> String {
+        format!("{}:name:{{{value}}}", self.prefix)
+    }
+    /// HASH: the unique values where the first layout kept them, in one
+    /// global slot (moved to [`Keys::name`] by `store::migrate`).
+    pub fn legacy_unique(&self) -> String {
         format!("{}:{{g}}:unique", self.prefix)
     }
     /// Counter for user ids.

@@ -14,6 +14,9 @@
 //!    global index `sessions` gets its authority entry in its user's `live`
 //!    ZSET (scored by its `recent` score), and its viewed statuses move from
 //!    `fh:{g}:viewed:<sid>` to `fh:user:{<uid>}:viewed:<sid>`.
+//! 2. Logins and emails to a key each (`fh:name:{<value>}`): every entry of
+//!    the global `fh:{g}:unique` HASH is copied (SET NX: a value claimed in
+//!    the new place is kept), then the HASH is unlinked.
 
 use super::{parse_id, Store, StoreResult};
 use futures::future::try_join_all;
@@ -21,7 +24,7 @@ use redis::AsyncCommands;
 use std::time::Duration;
 
 /// How many moves this version knows.
-pub const MOVES: u64 = 1;
+pub const MOVES: u64 = 2;
 /// How long the migrating lock lasts without renewal.
 const LOCK_MS: u64 = 30_000;
 /// Index entries read per batch.
@@ -29,7 +32,8 @@ const BATCH: usize = 500;
 
 impl Store {
     /// Makes every move this version knows (or waits while another process
-    /// makes them). Returns the number of sessions moved by this process.
+    /// makes them). Returns the number of sessions and names moved by this
+    /// process.
     pub async fn migrate(&self) -> StoreResult<u64> {
         let token = format!("{:032x}", rand::random::<u128>());
         let mut conn = self.conn();
@@ -51,14 +55,21 @@ impl Store {
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }
-            let moved = self.move_sessions(&token).await?;
+            let mut moved = 0;
+            if done < 1 {
+                moved += self.move_sessions(&token).await?;
+                let _: () = conn.set(self.keys.migrated(), 1).await?;
+            }
+            if done < 2 {
+                moved += self.move_names(&token).await?;
+            }
             let _: () = conn.set(self.keys.migrated(), MOVES).await?;
             let holder: Option<String> = conn.get(self.keys.migrating()).await?;
             if holder.as_deref() == Some(token.as_str()) {
                 let _: () = conn.del(self.keys.migrating()).await?;
             }
             if moved > 0 {
-                tracing::info!(sessions = moved, "sessions moved to their users' slots");
+                tracing::info!(moved, "data moved to its new place");
             }
             return Ok(moved);
         }
@@ -86,19 +97,65 @@ impl Store {
             if !pairs.is_empty() {
                 moved += self.move_session_batch(&pairs).await?;
             }
-            let _: () = redis::cmd("SET")
-                .arg(self.keys.migrating())
-                .arg(token)
-                .arg("XX")
-                .arg("PX")
-                .arg(LOCK_MS)
-                .query_async(&mut conn)
-                .await?;
+            self.renew_migrating(token).await?;
             if next == 0 {
                 return Ok(moved);
             }
             cursor = next;
         }
+    }
+
+    /// Move 2: each login and email of the global HASH gets its own key.
+    async fn move_names(&self, token: &str) -> StoreResult<u64> {
+        let mut conn = self.conn();
+        let mut cursor: u64 = 0;
+        let mut moved = 0;
+        loop {
+            let (next, flat): (u64, Vec<String>) = redis::cmd("HSCAN")
+                .arg(self.keys.legacy_unique())
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(BATCH)
+                .query_async(&mut conn)
+                .await?;
+            let copies = flat.chunks(2).filter(|p| p.len() == 2).map(|p| {
+                let mut conn = self.conn();
+                let key = self.keys.name(&p[0]);
+                let holder = p[1].clone();
+                async move {
+                    let set: Option<String> = redis::cmd("SET")
+                        .arg(key)
+                        .arg(holder)
+                        .arg("NX")
+                        .query_async(&mut conn)
+                        .await?;
+                    StoreResult::Ok(u64::from(set.is_some()))
+                }
+            });
+            moved += try_join_all(copies).await?.iter().sum::<u64>();
+            self.renew_migrating(token).await?;
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        let _: () = redis::cmd("UNLINK")
+            .arg(self.keys.legacy_unique())
+            .query_async(&mut conn)
+            .await?;
+        Ok(moved)
+    }
+
+    async fn renew_migrating(&self, token: &str) -> StoreResult<()> {
+        let _: () = redis::cmd("SET")
+            .arg(self.keys.migrating())
+            .arg(token)
+            .arg("XX")
+            .arg("PX")
+            .arg(LOCK_MS)
+            .query_async(&mut self.conn())
+            .await?;
+        Ok(())
     }
 
     async fn move_session_batch(&self, pairs: &[(String, u64)]) -> StoreResult<u64> {

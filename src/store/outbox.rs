@@ -7,7 +7,7 @@
 //! 1. `op_begin.lua` records the whole write as an [`Op`] in the outbox
 //!    ZSET (`{g}`), scored by a lease deadline, and numbers it (the number
 //!    is also the sequence that orders follow and like changes). A sign-up
-//!    records it in `claim_names.lua`, with the names it claims.
+//!    records it in `signup_begin.lua`, with the user id it takes.
 //! 2. The steps run one slot at a time (`status_put.lua` on the status,
 //!    `author_post.lua` on the author, `replies_count.lua` on the parent,
 //!    `trend.lua` on `{trends}`, the fan-out on each follower, ...). Each is
@@ -35,8 +35,7 @@ pub const IDEMPOTENCY_TTL: u64 = 24 * 3600;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
-    /// A sign-up whose names are claimed (`uid` first: `claim_names.lua`
-    /// fills it in).
+    /// A sign-up (`uid` first: `signup_begin.lua` fills it in).
     User {
         /// The new user's id.
         uid: u64,

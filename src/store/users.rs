@@ -24,7 +24,7 @@ impl Store {
     /// Whether a login or email (any case) is already taken.
     pub async fn is_taken(&self, value: &str) -> StoreResult<bool> {
         let mut conn = self.conn();
-        let holder: Option<String> = conn.hget(self.keys.unique(), value.to_lowercase()).await?;
+        let holder: Option<String> = conn.get(self.keys.name(&value.to_lowercase())).await?;
         Ok(match holder {
             None => false,
             // A deleted account's login, reserved until a time.
@@ -32,10 +32,45 @@ impl Store {
         })
     }
 
+    /// Claims `value` (any case) for `uid`: true when it is theirs now,
+    /// false when someone else holds it (`name_claim.lua`).
+    pub(crate) async fn claim_name(&self, value: &str, uid: u64) -> StoreResult<bool> {
+        let mut conn = self.conn();
+        let got: i64 = self
+            .scripts
+            .name_claim
+            .key(self.keys.name(&value.to_lowercase()))
+            .arg(uid)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(got == 1)
+    }
+
+    /// Gives `value` (any case) up if `uid` still holds it: freed, or kept
+    /// reserved until `until` (Unix seconds) when given (`name_release.lua`).
+    pub(crate) async fn release_name(
+        &self,
+        value: &str,
+        uid: u64,
+        until: Option<u64>,
+    ) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: i64 = self
+            .scripts
+            .name_release
+            .key(self.keys.name(&value.to_lowercase()))
+            .arg(uid)
+            .arg(until.map_or(String::new(), |t| format!("r:{uid}:{t}")))
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
     /// Creates a user; `Conflict` when the login or the email is taken.
-    /// The names are claimed first (`claim_names.lua`, which records the
-    /// rest of the sign-up in the outbox), then the user's keys are written
-    /// and the sign-up announced (`outbox`).
+    /// The sign-up is recorded in the outbox with its new id first
+    /// (`signup_begin.lua`), then its names are claimed, each in its own
+    /// slot, the user's keys written and the sign-up announced
+    /// (`chains/signup.rs`).
     pub async fn create_user(&self, new: &NewUser<'_>, signup: f64) -> StoreResult<User> {
         let op = Op::User {
             uid: 0,
@@ -47,52 +82,32 @@ impl Store {
         };
         let json = serde_json::to_string(&op).map_err(|e| StoreError::Internal(e.to_string()))?;
         let mut conn = self.conn();
-        let reply: Vec<String> = self
+        let (id, member): (String, String) = self
             .scripts
-            .claim_names
-            .key(self.keys.unique())
+            .signup_begin
             .key(self.keys.next_uid())
             .key(self.keys.outbox())
             .key(self.keys.next_op())
-            .arg(new.login.to_lowercase())
-            .arg(new.email.to_lowercase())
             .arg(self.lease_deadline())
             .arg(json)
             .invoke_async(&mut conn)
             .await?;
-        match reply.first().map(String::as_str) {
-            Some("ok") => {
-                let owed = reply
-                    .get(2)
-                    .and_then(|m| Owed::decode(m))
-                    .ok_or_else(|| StoreError::Internal("claim_names gave a bad member".into()))?;
-                self.run_user(&owed).await?;
-                Ok(User {
-                    id: reply.get(1).cloned().unwrap_or_default(),
-                    login: new.login.to_string(),
-                    name: new.name.to_string(),
-                    followers: 0,
-                    following: 0,
-                    posts: 0,
-                    signup,
-                    private: false,
-                    email: None,
-                    dm_policy: None,
-                    suspended: None,
-                })
-            }
-            Some("taken") if reply.get(1).map(String::as_str) == Some("email") => Err(
-                StoreError::Conflict("email_taken", "That email is already registered.".into()),
-            ),
-            Some("taken") => Err(StoreError::Conflict(
-                "login_taken",
-                "That login is already taken.".into(),
-            )),
-            _ => Err(StoreError::Internal(format!(
-                "claim_names replied {:?}",
-                reply.first()
-            ))),
-        }
+        let owed = Owed::decode(&member)
+            .ok_or_else(|| StoreError::Internal("signup_begin gave a bad member".into()))?;
+        self.run_user(&owed).await?;
+        Ok(User {
+            id,
+            login: new.login.to_string(),
+            name: new.name.to_string(),
+            followers: 0,
+            following: 0,
+            posts: 0,
+            signup,
+            private: false,
+            email: None,
+            dm_policy: None,
+            suspended: None,
+        })
     }
 
     /// The user with this id.
@@ -142,7 +157,7 @@ impl Store {
     /// deleted account's reserved login).
     pub async fn lookup(&self, value: &str) -> StoreResult<Option<u64>> {
         let mut conn = self.conn();
-        let id: Option<String> = conn.hget(self.keys.unique(), value.to_lowercase()).await?;
+        let id: Option<String> = conn.get(self.keys.name(&value.to_lowercase())).await?;
         match id {
             Some(id) if reserved_until(&id).is_some() => Ok(None),
             id => id.as_deref().map(parse_id).transpose(),
@@ -245,8 +260,8 @@ impl Store {
     }
 }
 
-/// When a deleted account's reserved login (`r:<uid>:<until>` in the
-/// unique index, `account_names.lua`) is free again; `None` for a live
+/// When a deleted account's reserved login (`r:<uid>:<until>` in its
+/// name key, `name_release.lua`) is free again; `None` for a live
 /// user's value.
 fn reserved_until(holder: &str) -> Option<f64> {
     holder.strip_prefix("r:")?.split_once(':')?.1.parse().ok()

@@ -251,12 +251,17 @@ async fn users_racing_for_one_login_get_one_winner() {
     }
     // Every user still holds exactly one login, and every login one user.
     let mut conn = app.redis.conn();
-    let unique: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(format!("{}:{{g}}:unique", app.cfg.key_prefix))
+    let names: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}:name:*", app.cfg.key_prefix))
         .query(&mut conn)
         .unwrap();
-    let logins = unique.keys().filter(|k| !k.contains('@')).count();
-    assert_eq!(logins, 8, "{unique:?}");
+    let holders: std::collections::HashSet<String> = names
+        .iter()
+        .filter(|k| !k.contains('@'))
+        .map(|k| redis::cmd("GET").arg(k).query(&mut conn).unwrap())
+        .collect();
+    let logins = names.iter().filter(|k| !k.contains('@')).count();
+    assert_eq!((logins, holders.len()), (8, 8), "{names:?}");
 }
 
 #[tokio::test]

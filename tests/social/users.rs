@@ -170,6 +170,44 @@ async fn two_hundred_concurrent_registrations_of_one_login_give_exactly_one_201(
     assert_eq!(user["login"], "Racer");
 }
 
+/// The email is claimed after the login, in another slot: a sign-up that
+/// loses the email gives its login back.
+#[tokio::test]
+async fn concurrent_registrations_of_one_email_give_one_201_and_free_the_losers_logins() {
+    let app = TestApp::start().await;
+    let answers = futures::future::join_all((0..50).map(|i| {
+        app.post(
+            "/api/v1/users",
+            None,
+            json!({"login": format!("mail_racer{i}"), "name": "r", "email": "Shared@example.com", "password": "password123"}),
+        )
+    }))
+    .await;
+    let won: Vec<usize> = (0..50)
+        .filter(|&i| answers[i].0 == StatusCode::CREATED)
+        .collect();
+    assert_eq!(won.len(), 1, "{answers:?}");
+    for (i, (status, err)) in answers.iter().enumerate() {
+        if i != won[0] {
+            assert_eq!(*status, StatusCode::CONFLICT);
+            assert_eq!(err["error"]["code"], "email_taken");
+        }
+    }
+    let (_, user) = app
+        .get("/api/v1/users/lookup?email=shared@example.com", None)
+        .await;
+    assert_eq!(user["login"], format!("mail_racer{}", won[0]));
+    // Every loser's login is free again.
+    for i in (0..50).filter(|&i| i != won[0]) {
+        let (status, _) = app
+            .get(&format!("/api/v1/users/lookup?login=mail_racer{i}"), None)
+            .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "mail_racer{i}");
+    }
+    app.register(&format!("mail_racer{}", (won[0] + 1) % 50))
+        .await;
+}
+
 #[tokio::test]
 async fn lookup_takes_exactly_one_of_login_email_any() {
     let app = TestApp::start().await;
@@ -266,4 +304,56 @@ async fn private_accounts_show_statuses_to_followers_only() {
         app.timeline_ids("/api/v1/timelines/home", Some(&b)).await,
         vec![sid]
     );
+}
+
+#[tokio::test]
+async fn logins_and_emails_kept_where_the_first_layout_kept_them_are_moved_and_still_held() {
+    let app = TestApp::start().await;
+    let p = &app.cfg.key_prefix;
+    let far = firehose::model::now() as u64 + 86_400;
+    {
+        // As the first layout wrote them: one global HASH.
+        let mut conn = app.redis.conn();
+        let _: () = redis::cmd("HSET")
+            .arg(format!("{p}:{{g}}:unique"))
+            .arg("oldtimer")
+            .arg("7777")
+            .arg("oldtimer@example.com")
+            .arg("7777")
+            .arg("gone_one")
+            .arg(format!("r:7778:{far}"))
+            .query(&mut conn)
+            .unwrap();
+        let _: () = redis::cmd("DEL")
+            .arg(format!("{p}:{{g}}:migrated"))
+            .query(&mut conn)
+            .unwrap();
+    }
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    assert_eq!(store.migrate().await.unwrap(), 3);
+    assert_eq!(store.lookup("OldTimer").await.unwrap(), Some(7777));
+    assert_eq!(store.lookup("gone_one").await.unwrap(), None);
+    for (login, email, code) in [
+        ("OLDTIMER", "fresh1@example.com", "login_taken"),
+        ("fresh1", "OldTimer@example.com", "email_taken"),
+        ("gone_one", "fresh2@example.com", "login_taken"),
+    ] {
+        let (status, err) = app
+            .post(
+                "/api/v1/users",
+                None,
+                json!({"login": login, "name": "n", "email": email, "password": "password123"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CONFLICT, "{login}: {err}");
+        assert_eq!(err["error"]["code"], code);
+    }
+    // A failed sign-up holds nothing: its login is free for the next one.
+    app.register("fresh1").await;
+    let mut conn = app.redis.conn();
+    let legacy: u64 = redis::cmd("EXISTS")
+        .arg(format!("{p}:{{g}}:unique"))
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(legacy, 0, "the global HASH is gone");
 }

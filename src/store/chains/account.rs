@@ -70,15 +70,11 @@ impl Store {
         } else {
             at as u64 + self.login_reservation
         };
-        let _: i64 = self
-            .scripts
-            .account_names
-            .key(self.keys.unique())
-            .arg(login.to_lowercase())
-            .arg(email.to_lowercase())
-            .arg(uid)
-            .arg(until)
-            .invoke_async(&mut conn)
+        // The email is free at once; the login stays reserved for a while,
+        // so nobody takes a name others still know. Only values the user
+        // still holds change.
+        self.release_name(email, uid, None).await?;
+        self.release_name(login, uid, (until > 0).then_some(until))
             .await?;
         let sessions = self.all_sessions_of(uid).await?;
         self.close_sessions(&sessions, None).await?;

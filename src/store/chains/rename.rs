@@ -1,5 +1,5 @@
-//! The rename chain: the unique index takes the new login or email and
-//! frees the old (`rename_claim.lua`, `{g}`), then the user's own keys show
+//! The rename chain: the new login or email is claimed (`name_claim.lua`,
+//! in the value's slot) and the old one freed, then the user's own keys show
 //! it (the user HASH's `login`, or the secret HASH's `email`), and for a
 //! login every status the user wrote (`status_login.lua`, each in its slot;
 //! `statuses_changed` events make every hub drop the old copies). Recorded in
@@ -32,16 +32,13 @@ impl Store {
             return Err(StoreError::Internal("not a rename".into()));
         };
         let mut conn = self.conn();
-        let claimed: String = self
-            .scripts
-            .rename_claim
-            .key(self.keys.unique())
-            .arg(old.to_lowercase())
-            .arg(new.to_lowercase())
-            .arg(uid)
-            .invoke_async(&mut conn)
-            .await?;
-        if claimed != "ok" {
+        // The new value is taken before the old is freed, so the user
+        // always holds one of them (a rerun finds the new one theirs).
+        let claimed = self.claim_name(new, *uid).await?;
+        if claimed && old.to_lowercase() != new.to_lowercase() {
+            self.release_name(old, *uid, None).await?;
+        }
+        if !claimed {
             self.finish_with(owed, Vec::new()).await?;
             let (code, what) = if field == "login" {
                 ("login_taken", "That login")

@@ -1,5 +1,7 @@
-//! The sign-up chain: the user's keys, then the `user` event (the names
-//! were claimed with the outbox record, in `claim_names.lua`).
+//! The sign-up chain (recorded in the outbox with its id by
+//! `signup_begin.lua`): the login claimed, then the email (each in its own
+//! slot; a taken one releases the other and ends the sign-up), the user's
+//! keys, then the `user` event.
 
 use crate::model::{Event, User};
 use crate::store::events::body;
@@ -7,8 +9,9 @@ use crate::store::outbox::{Op, Owed};
 use crate::store::{Store, StoreError, StoreResult};
 
 impl Store {
-    /// A sign-up's remaining steps: the user's keys (fields set only if
+    /// A sign-up's steps: its names, the user's keys (fields set only if
     /// absent, so a late second run never resets counters), then the event.
+    /// `Conflict` (and the entry retired, nothing kept) when a name is taken.
     pub(crate) async fn run_user(&self, owed: &Owed) -> StoreResult<()> {
         let Op::User {
             uid,
@@ -21,6 +24,20 @@ impl Store {
         else {
             return Err(StoreError::Internal("not a sign-up".into()));
         };
+        // Logins hold no '@' and emails do, so the two claims of two
+        // sign-ups never wait on each other crosswise: one of them wins.
+        let taken = if !self.claim_name(login, *uid).await? {
+            Some(("login_taken", "That login is already taken."))
+        } else if !self.claim_name(email, *uid).await? {
+            self.release_name(login, *uid, None).await?;
+            Some(("email_taken", "That email is already registered."))
+        } else {
+            None
+        };
+        if let Some((code, message)) = taken {
+            self.finish_with(owed, Vec::new()).await?;
+            return Err(StoreError::Conflict(code, message.into()));
+        }
         let mut conn = self.conn();
         let user = self.keys.user(*uid);
         let secret = self.keys.secret(*uid);
