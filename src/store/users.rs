@@ -61,6 +61,7 @@ impl Store {
             .key(self.keys.name(&value.to_lowercase()))
             .arg(uid)
             .arg(until.map_or(String::new(), |t| format!("r:{uid}:{t}")))
+            .arg(until.unwrap_or(0))
             .invoke_async(&mut conn)
             .await?;
         Ok(())

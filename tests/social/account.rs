@@ -466,6 +466,13 @@ async fn a_deleted_account_is_gone_at_once_and_everything_it_held_is_undone() {
     assert_eq!(status, StatusCode::CREATED);
     let (status, _) = patch_me(&app, &bt, json!({"login": "LEAVING"})).await;
     assert_eq!(status, StatusCode::CONFLICT);
+    // The reservation goes by itself when it ends (30 days here).
+    let mut conn = app.redis.conn();
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(format!("{}:name:{{leaving}}", app.cfg.key_prefix))
+        .query(&mut conn)
+        .unwrap();
+    assert!(ttl > 29 * 86_400 && ttl <= 30 * 86_400, "{ttl}");
     let _ = et;
 }
 

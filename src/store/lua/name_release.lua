@@ -7,7 +7,8 @@
 -- own key.
 --
 -- KEYS[1] the value's STRING  ARGV[1] user id  ARGV[2] the reservation, or
--- "" to free it
+-- "" to free it  ARGV[3] when the reservation ends (Unix seconds: the key
+-- goes by itself then)
 -- Returns 1 when it changed, else 0.
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
   return 0
@@ -15,6 +16,6 @@ end
 if ARGV[2] == '' then
   redis.call('DEL', KEYS[1])
 else
-  redis.call('SET', KEYS[1], ARGV[2])
+  redis.call('SET', KEYS[1], ARGV[2], 'EXAT', ARGV[3])
 end
 return 1
