@@ -79,25 +79,17 @@ impl Store {
     /// list in its user's slot. A session ended meanwhile (the index entry
     /// gone when looked at again after the batch) loses the entry again.
     async fn move_sessions(&self, token: &str) -> StoreResult<u64> {
-        let mut conn = self.conn();
         let mut cursor: u64 = 0;
         let mut moved = 0;
         loop {
-            let (next, flat): (u64, Vec<String>) = redis::cmd("HSCAN")
-                .arg(self.keys.sessions())
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(BATCH)
-                .query_async(&mut conn)
-                .await?;
-            let pairs: Vec<(String, u64)> = flat
-                .chunks(2)
-                .filter_map(|p| Some((p[0].clone(), parse_id(p.get(1)?).ok()?)))
+            let (next, page) = self.hash_page(&self.keys.sessions(), cursor, token).await?;
+            let pairs: Vec<(String, u64)> = page
+                .into_iter()
+                .filter_map(|(sid, uid)| Some((sid, parse_id(&uid).ok()?)))
                 .collect();
             if !pairs.is_empty() {
                 moved += self.move_session_batch(&pairs).await?;
             }
-            self.renew_migrating(token).await?;
             if next == 0 {
                 return Ok(moved);
             }
@@ -111,17 +103,12 @@ impl Store {
         let mut cursor: u64 = 0;
         let mut moved = 0;
         loop {
-            let (next, flat): (u64, Vec<String>) = redis::cmd("HSCAN")
-                .arg(self.keys.legacy_unique())
-                .arg(cursor)
-                .arg("COUNT")
-                .arg(BATCH)
-                .query_async(&mut conn)
+            let (next, page) = self
+                .hash_page(&self.keys.legacy_unique(), cursor, token)
                 .await?;
-            let copies = flat.chunks(2).filter(|p| p.len() == 2).map(|p| {
+            let copies = page.into_iter().map(|(value, holder)| {
                 let mut conn = self.conn();
-                let key = self.keys.name(&p[0]);
-                let holder = p[1].clone();
+                let key = self.keys.name(&value);
                 async move {
                     let set: Option<String> = redis::cmd("SET")
                         .arg(key)
@@ -133,7 +120,6 @@ impl Store {
                 }
             });
             moved += try_join_all(copies).await?.iter().sum::<u64>();
-            self.renew_migrating(token).await?;
             if next == 0 {
                 break;
             }
@@ -146,16 +132,36 @@ impl Store {
         Ok(moved)
     }
 
-    async fn renew_migrating(&self, token: &str) -> StoreResult<()> {
+    /// One page of a HASH's fields and values (HSCAN from `cursor`; the
+    /// next cursor, 0 at the end), the migrating lock renewed with it.
+    async fn hash_page(
+        &self,
+        key: &str,
+        cursor: u64,
+        token: &str,
+    ) -> StoreResult<(u64, Vec<(String, String)>)> {
+        let mut conn = self.conn();
+        let (next, flat): (u64, Vec<String>) = redis::cmd("HSCAN")
+            .arg(key)
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(BATCH)
+            .query_async(&mut conn)
+            .await?;
         let _: () = redis::cmd("SET")
             .arg(self.keys.migrating())
             .arg(token)
             .arg("XX")
             .arg("PX")
             .arg(LOCK_MS)
-            .query_async(&mut self.conn())
+            .query_async(&mut conn)
             .await?;
-        Ok(())
+        let mut fields = flat.into_iter();
+        let mut page = Vec::new();
+        while let (Some(field), Some(value)) = (fields.next(), fields.next()) {
+            page.push((field, value));
+        }
+        Ok((next, page))
     }
 
     async fn move_session_batch(&self, pairs: &[(String, u64)]) -> StoreResult<u64> {
