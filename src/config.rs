@@ -194,6 +194,16 @@ pub struct Config {
     )]
     pub test_pause_session_end_ms: u64,
 
+    /// For fault tests only: a sign-up stops this long after claiming its
+    /// login, before its email.
+    #[arg(
+        long,
+        env = "FIREHOSE_TEST_PAUSE_SIGNUP_MS",
+        default_value_t = 0,
+        hide = true
+    )]
+    pub test_pause_signup_ms: u64,
+
     /// Largest request body, in bytes.
     #[arg(long, env = "FIREHOSE_BODY_LIMIT", default_value_t = 256 * 1024)]
     pub body_limit: usize,

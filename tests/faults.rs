@@ -1926,6 +1926,86 @@ async fn a_logout_killed_half_way_still_closes_the_sessions_streams() {
     watcher.kill9().await;
 }
 
+/// Processes killed between a sign-up's two name claims (its login held,
+/// its email not yet): the next process's sweeper finishes the one whose
+/// email is still free (the user logs in), and gives back the login of the
+/// one whose email someone else took meanwhile (the login registers).
+#[tokio::test]
+async fn sign_ups_killed_between_their_names_are_finished_or_give_their_login_back() {
+    let app = TestApp::start_with(|c| c.workers = 0).await;
+    let env = [
+        ("FIREHOSE_OUTBOX_LEASE", "1"),
+        ("FIREHOSE_WORKERS", "0"),
+        ("FIREHOSE_TEST_PAUSE_SIGNUP_MS", "30000"),
+    ];
+    let first = ServerProcess::serve(&app.redis, &env).await;
+    let http = reqwest::Client::new();
+    let asked: Vec<_> = ["halfway_kept", "halfway_lost"]
+        .into_iter()
+        .map(|login| {
+            tokio::spawn(
+                http.post(first.url("/api/v1/users"))
+                    .json(&json!({"login": login, "name": "n", "email": format!("{login}@example.com"), "password": "password123"}))
+                    .send(),
+            )
+        })
+        .collect();
+    for login in ["halfway_kept", "halfway_lost"] {
+        let key = format!("{}:name:{{{login}}}", app.cfg.key_prefix);
+        app.eventually("the login is claimed", || async {
+            let mut conn = app.redis.conn();
+            conn.exists::<_, bool>(&key).unwrap_or(false)
+        })
+        .await;
+    }
+    first.kill9().await;
+    for a in asked {
+        let _ = a.await;
+    }
+    // Someone takes the second one's email while its sign-up is stopped.
+    let (status, body) = app
+        .post(
+            "/api/v1/users",
+            None,
+            json!({"login": "quick_one", "name": "n", "email": "halfway_lost@example.com", "password": "password123"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{body}");
+    let second = ServerProcess::serve(&app.redis, &[("FIREHOSE_OUTBOX_LEASE", "1")]).await;
+    app.eventually("the kept sign-up is finished", || async {
+        let (status, _) = app
+            .post(
+                "/api/v1/sessions",
+                None,
+                json!({"identifier": "halfway_kept@example.com", "password": "password123"}),
+            )
+            .await;
+        status == reqwest::StatusCode::CREATED
+    })
+    .await;
+    app.eventually("the lost sign-up gives its login back", || async {
+        let (status, _) = app
+            .get("/api/v1/users/lookup?login=halfway_lost", None)
+            .await;
+        let mut conn = app.redis.conn();
+        let held: bool = conn
+            .exists(format!("{}:name:{{halfway_lost}}", app.cfg.key_prefix))
+            .unwrap_or(true);
+        status == reqwest::StatusCode::NOT_FOUND && !held
+    })
+    .await;
+    let (status, body) = app
+        .post(
+            "/api/v1/users",
+            None,
+            json!({"login": "halfway_lost", "name": "n", "email": "another@example.com", "password": "password123"}),
+        )
+        .await;
+    assert_eq!(status, reqwest::StatusCode::CREATED, "{body}");
+    println!("sign-ups killed between their names: one finished, one gave its login back");
+    second.kill9().await;
+}
+
 /// `WAIT` commands run so far, summed over every running node.
 fn wait_calls(redis: &common::RedisServer) -> u64 {
     redis

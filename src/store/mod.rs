@@ -226,6 +226,8 @@ pub struct Store {
     pub(crate) pause_suspend: Duration,
     /// Fault tests only: a pause between a session's end and its revocation.
     pub(crate) pause_session_end: Duration,
+    /// Fault tests only: a pause between a sign-up's two name claims.
+    pub(crate) pause_signup: Duration,
     pub(crate) session_cache: Arc<cache::SessionCache>,
     /// The suspended users this process knows of (`moderation`).
     pub(crate) suspended: moderation::Suspended,
@@ -307,6 +309,7 @@ impl Store {
             rank_cache: Arc::default(),
             pause_suspend: Duration::from_millis(cfg.test_pause_suspend_ms),
             pause_session_end: Duration::from_millis(cfg.test_pause_session_end_ms),
+            pause_signup: Duration::from_millis(cfg.test_pause_signup_ms),
             suspended: moderation::Suspended::default(),
             session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
                 cfg.session_cache_ttl.clamp(0.0, 3600.0),

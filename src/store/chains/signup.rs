@@ -26,7 +26,11 @@ impl Store {
         };
         // Logins hold no '@' and emails do, so the two claims of two
         // sign-ups never wait on each other crosswise: one of them wins.
-        let taken = if !self.claim_name(login, *uid).await? {
+        let login_free = self.claim_name(login, *uid).await?;
+        if login_free && !self.pause_signup.is_zero() {
+            tokio::time::sleep(self.pause_signup).await;
+        }
+        let taken = if !login_free {
             Some(("login_taken", "That login is already taken."))
         } else if !self.claim_name(email, *uid).await? {
             self.release_name(login, *uid, None).await?;
