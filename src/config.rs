@@ -204,6 +204,17 @@ pub struct Config {
     )]
     pub test_pause_signup_ms: u64,
 
+    /// For fault tests only: a partitioned write (a follow, a like, a
+    /// block) stops this long after emitting its events, before its outbox
+    /// entry is retired.
+    #[arg(
+        long,
+        env = "FIREHOSE_TEST_PAUSE_RETIRE_MS",
+        default_value_t = 0,
+        hide = true
+    )]
+    pub test_pause_retire_ms: u64,
+
     /// Largest request body, in bytes.
     #[arg(long, env = "FIREHOSE_BODY_LIMIT", default_value_t = 256 * 1024)]
     pub body_limit: usize,

@@ -104,16 +104,16 @@ pub async fn outbox_sweeper(store: Store, every: Duration, mut shutdown: Shutdow
         let swept = async {
             let claimed = store.claim_ops(16).await?;
             let n = claimed.len();
-            for (raw, owed) in claimed {
-                match owed {
-                    Some(owed) => store.complete_op(&owed).await?,
+            for claim in claimed {
+                match &claim.owed {
+                    Some(owed) => store.complete_op(owed).await?,
                     None => {
                         // Only the number: an op may hold a password hash.
                         tracing::warn!(
-                            op = crate::store::outbox::Owed::number(&raw),
+                            op = crate::store::outbox::Owed::number(&claim.raw),
                             "dropping an outbox entry that cannot be parsed"
                         );
-                        store.drop_op(&raw).await?;
+                        store.drop_op(&claim).await?;
                     }
                 }
             }

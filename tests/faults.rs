@@ -2286,3 +2286,89 @@ async fn a_replica_that_stops_confirming_turns_writes_into_503s_until_it_answers
         "the unconfirmed write was kept on the master: {me}"
     );
 }
+
+/// A block killed after its events went out and before its outbox entry
+/// was retired (a partitioned op: `store::outbox`). The next process's
+/// sweeper finishes it without announcing it again, and forgets the op's
+/// mark in `emitted` once the op has been retired long enough.
+#[tokio::test]
+async fn a_block_killed_between_its_events_and_its_retirement_is_announced_once() {
+    let app = TestApp::start_with(|c| c.workers = 0).await;
+    let (a, at) = app.user("blocks_once").await;
+    let (b, _) = app.user("blocked_once").await;
+    let env = [
+        ("FIREHOSE_OUTBOX_LEASE", "1"),
+        ("FIREHOSE_WORKERS", "0"),
+        ("FIREHOSE_TEST_PAUSE_RETIRE_MS", "30000"),
+    ];
+    let first = ServerProcess::serve(&app.redis, &env).await;
+    let asked = tokio::spawn(
+        reqwest::Client::new()
+            .post(first.url(&format!("/api/v1/users/{b}/block")))
+            .bearer_auth(&at)
+            .json(&json!({}))
+            .send(),
+    );
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let relation_events = || {
+        let mut conn = app.redis.conn();
+        let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+            .arg(keys.events())
+            .arg("-")
+            .arg("+")
+            .query(&mut conn)
+            .unwrap();
+        entries
+            .iter()
+            .filter(|(_, fields)| {
+                fields
+                    .iter()
+                    .any(|(_, body)| body.contains("\"type\":\"relation\""))
+            })
+            .count()
+    };
+    app.eventually("the relation event is out", || async {
+        relation_events() == 1
+    })
+    .await;
+    first.kill9().await;
+    let _ = asked.await;
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    assert_eq!(store.outbox_depth().await.unwrap(), 1, "the block is owed");
+    let second = ServerProcess::serve(&app.redis, &[("FIREHOSE_OUTBOX_LEASE", "1")]).await;
+    app.eventually("the sweeper retires it", || async {
+        store.outbox_depth().await.is_ok_and(|d| d == 0)
+    })
+    .await;
+    assert_eq!(relation_events(), 1, "announced once");
+    let (ua, ub): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
+    assert_ne!(
+        store.relation_bits(ua, ub).await.unwrap(),
+        0,
+        "the block holds"
+    );
+    // The mark stays while the op is recent; once it has been retired
+    // long enough (its note aged by hand here), the sweeper forgets it.
+    let part = firehose::store::outbox::pair_part(ua, ub);
+    let mut conn = app.redis.conn();
+    let marks: u64 = conn.hlen(keys.emitted()).unwrap();
+    assert_eq!(marks, 1);
+    let retired: Vec<String> = conn.zrange(keys.part_retired(part), 0, -1).unwrap();
+    assert_eq!(retired.len(), 1);
+    let _: () = redis::cmd("ZADD")
+        .arg(keys.part_retired(part))
+        .arg("XX")
+        .arg(0)
+        .arg(&retired[0])
+        .query(&mut conn)
+        .unwrap();
+    app.eventually("the mark is forgotten", || async {
+        let mut conn = app.redis.conn();
+        let marks: u64 = conn.hlen(keys.emitted()).unwrap_or(1);
+        let notes: u64 = conn.zcard(keys.part_retired(part)).unwrap_or(1);
+        marks == 0 && notes == 0
+    })
+    .await;
+    println!("block killed before retirement: one relation event, mark forgotten later");
+    second.kill9().await;
+}

@@ -5,7 +5,8 @@
 //! Each step touches one user's keys only, and any step may be retried.
 
 use super::events::body;
-use super::outbox::Op;
+use super::keys::OUTBOX_PARTS;
+use super::outbox::{pair_part, Op};
 pub use super::paging::{Cursor, IdPage};
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::{Event, HOME_CAP};
@@ -83,7 +84,7 @@ impl Store {
             .key(self.keys.profile(target))
             .key(self.keys.deleted(target))
             .key(self.keys.events())
-            .key(self.keys.next_op())
+            .key(self.keys.part_next_op(pair_part(source, target)))
             .arg(source)
             .arg(target)
             .arg(if follow { "1" } else { "0" })
@@ -92,6 +93,8 @@ impl Store {
             .arg(self.replay_maxlen)
             .arg(self.keys.channel())
             .arg(event)
+            .arg(OUTBOX_PARTS)
+            .arg(pair_part(source, target))
             .invoke_async(&mut conn)
             .await?;
         if let Ok((word,)) = redis::from_redis_value::<(String,)>(reply.clone()) {

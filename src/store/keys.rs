@@ -5,13 +5,42 @@
 //! hashtag's timeline the tag `{#<tag>}`, a login's or email's holder the
 //! value itself (`fh:name:{bob}`), the trending buckets `{trends}`, and the
 //! global keys (counters, the sessions' clean-up index, the event buffer,
-//! the outbox, the fan-out queue) the tag `{g}`. Every Lua script names keys of one of
-//! these slots only, so the whole product runs on a Redis Cluster.
+//! the outbox of sign-ups and posts, the fan-out queue) the tag `{g}`, and
+//! each of the [`OUTBOX_PARTS`] outbox partitions (follows, likes, follow
+//! requests, blocks and mutes: `store::outbox`) a tag of its own, chosen so
+//! that the partitions' slots are spread evenly over the 16,384. Every Lua
+//! script names keys of one of these slots only, so the whole product runs
+//! on a Redis Cluster.
+
+use std::sync::Arc;
+
+/// How many outbox partitions there are. Fixed: an op's partition is a
+/// function of what it changes, and op numbers are ordered only within a
+/// partition (a different count would need every counter raised first).
+pub const OUTBOX_PARTS: usize = 32;
 
 /// Key builder for one configured prefix.
 #[derive(Debug, Clone)]
 pub struct Keys {
     prefix: String,
+    /// Each outbox partition's hash tag (`o<j>`), in partition order.
+    parts: Arc<[String]>,
+}
+
+/// The hash tags of the outbox partitions: for partition `k`, the first
+/// `o<j>` whose slot lies in the `k`-th of [`OUTBOX_PARTS`] equal ranges of
+/// slots, so that any even split of the slots between masters splits the
+/// partitions evenly too.
+fn part_tags() -> Arc<[String]> {
+    let width = 16384 / OUTBOX_PARTS as u16;
+    (0..OUTBOX_PARTS as u16)
+        .map(|k| {
+            (0u32..)
+                .map(|j| format!("o{j}"))
+                .find(|tag| super::conn::slot(tag.as_bytes()) / width == k)
+                .expect("every range of slots has a tag")
+        })
+        .collect()
 }
 
 impl Keys {
@@ -19,6 +48,7 @@ impl Keys {
     pub fn new(prefix: &str) -> Self {
         Keys {
             prefix: prefix.to_string(),
+            parts: part_tags(),
         }
     }
 
@@ -47,8 +77,9 @@ impl Keys {
     pub fn id_instance(&self, n: u64) -> String {
         format!("{}:{{ids}}:instance:{n}", self.prefix)
     }
-    /// Counter for outbox op numbers (also the sequence of follow and like
-    /// changes).
+    /// Counter for the op numbers of the `{g}` outbox (sign-ups, posts,
+    /// deletes, messages, account changes; follows and likes are numbered
+    /// by their partition's: [`Keys::part_next_op`]).
     pub fn next_op(&self) -> String {
         format!("{}:{{g}}:next_op", self.prefix)
     }
@@ -330,6 +361,25 @@ impl Keys {
     /// ZSET: work committed writes still owe (op -> lease deadline).
     pub fn outbox(&self) -> String {
         format!("{}:{{g}}:outbox", self.prefix)
+    }
+    /// STRING: outbox partition `k`'s op counter (its op numbers are
+    /// `counter * OUTBOX_PARTS + k`: unique across partitions).
+    pub fn part_next_op(&self, k: usize) -> String {
+        format!("{}:{{{}}}:next_op", self.prefix, self.parts[k])
+    }
+    /// ZSET: outbox partition `k`'s entries (op -> lease deadline).
+    pub fn part_outbox(&self, k: usize) -> String {
+        format!("{}:{{{}}}:outbox", self.prefix, self.parts[k])
+    }
+    /// ZSET: op numbers of partition `k` retired after emitting events
+    /// (-> when), whose marks in [`Keys::emitted`] the sweeper forgets.
+    pub fn part_retired(&self, k: usize) -> String {
+        format!("{}:{{{}}}:retired", self.prefix, self.parts[k])
+    }
+    /// HASH: op number -> 1 for each partitioned op whose events are in
+    /// the buffer, so a rerun of its chain emits nothing again.
+    pub fn emitted(&self) -> String {
+        format!("{}:{{g}}:emitted", self.prefix)
     }
     /// STRING: the first answer to a post with this idempotency key.
     pub fn idempotency(&self, uid: u64, key: &str) -> String {

@@ -1,7 +1,8 @@
 //! Likes: like and unlike (idempotent), who likes a status.
 
 use super::events::body;
-use super::outbox::Op;
+use super::keys::OUTBOX_PARTS;
+use super::outbox::{like_part, Op};
 use super::paging::{Cursor, IdPage};
 use super::{Store, StoreError, StoreResult};
 use crate::model::{now, Event};
@@ -68,7 +69,7 @@ impl Store {
             .key(self.keys.like_seq(sid))
             .key(self.keys.likes(uid))
             .key(self.keys.events())
-            .key(self.keys.next_op())
+            .key(self.keys.part_next_op(like_part(uid, sid)))
             .arg(uid)
             .arg(sid)
             .arg(at)
@@ -76,6 +77,8 @@ impl Store {
             .arg(self.replay_maxlen)
             .arg(self.keys.channel())
             .arg(event)
+            .arg(OUTBOX_PARTS)
+            .arg(like_part(uid, sid))
             .invoke_async(&mut conn)
             .await?;
         self.counts_cache.forget(sid);

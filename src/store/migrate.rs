@@ -17,14 +17,21 @@
 //! 2. Logins and emails to a key each (`fh:name:{<value>}`): every entry of
 //!    the global `fh:{g}:unique` HASH is copied (SET NX: a value claimed in
 //!    the new place is kept), then the HASH is unlinked.
+//! 3. Follows, likes, follow requests, blocks and mutes numbered by their
+//!    outbox partition (`store::outbox`): each partition's counter is
+//!    raised to at least the global `{g}` counter, so every number drawn
+//!    from here on is above every sequence stamped before (the first
+//!    layout drew them all from the global counter). Entries already in
+//!    the `{g}` outbox are finished from there as before.
 
+use super::keys::OUTBOX_PARTS;
 use super::{parse_id, Store, StoreResult};
 use futures::future::try_join_all;
 use redis::AsyncCommands;
 use std::time::Duration;
 
 /// How many moves this version knows.
-pub const MOVES: u64 = 2;
+pub const MOVES: u64 = 3;
 /// How long the migrating lock lasts without renewal.
 const LOCK_MS: u64 = 30_000;
 /// Index entries read per batch.
@@ -62,6 +69,10 @@ impl Store {
             }
             if done < 2 {
                 moved += self.move_names(&token).await?;
+                let _: () = conn.set(self.keys.migrated(), 2).await?;
+            }
+            if done < 3 {
+                self.raise_part_counters().await?;
             }
             let _: () = conn.set(self.keys.migrated(), MOVES).await?;
             let holder: Option<String> = conn.get(self.keys.migrating()).await?;
@@ -95,6 +106,23 @@ impl Store {
             }
             cursor = next;
         }
+    }
+
+    /// Move 3: every partition's op counter at least the global one's.
+    async fn raise_part_counters(&self) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let global: Option<u64> = conn.get(self.keys.next_op()).await?;
+        let Some(global) = global.filter(|&n| n > 0) else {
+            return Ok(());
+        };
+        for k in 0..OUTBOX_PARTS {
+            let key = self.keys.part_next_op(k);
+            let now: Option<u64> = conn.get(&key).await?;
+            if now.unwrap_or(0) < global {
+                let _: () = conn.set(&key, global).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Move 2: each login and email of the global HASH gets its own key.

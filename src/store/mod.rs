@@ -96,6 +96,8 @@ pub type StoreResult<T> = Result<T, StoreError>;
 pub struct Scripts {
     pub(crate) op_begin: Script,
     pub(crate) op_finish: Script,
+    pub(crate) emit_once: Script,
+    pub(crate) op_retire: Script,
     pub(crate) signup_begin: Script,
     pub(crate) name_claim: Script,
     pub(crate) name_release: Script,
@@ -164,6 +166,8 @@ impl Scripts {
             delete_mark: Script::new(include_str!("lua/delete_mark.lua")),
             status_bury: Script::new(include_str!("lua/status_bury.lua")),
             emit: Script::new(include_str!("lua/emit.lua")),
+            emit_once: Script::new(include_str!("lua/emit_once.lua")),
+            op_retire: Script::new(include_str!("lua/op_retire.lua")),
             follow_source: Script::new(include_str!("lua/follow_source.lua")),
             follow_target: Script::new(include_str!("lua/follow_target.lua")),
             follow_home: Script::new(include_str!("lua/follow_home.lua")),
@@ -228,6 +232,9 @@ pub struct Store {
     pub(crate) pause_session_end: Duration,
     /// Fault tests only: a pause between a sign-up's two name claims.
     pub(crate) pause_signup: Duration,
+    /// Fault tests only: a pause between a partitioned op's events and
+    /// its retirement.
+    pub(crate) pause_retire: Duration,
     pub(crate) session_cache: Arc<cache::SessionCache>,
     /// The suspended users this process knows of (`moderation`).
     pub(crate) suspended: moderation::Suspended,
@@ -310,6 +317,7 @@ impl Store {
             pause_suspend: Duration::from_millis(cfg.test_pause_suspend_ms),
             pause_session_end: Duration::from_millis(cfg.test_pause_session_end_ms),
             pause_signup: Duration::from_millis(cfg.test_pause_signup_ms),
+            pause_retire: Duration::from_millis(cfg.test_pause_retire_ms),
             suspended: moderation::Suspended::default(),
             session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
                 cfg.session_cache_ttl.clamp(0.0, 3600.0),

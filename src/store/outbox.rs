@@ -4,17 +4,35 @@
 //! Every write that touches more than one slot (a sign-up, a post, a delete,
 //! a follow, a like, a follow request) runs the same way:
 //!
-//! 1. `op_begin.lua` records the whole write as an [`Op`] in the outbox
-//!    ZSET (`{g}`), scored by a lease deadline, and numbers it (the number
-//!    is also the sequence that orders follow and like changes). A sign-up
-//!    records it in `signup_begin.lua`, with the user id it takes.
+//! 1. `op_begin.lua` records the whole write as an [`Op`] in an outbox
+//!    ZSET, scored by a lease deadline, and numbers it. Changes between two
+//!    users (follows, follow requests, blocks, mutes) and likes go to one
+//!    of [`OUTBOX_PARTS`] partitions, each in a slot of its own, chosen by
+//!    what they change ([`Op::part`]): every change of one pair of users
+//!    lands in the same partition, and a like in its user's and status's,
+//!    so the partition's counter orders every change that is compared
+//!    with another (the number is the sequence `follow_source.lua`,
+//!    `relate.lua` and `like.lua` compare). Numbers are
+//!    `counter * OUTBOX_PARTS + partition`, unique everywhere. The other
+//!    ops (posts, deletes, messages, account changes) use the `{g}` outbox,
+//!    where an Idempotency-Key is claimed with the entry. A sign-up records
+//!    itself in `signup_begin.lua`, with the user id it takes.
 //! 2. The steps run one slot at a time (`status_put.lua` on the status,
 //!    `author_post.lua` on the author, `replies_count.lua` on the parent,
 //!    `trend.lua` on `{trends}`, the fan-out on each follower, ...). Each is
 //!    idempotent, so running it twice changes nothing more.
-//! 3. `op_finish.lua` retires the entry and, only in the call that retired
-//!    it, emits the write's events, queues its fan-out ranges and keeps the
-//!    answer under its idempotency key.
+//! 3. `op_finish.lua` retires a `{g}` entry and, only in the call that
+//!    retired it, emits the write's events, queues its fan-out ranges and
+//!    keeps the answer under its idempotency key. A partitioned entry's
+//!    events go out first (`emit_once.lua`, in `{g}`: only if the op's mark
+//!    in `emitted` is new), then `op_retire.lua` retires it in its
+//!    partition and notes its number in the partition's `retired` ZSET;
+//!    the sweeper forgets marks [`EMITTED_KEPT`] seconds after their op
+//!    retired. A rerun (a worker finishing a dead request's chain) finds
+//!    the mark and emits nothing, however long after the first run it
+//!    comes, as long as the entry is not retired; a run that claimed an
+//!    entry and then stalls for longer than [`EMITTED_KEPT`] after another
+//!    run retired it would emit its events a second time.
 //!
 //! A request runs the chain itself. If it dies (or its client hangs up and
 //! the task is dropped), the entry's lease runs out and a worker's sweeper
@@ -22,6 +40,7 @@
 //! between steps is finished later, and a retry repeats nothing. Events go
 //! out last, so a client that gets an event can read what it refers to.
 
+use super::keys::OUTBOX_PARTS;
 use super::{Store, StoreError, StoreResult};
 use crate::model::now;
 use redis::AsyncCommands;
@@ -30,6 +49,34 @@ use std::collections::HashMap;
 
 /// How long an `Idempotency-Key` of `POST /api/v1/statuses` is remembered, in seconds.
 pub const IDEMPOTENCY_TTL: u64 = 24 * 3600;
+
+/// Seconds a partitioned op's mark in `emitted` is kept after the op
+/// retired (a run of its chain that stalls longer than this after another
+/// run retired it could emit its events twice).
+pub const EMITTED_KEPT: f64 = 300.0;
+
+/// Marks forgotten per partition per sweep.
+const FORGET_BATCH: usize = 500;
+
+/// The outbox partition of every change between users `a` and `b`.
+pub fn pair_part(a: u64, b: u64) -> usize {
+    mix(a.min(b), a.max(b))
+}
+
+/// The outbox partition of `uid`'s likes of status `sid`.
+pub fn like_part(uid: u64, sid: u64) -> usize {
+    mix(uid, sid)
+}
+
+/// A fixed spread of two numbers over the partitions (splitmix64's
+/// finalizer): stable across versions, since stored order depends on it.
+fn mix(a: u64, b: u64) -> usize {
+    let mut z = a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z % OUTBOX_PARTS as u64) as usize
+}
 
 /// A write that spans slots, as recorded in the outbox.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -195,7 +242,21 @@ pub enum Op {
     },
 }
 
-/// An outbox entry: its member, its number and its op.
+impl Op {
+    /// The outbox partition of this op, `None` for the `{g}` outbox. Ops
+    /// whose numbers are compared with each other share one.
+    pub fn part(&self) -> Option<usize> {
+        match *self {
+            Op::Follow { source, target, .. }
+            | Op::Request { source, target, .. }
+            | Op::Relate { source, target, .. } => Some(pair_part(source, target)),
+            Op::Like { uid, sid, .. } => Some(like_part(uid, sid)),
+            _ => None,
+        }
+    }
+}
+
+/// An outbox entry: its member, its number, its op and where it is.
 #[derive(Debug, Clone)]
 pub struct Owed {
     /// The outbox member, `<n>|<op JSON>`.
@@ -204,16 +265,24 @@ pub struct Owed {
     pub n: u64,
     /// The write.
     pub op: Op,
+    /// Its outbox partition (`None`: the `{g}` outbox).
+    pub part: Option<usize>,
 }
 
 impl Owed {
-    /// Parses an outbox member.
+    /// Parses a member of the `{g}` outbox.
     pub fn decode(member: &str) -> Option<Owed> {
+        Owed::decode_in(member, None)
+    }
+
+    /// Parses a member of outbox `part`.
+    pub fn decode_in(member: &str, part: Option<usize>) -> Option<Owed> {
         let (n, json) = member.split_once('|')?;
         Some(Owed {
             member: member.to_string(),
             n: n.parse().ok()?,
             op: serde_json::from_str(json).ok()?,
+            part,
         })
     }
 
@@ -256,25 +325,43 @@ pub(crate) enum PostEnd {
 }
 
 impl Store {
-    /// Records `op` in the outbox (with an idempotency key: claims it too).
+    /// Records `op` in its outbox (with an idempotency key, which only
+    /// `{g}` ops take: claims it too).
     pub(crate) async fn begin_op(&self, op: &Op, idempotency: Option<&str>) -> StoreResult<Begun> {
         let json = serde_json::to_string(op).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let part = op.part();
+        let (outbox, counter, stride, offset) = match part {
+            Some(k) => (
+                self.keys.part_outbox(k),
+                self.keys.part_next_op(k),
+                OUTBOX_PARTS,
+                k,
+            ),
+            None => (self.keys.outbox(), self.keys.next_op(), 1, 0),
+        };
+        if part.is_some() && idempotency.is_some() {
+            return Err(StoreError::Internal(
+                "an idempotency key for a partitioned op".into(),
+            ));
+        }
         let mut conn = self.conn();
         let mut inv = self.scripts.op_begin.prepare_invoke();
-        inv.key(self.keys.outbox()).key(self.keys.next_op());
+        inv.key(&outbox).key(&counter);
         match idempotency {
             Some(key) => inv.key(key),
-            None => inv.key(self.keys.next_op()),
+            None => inv.key(&counter),
         };
         let reply: (String, String) = inv
             .arg(json)
             .arg(self.lease_deadline())
             .arg(if idempotency.is_some() { "1" } else { "0" })
             .arg(IDEMPOTENCY_TTL)
+            .arg(stride)
+            .arg(offset)
             .invoke_async(&mut conn)
             .await?;
         match reply.0.as_str() {
-            "ok" => Owed::decode(&reply.1)
+            "ok" => Owed::decode_in(&reply.1, part)
                 .map(Begun::Started)
                 .ok_or_else(|| StoreError::Internal("op_begin gave a bad member".into())),
             _ => Ok(Begun::Duplicate(reply.1)),
@@ -285,6 +372,9 @@ impl Store {
     /// events, queues the tasks and keeps the answer. Returns the first
     /// event's id when it did.
     pub(crate) async fn finish_op(&self, owed: &Owed, f: Finish) -> StoreResult<Option<String>> {
+        if let Some(k) = owed.part {
+            return self.finish_in_part(owed, k, f).await;
+        }
         let mut conn = self.conn();
         let mut inv = self.scripts.op_finish.prepare_invoke();
         inv.key(self.keys.outbox())
@@ -308,6 +398,58 @@ impl Store {
         inv.arg(f.answer.as_ref().map_or("", |(_, a)| a.as_str()));
         let (retired, eid): (i64, String) = inv.invoke_async(&mut conn).await?;
         Ok((retired == 1).then_some(eid))
+    }
+
+    /// [`Store::finish_op`] for an entry of partition `k`: its events (once:
+    /// `emit_once.lua`, in `{g}`), then the entry retired in its partition
+    /// (`op_retire.lua`). Returns the first event's id when this call
+    /// emitted them.
+    async fn finish_in_part(
+        &self,
+        owed: &Owed,
+        k: usize,
+        f: Finish,
+    ) -> StoreResult<Option<String>> {
+        if !f.tasks.is_empty() || f.answer.is_some() {
+            return Err(StoreError::Internal(
+                "a partitioned op with fan-out tasks or an answer".into(),
+            ));
+        }
+        let mut conn = self.conn();
+        let mut first = None;
+        if !f.events.is_empty() {
+            let mut inv = self.scripts.emit_once.prepare_invoke();
+            inv.key(self.keys.emitted())
+                .key(self.keys.events())
+                .arg(owed.n)
+                .arg(self.replay_maxlen)
+                .arg(self.keys.channel());
+            for e in &f.events {
+                inv.arg(e);
+            }
+            let eid: String = inv.invoke_async(&mut conn).await?;
+            first = (!eid.is_empty()).then_some(eid);
+        }
+        self.pause_before_retire().await;
+        let _: i64 = self
+            .scripts
+            .op_retire
+            .key(self.keys.part_outbox(k))
+            .key(self.keys.part_retired(k))
+            .arg(&owed.member)
+            .arg(owed.n)
+            .arg(now())
+            .arg(if f.events.is_empty() { "0" } else { "1" })
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(first)
+    }
+
+    /// Fault tests only: waits `--test-pause-retire-ms`.
+    async fn pause_before_retire(&self) {
+        if !self.pause_retire.is_zero() {
+            tokio::time::sleep(self.pause_retire).await;
+        }
     }
 
     /// Retires an entry emitting these events (no fan-out, no answer).
@@ -361,32 +503,69 @@ impl Store {
     }
 
     /// Claims outbox entries whose lease ran out, for a worker to complete:
-    /// each as its raw member and, when it parses, the entry.
-    pub async fn claim_ops(&self, most: usize) -> StoreResult<Vec<(String, Option<Owed>)>> {
-        let mut conn = self.conn();
-        let members: Vec<String> = self
-            .scripts
-            .outbox_claim
-            .key(self.keys.outbox())
-            .arg(now())
-            .arg(self.lease_deadline())
-            .arg(most)
-            .invoke_async(&mut conn)
-            .await?;
-        Ok(members
-            .into_iter()
-            .map(|m| {
-                let owed = Owed::decode(&m);
-                (m, owed)
-            })
-            .collect())
+    /// up to `most` from the `{g}` outbox and from each partition, each as
+    /// its raw member, its partition and, when it parses, the entry. On the
+    /// way, forgets the `emitted` marks of ops retired more than
+    /// [`EMITTED_KEPT`] seconds ago.
+    pub async fn claim_ops(&self, most: usize) -> StoreResult<Vec<Claimed>> {
+        let cutoff = now() - EMITTED_KEPT;
+        let claims = std::iter::once(None)
+            .chain((0..OUTBOX_PARTS).map(Some))
+            .map(|part| async move {
+                let mut conn = self.conn();
+                let outbox = self.outbox_of(part);
+                let (retired, batch) = match part {
+                    Some(k) => (self.keys.part_retired(k), FORGET_BATCH),
+                    None => (outbox.clone(), 0),
+                };
+                let (members, old): (Vec<String>, Vec<String>) = self
+                    .scripts
+                    .outbox_claim
+                    .key(&outbox)
+                    .key(&retired)
+                    .arg(now())
+                    .arg(self.lease_deadline())
+                    .arg(most)
+                    .arg(cutoff)
+                    .arg(batch)
+                    .invoke_async(&mut conn)
+                    .await?;
+                if !old.is_empty() {
+                    // The marks first: a crash between leaves numbers to
+                    // forget again, never a mark nobody forgets.
+                    let _: i64 = conn.hdel(self.keys.emitted(), &old).await?;
+                    let _: i64 = conn.zrem(&retired, &old).await?;
+                }
+                Ok::<_, StoreError>(
+                    members
+                        .into_iter()
+                        .map(|raw| Claimed {
+                            owed: Owed::decode_in(&raw, part),
+                            raw,
+                            part,
+                        })
+                        .collect::<Vec<_>>(),
+                )
+            });
+        let claimed = futures::future::try_join_all(claims).await?;
+        Ok(claimed.into_iter().flatten().collect())
+    }
+
+    /// The outbox ZSET of `part` (`None`: `{g}`'s).
+    fn outbox_of(&self, part: Option<usize>) -> String {
+        match part {
+            Some(k) => self.keys.part_outbox(k),
+            None => self.keys.outbox(),
+        }
     }
 
     /// Drops an outbox entry that cannot be parsed (written by a foreign
     /// version), so it is not claimed for ever.
-    pub async fn drop_op(&self, member: &str) -> StoreResult<()> {
+    pub async fn drop_op(&self, claimed: &Claimed) -> StoreResult<()> {
         let mut conn = self.conn();
-        let _: () = conn.zrem(self.keys.outbox(), member).await?;
+        let _: () = conn
+            .zrem(self.outbox_of(claimed.part), &claimed.raw)
+            .await?;
         Ok(())
     }
 
@@ -396,7 +575,7 @@ impl Store {
     pub(crate) async fn extend_op(&self, owed: &Owed) -> StoreResult<()> {
         let mut conn = self.conn();
         let _: i64 = redis::cmd("ZADD")
-            .arg(self.keys.outbox())
+            .arg(self.outbox_of(owed.part))
             .arg("XX")
             .arg(self.lease_deadline())
             .arg(&owed.member)
@@ -405,19 +584,119 @@ impl Store {
         Ok(())
     }
 
-    /// Seconds since the oldest outbox entry began (its lease deadline
-    /// less the lease), 0 when the outbox is empty.
+    /// Seconds since the oldest outbox entry (of every partition) began
+    /// (its lease deadline less the lease), 0 when the outboxes are empty.
     pub async fn outbox_age(&self) -> StoreResult<f64> {
-        let mut conn = self.conn();
-        let oldest: Vec<(String, f64)> = conn.zrange_withscores(self.keys.outbox(), 0, 0).await?;
-        Ok(oldest.first().map_or(0.0, |(_, deadline)| {
-            (now() - (deadline - self.outbox_lease)).max(0.0)
-        }))
+        let mut oldest = 0.0f64;
+        for part in std::iter::once(None).chain((0..OUTBOX_PARTS).map(Some)) {
+            let mut conn = self.conn();
+            let first: Vec<(String, f64)> =
+                conn.zrange_withscores(self.outbox_of(part), 0, 0).await?;
+            if let Some((_, deadline)) = first.first() {
+                oldest = oldest.max(now() - (deadline - self.outbox_lease));
+            }
+        }
+        Ok(oldest.max(0.0))
     }
 
-    /// Entries in the outbox (work owed by committed writes).
+    /// Entries in the outboxes (work owed by committed writes).
     pub async fn outbox_depth(&self) -> StoreResult<u64> {
-        let mut conn = self.conn();
-        Ok(conn.zcard(self.keys.outbox()).await?)
+        let mut depth = 0;
+        for part in std::iter::once(None).chain((0..OUTBOX_PARTS).map(Some)) {
+            let mut conn = self.conn();
+            let n: u64 = conn.zcard(self.outbox_of(part)).await?;
+            depth += n;
+        }
+        Ok(depth)
+    }
+}
+
+/// An entry a sweep claimed.
+#[derive(Debug)]
+pub struct Claimed {
+    /// The member as stored.
+    pub raw: String,
+    /// Its partition (`None`: `{g}`).
+    pub part: Option<usize>,
+    /// The entry, when it parses.
+    pub owed: Option<Owed>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::conn::slot;
+    use crate::store::keys::Keys;
+
+    #[test]
+    fn partitions_lie_one_in_each_equal_range_of_slots() {
+        let keys = Keys::new("fh");
+        let width = 16384 / OUTBOX_PARTS as u16;
+        for k in 0..OUTBOX_PARTS {
+            let outbox = keys.part_outbox(k);
+            let s = slot(outbox.as_bytes());
+            assert_eq!(usize::from(s / width), k, "{outbox} in slot {s}");
+            // Every key of a partition shares its slot.
+            assert_eq!(slot(keys.part_next_op(k).as_bytes()), s);
+            assert_eq!(slot(keys.part_retired(k).as_bytes()), s);
+        }
+    }
+
+    #[test]
+    fn a_pair_has_one_partition_whichever_side_acts_and_pairs_spread_evenly() {
+        let mut seen = [0usize; OUTBOX_PARTS];
+        for a in 1..=100u64 {
+            for b in 1..=100u64 {
+                assert_eq!(pair_part(a, b), pair_part(b, a));
+                seen[pair_part(a, b)] += 1;
+            }
+        }
+        let mean = 10_000 / OUTBOX_PARTS;
+        for (k, n) in seen.iter().enumerate() {
+            assert!(
+                n * 10 > mean * 8 && n * 10 < mean * 12,
+                "partition {k}: {n} pairs (mean {mean})"
+            );
+        }
+    }
+
+    #[test]
+    fn changes_between_users_and_likes_are_partitioned_and_the_rest_is_not() {
+        let follow = Op::Follow {
+            source: 3,
+            target: 9,
+            follow: true,
+            at: 0.0,
+        };
+        let block = Op::Relate {
+            source: 9,
+            target: 3,
+            kind: crate::store::relations::Relation::Block,
+            on: true,
+            at: 0.0,
+        };
+        assert_eq!(follow.part(), block.part(), "one pair, one partition");
+        let like = Op::Like {
+            uid: 3,
+            sid: 77,
+            author: 9,
+            private: false,
+            like: true,
+            at: 0.0,
+        };
+        assert_eq!(like.part(), Some(like_part(3, 77)));
+        let delete = Op::Delete {
+            sid: 77,
+            uid: 9,
+            private: false,
+            at: 0.0,
+        };
+        assert_eq!(delete.part(), None);
+        let owed = Owed::decode_in(
+            "4101|{\"op\":\"follow\",\"source\":3,\"target\":9,\"follow\":true,\"at\":0.0}",
+            follow.part(),
+        )
+        .unwrap();
+        assert_eq!((owed.n, owed.part, owed.op), (4101, follow.part(), follow));
     }
 }

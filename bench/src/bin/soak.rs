@@ -394,7 +394,12 @@ async fn main() -> anyhow::Result<()> {
     // Drain: every committed write's work done (outbox and fan-out queue empty).
     let drain_deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let outbox: u64 = redis.zcard(format!("{PREFIX}:{{g}}:outbox")).await?;
+        let keys = firehose::store::keys::Keys::new(PREFIX);
+        let mut outbox: u64 = redis.zcard(keys.outbox()).await?;
+        for k in 0..firehose::store::keys::OUTBOX_PARTS {
+            let part: u64 = redis.zcard(keys.part_outbox(k)).await?;
+            outbox += part;
+        }
         let queue: u64 = redis
             .xlen(format!("{PREFIX}:{{g}}:fanout"))
             .await

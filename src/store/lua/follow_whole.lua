@@ -14,10 +14,11 @@
 -- KEYS[7] followee's followers ZSET  KEYS[8] followee's follower-sequence HASH
 -- KEYS[9] followee's hide HASH  KEYS[10] followee's profile ZSET
 -- KEYS[11] followee's recently-deleted ZSET  KEYS[12] events STREAM
--- KEYS[13] op counter
+-- KEYS[13] the op counter of the pair's outbox partition (store::outbox)
 -- ARGV[1] follower id  ARGV[2] followee id  ARGV[3] "1" follow / "0" unfollow
 -- ARGV[4] now  ARGV[5] home cap  ARGV[6] MAXLEN  ARGV[7] channel
--- ARGV[8] the event JSON without "id"
+-- ARGV[8] the event JSON without "id"  ARGV[9] stride, ARGV[10] offset: an
+-- op number is counter * stride + offset (op_begin.lua)
 -- Returns {changed 0/1, {hidden user id, ...}, {status id copied, ...}},
 -- or {"nouser"}, or {"blocked"}.
 local t = redis.call('HMGET', KEYS[1], 'id', 'deleted', 'suspended')
@@ -60,7 +61,7 @@ end
 -- A chain step drawn earlier (account deletion's undo, or a change left by a
 -- previous version for the sweeper) must not undo this one: both sides'
 -- sequences move to a newly drawn op number.
-local seq = redis.call('INCR', KEYS[13])
+local seq = string.format('%d', redis.call('INCR', KEYS[13]) * tonumber(ARGV[9]) + tonumber(ARGV[10]))
 local step = follow and 1 or -1
 redis.call('HSET', KEYS[4], ARGV[2], seq, 'c:' .. ARGV[2], seq)
 redis.call('HINCRBY', KEYS[2], 'following', step)

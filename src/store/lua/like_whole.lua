@@ -9,9 +9,12 @@
 -- runs it only there).
 --
 -- KEYS[1] status HASH  KEYS[2] likers ZSET  KEYS[3] like sequences HASH
--- KEYS[4] the user's likes ZSET  KEYS[5] events STREAM  KEYS[6] op counter
+-- KEYS[4] the user's likes ZSET  KEYS[5] events STREAM  KEYS[6] the op
+-- counter of the like's outbox partition (store::outbox)
 -- ARGV[1] user id  ARGV[2] status id  ARGV[3] now  ARGV[4] "1" like / "0" unlike
 -- ARGV[5] MAXLEN  ARGV[6] channel  ARGV[7] the like event JSON without "id"
+-- ARGV[8] stride, ARGV[9] offset: an op number is counter * stride + offset
+-- (op_begin.lua)
 -- Returns {changed 0/1, likes} or {"missing"}.
 local st = redis.call('HMGET', KEYS[1], 'id', 'deleted', 'likes')
 if not st[1] or st[2] then
@@ -28,8 +31,13 @@ if changed == 0 then
 end
 -- A chain step drawn earlier (account deletion's undo, or a write left by
 -- a previous version for the sweeper) must not undo this change: the
--- user's sequence moves to the newest op number drawn.
-redis.call('HSET', KEYS[3], ARGV[1], redis.call('GET', KEYS[6]) or '0')
+-- user's sequence moves to the newest op number drawn in the partition.
+local drawn = redis.call('GET', KEYS[6])
+local seq = '0'
+if drawn then
+  seq = string.format('%d', tonumber(drawn) * tonumber(ARGV[8]) + tonumber(ARGV[9]))
+end
+redis.call('HSET', KEYS[3], ARGV[1], seq)
 local likes = redis.call('HINCRBY', KEYS[1], 'likes', ARGV[4] == '1' and 1 or -1)
 if ARGV[4] == '1' then
   redis.call('ZADD', KEYS[4], ARGV[3], ARGV[2])

@@ -4,12 +4,15 @@
 --
 -- Atomic: the op number, the outbox entry and (with an idempotency key) the
 -- key's claim are taken together, so two requests with one key cannot both
--- begin. One slot: every key is a global `{g}` key.
+-- begin. One slot: every key is the outbox's, a global `{g}` key or one of
+-- a partition's (store::outbox; partitioned ops take no idempotency key).
 --
 -- KEYS[1] outbox ZSET  KEYS[2] op counter  KEYS[3] idempotency STRING (the
 -- counter again when there is no key)
 -- ARGV[1] op JSON  ARGV[2] lease deadline  ARGV[3] "1" with an idempotency
--- key  ARGV[4] its TTL (s)
+-- key  ARGV[4] its TTL (s)  ARGV[5] stride, ARGV[6] offset: the op number
+-- is counter * stride + offset (the partition count and the partition's
+-- index; 1 and 0 for `{g}`)
 -- Returns {"ok", member} (member = "<n>|<op JSON>") or {"dup", value}, the
 -- value being the first answer or "pending|<member>" while that first write
 -- is under way.
@@ -19,8 +22,8 @@ if ARGV[3] == '1' then
     return {'dup', first}
   end
 end
-local n = redis.call('INCR', KEYS[2])
-local member = n .. '|' .. ARGV[1]
+local n = redis.call('INCR', KEYS[2]) * tonumber(ARGV[5]) + tonumber(ARGV[6])
+local member = string.format('%d', n) .. '|' .. ARGV[1]
 redis.call('ZADD', KEYS[1], ARGV[2], member)
 if ARGV[3] == '1' then
   redis.call('SET', KEYS[3], 'pending|' .. member, 'EX', ARGV[4])
