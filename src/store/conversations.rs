@@ -75,23 +75,28 @@ impl Store {
             start: out.start,
             idempotency_key: out.idempotency_key.map(String::from),
         };
+        let mut legacy = None;
+        if let Some(k) = out.idempotency_key {
+            legacy = self.legacy_answer(out.uid, &format!("m:{k}")).await?;
+        }
         let key = out
             .idempotency_key
             .map(|k| self.keys.idempotency(out.uid, &format!("m:{k}")));
-        let owed = match self.begin_op(&op, key.as_deref()).await? {
-            Begun::Started(owed) => owed,
-            Begun::Duplicate(first) => {
-                let Some(pending) = first.strip_prefix("pending|") else {
-                    return serde_json::from_str(&first)
-                        .map_err(|_| StoreError::Internal("bad idempotent answer".into()));
-                };
-                // The first send is under way (or died): finish it (every
-                // step is idempotent) and answer with it.
-                let owed = Owed::decode(pending)
-                    .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
-                return self.run_message(&owed).await;
-            }
+        let (first, in_legacy) = match legacy {
+            Some(first) => (first, true),
+            None => match self.begin_op(&op, key.as_deref()).await? {
+                Begun::Started(owed) => return self.run_message(&owed).await,
+                Begun::Duplicate(first) => (first, false),
+            },
         };
+        let Some(pending) = first.strip_prefix("pending|") else {
+            return serde_json::from_str(&first)
+                .map_err(|_| StoreError::Internal("bad idempotent answer".into()));
+        };
+        // The first send is under way (or died): finish it (every step is
+        // idempotent) and answer with it.
+        let owed = Owed::decode_pending(pending, in_legacy)
+            .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
         self.run_message(&owed).await
     }
 

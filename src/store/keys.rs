@@ -5,10 +5,10 @@
 //! hashtag's timeline the tag `{#<tag>}`, a login's or email's holder the
 //! value itself (`fh:name:{bob}`), the trending buckets `{trends}`, and the
 //! global keys (counters, the sessions' clean-up index, the event buffer,
-//! the outbox of sign-ups and posts, the fan-out queue) the tag `{g}`, and
-//! each of the [`OUTBOX_PARTS`] outbox partitions (follows, likes, follow
-//! requests, blocks and mutes: `store::outbox`) a tag of its own, chosen so
-//! that the partitions' slots are spread evenly over the 16,384. Every Lua
+//! the outbox of sign-ups, the fan-out queue) the tag `{g}`, and each of
+//! the [`OUTBOX_PARTS`] outbox partitions (every other write, and the
+//! idempotency keys: `store::outbox`) a tag of its own, chosen so that the
+//! partitions' slots are spread evenly over the 16,384. Every Lua
 //! script names keys of one of these slots only, so the whole product runs
 //! on a Redis Cluster.
 
@@ -25,6 +25,32 @@ pub struct Keys {
     prefix: String,
     /// Each outbox partition's hash tag (`o<j>`), in partition order.
     parts: Arc<[String]>,
+}
+
+/// The outbox partition of every change between users `a` and `b`.
+pub fn pair_part(a: u64, b: u64) -> usize {
+    mix(a.min(b), a.max(b))
+}
+
+/// The outbox partition of `uid`'s likes of status `sid`.
+pub fn like_part(uid: u64, sid: u64) -> usize {
+    mix(uid, sid)
+}
+
+/// The outbox partition of `uid`'s own writes (posts, deletes, messages,
+/// account changes) and of their idempotency keys.
+pub fn user_part(uid: u64) -> usize {
+    mix(uid, u64::MAX)
+}
+
+/// A fixed spread of two numbers over the partitions (splitmix64's
+/// finalizer): stable across versions, since stored order depends on it.
+fn mix(a: u64, b: u64) -> usize {
+    let mut z = a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z % OUTBOX_PARTS as u64) as usize
 }
 
 /// The hash tags of the outbox partitions: for partition `k`, the first
@@ -77,9 +103,8 @@ impl Keys {
     pub fn id_instance(&self, n: u64) -> String {
         format!("{}:{{ids}}:instance:{n}", self.prefix)
     }
-    /// Counter for the op numbers of the `{g}` outbox (sign-ups, posts,
-    /// deletes, messages, account changes; follows and likes are numbered
-    /// by their partition's: [`Keys::part_next_op`]).
+    /// Counter for the op numbers of the `{g}` outbox (sign-ups; every
+    /// other write is numbered by its partition's: [`Keys::part_next_op`]).
     pub fn next_op(&self) -> String {
         format!("{}:{{g}}:next_op", self.prefix)
     }
@@ -381,9 +406,25 @@ impl Keys {
     pub fn emitted(&self) -> String {
         format!("{}:{{g}}:emitted", self.prefix)
     }
-    /// STRING: the first answer to a post with this idempotency key.
+    /// STRING: the first answer to a post (or, `m:<key>`, a message) of
+    /// `uid`'s with this idempotency key, in the slot of `uid`'s outbox
+    /// partition ([`user_part`]), where the write is recorded.
     pub fn idempotency(&self, uid: u64, key: &str) -> String {
+        format!(
+            "{}:{{{}}}:idem:{uid}:{key}",
+            self.prefix,
+            self.parts[user_part(uid)]
+        )
+    }
+    /// STRING: [`Keys::idempotency`] where the first layout kept it (`{g}`),
+    /// for writes recorded in the `{g}` outbox then.
+    pub fn legacy_idempotency(&self, uid: u64, key: &str) -> String {
         format!("{}:{{g}}:idem:{uid}:{key}", self.prefix)
+    }
+    /// STRING: until when (unix seconds) keys of [`Keys::legacy_idempotency`]
+    /// may still answer (set by `store::migrate`'s move 4).
+    pub fn legacy_idempotency_until(&self) -> String {
+        format!("{}:{{g}}:legacy_idem_until", self.prefix)
     }
     /// STRING: the generated JWT secret, when none is configured.
     pub fn jwt_secret(&self) -> String {

@@ -23,6 +23,13 @@
 //!    from here on is above every sequence stamped before (the first
 //!    layout drew them all from the global counter). Entries already in
 //!    the `{g}` outbox are finished from there as before.
+//! 4. Posts, deletes, messages and account changes recorded in their
+//!    user's outbox partition, with their idempotency keys there too: the
+//!    keys the first layout kept in `{g}` answer for one more day
+//!    (`fh:{g}:legacy_idem_until`, read by every process as it starts),
+//!    so a retry of a write sent before the upgrade still gets its first
+//!    answer. Entries already in the `{g}` outbox are finished from there,
+//!    their answers kept where their keys are.
 
 use super::keys::OUTBOX_PARTS;
 use super::{parse_id, Store, StoreResult};
@@ -31,7 +38,7 @@ use redis::AsyncCommands;
 use std::time::Duration;
 
 /// How many moves this version knows.
-pub const MOVES: u64 = 3;
+pub const MOVES: u64 = 4;
 /// How long the migrating lock lasts without renewal.
 const LOCK_MS: u64 = 30_000;
 /// Index entries read per batch.
@@ -48,6 +55,7 @@ impl Store {
             let done: Option<u64> = conn.get(self.keys.migrated()).await?;
             let done = done.unwrap_or(0);
             if done >= MOVES {
+                self.read_legacy_window().await?;
                 return Ok(0);
             }
             let took: Option<String> = redis::cmd("SET")
@@ -73,6 +81,10 @@ impl Store {
             }
             if done < 3 {
                 self.raise_part_counters().await?;
+                let _: () = conn.set(self.keys.migrated(), 3).await?;
+            }
+            if done < 4 {
+                self.open_legacy_window().await?;
             }
             let _: () = conn.set(self.keys.migrated(), MOVES).await?;
             let holder: Option<String> = conn.get(self.keys.migrating()).await?;
@@ -82,6 +94,7 @@ impl Store {
             if moved > 0 {
                 tracing::info!(moved, "data moved to its new place");
             }
+            self.read_legacy_window().await?;
             return Ok(moved);
         }
     }
@@ -122,6 +135,33 @@ impl Store {
                 let _: () = conn.set(&key, global).await?;
             }
         }
+        Ok(())
+    }
+
+    /// Move 4: on a store the first layout wrote (its global op counter
+    /// is set), idempotency keys where it kept them answer one day more.
+    async fn open_legacy_window(&self) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let global: Option<u64> = conn.get(self.keys.next_op()).await?;
+        if global.unwrap_or(0) > 0 {
+            let until = crate::model::now() as u64 + super::outbox::IDEMPOTENCY_TTL;
+            let _: () = redis::cmd("SET")
+                .arg(self.keys.legacy_idempotency_until())
+                .arg(until)
+                .arg("NX")
+                .query_async(&mut conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Until when keys where the first layout kept them answer, as move 4
+    /// left it, into this process's store.
+    async fn read_legacy_window(&self) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let until: Option<u64> = conn.get(self.keys.legacy_idempotency_until()).await?;
+        self.legacy_idem_until
+            .store(until.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 

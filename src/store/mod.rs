@@ -235,6 +235,9 @@ pub struct Store {
     /// Fault tests only: a pause between a partitioned op's events and
     /// its retirement.
     pub(crate) pause_retire: Duration,
+    /// Until when (unix seconds; 0: never) idempotency keys where the first
+    /// layout kept them may answer (`store::migrate` reads it).
+    pub(crate) legacy_idem_until: Arc<std::sync::atomic::AtomicU64>,
     pub(crate) session_cache: Arc<cache::SessionCache>,
     /// The suspended users this process knows of (`moderation`).
     pub(crate) suspended: moderation::Suspended,
@@ -318,6 +321,7 @@ impl Store {
             pause_session_end: Duration::from_millis(cfg.test_pause_session_end_ms),
             pause_signup: Duration::from_millis(cfg.test_pause_signup_ms),
             pause_retire: Duration::from_millis(cfg.test_pause_retire_ms),
+            legacy_idem_until: Arc::default(),
             suspended: moderation::Suspended::default(),
             session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
                 cfg.session_cache_ttl.clamp(0.0, 3600.0),

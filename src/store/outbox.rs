@@ -5,18 +5,19 @@
 //! a follow, a like, a follow request) runs the same way:
 //!
 //! 1. `op_begin.lua` records the whole write as an [`Op`] in an outbox
-//!    ZSET, scored by a lease deadline, and numbers it. Changes between two
-//!    users (follows, follow requests, blocks, mutes) and likes go to one
-//!    of [`OUTBOX_PARTS`] partitions, each in a slot of its own, chosen by
-//!    what they change ([`Op::part`]): every change of one pair of users
-//!    lands in the same partition, and a like in its user's and status's,
-//!    so the partition's counter orders every change that is compared
-//!    with another (the number is the sequence `follow_source.lua`,
-//!    `relate.lua` and `like.lua` compare). Numbers are
-//!    `counter * OUTBOX_PARTS + partition`, unique everywhere. The other
-//!    ops (posts, deletes, messages, account changes) use the `{g}` outbox,
-//!    where an Idempotency-Key is claimed with the entry. A sign-up records
-//!    itself in `signup_begin.lua`, with the user id it takes.
+//!    ZSET, scored by a lease deadline, and numbers it. Every write but a
+//!    sign-up goes to one of [`OUTBOX_PARTS`] partitions, each in a slot
+//!    of its own, chosen by what it changes ([`Op::part`]): every change
+//!    between one pair of users (follows, follow requests, blocks, mutes)
+//!    lands in the pair's partition, a like in its user's and status's, so
+//!    the partition's counter orders every change that is compared with
+//!    another (the number is the sequence `follow_source.lua`,
+//!    `relate.lua` and `like.lua` compare); a user's own writes (posts,
+//!    deletes, messages, account changes) go to the user's, where their
+//!    Idempotency-Key lives and is claimed with the entry. Numbers are
+//!    `counter * OUTBOX_PARTS + partition`, unique everywhere. A sign-up
+//!    records itself in the `{g}` outbox (`signup_begin.lua`), with the
+//!    user id it takes.
 //! 2. The steps run one slot at a time (`status_put.lua` on the status,
 //!    `author_post.lua` on the author, `replies_count.lua` on the parent,
 //!    `trend.lua` on `{trends}`, the fan-out on each follower, ...). Each is
@@ -24,15 +25,17 @@
 //! 3. `op_finish.lua` retires a `{g}` entry and, only in the call that
 //!    retired it, emits the write's events, queues its fan-out ranges and
 //!    keeps the answer under its idempotency key. A partitioned entry's
-//!    events go out first (`emit_once.lua`, in `{g}`: only if the op's mark
-//!    in `emitted` is new), then `op_retire.lua` retires it in its
-//!    partition and notes its number in the partition's `retired` ZSET;
-//!    the sweeper forgets marks [`EMITTED_KEPT`] seconds after their op
-//!    retired. A rerun (a worker finishing a dead request's chain) finds
-//!    the mark and emits nothing, however long after the first run it
-//!    comes, as long as the entry is not retired; a run that claimed an
-//!    entry and then stalls for longer than [`EMITTED_KEPT`] after another
-//!    run retired it would emit its events a second time.
+//!    events and fan-out ranges go out first (`emit_once.lua`, in `{g}`:
+//!    only if the op's mark in `emitted` is new), then `op_retire.lua`
+//!    retires it in its partition, keeps its answer and notes its number
+//!    in the partition's `retired` ZSET.
+//!    A rerun (a worker finishing a dead request's chain) finds the mark
+//!    and emits nothing, however long after the first run it comes. A run
+//!    emits only within [`EMIT_GRACE`] seconds of its lease's end (else it
+//!    fails, and a worker claims the entry again), and every run took its
+//!    lease before the entry was retired, so no run emits later than the
+//!    lease plus the grace after the retirement; the sweeper forgets a
+//!    mark [`MARK_MARGIN`] seconds after that ([`Store::emitted_kept`]).
 //!
 //! A request runs the chain itself. If it dies (or its client hangs up and
 //! the task is dropped), the entry's lease runs out and a worker's sweeper
@@ -41,6 +44,7 @@
 //! out last, so a client that gets an event can read what it refers to.
 
 use super::keys::OUTBOX_PARTS;
+pub use super::keys::{like_part, pair_part, user_part};
 use super::{Store, StoreError, StoreResult};
 use crate::model::now;
 use redis::AsyncCommands;
@@ -50,33 +54,17 @@ use std::collections::HashMap;
 /// How long an `Idempotency-Key` of `POST /api/v1/statuses` is remembered, in seconds.
 pub const IDEMPOTENCY_TTL: u64 = 24 * 3600;
 
-/// Seconds a partitioned op's mark in `emitted` is kept after the op
-/// retired (a run of its chain that stalls longer than this after another
-/// run retired it could emit its events twice).
-pub const EMITTED_KEPT: f64 = 300.0;
+/// Seconds after the end of its lease within which a run of a partitioned
+/// op may still emit its events (later, it fails and a worker claims the
+/// entry again).
+pub const EMIT_GRACE: f64 = 30.0;
+
+/// Seconds a mark in `emitted` outlives the latest moment a run of its op
+/// may emit (for clocks that differ between processes).
+pub const MARK_MARGIN: f64 = 30.0;
 
 /// Marks forgotten per partition per sweep.
 const FORGET_BATCH: usize = 500;
-
-/// The outbox partition of every change between users `a` and `b`.
-pub fn pair_part(a: u64, b: u64) -> usize {
-    mix(a.min(b), a.max(b))
-}
-
-/// The outbox partition of `uid`'s likes of status `sid`.
-pub fn like_part(uid: u64, sid: u64) -> usize {
-    mix(uid, sid)
-}
-
-/// A fixed spread of two numbers over the partitions (splitmix64's
-/// finalizer): stable across versions, since stored order depends on it.
-fn mix(a: u64, b: u64) -> usize {
-    let mut z = a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z % OUTBOX_PARTS as u64) as usize
-}
 
 /// A write that spans slots, as recorded in the outbox.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -243,15 +231,29 @@ pub enum Op {
 }
 
 impl Op {
-    /// The outbox partition of this op, `None` for the `{g}` outbox. Ops
-    /// whose numbers are compared with each other share one.
+    /// The outbox partition of this op; `None`, for a sign-up only, the
+    /// `{g}` outbox (where `signup_begin.lua` takes the user id with it).
+    /// Ops whose numbers are compared with each other share one: every
+    /// change between two users, a user's likes of one status. A user's
+    /// own writes go to the user's, where their idempotency keys live.
     pub fn part(&self) -> Option<usize> {
-        match *self {
+        match self {
             Op::Follow { source, target, .. }
             | Op::Request { source, target, .. }
-            | Op::Relate { source, target, .. } => Some(pair_part(source, target)),
-            Op::Like { uid, sid, .. } => Some(like_part(uid, sid)),
-            _ => None,
+            | Op::Relate { source, target, .. } => Some(pair_part(*source, *target)),
+            Op::Like { uid, sid, .. } => Some(like_part(*uid, *sid)),
+            Op::Post { fields, .. } => Some(user_part(
+                fields.get("uid").and_then(|u| u.parse().ok()).unwrap_or(0),
+            )),
+            Op::Delete { uid, .. }
+            | Op::Message { uid, .. }
+            | Op::DeleteAccount { uid, .. }
+            | Op::Suspend { uid, .. }
+            | Op::Rename { uid, .. } => Some(user_part(*uid)),
+            Op::EndSessions { sessions, .. } => {
+                Some(user_part(sessions.first().map_or(0, |(uid, _)| *uid)))
+            }
+            Op::User { .. } => None,
         }
     }
 }
@@ -267,6 +269,9 @@ pub struct Owed {
     pub op: Op,
     /// Its outbox partition (`None`: the `{g}` outbox).
     pub part: Option<usize>,
+    /// When this run's lease on the entry ends (as this process took it;
+    /// infinite when not known).
+    pub deadline: f64,
 }
 
 impl Owed {
@@ -283,7 +288,17 @@ impl Owed {
             n: n.parse().ok()?,
             op: serde_json::from_str(json).ok()?,
             part,
+            deadline: f64::INFINITY,
         })
+    }
+
+    /// The entry an idempotency key's `pending|<member>` value names: in
+    /// the `{g}` outbox for a key where the first layout kept them
+    /// (`legacy`), else in its op's partition.
+    pub fn decode_pending(member: &str, legacy: bool) -> Option<Owed> {
+        let owed = Owed::decode(member)?;
+        let part = if legacy { None } else { owed.op.part() };
+        Some(Owed { part, ..owed })
     }
 
     /// The op number of an outbox member, for logs (the op itself may hold
@@ -296,7 +311,7 @@ impl Owed {
 /// What `op_begin` answered.
 pub(crate) enum Begun {
     /// Recorded: run the chain.
-    Started(Owed),
+    Started(Box<Owed>),
     /// The idempotency key was used: the first answer, or the entry of the
     /// first write still under way.
     Duplicate(String),
@@ -325,8 +340,8 @@ pub(crate) enum PostEnd {
 }
 
 impl Store {
-    /// Records `op` in its outbox (with an idempotency key, which only
-    /// `{g}` ops take: claims it too).
+    /// Records `op` in its outbox (with an idempotency key, which lives in
+    /// the op's partition: claims it too).
     pub(crate) async fn begin_op(&self, op: &Op, idempotency: Option<&str>) -> StoreResult<Begun> {
         let json = serde_json::to_string(op).map_err(|e| StoreError::Internal(e.to_string()))?;
         let part = op.part();
@@ -339,11 +354,7 @@ impl Store {
             ),
             None => (self.keys.outbox(), self.keys.next_op(), 1, 0),
         };
-        if part.is_some() && idempotency.is_some() {
-            return Err(StoreError::Internal(
-                "an idempotency key for a partitioned op".into(),
-            ));
-        }
+        let deadline = self.lease_deadline();
         let mut conn = self.conn();
         let mut inv = self.scripts.op_begin.prepare_invoke();
         inv.key(&outbox).key(&counter);
@@ -353,7 +364,7 @@ impl Store {
         };
         let reply: (String, String) = inv
             .arg(json)
-            .arg(self.lease_deadline())
+            .arg(deadline)
             .arg(if idempotency.is_some() { "1" } else { "0" })
             .arg(IDEMPOTENCY_TTL)
             .arg(stride)
@@ -362,7 +373,7 @@ impl Store {
             .await?;
         match reply.0.as_str() {
             "ok" => Owed::decode_in(&reply.1, part)
-                .map(Begun::Started)
+                .map(|owed| Begun::Started(Box::new(Owed { deadline, ..owed })))
                 .ok_or_else(|| StoreError::Internal("op_begin gave a bad member".into())),
             _ => Ok(Begun::Duplicate(reply.1)),
         }
@@ -400,49 +411,79 @@ impl Store {
         Ok((retired == 1).then_some(eid))
     }
 
-    /// [`Store::finish_op`] for an entry of partition `k`: its events (once:
-    /// `emit_once.lua`, in `{g}`), then the entry retired in its partition
-    /// (`op_retire.lua`). Returns the first event's id when this call
-    /// emitted them.
+    /// [`Store::finish_op`] for an entry of partition `k`: its events and
+    /// fan-out tasks (once: `emit_once.lua`, in `{g}`), then the entry
+    /// retired in its partition with its answer kept (`op_retire.lua`).
+    /// Returns the first event's id when this call emitted them.
     async fn finish_in_part(
         &self,
         owed: &Owed,
         k: usize,
         f: Finish,
     ) -> StoreResult<Option<String>> {
-        if !f.tasks.is_empty() || f.answer.is_some() {
-            return Err(StoreError::Internal(
-                "a partitioned op with fan-out tasks or an answer".into(),
-            ));
-        }
         let mut conn = self.conn();
         let mut first = None;
-        if !f.events.is_empty() {
+        let emits = !f.events.is_empty() || !f.tasks.is_empty();
+        if emits {
+            if now() > owed.deadline + EMIT_GRACE {
+                return Err(StoreError::Unavailable(
+                    "the write outlived its lease; a worker finishes it".into(),
+                ));
+            }
             let mut inv = self.scripts.emit_once.prepare_invoke();
             inv.key(self.keys.emitted())
                 .key(self.keys.events())
+                .key(self.keys.fanout())
                 .arg(owed.n)
                 .arg(self.replay_maxlen)
-                .arg(self.keys.channel());
-            for e in &f.events {
+                .arg(self.keys.channel())
+                .arg(f.events.len());
+            for e in f.events.iter().chain(&f.tasks) {
                 inv.arg(e);
             }
             let eid: String = inv.invoke_async(&mut conn).await?;
             first = (!eid.is_empty()).then_some(eid);
         }
         self.pause_before_retire().await;
-        let _: i64 = self
-            .scripts
-            .op_retire
-            .key(self.keys.part_outbox(k))
-            .key(self.keys.part_retired(k))
+        let outbox = self.keys.part_outbox(k);
+        let mut inv = self.scripts.op_retire.prepare_invoke();
+        inv.key(&outbox).key(self.keys.part_retired(k));
+        match &f.answer {
+            Some((key, _)) => inv.key(key),
+            None => inv.key(&outbox),
+        };
+        let _: i64 = inv
             .arg(&owed.member)
             .arg(owed.n)
             .arg(now())
-            .arg(if f.events.is_empty() { "0" } else { "1" })
+            .arg(if emits { "1" } else { "0" })
+            .arg(f.answer.as_ref().map_or("", |(_, a)| a.as_str()))
             .invoke_async(&mut conn)
             .await?;
         Ok(first)
+    }
+
+    /// The key an op's idempotent answer goes to: in the op's partition,
+    /// or where the first layout kept it for an entry of the `{g}` outbox.
+    pub(crate) fn answer_key(&self, owed: &Owed, uid: u64, key: &str) -> String {
+        match owed.part {
+            Some(_) => self.keys.idempotency(uid, key),
+            None => self.keys.legacy_idempotency(uid, key),
+        }
+    }
+
+    /// The first answer kept under `key` where the first layout kept it,
+    /// while such keys may still answer (a day after `store::migrate`'s
+    /// move 4; never on a store that began with this layout).
+    pub(crate) async fn legacy_answer(&self, uid: u64, key: &str) -> StoreResult<Option<String>> {
+        let until = self
+            .legacy_idem_until
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if until == 0 || now() as u64 > until {
+            return Ok(None);
+        }
+        let mut conn = self.conn();
+        Ok(conn.get(self.keys.legacy_idempotency(uid, key)).await?)
     }
 
     /// Fault tests only: waits `--test-pause-retire-ms`.
@@ -497,7 +538,7 @@ impl Store {
     /// Begins and runs a write that needs no idempotency key.
     pub(crate) async fn start_op(&self, op: Op) -> StoreResult<Owed> {
         match self.begin_op(&op, None).await? {
-            Begun::Started(owed) => Ok(owed),
+            Begun::Started(owed) => Ok(*owed),
             Begun::Duplicate(_) => Err(StoreError::Internal("op_begin without a key".into())),
         }
     }
@@ -506,9 +547,10 @@ impl Store {
     /// up to `most` from the `{g}` outbox and from each partition, each as
     /// its raw member, its partition and, when it parses, the entry. On the
     /// way, forgets the `emitted` marks of ops retired more than
-    /// [`EMITTED_KEPT`] seconds ago.
+    /// [`Store::emitted_kept`] seconds ago.
     pub async fn claim_ops(&self, most: usize) -> StoreResult<Vec<Claimed>> {
-        let cutoff = now() - EMITTED_KEPT;
+        let cutoff = now() - self.emitted_kept();
+        let deadline = self.lease_deadline();
         let claims = std::iter::once(None)
             .chain((0..OUTBOX_PARTS).map(Some))
             .map(|part| async move {
@@ -524,7 +566,7 @@ impl Store {
                     .key(&outbox)
                     .key(&retired)
                     .arg(now())
-                    .arg(self.lease_deadline())
+                    .arg(deadline)
                     .arg(most)
                     .arg(cutoff)
                     .arg(batch)
@@ -540,7 +582,7 @@ impl Store {
                     members
                         .into_iter()
                         .map(|raw| Claimed {
-                            owed: Owed::decode_in(&raw, part),
+                            owed: Owed::decode_in(&raw, part).map(|owed| Owed { deadline, ..owed }),
                             raw,
                             part,
                         })
@@ -549,6 +591,12 @@ impl Store {
             });
         let claimed = futures::future::try_join_all(claims).await?;
         Ok(claimed.into_iter().flatten().collect())
+    }
+
+    /// Seconds a mark in `emitted` is kept after its op retired: the
+    /// lease, the grace to emit after it, and the margin for clocks.
+    pub fn emitted_kept(&self) -> f64 {
+        self.outbox_lease + EMIT_GRACE + MARK_MARGIN
     }
 
     /// The outbox ZSET of `part` (`None`: `{g}`'s).
@@ -587,27 +635,37 @@ impl Store {
     /// Seconds since the oldest outbox entry (of every partition) began
     /// (its lease deadline less the lease), 0 when the outboxes are empty.
     pub async fn outbox_age(&self) -> StoreResult<f64> {
-        let mut oldest = 0.0f64;
-        for part in std::iter::once(None).chain((0..OUTBOX_PARTS).map(Some)) {
-            let mut conn = self.conn();
-            let first: Vec<(String, f64)> =
-                conn.zrange_withscores(self.outbox_of(part), 0, 0).await?;
-            if let Some((_, deadline)) = first.first() {
-                oldest = oldest.max(now() - (deadline - self.outbox_lease));
-            }
-        }
-        Ok(oldest.max(0.0))
+        let firsts = self.each_outbox(|mut conn, outbox| async move {
+            let first: Vec<(String, f64)> = conn.zrange_withscores(outbox, 0, 0).await?;
+            Ok(first.first().map(|(_, deadline)| *deadline))
+        });
+        let oldest = futures::future::try_join_all(firsts)
+            .await?
+            .into_iter()
+            .flatten()
+            .map(|deadline| now() - (deadline - self.outbox_lease))
+            .fold(0.0, f64::max);
+        Ok(oldest)
     }
 
     /// Entries in the outboxes (work owed by committed writes).
     pub async fn outbox_depth(&self) -> StoreResult<u64> {
-        let mut depth = 0;
-        for part in std::iter::once(None).chain((0..OUTBOX_PARTS).map(Some)) {
-            let mut conn = self.conn();
-            let n: u64 = conn.zcard(self.outbox_of(part)).await?;
-            depth += n;
-        }
-        Ok(depth)
+        let depths = self.each_outbox(|mut conn, outbox| async move {
+            let n: u64 = conn.zcard(outbox).await?;
+            Ok(n)
+        });
+        Ok(futures::future::try_join_all(depths).await?.iter().sum())
+    }
+
+    /// `read` of every outbox (`{g}`'s and each partition's), at once.
+    fn each_outbox<'a, T, F, Fut>(&'a self, read: F) -> impl Iterator<Item = Fut> + 'a
+    where
+        F: Fn(super::conn::RedisConn, String) -> Fut + 'a,
+        Fut: std::future::Future<Output = StoreResult<T>>,
+    {
+        std::iter::once(None)
+            .chain((0..OUTBOX_PARTS).map(Some))
+            .map(move |part| read(self.conn(), self.outbox_of(part)))
     }
 }
 
@@ -661,7 +719,7 @@ mod tests {
     }
 
     #[test]
-    fn changes_between_users_and_likes_are_partitioned_and_the_rest_is_not() {
+    fn every_write_but_a_sign_up_is_partitioned_and_compared_ones_together() {
         let follow = Op::Follow {
             source: 3,
             target: 9,
@@ -691,7 +749,16 @@ mod tests {
             private: false,
             at: 0.0,
         };
-        assert_eq!(delete.part(), None);
+        assert_eq!(delete.part(), Some(user_part(9)), "a user's own writes");
+        let signup = Op::User {
+            uid: 5,
+            login: "l".into(),
+            name: "n".into(),
+            email: "e@x.io".into(),
+            password: String::new(),
+            at: 0.0,
+        };
+        assert_eq!(signup.part(), None, "a sign-up takes its id in {{g}}");
         let owed = Owed::decode_in(
             "4101|{\"op\":\"follow\",\"source\":3,\"target\":9,\"follow\":true,\"at\":0.0}",
             follow.part(),

@@ -80,10 +80,15 @@ impl Store {
             "mention_uids".into(),
             serde_json::to_string(opts.mentioned).unwrap_or_default(),
         );
+        if let Some(key) = opts.idempotency_key {
+            if let Some(first) = self.legacy_answer(uid, key).await? {
+                return self.first_answer(first, true).await;
+            }
+        }
         if self.posts_whole(status) {
             match self.post_whole(status, opts, &fields).await? {
                 Some(Whole::Done(posted)) => return Ok(posted),
-                Some(Whole::Duplicate(first)) => return self.first_answer(first).await,
+                Some(Whole::Duplicate(first)) => return self.first_answer(first, false).await,
                 None => {}
             }
         }
@@ -96,8 +101,8 @@ impl Store {
         };
         let key = opts.idempotency_key.map(|k| self.keys.idempotency(uid, k));
         let owed = match self.begin_op(&op, key.as_deref()).await? {
-            Begun::Started(owed) => owed,
-            Begun::Duplicate(first) => return self.first_answer(first).await,
+            Begun::Started(owed) => *owed,
+            Begun::Duplicate(first) => return self.first_answer(first, false).await,
         };
         match self.run_post(&owed).await? {
             PostEnd::Created => Ok(Posted::Created),
@@ -108,12 +113,13 @@ impl Store {
 
     /// The answer to a post whose Idempotency-Key was used before: the
     /// first answer, or, when the first write is under way (or died), that
-    /// write finished first and its status.
-    async fn first_answer(&self, first: String) -> StoreResult<Posted> {
+    /// write finished first and its status. `legacy`: read where the first
+    /// layout kept idempotency keys.
+    async fn first_answer(&self, first: String, legacy: bool) -> StoreResult<Posted> {
         let Some(pending) = first.strip_prefix("pending|") else {
             return Ok(Posted::Duplicate(first));
         };
-        let owed = Owed::decode(pending)
+        let owed = Owed::decode_pending(pending, legacy)
             .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
         self.complete_op(&owed).await?;
         let Op::Post { fields, .. } = &owed.op else {

@@ -148,7 +148,7 @@ impl Store {
         }
         let answer = match idempotency_key {
             Some(key) => Some((
-                self.keys.idempotency(uid, key),
+                self.answer_key(owed, uid, key),
                 serde_json::to_string(&status).map_err(|e| StoreError::Internal(e.to_string()))?,
             )),
             None => None,
