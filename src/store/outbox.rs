@@ -589,8 +589,12 @@ impl Store {
                         .collect::<Vec<_>>(),
                 )
             });
-        let claimed = futures::future::try_join_all(claims).await?;
-        Ok(claimed.into_iter().flatten().collect())
+        // One after another (see `outboxes`).
+        let mut claimed = Vec::new();
+        for claim in claims {
+            claimed.extend(claim.await?);
+        }
+        Ok(claimed)
     }
 
     /// Seconds a mark in `emitted` is kept after its op retired: the
@@ -635,37 +639,37 @@ impl Store {
     /// Seconds since the oldest outbox entry (of every partition) began
     /// (its lease deadline less the lease), 0 when the outboxes are empty.
     pub async fn outbox_age(&self) -> StoreResult<f64> {
-        let firsts = self.each_outbox(|mut conn, outbox| async move {
+        let mut oldest = 0.0f64;
+        for outbox in self.outboxes() {
+            let mut conn = self.conn();
             let first: Vec<(String, f64)> = conn.zrange_withscores(outbox, 0, 0).await?;
-            Ok(first.first().map(|(_, deadline)| *deadline))
-        });
-        let oldest = futures::future::try_join_all(firsts)
-            .await?
-            .into_iter()
-            .flatten()
-            .map(|deadline| now() - (deadline - self.outbox_lease))
-            .fold(0.0, f64::max);
+            if let Some((_, deadline)) = first.first() {
+                oldest = oldest.max(now() - (deadline - self.outbox_lease));
+            }
+        }
         Ok(oldest)
     }
 
     /// Entries in the outboxes (work owed by committed writes).
     pub async fn outbox_depth(&self) -> StoreResult<u64> {
-        let depths = self.each_outbox(|mut conn, outbox| async move {
+        let mut depth = 0;
+        for outbox in self.outboxes() {
+            let mut conn = self.conn();
             let n: u64 = conn.zcard(outbox).await?;
-            Ok(n)
-        });
-        Ok(futures::future::try_join_all(depths).await?.iter().sum())
+            depth += n;
+        }
+        Ok(depth)
     }
 
-    /// `read` of every outbox (`{g}`'s and each partition's), at once.
-    fn each_outbox<'a, T, F, Fut>(&'a self, read: F) -> impl Iterator<Item = Fut> + 'a
-    where
-        F: Fn(super::conn::RedisConn, String) -> Fut + 'a,
-        Fut: std::future::Future<Output = StoreResult<T>>,
-    {
+    /// Every outbox ZSET: `{g}`'s and each partition's. Read one after
+    /// another: 33 requests in flight at once to a cluster that has just
+    /// restarted were seen to leave the redis crate's cluster connection
+    /// timing out for good (`streams_survive_a_redis_restart` on the
+    /// cluster).
+    fn outboxes(&self) -> impl Iterator<Item = String> + '_ {
         std::iter::once(None)
             .chain((0..OUTBOX_PARTS).map(Some))
-            .map(move |part| read(self.conn(), self.outbox_of(part)))
+            .map(|part| self.outbox_of(part))
     }
 }
 
