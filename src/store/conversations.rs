@@ -95,7 +95,7 @@ impl Store {
         };
         // The first send is under way (or died): finish it (every step is
         // idempotent) and answer with it.
-        let owed = Owed::decode_pending(pending, in_legacy)
+        let owed = Owed::decode_pending(pending, in_legacy, self.lease_deadline())
             .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
         self.run_message(&owed).await
     }

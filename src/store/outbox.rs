@@ -294,11 +294,19 @@ impl Owed {
 
     /// The entry an idempotency key's `pending|<member>` value names: in
     /// the `{g}` outbox for a key where the first layout kept them
-    /// (`legacy`), else in its op's partition.
-    pub fn decode_pending(member: &str, legacy: bool) -> Option<Owed> {
+    /// (`legacy`), else in its op's partition. The run that finishes it
+    /// holds no claim, so it runs as if it held one ending at `deadline`
+    /// (a lease from when the value was read, before the entry could be
+    /// retired): it emits only within that lease and its grace, as a
+    /// claimed run does.
+    pub fn decode_pending(member: &str, legacy: bool, deadline: f64) -> Option<Owed> {
         let owed = Owed::decode(member)?;
         let part = if legacy { None } else { owed.op.part() };
-        Some(Owed { part, ..owed })
+        Some(Owed {
+            part,
+            deadline,
+            ..owed
+        })
     }
 
     /// The op number of an outbox member, for logs (the op itself may hold

@@ -119,7 +119,7 @@ impl Store {
         let Some(pending) = first.strip_prefix("pending|") else {
             return Ok(Posted::Duplicate(first));
         };
-        let owed = Owed::decode_pending(pending, legacy)
+        let owed = Owed::decode_pending(pending, legacy, self.lease_deadline())
             .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
         self.complete_op(&owed).await?;
         let Op::Post { fields, .. } = &owed.op else {
