@@ -204,9 +204,9 @@ pub struct Config {
     )]
     pub test_pause_signup_ms: u64,
 
-    /// For fault tests only: a partitioned write (a follow, a like, a
-    /// block) stops this long after emitting its events, before its outbox
-    /// entry is retired.
+    /// For fault tests only: a write recorded in an outbox partition
+    /// (every write but a sign-up) stops this long after emitting its
+    /// events, before its outbox entry is retired.
     #[arg(
         long,
         env = "FIREHOSE_TEST_PAUSE_RETIRE_MS",

@@ -4,8 +4,9 @@
 --
 -- Atomic: the op number, the outbox entry and (with an idempotency key) the
 -- key's claim are taken together, so two requests with one key cannot both
--- begin. One slot: every key is the outbox's, a global `{g}` key or one of
--- a partition's (store::outbox; partitioned ops take no idempotency key).
+-- begin. One slot: every key is the outbox's, a global `{g}` key for a
+-- sign-up or one of a partition's (store::outbox; an idempotency key lives
+-- in its author's partition, where the post or message is recorded).
 --
 -- KEYS[1] outbox ZSET  KEYS[2] op counter  KEYS[3] idempotency STRING (the
 -- counter again when there is no key)
