@@ -10,18 +10,15 @@ use crate::model::now;
 use crate::state::AppState;
 use crate::store::follow_requests::Requests;
 use crate::store::follows::FollowList;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, StoreResult};
 use axum::extract::{Path, Query, State};
 use axum::Json;
-use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 
 /// Most ids in one batch follow or unfollow.
 pub const MAX_BATCH: usize = 1000;
-/// Batch items worked at once.
-const BATCH_CONCURRENCY: usize = 16;
 
 /// Routes of this resource, each with its OpenAPI operation.
 pub fn routes() -> Routes {
@@ -324,35 +321,35 @@ async fn batch(
         .filter(|raw| seen.insert(raw.parse().map_or_else(|| raw.raw(), |id| id.to_string())))
         .collect();
     let uid = auth.uid;
-    let outcomes: Vec<(String, ApiResult<bool>)> = detached(async move {
-        Ok(futures::stream::iter(ids)
-            .map(|raw| {
-                let state = state.clone();
-                async move {
-                    let result = match raw.parse() {
-                        None => Ok(false),
-                        Some(target) => {
-                            match state.store.set_follow(uid, target, follow, at).await {
-                                Ok(changed) => Ok(changed),
-                                Err(StoreError::NotFound(_) | StoreError::Forbidden(_)) => {
-                                    Ok(false)
-                                }
-                                Err(e) => Err(ApiError::from(e)),
-                            }
-                        }
-                    };
-                    (raw.raw(), result)
-                }
-            })
-            .buffered(BATCH_CONCURRENCY)
-            .collect()
-            .await)
-    })
-    .await?;
-    let mut results = BTreeMap::new();
-    for (id, r) in outcomes {
-        results.insert(id, r?);
+    // Ids that name no one (or the caller) change nothing; the rest are
+    // worked together (one script per chunk on one Redis).
+    let targets: Vec<u64> = ids
+        .iter()
+        .filter_map(JsonId::parse)
+        .filter(|target| *target != uid)
+        .collect();
+    let store = state.store.clone();
+    let worked = targets.clone();
+    let changed: Vec<StoreResult<bool>> =
+        detached(async move { Ok(store.set_follows(uid, &worked, follow, at).await?) }).await?;
+    let mut by_target = HashMap::new();
+    for (target, result) in targets.into_iter().zip(changed) {
+        by_target.insert(
+            target,
+            match result {
+                Ok(changed) => changed,
+                Err(StoreError::NotFound(_) | StoreError::Forbidden(_)) => false,
+                Err(e) => return Err(ApiError::from(e)),
+            },
+        );
     }
+    let results = ids
+        .iter()
+        .map(|raw| {
+            let changed = raw.parse().and_then(|t| by_target.get(&t).copied());
+            (raw.raw(), changed.unwrap_or(false))
+        })
+        .collect();
     Ok(Json(BatchReply { results }))
 }
 

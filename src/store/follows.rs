@@ -10,7 +10,14 @@ use super::outbox::{pair_part, Op};
 pub use super::paging::{Cursor, IdPage};
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::{Event, HOME_CAP};
+use futures::StreamExt;
 use redis::AsyncCommands;
+
+/// Follows on one Redis: at most this many targets per `follow_whole.lua`
+/// call (each may copy up to [`HOME_CAP`] statuses, so a call stays short).
+pub const FOLLOW_CHUNK: usize = 16;
+/// Follows on a cluster: at most this many chains of one batch in flight.
+pub const FOLLOW_CONCURRENCY: usize = 16;
 
 /// Which list of users around a user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +43,8 @@ impl Store {
             return Err(StoreError::Forbidden("You cannot follow yourself.".into()));
         }
         if !self.is_cluster() {
-            return self.follow_whole(source, target, follow, now).await;
+            let mut outcomes = self.follow_whole(source, &[target], follow, now).await?;
+            return outcomes.pop().unwrap_or(Ok(false));
         }
         if !self.user_exists(target).await? {
             return Err(StoreError::NotFound("user"));
@@ -52,66 +60,96 @@ impl Store {
         self.run_follow(&owed).await
     }
 
-    /// [`Store::set_follow`] on one Redis: `follow_whole.lua`, every step in
-    /// one atomic script (one round trip, no outbox entry). Reposts of users
-    /// hidden from the follower that the backfill copied are taken out
-    /// after, as a fan-out batch does.
+    /// Makes `source` follow (or unfollow) each of `targets`, distinct ids
+    /// none of which is `source`: per target, whether the relationship
+    /// changed, or why it could not (no such user, a block). On one Redis a
+    /// chunk of [`FOLLOW_CHUNK`] targets is one `follow_whole.lua` call; on a
+    /// cluster each target is its own chain, [`FOLLOW_CONCURRENCY`] at a time.
+    pub async fn set_follows(
+        &self,
+        source: u64,
+        targets: &[u64],
+        follow: bool,
+        now: f64,
+    ) -> StoreResult<Vec<StoreResult<bool>>> {
+        if !self.is_cluster() {
+            let mut outcomes = Vec::with_capacity(targets.len());
+            for chunk in targets.chunks(FOLLOW_CHUNK) {
+                outcomes.extend(self.follow_whole(source, chunk, follow, now).await?);
+            }
+            return Ok(outcomes);
+        }
+        Ok(futures::stream::iter(targets.to_vec())
+            .map(|target| self.set_follow(source, target, follow, now))
+            .buffered(FOLLOW_CONCURRENCY)
+            .collect()
+            .await)
+    }
+
+    /// [`Store::set_follows`] on one Redis for one chunk: `follow_whole.lua`,
+    /// every step of every change in one atomic script (one round trip, no
+    /// outbox entry). Reposts of users hidden from the follower that the
+    /// backfill copied are taken out after, as a fan-out batch does.
     async fn follow_whole(
         &self,
         source: u64,
-        target: u64,
+        targets: &[u64],
         follow: bool,
         at: f64,
-    ) -> StoreResult<bool> {
-        let event = body(&if follow {
-            Event::Follow { at, source, target }
-        } else {
-            Event::Unfollow { at, source, target }
-        });
+    ) -> StoreResult<Vec<StoreResult<bool>>> {
         let mut conn = self.conn();
-        let reply: redis::Value = self
-            .scripts
-            .follow_whole
-            .key(self.keys.user(target))
-            .key(self.keys.user(source))
+        let mut call = self.scripts.follow_whole.prepare_invoke();
+        call.key(self.keys.user(source))
             .key(self.keys.following(source))
             .key(self.keys.follow_applied(source))
             .key(self.keys.hide(source))
             .key(self.keys.home(source))
-            .key(self.keys.followers(target))
-            .key(self.keys.follower_seq(target))
-            .key(self.keys.hide(target))
-            .key(self.keys.profile(target))
-            .key(self.keys.deleted(target))
-            .key(self.keys.events())
-            .key(self.keys.part_next_op(pair_part(source, target)))
-            .arg(source)
-            .arg(target)
+            .key(self.keys.events());
+        for &target in targets {
+            call.key(self.keys.user(target))
+                .key(self.keys.followers(target))
+                .key(self.keys.follower_seq(target))
+                .key(self.keys.hide(target))
+                .key(self.keys.profile(target))
+                .key(self.keys.deleted(target))
+                .key(self.keys.part_next_op(pair_part(source, target)));
+        }
+        call.arg(source)
             .arg(if follow { "1" } else { "0" })
             .arg(at)
             .arg(HOME_CAP)
             .arg(self.replay_maxlen)
             .arg(self.keys.channel())
-            .arg(event)
             .arg(OUTBOX_PARTS)
-            .arg(pair_part(source, target))
-            .invoke_async(&mut conn)
-            .await?;
-        if let Ok((word,)) = redis::from_redis_value::<(String,)>(reply.clone()) {
-            return Err(match word.as_str() {
-                "blocked" => StoreError::Forbidden(
-                    "You cannot follow this user: a block stands between you.".into(),
-                ),
-                _ => StoreError::NotFound("user"),
+            .arg(targets.len());
+        for &target in targets {
+            let event = body(&if follow {
+                Event::Follow { at, source, target }
+            } else {
+                Event::Unfollow { at, source, target }
             });
+            call.arg(target).arg(event).arg(pair_part(source, target));
         }
-        let (changed, hidden, copied): (i64, Vec<u64>, Vec<u64>) =
-            redis::from_redis_value(reply)
-                .map_err(|e| StoreError::Internal(format!("follow_whole: {e}")))?;
+        let (hidden, outcomes, copied): (Vec<u64>, Vec<i64>, Vec<u64>) =
+            call.invoke_async(&mut conn).await?;
+        if outcomes.len() != targets.len() {
+            return Err(StoreError::Internal(format!(
+                "follow_whole: {} outcomes for {} users",
+                outcomes.len(),
+                targets.len()
+            )));
+        }
         if !hidden.is_empty() && !copied.is_empty() {
             self.settle_backfill(source, &copied, &hidden).await?;
         }
-        Ok(changed == 1)
+        Ok(outcomes
+            .into_iter()
+            .map(|outcome| match outcome {
+                -1 => Err(StoreError::NotFound("user")),
+                -2 => Err(StoreError::follow_blocked()),
+                changed => Ok(changed == 1),
+            })
+            .collect())
     }
 
     /// Whether `source` follows `target`.

@@ -88,6 +88,14 @@ pub enum StoreError {
     Internal(String),
 }
 
+impl StoreError {
+    /// A follow (or follow request) refused: a block stands between the
+    /// two users, whichever side made it.
+    pub(crate) fn follow_blocked() -> Self {
+        Self::Forbidden("You cannot follow this user: a block stands between you.".into())
+    }
+}
+
 /// Result of store calls.
 pub type StoreResult<T> = Result<T, StoreError>;
 

@@ -123,6 +123,133 @@ async fn batch_follow_reports_per_id_and_lists_page_with_cursors() {
     assert_eq!(me["following"], 3);
 }
 
+/// A batch larger than one script's chunk (`store::follows::FOLLOW_CHUNK`
+/// on one Redis): every change counted once on both sides, announced once,
+/// the backfill copied except from a muted user, and nothing for a user a
+/// block stands between, one followed already, or one who is gone.
+#[tokio::test]
+async fn a_batch_over_several_chunks_changes_counts_and_announces_each_follow_once() {
+    let app = TestApp::start().await;
+    let (ida, a) = app.user("chunky").await;
+    let n = 2 * firehose::store::follows::FOLLOW_CHUNK + 5;
+    let plain = bulk_users(&app, "chunk", n).await;
+    let (muted, muted_t) = app.user("chunk_muted").await;
+    let (blocker, blocker_t) = app.user("chunk_blocker").await;
+    let (already, already_t) = app.user("chunk_already").await;
+    let (gone, gone_t) = app.user("chunk_gone").await;
+    let muted_says = app.say(&muted_t, "muted, not copied").await;
+    let already_says = app.say(&already_t, "followed before").await;
+    app.say(&blocker_t, "blocks the batch's author").await;
+    let (status, _) = app
+        .post(&format!("/api/v1/users/{muted}/mute"), Some(&a), json!({}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = app
+        .post(
+            &format!("/api/v1/users/{ida}/block"),
+            Some(&blocker_t),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    app.follow(&a, &already).await;
+    let (status, _) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/me",
+            Some(&gone_t),
+            Some(json!({"password": "password123"})),
+        )
+        .await;
+    assert!(status.is_success(), "the account deletion: {status}");
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let follow_events = || {
+        let mut conn = app.redis.conn();
+        let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+            .arg(keys.events())
+            .arg("-")
+            .arg("+")
+            .query(&mut conn)
+            .unwrap();
+        let source = format!("\"source\":\"{ida}\"");
+        entries
+            .iter()
+            .filter(|(_, fields)| {
+                fields
+                    .iter()
+                    .any(|(_, body)| body.contains("\"type\":\"follow\"") && body.contains(&source))
+            })
+            .count()
+    };
+    let before = follow_events();
+
+    // A followee with a status, in the second chunk, to see its backfill.
+    let (middle, middle_t) = app.user("chunk_middle").await;
+    let middle_says = app.say(&middle_t, "copied by the batch").await;
+
+    let mut ids: Vec<Value> = plain.iter().map(|id| json!(id.to_string())).collect();
+    ids.insert(n / 2, json!(middle));
+    for id in [&muted, &blocker, &already, &gone] {
+        ids.push(json!(id));
+    }
+    let (status, body) = app
+        .post("/api/v1/follows", Some(&a), json!({"ids": ids}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let results = body["results"].as_object().unwrap();
+    for id in &plain {
+        assert_eq!(results[&id.to_string()], true, "{id}: {body}");
+    }
+    assert_eq!(results[&middle], true, "{body}");
+    assert_eq!(results[&muted], true, "a muted user is followed: {body}");
+    for id in [&blocker, &already, &gone] {
+        assert_eq!(results[id.as_str()], false, "{id}: {body}");
+    }
+    let (_, me) = app.get("/api/v1/me", Some(&a)).await;
+    assert_eq!(
+        me["following"],
+        n + 3,
+        "the batch's follows and the one before"
+    );
+    for id in plain
+        .iter()
+        .map(u64::to_string)
+        .chain([middle.clone(), muted.clone()])
+    {
+        let (_, user) = app.get(&format!("/api/v1/users/{id}"), None).await;
+        assert_eq!(user["followers"], 1, "{id}: {user}");
+    }
+    assert_eq!(follow_events() - before, n + 2, "one event per follow made");
+    let home = app.timeline_ids("/api/v1/timelines/home", Some(&a)).await;
+    assert!(home.contains(&middle_says), "the backfill: {home:?}");
+    assert!(home.contains(&already_says), "{home:?}");
+    assert!(
+        !home.contains(&muted_says),
+        "a muted user's statuses: {home:?}"
+    );
+
+    // And back: the batch unfollow takes every one out again.
+    let (status, body) = app
+        .call(
+            Method::DELETE,
+            "/api/v1/follows",
+            Some(&a),
+            Some(json!({"ids": ids})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let results = body["results"].as_object().unwrap();
+    assert_eq!(results[&already], true, "{body}");
+    assert_eq!(results[&blocker], false, "{body}");
+    let (_, me) = app.get("/api/v1/me", Some(&a)).await;
+    assert_eq!(me["following"], 0);
+    let home = app.timeline_ids("/api/v1/timelines/home", Some(&a)).await;
+    assert!(
+        !home.contains(&middle_says) && !home.contains(&already_says),
+        "{home:?}"
+    );
+}
+
 #[tokio::test]
 async fn concurrent_follow_unfollow_pairs_leave_counters_equal_to_set_sizes() {
     let app = TestApp::start().await;

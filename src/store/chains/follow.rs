@@ -36,9 +36,7 @@ impl Store {
             .await?;
         if applied == -1 {
             self.finish_with(owed, Vec::new()).await?;
-            return Err(StoreError::Forbidden(
-                "You cannot follow this user: a block stands between you.".into(),
-            ));
+            return Err(StoreError::follow_blocked());
         }
         if applied == 1 {
             self.follow_steps(source, target, follow, owed.n as i64, at)

@@ -46,9 +46,7 @@ impl Store {
                 let _: i64 = conn.zrem(self.keys.requests(target), source).await?;
                 let _: i64 = conn.zrem(self.keys.requested(source), target).await?;
                 self.finish_with(owed, Vec::new()).await?;
-                return Err(StoreError::Forbidden(
-                    "You cannot follow this user: a block stands between you.".into(),
-                ));
+                return Err(StoreError::follow_blocked());
             }
             added
         } else {
