@@ -253,6 +253,20 @@ async fn hashtag_timelines_ignore_case_and_trends_count_a_sliding_window() {
     );
     let (_, top) = app.get("/api/v1/trends/tags?window=60&limit=1", None).await;
     assert_eq!(top.as_array().unwrap().len(), 1);
+    // Every trending key expires: a bucket and its counted set get their
+    // TTL with the first tag counted, and keep it as the tags repeat.
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let minute = firehose::model::now() as u64 / 60;
+    let mut conn = app.redis.conn();
+    let mut buckets = 0;
+    for m in [minute - 1, minute] {
+        for key in [keys.trend_bucket(m), keys.trend_seen(m)] {
+            let ttl: i64 = redis::cmd("TTL").arg(&key).query(&mut conn).unwrap();
+            assert_ne!(ttl, -1, "{key} has no TTL");
+            buckets += usize::from(ttl > 0);
+        }
+    }
+    assert!(buckets >= 2, "the bucket and its set exist");
     app.delete(&format!("/api/v1/statuses/{two}"), Some(&at))
         .await;
     let (_, trends) = app.get("/api/v1/trends/tags?window=60", None).await;

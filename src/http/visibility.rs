@@ -94,7 +94,9 @@ pub async fn visible(state: &AppState, viewer: Option<&AuthUser>, sid: u64) -> A
 }
 
 /// [`visible`], with the author's account (read once: a writer that
-/// needs it, a like for its event's privacy, does not read it again).
+/// needs it, a like for its event's privacy, does not read it again). The
+/// status comes without fresh counts, and the author's account with the
+/// viewer's relation to them in one round trip.
 pub async fn visible_with_author(
     state: &AppState,
     viewer: &AuthUser,
@@ -104,13 +106,15 @@ pub async fn visible_with_author(
         StoreError::NotFound(_) => ApiError::not_found("No such status."),
         e => e.into(),
     };
-    let status = state.store.status(sid).await.map_err(not_found)?;
-    let author = state
+    let status = state.store.status_uncounted(sid).await.map_err(not_found)?;
+    let author_id: u64 = status.uid.parse().unwrap_or(0);
+    let (author, bits) = state
         .store
-        .user(status.uid.parse().unwrap_or(0))
+        .user_with_relation(author_id, viewer.uid)
         .await
         .map_err(not_found)?;
-    if !may_see_by(state, Some(viewer), &status, Some(&author)).await? {
+    let blocked = viewer.uid != author_id && bits & hides::UNSEEABLE != 0;
+    if !may_see_by(state, Some(viewer), &status, Some((&author, blocked))).await? {
         return Err(ApiError::not_found("No such status."));
     }
     Ok((status, author))
@@ -127,19 +131,17 @@ pub async fn may_see(
     may_see_by(state, viewer, status, None).await
 }
 
-/// [`may_see`], with the author's account when it was read already.
+/// [`may_see`], with the author's account and whether they block the
+/// viewer when those were read already.
 async fn may_see_by(
     state: &AppState,
     viewer: Option<&AuthUser>,
     status: &Status,
-    author_user: Option<&User>,
+    author_user: Option<(&User, bool)>,
 ) -> ApiResult<bool> {
     let author: u64 = status.uid.parse().unwrap_or(0);
     let seen = match author_user {
-        Some(user) => {
-            !blocked_by(state, viewer, author).await?
-                && privacy_allows_user(state, viewer, user).await?
-        }
+        Some((user, blocked)) => !blocked && privacy_allows_user(state, viewer, user).await?,
         None => can_see(state, viewer, author).await?,
     };
     if !seen {

@@ -10,8 +10,10 @@ use super::outbox::Op;
 use super::paging::{Cursor, IdPage};
 use super::{Store, StoreError, StoreResult};
 use crate::hides::{self, Hides};
+use crate::model::User;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 
 /// A relation a user sets on another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,9 +67,20 @@ impl Store {
     pub async fn relation_bits(&self, viewer: u64, other: u64) -> StoreResult<u8> {
         let mut conn = self.conn();
         let v: Option<String> = conn.hget(self.keys.hide(viewer), other).await?;
-        Ok(v.as_deref()
-            .and_then(hides::parse_pair)
-            .map_or(0, |(bits, _)| bits))
+        Ok(bits_of(v.as_deref()))
+    }
+
+    /// User `uid` (as [`Store::user`] reads it) and `viewer`'s relation
+    /// bits toward them ([`Store::relation_bits`]), in one round trip.
+    pub async fn user_with_relation(&self, uid: u64, viewer: u64) -> StoreResult<(User, u8)> {
+        let mut conn = self.conn();
+        let (h, rel): (HashMap<String, String>, Option<String>) = redis::pipe()
+            .hgetall(self.keys.user(uid))
+            .hget(self.keys.hide(viewer), uid)
+            .query_async(&mut conn)
+            .await?;
+        let user = User::from_hash(&h).ok_or(StoreError::NotFound("user"))?;
+        Ok((user, bits_of(rel.as_deref())))
     }
 
     /// Every hiding relation of `uid`, with the counter it was read at.
@@ -92,4 +105,11 @@ impl Store {
         };
         self.id_page(&key, cursor, count).await
     }
+}
+
+/// The relation bits in a hide HASH's value (0 for none).
+fn bits_of(value: Option<&str>) -> u8 {
+    value
+        .and_then(hides::parse_pair)
+        .map_or(0, |(bits, _)| bits)
 }

@@ -168,6 +168,16 @@ impl Store {
         Ok(id.and_then(|id| id.parse().ok()))
     }
 
+    /// One status as [`Store::status`] reads it, but with the counts it was
+    /// cached with, which may be stale: for a writer that needs who wrote it
+    /// and where, not how many like it (a cached status costs no command).
+    pub async fn status_uncounted(&self, sid: u64) -> StoreResult<Status> {
+        match self.cache.get(sid) {
+            Some(s) => Ok(s.status.clone()),
+            None => self.status(sid).await,
+        }
+    }
+
     /// One status, with its counts as they are now.
     pub async fn status(&self, sid: u64) -> StoreResult<Status> {
         if let Some(s) = self.cache.get(sid) {

@@ -49,7 +49,9 @@ if answer ~= '' then
     return {'dup', first}
   end
 end
-if redis.call('ZCARD', KEYS[5]) > tonumber(ARGV[6]) then
+-- The followers, read once: more than the fan-out limit is the chain's.
+local followers = redis.call('ZRANGE', KEYS[5], 0, tonumber(ARGV[6]))
+if #followers > tonumber(ARGV[6]) then
   return 'chain'
 end
 -- A repost: the user reposts a status once, and only a live one.
@@ -88,11 +90,17 @@ for j = 14, 13 + i_n do
   redis.call('ZREMRANGEBYRANK', KEYS[j], 0, -icap - 1)
 end
 if k_n > 0 and redis.call('SADD', KEYS[10], sid) == 1 then
+  -- TTLs set when a tag enters the bucket, as trend.lua does.
+  local fresh = false
   for _, t in ipairs(tags) do
-    redis.call('ZINCRBY', KEYS[9], 1, t)
+    if tonumber(redis.call('ZINCRBY', KEYS[9], 1, t)) == 1 then
+      fresh = true
+    end
   end
-  redis.call('EXPIRE', KEYS[9], ARGV[14])
-  redis.call('EXPIRE', KEYS[10], ARGV[14])
+  if fresh then
+    redis.call('EXPIRE', KEYS[9], ARGV[14])
+    redis.call('EXPIRE', KEYS[10], ARGV[14])
+  end
 end
 -- Every follower's home, unless a relation hides the author (or the
 -- reposted author) from them (`crate::hides`: any bits but 0).
@@ -100,7 +108,7 @@ local function of(template, id)
   local a, b = string.find(template, '{0}', 1, true)
   return template:sub(1, a) .. id .. template:sub(b)
 end
-for _, f in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do
+for _, f in ipairs(followers) do
   local hidden = false
   for _, rel in ipairs(redis.call('HMGET', of(ARGV[10], f), uid, original_uid == '' and '0' or original_uid)) do
     local b = rel and tonumber(string.match(rel, '^(%d+):'))

@@ -18,10 +18,18 @@ else
   by = -1
 end
 if changed == 1 then
+  -- The keys get their TTL when a tag enters the bucket (its count is then
+  -- `by`): the first count of a bucket makes both keys, so both always
+  -- have one, and a tag counted again sends no EXPIRE.
+  local fresh = false
   for i = 4, #ARGV do
-    redis.call('ZINCRBY', KEYS[1], by, ARGV[i])
+    if tonumber(redis.call('ZINCRBY', KEYS[1], by, ARGV[i])) == by then
+      fresh = true
+    end
   end
-  redis.call('EXPIRE', KEYS[1], ARGV[3])
-  redis.call('EXPIRE', KEYS[2], ARGV[3])
+  if fresh then
+    redis.call('EXPIRE', KEYS[1], ARGV[3])
+    redis.call('EXPIRE', KEYS[2], ARGV[3])
+  end
 end
 return changed
