@@ -14,8 +14,13 @@ use futures::StreamExt;
 use redis::AsyncCommands;
 
 /// Follows on one Redis: at most this many targets per `follow_whole.lua`
-/// call (each may copy up to [`HOME_CAP`] statuses, so a call stays short).
+/// call.
 pub const FOLLOW_CHUNK: usize = 16;
+/// Follows on one Redis: a `follow_whole.lua` call stops after the target
+/// whose statuses took the statuses copied into (or taken out of) the home
+/// past this many, so a call moves at most this plus [`HOME_CAP`] (twice
+/// that for an unfollow), a few milliseconds of Redis.
+pub const FOLLOW_COPY_BUDGET: usize = 2000;
 /// Follows on a cluster: at most this many chains of one batch in flight.
 pub const FOLLOW_CONCURRENCY: usize = 16;
 
@@ -74,7 +79,9 @@ impl Store {
     ) -> StoreResult<Vec<StoreResult<bool>>> {
         if !self.is_cluster() {
             let mut outcomes = Vec::with_capacity(targets.len());
-            for chunk in targets.chunks(FOLLOW_CHUNK) {
+            while outcomes.len() < targets.len() {
+                let rest = &targets[outcomes.len()..];
+                let chunk = &rest[..rest.len().min(FOLLOW_CHUNK)];
                 outcomes.extend(self.follow_whole(source, chunk, follow, now).await?);
             }
             return Ok(outcomes);
@@ -88,8 +95,10 @@ impl Store {
 
     /// [`Store::set_follows`] on one Redis for one chunk: `follow_whole.lua`,
     /// every step of every change in one atomic script (one round trip, no
-    /// outbox entry). Reposts of users hidden from the follower that the
-    /// backfill copied are taken out after, as a fan-out batch does.
+    /// outbox entry). Works the first targets of the chunk, at least one,
+    /// until [`FOLLOW_COPY_BUDGET`] is spent, and answers for those. Reposts
+    /// of users hidden from the follower that the backfill copied are taken
+    /// out after, as a fan-out batch does.
     async fn follow_whole(
         &self,
         source: u64,
@@ -121,7 +130,8 @@ impl Store {
             .arg(self.replay_maxlen)
             .arg(self.keys.channel())
             .arg(OUTBOX_PARTS)
-            .arg(targets.len());
+            .arg(targets.len())
+            .arg(FOLLOW_COPY_BUDGET);
         for &target in targets {
             let event = body(&if follow {
                 Event::Follow { at, source, target }
@@ -132,7 +142,7 @@ impl Store {
         }
         let (hidden, outcomes, copied): (Vec<u64>, Vec<i64>, Vec<u64>) =
             call.invoke_async(&mut conn).await?;
-        if outcomes.len() != targets.len() {
+        if outcomes.is_empty() || outcomes.len() > targets.len() {
             return Err(StoreError::Internal(format!(
                 "follow_whole: {} outcomes for {} users",
                 outcomes.len(),

@@ -250,6 +250,55 @@ async fn a_batch_over_several_chunks_changes_counts_and_announces_each_follow_on
     );
 }
 
+/// Followees whose profiles hold more than one script call may copy
+/// (`store::follows::FOLLOW_COPY_BUDGET`) are followed all the same, each
+/// once, and unfollowed again.
+#[tokio::test]
+async fn a_batch_whose_backfills_outgrow_one_call_follows_everyone_once() {
+    let app = TestApp::start().await;
+    let (ida, a) = app.user("copier").await;
+    let targets = bulk_users(&app, "prolific", 5).await;
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let per = firehose::store::follows::FOLLOW_COPY_BUDGET * 3 / 4;
+    {
+        let mut conn = app.redis.conn();
+        for (n, t) in targets.iter().enumerate() {
+            let mut add = redis::cmd("ZADD");
+            add.arg(keys.profile(*t));
+            for i in 0..per {
+                let id = 1_000_000 * (n as u64 + 1) + i as u64;
+                add.arg(id).arg(id);
+            }
+            let _: i64 = add.query(&mut conn).unwrap();
+        }
+    }
+    let ids: Vec<String> = targets.iter().map(u64::to_string).collect();
+    for (method, want) in [(Method::POST, 5), (Method::DELETE, 0)] {
+        let (status, body) = app
+            .call(
+                method,
+                "/api/v1/follows",
+                Some(&a),
+                Some(json!({"ids": ids})),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        for id in &ids {
+            assert_eq!(body["results"][id], true, "{id}: {body}");
+        }
+        let (_, me) = app.get("/api/v1/me", Some(&a)).await;
+        assert_eq!(me["following"], want, "{me}");
+        for id in &ids {
+            let (_, user) = app.get(&format!("/api/v1/users/{id}"), None).await;
+            assert_eq!(user["followers"], want / 5, "{id}: {user}");
+        }
+        let (_, following) = app
+            .get(&format!("/api/v1/users/{ida}/following?count=10"), None)
+            .await;
+        assert_eq!(following["users"].as_array().unwrap().len(), want);
+    }
+}
+
 #[tokio::test]
 async fn concurrent_follow_unfollow_pairs_leave_counters_equal_to_set_sizes() {
     let app = TestApp::start().await;

@@ -10,7 +10,10 @@
 -- relations are read once and their `following` count moves once for the
 -- chunk (a batch of ten follows sends ten fewer commands than ten calls).
 -- Not one slot: it names keys of many users and `{g}`, which only a single
--- Redis allows (Store::follow_whole runs it only there).
+-- Redis allows (Store::follow_whole runs it only there). Short: it stops
+-- after the followee whose statuses took the home copies (or removals)
+-- past ARGV[9], so one call moves at most that plus one followee's
+-- statuses; the caller sends the rest again.
 --
 -- KEYS[1] follower user HASH  KEYS[2] follower's following ZSET
 -- KEYS[3] follower's applied-change HASH  KEYS[4] follower's hide HASH
@@ -21,14 +24,17 @@
 -- (store::outbox)
 -- ARGV[1] follower id  ARGV[2] "1" follow / "0" unfollow  ARGV[3] now
 -- ARGV[4] home cap  ARGV[5] MAXLEN  ARGV[6] channel  ARGV[7] stride
--- ARGV[8] n, followees; then per followee 3 args from ARGV[9 + 3 * (j - 1)]:
+-- ARGV[8] n, followees  ARGV[9] the budget of statuses copied or removed
+-- then per followee 3 args from ARGV[10 + 3 * (j - 1)]:
 -- its id, the event JSON without "id", the partition (an op number is
 -- counter * stride + partition, op_begin.lua)
 -- Returns {{hidden user id, ...}, {outcome, ...}, {status id copied, ...}}:
--- an outcome per followee, 1 changed, 0 unchanged, -1 no such user,
+-- an outcome per followee worked, in order (the first ones: fewer than n
+-- when the budget ran out), 1 changed, 0 unchanged, -1 no such user,
 -- -2 a block stands between them.
 local follower, follow, now = ARGV[1], ARGV[2] == '1', ARGV[3]
 local cap, stride, n = tonumber(ARGV[4]), tonumber(ARGV[7]), tonumber(ARGV[8])
+local budget = tonumber(ARGV[9])
 local function blocks(rel)
   return rel and bit.band(tonumber(string.match(rel, '^(%d+):')), 3) ~= 0
 end
@@ -47,9 +53,12 @@ if follow then
   end
 end
 local outcomes, copied = {}, {}
-local moved, copies = 0, false
+local moved, copies, spent = 0, false, 0
 for j = 1, n do
-  local k, a = 7 + 7 * (j - 1), 9 + 3 * (j - 1)
+  if spent >= budget then
+    break
+  end
+  local k, a = 7 + 7 * (j - 1), 10 + 3 * (j - 1)
   local target, event, part = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
   local t = redis.call('HMGET', KEYS[k], 'id', 'deleted', 'suspended')
   local outcome
@@ -95,6 +104,7 @@ for j = 1, n do
           end
           redis.call('ZADD', KEYS[5], unpack(pairs))
           copies = true
+          spent = spent + #pairs / 2
         end
       end
     else
@@ -104,6 +114,7 @@ for j = 1, n do
       end
       if #gone > 0 then
         redis.call('ZREM', KEYS[5], unpack(gone))
+        spent = spent + #gone
       end
     end
     local eid = redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[5], '*', 'e', event)
