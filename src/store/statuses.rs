@@ -87,7 +87,12 @@ impl Store {
         }
         if self.posts_whole(status) {
             match self.post_whole(status, opts, &fields).await? {
-                Some(Whole::Done(posted)) => return Ok(posted),
+                Some(Whole::Done(posted)) => {
+                    if matches!(posted, Posted::Created) {
+                        self.remember_posted(&fields);
+                    }
+                    return Ok(posted);
+                }
                 Some(Whole::Duplicate(first)) => return self.first_answer(first, false).await,
                 None => {}
             }
@@ -105,9 +110,26 @@ impl Store {
             Begun::Duplicate(first) => return self.first_answer(first, false).await,
         };
         match self.run_post(&owed).await? {
-            PostEnd::Created => Ok(Posted::Created),
+            PostEnd::Created => {
+                if let Op::Post { fields, .. } = &owed.op {
+                    self.remember_posted(fields);
+                }
+                Ok(Posted::Created)
+            }
             PostEnd::Reposted(id) => Ok(Posted::Reposted(id)),
             PostEnd::Missing(what) => Err(StoreError::NotFound(what)),
+        }
+    }
+
+    /// Puts a status just written into the status cache, as a read of its
+    /// HASH (`fields`, exactly what was written) would: the likes, replies
+    /// and reposts that follow a post then find it without a command.
+    fn remember_posted(&self, fields: &HashMap<String, String>) {
+        if let (Some(status), Some(sid)) = (
+            Status::from_hash(fields),
+            fields.get("id").and_then(|id| id.parse().ok()),
+        ) {
+            self.cache.put(sid, CachedStatus::new(status));
         }
     }
 

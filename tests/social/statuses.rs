@@ -166,3 +166,47 @@ async fn an_idempotency_key_makes_a_retried_post_answer_the_first_status() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(err["error"]["code"], "invalid_idempotency_key");
 }
+
+/// The writer keeps what it posted in its status cache; a read there gives
+/// the same status as a read by a process that has to fetch it from Redis
+/// (a reply with a mention and a hashtag, and a repost of it).
+#[tokio::test]
+async fn a_status_read_where_it_was_posted_equals_one_read_elsewhere() {
+    let app = TestApp::start().await;
+    let (_, at) = app.user("writer_one").await;
+    let (_, bt) = app.user("writer_two").await;
+    let root = app.say(&bt, "the root").await;
+    let reply = app
+        .post_status(
+            &at,
+            json!({"message": "@writer_two see #Cache", "reply_to": root, "lat": 1.5, "lon": 2.5}),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, repost) = app
+        .post(
+            &format!("/api/v1/statuses/{reply}/repost"),
+            Some(&bt),
+            json!({}),
+        )
+        .await;
+    assert!(status.is_success(), "{repost}");
+    let repost = repost["id"].as_str().unwrap().to_string();
+    let other = crate::common::ServerProcess::serve(&app.redis, &[]).await;
+    let http = reqwest::Client::new();
+    for id in [&root, &reply, &repost] {
+        let (status, here) = app.get(&format!("/api/v1/statuses/{id}"), None).await;
+        assert_eq!(status, StatusCode::OK, "{here}");
+        let there: Value = http
+            .get(other.url(&format!("/api/v1/statuses/{id}")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(here, there, "status {id}");
+    }
+}
