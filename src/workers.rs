@@ -11,8 +11,9 @@ use crate::store::Store;
 use std::time::Duration;
 use tokio::task::JoinHandle;
 
-/// How long one blocking read of the fan-out queue waits.
-const BLOCK_MS: u64 = 1000;
+/// How long an idle fan-out worker waits for a hint before it looks again
+/// (a hint normally wakes it at once).
+const IDLE_WAIT: Duration = Duration::from_secs(1);
 
 /// Starts `cfg.workers` fan-out workers, with them one outbox sweeper, and
 /// one session cleaner.
@@ -44,34 +45,52 @@ pub fn spawn(store: &Store, cfg: &Config, shutdown: &Shutdown) -> Vec<JoinHandle
     tasks
 }
 
-/// Works the fan-out queue until shutdown. Blocking reads use a connection
-/// of the worker's own so they never hold up request traffic.
+/// Works the fan-out queues until shutdown: takes a queue hinted at
+/// (`store::fanout_hints`), claims a task there, works it, and hints the
+/// queue again (it may hold more). Uses a connection of the worker's own so
+/// its steps never queue behind request traffic.
 pub async fn fanout_worker(
     store: Store,
     consumer: String,
     reclaim_ms: u64,
     mut shutdown: Shutdown,
 ) {
-    let mut conn = match store.blocking_connection(Duration::from_millis(BLOCK_MS)) {
+    let mut conn = match store.blocking_connection(IDLE_WAIT) {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "fan-out worker cannot start");
             return;
         }
     };
-    let mut group_ready = false;
+    let hints = store.fanout_hints();
+    let mut ready = std::collections::HashSet::new();
     while !shutdown.is_set() {
+        let queue = tokio::select! {
+            _ = shutdown.wait() => break,
+            q = hints.take(IDLE_WAIT) => q,
+        };
+        let Some(queue) = queue else { continue };
         let step = async {
-            if !group_ready {
-                store.ensure_fanout_group(&mut conn).await?;
-                group_ready = true;
+            if !ready.contains(&queue) {
+                store.ensure_fanout_group(&mut conn, queue).await?;
+                ready.insert(queue);
             }
             match store
-                .claim_fanout(&mut conn, &consumer, reclaim_ms, BLOCK_MS)
+                .claim_fanout(&mut conn, queue, &consumer, reclaim_ms)
                 .await?
             {
                 None => Ok(Step::Idle),
-                Some((id, task)) => store.work_fanout(&mut conn, &id, task.as_ref()).await,
+                Some((id, task)) => {
+                    // The queue may hold more: another worker takes the next
+                    // task meanwhile, and this one looks again after (its
+                    // own range's rest may be queued by then).
+                    hints.hint(queue);
+                    let done = store
+                        .work_fanout(&mut conn, queue, &id, task.as_ref())
+                        .await;
+                    hints.hint(queue);
+                    done
+                }
             }
         };
         let result = tokio::select! {
@@ -85,7 +104,9 @@ pub async fn fanout_worker(
                 tracing::debug!(followers = n, "fan-out batch done");
             }
             Err(e) => {
-                group_ready = false;
+                // The group may be gone (a Redis restart): made again next time.
+                ready.remove(&queue);
+                hints.hint(queue);
                 tracing::warn!(error = %e, "fan-out worker step failed; retrying");
                 tokio::select! {
                     _ = shutdown.wait() => break,

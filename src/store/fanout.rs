@@ -4,12 +4,17 @@
 //! Durability: a post or delete is an outbox entry from its first step (see
 //! `outbox`). Its chain reaches the first `fanout_inline` followers itself
 //! (oldest follows first) and cuts the rest into ranges of about
-//! `fanout_batch` followers; `op_finish.lua` retires the entry and queues one
-//! task per range on the `fanout` STREAM, where the workers of every process
-//! work them through a consumer group. If the request dies or its client
-//! hangs up first, the entry's lease runs out and a worker's sweeper runs the
+//! `fanout_batch` followers; `op_retire.lua` retires the entry and queues one
+//! task per range on its outbox partition's fan-out STREAM (`fh:{o<j>}:fanout`,
+//! so the queues spread over the shards like the outbox), where the workers
+//! of every process work them through a consumer group per queue. Workers
+//! wait on [`fanout_hints`](super::fanout_hints) instead of a blocking read,
+//! so an idle worker sends nothing. If the request dies or its client hangs
+//! up first, the entry's lease runs out and a worker's sweeper runs the
 //! chain again ([`Store::complete_op`]); only whoever retires the entry
-//! queues the ranges, so nothing is queued twice.
+//! queues the ranges, so nothing is queued twice. The first layout's queue
+//! in `{g}` (where `op_finish.lua` still queues the tasks of a `{g}` outbox
+//! entry) is worked the same way.
 //!
 //! A range runs between two cursors (score and member of a follower in the
 //! ZSET's order), not ranks, so followers who come and go meanwhile shift
@@ -32,6 +37,8 @@
 //! home clean-up after the add, so either way the id does not stay.
 
 use super::conn::RedisConn;
+pub use super::fanout_hints::Queue;
+use super::keys::OUTBOX_PARTS;
 use super::{Store, StoreResult};
 use crate::model::{now, HOME_CAP};
 use redis::AsyncCommands;
@@ -446,11 +453,11 @@ impl Store {
         Ok(())
     }
 
-    /// Creates the consumer group if it is not there yet.
-    pub async fn ensure_fanout_group(&self, conn: &mut RedisConn) -> StoreResult<()> {
+    /// Creates the consumer group of `queue` if it is not there yet.
+    pub async fn ensure_fanout_group(&self, conn: &mut RedisConn, queue: Queue) -> StoreResult<()> {
         let created: redis::RedisResult<()> = redis::cmd("XGROUP")
             .arg("CREATE")
-            .arg(self.keys.fanout())
+            .arg(self.fanout_of(queue))
             .arg(GROUP)
             .arg("0")
             .arg("MKSTREAM")
@@ -462,18 +469,19 @@ impl Store {
         }
     }
 
-    /// Takes one task: first one abandoned by a dead worker for longer than
-    /// `reclaim_ms`, else a new one (waiting up to `block_ms`).
+    /// Takes one task of `queue`, without waiting: first one abandoned by a
+    /// dead worker for longer than `reclaim_ms`, else a new one.
     pub async fn claim_fanout(
         &self,
         conn: &mut RedisConn,
+        queue: Queue,
         consumer: &str,
         reclaim_ms: u64,
-        block_ms: u64,
     ) -> StoreResult<Option<(String, Option<FanoutTask>)>> {
+        let key = self.fanout_of(queue);
         let (_, claimed, _): (String, Vec<(String, Vec<String>)>, redis::Value) =
             redis::cmd("XAUTOCLAIM")
-                .arg(self.keys.fanout())
+                .arg(&key)
                 .arg(GROUP)
                 .arg(consumer)
                 .arg(reclaim_ms)
@@ -492,10 +500,8 @@ impl Store {
             .arg(consumer)
             .arg("COUNT")
             .arg(1)
-            .arg("BLOCK")
-            .arg(block_ms)
             .arg("STREAMS")
-            .arg(self.keys.fanout())
+            .arg(&key)
             .arg(">")
             .query_async(conn)
             .await?;
@@ -513,6 +519,7 @@ impl Store {
     pub async fn work_fanout(
         &self,
         conn: &mut RedisConn,
+        queue: Queue,
         entry_id: &str,
         task: Option<&FanoutTask>,
     ) -> StoreResult<Step> {
@@ -539,7 +546,7 @@ impl Store {
         let _: i64 = self
             .scripts
             .fanout_ack
-            .key(self.keys.fanout())
+            .key(self.fanout_of(queue))
             .arg(GROUP)
             .arg(entry_id)
             .arg(next.map(|n| n.encode()).unwrap_or_default())
@@ -547,31 +554,45 @@ impl Store {
             .await?;
         Ok(Step::Done(reached))
     }
-    /// Tasks queued or in progress.
-    pub async fn fanout_depth(&self) -> StoreResult<u64> {
-        let mut conn = self.conn();
-        Ok(conn.xlen(self.keys.fanout()).await?)
+    /// Every fan-out queue: the first layout's in `{g}`, then each
+    /// partition's.
+    fn fanout_queues(&self) -> impl Iterator<Item = Queue> {
+        std::iter::once(None).chain((0..OUTBOX_PARTS).map(Some))
     }
 
-    /// Age in seconds of the oldest queued task (0 when empty).
+    /// Tasks queued or in progress, in every queue (read one queue after
+    /// another, as `outbox::outboxes` explains).
+    pub async fn fanout_depth(&self) -> StoreResult<u64> {
+        let mut conn = self.conn();
+        let mut depth = 0;
+        for queue in self.fanout_queues() {
+            let n: u64 = conn.xlen(self.fanout_of(queue)).await?;
+            depth += n;
+        }
+        Ok(depth)
+    }
+
+    /// Age in seconds of the oldest queued task of any queue (0 when all
+    /// are empty).
     pub async fn fanout_lag(&self) -> StoreResult<f64> {
         let mut conn = self.conn();
-        let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-            .arg(self.keys.fanout())
-            .arg("-")
-            .arg("+")
-            .arg("COUNT")
-            .arg(1)
-            .query_async(&mut conn)
-            .await?;
-        let Some((id, _)) = rows.first() else {
-            return Ok(0.0);
-        };
-        let ms: f64 = id
-            .split('-')
-            .next()
-            .and_then(|m| m.parse().ok())
-            .unwrap_or(0.0);
-        Ok((crate::model::now() - ms / 1000.0).max(0.0))
+        let mut oldest: Option<f64> = None;
+        for queue in self.fanout_queues() {
+            let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+                .arg(self.fanout_of(queue))
+                .arg("-")
+                .arg("+")
+                .arg("COUNT")
+                .arg(1)
+                .query_async(&mut conn)
+                .await?;
+            let ms = rows
+                .first()
+                .and_then(|(id, _)| id.split('-').next()?.parse::<f64>().ok());
+            if let Some(ms) = ms {
+                oldest = Some(oldest.map_or(ms, |o| o.min(ms)));
+            }
+        }
+        Ok(oldest.map_or(0.0, |ms| (now() - ms / 1000.0).max(0.0)))
     }
 }

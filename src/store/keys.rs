@@ -379,7 +379,9 @@ impl Keys {
     pub fn channel(&self) -> String {
         format!("{}:events", self.prefix)
     }
-    /// STREAM: the durable fan-out queue.
+    /// STREAM: the first layout's fan-out queue, in `{g}`: the tasks of
+    /// ops of the `{g}` outbox, drained by the workers like the
+    /// partitions' ([`Keys::part_fanout`]).
     pub fn fanout(&self) -> String {
         format!("{}:{{g}}:fanout", self.prefix)
     }
@@ -395,6 +397,11 @@ impl Keys {
     /// ZSET: outbox partition `k`'s entries (op -> lease deadline).
     pub fn part_outbox(&self, k: usize) -> String {
         format!("{}:{{{}}}:outbox", self.prefix, self.parts[k])
+    }
+    /// STREAM: partition `k`'s fan-out queue, the tasks of the partition's
+    /// posts and deletes (store::fanout).
+    pub fn part_fanout(&self, k: usize) -> String {
+        format!("{}:{{{}}}:fanout", self.prefix, self.parts[k])
     }
     /// ZSET: op numbers of partition `k` retired after emitting events
     /// (-> when), whose marks in [`Keys::emitted`] the sweeper forgets.

@@ -8,7 +8,8 @@
 //! - `chains`: each write's chain of single-slot steps (one module a chain),
 //!   driven from [`outbox`].
 //! - [`outbox`]: the op log of writes that span slots.
-//! - [`fanout`]: the durable fan-out queue and its batches.
+//! - [`fanout`]: the durable fan-out queues and their batches.
+//! - [`fanout_hints`]: which fan-out queues may hold work, for the workers.
 //! - [`ids`]: status ids built from time (snowflakes) and their instance lease.
 //! - [`likes`]: likes and who likes a status.
 //! - [`paging`]: pages of timelines and cursors over lists of users.
@@ -28,6 +29,7 @@ pub mod conversations;
 pub mod demo;
 pub mod events;
 pub mod fanout;
+pub mod fanout_hints;
 pub mod follow_requests;
 pub mod follows;
 pub mod groups;
@@ -246,6 +248,8 @@ pub struct Store {
     /// Until when (unix seconds; 0: never) idempotency keys where the first
     /// layout kept them may answer (`store::migrate` reads it).
     pub(crate) legacy_idem_until: Arc<std::sync::atomic::AtomicU64>,
+    /// Which fan-out queues may hold work (this process's workers wait on it).
+    pub(crate) fanout_hints: Arc<fanout_hints::FanoutHints>,
     pub(crate) session_cache: Arc<cache::SessionCache>,
     /// The suspended users this process knows of (`moderation`).
     pub(crate) suspended: moderation::Suspended,
@@ -330,6 +334,7 @@ impl Store {
             pause_signup: Duration::from_millis(cfg.test_pause_signup_ms),
             pause_retire: Duration::from_millis(cfg.test_pause_retire_ms),
             legacy_idem_until: Arc::default(),
+            fanout_hints: Arc::default(),
             suspended: moderation::Suspended::default(),
             session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
                 cfg.session_cache_ttl.clamp(0.0, 3600.0),
@@ -347,6 +352,11 @@ impl Store {
                 &cfg.key_prefix,
             )),
         })
+    }
+
+    /// Which fan-out queues may hold work (the workers wait on it).
+    pub fn fanout_hints(&self) -> Arc<fanout_hints::FanoutHints> {
+        self.fanout_hints.clone()
     }
 
     /// The status cache (the hub evicts deleted statuses from it).

@@ -416,13 +416,17 @@ impl Store {
         }
         inv.arg(f.answer.as_ref().map_or("", |(_, a)| a.as_str()));
         let (retired, eid): (i64, String) = inv.invoke_async(&mut conn).await?;
+        if retired == 1 && !f.tasks.is_empty() {
+            self.fanout_hints.hint(None);
+        }
         Ok((retired == 1).then_some(eid))
     }
 
-    /// [`Store::finish_op`] for an entry of partition `k`: its events and
-    /// fan-out tasks (once: `emit_once.lua`, in `{g}`), then the entry
-    /// retired in its partition with its answer kept (`op_retire.lua`).
-    /// Returns the first event's id when this call emitted them.
+    /// [`Store::finish_op`] for an entry of partition `k`: its events
+    /// (once: `emit_once.lua`, in `{g}`), then the entry retired in its
+    /// partition with its answer kept and its fan-out tasks queued on the
+    /// partition's queue (`op_retire.lua`; this process's workers are woken
+    /// for them). Returns the first event's id when this call emitted them.
     async fn finish_in_part(
         &self,
         owed: &Owed,
@@ -431,7 +435,7 @@ impl Store {
     ) -> StoreResult<Option<String>> {
         let mut conn = self.conn();
         let mut first = None;
-        let emits = !f.events.is_empty() || !f.tasks.is_empty();
+        let emits = !f.events.is_empty();
         if emits {
             if now() > owed.deadline + EMIT_GRACE {
                 return Err(StoreError::Unavailable(
@@ -441,12 +445,10 @@ impl Store {
             let mut inv = self.scripts.emit_once.prepare_invoke();
             inv.key(self.keys.emitted())
                 .key(self.keys.events())
-                .key(self.keys.fanout())
                 .arg(owed.n)
                 .arg(self.replay_maxlen)
-                .arg(self.keys.channel())
-                .arg(f.events.len());
-            for e in f.events.iter().chain(&f.tasks) {
+                .arg(self.keys.channel());
+            for e in &f.events {
                 inv.arg(e);
             }
             let eid: String = inv.invoke_async(&mut conn).await?;
@@ -460,14 +462,19 @@ impl Store {
             Some((key, _)) => inv.key(key),
             None => inv.key(&outbox),
         };
-        let _: i64 = inv
+        inv.key(self.keys.part_fanout(k))
             .arg(&owed.member)
             .arg(owed.n)
             .arg(now())
             .arg(if emits { "1" } else { "0" })
-            .arg(f.answer.as_ref().map_or("", |(_, a)| a.as_str()))
-            .invoke_async(&mut conn)
-            .await?;
+            .arg(f.answer.as_ref().map_or("", |(_, a)| a.as_str()));
+        for t in &f.tasks {
+            inv.arg(t);
+        }
+        let retired: i64 = inv.invoke_async(&mut conn).await?;
+        if retired == 1 && !f.tasks.is_empty() {
+            self.fanout_hints.hint(Some(k));
+        }
         Ok(first)
     }
 
@@ -555,7 +562,8 @@ impl Store {
     /// up to `most` from the `{g}` outbox and from each partition, each as
     /// its raw member, its partition and, when it parses, the entry. On the
     /// way, forgets the `emitted` marks of ops retired more than
-    /// [`Store::emitted_kept`] seconds ago.
+    /// [`Store::emitted_kept`] seconds ago, and hints the workers at every
+    /// fan-out queue that is not empty (`store::fanout_hints`).
     pub async fn claim_ops(&self, most: usize) -> StoreResult<Vec<Claimed>> {
         let cutoff = now() - self.emitted_kept();
         let deadline = self.lease_deadline();
@@ -568,11 +576,12 @@ impl Store {
                     Some(k) => (self.keys.part_retired(k), FORGET_BATCH),
                     None => (outbox.clone(), 0),
                 };
-                let (members, old): (Vec<String>, Vec<String>) = self
+                let (members, old, queued): (Vec<String>, Vec<String>, u64) = self
                     .scripts
                     .outbox_claim
                     .key(&outbox)
                     .key(&retired)
+                    .key(self.fanout_of(part))
                     .arg(now())
                     .arg(deadline)
                     .arg(most)
@@ -580,6 +589,9 @@ impl Store {
                     .arg(batch)
                     .invoke_async(&mut conn)
                     .await?;
+                if queued > 0 {
+                    self.fanout_hints.hint(part);
+                }
                 if !old.is_empty() {
                     // The marks first: a crash between leaves numbers to
                     // forget again, never a mark nobody forgets.
@@ -609,6 +621,14 @@ impl Store {
     /// lease, the grace to emit after it, and the margin for clocks.
     pub fn emitted_kept(&self) -> f64 {
         self.outbox_lease + EMIT_GRACE + MARK_MARGIN
+    }
+
+    /// The fan-out queue of `part` (`None`: the first layout's, in `{g}`).
+    pub(crate) fn fanout_of(&self, part: Option<usize>) -> String {
+        match part {
+            Some(k) => self.keys.part_fanout(k),
+            None => self.keys.fanout(),
+        }
     }
 
     /// The outbox ZSET of `part` (`None`: `{g}`'s).
