@@ -8,6 +8,7 @@
 //! - `chains`: each write's chain of single-slot steps (one module a chain),
 //!   driven from [`outbox`].
 //! - [`outbox`]: the op log of writes that span slots.
+//! - [`emitter`]: the group commit of partitioned writes' events.
 //! - [`fanout`]: the durable fan-out queues and their batches.
 //! - [`fanout_hints`]: which fan-out queues may hold work, for the workers.
 //! - [`ids`]: status ids built from time (snowflakes) and their instance lease.
@@ -27,6 +28,7 @@ mod chains;
 pub mod conn;
 pub mod conversations;
 pub mod demo;
+pub mod emitter;
 pub mod events;
 pub mod fanout;
 pub mod fanout_hints;
@@ -250,6 +252,8 @@ pub struct Store {
     pub(crate) legacy_idem_until: Arc<std::sync::atomic::AtomicU64>,
     /// Which fan-out queues may hold work (this process's workers wait on it).
     pub(crate) fanout_hints: Arc<fanout_hints::FanoutHints>,
+    /// The group commit of partitioned writes' events.
+    pub(crate) emitter: Arc<emitter::Emitter>,
     pub(crate) session_cache: Arc<cache::SessionCache>,
     /// The suspended users this process knows of (`moderation`).
     pub(crate) suspended: moderation::Suspended,
@@ -335,6 +339,7 @@ impl Store {
             pause_retire: Duration::from_millis(cfg.test_pause_retire_ms),
             legacy_idem_until: Arc::default(),
             fanout_hints: Arc::default(),
+            emitter: Arc::default(),
             suspended: moderation::Suspended::default(),
             session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
                 cfg.session_cache_ttl.clamp(0.0, 3600.0),

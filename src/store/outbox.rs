@@ -43,6 +43,7 @@
 //! between steps is finished later, and a retry repeats nothing. Events go
 //! out last, so a client that gets an event can read what it refers to.
 
+use super::emitter;
 use super::keys::OUTBOX_PARTS;
 pub use super::keys::{like_part, pair_part, user_part};
 use super::{Store, StoreError, StoreResult};
@@ -423,7 +424,8 @@ impl Store {
     }
 
     /// [`Store::finish_op`] for an entry of partition `k`: its events
-    /// (once: `emit_once.lua`, in `{g}`), then the entry retired in its
+    /// (once: `emit_once.lua`, in `{g}`, in the process's next batch:
+    /// `store::emitter`), then the entry retired in its
     /// partition with its answer kept and its fan-out tasks queued on the
     /// partition's queue (`op_retire.lua`; this process's workers are woken
     /// for them). Returns the first event's id when this call emitted them.
@@ -442,17 +444,15 @@ impl Store {
                     "the write outlived its lease; a worker finishes it".into(),
                 ));
             }
-            let mut inv = self.scripts.emit_once.prepare_invoke();
-            inv.key(self.keys.emitted())
-                .key(self.keys.events())
-                .arg(owed.n)
-                .arg(self.replay_maxlen)
-                .arg(self.keys.channel());
-            for e in &f.events {
-                inv.arg(e);
-            }
-            let eid: String = inv.invoke_async(&mut conn).await?;
-            first = (!eid.is_empty()).then_some(eid);
+            let sink = || emitter::Sink {
+                conn: self.conn(),
+                scripts: self.scripts.clone(),
+                emitted: self.keys.emitted(),
+                events: self.keys.events(),
+                channel: self.keys.channel(),
+                maxlen: self.replay_maxlen,
+            };
+            first = self.emitter.emit(sink, owed.n, f.events).await?;
         }
         self.pause_before_retire().await;
         let outbox = self.keys.part_outbox(k);

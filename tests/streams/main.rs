@@ -88,6 +88,130 @@ async fn firehose_needs_the_scope_and_carries_every_public_event_as_sse() {
     );
 }
 
+/// Several ops' events emitted in one `emit_once.lua` call (the group
+/// commit of `store::emitter`) are published as one message, one JSON a
+/// line: every stream gets each event once, in buffer order, and a second
+/// call for the same ops emits nothing.
+#[tokio::test]
+async fn events_published_together_in_one_message_reach_each_stream_once_in_order() {
+    let app = TestApp::start().await;
+    let (ida, token, fh) = firehose_user(&app, "batcher").await;
+    let (idb, _) = app.user("batched").await;
+    let one = app.say(&token, "first").await;
+    let two = app.say(&token, "second").await;
+    let mut fire = app.stream("/api/v1/stream/firehose", Some(&fh), &[]).await;
+    let mut own = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
+    let (a, b): (u64, u64) = (ida.parse().unwrap(), idb.parse().unwrap());
+    let at = firehose::model::now();
+    let body = |e: firehose::model::Event| firehose::store::events::body(&e);
+    let delete = |sid: &str| {
+        body(firehose::model::Event::Delete {
+            at,
+            status_id: sid.parse().unwrap(),
+            uid: a,
+            private: false,
+            group_id: None,
+        })
+    };
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let script = redis::Script::new(include_str!("../../src/store/lua/emit_once.lua"));
+    let emit = || {
+        let mut call = script.prepare_invoke();
+        call.key(keys.emitted())
+            .key(keys.events())
+            .arg(1000)
+            .arg(keys.channel())
+            .arg(9_000_001u64)
+            .arg(1)
+            .arg(delete(&one))
+            .arg(9_000_033u64)
+            .arg(2)
+            .arg(body(firehose::model::Event::Follow {
+                at,
+                source: a,
+                target: b,
+            }))
+            .arg(delete(&two));
+        let firsts: Vec<String> = call.invoke(&mut app.redis.conn()).unwrap();
+        firsts
+    };
+    let firsts = emit();
+    assert!(firsts.iter().all(|f| !f.is_empty()), "{firsts:?}");
+    for s in [&mut fire, &mut own] {
+        let got: Vec<Msg> = vec![
+            s.next_event("the first delete").await,
+            s.next_event("the follow").await,
+            s.next_event("the second delete").await,
+        ];
+        let kinds: Vec<&str> = got.iter().map(|m| m.event.as_str()).collect();
+        assert_eq!(kinds, ["delete", "follow", "delete"]);
+        assert_eq!(got[0].data["status_id"], one.as_str());
+        assert_eq!(got[2].data["status_id"], two.as_str());
+        assert_eq!(got[0].id.as_deref(), Some(firsts[0].as_str()));
+        assert_eq!(got[1].id.as_deref(), Some(firsts[1].as_str()));
+        let ids: Vec<_> = got
+            .iter()
+            .map(|m| firehose::stream::EventId::parse(m.id.as_deref().unwrap()))
+            .collect();
+        assert!(ids[0] < ids[1] && ids[1] < ids[2], "buffer order");
+    }
+    assert_eq!(emit(), ["", ""], "the marks hold: nothing twice");
+    fire.assert_quiet(SHORT).await;
+    own.assert_quiet(SHORT).await;
+}
+
+/// Deletes made at once go through the group commit together: each
+/// stream gets every delete once, in buffer order, and the buffer holds
+/// each once.
+#[tokio::test]
+async fn concurrent_deletes_are_announced_once_each_in_order() {
+    let app = TestApp::start().await;
+    let (_, token, fh) = firehose_user(&app, "deleter").await;
+    let mut sids = Vec::new();
+    for i in 0..40 {
+        sids.push(app.say(&token, &format!("to delete {i}")).await);
+    }
+    let mut fire = app.stream("/api/v1/stream/firehose", Some(&fh), &[]).await;
+    let deletes = futures::future::join_all(sids.iter().map(|sid| {
+        let app = &app;
+        let token = token.clone();
+        async move {
+            app.delete(&format!("/api/v1/statuses/{sid}"), Some(&token))
+                .await
+                .0
+        }
+    }))
+    .await;
+    assert!(
+        deletes.iter().all(|s| *s == StatusCode::NO_CONTENT),
+        "{deletes:?}"
+    );
+    let mut seen = BTreeSet::new();
+    let mut last = None;
+    for _ in 0..sids.len() {
+        let m = fire.next_event("a delete").await;
+        assert_eq!(m.event, "delete", "{:?}", m.data);
+        assert!(seen.insert(m.data["status_id"].as_str().unwrap().to_string()));
+        let id = firehose::stream::EventId::parse(m.id.as_deref().unwrap());
+        assert!(last < Some(id), "buffer order");
+        last = Some(id);
+    }
+    assert_eq!(seen, sids.iter().cloned().collect::<BTreeSet<_>>());
+    fire.assert_quiet(SHORT).await;
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg(keys.events())
+        .arg("-")
+        .arg("+")
+        .query(&mut app.redis.conn())
+        .unwrap();
+    let in_buffer = entries
+        .iter()
+        .filter(|(_, f)| f.iter().any(|(_, b)| b.contains("\"type\":\"delete\"")))
+        .count();
+    assert_eq!(in_buffer, sids.len());
+}
+
 #[tokio::test]
 async fn ndjson_is_served_on_accept_and_access_token_works_in_the_query() {
     let app = TestApp::start().await;

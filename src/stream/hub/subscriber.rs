@@ -1,5 +1,5 @@
 //! The subscriber: the process's one event subscription, reconnected with
-//! backoff; each message goes to the dispatcher.
+//! backoff; each message (each line of a batch) goes to the dispatcher.
 
 use super::Msg;
 use crate::metrics::{global as metrics, inc};
@@ -76,7 +76,14 @@ pub(super) async fn subscriber(
             let Some(payload) = msg else {
                 continue;
             };
-            if msgs.send(Msg::Raw(payload)).await.is_err() {
+            // A batch of events (`store::emitter`) is one JSON a line.
+            if payload.contains('\n') {
+                for line in payload.split('\n') {
+                    if msgs.send(Msg::Raw(line.to_string())).await.is_err() {
+                        return;
+                    }
+                }
+            } else if msgs.send(Msg::Raw(payload)).await.is_err() {
                 return;
             }
         }
