@@ -2310,23 +2310,7 @@ async fn a_block_killed_between_its_events_and_its_retirement_is_announced_once(
             .send(),
     );
     let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
-    let relation_events = || {
-        let mut conn = app.redis.conn();
-        let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
-            .arg(keys.events())
-            .arg("-")
-            .arg("+")
-            .query(&mut conn)
-            .unwrap();
-        entries
-            .iter()
-            .filter(|(_, fields)| {
-                fields
-                    .iter()
-                    .any(|(_, body)| body.contains("\"type\":\"relation\""))
-            })
-            .count()
-    };
+    let relation_events = || common::buffered_events(&app, "relation", &[]);
     app.eventually("the relation event is out", || async {
         relation_events() == 1
     })

@@ -348,3 +348,24 @@ pub(crate) fn ids(list: &Value) -> Vec<String> {
         })
         .unwrap_or_default()
 }
+
+/// How many events in the replay buffer (read from Redis) are of `kind`
+/// (`"type":"<kind>"`) and contain every one of `also` in their JSON.
+pub(crate) fn buffered_events(app: &TestApp, kind: &str, also: &[&str]) -> usize {
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
+        .arg(keys.events())
+        .arg("-")
+        .arg("+")
+        .query(&mut app.redis.conn())
+        .unwrap();
+    let kind = format!("\"type\":\"{kind}\"");
+    entries
+        .iter()
+        .filter(|(_, fields)| {
+            fields.iter().any(|(_, body)| {
+                body.contains(&kind) && also.iter().all(|part| body.contains(part))
+            })
+        })
+        .count()
+}

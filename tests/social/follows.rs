@@ -1,7 +1,7 @@
 //! Follows, batches, counters under concurrency and the fan-out queue.
 
 use crate::assert_error;
-use crate::common::{bulk_follow, bulk_users, homes_with, TestApp};
+use crate::common::{buffered_events, bulk_follow, bulk_users, homes_with, TestApp};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -162,25 +162,8 @@ async fn a_batch_over_several_chunks_changes_counts_and_announces_each_follow_on
         )
         .await;
     assert!(status.is_success(), "the account deletion: {status}");
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
-    let follow_events = || {
-        let mut conn = app.redis.conn();
-        let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
-            .arg(keys.events())
-            .arg("-")
-            .arg("+")
-            .query(&mut conn)
-            .unwrap();
-        let source = format!("\"source\":\"{ida}\"");
-        entries
-            .iter()
-            .filter(|(_, fields)| {
-                fields
-                    .iter()
-                    .any(|(_, body)| body.contains("\"type\":\"follow\"") && body.contains(&source))
-            })
-            .count()
-    };
+    let source = format!("\"source\":\"{ida}\"");
+    let follow_events = || buffered_events(&app, "follow", &[&source]);
     let before = follow_events();
 
     // A followee with a status, in the second chunk, to see its backfill.

@@ -198,17 +198,7 @@ async fn concurrent_deletes_are_announced_once_each_in_order() {
     }
     assert_eq!(seen, sids.iter().cloned().collect::<BTreeSet<_>>());
     fire.assert_quiet(SHORT).await;
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
-    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
-        .arg(keys.events())
-        .arg("-")
-        .arg("+")
-        .query(&mut app.redis.conn())
-        .unwrap();
-    let in_buffer = entries
-        .iter()
-        .filter(|(_, f)| f.iter().any(|(_, b)| b.contains("\"type\":\"delete\"")))
-        .count();
+    let in_buffer = common::buffered_events(&app, "delete", &[]);
     assert_eq!(in_buffer, sids.len());
 }
 
