@@ -158,6 +158,31 @@ async fn events_published_together_in_one_message_reach_each_stream_once_in_orde
     assert_eq!(emit(), ["", ""], "the marks hold: nothing twice");
     fire.assert_quiet(SHORT).await;
     own.assert_quiet(SHORT).await;
+
+    // A batch of follows (on one Redis one script, its events in one
+    // message) and a post with a mention (its status and mention events).
+    let (idc, _) = app.user("batched_too").await;
+    assert_eq!(fire.next_event("the sign-up").await.event, "user");
+    let (status, body) = app
+        .post("/api/v1/follows", Some(&token), json!({"ids": [idb, idc]}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut targets = BTreeSet::new();
+    for _ in 0..2 {
+        let m = fire.next_event("a follow of the batch").await;
+        assert_eq!(m.event, "follow", "{:?}", m.data);
+        targets.insert(m.data["target"].as_str().unwrap().to_string());
+    }
+    assert_eq!(targets, BTreeSet::from([idb.clone(), idc.clone()]));
+    let said = app.say(&token, "hello @batched_too").await;
+    let m = fire.next_event("the status").await;
+    assert_eq!(
+        (m.event.as_str(), &m.data["status"]["id"]),
+        ("status", &json!(said))
+    );
+    let m = fire.next_event("its mention").await;
+    assert_eq!(m.event, "mention", "{:?}", m.data);
+    fire.assert_quiet(SHORT).await;
 }
 
 /// Deletes made at once go through the group commit together: each

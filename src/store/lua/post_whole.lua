@@ -122,9 +122,15 @@ for _, f in ipairs(followers) do
     redis.call('ZREMRANGEBYRANK', home, 0, -cap - 1)
   end
 end
+-- The events (the status, its mentions, the repost) in one message, one
+-- JSON a line (the hub splits it).
+local published = {}
 for j = at, at + e_n - 1 do
   local eid = redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[7], '*', 'e', ARGV[j])
-  redis.call('PUBLISH', ARGV[8], '{"id":"' .. eid .. '",' .. ARGV[j]:sub(2))
+  published[#published + 1] = '{"id":"' .. eid .. '",' .. ARGV[j]:sub(2)
+end
+if #published > 0 then
+  redis.call('PUBLISH', ARGV[8], table.concat(published, '\n'))
 end
 if answer ~= '' then
   redis.call('SET', KEYS[11], answer, 'EX', answer_ttl)
