@@ -38,7 +38,7 @@
 
 use super::conn::RedisConn;
 pub use super::fanout_hints::Queue;
-use super::keys::OUTBOX_PARTS;
+use super::outbox::places;
 use super::{Store, StoreResult};
 use crate::model::{now, HOME_CAP};
 use redis::AsyncCommands;
@@ -554,10 +554,12 @@ impl Store {
             .await?;
         Ok(Step::Done(reached))
     }
-    /// Every fan-out queue: the first layout's in `{g}`, then each
-    /// partition's.
-    fn fanout_queues(&self) -> impl Iterator<Item = Queue> {
-        std::iter::once(None).chain((0..OUTBOX_PARTS).map(Some))
+    /// The fan-out queue of `queue` (`None`: the first layout's, in `{g}`).
+    pub(crate) fn fanout_of(&self, queue: Queue) -> String {
+        match queue {
+            Some(k) => self.keys.part_fanout(k),
+            None => self.keys.fanout(),
+        }
     }
 
     /// Tasks queued or in progress, in every queue (read one queue after
@@ -565,7 +567,7 @@ impl Store {
     pub async fn fanout_depth(&self) -> StoreResult<u64> {
         let mut conn = self.conn();
         let mut depth = 0;
-        for queue in self.fanout_queues() {
+        for queue in places() {
             let n: u64 = conn.xlen(self.fanout_of(queue)).await?;
             depth += n;
         }
@@ -577,7 +579,7 @@ impl Store {
     pub async fn fanout_lag(&self) -> StoreResult<f64> {
         let mut conn = self.conn();
         let mut oldest: Option<f64> = None;
-        for queue in self.fanout_queues() {
+        for queue in places() {
             let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
                 .arg(self.fanout_of(queue))
                 .arg("-")

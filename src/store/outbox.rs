@@ -567,48 +567,46 @@ impl Store {
     pub async fn claim_ops(&self, most: usize) -> StoreResult<Vec<Claimed>> {
         let cutoff = now() - self.emitted_kept();
         let deadline = self.lease_deadline();
-        let claims = std::iter::once(None)
-            .chain((0..OUTBOX_PARTS).map(Some))
-            .map(|part| async move {
-                let mut conn = self.conn();
-                let outbox = self.outbox_of(part);
-                let (retired, batch) = match part {
-                    Some(k) => (self.keys.part_retired(k), FORGET_BATCH),
-                    None => (outbox.clone(), 0),
-                };
-                let (members, old, queued): (Vec<String>, Vec<String>, u64) = self
-                    .scripts
-                    .outbox_claim
-                    .key(&outbox)
-                    .key(&retired)
-                    .key(self.fanout_of(part))
-                    .arg(now())
-                    .arg(deadline)
-                    .arg(most)
-                    .arg(cutoff)
-                    .arg(batch)
-                    .invoke_async(&mut conn)
-                    .await?;
-                if queued > 0 {
-                    self.fanout_hints.hint(part);
-                }
-                if !old.is_empty() {
-                    // The marks first: a crash between leaves numbers to
-                    // forget again, never a mark nobody forgets.
-                    let _: i64 = conn.hdel(self.keys.emitted(), &old).await?;
-                    let _: i64 = conn.zrem(&retired, &old).await?;
-                }
-                Ok::<_, StoreError>(
-                    members
-                        .into_iter()
-                        .map(|raw| Claimed {
-                            owed: Owed::decode_in(&raw, part).map(|owed| Owed { deadline, ..owed }),
-                            raw,
-                            part,
-                        })
-                        .collect::<Vec<_>>(),
-                )
-            });
+        let claims = places().map(|part| async move {
+            let mut conn = self.conn();
+            let outbox = self.outbox_of(part);
+            let (retired, batch) = match part {
+                Some(k) => (self.keys.part_retired(k), FORGET_BATCH),
+                None => (outbox.clone(), 0),
+            };
+            let (members, old, queued): (Vec<String>, Vec<String>, u64) = self
+                .scripts
+                .outbox_claim
+                .key(&outbox)
+                .key(&retired)
+                .key(self.fanout_of(part))
+                .arg(now())
+                .arg(deadline)
+                .arg(most)
+                .arg(cutoff)
+                .arg(batch)
+                .invoke_async(&mut conn)
+                .await?;
+            if queued > 0 {
+                self.fanout_hints.hint(part);
+            }
+            if !old.is_empty() {
+                // The marks first: a crash between leaves numbers to
+                // forget again, never a mark nobody forgets.
+                let _: i64 = conn.hdel(self.keys.emitted(), &old).await?;
+                let _: i64 = conn.zrem(&retired, &old).await?;
+            }
+            Ok::<_, StoreError>(
+                members
+                    .into_iter()
+                    .map(|raw| Claimed {
+                        owed: Owed::decode_in(&raw, part).map(|owed| Owed { deadline, ..owed }),
+                        raw,
+                        part,
+                    })
+                    .collect::<Vec<_>>(),
+            )
+        });
         // One after another (see `outboxes`).
         let mut claimed = Vec::new();
         for claim in claims {
@@ -621,14 +619,6 @@ impl Store {
     /// lease, the grace to emit after it, and the margin for clocks.
     pub fn emitted_kept(&self) -> f64 {
         self.outbox_lease + EMIT_GRACE + MARK_MARGIN
-    }
-
-    /// The fan-out queue of `part` (`None`: the first layout's, in `{g}`).
-    pub(crate) fn fanout_of(&self, part: Option<usize>) -> String {
-        match part {
-            Some(k) => self.keys.part_fanout(k),
-            None => self.keys.fanout(),
-        }
     }
 
     /// The outbox ZSET of `part` (`None`: `{g}`'s).
@@ -695,10 +685,14 @@ impl Store {
     /// timing out for good (`streams_survive_a_redis_restart` on the
     /// cluster).
     fn outboxes(&self) -> impl Iterator<Item = String> + '_ {
-        std::iter::once(None)
-            .chain((0..OUTBOX_PARTS).map(Some))
-            .map(|part| self.outbox_of(part))
+        places().map(|part| self.outbox_of(part))
     }
+}
+
+/// Where the outbox keeps things, in sweep order: `None`, the `{g}` slot
+/// (sign-ups, and what the first layout left), then each partition.
+pub(crate) fn places() -> impl Iterator<Item = Option<usize>> {
+    std::iter::once(None).chain((0..OUTBOX_PARTS).map(Some))
 }
 
 /// An entry a sweep claimed.
