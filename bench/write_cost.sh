@@ -36,7 +36,7 @@ if [[ $mode == one || $mode == both ]]; then
   echo "== one Redis"
   redis 6401
   serve 8101 --redis-url redis://127.0.0.1:6401
-  "$tool" --url http://127.0.0.1:8101 --nodes redis://127.0.0.1:6401
+  "$tool" --url http://127.0.0.1:8101 --nodes redis://127.0.0.1:6401 ${WRITE_COST_ARGS:-}
 fi
 if [[ $mode == cluster || $mode == both ]]; then
   echo "== 3-master cluster"
@@ -45,7 +45,7 @@ if [[ $mode == cluster || $mode == both ]]; then
   until redis-cli -p 7101 cluster info | grep -q 'cluster_state:ok'; do sleep 0.2; done
   nodes=redis://127.0.0.1:7101,redis://127.0.0.1:7102,redis://127.0.0.1:7103
   serve 8102 --redis-cluster "$nodes"
-  "$tool" --url http://127.0.0.1:8102 --nodes "$nodes"
+  "$tool" --url http://127.0.0.1:8102 --nodes "$nodes" ${WRITE_COST_ARGS:-}
 fi
 if [[ $mode == replicas ]]; then
   echo "== 3 masters with a replica each"

@@ -46,6 +46,10 @@ struct Args {
     /// Requests in flight.
     #[arg(long, default_value_t = 16)]
     concurrency: usize,
+    /// Also print, per phase, the microseconds each command took per write
+    /// (INFO commandstats; a script's time includes the commands it ran).
+    #[arg(long)]
+    breakdown: bool,
 }
 
 struct Probe {
@@ -76,6 +80,27 @@ impl Probe {
             })
             .collect()
     }
+}
+
+/// Prints the commands that took the most time per write between `a` and
+/// `b`, summed over the nodes: where a phase's Redis CPU goes, less the
+/// network and the AOF (the CPU figure's remainder).
+fn breakdown(n: usize, a: &[Node], b: &[Node]) {
+    let mut usec: std::collections::HashMap<&str, f64> = std::collections::HashMap::new();
+    for (x, y) in a.iter().zip(b) {
+        for (name, t) in &y.usec {
+            *usec.entry(name.as_str()).or_default() += t - x.usec.get(name).copied().unwrap_or(0.0);
+        }
+    }
+    let mut top: Vec<(&str, f64)> = usec.into_iter().filter(|(_, t)| *t > 0.0).collect();
+    top.sort_by(|x, y| y.1.total_cmp(&x.1));
+    let n = n.max(1) as f64;
+    let line: Vec<String> = top
+        .iter()
+        .take(10)
+        .map(|(name, t)| format!("{name} {:.1}", t / n))
+        .collect();
+    println!("    µs per write in: {}", line.join(", "));
 }
 
 /// One node's share of a phase.
@@ -212,6 +237,9 @@ async fn main() -> anyhow::Result<()> {
         &probe.delta(&a, &b),
         took,
     );
+    if args.breakdown {
+        breakdown(followed * args.follows, &a.1, &b.1);
+    }
 
     // Posts, each fanned out to `follows` followers.
     let mut rng = rand::rngs::StdRng::seed_from_u64(tag as u64);
@@ -252,6 +280,9 @@ async fn main() -> anyhow::Result<()> {
         &probe.delta(&a, &b),
         took,
     );
+    if args.breakdown {
+        breakdown(n_posted, &a.1, &b.1);
+    }
 
     // Likes: distinct (liker, status) pairs.
     let statuses = posted.lock().map(|p| p.clone()).unwrap_or_default();
@@ -283,6 +314,9 @@ async fn main() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let b = probe.snap().await?;
     report("like", liked, &probe.delta(&a, &b), took);
+    if args.breakdown {
+        breakdown(liked, &a.1, &b.1);
+    }
 
     // Sign-ups and logins.
     let a = probe.snap().await?;
@@ -296,6 +330,9 @@ async fn main() -> anyhow::Result<()> {
     let took = a.0.elapsed();
     let b = probe.snap().await?;
     report("sign-up", made, &probe.delta(&a, &b), took);
+    if args.breakdown {
+        breakdown(made, &a.1, &b.1);
+    }
     let a = probe.snap().await?;
     let logged = run_all(args.accounts, 4, |i| {
         let (http, base, login) = (http.clone(), base.clone(), extra[i].clone());
@@ -310,5 +347,8 @@ async fn main() -> anyhow::Result<()> {
     let took = a.0.elapsed();
     let b = probe.snap().await?;
     report("login", logged, &probe.delta(&a, &b), took);
+    if args.breakdown {
+        breakdown(logged, &a.1, &b.1);
+    }
     Ok(())
 }
