@@ -7,6 +7,17 @@ use std::collections::HashMap;
 /// Home timelines keep this many newest entries.
 pub const HOME_CAP: usize = 1000;
 
+/// A status's score in the timelines of statuses (homes, profiles,
+/// mentions, hashtags, replies, groups): the whole second of its `posted`.
+/// Statuses of one second tie, and Redis orders ties by member, which for
+/// snowflake ids is their order (`store::ids`), so a timeline is in
+/// `posted` order all the same; a whole number costs a small ZSET's
+/// inserts a fraction of what a fraction does (`post_whole.lua` says why).
+/// The scripts that write timelines keep the same score.
+pub fn timeline_score(posted: f64) -> u64 {
+    posted.floor().max(0.0) as u64
+}
+
 /// The public `user` object. Email and password hash are never here.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct User {

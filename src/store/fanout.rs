@@ -40,7 +40,7 @@ use super::conn::RedisConn;
 pub use super::fanout_hints::Queue;
 use super::outbox::places;
 use super::{Store, StoreResult};
-use crate::model::{now, HOME_CAP};
+use crate::model::{now, timeline_score, HOME_CAP};
 use redis::AsyncCommands;
 
 /// The consumer group of the fan-out workers.
@@ -81,7 +81,7 @@ pub struct FanoutTask {
     pub status_id: u64,
     /// Its author, whose followers are reached.
     pub uid: u64,
-    /// The status's score in home timelines.
+    /// The status's `posted` (a home keeps its whole second, [`timeline_score`]).
     pub posted: f64,
     /// Score of the last follower already reached.
     pub cursor_score: f64,
@@ -291,7 +291,8 @@ impl Store {
             FanoutKind::Post => {
                 for &follower in &ids {
                     let home = self.keys.home(follower);
-                    pipe.zadd(&home, task.status_id, task.posted).ignore();
+                    pipe.zadd(&home, task.status_id, timeline_score(task.posted))
+                        .ignore();
                     pipe.zremrangebyrank(&home, 0, -(HOME_CAP as isize) - 1)
                         .ignore();
                 }

@@ -314,12 +314,12 @@ impl Store {
         &self,
         gid: u64,
         sid: u64,
-        posted: f64,
+        score: u64,
     ) -> StoreResult<()> {
         let key = self.keys.group_timeline(gid);
         let mut conn = self.conn();
         let _: () = redis::pipe()
-            .zadd(&key, sid, posted)
+            .zadd(&key, sid, score)
             .ignore()
             .zremrangebyrank(&key, 0, -(super::chains::INDEX_CAP as isize) - 1)
             .ignore()

@@ -2,7 +2,8 @@
 
 use crate::assert_error;
 use crate::common::{resp3_gate_proxy, RedisServer, TestApp};
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
+use serde_json::json;
 
 #[tokio::test]
 async fn timelines_page_by_count_page_and_max_id_newest_first() {
@@ -117,6 +118,113 @@ async fn home_timelines_keep_the_newest_1000() {
         .get(&format!("/api/v1/statuses/{}", newest[0]), None)
         .await;
     assert_eq!(s["message"], "n1004");
+}
+
+/// Every way into a timeline (a post done whole, the post chain's own
+/// timelines and its queued fan-out, a follow's backfill, an unmute, a
+/// reply, a mention, a hashtag) scores an entry by the whole second of its
+/// status's `posted`, and the timeline is in id order. (A fraction would be
+/// a text every insert into a small timeline parses again.)
+#[tokio::test]
+async fn every_way_into_a_timeline_keeps_the_whole_second_and_id_order() {
+    // Past 2 followers a post takes the chain and queues its fan-out.
+    let app = TestApp::start_with(|c| c.fanout_inline = 2).await;
+    let (a, at) = app.user("wide").await;
+    let (b, bt) = app.user("narrow").await;
+    let mut readers = Vec::new();
+    for name in ["reader1", "reader2", "reader3"] {
+        let (id, token) = app.user(name).await;
+        app.follow(&token, &a).await;
+        readers.push((id, token));
+    }
+    app.follow(&readers[0].1, &b).await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(app.say(&at, &format!("wide {i} #whole")).await);
+        ids.push(app.say(&bt, &format!("narrow {i}")).await);
+    }
+    // A reply that mentions: the parent's replies and a mention timeline.
+    let reply = app
+        .post_status(
+            &bt,
+            json!({"message": "@wide yes #whole", "reply_to": ids[0]}),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (r1, r1t) = (&readers[0].0, &readers[0].1);
+    let (s, _) = app
+        .call(
+            Method::POST,
+            &format!("/api/v1/users/{b}/mute"),
+            Some(r1t),
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let (s, _) = app
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/users/{b}/mute"),
+            Some(r1t),
+            None,
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK);
+    let (late, late_t) = app.user("late").await;
+    app.follow(&late_t, &a).await;
+    app.follow(&late_t, &b).await;
+
+    let mut newest_first = ids.clone();
+    newest_first.push(reply.clone());
+    newest_first.sort_by_key(|id| std::cmp::Reverse(id.parse::<u64>().unwrap()));
+    app.eventually("the queued fan-out reached every reader", || async {
+        readers
+            .iter()
+            .all(|(id, _)| home_in_redis(&app, id).len() == 3 + usize::from(id == r1) * 4)
+    })
+    .await;
+    let mut posted = std::collections::HashMap::new();
+    for id in ids.iter().chain([&reply]) {
+        let (_, s) = app.get(&format!("/api/v1/statuses/{id}"), None).await;
+        posted.insert(id.clone(), s["posted"].as_f64().unwrap());
+    }
+    let p = &app.cfg.key_prefix;
+    for (key, expect) in [
+        (format!("{p}:user:{{{a}}}:home"), 3),
+        (format!("{p}:user:{{{b}}}:home"), 4),
+        (format!("{p}:user:{{{r1}}}:home"), 7),
+        (format!("{p}:user:{{{}}}:home", readers[1].0), 3),
+        (format!("{p}:user:{{{late}}}:home"), 7),
+        (format!("{p}:user:{{{b}}}:profile"), 4),
+        (format!("{p}:user:{{{a}}}:mentions"), 1),
+        (format!("{p}:tag:{{#whole}}"), 4),
+        (format!("{p}:status:{{s{}}}:replies", ids[0]), 1),
+    ] {
+        let uid = &key;
+        let scored: Vec<(String, String)> = redis::cmd("ZREVRANGE")
+            .arg(&key)
+            .arg(0)
+            .arg(-1)
+            .arg("WITHSCORES")
+            .query(&mut app.redis.conn())
+            .unwrap();
+        assert_eq!(scored.len(), expect, "{uid}: {scored:?}");
+        for (id, score) in &scored {
+            assert_eq!(
+                score.parse::<u64>().ok(),
+                Some(posted[id].floor() as u64),
+                "{uid}'s entry {id}"
+            );
+        }
+        let order: Vec<&String> = scored.iter().map(|(id, _)| id).collect();
+        let want: Vec<&String> = newest_first
+            .iter()
+            .filter(|id| order.contains(id))
+            .collect();
+        assert_eq!(order, want, "{uid} in id order");
+    }
 }
 
 /// The home ids of `uid` straight from Redis, newest first.

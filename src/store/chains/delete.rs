@@ -2,7 +2,7 @@
 //! the reposts, the tombstone, the homes, then the event.
 
 use super::{unique_tags, Count};
-use crate::model::{Event, Status, HOME_CAP};
+use crate::model::{timeline_score, Event, Status, HOME_CAP};
 use crate::store::events::body;
 use crate::store::fanout::FanoutKind;
 use crate::store::outbox::Finish;
@@ -138,7 +138,8 @@ impl Store {
             .await?;
         let parent = status.parent_id();
         if let Some(p) = parent {
-            self.count_reply(p, sid, status.posted, Count::Out).await?;
+            self.count_reply(p, sid, timeline_score(status.posted), Count::Out)
+                .await?;
             self.counts_cache.forget(p);
         }
         let mentioned: Vec<u64> = h

@@ -55,7 +55,7 @@ impl Store {
         &self,
         parent: u64,
         sid: u64,
-        posted: f64,
+        score: u64,
         count: Count,
     ) -> StoreResult<()> {
         let mut conn = self.conn();
@@ -66,7 +66,7 @@ impl Store {
             .key(self.keys.replies(parent))
             .arg(count.flag())
             .arg(sid)
-            .arg(posted)
+            .arg(score)
             .invoke_async(&mut conn)
             .await?;
         Ok(())

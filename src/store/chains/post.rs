@@ -2,7 +2,7 @@
 //! the indices, the first followers' homes, then the events.
 
 use super::{unique_tags, Count, INDEX_CAP};
-use crate::model::{Event, Status, HOME_CAP};
+use crate::model::{timeline_score, Event, Status, HOME_CAP};
 use crate::store::events::body;
 use crate::store::fanout::FanoutKind;
 use crate::store::outbox::{Finish, PostEnd};
@@ -65,12 +65,13 @@ impl Store {
             // Deleted before its post finished: nothing more to do.
             return quit(PostEnd::Missing("status")).await;
         }
+        let score = timeline_score(status.posted);
         match group {
             Some(gid) => {
                 let _: () = conn
-                    .zadd(self.keys.user_group_statuses(uid), sid, status.posted)
+                    .zadd(self.keys.user_group_statuses(uid), sid, score)
                     .await?;
-                self.group_timeline_add(gid, sid, status.posted).await?
+                self.group_timeline_add(gid, sid, score).await?
             }
             None => {
                 let posts: i64 = self
@@ -80,7 +81,7 @@ impl Store {
                     .key(self.keys.profile(uid))
                     .key(self.keys.home(uid))
                     .arg(sid)
-                    .arg(status.posted)
+                    .arg(score)
                     .arg(HOME_CAP)
                     .invoke_async(&mut conn)
                     .await?;
@@ -90,7 +91,7 @@ impl Store {
             }
         }
         if let Some(p) = parent {
-            self.count_reply(p, sid, status.posted, Count::In).await?;
+            self.count_reply(p, sid, score, Count::In).await?;
         }
         // A private group's statuses stay out of hashtag timelines (its
         // mentions reach members only: the caller chose `mentioned`).
@@ -103,7 +104,7 @@ impl Store {
         if !indexed.is_empty() {
             let mut pipe = redis::pipe();
             for key in &indexed {
-                pipe.zadd(key, sid, status.posted).ignore();
+                pipe.zadd(key, sid, score).ignore();
                 pipe.zremrangebyrank(key, 0, -(INDEX_CAP as isize) - 1)
                     .ignore();
             }

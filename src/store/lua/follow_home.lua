@@ -15,7 +15,9 @@
 -- KEYS[1] follower's following ZSET  KEYS[2] follower's home ZSET
 -- KEYS[3] follower's hide HASH
 -- ARGV[1] followee id  ARGV[2] home cap
--- ARGV[3] n, the number of id, score pairs  ARGV[4 .. 3+2n] the pairs
+-- ARGV[3] n, the number of id, score pairs  ARGV[4 .. 3+2n] the pairs (a
+-- score is the status's `posted`: timelines keep its whole second, see
+-- post_whole.lua)
 -- ARGV[4+2n ..] the followee's recently deleted ids (removed on unfollow: a
 -- delete's fan-out does not reach someone who has just left)
 -- Returns {entries added or removed, {hidden user id, ...}}.
@@ -36,7 +38,7 @@ local n = 0
 local last = 3 + 2 * tonumber(ARGV[3])
 if following and not muted then
   for i = 4, last, 2 do
-    n = n + redis.call('ZADD', KEYS[2], ARGV[i + 1], ARGV[i])
+    n = n + redis.call('ZADD', KEYS[2], string.format('%d', math.floor(tonumber(ARGV[i + 1]))), ARGV[i])
   end
   redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -tonumber(ARGV[2]) - 1)
 else

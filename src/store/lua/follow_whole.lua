@@ -99,7 +99,8 @@ for j = 1, n do
         if #newest > 0 then
           local pairs = {}
           for i = 1, #newest, 2 do
-            pairs[#pairs + 1] = newest[i + 1]
+            -- Timelines keep the whole second (post_whole.lua says why).
+            pairs[#pairs + 1] = string.format('%d', math.floor(tonumber(newest[i + 1])))
             pairs[#pairs + 1] = newest[i]
             copied[#copied + 1] = newest[i]
           end

@@ -5,7 +5,8 @@
 -- status keys.
 --
 -- KEYS[1] parent status HASH  KEYS[2] parent's replies ZSET
--- ARGV[1] "1" add / "0" remove  ARGV[2] reply id  ARGV[3] posted
+-- ARGV[1] "1" add / "0" remove  ARGV[2] reply id  ARGV[3] its score (the
+-- whole second of its `posted`, model::timeline_score)
 if ARGV[1] == '1' then
   redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
 else
