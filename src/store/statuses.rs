@@ -5,7 +5,7 @@ use super::outbox::{Begun, Op, Owed, PostEnd};
 pub use super::paging::Page;
 use super::post_whole::Whole;
 use super::{parse_id, Store, StoreError, StoreResult};
-use crate::model::{Counts, Status, HOME_CAP};
+use crate::model::{timeline_score, Counts, Status, HOME_CAP};
 use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -400,54 +400,37 @@ impl Store {
             || id(&status.repost_of_uid).is_some_and(|u| self.suspended.contains(u))
     }
 
-    /// Up to `count` ids of a timeline scored by `posted`, newest first,
-    /// from `max` down. A snowflake's `posted` is in the id itself (see
-    /// `ids`), so the page starts at that score whether or not `max` is
-    /// still in the timeline; ties on the score (one millisecond) are in id
-    /// order, and those above `max` are stepped over. An id of the old
-    /// counter starts at its entry's score (or its status's `posted`).
+    /// Up to `count` ids of a timeline of statuses, newest first, from
+    /// `max` down (`ids_up_to.lua`): from `max`'s place when it is there,
+    /// else from where it would be. A snowflake's score is in the id itself
+    /// (its `posted` second, see `ids` and [`timeline_score`]); an id of the
+    /// old counter not in the timeline starts at its status's `posted` (or
+    /// the top, when that status is gone). Ids above `max` (only a status of
+    /// the second a version scoring fractions was replaced can be one) are
+    /// left out.
     async fn ids_up_to(&self, key: &str, max: u64, count: usize) -> StoreResult<Vec<String>> {
-        let mut conn = self.conn();
-        let upper = match super::ids::posted_of(max) {
-            Some(posted) => posted.to_string(),
-            None => {
-                let score: Option<f64> = conn.zscore(key, max).await?;
-                match score {
-                    Some(s) => s.to_string(),
-                    None => match self.status(max).await {
-                        Ok(s) => s.posted.to_string(),
-                        Err(StoreError::NotFound(_)) => "+inf".to_string(),
-                        Err(e) => return Err(e),
-                    },
-                }
-            }
+        let score = match super::ids::posted_of(max) {
+            Some(posted) => timeline_score(posted).to_string(),
+            None => match self.status(max).await {
+                Ok(s) => s.posted.to_string(),
+                Err(StoreError::NotFound(_)) => "+inf".to_string(),
+                Err(e) => return Err(e),
+            },
         };
-        let mut kept = Vec::with_capacity(count);
-        let mut offset = 0;
-        loop {
-            let batch = count + 16;
-            let raw: Vec<String> = redis::cmd("ZRANGE")
-                .arg(key)
-                .arg(&upper)
-                .arg("-inf")
-                .arg("BYSCORE")
-                .arg("REV")
-                .arg("LIMIT")
-                .arg(offset)
-                .arg(batch)
-                .query_async(&mut conn)
-                .await?;
-            let n = raw.len();
-            kept.extend(
-                raw.into_iter()
-                    .filter(|id| id.parse::<u64>().is_ok_and(|id| id <= max))
-                    .take(count - kept.len()),
-            );
-            if kept.len() >= count || n < batch {
-                return Ok(kept);
-            }
-            offset += n;
-        }
+        let mut conn = self.conn();
+        let ids: Vec<String> = self
+            .scripts
+            .ids_up_to
+            .key(key)
+            .arg(max)
+            .arg(score)
+            .arg(count)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(ids
+            .into_iter()
+            .filter(|id| id.parse::<u64>().is_ok_and(|id| id <= max))
+            .collect())
     }
 
     /// Up to `count` ids of a user's likes from the like of `max` on, in

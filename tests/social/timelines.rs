@@ -185,6 +185,23 @@ async fn every_way_into_a_timeline_keeps_the_whole_second_and_id_order() {
             .all(|(id, _)| home_in_redis(&app, id).len() == 3 + usize::from(id == r1) * 4)
     })
     .await;
+    // A page from an id not in the timeline starts where it would be.
+    assert_eq!(
+        app.timeline_ids(
+            &format!("/api/v1/users/{b}/statuses?max_id={}", ids[2]),
+            None
+        )
+        .await,
+        vec![ids[1].clone()]
+    );
+    assert_eq!(
+        app.timeline_ids(
+            &format!("/api/v1/timelines/tag/whole?max_id={}", ids[3]),
+            None
+        )
+        .await,
+        vec![ids[2].clone(), ids[0].clone()]
+    );
     let mut posted = std::collections::HashMap::new();
     for id in ids.iter().chain([&reply]) {
         let (_, s) = app.get(&format!("/api/v1/statuses/{id}"), None).await;
