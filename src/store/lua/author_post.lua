@@ -6,15 +6,14 @@
 -- changes nothing. One slot: the author's keys.
 --
 -- KEYS[1] user HASH  KEYS[2] profile ZSET  KEYS[3] home ZSET
--- ARGV[1] status id  ARGV[2] posted (or its whole second)  ARGV[3] home cap
+-- ARGV[1] status id  ARGV[2] its score in timelines (the whole second of
+-- its `posted`: model::timeline_score)  ARGV[3] home cap
 -- Returns the posts count, or -1 when the user does not exist.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end
--- Timelines keep the whole second (post_whole.lua says why).
-local score = string.format('%d', math.floor(tonumber(ARGV[2])))
-redis.call('ZADD', KEYS[2], score, ARGV[1])
-redis.call('ZADD', KEYS[3], score, ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
 redis.call('ZREMRANGEBYRANK', KEYS[3], 0, -tonumber(ARGV[3]) - 1)
 local posts = redis.call('ZCARD', KEYS[2])
 redis.call('HSET', KEYS[1], 'posts', posts)

@@ -43,8 +43,8 @@ local sid, posted, uid = ARGV[1], ARGV[2], ARGV[3]
 -- an integer in a small ZSET's listpack, where a fraction is kept as text
 -- that every insert parses again for each entry it passes: a ZADD into a
 -- home of 70 entries costs ~4 µs instead of ~20 (bench/zset_scores.sh).
--- Every path into a timeline (author_post, follow_home, follow_whole,
--- home_unhide, replies_count, store::fanout, the post chain) keeps it.
+-- Every path into a timeline (the post chain with author_post, follow_home,
+-- follow_whole, home_unhide, replies_count, store::fanout) keeps it.
 local score = string.format('%d', math.floor(tonumber(posted)))
 local cap, icap = tonumber(ARGV[4]), tonumber(ARGV[5])
 local i_n, k_n = tonumber(ARGV[12]), tonumber(ARGV[13])
