@@ -241,6 +241,14 @@ impl Keys {
     pub fn hide(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:hide", self.prefix)
     }
+    /// SET, on one Redis only: the users whose `hide` HASH holds a relation
+    /// with this user (any bits), the other side of [`Keys::hide`], kept by
+    /// `relate.lua` in the same script as the bits, so that a post reads
+    /// who it must not reach once instead of each follower's HASH
+    /// (`post_whole.lua`). A cluster neither keeps nor reads it.
+    pub fn hidden_by(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:hidden_by", self.prefix)
+    }
     /// HASH: a conversation (id, kind, title, created, updated, last).
     pub fn conv(&self, cid: u64) -> String {
         format!("{}:conv:{{c{cid}}}", self.prefix)

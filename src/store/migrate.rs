@@ -30,6 +30,14 @@
 //!    so a retry of a write sent before the upgrade still gets its first
 //!    answer. Entries already in the `{g}` outbox are finished from there,
 //!    their answers kept where their keys are.
+//! 5. On one Redis, each user's relations that hide indexed on the other
+//!    side (`Keys::hidden_by`, which `relate.lua` keeps from here on): every
+//!    `hide` HASH is scanned and its user added to the `hidden_by` SET of
+//!    each other user it holds bits for. A post reads the SET to know which
+//!    followers' relations to look at, so without the move a relation set
+//!    before it would not keep the other's statuses out of a home. (An
+//!    entry no longer true costs a post one read and nothing else.) A
+//!    cluster keeps no such index.
 
 use super::keys::OUTBOX_PARTS;
 use super::{parse_id, Store, StoreResult};
@@ -38,7 +46,7 @@ use redis::AsyncCommands;
 use std::time::Duration;
 
 /// How many moves this version knows.
-pub const MOVES: u64 = 4;
+pub const MOVES: u64 = 5;
 /// How long the migrating lock lasts without renewal.
 const LOCK_MS: u64 = 30_000;
 /// Index entries read per batch.
@@ -85,6 +93,10 @@ impl Store {
             }
             if done < 4 {
                 self.open_legacy_window().await?;
+                let _: () = conn.set(self.keys.migrated(), 4).await?;
+            }
+            if done < 5 && !self.is_cluster() {
+                self.index_hides(&token).await?;
             }
             let _: () = conn.set(self.keys.migrated(), MOVES).await?;
             let holder: Option<String> = conn.get(self.keys.migrating()).await?;
@@ -155,6 +167,63 @@ impl Store {
         Ok(())
     }
 
+    /// Move 5: on one Redis, every relation that hides indexed on the
+    /// other user's side.
+    async fn index_hides(&self, token: &str) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let pattern = self.keys.hide(0).replace("{0}", "{*}");
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(BATCH)
+                .query_async(&mut conn)
+                .await?;
+            for key in keys {
+                let Some(uid) = key
+                    .split_once(":user:{")
+                    .and_then(|(_, rest)| rest.split_once('}'))
+                    .and_then(|(id, _)| id.parse::<u64>().ok())
+                else {
+                    continue;
+                };
+                let fields: Vec<(String, String)> = conn.hgetall(&key).await?;
+                let hides = crate::hides::Hides::from_hash(&fields);
+                let others: Vec<u64> = hides.others(crate::hides::FEED).collect();
+                if others.is_empty() {
+                    continue;
+                }
+                let mut pipe = redis::pipe();
+                for other in others {
+                    pipe.sadd(self.keys.hidden_by(other), uid).ignore();
+                }
+                let _: () = pipe.query_async(&mut conn).await?;
+            }
+            self.renew_migrating(token).await?;
+            if next == 0 {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    }
+
+    /// Keeps the migrating lock `token` holds for another [`LOCK_MS`].
+    async fn renew_migrating(&self, token: &str) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: () = redis::cmd("SET")
+            .arg(self.keys.migrating())
+            .arg(token)
+            .arg("XX")
+            .arg("PX")
+            .arg(LOCK_MS)
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
     /// Until when keys where the first layout kept them answer, as move 4
     /// left it, into this process's store.
     async fn read_legacy_window(&self) -> StoreResult<()> {
@@ -216,14 +285,7 @@ impl Store {
             .arg(BATCH)
             .query_async(&mut conn)
             .await?;
-        let _: () = redis::cmd("SET")
-            .arg(self.keys.migrating())
-            .arg(token)
-            .arg("XX")
-            .arg("PX")
-            .arg(LOCK_MS)
-            .query_async(&mut conn)
-            .await?;
+        self.renew_migrating(token).await?;
         let mut fields = flat.into_iter();
         let mut page = Vec::new();
         while let (Some(field), Some(value)) = (fields.next(), fields.next()) {

@@ -107,7 +107,8 @@ impl Store {
             .arg(TREND_BUCKET_TTL)
             .arg(fields.iter().filter(|(k, _)| *k != "id").count())
             .arg(events.len())
-            .arg(original_uid.map_or(String::new(), |o| o.to_string()));
+            .arg(original_uid.map_or(String::new(), |o| o.to_string()))
+            .arg(self.keys.hidden_by(0));
         for t in trending {
             inv.arg(t);
         }

@@ -315,6 +315,17 @@ pub(crate) async fn bulk_follow(app: &TestApp, followers: &[u64], target: u64) {
 }
 
 /// How many of `users` have `status_id` in their home timeline.
+/// The home ids of `uid` straight from Redis, newest first.
+pub(crate) fn home_in_redis(app: &TestApp, uid: &str) -> Vec<String> {
+    let key = format!("{}:user:{{{uid}}}:home", app.cfg.key_prefix);
+    redis::cmd("ZREVRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .query(&mut app.redis.conn())
+        .unwrap()
+}
+
 pub(crate) fn homes_with(app: &TestApp, users: &[u64], status_id: &str) -> usize {
     use redis::Commands;
     let mut conn = app.redis.conn();

@@ -174,6 +174,7 @@ impl Store {
             .arg(k.requests(uid))
             .arg(k.requested(uid))
             .arg(k.hide(uid))
+            .arg(k.hidden_by(uid))
             .arg(k.blocks(uid))
             .arg(k.mutes(uid))
             .arg(k.user_convs(uid))

@@ -140,10 +140,8 @@ impl Store {
             None => (hide.clone(), 0.0, 0),
         };
         let mut conn = self.conn();
-        let (outcome, bits, seq, cf, cr): (i64, u8, u64, i64, i64) = self
-            .scripts
-            .relate
-            .key(&hide)
+        let mut inv = self.scripts.relate.prepare_invoke();
+        inv.key(&hide)
             .key(list_key)
             .key(self.keys.following(uid))
             .key(self.keys.followers(uid))
@@ -159,9 +157,14 @@ impl Store {
             .arg(score)
             .arg(if list.is_some() { "1" } else { "0" })
             .arg(cap)
-            .arg(if cuts { "1" } else { "0" })
-            .invoke_async(&mut conn)
-            .await?;
+            .arg(if cuts { "1" } else { "0" });
+        // On one Redis the other side's index of who hides them changes
+        // with the bits (`Keys::hidden_by`, read by `post_whole.lua`).
+        if !self.is_cluster() {
+            inv.key(self.keys.hidden_by(other)).arg(uid);
+        }
+        let (outcome, bits, seq, cf, cr): (i64, u8, u64, i64, i64) =
+            inv.invoke_async(&mut conn).await?;
         Ok(Side {
             outcome,
             bits,

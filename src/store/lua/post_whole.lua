@@ -22,12 +22,12 @@
 -- (else KEYS[1] both)  KEYS[14 .. 13+i] mention and hashtag timelines
 -- ARGV[1] status id  ARGV[2] posted  ARGV[3] author id  ARGV[4] home cap
 -- ARGV[5] index cap  ARGV[6] fan-out limit  ARGV[7] MAXLEN  ARGV[8] channel
--- ARGV[9] user 0's home key, ARGV[10] user 0's hide key (store::keys names
--- them; a follower's are these with `{0}` made `{<id>}`)
+-- ARGV[9] user 0's home key, ARGV[10] user 0's hide key (store::keys
+-- names them; a user's are these with `{0}` made `{<id>}`)
 -- ARGV[11] "1" a reply  ARGV[12] i, indexed timelines  ARGV[13] k, trending
 -- tags (0: not counted)  ARGV[14] trending TTL  ARGV[15] f, status fields
 -- ARGV[16] e, events  ARGV[17] the reposted status's author ("": not a
--- repost); then the k tags, the f field name/value pairs
+-- repost)  ARGV[18] user 0's hidden_by key; then the k tags, the f field name/value pairs
 -- (without id), the e event bodies (JSON without "id"), and last the answer
 -- kept under the Idempotency-Key ("" when there is none) and its TTL.
 -- Returns 1, or "chain" (too many followers: nothing written; the caller
@@ -77,7 +77,7 @@ if original_uid ~= '' then
   redis.call('HSET', KEYS[13], uid, sid)
   redis.call('HSET', KEYS[12], 'reposts', redis.call('HLEN', KEYS[13]))
 end
-local at = 18
+local at = 19
 local tags = {}
 for j = at, at + k_n - 1 do tags[#tags + 1] = ARGV[j] end
 at = at + k_n
@@ -113,13 +113,26 @@ if k_n > 0 and redis.call('SADD', KEYS[10], sid) == 1 then
   end
 end
 -- Every follower's home, unless a relation hides the author (or the
--- reposted author) from them (`crate::hides`: any bits but 0).
+-- reposted author) from them (`crate::hides`: any bits but 0). The users
+-- whose relations may are in the author's `hidden_by` SET (relate.lua
+-- keeps it with the bits), read once instead of every follower's `hide`
+-- HASH; only a follower in it has the HASH read, which decides, so an
+-- entry the SET kept too long would cost a read and nothing else. It lacks
+-- none: relate.lua changes it in the script that changes the bits, and the
+-- data move (store::migrate, move 5) built it for relations set before.
 local function split(template)
   local a, b = string.find(template, '{0}', 1, true)
   return template:sub(1, a), template:sub(b)
 end
 local home_head, home_tail = split(ARGV[9])
 local hide_head, hide_tail = split(ARGV[10])
+local by_head, by_tail = split(ARGV[18])
+local maybe = {}
+for _, who in ipairs(original_uid == '' and {uid} or {uid, original_uid}) do
+  for _, v in ipairs(redis.call('SMEMBERS', by_head .. who .. by_tail)) do
+    maybe[v] = true
+  end
+end
 local function hides(rel)
   if not rel then
     return false
@@ -127,16 +140,15 @@ local function hides(rel)
   local b = tonumber(string.match(rel, '^(%d+):'))
   return b ~= nil and b ~= 0
 end
-for _, f in ipairs(followers) do
-  local hide = hide_head .. f .. hide_tail
-  local hidden
-  if original_uid == '' then
-    hidden = hides(redis.call('HGET', hide, uid))
-  else
-    local rel = redis.call('HMGET', hide, uid, original_uid)
-    hidden = hides(rel[1]) or hides(rel[2])
+local function hidden(f)
+  if not maybe[f] then
+    return false
   end
-  if not hidden then
+  local rel = redis.call('HMGET', hide_head .. f .. hide_tail, uid, original_uid)
+  return hides(rel[1]) or hides(rel[2])
+end
+for _, f in ipairs(followers) do
+  if not hidden(f) then
     local home = home_head .. f .. home_tail
     redis.call('ZADD', home, score, sid)
     redis.call('ZREMRANGEBYRANK', home, 0, -cap - 1)

@@ -26,6 +26,10 @@
 -- ARGV[1] other id  ARGV[2] bit  ARGV[3] '1' set / '0' clear  ARGV[4] op number
 -- ARGV[5] list score  ARGV[6] '1': keep the list  ARGV[7] list cap
 -- ARGV[8] '1': setting it cuts follows and requests
+-- On one Redis also KEYS[10] the other user's `hidden_by` SET and ARGV[9]
+-- this user's id: the user is in it exactly while the pair's bits are not
+-- 0, changed here with the bits (a cluster passes neither; the SET is in
+-- the other user's slot, which only a single Redis allows in one script).
 -- Returns {outcome, bits, seq, cut_following, cut_follower}; outcome 1 applied,
 -- 2 a later change won, -1 the list is full, -2 no such user.
 if redis.call('EXISTS', KEYS[7]) == 0 then
@@ -67,6 +71,13 @@ if on ~= has then
   if on then bits = bits + flag else bits = bits - flag end
   seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
   redis.call('HSET', KEYS[1], other, bits .. ':' .. seq)
+  if KEYS[10] then
+    if bits ~= 0 then
+      redis.call('SADD', KEYS[10], ARGV[9])
+    else
+      redis.call('SREM', KEYS[10], ARGV[9])
+    end
+  end
 end
 if ARGV[6] == '1' then
   if on then
