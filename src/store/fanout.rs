@@ -40,7 +40,7 @@ use super::conn::RedisConn;
 pub use super::fanout_hints::Queue;
 use super::outbox::places;
 use super::{Store, StoreResult};
-use crate::model::{now, timeline_score, HOME_CAP};
+use crate::model::{now, timeline_score, trims_homes, HOME_CAP};
 use redis::AsyncCommands;
 
 /// The consumer group of the fan-out workers.
@@ -289,12 +289,15 @@ impl Store {
                 return Ok(());
             }
             FanoutKind::Post => {
+                let trim = trims_homes(task.status_id);
                 for &follower in &ids {
                     let home = self.keys.home(follower);
                     pipe.zadd(&home, task.status_id, timeline_score(task.posted))
                         .ignore();
-                    pipe.zremrangebyrank(&home, 0, -(HOME_CAP as isize) - 1)
-                        .ignore();
+                    if trim {
+                        pipe.zremrangebyrank(&home, 0, -(HOME_CAP as isize) - 1)
+                            .ignore();
+                    }
                 }
                 for &follower in &ids {
                     pipe.zscore(self.keys.following(follower), task.uid);

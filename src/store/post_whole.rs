@@ -8,7 +8,7 @@ use super::events::body;
 use super::outbox::IDEMPOTENCY_TTL;
 use super::statuses::{PostOptions, Posted};
 use super::{parse_id, Store, StoreError, StoreResult};
-use crate::model::{Event, Status, HOME_CAP};
+use crate::model::{trims_homes, Event, Status, HOME_CAP};
 use std::collections::HashMap;
 
 impl Store {
@@ -94,7 +94,7 @@ impl Store {
         inv.arg(sid)
             .arg(at)
             .arg(uid)
-            .arg(HOME_CAP)
+            .arg(if trims_homes(sid) { HOME_CAP } else { 0 })
             .arg(INDEX_CAP)
             .arg(self.fanout_inline)
             .arg(self.replay_maxlen)

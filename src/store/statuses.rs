@@ -42,8 +42,6 @@ pub type Shown = (Arc<CachedStatus>, Counts);
 /// Which timeline.
 #[derive(Debug, Clone)]
 pub enum Timeline {
-    /// A user's home timeline.
-    Home(u64),
     /// A user's own statuses.
     Profile(u64),
     /// Statuses mentioning a user.
@@ -348,7 +346,7 @@ impl Store {
                         .home_ids
                         .key(&key)
                         .arg(start)
-                        .arg(start + chunk - 1)
+                        .arg((start + chunk).min(HOME_CAP as isize) - 1)
                         .invoke_async(&mut conn)
                         .await?;
                     super::home_cache::split_ids(&joined).into()
@@ -376,7 +374,12 @@ impl Store {
                 }
                 next = upto;
             }
-            if kept.len() >= skip + count || (n as isize) < chunk {
+            // A home may hold a few entries past the cap until a post trims
+            // it (`model::trims_homes`): no page reads past the cap.
+            if kept.len() >= skip + count
+                || (n as isize) < chunk
+                || start + chunk >= HOME_CAP as isize
+            {
                 break;
             }
             start += chunk;
@@ -469,7 +472,6 @@ impl Store {
         count: usize,
     ) -> StoreResult<Vec<Shown>> {
         let key = match &which {
-            Timeline::Home(uid) => self.keys.home(*uid),
             Timeline::Profile(uid) => self.keys.profile(*uid),
             Timeline::Mentions(uid) => self.keys.mentions(*uid),
             Timeline::Tag(tag) => self.keys.tag(tag),

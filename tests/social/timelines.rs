@@ -1,7 +1,7 @@
 //! Timeline pages and the home timeline cap.
 
 use crate::assert_error;
-use crate::common::{resp3_gate_proxy, RedisServer, TestApp};
+use crate::common::{home_in_redis, resp3_gate_proxy, RedisServer, TestApp};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
@@ -62,9 +62,22 @@ async fn home_timelines_keep_the_newest_1000() {
     let app = TestApp::start().await;
     let (id, token) = app.user("prolific").await;
     let (_, reader) = app.user("reader").await;
-    // Seed 1005 statuses straight through the store (posting over HTTP would be slow).
+    // Seed 1005 statuses straight through the store (posting over HTTP would
+    // be slow), and more until the author's own home holds entries past the
+    // cap (posts trim one time in model::HOME_TRIM_EVERY), so that reads
+    // must leave them out.
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
-    for i in 0..1005 {
+    let own_home = format!("{}:user:{{{id}}}:home", app.cfg.key_prefix);
+    let own_size = || -> u64 {
+        redis::cmd("ZCARD")
+            .arg(&own_home)
+            .query(&mut app.redis.conn())
+            .unwrap()
+    };
+    let mut total = 0;
+    while total < 1005 || (own_size() == 1000 && total < 1200) {
+        let i = total;
+        total += 1;
         let (sid, posted) = store.next_status_id().await.unwrap();
         let status = firehose::model::Status {
             id: sid.to_string(),
@@ -90,7 +103,6 @@ async fn home_timelines_keep_the_newest_1000() {
             .await
             .unwrap();
     }
-    let _ = token;
     app.follow(&reader, &id).await;
     let mut conn = app.redis.conn();
     let p = &app.cfg.key_prefix;
@@ -108,16 +120,54 @@ async fn home_timelines_keep_the_newest_1000() {
         .arg(format!("{p}:user:{{{rid}}}:home"))
         .query(&mut conn)
         .unwrap();
-    assert_eq!((own, theirs), (1000, 1000));
+    // A follow's backfill trims at once.
+    assert_eq!(theirs, 1000);
+    assert!((1001..=1200).contains(&own), "own home holds {own}");
     let (_, user) = app.get(&format!("/api/v1/users/{id}"), None).await;
-    assert_eq!(user["posts"], 1005);
+    assert_eq!(user["posts"], total);
+    let message = |sid: String| {
+        let app = &app;
+        async move { app.get(&format!("/api/v1/statuses/{sid}"), None).await.1["message"].clone() }
+    };
+    let mut by_page = Vec::new();
+    for page in 1..=7 {
+        let ids = app
+            .timeline_ids(
+                &format!("/api/v1/timelines/home?count=200&page={page}"),
+                Some(&token),
+            )
+            .await;
+        by_page.extend(ids);
+    }
+    let mut by_max_id: Vec<String> = Vec::new();
+    loop {
+        let path = match by_max_id.last() {
+            Some(last) => format!(
+                "/api/v1/timelines/home?count=200&max_id={}",
+                last.parse::<u64>().unwrap() - 1
+            ),
+            None => "/api/v1/timelines/home?count=200".to_string(),
+        };
+        let ids = app.timeline_ids(&path, Some(&token)).await;
+        if ids.is_empty() {
+            break;
+        }
+        by_max_id.extend(ids);
+    }
+    assert_eq!(by_page.len(), 1000, "pages of the author's own home");
+    assert_eq!(by_page, by_max_id, "max_id pages to the end");
+    assert_eq!(message(by_page[0].clone()).await, format!("n{}", total - 1));
+    assert_eq!(
+        message(by_page[999].clone()).await,
+        format!("n{}", total - 1000)
+    );
     let newest = app
         .timeline_ids("/api/v1/timelines/home?count=1", Some(&reader))
         .await;
     let (_, s) = app
         .get(&format!("/api/v1/statuses/{}", newest[0]), None)
         .await;
-    assert_eq!(s["message"], "n1004");
+    assert_eq!(s["message"], format!("n{}", total - 1));
 }
 
 /// Every way into a timeline (a post done whole, the post chain's own
@@ -242,17 +292,6 @@ async fn every_way_into_a_timeline_keeps_the_whole_second_and_id_order() {
             .collect();
         assert_eq!(order, want, "{uid} in id order");
     }
-}
-
-/// The home ids of `uid` straight from Redis, newest first.
-fn home_in_redis(app: &TestApp, uid: &str) -> Vec<String> {
-    let key = format!("{}:user:{{{uid}}}:home", app.cfg.key_prefix);
-    redis::cmd("ZREVRANGE")
-        .arg(key)
-        .arg(0)
-        .arg(-1)
-        .query(&mut app.redis.conn())
-        .unwrap()
 }
 
 /// The Redis client id of the server's home-cache tracking connection,

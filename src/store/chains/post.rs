@@ -2,7 +2,7 @@
 //! the indices, the first followers' homes, then the events.
 
 use super::{unique_tags, Count, INDEX_CAP};
-use crate::model::{timeline_score, Event, Status, HOME_CAP};
+use crate::model::{timeline_score, trims_homes, Event, Status, HOME_CAP};
 use crate::store::events::body;
 use crate::store::fanout::FanoutKind;
 use crate::store::outbox::{Finish, PostEnd};
@@ -82,7 +82,7 @@ impl Store {
                     .key(self.keys.home(uid))
                     .arg(sid)
                     .arg(score)
-                    .arg(HOME_CAP)
+                    .arg(if trims_homes(sid) { HOME_CAP } else { 0 })
                     .invoke_async(&mut conn)
                     .await?;
                 if posts < 0 {

@@ -20,7 +20,8 @@
 -- KEYS[10] trending seen SET  KEYS[11] the Idempotency-Key's STRING (else
 -- KEYS[1])  KEYS[12] the reposted status HASH, KEYS[13] its reposters HASH
 -- (else KEYS[1] both)  KEYS[14 .. 13+i] mention and hashtag timelines
--- ARGV[1] status id  ARGV[2] posted  ARGV[3] author id  ARGV[4] home cap
+-- ARGV[1] status id  ARGV[2] posted  ARGV[3] author id  ARGV[4] home cap,
+-- or 0: this post does not trim the homes it enters (model::trims_homes)
 -- ARGV[5] index cap  ARGV[6] fan-out limit  ARGV[7] MAXLEN  ARGV[8] channel
 -- ARGV[9] user 0's home key, ARGV[10] user 0's hide key (store::keys
 -- names them; a user's are these with `{0}` made `{<id>}`)
@@ -88,7 +89,9 @@ redis.call('HSET', KEYS[1], unpack(fields))
 -- The author: profile, own home, and the count that equals the profile.
 redis.call('HINCRBY', KEYS[2], 'posts', redis.call('ZADD', KEYS[3], score, sid))
 redis.call('ZADD', KEYS[4], score, sid)
-redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -cap - 1)
+if cap > 0 then
+  redis.call('ZREMRANGEBYRANK', KEYS[4], 0, -cap - 1)
+end
 if ARGV[11] == '1' then
   redis.call('ZADD', KEYS[8], score, sid)
   if redis.call('HEXISTS', KEYS[7], 'id') == 1 then
@@ -151,7 +154,9 @@ for _, f in ipairs(followers) do
   if not hidden(f) then
     local home = home_head .. f .. home_tail
     redis.call('ZADD', home, score, sid)
-    redis.call('ZREMRANGEBYRANK', home, 0, -cap - 1)
+    if cap > 0 then
+      redis.call('ZREMRANGEBYRANK', home, 0, -cap - 1)
+    end
   end
 end
 -- The events (the status, its mentions, the repost) in one message, one
