@@ -8,6 +8,9 @@
 # side by side: the price of writes that survive a failover.
 #
 #   cargo build --release -p firehose -p firehose-bench && bench/write_cost.sh [one|cluster|both|replicas]
+#
+# WRITE_COST_ARGS=--breakdown prints the microseconds per command per write;
+# REDIS_ARGS are passed to every redis-server (e.g. a Redis setting to weigh).
 set -euo pipefail
 mode=${1:-both}
 bin=${FIREHOSE_BIN:-target/release/firehose}
@@ -22,7 +25,7 @@ cleanup() {
 trap cleanup EXIT
 redis() { # port [cluster]
   mkdir -p "$dir/$1"
-  redis-server --port "$1" --dir "$dir/$1" --appendonly yes --save "" --daemonize yes \
+  redis-server --port "$1" --dir "$dir/$1" --appendonly yes --save "" --daemonize yes ${REDIS_ARGS:-} \
     ${2:+--cluster-enabled yes --cluster-config-file nodes.conf --repl-diskless-sync-delay 0} >/dev/null
   until redis-cli -p "$1" ping >/dev/null 2>&1; do sleep 0.1; done
 }
