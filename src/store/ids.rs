@@ -1,6 +1,8 @@
 //! Status ids built from time (a snowflake, as Twitter's), so that the order
 //! of ids and a status's place in every timeline are one order by
-//! construction.
+//! construction. User ids come from the same generator (since 2026-11-27;
+//! users signed up before keep the ids a `{g}` counter gave them), so a
+//! sign-up takes no shared counter either.
 //!
 //! An id is `ms << 12 | instance << 6 | sequence`: `ms` the milliseconds
 //! since [`EPOCH_MS`] (2015-01-01 UTC) on this process's clock, `instance` a
@@ -140,6 +142,14 @@ impl IdGen {
 }
 
 impl Store {
+    /// A fresh user id: a snowflake from the same generator as status ids,
+    /// so a sign-up takes no shared counter (users signed up before
+    /// 2026-11-27 keep the ids the `{g}` counter gave them, all below
+    /// [`FIRST`]).
+    pub async fn next_user_id(&self) -> StoreResult<u64> {
+        Ok(self.next_status_id().await?.0)
+    }
+
     /// A fresh status id and its `posted` time (see the module header).
     pub async fn next_status_id(&self) -> StoreResult<(u64, f64)> {
         let instance = match self.ids.usable() {

@@ -94,10 +94,6 @@ impl Keys {
     pub fn legacy_unique(&self) -> String {
         format!("{}:{{g}}:unique", self.prefix)
     }
-    /// Counter for user ids.
-    pub fn next_uid(&self) -> String {
-        format!("{}:{{g}}:next_uid", self.prefix)
-    }
     /// STRING: the lease on status-id instance number `n` (the holder's
     /// token, expiring), in a slot of its own.
     pub fn id_instance(&self, n: u64) -> String {

@@ -110,7 +110,6 @@ pub struct Scripts {
     pub(crate) op_finish: Script,
     pub(crate) emit_once: Script,
     pub(crate) op_retire: Script,
-    pub(crate) signup_begin: Script,
     pub(crate) name_claim: Script,
     pub(crate) name_release: Script,
     pub(crate) status_put: Script,
@@ -167,7 +166,6 @@ impl Scripts {
         Scripts {
             op_begin: Script::new(include_str!("lua/op_begin.lua")),
             op_finish: Script::new(include_str!("lua/op_finish.lua")),
-            signup_begin: Script::new(include_str!("lua/signup_begin.lua")),
             name_claim: Script::new(include_str!("lua/name_claim.lua")),
             name_release: Script::new(include_str!("lua/name_release.lua")),
             status_put: Script::new(include_str!("lua/status_put.lua")),

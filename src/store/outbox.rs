@@ -13,11 +13,12 @@
 //!    the partition's counter orders every change that is compared with
 //!    another (the number is the sequence `follow_source.lua`,
 //!    `relate.lua` and `like.lua` compare); a user's own writes (posts,
-//!    deletes, messages, account changes) go to the user's, where their
-//!    Idempotency-Key lives and is claimed with the entry. Numbers are
-//!    `counter * OUTBOX_PARTS + partition`, unique everywhere. A sign-up
-//!    records itself in the `{g}` outbox (`signup_begin.lua`), with the
-//!    user id it takes.
+//!    deletes, messages, account changes, a sign-up under the snowflake id
+//!    it took) go to the user's, where their Idempotency-Key lives and is
+//!    claimed with the entry. Numbers are `counter * OUTBOX_PARTS +
+//!    partition`, unique everywhere. The `{g}` outbox takes no new entry:
+//!    versions before 2026-11-27 recorded sign-ups there (with the user id
+//!    from a `{g}` counter), and entries left there are still finished.
 //! 2. The steps run one slot at a time (`status_put.lua` on the status,
 //!    `author_post.lua` on the author, `replies_count.lua` on the parent,
 //!    `trend.lua` on `{trends}`, the fan-out on each follower, ...). Each is
@@ -71,7 +72,8 @@ const FORGET_BATCH: usize = 500;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
-    /// A sign-up (`uid` first: `signup_begin.lua` fills it in).
+    /// A sign-up (`uid` first: versions before 2026-11-27 filled it in
+    /// in the `{g}` outbox's entry).
     User {
         /// The new user's id.
         uid: u64,
@@ -232,11 +234,13 @@ pub enum Op {
 }
 
 impl Op {
-    /// The outbox partition of this op; `None`, for a sign-up only, the
-    /// `{g}` outbox (where `signup_begin.lua` takes the user id with it).
-    /// Ops whose numbers are compared with each other share one: every
-    /// change between two users, a user's likes of one status. A user's
-    /// own writes go to the user's, where their idempotency keys live.
+    /// The outbox partition of this op. Ops whose numbers are compared
+    /// with each other share one: every change between two users, a
+    /// user's likes of one status. A user's own writes (a sign-up
+    /// included) go to the user's, where their idempotency keys live.
+    /// (`None`, the `{g}` outbox, is where versions before 2026-11-27 kept
+    /// sign-ups, taking the user id from a counter with the entry: entries
+    /// left there are still claimed and finished from there.)
     pub fn part(&self) -> Option<usize> {
         match self {
             Op::Follow { source, target, .. }
@@ -250,11 +254,11 @@ impl Op {
             | Op::Message { uid, .. }
             | Op::DeleteAccount { uid, .. }
             | Op::Suspend { uid, .. }
-            | Op::Rename { uid, .. } => Some(user_part(*uid)),
+            | Op::Rename { uid, .. }
+            | Op::User { uid, .. } => Some(user_part(*uid)),
             Op::EndSessions { sessions, .. } => {
                 Some(user_part(sessions.first().map_or(0, |(uid, _)| *uid)))
             }
-            Op::User { .. } => None,
         }
     }
 }
@@ -784,7 +788,11 @@ mod tests {
             password: String::new(),
             at: 0.0,
         };
-        assert_eq!(signup.part(), None, "a sign-up takes its id in {{g}}");
+        assert_eq!(
+            signup.part(),
+            Some(user_part(5)),
+            "a sign-up is the user's own write"
+        );
         let owed = Owed::decode_in(
             "4101|{\"op\":\"follow\",\"source\":3,\"target\":9,\"follow\":true,\"at\":0.0}",
             follow.part(),

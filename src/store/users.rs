@@ -1,7 +1,7 @@
 //! Users: registration (unique login and email), lookup by any unique field,
 //! profiles.
 
-use super::outbox::{Op, Owed};
+use super::outbox::Op;
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::User;
 use redis::AsyncCommands;
@@ -68,36 +68,25 @@ impl Store {
     }
 
     /// Creates a user; `Conflict` when the login or the email is taken.
-    /// The sign-up is recorded in the outbox with its new id first
-    /// (`signup_begin.lua`), then its names are claimed, each in its own
-    /// slot, the user's keys written and the sign-up announced
-    /// (`chains/signup.rs`).
+    /// The user's id is a snowflake ([`Store::next_user_id`]); the sign-up
+    /// is recorded in the user's outbox partition, then its names are
+    /// claimed, each in its own slot, the user's keys written and the
+    /// sign-up announced (`chains/signup.rs`).
     pub async fn create_user(&self, new: &NewUser<'_>, signup: f64) -> StoreResult<User> {
-        let op = Op::User {
-            uid: 0,
-            login: new.login.to_string(),
-            name: new.name.to_string(),
-            email: new.email.to_string(),
-            password: new.password_hash.to_string(),
-            at: signup,
-        };
-        let json = serde_json::to_string(&op).map_err(|e| StoreError::Internal(e.to_string()))?;
-        let mut conn = self.conn();
-        let (id, member): (String, String) = self
-            .scripts
-            .signup_begin
-            .key(self.keys.next_uid())
-            .key(self.keys.outbox())
-            .key(self.keys.next_op())
-            .arg(self.lease_deadline())
-            .arg(json)
-            .invoke_async(&mut conn)
+        let uid = self.next_user_id().await?;
+        let owed = self
+            .start_op(Op::User {
+                uid,
+                login: new.login.to_string(),
+                name: new.name.to_string(),
+                email: new.email.to_string(),
+                password: new.password_hash.to_string(),
+                at: signup,
+            })
             .await?;
-        let owed = Owed::decode(&member)
-            .ok_or_else(|| StoreError::Internal("signup_begin gave a bad member".into()))?;
         self.run_user(&owed).await?;
         Ok(User {
-            id,
+            id: uid.to_string(),
             login: new.login.to_string(),
             name: new.name.to_string(),
             followers: 0,

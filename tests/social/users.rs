@@ -354,3 +354,54 @@ async fn logins_and_emails_kept_where_the_first_layout_kept_them_are_moved_and_s
         .unwrap();
     assert_eq!(legacy, 0, "the global HASH is gone");
 }
+
+/// A sign-up takes nothing shared but its event: its id is a snowflake the
+/// process issues and its outbox entry is in the user's partition, so no
+/// `{g}` counter or outbox is touched. A sign-up an earlier version left in
+/// the `{g}` outbox (its id from the `{g}` counter) is still finished.
+#[tokio::test]
+async fn sign_ups_take_no_global_counter_and_those_left_in_the_global_outbox_are_finished() {
+    let app = TestApp::start().await;
+    let p = &app.cfg.key_prefix;
+    let (id, _) = app.user("snowy").await;
+    let id: u64 = id.parse().unwrap();
+    assert!(id >= firehose::store::ids::FIRST, "a snowflake: {id}");
+    let mut conn = app.redis.conn();
+    let counter: bool = redis::cmd("EXISTS")
+        .arg(format!("{p}:{{g}}:next_uid"))
+        .query(&mut conn)
+        .unwrap();
+    let outbox: u64 = redis::cmd("ZCARD")
+        .arg(format!("{p}:{{g}}:outbox"))
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!((counter, outbox), (false, 0));
+
+    let left = firehose::store::outbox::Op::User {
+        uid: 77,
+        login: "left_behind".into(),
+        name: "Left".into(),
+        email: "left_behind@example.com".into(),
+        password: "x".into(),
+        at: firehose::model::now(),
+    };
+    let member = format!("7|{}", serde_json::to_string(&left).unwrap());
+    let _: () = redis::cmd("ZADD")
+        .arg(format!("{p}:{{g}}:outbox"))
+        .arg(0)
+        .arg(member)
+        .query(&mut conn)
+        .unwrap();
+    app.eventually("the sweeper finishes it", || async {
+        app.get("/api/v1/users/77", None).await.1["login"] == "left_behind"
+    })
+    .await;
+    let (status, body) = app
+        .post(
+            "/api/v1/users",
+            None,
+            json!({"login": "LEFT_behind", "name": "n", "email": "other@example.com", "password": "password123"}),
+        )
+        .await;
+    assert_error(status, &body, StatusCode::CONFLICT);
+}

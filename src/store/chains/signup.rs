@@ -1,5 +1,5 @@
-//! The sign-up chain (recorded in the outbox with its id by
-//! `signup_begin.lua`): the login claimed, then the email (each in its own
+//! The sign-up chain (recorded in the user's outbox partition under the
+//! id `Store::create_user` took): the login claimed, then the email (each in its own
 //! slot; a taken one releases the other and ends the sign-up), the user's
 //! keys, then the `user` event.
 
