@@ -179,6 +179,19 @@ impl TestApp {
             .to_string()
     }
 
+    /// Reposts status `sid` (201 asserted); returns the repost's id.
+    pub(crate) async fn repost(&self, token: &str, sid: &str) -> String {
+        let (status, body) = self
+            .post(
+                &format!("/api/v1/statuses/{sid}/repost"),
+                Some(token),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "repost {sid}: {body}");
+        body["id"].as_str().unwrap().to_string()
+    }
+
     pub(crate) async fn follow(&self, token: &str, id: &str) {
         let (status, body) = self
             .post(

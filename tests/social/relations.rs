@@ -451,17 +451,7 @@ async fn a_mute_clears_the_home_at_once_and_an_unmute_brings_it_back() {
     app.follow(&at, &c).await;
     let s1 = app.say(&bt, "muted words").await;
     let s2 = app.say(&bt, "more @muter").await;
-    let r1 = app
-        .post(
-            &format!("/api/v1/statuses/{s1}/repost"),
-            Some(&ct),
-            json!({}),
-        )
-        .await
-        .1["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let r1 = app.repost(&ct, &s1).await;
     let c1 = app.say(&ct, "c's own").await;
     let home = app.timeline_ids("/api/v1/timelines/home", Some(&at)).await;
     // (A home shows a status once: s1 as C's repost.)
@@ -565,17 +555,7 @@ async fn a_post_skips_the_homes_of_followers_whose_relations_hide_its_author() {
         assert!(!hidden_by(&app, &a, &f) && !hidden_by(&app, &m, &a));
     }
     let s1 = app.say(&at, "one").await;
-    let r1 = app
-        .post(
-            &format!("/api/v1/statuses/{s1}/repost"),
-            Some(&ct),
-            json!({}),
-        )
-        .await
-        .1["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let r1 = app.repost(&ct, &s1).await;
     let in_home = |uid: &str, sid: &str| home_in_redis(&app, uid).contains(&sid.to_string());
     app.eventually("the fan-out", || async { in_home(&f, &s1) })
         .await;
