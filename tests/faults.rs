@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{bulk_follow, bulk_users, homes_with, ServerProcess, TestApp};
+use common::{bulk_follow, bulk_users, homes_with, indexed_sessions, ServerProcess, TestApp};
 use futures::StreamExt;
 use redis::Commands;
 use serde_json::json;
@@ -768,7 +768,7 @@ async fn without_a_configured_secret_tokens_signed_with_a_published_constant_are
     // over the user's real, live session.
     let mut conn = app.redis.conn();
     let sessions: Vec<String> = conn
-        .hkeys(format!("{}:{{g}}:sessions", app.cfg.key_prefix))
+        .zrange(format!("{}:user:{{{uid}}}:live", app.cfg.key_prefix), 0, -1)
         .unwrap();
     assert_eq!(sessions.len(), 1);
     let forged = firehose::auth::Jwt::new("firehose-development-secret-change-me").mint(
@@ -1914,11 +1914,8 @@ async fn a_logout_killed_half_way_still_closes_the_sessions_streams() {
         }
     };
     assert_eq!(bye.data["code"], "revoked", "{:?}", bye.data);
-    let sessions = format!("{}:{{g}}:sessions", app.cfg.key_prefix);
     app.eventually("the index forgets it", || async {
-        let mut conn = app.redis.conn();
-        let n: u64 = conn.hlen(&sessions).unwrap_or(1);
-        n == 0
+        indexed_sessions(&app).is_empty()
     })
     .await;
     println!("logout killed half way: token refused at once, stream closed by the next process");

@@ -353,13 +353,15 @@ impl Keys {
     pub fn status(&self, sid: u64) -> String {
         format!("{}:status:{{s{sid}}}", self.prefix)
     }
-    /// HASH: session id -> user id, the index the clean-up reads (the
-    /// authority is each user's [`Keys::live_sessions`]).
-    pub fn sessions(&self) -> String {
+    /// HASH: session id -> user id, where the first layouts kept the
+    /// clean-up's index (moved to [`Keys::session_index`] by
+    /// `store::migrate`).
+    pub fn legacy_sessions(&self) -> String {
         format!("{}:{{g}}:sessions", self.prefix)
     }
-    /// ZSET: session id -> last seen, to the minute (the clean-up's order).
-    pub fn recent(&self) -> String {
+    /// ZSET: session id -> last seen, the first layouts' clean-up order
+    /// (moved to [`Keys::session_index`] by `store::migrate`).
+    pub fn legacy_recent(&self) -> String {
         format!("{}:{{g}}:recent", self.prefix)
     }
     /// ZSET: a session's viewed statuses where the first layout kept them
@@ -411,6 +413,12 @@ impl Keys {
     /// (-> when), whose marks in [`Keys::emitted`] the sweeper forgets.
     pub fn part_retired(&self, k: usize) -> String {
         format!("{}:{{{}}}:retired", self.prefix, self.parts[k])
+    }
+    /// ZSET: partition `k`'s share of the sessions' clean-up index,
+    /// `<uid>:<session id>` -> last seen to the minute, for the sessions
+    /// of the users whose own writes are in partition `k` ([`user_part`]).
+    pub fn session_index(&self, k: usize) -> String {
+        format!("{}:{{{}}}:sessions", self.prefix, self.parts[k])
     }
     /// HASH: op number -> 1 for each partitioned op whose events are in
     /// the buffer, so a rerun of its chain emits nothing again.

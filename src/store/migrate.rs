@@ -38,15 +38,20 @@
 //!    before it would not keep the other's statuses out of a home. (An
 //!    entry no longer true costs a post one read and nothing else.) A
 //!    cluster keeps no such index.
+//! 6. The sessions' clean-up index from `{g}` to the outbox partitions'
+//!    slots (`Keys::session_index`): each entry of the global `sessions`
+//!    HASH becomes `<uid>:<session id>` in its user's partition, scored as
+//!    the global `recent` ZSET had it (0 when it had none: the clean-up
+//!    then asks its authority first), and the two global keys are dropped.
 
-use super::keys::OUTBOX_PARTS;
+use super::keys::{user_part, OUTBOX_PARTS};
 use super::{parse_id, Store, StoreResult};
 use futures::future::try_join_all;
 use redis::AsyncCommands;
 use std::time::Duration;
 
 /// How many moves this version knows.
-pub const MOVES: u64 = 5;
+pub const MOVES: u64 = 6;
 /// How long the migrating lock lasts without renewal.
 const LOCK_MS: u64 = 30_000;
 /// Index entries read per batch.
@@ -98,6 +103,9 @@ impl Store {
             if done < 5 && !self.is_cluster() {
                 self.index_hides(&token).await?;
             }
+            if done < 6 {
+                self.index_sessions(&token).await?;
+            }
             let _: () = conn.set(self.keys.migrated(), MOVES).await?;
             let holder: Option<String> = conn.get(self.keys.migrating()).await?;
             if holder.as_deref() == Some(token.as_str()) {
@@ -118,7 +126,9 @@ impl Store {
         let mut cursor: u64 = 0;
         let mut moved = 0;
         loop {
-            let (next, page) = self.hash_page(&self.keys.sessions(), cursor, token).await?;
+            let (next, page) = self
+                .hash_page(&self.keys.legacy_sessions(), cursor, token)
+                .await?;
             let pairs: Vec<(String, u64)> = page
                 .into_iter()
                 .filter_map(|(sid, uid)| Some((sid, parse_id(&uid).ok()?)))
@@ -164,6 +174,48 @@ impl Store {
                 .query_async(&mut conn)
                 .await?;
         }
+        Ok(())
+    }
+
+    /// Move 6: the sessions' clean-up index from `{g}` to the partitions.
+    async fn index_sessions(&self, token: &str) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, page) = self
+                .hash_page(&self.keys.legacy_sessions(), cursor, token)
+                .await?;
+            if !page.is_empty() {
+                let sids: Vec<&str> = page.iter().map(|(sid, _)| sid.as_str()).collect();
+                let seen: Vec<Option<f64>> = redis::cmd("ZMSCORE")
+                    .arg(self.keys.legacy_recent())
+                    .arg(&sids)
+                    .query_async(&mut conn)
+                    .await?;
+                let mut pipe = redis::pipe();
+                for ((sid, uid), seen) in page.iter().zip(seen) {
+                    let Ok(uid) = parse_id(uid) else { continue };
+                    pipe.cmd("ZADD")
+                        .arg(self.keys.session_index(user_part(uid)))
+                        .arg("NX")
+                        .arg(seen.unwrap_or(0.0))
+                        .arg(super::sessions::entry(uid, sid))
+                        .ignore();
+                }
+                let _: () = pipe.query_async(&mut conn).await?;
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        let _: () = redis::pipe()
+            .unlink(self.keys.legacy_sessions())
+            .ignore()
+            .unlink(self.keys.legacy_recent())
+            .ignore()
+            .query_async(&mut conn)
+            .await?;
         Ok(())
     }
 
@@ -298,7 +350,7 @@ impl Store {
         let mut conn = self.conn();
         let sids: Vec<&str> = pairs.iter().map(|(s, _)| s.as_str()).collect();
         let seen: Vec<Option<f64>> = redis::cmd("ZMSCORE")
-            .arg(self.keys.recent())
+            .arg(self.keys.legacy_recent())
             .arg(&sids)
             .query_async(&mut conn)
             .await?;
@@ -308,7 +360,7 @@ impl Store {
             .filter_map(|((sid, uid), seen)| Some(self.move_one_session(*uid, sid.clone(), seen?)));
         let moved = try_join_all(moves).await?;
         let owners: Vec<Option<String>> = redis::cmd("HMGET")
-            .arg(self.keys.sessions())
+            .arg(self.keys.legacy_sessions())
             .arg(&sids)
             .query_async(&mut conn)
             .await?;

@@ -6,19 +6,23 @@
 //! each session keeps the statuses it viewed most recently (at most
 //! [`VIEWED_CAP`]), in the user's slot too.
 //!
-//! The clean-up needs one order over every session, so the global `{g}` keys
-//! keep an index: `sessions` (session id -> user) and `recent` (session id ->
-//! last seen, moved at most once a minute of a session's use:
-//! [`RECENT_GRAIN`]). It drops the least recently seen sessions beyond a size
-//! limit and those idle past a TTL, checking each against its authority.
+//! The clean-up needs one order over every session, so an index keeps each
+//! session's last use to the minute ([`RECENT_GRAIN`]), spread over the
+//! [`OUTBOX_PARTS`] partitions' slots (`Keys::session_index`: a user's
+//! sessions in their [`user_part`], each entry `<uid>:<session id>`), so
+//! that no login or request writes one global slot. The clean-up merges the
+//! partitions' orders: it drops the least recently seen sessions beyond a
+//! size limit and those idle past a TTL, checking each against its
+//! authority.
 //!
 //! A session begins index first, then authority: a crash between leaves an
 //! index entry whose session nobody holds, which the clean-up drops. It ends
 //! authority first (`session_end.lua`: from then on its token answers 401),
-//! then index and revocation (`drop_sessions.lua`: its streams close in every
-//! process), as an outbox op ([`Store::end_sessions`]) so that a crash between
-//! the two is finished by a worker.
+//! then index, then revocation (`drop_sessions.lua`: its streams close in
+//! every process), as an outbox op ([`Store::end_sessions`]) so that a crash
+//! between them is finished by a worker.
 
+use super::keys::{user_part, OUTBOX_PARTS};
 use super::outbox::Op;
 use super::{parse_id, Store, StoreResult};
 use redis::AsyncCommands;
@@ -30,9 +34,8 @@ pub const VIEWED_CAP: usize = 25;
 const CLEANUP_BATCH: usize = 100;
 /// Most live sessions a user keeps: a login beyond ends the oldest.
 pub const SESSIONS_PER_USER: usize = 100;
-/// Seconds of use within which the global `recent` index is not moved
-/// again: a session's score there is at most this much older than its
-/// authority's.
+/// Seconds of use within which the clean-up's index is not moved again: a
+/// session's score there is at most this much older than its authority's.
 pub const RECENT_GRAIN: f64 = 60.0;
 
 /// What an authenticated request learns about its session's user.
@@ -49,13 +52,12 @@ impl Store {
     pub async fn create_session(&self, uid: u64, now: f64) -> StoreResult<String> {
         let sid = new_session_id();
         let mut conn = self.conn();
-        let _: () = redis::pipe()
-            .atomic()
-            .hset(self.keys.sessions(), &sid, uid)
-            .ignore()
-            .zadd(self.keys.recent(), &sid, now)
-            .ignore()
-            .query_async(&mut conn)
+        let _: () = conn
+            .zadd(
+                self.keys.session_index(user_part(uid)),
+                entry(uid, &sid),
+                now,
+            )
             .await?;
         let mine = self.keys.user_sessions(uid);
         let (n,): (u64,) = redis::pipe()
@@ -99,8 +101,8 @@ impl Store {
     }
 
     /// Checks that session `sid` of `uid` is live, and marks it seen now
-    /// (one round trip to the user's slot; the global index is moved too
-    /// when the session's last use was in an earlier minute). `None` when
+    /// (one round trip to the user's slot; the clean-up's index is moved
+    /// too when the session's last use was in an earlier minute). `None` when
     /// the session has ended (logged out, cleaned up) or is not `uid`'s.
     pub async fn touch_session(
         &self,
@@ -130,7 +132,7 @@ impl Store {
             return Ok(None);
         };
         if (before / RECENT_GRAIN).floor() < (now / RECENT_GRAIN).floor() {
-            self.raise_recent(sid, now).await?;
+            self.raise_recent(uid, sid, now).await?;
         }
         let private = private.as_deref() == Some("1");
         Ok(Some(SessionUser { login, private }))
@@ -138,13 +140,13 @@ impl Store {
 
     /// Moves a session's place in the index's order up to `seen` (never
     /// back, and never for a session the index no longer has).
-    async fn raise_recent(&self, sid: &str, seen: f64) -> StoreResult<()> {
+    async fn raise_recent(&self, uid: u64, sid: &str, seen: f64) -> StoreResult<()> {
         let _: () = redis::cmd("ZADD")
-            .arg(self.keys.recent())
+            .arg(self.keys.session_index(user_part(uid)))
             .arg("XX")
             .arg("GT")
             .arg(seen)
-            .arg(sid)
+            .arg(entry(uid, sid))
             .query_async(&mut self.conn())
             .await?;
         Ok(())
@@ -191,10 +193,14 @@ impl Store {
         ids.iter().map(|s| parse_id(s)).collect()
     }
 
-    /// Number of live sessions (the index's count).
+    /// Number of live sessions (the index's count, over its partitions).
     pub async fn session_count(&self) -> StoreResult<u64> {
-        let mut conn = self.conn();
-        Ok(conn.zcard(self.keys.recent()).await?)
+        let mut pipe = redis::pipe();
+        for k in 0..OUTBOX_PARTS {
+            pipe.zcard(self.keys.session_index(k));
+        }
+        let counts: Vec<u64> = pipe.query_async(&mut self.conn()).await?;
+        Ok(counts.iter().sum())
     }
 
     /// One clean-up step: ends up to a batch of sessions beyond `max`
@@ -204,27 +210,25 @@ impl Store {
     /// The index's order is to the minute ([`RECENT_GRAIN`]), so the least
     /// recently seen are chosen by their authorities' times among every
     /// session the index cannot tell from them: those the index places
-    /// before the end of the last chosen one's minute.
+    /// before the end of the last chosen one's minute. Each partition is
+    /// read in order and the readings merged (the `n` oldest of all are
+    /// among the `n` oldest of each): one pipelined round of a command per
+    /// partition for each reading.
     pub async fn cleanup_sessions(&self, max: u64, idle_cutoff: f64) -> StoreResult<usize> {
-        let mut conn = self.conn();
         let mut ended = 0;
-        let n: u64 = conn.zcard(self.keys.recent()).await?;
+        let n = self.session_count().await?;
         if n > max {
             let extra = ((n - max) as usize).min(CLEANUP_BATCH);
-            let first: Vec<(String, f64)> = conn
-                .zrange_withscores(self.keys.recent(), extra as isize - 1, extra as isize - 1)
+            let heads = self
+                .index_entries(&["0".into(), (extra - 1).to_string()], extra)
                 .await?;
-            if let Some((_, last)) = first.first() {
+            if let Some(&(_, _, last)) = heads.last() {
                 let bound = ((last / RECENT_GRAIN).floor() + 1.0) * RECENT_GRAIN;
-                let near: Vec<String> = redis::cmd("ZRANGE")
-                    .arg(self.keys.recent())
-                    .arg("-inf")
-                    .arg(format!("({bound}"))
-                    .arg("BYSCORE")
-                    .arg("LIMIT")
-                    .arg(0)
-                    .arg(CLEANUP_BATCH * 10)
-                    .query_async(&mut conn)
+                let near = self
+                    .index_entries(
+                        &by_score("-inf", &format!("({bound}"), CLEANUP_BATCH * 10),
+                        CLEANUP_BATCH * 10,
+                    )
                     .await?;
                 let pairs = self.indexed(near).await?;
                 let seen = self.last_seen_of(&pairs).await?;
@@ -234,43 +238,60 @@ impl Store {
                 ended += self.end_sessions(chosen, None).await?;
             }
         }
-        let idle: Vec<String> = redis::cmd("ZRANGE")
-            .arg(self.keys.recent())
-            .arg("-inf")
-            .arg(idle_cutoff)
-            .arg("BYSCORE")
-            .arg("LIMIT")
-            .arg(0)
-            .arg(CLEANUP_BATCH)
-            .query_async(&mut conn)
+        let idle = self
+            .index_entries(
+                &by_score("-inf", &idle_cutoff.to_string(), CLEANUP_BATCH),
+                CLEANUP_BATCH,
+            )
             .await?;
         let idle = self.indexed(idle).await?;
         ended += self.end_sessions(idle, Some(idle_cutoff)).await?;
         Ok(ended)
     }
 
-    /// Sessions found in the index, each with its user as the index names
-    /// it; entries naming no user are removed from the order.
-    async fn indexed(&self, sids: Vec<String>) -> StoreResult<Vec<(u64, String)>> {
-        if sids.is_empty() {
-            return Ok(Vec::new());
+    /// The first `most` entries, oldest first, of what `range` (ZRANGE's
+    /// arguments after the key) picks in each partition of the index: each
+    /// as its partition, its member and its score.
+    async fn index_entries(
+        &self,
+        range: &[String],
+        most: usize,
+    ) -> StoreResult<Vec<(usize, String, f64)>> {
+        let mut pipe = redis::pipe();
+        for k in 0..OUTBOX_PARTS {
+            pipe.cmd("ZRANGE")
+                .arg(self.keys.session_index(k))
+                .arg(range)
+                .arg("WITHSCORES");
         }
-        let mut conn = self.conn();
-        let owners: Vec<Option<String>> = redis::cmd("HMGET")
-            .arg(self.keys.sessions())
-            .arg(&sids)
-            .query_async(&mut conn)
-            .await?;
+        let parts: Vec<Vec<(String, f64)>> = pipe.query_async(&mut self.conn()).await?;
+        let mut all: Vec<(usize, String, f64)> = parts
+            .into_iter()
+            .enumerate()
+            .flat_map(|(k, part)| part.into_iter().map(move |(m, score)| (k, m, score)))
+            .collect();
+        all.sort_by(|a, b| a.2.total_cmp(&b.2));
+        all.truncate(most);
+        Ok(all)
+    }
+
+    /// The sessions these index entries name, each with its user; entries
+    /// that name none are removed from the index.
+    async fn indexed(&self, entries: Vec<(usize, String, f64)>) -> StoreResult<Vec<(u64, String)>> {
         let mut pairs = Vec::new();
-        let mut orphans = Vec::new();
-        for (sid, owner) in sids.into_iter().zip(owners) {
-            match owner.as_deref().map(parse_id).transpose().ok().flatten() {
-                Some(uid) => pairs.push((uid, sid)),
-                None => orphans.push(sid),
+        let mut pipe = redis::pipe();
+        let mut broken = false;
+        for (k, member, _) in entries {
+            match parse_entry(&member) {
+                Some(pair) => pairs.push(pair),
+                None => {
+                    pipe.zrem(self.keys.session_index(k), member).ignore();
+                    broken = true;
+                }
             }
         }
-        if !orphans.is_empty() {
-            let _: () = conn.zrem(self.keys.recent(), &orphans).await?;
+        if broken {
+            let _: () = pipe.query_async(&mut self.conn()).await?;
         }
         Ok(pairs)
     }
@@ -315,8 +336,8 @@ impl Store {
             by_user.entry(*uid).or_default().push(sid);
         }
         let mut conn = self.conn();
-        let mut ended: Vec<String> = Vec::new();
-        let mut kept: Vec<(String, f64)> = Vec::new();
+        let mut ended: Vec<(u64, String)> = Vec::new();
+        let mut kept: Vec<(u64, String, f64)> = Vec::new();
         let cut = cutoff.map_or("+inf".to_string(), |c| c.to_string());
         for (uid, sids) in by_user {
             let (gone, used): (Vec<String>, Vec<(String, f64)>) = self
@@ -329,11 +350,11 @@ impl Store {
                 .arg(&sids)
                 .invoke_async(&mut conn)
                 .await?;
-            ended.extend(gone);
-            kept.extend(used);
+            ended.extend(gone.into_iter().map(|sid| (uid, sid)));
+            kept.extend(used.into_iter().map(|(sid, seen)| (uid, sid, seen)));
         }
-        for (sid, seen) in &kept {
-            self.raise_recent(sid, *seen).await?;
+        for (uid, sid, seen) in &kept {
+            self.raise_recent(*uid, sid, *seen).await?;
         }
         if ended.is_empty() {
             return Ok(0);
@@ -341,20 +362,31 @@ impl Store {
         if !self.pause_session_end.is_zero() {
             tokio::time::sleep(self.pause_session_end).await;
         }
+        let mut by_part: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for (uid, sid) in &ended {
+            by_part
+                .entry(user_part(*uid))
+                .or_default()
+                .push(entry(*uid, sid));
+        }
+        let mut pipe = redis::pipe();
+        for (k, entries) in by_part {
+            pipe.zrem(self.keys.session_index(k), entries).ignore();
+        }
+        let _: () = pipe.query_async(&mut conn).await?;
+        let sids: Vec<&str> = ended.iter().map(|(_, sid)| sid.as_str()).collect();
         let _: usize = self
             .scripts
             .drop_sessions
-            .key(self.keys.sessions())
-            .key(self.keys.recent())
             .key(self.keys.events())
             .arg(self.keys.channel())
             .arg(self.replay_maxlen)
-            .arg(&ended)
+            .arg(&sids)
             .invoke_async(&mut conn)
             .await?;
         // The hub revokes them too when their events arrive; this process
         // does not wait for that.
-        for sid in &ended {
+        for sid in sids {
             self.session_cache.revoke(sid);
         }
         Ok(ended.len())
@@ -458,6 +490,30 @@ impl Store {
         all.dedup();
         Ok(all.into_iter().map(|sid| (uid, sid)).collect())
     }
+}
+
+/// A session's entry in the clean-up's index: its user and its id.
+pub(super) fn entry(uid: u64, sid: &str) -> String {
+    format!("{uid}:{sid}")
+}
+
+/// The user and session an index entry names.
+fn parse_entry(entry: &str) -> Option<(u64, String)> {
+    let (uid, sid) = entry.split_once(':')?;
+    Some((parse_id(uid).ok()?, sid.to_string()))
+}
+
+/// ZRANGE's arguments for the first `most` entries scored from `min` to
+/// `max`.
+fn by_score(min: &str, max: &str, most: usize) -> Vec<String> {
+    vec![
+        min.to_string(),
+        max.to_string(),
+        "BYSCORE".into(),
+        "LIMIT".into(),
+        "0".into(),
+        most.to_string(),
+    ]
 }
 
 /// 128 random bits, hex.

@@ -329,6 +329,23 @@ pub(crate) async fn bulk_follow(app: &TestApp, followers: &[u64], target: u64) {
 
 /// How many of `users` have `status_id` in their home timeline.
 /// The home ids of `uid` straight from Redis, newest first.
+/// Every entry of the sessions' clean-up index (`<uid>:<sid>`), over its
+/// partitions.
+pub(crate) fn indexed_sessions(app: &TestApp) -> Vec<String> {
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let mut conn = app.redis.conn();
+    (0..firehose::store::keys::OUTBOX_PARTS)
+        .flat_map(|k| {
+            redis::cmd("ZRANGE")
+                .arg(keys.session_index(k))
+                .arg(0)
+                .arg(-1)
+                .query::<Vec<String>>(&mut conn)
+                .unwrap()
+        })
+        .collect()
+}
+
 pub(crate) fn home_in_redis(app: &TestApp, uid: &str) -> Vec<String> {
     let key = format!("{}:user:{{{uid}}}:home", app.cfg.key_prefix);
     redis::cmd("ZREVRANGE")

@@ -1,7 +1,7 @@
 //! Log-in, tokens, logout, viewed statuses and session clean-up.
 
 use crate::assert_error;
-use crate::common::TestApp;
+use crate::common::{indexed_sessions, TestApp};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
@@ -213,14 +213,8 @@ async fn cleanup_keeps_at_most_n_sessions_dropping_the_least_recently_seen() {
     // Touch the middle one so it is more recent than `newest`.
     app.get("/api/v1/me", Some(&middle)).await;
     // Poll Redis, not the API: a request with the oldest token would make it recent.
-    let recent = format!("{}:{{g}}:recent", app.cfg.key_prefix);
     app.eventually("only two sessions remain", || async {
-        let mut conn = app.redis.conn();
-        redis::cmd("ZCARD")
-            .arg(&recent)
-            .query::<u64>(&mut conn)
-            .unwrap()
-            == 2
+        indexed_sessions(&app).len() == 2
     })
     .await;
     assert_eq!(
@@ -232,20 +226,51 @@ async fn cleanup_keeps_at_most_n_sessions_dropping_the_least_recently_seen() {
 }
 
 #[tokio::test]
+async fn cleanup_merges_every_partition_of_its_index_and_no_login_writes_the_global_slot() {
+    let app = TestApp::start_with(|c| c.max_sessions = 3).await;
+    // Eight users, one session each, their index entries spread over the
+    // partitions (by user): the clean-up must compare across them.
+    let mut tokens = Vec::new();
+    let mut parts = std::collections::BTreeSet::new();
+    for i in 0..8 {
+        let login = format!("merge{i}");
+        let uid = app.register(&login).await;
+        parts.insert(firehose::store::keys::user_part(uid.parse().unwrap()));
+        tokens.push(app.login(&login).await);
+    }
+    assert!(parts.len() > 1, "eight users in one partition: {parts:?}");
+    // The clean-up may run between two logins: whenever it does, the
+    // sessions it keeps are the newest.
+    app.eventually("only three sessions remain", || async {
+        indexed_sessions(&app).len() == 3
+    })
+    .await;
+    for (i, token) in tokens.iter().enumerate() {
+        let want = if i >= 5 {
+            StatusCode::OK
+        } else {
+            StatusCode::UNAUTHORIZED
+        };
+        assert_eq!(app.get("/api/v1/me", Some(token)).await.0, want, "user {i}");
+    }
+    // Nothing of the sessions' is in `{g}`.
+    let p = &app.cfg.key_prefix;
+    let mut conn = app.redis.conn();
+    for key in [format!("{p}:{{g}}:sessions"), format!("{p}:{{g}}:recent")] {
+        let n: u64 = redis::cmd("EXISTS").arg(&key).query(&mut conn).unwrap();
+        assert_eq!(n, 0, "{key}");
+    }
+}
+
+#[tokio::test]
 async fn cleanup_drops_idle_sessions_with_their_keys() {
     let app = TestApp::start_with(|c| c.session_idle_ttl = 1).await;
     let (_, token) = app.user("rita").await;
     let sid = app.say(&token, "x").await;
     app.get(&format!("/api/v1/statuses/{sid}"), Some(&token))
         .await;
-    let sessions = format!("{}:{{g}}:sessions", app.cfg.key_prefix);
     app.eventually("the idle session is dropped", || async {
-        let mut conn = app.redis.conn();
-        redis::cmd("HLEN")
-            .arg(&sessions)
-            .query::<u64>(&mut conn)
-            .unwrap()
-            == 0
+        indexed_sessions(&app).is_empty()
     })
     .await;
     assert_eq!(
@@ -459,6 +484,14 @@ async fn sessions_kept_where_the_first_layout_kept_them_are_moved_and_still_work
         .query(&mut conn)
         .unwrap();
     assert_eq!(legacy, 0, "the viewed list left the global slot");
+    let global: u64 = redis::cmd("EXISTS")
+        .arg(format!("{p}:{{g}}:sessions"))
+        .arg(format!("{p}:{{g}}:recent"))
+        .query(&mut conn)
+        .unwrap();
+    assert_eq!(global, 0, "the clean-up's index left the global slot");
+    let entry = format!("{uid}:{sid}");
+    assert!(indexed_sessions(&app).contains(&entry));
     // It ends as any session does, and the newer one still works.
     assert_eq!(
         app.delete("/api/v1/sessions/current", Some(&old)).await.0,
@@ -469,4 +502,8 @@ async fn sessions_kept_where_the_first_layout_kept_them_are_moved_and_still_work
         StatusCode::UNAUTHORIZED
     );
     assert_eq!(app.get("/api/v1/me", Some(&token)).await.0, StatusCode::OK);
+    assert!(
+        !indexed_sessions(&app).contains(&entry),
+        "its index entry went"
+    );
 }
