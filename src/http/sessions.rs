@@ -101,20 +101,22 @@ pub async fn create(
     let (Some(uid), true) = (uid, verified) else {
         return Err(bad());
     };
-    if state.store.is_suspended(uid).await? {
+    let account = state.store.login_account(uid).await?;
+    if account.suspended {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "suspended",
             "This account is suspended.",
         ));
     }
+    // Deleted between the password check and now.
+    let user = account.user.ok_or_else(bad)?;
     let mut scopes = vec![SCOPE_READ, SCOPE_WRITE];
-    if state.store.firehose_allowed(uid).await? {
+    if account.firehose {
         scopes.push(SCOPE_FIREHOSE);
     }
     let sid = state.store.create_session(uid, now()).await?;
     let (token, expires_at) = state.jwt.mint(uid, &sid, &scopes, state.cfg.token_ttl);
-    let user = state.store.user(uid).await?;
     Ok((
         StatusCode::CREATED,
         [no_store()],

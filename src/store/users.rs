@@ -242,12 +242,30 @@ impl Store {
         Ok(())
     }
 
-    /// Whether logins of this user get the firehose scope.
-    pub async fn firehose_allowed(&self, uid: u64) -> StoreResult<bool> {
+    /// What a login needs of its user, in one read: the account (`None`
+    /// when suspended or being deleted), whether it is suspended, and
+    /// whether its logins get the firehose scope.
+    pub async fn login_account(&self, uid: u64) -> StoreResult<LoginAccount> {
         let mut conn = self.conn();
-        let v: Option<String> = conn.hget(self.keys.user(uid), "firehose").await?;
-        Ok(v.as_deref() == Some("1"))
+        let h: HashMap<String, String> = conn.hgetall(self.keys.user(uid)).await?;
+        let flag = |k: &str| h.get(k).is_some_and(|v| v == "1");
+        Ok(LoginAccount {
+            user: User::from_hash(&h),
+            suspended: flag("suspended"),
+            firehose: flag("firehose"),
+        })
     }
+}
+
+/// A user as a login sees it ([`Store::login_account`]).
+#[derive(Debug)]
+pub struct LoginAccount {
+    /// The public account; `None` when suspended or being deleted.
+    pub user: Option<User>,
+    /// Whether an admin suspended it.
+    pub suspended: bool,
+    /// Whether its logins get the firehose scope.
+    pub firehose: bool,
 }
 
 /// When a deleted account's reserved login (`r:<uid>:<until>` in its

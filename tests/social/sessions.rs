@@ -507,3 +507,25 @@ async fn sessions_kept_where_the_first_layout_kept_them_are_moved_and_still_work
         "its index entry went"
     );
 }
+
+#[tokio::test]
+async fn a_login_carries_the_firehose_scope_only_for_an_allowed_account() {
+    let app = TestApp::start().await;
+    let uid = app.register("fiona").await;
+    let jwt = firehose::auth::Jwt::new(app.cfg.jwt_secret().unwrap());
+    let scopes = |token: &str| jwt.verify(token).unwrap().scopes;
+    let plain = app.login("fiona").await;
+    assert_eq!(scopes(&plain), ["read", "write"]);
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    store
+        .set_firehose_allowed(uid.parse().unwrap(), true)
+        .await
+        .unwrap();
+    let allowed = app.login("fiona").await;
+    assert_eq!(scopes(&allowed), ["read", "write", "firehose"]);
+    let (status, body) = app.get("/api/v1/me", Some(&allowed)).await;
+    assert_eq!(
+        (status, body["login"].as_str()),
+        (StatusCode::OK, Some("fiona"))
+    );
+}
