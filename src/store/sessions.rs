@@ -32,6 +32,9 @@ use std::collections::BTreeMap;
 pub const VIEWED_CAP: usize = 25;
 /// Sessions dropped per clean-up step.
 const CLEANUP_BATCH: usize = 100;
+/// Sessions a clean-up step reads from each partition of the index among
+/// those it cannot tell apart by the index alone (about 1,000 in all).
+const NEAR_PER_PART: usize = CLEANUP_BATCH * 10 / OUTBOX_PARTS;
 /// Most live sessions a user keeps: a login beyond ends the oldest.
 pub const SESSIONS_PER_USER: usize = 100;
 /// Seconds of use within which the clean-up's index is not moved again: a
@@ -208,9 +211,11 @@ impl Store {
     /// `idle_cutoff`. Returns how many ended.
     ///
     /// The index's order is to the minute ([`RECENT_GRAIN`]), so the least
-    /// recently seen are chosen by their authorities' times among every
-    /// session the index cannot tell from them: those the index places
-    /// before the end of the last chosen one's minute. Each partition is
+    /// recently seen are chosen by their authorities' times among the
+    /// sessions the index cannot tell from them: those the index places
+    /// before the end of the last chosen one's minute (the first
+    /// [`NEAR_PER_PART`] of each partition, or more when more are to go,
+    /// so a crowded minute costs a step about 1,000 reads). Each partition is
     /// read in order and the readings merged (the `n` oldest of all are
     /// among the `n` oldest of each): one pipelined round of a command per
     /// partition for each reading.
@@ -224,10 +229,14 @@ impl Store {
                 .await?;
             if let Some(&(_, _, last)) = heads.last() {
                 let bound = ((last / RECENT_GRAIN).floor() + 1.0) * RECENT_GRAIN;
+                // Every session the index places in that minute or before,
+                // up to [`NEAR_PER_PART`] a partition (or `extra`, so the
+                // `extra` first by the index are among them).
+                let each = extra.max(NEAR_PER_PART);
                 let near = self
                     .index_entries(
-                        &by_score("-inf", &format!("({bound}"), CLEANUP_BATCH * 10),
-                        CLEANUP_BATCH * 10,
+                        &by_score("-inf", &format!("({bound}"), each),
+                        OUTBOX_PARTS * each,
                     )
                     .await?;
                 let pairs = self.indexed(near).await?;

@@ -529,3 +529,27 @@ async fn a_login_carries_the_firehose_scope_only_for_an_allowed_account() {
         (StatusCode::OK, Some("fiona"))
     );
 }
+
+#[tokio::test]
+async fn the_clean_up_ends_the_least_recently_used_session_not_the_oldest_login() {
+    // The process's own clean-up runs once, at start; this test runs it
+    // by hand once the sessions are in place.
+    let app = TestApp::start_with(|c| c.cleanup_interval = 3600.0).await;
+    app.register("otto").await;
+    let first = app.login("otto").await;
+    let second = app.login("otto").await;
+    let third = app.login("otto").await;
+    // The first login is used again: the second is now the least recently
+    // seen, which within a minute only the sessions' own times tell (the
+    // index moves once a minute of use).
+    assert_eq!(app.get("/api/v1/me", Some(&first)).await.0, StatusCode::OK);
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    assert_eq!(store.cleanup_sessions(2, 0.0).await.unwrap(), 1);
+    assert_eq!(
+        app.get("/api/v1/me", Some(&second)).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(app.get("/api/v1/me", Some(&first)).await.0, StatusCode::OK);
+    assert_eq!(app.get("/api/v1/me", Some(&third)).await.0, StatusCode::OK);
+    assert_eq!(indexed_sessions(&app).len(), 2);
+}
