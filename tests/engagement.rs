@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ids, TestApp};
+use common::{ids, ServerProcess, TestApp};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -97,6 +97,76 @@ async fn likes_are_idempotent_counted_listed_and_announced_to_the_author() {
         .post("/api/v1/statuses/999999/like", Some(&ft), json!({}))
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+}
+
+/// A like's chain step that an earlier version left in an outbox (its
+/// request died half way) never undoes a later change: on one Redis it is
+/// finished before this version serves (data move 7), since likes there are
+/// one script that no longer orders itself after chain steps; on a cluster
+/// the later change's op number orders it.
+#[tokio::test]
+async fn a_like_left_half_done_by_an_earlier_version_never_undoes_a_later_unlike() {
+    // No sweeper in this process: what finishes the left step is the move
+    // (one Redis) or, after the unlike, another process's sweeper.
+    let app = TestApp::start_with(|c| c.workers = 0).await;
+    let (author, at) = app.user("left_author").await;
+    let (fan, ft) = app.user("left_fan").await;
+    let sid = app.say(&at, "liked before the upgrade").await;
+    let (uid, status): (u64, u64) = (fan.parse().unwrap(), sid.parse().unwrap());
+    let left = firehose::store::outbox::Op::Like {
+        uid,
+        sid: status,
+        author: author.parse().unwrap(),
+        private: false,
+        like: true,
+        at: firehose::model::now() - 60.0,
+    };
+    let k = firehose::store::keys::like_part(uid, status);
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    // Numbered below anything drawn since (the partition's first number).
+    let member = format!("{k}|{}", serde_json::to_string(&left).unwrap());
+    let _: () = redis::cmd("ZADD")
+        .arg(keys.part_outbox(k))
+        .arg(0)
+        .arg(&member)
+        .query(&mut app.redis.conn())
+        .unwrap();
+    app.forget_migrations();
+    app.migrate().await;
+    let likers = || async {
+        let (_, page) = app
+            .get(&format!("/api/v1/statuses/{sid}/liked_by"), None)
+            .await;
+        ids(&page["users"])
+    };
+    if !app.redis.is_cluster() {
+        assert_eq!(likers().await, vec![fan.clone()], "finished before serving");
+    }
+    let like = format!("/api/v1/statuses/{sid}/like");
+    let (code, body) = app.call(Method::DELETE, &like, Some(&ft), None).await;
+    assert_eq!(
+        (code, body),
+        (StatusCode::OK, json!({"liked": false, "likes": 0}))
+    );
+    // A process with a sweeper finishes whatever is left.
+    let sweeper = ServerProcess::serve(&app.redis, &[("FIREHOSE_OUTBOX_LEASE", "1")]).await;
+    app.eventually("the outbox entry is gone", || async {
+        let score: Option<f64> = redis::cmd("ZSCORE")
+            .arg(keys.part_outbox(k))
+            .arg(&member)
+            .query(&mut app.redis.conn())
+            .unwrap();
+        score.is_none()
+    })
+    .await;
+    assert!(likers().await.is_empty(), "the later unlike stands");
+    let (_, status) = app.get(&format!("/api/v1/statuses/{sid}"), None).await;
+    assert_eq!(status["likes"], 0);
+    let (_, mine) = app
+        .get(&format!("/api/v1/users/{fan}/likes"), Some(&ft))
+        .await;
+    assert_eq!(mine, json!([]), "the user's list agrees");
+    sweeper.kill9().await;
 }
 
 #[tokio::test]

@@ -186,7 +186,8 @@ impl Keys {
     pub fn replies(&self, sid: u64) -> String {
         format!("{}:status:{{s{sid}}}:replies", self.prefix)
     }
-    /// HASH: the sequence of each user's last applied like change.
+    /// HASH: the sequence of each user's last applied like change (the
+    /// like chain's, on a cluster: `like.lua`).
     pub fn like_seq(&self, sid: u64) -> String {
         format!("{}:status:{{s{sid}}}:likeseq", self.prefix)
     }

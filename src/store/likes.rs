@@ -1,8 +1,7 @@
 //! Likes: like and unlike (idempotent), who likes a status.
 
 use super::events::body;
-use super::keys::OUTBOX_PARTS;
-use super::outbox::{like_part, Op};
+use super::outbox::Op;
 use super::paging::{Cursor, IdPage};
 use super::{Store, StoreError, StoreResult};
 use crate::model::{now, Event};
@@ -66,10 +65,8 @@ impl Store {
             .like_whole
             .key(self.keys.status(sid))
             .key(self.keys.likers(sid))
-            .key(self.keys.like_seq(sid))
             .key(self.keys.likes(uid))
             .key(self.keys.events())
-            .key(self.keys.part_next_op(like_part(uid, sid)))
             .arg(uid)
             .arg(sid)
             .arg(at)
@@ -77,8 +74,6 @@ impl Store {
             .arg(self.replay_maxlen)
             .arg(self.keys.channel())
             .arg(event)
-            .arg(OUTBOX_PARTS)
-            .arg(like_part(uid, sid))
             .invoke_async(&mut conn)
             .await?;
         self.counts_cache.forget(sid);

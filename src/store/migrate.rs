@@ -43,6 +43,12 @@
 //!    HASH becomes `<uid>:<session id>` in its user's partition, scored as
 //!    the global `recent` ZSET had it (0 when it had none: the clean-up
 //!    then asks its authority first), and the two global keys are dropped.
+//! 7. On one Redis, the chain steps of likes that an earlier version left
+//!    in an outbox (a request that died half way) are finished now, before
+//!    any process serves: from here on every like change there is one
+//!    `like_whole.lua` call, which no longer orders itself after the chain
+//!    steps drawn before it, so such a step finished later could undo a
+//!    newer change.
 
 use super::keys::{user_part, OUTBOX_PARTS};
 use super::{parse_id, Store, StoreResult};
@@ -51,7 +57,7 @@ use redis::AsyncCommands;
 use std::time::Duration;
 
 /// How many moves this version knows.
-pub const MOVES: u64 = 6;
+pub const MOVES: u64 = 7;
 /// How long the migrating lock lasts without renewal.
 const LOCK_MS: u64 = 30_000;
 /// Index entries read per batch.
@@ -105,6 +111,9 @@ impl Store {
             }
             if done < 6 {
                 self.index_sessions(&token).await?;
+            }
+            if done < 7 && !self.is_cluster() {
+                self.finish_left_likes(&token).await?;
             }
             let _: () = conn.set(self.keys.migrated(), MOVES).await?;
             let holder: Option<String> = conn.get(self.keys.migrating()).await?;
@@ -173,6 +182,27 @@ impl Store {
                 .arg("NX")
                 .query_async(&mut conn)
                 .await?;
+        }
+        Ok(())
+    }
+
+    /// Move 7: on one Redis, every like's chain left in an outbox finished.
+    async fn finish_left_likes(&self, token: &str) -> StoreResult<()> {
+        let mut conn = self.conn();
+        for part in super::outbox::places() {
+            let outbox = match part {
+                Some(k) => self.keys.part_outbox(k),
+                None => self.keys.outbox(),
+            };
+            let members: Vec<String> = conn.zrange(&outbox, 0, -1).await?;
+            let likes = members
+                .iter()
+                .filter_map(|m| super::outbox::Owed::decode_in(m, part))
+                .filter(|owed| matches!(owed.op, super::outbox::Op::Like { .. }));
+            for owed in likes {
+                self.complete_op(&owed).await?;
+            }
+            self.renew_migrating(token).await?;
         }
         Ok(())
     }

@@ -138,17 +138,9 @@ impl Store {
             let status = self.status(sid).await?;
             let author: u64 = status.uid.parse().unwrap_or(0);
             let author_private = self.user(author).await.map(|u| u.private).unwrap_or(false);
-            let o = self
-                .start_op(Op::Like {
-                    uid,
-                    sid,
-                    author,
-                    private: author_private,
-                    like: false,
-                    at,
-                })
-                .await?;
-            self.run_like(&o).await.map(|_| ())
+            self.set_like(uid, sid, author, author_private, false)
+                .await
+                .map(|_| ())
         })
         .await?;
         self.undo_relations(uid, at).await?;
