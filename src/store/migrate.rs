@@ -222,17 +222,25 @@ impl Store {
                     .arg(&sids)
                     .query_async(&mut conn)
                     .await?;
-                let mut pipe = redis::pipe();
+                // One ZADD per partition, one after another (as
+                // `Store::session_count` says why).
+                let mut by_part: std::collections::BTreeMap<usize, Vec<(f64, String)>> =
+                    Default::default();
                 for ((sid, uid), seen) in page.iter().zip(seen) {
                     let Ok(uid) = parse_id(uid) else { continue };
-                    pipe.cmd("ZADD")
-                        .arg(self.keys.session_index(user_part(uid)))
-                        .arg("NX")
-                        .arg(seen.unwrap_or(0.0))
-                        .arg(super::sessions::entry(uid, sid))
-                        .ignore();
+                    by_part
+                        .entry(user_part(uid))
+                        .or_default()
+                        .push((seen.unwrap_or(0.0), super::sessions::entry(uid, sid)));
                 }
-                let _: () = pipe.query_async(&mut conn).await?;
+                for (k, entries) in by_part {
+                    let _: () = redis::cmd("ZADD")
+                        .arg(self.keys.session_index(k))
+                        .arg("NX")
+                        .arg(entries)
+                        .query_async(&mut conn)
+                        .await?;
+                }
             }
             if next == 0 {
                 break;

@@ -197,13 +197,20 @@ impl Store {
     }
 
     /// Number of live sessions (the index's count, over its partitions).
+    ///
+    /// The partitions are read one after another, here and wherever this
+    /// module reads or writes several: 32 requests in flight at once to a
+    /// cluster that has just restarted leave the redis crate's cluster
+    /// connection timing out for good (`streams_survive_a_redis_restart`
+    /// on the cluster, as `Store::outbox_depth` found first).
     pub async fn session_count(&self) -> StoreResult<u64> {
-        let mut pipe = redis::pipe();
+        let mut conn = self.conn();
+        let mut n = 0;
         for k in 0..OUTBOX_PARTS {
-            pipe.zcard(self.keys.session_index(k));
+            let count: u64 = conn.zcard(self.keys.session_index(k)).await?;
+            n += count;
         }
-        let counts: Vec<u64> = pipe.query_async(&mut self.conn()).await?;
-        Ok(counts.iter().sum())
+        Ok(n)
     }
 
     /// One clean-up step: ends up to a batch of sessions beyond `max`
@@ -217,8 +224,8 @@ impl Store {
     /// [`NEAR_PER_PART`] of each partition, or more when more are to go,
     /// so a crowded minute costs a step about 1,000 reads). Each partition is
     /// read in order and the readings merged (the `n` oldest of all are
-    /// among the `n` oldest of each): one pipelined round of a command per
-    /// partition for each reading.
+    /// among the `n` oldest of each): a command per partition for each
+    /// reading, one after another.
     pub async fn cleanup_sessions(&self, max: u64, idle_cutoff: f64) -> StoreResult<usize> {
         let mut ended = 0;
         let n = self.session_count().await?;
@@ -266,19 +273,17 @@ impl Store {
         range: &[String],
         most: usize,
     ) -> StoreResult<Vec<(usize, String, f64)>> {
-        let mut pipe = redis::pipe();
+        let mut conn = self.conn();
+        let mut all: Vec<(usize, String, f64)> = Vec::new();
         for k in 0..OUTBOX_PARTS {
-            pipe.cmd("ZRANGE")
+            let part: Vec<(String, f64)> = redis::cmd("ZRANGE")
                 .arg(self.keys.session_index(k))
                 .arg(range)
-                .arg("WITHSCORES");
+                .arg("WITHSCORES")
+                .query_async(&mut conn)
+                .await?;
+            all.extend(part.into_iter().map(|(m, score)| (k, m, score)));
         }
-        let parts: Vec<Vec<(String, f64)>> = pipe.query_async(&mut self.conn()).await?;
-        let mut all: Vec<(usize, String, f64)> = parts
-            .into_iter()
-            .enumerate()
-            .flat_map(|(k, part)| part.into_iter().map(move |(m, score)| (k, m, score)))
-            .collect();
         all.sort_by(|a, b| a.2.total_cmp(&b.2));
         all.truncate(most);
         Ok(all)
@@ -288,19 +293,14 @@ impl Store {
     /// that name none are removed from the index.
     async fn indexed(&self, entries: Vec<(usize, String, f64)>) -> StoreResult<Vec<(u64, String)>> {
         let mut pairs = Vec::new();
-        let mut pipe = redis::pipe();
-        let mut broken = false;
+        let mut conn = self.conn();
         for (k, member, _) in entries {
             match parse_entry(&member) {
                 Some(pair) => pairs.push(pair),
                 None => {
-                    pipe.zrem(self.keys.session_index(k), member).ignore();
-                    broken = true;
+                    let _: () = conn.zrem(self.keys.session_index(k), member).await?;
                 }
             }
-        }
-        if broken {
-            let _: () = pipe.query_async(&mut self.conn()).await?;
         }
         Ok(pairs)
     }
@@ -378,11 +378,9 @@ impl Store {
                 .or_default()
                 .push(entry(*uid, sid));
         }
-        let mut pipe = redis::pipe();
         for (k, entries) in by_part {
-            pipe.zrem(self.keys.session_index(k), entries).ignore();
+            let _: () = conn.zrem(self.keys.session_index(k), entries).await?;
         }
-        let _: () = pipe.query_async(&mut conn).await?;
         let sids: Vec<&str> = ended.iter().map(|(_, sid)| sid.as_str()).collect();
         let _: usize = self
             .scripts
