@@ -190,11 +190,7 @@ impl Store {
     async fn finish_left_likes(&self, token: &str) -> StoreResult<()> {
         let mut conn = self.conn();
         for part in super::outbox::places() {
-            let outbox = match part {
-                Some(k) => self.keys.part_outbox(k),
-                None => self.keys.outbox(),
-            };
-            let members: Vec<String> = conn.zrange(&outbox, 0, -1).await?;
+            let members: Vec<String> = conn.zrange(self.outbox_of(part), 0, -1).await?;
             let likes = members
                 .iter()
                 .filter_map(|m| super::outbox::Owed::decode_in(m, part))

@@ -626,7 +626,7 @@ impl Store {
     }
 
     /// The outbox ZSET of `part` (`None`: `{g}`'s).
-    fn outbox_of(&self, part: Option<usize>) -> String {
+    pub(crate) fn outbox_of(&self, part: Option<usize>) -> String {
         match part {
             Some(k) => self.keys.part_outbox(k),
             None => self.keys.outbox(),
