@@ -15,6 +15,8 @@ pub struct Node {
     pub bytes: u64,
     /// Command -> microseconds spent in it.
     pub usec: HashMap<String, f64>,
+    /// Command -> times it ran.
+    pub calls_of: HashMap<String, f64>,
 }
 
 /// A field of an INFO answer (0 when missing).
@@ -41,7 +43,9 @@ pub async fn read(conn: &mut redis::aio::MultiplexedConnection) -> anyhow::Resul
         let Some((name, rest)) = l.strip_prefix("cmdstat_").and_then(|r| r.split_once(':')) else {
             continue;
         };
-        node.calls += stat(rest, "calls=").unwrap_or(0.0) as u64;
+        let calls = stat(rest, "calls=").unwrap_or(0.0);
+        node.calls += calls as u64;
+        node.calls_of.insert(name.to_string(), calls);
         node.usec
             .insert(name.to_string(), stat(rest, "usec=").unwrap_or(0.0));
     }

@@ -86,21 +86,26 @@ impl Probe {
 /// `b`, summed over the nodes: where a phase's Redis CPU goes, less the
 /// network and the AOF (the CPU figure's remainder).
 fn breakdown(n: usize, a: &[Node], b: &[Node]) {
-    let mut usec: std::collections::HashMap<&str, f64> = std::collections::HashMap::new();
-    for (x, y) in a.iter().zip(b) {
-        for (name, t) in &y.usec {
-            *usec.entry(name.as_str()).or_default() += t - x.usec.get(name).copied().unwrap_or(0.0);
-        }
-    }
-    let mut top: Vec<(&str, f64)> = usec.into_iter().filter(|(_, t)| *t > 0.0).collect();
-    top.sort_by(|x, y| y.1.total_cmp(&x.1));
     let n = n.max(1) as f64;
-    let line: Vec<String> = top
-        .iter()
-        .take(10)
-        .map(|(name, t)| format!("{name} {:.1}", t / n))
-        .collect();
-    println!("    µs per write in: {}", line.join(", "));
+    let top = |of: fn(&Node) -> &std::collections::HashMap<String, f64>| {
+        let mut sum: std::collections::HashMap<&str, f64> = std::collections::HashMap::new();
+        for (x, y) in a.iter().zip(b) {
+            for (name, v) in of(y) {
+                *sum.entry(name.as_str()).or_default() +=
+                    v - of(x).get(name).copied().unwrap_or(0.0);
+            }
+        }
+        let mut top: Vec<(&str, f64)> = sum.into_iter().filter(|(_, v)| *v > 0.0).collect();
+        top.sort_by(|x, y| y.1.total_cmp(&x.1));
+        let line: Vec<String> = top
+            .iter()
+            .take(12)
+            .map(|(name, v)| format!("{name} {:.2}", v / n))
+            .collect();
+        line.join(", ")
+    };
+    println!("    µs per write in: {}", top(|node| &node.usec));
+    println!("    commands per write: {}", top(|node| &node.calls_of));
 }
 
 /// One node's share of a phase.
