@@ -156,6 +156,12 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_HOME_CACHE", default_value_t = 50_000)]
     pub home_cache: usize,
 
+    /// Accounts and users' relations (blocks, mutes) kept in process, kept
+    /// true as the home cache is (0 disables it; never used on a Redis
+    /// Cluster).
+    #[arg(long, env = "FIREHOSE_VIEW_CACHE", default_value_t = 20_000)]
+    pub view_cache: usize,
+
     /// Seconds a session found alive is trusted without asking Redis again
     /// (ended sessions are revoked at once by their events either way; this
     /// bounds how late another process's change of `private` shows). 0 asks

@@ -88,6 +88,11 @@ pub struct Metrics {
     pub home_cache_hits: Counter,
     /// Home heads read into the home cache over its tracking connection.
     pub home_cache_fills: Counter,
+    /// Account and relation reads answered from the in-process view cache.
+    pub view_cache_hits: Counter,
+    /// Accounts and relations read into the view cache over its tracking
+    /// connection.
+    pub view_cache_fills: Counter,
     /// Fan-out tasks queued or in progress, read at scrape time.
     pub fanout_depth: ScrapeGauge,
     /// Age of the oldest queued fan-out task, read at scrape time.
@@ -161,6 +166,8 @@ impl Metrics {
             stream_rules: Gauge::default(),
             home_cache_hits: Counter::default(),
             home_cache_fills: Counter::default(),
+            view_cache_hits: Counter::default(),
+            view_cache_fills: Counter::default(),
             fanout_depth: ScrapeGauge::default(),
             fanout_lag: ScrapeGauge::default(),
             sessions: ScrapeGauge::default(),
@@ -253,6 +260,16 @@ impl Metrics {
                 "firehose_home_cache_fills",
                 "Home heads read into the home cache over its tracking connection.",
                 &m.home_cache_fills,
+            ),
+            (
+                "firehose_view_cache_hits",
+                "Account and relation reads answered from the in-process view cache.",
+                &m.view_cache_hits,
+            ),
+            (
+                "firehose_view_cache_fills",
+                "Accounts and relations read into the view cache over its tracking connection.",
+                &m.view_cache_fills,
             ),
         ];
         let mut registry = Registry::default();

@@ -19,6 +19,8 @@
 //! - [`events`]: the replay buffer (reading history) and event emission.
 //! - [`home_cache`]: the heads of home timelines in process, kept true by
 //!   Redis's invalidation pushes.
+//! - [`view_cache`]: accounts and relations in process, kept true likewise.
+//! - [`tracked`]: the client-side caching under those two.
 //!
 //! Each Lua script is a `lua/<name>.lua` file whose header says why it is
 //! atomic and which keys it touches.
@@ -53,7 +55,9 @@ pub mod rules;
 pub mod sessions;
 pub mod social;
 pub mod statuses;
+pub mod tracked;
 pub mod users;
+pub mod view_cache;
 
 use crate::config::Config;
 use conn::{LazyCluster, RedisConn};
@@ -258,6 +262,7 @@ pub struct Store {
     /// The suspended users this process knows of (`moderation`).
     pub(crate) suspended: moderation::Suspended,
     pub(crate) home_cache: home_cache::HomeCache,
+    pub(crate) view_cache: view_cache::ViewCache,
     /// Status ids (a process's instance lease and sequence).
     pub(crate) ids: Arc<ids::IdGen>,
     /// Most users one user may block, and mute.
@@ -296,7 +301,7 @@ impl Store {
     /// With `cfg.redis_cluster` set, `url` is ignored and the store runs on
     /// that Redis Cluster.
     pub fn open(url: &str, cfg: &Config) -> StoreResult<Store> {
-        let (conn, target, homes) = match cfg.redis_cluster.as_deref() {
+        let (conn, target, homes, views) = match cfg.redis_cluster.as_deref() {
             Some(list) => {
                 let nodes = cluster_nodes(list);
                 if nodes.is_empty() {
@@ -307,6 +312,7 @@ impl Store {
                     conn,
                     Target::Cluster(nodes),
                     home_cache::HomeCache::new(None, 0),
+                    view_cache::ViewCache::new(None, 0),
                 )
             }
             None => {
@@ -318,7 +324,13 @@ impl Store {
                     .set_max_delay(Duration::from_millis(500));
                 let conn = ConnectionManager::new_lazy_with_config(client.clone(), manager_cfg)?;
                 let homes = home_cache::HomeCache::new(Some(&client), cfg.home_cache);
-                (RedisConn::Single(conn), Target::Single(client), homes)
+                let views = view_cache::ViewCache::new(Some(&client), cfg.view_cache);
+                (
+                    RedisConn::Single(conn),
+                    Target::Single(client),
+                    homes,
+                    views,
+                )
             }
         };
         Ok(Store {
@@ -345,6 +357,7 @@ impl Store {
                 cfg.session_cache_ttl.clamp(0.0, 3600.0),
             ))),
             home_cache: homes,
+            view_cache: views,
             ids: Arc::new(ids::IdGen::new(cfg.clock_offset_ms)),
             max_blocks: cfg.max_blocks,
             max_mutes: cfg.max_mutes,

@@ -8,6 +8,7 @@
 
 use super::outbox::Op;
 use super::paging::{Cursor, IdPage};
+use super::view_cache::Kind;
 use super::{Store, StoreError, StoreResult};
 use crate::hides::{self, Hides};
 use crate::model::User;
@@ -65,18 +66,37 @@ impl Store {
 
     /// The relation bits `viewer` holds about `other` (`crate::hides`).
     pub async fn relation_bits(&self, viewer: u64, other: u64) -> StoreResult<u8> {
+        let key = self.keys.hide(viewer);
+        if !self.view_cache.many(&key) {
+            if let Some(views) = self.view_cache.get(&[(&key, Kind::Hides)]).await {
+                if let Some(hides) = views[0].hides() {
+                    return Ok(hides.bits(other));
+                }
+            }
+        }
         let mut conn = self.conn();
-        let v: Option<String> = conn.hget(self.keys.hide(viewer), other).await?;
+        let v: Option<String> = conn.hget(key, other).await?;
         Ok(bits_of(v.as_deref()))
     }
 
     /// User `uid` (as [`Store::user`] reads it) and `viewer`'s relation
-    /// bits toward them ([`Store::relation_bits`]), in one round trip.
+    /// bits toward them ([`Store::relation_bits`]): from the view cache
+    /// after one barrier, or in one round trip.
     pub async fn user_with_relation(&self, uid: u64, viewer: u64) -> StoreResult<(User, u8)> {
+        let (user_key, hide_key) = (self.keys.user(uid), self.keys.hide(viewer));
+        if !self.view_cache.many(&hide_key) {
+            let keys = [(&*user_key, Kind::User), (&*hide_key, Kind::Hides)];
+            if let Some(views) = self.view_cache.get(&keys).await {
+                if let Some(hides) = views[1].hides() {
+                    let user = views[0].user(false).ok_or(StoreError::NotFound("user"))?;
+                    return Ok((user, hides.bits(uid)));
+                }
+            }
+        }
         let mut conn = self.conn();
         let (h, rel): (HashMap<String, String>, Option<String>) = redis::pipe()
-            .hgetall(self.keys.user(uid))
-            .hget(self.keys.hide(viewer), uid)
+            .hgetall(user_key)
+            .hget(hide_key, uid)
             .query_async(&mut conn)
             .await?;
         let user = User::from_hash(&h).ok_or(StoreError::NotFound("user"))?;
@@ -85,8 +105,16 @@ impl Store {
 
     /// Every hiding relation of `uid`, with the counter it was read at.
     pub async fn hides(&self, uid: u64) -> StoreResult<Hides> {
+        let key = self.keys.hide(uid);
+        if !self.view_cache.many(&key) {
+            if let Some(views) = self.view_cache.get(&[(&key, Kind::Hides)]).await {
+                if let Some(hides) = views[0].hides() {
+                    return Ok(Hides::clone(hides));
+                }
+            }
+        }
         let mut conn = self.conn();
-        let fields: Vec<(String, String)> = conn.hgetall(self.keys.hide(uid)).await?;
+        let fields: Vec<(String, String)> = conn.hgetall(key).await?;
         Ok(Hides::from_hash(&fields))
     }
 

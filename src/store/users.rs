@@ -2,6 +2,7 @@
 //! profiles.
 
 use super::outbox::Op;
+use super::view_cache::Kind;
 use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::User;
 use redis::AsyncCommands;
@@ -102,16 +103,24 @@ impl Store {
 
     /// The user with this id.
     pub async fn user(&self, uid: u64) -> StoreResult<User> {
+        let key = self.keys.user(uid);
+        if let Some(views) = self.view_cache.get(&[(&key, Kind::User)]).await {
+            return views[0].user(false).ok_or(StoreError::NotFound("user"));
+        }
         let mut conn = self.conn();
-        let h: HashMap<String, String> = conn.hgetall(self.keys.user(uid)).await?;
+        let h: HashMap<String, String> = conn.hgetall(key).await?;
         User::from_hash(&h).ok_or(StoreError::NotFound("user"))
     }
 
     /// A user, suspended or not, with `suspended` (admin paths, the
     /// operator's tools).
     pub async fn user_any(&self, uid: u64) -> StoreResult<User> {
+        let key = self.keys.user(uid);
+        if let Some(views) = self.view_cache.get(&[(&key, Kind::User)]).await {
+            return views[0].user(true).ok_or(StoreError::NotFound("user"));
+        }
         let mut conn = self.conn();
-        let h: HashMap<String, String> = conn.hgetall(self.keys.user(uid)).await?;
+        let h: HashMap<String, String> = conn.hgetall(key).await?;
         User::from_hash_admin(&h).ok_or(StoreError::NotFound("user"))
     }
 

@@ -2,7 +2,10 @@
 //! every stream kind, and how they race follows and fan-out.
 
 use crate::assert_error;
-use crate::common::{home_in_redis, ids, ws_connect, ws_next, ws_send, TestApp};
+use crate::common::{
+    home_in_redis, ids, resp3_gate_proxy, ws_connect, ws_next, ws_send, RedisServer, TestApp,
+};
+use firehose::store::keys::Keys;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -796,5 +799,115 @@ async fn relation_changes_stamped_under_the_global_counter_still_apply_after_the
     assert_eq!(
         stamp % firehose::store::keys::OUTBOX_PARTS as u64,
         part as u64
+    );
+}
+
+/// Likes and unlikes `sid` as `token` until one is answered with the
+/// author's account and the liker's relations from the view cache (its
+/// tracking connection open, both HASHes held).
+async fn view_cache_warm(app: &TestApp, token: &str, sid: &str) {
+    let path = format!("/api/v1/statuses/{sid}/like");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let hits = app.metric("firehose_view_cache_hits_total").await;
+        for method in [Method::POST, Method::DELETE] {
+            let (status, _) = app.call(method, &path, Some(token), None).await;
+            assert_eq!(status, StatusCode::OK);
+        }
+        if app.metric("firehose_view_cache_hits_total").await >= hits + 2.0 {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the view cache never answered"
+        );
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_view_cache_whose_invalidations_come_late_still_refuses_a_blocked_like() {
+    // A gate holds back what Redis sends the view cache's tracking
+    // connection (RESP3), invalidations included, while the server's other
+    // connections run freely. Blocks and privacy are written by hand, as
+    // another process would: only the invalidation tells this server.
+    let redis = RedisServer::start_single();
+    let (proxy, gate) = resp3_gate_proxy(redis.port).await;
+    let app = TestApp::start_on(redis, |cfg| {
+        cfg.redis_url = Some(format!("redis://127.0.0.1:{proxy}"));
+        // The home cache's connection would be held back too.
+        cfg.home_cache = 0;
+    })
+    .await;
+    let (aid, author) = app.user("keeper").await;
+    let (bid, liker) = app.user("fan").await;
+    let keys = Keys::new(&app.cfg.key_prefix);
+    let hide = keys.hide(bid.parse().unwrap());
+    let account = keys.user(aid.parse().unwrap());
+    let first = app.say(&author, "warm-up").await;
+    let hand = |args: &[&str]| {
+        let mut cmd = redis::cmd(args[0]);
+        for a in &args[1..] {
+            cmd.arg(*a);
+        }
+        let _: redis::Value = cmd.query(&mut app.redis.conn()).unwrap();
+    };
+    let settle = || tokio::time::sleep(Duration::from_millis(150));
+    let app = &app;
+    let like = |sid: String| {
+        let path = format!("/api/v1/statuses/{sid}/like");
+        let liker = liker.clone();
+        async move { app.call(Method::POST, &path, Some(&liker), None).await.0 }
+    };
+    let blocked: [&str; 4] = ["HSET", &hide, &aid, "2:1000000"];
+    let private: [&str; 4] = ["HSET", &account, "private", "1"];
+
+    // A hit after a change whose invalidation is held back waits for its
+    // PING, which comes back behind the invalidation.
+    for (round, change) in [blocked, private].iter().enumerate() {
+        let sid = app.say(&author, &format!("round {round}")).await;
+        view_cache_warm(app, &liker, &first).await;
+        gate.close();
+        hand(change);
+        let (status, _) = tokio::join!(like(sid.clone()), async {
+            settle().await;
+            gate.open();
+        });
+        assert_eq!(
+            status,
+            StatusCode::NOT_FOUND,
+            "hit after a change, round {round}"
+        );
+        hand(&["HDEL", &hide, &aid]);
+        hand(&["HSET", &account, "private", "0"]);
+        settle().await;
+        assert_eq!(like(sid).await, StatusCode::OK, "round {round} undone");
+    }
+
+    // A fill overtaken by a change: Redis answers the fill, then the
+    // change's invalidation follows in the same batch. The answer may serve
+    // the like that asked, but must not stay in the cache.
+    let (one, two) = (
+        app.say(&author, "overtaken").await,
+        app.say(&author, "after").await,
+    );
+    view_cache_warm(app, &liker, &first).await;
+    hand(&["HSET", &hide, "1", "4:1"]); // a mute of no one: the HASH is a miss
+    settle().await;
+    gate.close();
+    let (status, _) = tokio::join!(like(one), async {
+        settle().await; // the fill has run at Redis
+        hand(&blocked);
+        settle().await;
+        gate.open();
+    });
+    assert!(
+        status == StatusCode::OK || status == StatusCode::NOT_FOUND,
+        "{status}"
+    );
+    assert_eq!(
+        like(two).await,
+        StatusCode::NOT_FOUND,
+        "after an overtaken fill"
     );
 }

@@ -435,6 +435,8 @@ async fn a_home_cache_whose_invalidations_come_late_still_answers_fresh_reads() 
     let (proxy, gate) = resp3_gate_proxy(redis.port).await;
     let app = TestApp::start_on(redis, |cfg| {
         cfg.redis_url = Some(format!("redis://127.0.0.1:{proxy}"));
+        // The view cache's connection would be held back too.
+        cfg.view_cache = 0;
     })
     .await;
     let (uid, token) = app.user("tardy").await;
