@@ -12,7 +12,8 @@
 //! evicted per new one; Redis keeps one tracking-table entry per key read
 //! over the link. Not used on a Redis Cluster.
 
-use super::tracked::{Tracked, RESPONSE_TIMEOUT};
+use super::tracked::Tracked;
+use super::StoreResult;
 use crate::metrics;
 use redis::{Client, Script};
 use std::sync::Arc;
@@ -61,38 +62,47 @@ impl HomeCache {
 
     /// The ids at ranks `0..=stop` of the home at `key`, newest first, as
     /// `script` (`home_ids.lua`) reads them, from the cache or over the
-    /// link; `None` when there is no link or the head is longer than
-    /// [`MAX_IDS`] (the caller reads from Redis).
-    pub async fn head(&self, key: &str, stop: isize, script: &Script) -> Option<Arc<[u64]>> {
+    /// link; `Ok(None)` when there is no link (or it broke) or the head is
+    /// longer than [`MAX_IDS`] (the caller reads from Redis), an error when
+    /// Redis did not answer the link in time.
+    pub async fn head(
+        &self,
+        key: &str,
+        stop: isize,
+        script: &Script,
+    ) -> StoreResult<Option<Arc<[u64]>>> {
         if stop >= MAX_IDS as isize {
-            return None;
+            return Ok(None);
         }
-        let link = self.tracked.link()?;
+        let Some(link) = self.tracked.link() else {
+            return Ok(None);
+        };
         let k = key.as_bytes();
         let m = metrics::global();
         if self.tracked.held(&link, k).is_some_and(|h| h.stop == stop) {
-            if let Some(head) = self.tracked.hit(&link, k).await {
-                if head.stop == stop {
+            match self.tracked.hit(&link, k).await {
+                Ok(Some(head)) if head.stop == stop => {
                     metrics::inc(&m.home_cache_hits, 1);
-                    return Some(head.ids);
+                    return Ok(Some(head.ids));
+                }
+                Ok(_) => {}
+                Err(failed) => {
+                    failed.fallback()?;
+                    return Ok(None);
                 }
             }
-            self.tracked.link()?;
         }
         let token = self.tracked.reserve(k);
         let mut conn = link.conn();
-        let read = tokio::time::timeout(
-            RESPONSE_TIMEOUT,
-            script
-                .key(key)
-                .arg(0)
-                .arg(stop)
-                .invoke_async::<String>(&mut conn),
-        )
-        .await;
-        let Ok(Ok(joined)) = read else {
-            self.tracked.lose(&link);
-            return None;
+        let mut invocation = script.key(key);
+        invocation.arg(0).arg(stop);
+        let read = invocation.invoke_async::<String>(&mut conn);
+        let joined = match self.tracked.timed(&link, read).await {
+            Ok(joined) => joined,
+            Err(failed) => {
+                failed.fallback()?;
+                return Ok(None);
+            }
         };
         let ids: Arc<[u64]> = split_ids(&joined).into();
         metrics::inc(&m.home_cache_fills, 1);
@@ -105,6 +115,6 @@ impl HomeCache {
                 ids: ids.clone(),
             },
         );
-        Some(ids)
+        Ok(Some(ids))
     }
 }

@@ -68,7 +68,7 @@ impl Store {
     pub async fn relation_bits(&self, viewer: u64, other: u64) -> StoreResult<u8> {
         let key = self.keys.hide(viewer);
         if !self.view_cache.many(&key) {
-            if let Some(views) = self.view_cache.get(&[(&key, Kind::Hides)]).await {
+            if let Some(views) = self.view_cache.get(&[(&key, Kind::Hides)]).await? {
                 if let Some(hides) = views[0].hides() {
                     return Ok(hides.bits(other));
                 }
@@ -86,7 +86,7 @@ impl Store {
         let (user_key, hide_key) = (self.keys.user(uid), self.keys.hide(viewer));
         if !self.view_cache.many(&hide_key) {
             let keys = [(&*user_key, Kind::User), (&*hide_key, Kind::Hides)];
-            if let Some(views) = self.view_cache.get(&keys).await {
+            if let Some(views) = self.view_cache.get(&keys).await? {
                 if let Some(hides) = views[1].hides() {
                     let user = views[0].user(false).ok_or(StoreError::NotFound("user"))?;
                     return Ok((user, hides.bits(uid)));
@@ -107,7 +107,7 @@ impl Store {
     pub async fn hides(&self, uid: u64) -> StoreResult<Hides> {
         let key = self.keys.hide(uid);
         if !self.view_cache.many(&key) {
-            if let Some(views) = self.view_cache.get(&[(&key, Kind::Hides)]).await {
+            if let Some(views) = self.view_cache.get(&[(&key, Kind::Hides)]).await? {
                 if let Some(hides) = views[0].hides() {
                     return Ok(Hides::clone(hides));
                 }

@@ -334,7 +334,7 @@ impl Store {
             let cached = if start == 0 {
                 self.home_cache
                     .head(&key, chunk - 1, &self.scripts.home_ids)
-                    .await
+                    .await?
             } else {
                 None
             };

@@ -57,14 +57,39 @@ enum Entry<V> {
     Ready { link: u64, value: V },
 }
 
+/// How a wait on the link ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Passage {
+    /// The barrier (or the read) came back: what is held is fresh.
+    Passed,
+    /// The link broke (closed, or an error): read Redis the ordinary way.
+    Lost,
+    /// Redis did not answer within [`RESPONSE_TIMEOUT`]: it is unavailable,
+    /// and an ordinary read would wait as long again.
+    TimedOut,
+}
+
+impl Passage {
+    /// The caller's answer when the wait did not pass: `Ok` to read Redis
+    /// directly, `Err` when Redis did not answer in time.
+    pub fn fallback(self) -> Result<(), super::StoreError> {
+        match self {
+            Passage::TimedOut => Err(super::StoreError::Unavailable(
+                "Redis did not answer the cache's connection in time".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The `PING` round trips that order a hit after every earlier write.
 struct Barrier {
     /// PINGs sent so far (the number of the latest).
     issued: AtomicU64,
     /// Asks the barrier task for a new PING.
     wake: Notify,
-    /// The latest PING answered, and whether the link has broken.
-    done: watch::Sender<(u64, bool)>,
+    /// The latest PING answered, and how the link failed if it did.
+    done: watch::Sender<(u64, Option<Passage>)>,
 }
 
 impl Barrier {
@@ -72,34 +97,36 @@ impl Barrier {
         Barrier {
             issued: AtomicU64::new(0),
             wake: Notify::new(),
-            done: watch::channel((0, false)).0,
+            done: watch::channel((0, None)).0,
         }
     }
 
-    /// Waits for a PING sent after this call began to come back; `false`
-    /// when the link broke instead.
-    async fn pass(&self) -> bool {
+    /// Waits for a PING sent after this call began to come back, or for
+    /// the link to fail.
+    async fn pass(&self) -> Passage {
         let mut done = self.done.subscribe();
         // A PING numbered above the one issued now is sent after now.
         let target = self.issued.load(Ordering::SeqCst) + 1;
         self.wake.notify_one();
-        let passed = match done
-            .wait_for(|&(seen, broken)| broken || seen >= target)
+        let passage = match done
+            .wait_for(|&(seen, failed)| failed.is_some() || seen >= target)
             .await
         {
-            Ok(state) => !state.1,
-            Err(_) => false,
+            Ok(state) => state.1.unwrap_or(Passage::Passed),
+            Err(_) => Passage::Lost,
         };
-        passed
+        passage
     }
 
-    fn break_off(&self) {
-        self.done.send_modify(|state| state.1 = true);
+    fn break_off(&self, how: Passage) {
+        self.done.send_modify(|state| {
+            state.1.get_or_insert(how);
+        });
         self.wake.notify_one();
     }
 
     fn broken(&self) -> bool {
-        self.done.borrow().1
+        self.done.borrow().1.is_some()
     }
 
     /// The barrier task: one PING per wake-up, for every read waiting then.
@@ -115,19 +142,23 @@ impl Barrier {
                 return;
             }
             let number = self.issued.fetch_add(1, Ordering::SeqCst) + 1;
-            let answered = matches!(
-                tokio::time::timeout(
-                    RESPONSE_TIMEOUT,
-                    redis::cmd("PING").query_async::<Value>(&mut conn)
-                )
-                .await,
-                Ok(Ok(_))
-            );
+            let failure = match tokio::time::timeout(
+                RESPONSE_TIMEOUT,
+                redis::cmd("PING").query_async::<Value>(&mut conn),
+            )
+            .await
+            {
+                Ok(Ok(_)) => None,
+                Ok(Err(e)) if !e.is_timeout() => Some(Passage::Lost),
+                _ => Some(Passage::TimedOut),
+            };
             self.done.send_modify(|state| {
                 state.0 = number;
-                state.1 |= !answered;
+                if let Some(how) = failure {
+                    state.1.get_or_insert(how);
+                }
             });
-            if !answered {
+            if failure.is_some() {
                 return;
             }
         }
@@ -148,9 +179,9 @@ impl Link {
     }
 
     /// Waits until every write completed before this call is applied to
-    /// the cache (a `PING` shared with every read waiting); `false` when the
-    /// link broke instead.
-    pub async fn pass(&self) -> bool {
+    /// the cache (a `PING` shared with every read waiting), or the link
+    /// fails.
+    async fn pass(&self) -> Passage {
         self.barrier.pass().await
     }
 }
@@ -196,7 +227,7 @@ impl<V> Shared<V> {
     fn lose(&self, id: u64) {
         let mut link = lock(&self.link);
         if let Some(current) = link.as_ref().filter(|l| l.id == id) {
-            current.barrier.break_off();
+            current.barrier.break_off(Passage::Lost);
             *link = None;
             tracing::warn!(
                 cache = self.name,
@@ -275,15 +306,42 @@ impl<V: Clone + Send + 'static> Tracked<V> {
     }
 
     /// The value held for `key`, as fresh as a read from Redis begun now:
-    /// looked up, then confirmed after the barrier; `None` on a miss (or a
-    /// broken link, which is given up).
-    pub async fn hit(&self, link: &Link, key: &[u8]) -> Option<V> {
-        self.held(link, key)?;
-        if !link.pass().await {
-            self.lose(link);
-            return None;
+    /// looked up, then confirmed after the barrier; `Ok(None)` on a miss,
+    /// the failure when the link failed (it is given up).
+    pub async fn hit(&self, link: &Link, key: &[u8]) -> Result<Option<V>, Passage> {
+        if self.held(link, key).is_none() {
+            return Ok(None);
         }
-        self.held(link, key)
+        self.pass(link).await?;
+        Ok(self.held(link, key))
+    }
+
+    /// `read` (a command sent over `link`'s connection) within
+    /// [`RESPONSE_TIMEOUT`], giving the link up when it fails.
+    pub async fn timed<T>(
+        &self,
+        link: &Link,
+        read: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, Passage> {
+        let failed = match tokio::time::timeout(RESPONSE_TIMEOUT, read).await {
+            Ok(Ok(v)) => return Ok(v),
+            Ok(Err(e)) if !e.is_timeout() => Passage::Lost,
+            // The connection's own response timeout, or this one.
+            _ => Passage::TimedOut,
+        };
+        self.lose(link);
+        Err(failed)
+    }
+
+    /// [`Link::pass`], giving the link up when it failed.
+    pub async fn pass(&self, link: &Link) -> Result<(), Passage> {
+        match link.pass().await {
+            Passage::Passed => Ok(()),
+            failed => {
+                self.lose(link);
+                Err(failed)
+            }
+        }
     }
 
     /// Marks `key` as being read (evicting an arbitrary entry when full);

@@ -104,7 +104,7 @@ impl Store {
     /// The user with this id.
     pub async fn user(&self, uid: u64) -> StoreResult<User> {
         let key = self.keys.user(uid);
-        if let Some(views) = self.view_cache.get(&[(&key, Kind::User)]).await {
+        if let Some(views) = self.view_cache.get(&[(&key, Kind::User)]).await? {
             return views[0].user(false).ok_or(StoreError::NotFound("user"));
         }
         let mut conn = self.conn();
@@ -116,7 +116,7 @@ impl Store {
     /// operator's tools).
     pub async fn user_any(&self, uid: u64) -> StoreResult<User> {
         let key = self.keys.user(uid);
-        if let Some(views) = self.view_cache.get(&[(&key, Kind::User)]).await {
+        if let Some(views) = self.view_cache.get(&[(&key, Kind::User)]).await? {
             return views[0].user(true).ok_or(StoreError::NotFound("user"));
         }
         let mut conn = self.conn();

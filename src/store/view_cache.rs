@@ -13,7 +13,8 @@
 //! such and read field by field from Redis, as without the cache). Not used
 //! on a Redis Cluster.
 
-use super::tracked::{Link, Tracked, RESPONSE_TIMEOUT};
+use super::tracked::{Link, Passage, Tracked};
+use super::StoreResult;
 use crate::hides::Hides;
 use crate::metrics;
 use crate::model::User;
@@ -104,18 +105,25 @@ impl ViewCache {
     /// The HASHes at `keys` (each of its kind), as fresh as reads from Redis
     /// begun now, in order: those held after one barrier, the others read
     /// over the link in one pipeline (whose answer is the barrier of the
-    /// held ones). `None` without a link or when it fails.
-    pub async fn get(&self, keys: &[(&str, Kind)]) -> Option<Vec<View>> {
-        let link = self.tracked.link()?;
+    /// held ones). `Ok(None)` without a link or when it broke (the caller
+    /// reads Redis), an error when Redis did not answer the link in time.
+    pub async fn get(&self, keys: &[(&str, Kind)]) -> StoreResult<Option<Vec<View>>> {
+        let Some(link) = self.tracked.link() else {
+            return Ok(None);
+        };
+        match self.read(&link, keys).await {
+            Ok(views) => Ok(Some(views)),
+            Err(failed) => failed.fallback().map(|()| None),
+        }
+    }
+
+    async fn read(&self, link: &Link, keys: &[(&str, Kind)]) -> Result<Vec<View>, Passage> {
         let m = metrics::global();
-        let held = |key: &str| self.tracked.held(&link, key.as_bytes());
+        let held = |key: &str| self.tracked.held(link, key.as_bytes());
         // Candidates until a barrier confirms them.
         let mut found: Vec<Option<View>> = keys.iter().map(|(k, _)| held(k)).collect();
         if found.iter().all(Option::is_some) {
-            if !link.pass().await {
-                self.tracked.lose(&link);
-                return None;
-            }
+            self.tracked.pass(link).await?;
             found = keys.iter().map(|(k, _)| held(k)).collect();
         }
         let mut hits = found.iter().filter(|f| f.is_some()).count();
@@ -127,7 +135,7 @@ impl ViewCache {
             if missing.is_empty() {
                 break;
             }
-            let read = self.fill(&link, keys, &missing).await?;
+            let read = self.fill(link, keys, &missing).await?;
             metrics::inc(&m.view_cache_fills, missing.len() as u64);
             if !sure {
                 // The fill was sent after the read began: a barrier.
@@ -144,7 +152,10 @@ impl ViewCache {
             }
         }
         metrics::inc(&m.view_cache_hits, hits as u64);
-        found.into_iter().collect()
+        found
+            .into_iter()
+            .collect::<Option<Vec<View>>>()
+            .ok_or(Passage::Lost)
     }
 
     /// Reads `keys[i]` for each `i` of `missing` over the link, keeping
@@ -154,7 +165,7 @@ impl ViewCache {
         link: &Link,
         keys: &[(&str, Kind)],
         missing: &[usize],
-    ) -> Option<Vec<View>> {
+    ) -> Result<Vec<View>, Passage> {
         let mut pipe = redis::pipe();
         let mut tokens = Vec::with_capacity(missing.len());
         for &i in missing {
@@ -162,15 +173,10 @@ impl ViewCache {
             pipe.cmd("HGETALL").arg(keys[i].0);
         }
         let mut conn = link.conn();
-        let read = tokio::time::timeout(
-            RESPONSE_TIMEOUT,
-            pipe.query_async::<Vec<Vec<(String, String)>>>(&mut conn),
-        )
-        .await;
-        let Ok(Ok(hashes)) = read else {
-            self.tracked.lose(link);
-            return None;
-        };
+        let hashes: Vec<Vec<(String, String)>> = self
+            .tracked
+            .timed(link, pipe.query_async(&mut conn))
+            .await?;
         let mut views = Vec::with_capacity(missing.len());
         for ((&i, token), fields) in missing.iter().zip(tokens).zip(hashes) {
             let (key, kind) = keys[i];
@@ -191,6 +197,6 @@ impl ViewCache {
             self.tracked.keep(link, key.as_bytes(), token, kept);
             views.push(used);
         }
-        Some(views)
+        Ok(views)
     }
 }
