@@ -123,8 +123,15 @@ async fn a_like_left_half_done_by_an_earlier_version_never_undoes_a_later_unlike
     };
     let k = firehose::store::keys::like_part(uid, status);
     let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
-    // Numbered below anything drawn since (the partition's first number).
-    let member = format!("{k}|{}", serde_json::to_string(&left).unwrap());
+    // Numbered as the earlier version numbered it: drawn from the
+    // partition's counter, so below anything drawn since (never 0, which
+    // no op is: `like.lua` reads 0 as "no change yet").
+    let drawn: u64 = redis::cmd("INCR")
+        .arg(keys.part_next_op(k))
+        .query(&mut app.redis.conn())
+        .unwrap();
+    let n = drawn * firehose::store::keys::OUTBOX_PARTS as u64 + k as u64;
+    let member = format!("{n}|{}", serde_json::to_string(&left).unwrap());
     let _: () = redis::cmd("ZADD")
         .arg(keys.part_outbox(k))
         .arg(0)
