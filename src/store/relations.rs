@@ -67,12 +67,8 @@ impl Store {
     /// The relation bits `viewer` holds about `other` (`crate::hides`).
     pub async fn relation_bits(&self, viewer: u64, other: u64) -> StoreResult<u8> {
         let key = self.keys.hide(viewer);
-        if !self.view_cache.many(&key) {
-            if let Some(views) = self.view_cache.get(&[(&key, Kind::Hides)]).await? {
-                if let Some(hides) = views[0].hides() {
-                    return Ok(hides.bits(other));
-                }
-            }
+        if let Some(hides) = self.view_cache.hides(&key).await? {
+            return Ok(hides.bits(other));
         }
         let mut conn = self.conn();
         let v: Option<String> = conn.hget(key, other).await?;
@@ -106,12 +102,8 @@ impl Store {
     /// Every hiding relation of `uid`, with the counter it was read at.
     pub async fn hides(&self, uid: u64) -> StoreResult<Hides> {
         let key = self.keys.hide(uid);
-        if !self.view_cache.many(&key) {
-            if let Some(views) = self.view_cache.get(&[(&key, Kind::Hides)]).await? {
-                if let Some(hides) = views[0].hides() {
-                    return Ok(Hides::clone(hides));
-                }
-            }
+        if let Some(hides) = self.view_cache.hides(&key).await? {
+            return Ok(Hides::clone(&hides));
         }
         let mut conn = self.conn();
         let fields: Vec<(String, String)> = conn.hgetall(key).await?;

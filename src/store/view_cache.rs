@@ -102,6 +102,17 @@ impl ViewCache {
         })
     }
 
+    /// The hide HASH at `key` in whole, held or read over the link;
+    /// `Ok(None)` when the caller reads Redis (no link, or a HASH too large
+    /// to keep).
+    pub async fn hides(&self, key: &str) -> StoreResult<Option<Arc<Hides>>> {
+        if self.many(key) {
+            return Ok(None);
+        }
+        let views = self.get(&[(key, Kind::Hides)]).await?;
+        Ok(views.and_then(|v| v[0].hides().cloned()))
+    }
+
     /// The HASHes at `keys` (each of its kind), as fresh as reads from Redis
     /// begun now, in order: those held after one barrier, the others read
     /// over the link in one pipeline (whose answer is the barrier of the
