@@ -86,3 +86,18 @@ pub(crate) async fn resp3_gate_proxy(upstream: u16) -> (u16, Gate) {
     });
     (port, gate)
 }
+
+/// A server on its own Redis reached through [`resp3_gate_proxy`], so a
+/// test can hold back what Redis sends its tracking connections; `tweak`
+/// as [`TestApp::start_on`] takes it (to turn the other cache off, whose
+/// connection would be held back too).
+pub(crate) async fn gated_app(tweak: impl FnOnce(&mut Config)) -> (TestApp, Gate) {
+    let redis = RedisServer::start_single();
+    let (proxy, gate) = resp3_gate_proxy(redis.port).await;
+    let app = TestApp::start_on(redis, |cfg| {
+        cfg.redis_url = Some(format!("redis://127.0.0.1:{proxy}"));
+        tweak(cfg);
+    })
+    .await;
+    (app, gate)
+}

@@ -2,9 +2,7 @@
 //! every stream kind, and how they race follows and fan-out.
 
 use crate::assert_error;
-use crate::common::{
-    home_in_redis, ids, resp3_gate_proxy, ws_connect, ws_next, ws_send, RedisServer, TestApp,
-};
+use crate::common::{gated_app, home_in_redis, ids, ws_connect, ws_next, ws_send, TestApp};
 use firehose::store::keys::Keys;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -831,14 +829,7 @@ async fn a_view_cache_whose_invalidations_come_late_still_refuses_a_blocked_like
     // connection (RESP3), invalidations included, while the server's other
     // connections run freely. Blocks and privacy are written by hand, as
     // another process would: only the invalidation tells this server.
-    let redis = RedisServer::start_single();
-    let (proxy, gate) = resp3_gate_proxy(redis.port).await;
-    let app = TestApp::start_on(redis, |cfg| {
-        cfg.redis_url = Some(format!("redis://127.0.0.1:{proxy}"));
-        // The home cache's connection would be held back too.
-        cfg.home_cache = 0;
-    })
-    .await;
+    let (app, gate) = gated_app(|cfg| cfg.home_cache = 0).await;
     let (aid, author) = app.user("keeper").await;
     let (bid, liker) = app.user("fan").await;
     let keys = Keys::new(&app.cfg.key_prefix);

@@ -1,7 +1,7 @@
 //! Timeline pages and the home timeline cap.
 
 use crate::assert_error;
-use crate::common::{home_in_redis, resp3_gate_proxy, RedisServer, TestApp};
+use crate::common::{gated_app, home_in_redis, RedisServer, TestApp};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
@@ -431,14 +431,7 @@ async fn a_home_cache_whose_invalidations_come_late_still_answers_fresh_reads() 
     // A gate holds back what Redis sends the home cache's tracking
     // connection (RESP3), invalidations included, while the server's other
     // connections run freely.
-    let redis = RedisServer::start_single();
-    let (proxy, gate) = resp3_gate_proxy(redis.port).await;
-    let app = TestApp::start_on(redis, |cfg| {
-        cfg.redis_url = Some(format!("redis://127.0.0.1:{proxy}"));
-        // The view cache's connection would be held back too.
-        cfg.view_cache = 0;
-    })
-    .await;
+    let (app, gate) = gated_app(|cfg| cfg.view_cache = 0).await;
     let (uid, token) = app.user("tardy").await;
     for i in 0..3 {
         app.say(&token, &format!("early {i}")).await;
