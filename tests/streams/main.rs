@@ -159,6 +159,33 @@ async fn events_published_together_in_one_message_reach_each_stream_once_in_orde
     fire.assert_quiet(SHORT).await;
     own.assert_quiet(SHORT).await;
 
+    // A batch mixing a marked op, a new one and the new one named again:
+    // only the new one's first mention emits, and it is marked after.
+    let mixed = || {
+        let mut call = script.prepare_invoke();
+        call.key(keys.emitted())
+            .key(keys.events())
+            .arg(1000)
+            .arg(keys.channel());
+        for op in [9_000_001u64, 9_000_065, 9_000_065] {
+            call.arg(op).arg(1).arg(delete(&one));
+        }
+        let firsts: Vec<String> = call.invoke(&mut app.redis.conn()).unwrap();
+        firsts
+    };
+    let firsts = mixed();
+    assert!(
+        firsts[0].is_empty() && !firsts[1].is_empty() && firsts[2].is_empty(),
+        "{firsts:?}"
+    );
+    for s in [&mut fire, &mut own] {
+        let m = s.next_event("the new op's delete").await;
+        assert_eq!(m.id.as_deref(), Some(firsts[1].as_str()));
+        s.assert_quiet(SHORT).await;
+    }
+    assert_eq!(mixed(), ["", "", ""], "every op of the batch is marked");
+    fire.assert_quiet(SHORT).await;
+
     // A batch of follows (on one Redis one script, its events in one
     // message) and a post with a mention (its status and mention events).
     let (idc, _) = app.user("batched_too").await;

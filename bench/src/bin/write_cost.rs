@@ -106,6 +106,28 @@ fn breakdown(n: usize, a: &[Node], b: &[Node]) {
     };
     println!("    µs per write in: {}", top(|node| &node.usec));
     println!("    commands per write: {}", top(|node| &node.calls_of));
+    if a.len() > 1 {
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            let mut per: Vec<(&str, f64)> = y
+                .calls_of
+                .iter()
+                .map(|(name, v)| {
+                    (
+                        name.as_str(),
+                        v - x.calls_of.get(name).copied().unwrap_or(0.0),
+                    )
+                })
+                .filter(|(_, v)| *v > 0.0)
+                .collect();
+            per.sort_by(|p, q| q.1.total_cmp(&p.1));
+            let line: Vec<String> = per
+                .iter()
+                .take(10)
+                .map(|(name, v)| format!("{name} {:.2}", v / n))
+                .collect();
+            println!("    node {i}, commands per write: {}", line.join(", "));
+        }
+    }
 }
 
 /// One node's share of a phase.

@@ -1,12 +1,14 @@
 -- emit_once: emits the events of partitioned outbox ops (store::outbox),
--- each op's once: only the call that sets an op's mark appends its events,
--- so a rerun of the op's chain (a worker finishing a dead request's write)
+-- each op's once: only the call that marks an op appends its events, so a
+-- rerun of the op's chain (a worker finishing a dead request's write)
 -- announces nothing twice. The mark lives until the sweeper forgets it, a
 -- while after `op_retire.lua` retired the op in its partition (and queued
 -- its fan-out tasks there). One call carries the ops of every write of the
 -- process that reached this step while the previous call was under way
 -- (store::emitter), and publishes their events in one message, one JSON a
--- line (the hub splits it).
+-- line (the hub splits it). The marks are read in one HMGET and set in one
+-- HSET, so a batch costs the slot two commands for its marks, not one per
+-- op (an op named twice in a batch is emitted by its first mention).
 --
 -- Atomic: the marks, the appends and the publish happen together, and each
 -- published JSON carries the id its event got in the buffer. One slot:
@@ -17,21 +19,36 @@
 -- of its events, and the e event bodies (JSON without "id")
 -- Returns per op the id of its first event, or "" when its events went out
 -- before (or it has none).
-local firsts, published = {}, {}
+local ops, at = {}, {}
 local i = 3
 while i <= #ARGV do
-  local op, e = ARGV[i], tonumber(ARGV[i + 1])
+  ops[#ops + 1] = ARGV[i]
+  at[#at + 1] = i
+  i = i + 2 + tonumber(ARGV[i + 1])
+end
+if #ops == 0 then
+  return {}
+end
+local marked = redis.call('HMGET', KEYS[1], unpack(ops))
+local firsts, published, marks, seen = {}, {}, {}, {}
+for n, op in ipairs(ops) do
   local first = ''
-  if redis.call('HSETNX', KEYS[1], op, 1) == 1 then
-    for j = i + 2, i + 1 + e do
-      local body = ARGV[j]
+  if not marked[n] and not seen[op] then
+    seen[op] = true
+    marks[#marks + 1] = op
+    marks[#marks + 1] = 1
+    local j = at[n]
+    for k = j + 2, j + 1 + tonumber(ARGV[j + 1]) do
+      local body = ARGV[k]
       local eid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'e', body)
       if first == '' then first = eid end
       published[#published + 1] = '{"id":"' .. eid .. '",' .. body:sub(2)
     end
   end
   firsts[#firsts + 1] = first
-  i = i + 2 + e
+end
+if #marks > 0 then
+  redis.call('HSET', KEYS[1], unpack(marks))
 end
 if #published > 0 then
   redis.call('PUBLISH', ARGV[2], table.concat(published, '\n'))
