@@ -10,7 +10,9 @@
 #   cargo build --release -p firehose -p firehose-bench && bench/write_cost.sh [one|cluster|both|replicas]
 #
 # WRITE_COST_ARGS=--breakdown prints the microseconds per command per write;
-# REDIS_ARGS are passed to every redis-server (e.g. a Redis setting to weigh).
+# REDIS_ARGS are passed to every redis-server (e.g. a Redis setting to weigh);
+# G_WEIGHT=0.75 gives the master that owns {g} that weight in the cluster's
+# slots (`redis-cli --cluster rebalance --cluster-weight`), the others 1.
 set -euo pipefail
 mode=${1:-both}
 bin=${FIREHOSE_BIN:-target/release/firehose}
@@ -46,6 +48,16 @@ if [[ $mode == cluster || $mode == both ]]; then
   for p in 7101 7102 7103; do redis "$p" cluster; done
   redis-cli --cluster create 127.0.0.1:7101 127.0.0.1:7102 127.0.0.1:7103 --cluster-replicas 0 --cluster-yes >/dev/null
   until redis-cli -p 7101 cluster info | grep -q 'cluster_state:ok'; do sleep 0.2; done
+  if [[ -n ${G_WEIGHT:-} ]]; then
+    # The master that owns {g} gets a share of the slots weighted G_WEIGHT
+    # against 1 for the others (docs/operations.md, *The {g} master*).
+    slot=$(redis-cli -p 7101 cluster keyslot '{g}')
+    owner=$(redis-cli -p 7101 cluster nodes | awk -v s="$slot" '{
+      for (i = 9; i <= NF; i++) { n = split($i, r, "-"); if (n == 1) r[2] = r[1]; if (s >= r[1] + 0 && s <= r[2] + 0) print $1 } }')
+    redis-cli --cluster rebalance 127.0.0.1:7101 --cluster-weight "$owner=$G_WEIGHT" --cluster-yes >/dev/null
+    until redis-cli --cluster check 127.0.0.1:7101 2>/dev/null | grep -q 'All 16384 slots covered'; do sleep 0.2; done
+    redis-cli --cluster info 127.0.0.1:7101 2>/dev/null | grep slots | sed 's/^/  /'
+  fi
   nodes=redis://127.0.0.1:7101,redis://127.0.0.1:7102,redis://127.0.0.1:7103
   serve 8102 --redis-cluster "$nodes"
   "$tool" --url http://127.0.0.1:8102 --nodes "$nodes" ${WRITE_COST_ARGS:-}

@@ -125,7 +125,11 @@ fn breakdown(n: usize, a: &[Node], b: &[Node]) {
                 .take(10)
                 .map(|(name, v)| format!("{name} {:.2}", v / n))
                 .collect();
-            println!("    node {i}, commands per write: {}", line.join(", "));
+            println!(
+                "    node {i}, {:.1} µs Redis CPU and commands per write: {}",
+                (y.cpu - x.cpu) * 1e6 / n,
+                line.join(", ")
+            );
         }
     }
 }
