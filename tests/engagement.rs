@@ -303,6 +303,158 @@ async fn mentions_fill_a_timeline_and_reach_the_mentioned_users_stream() {
     assert_eq!(ids(&mine), Vec::<String>::new());
 }
 
+/// Hashtags are counted in the trending partition of each (no write goes
+/// to one trending slot): a status whose tags fall in two partitions is
+/// counted in both, the top of the partitions' tops is the top of all, and
+/// a delete takes it out of both.
+#[tokio::test]
+async fn trends_are_counted_in_each_hashtags_partition_and_merged_in_order() {
+    let app = TestApp::start().await;
+    let (_, at) = app.user("spreader").await;
+    let part = firehose::store::keys::trend_part;
+    // Three tags, the first two in different partitions.
+    let a = "alpha".to_string();
+    let b = (0..)
+        .map(|i| format!("beta{i}"))
+        .find(|t| part(t) != part(&a))
+        .unwrap();
+    let c = (0..)
+        .map(|i| format!("gamma{i}"))
+        .find(|t| part(t) != part(&a) && part(t) != part(&b))
+        .unwrap();
+    let both = app.say(&at, &format!("#{a} and #{b}")).await;
+    app.say(&at, &format!("#{a} again")).await;
+    app.say(&at, &format!("#{a} thrice, #{c}")).await;
+    app.say(&at, &format!("#{b} twice")).await;
+    let (_, trends) = app.get("/api/v1/trends/tags?window=60", None).await;
+    assert_eq!(
+        trend_counts(&trends),
+        vec![(a.clone(), 3), (b.clone(), 2), (c.clone(), 1)],
+        "by count, across partitions"
+    );
+    let (_, top) = app.get("/api/v1/trends/tags?window=60&limit=2", None).await;
+    assert_eq!(trend_counts(&top), vec![(a.clone(), 3), (b.clone(), 2)]);
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let minute = firehose::model::now() as u64 / 60;
+    let mut conn = app.redis.conn();
+    for m in [minute - 1, minute] {
+        let old: bool = redis::cmd("EXISTS")
+            .arg(keys.legacy_trend_bucket(m))
+            .query(&mut conn)
+            .unwrap();
+        assert!(!old, "nothing is counted in the one trending slot");
+    }
+    app.delete(&format!("/api/v1/statuses/{both}"), Some(&at))
+        .await;
+    let mut after = Vec::new();
+    for _ in 0..40 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let (_, t) = app.get("/api/v1/trends/tags?window=60", None).await;
+        after = trend_counts(&t);
+        if after.contains(&(a.clone(), 2)) {
+            break;
+        }
+    }
+    // Ties in the order ZREVRANGE gives them (by tag, descending).
+    assert_eq!(
+        after,
+        vec![(a, 2), (c, 1), (b, 1)],
+        "out of both partitions"
+    );
+}
+
+/// Trending buckets the first layout kept in one slot (`{trends}`) are
+/// moved to the hashtags' partitions before this version serves (data
+/// move 8): their counts trend as before, a second move adds nothing, and
+/// deleting a status counted before the move takes its tags out.
+#[tokio::test]
+async fn trending_buckets_kept_in_one_slot_are_moved_to_the_partitions() {
+    let app = TestApp::start().await;
+    let (_, at) = app.user("old_trender").await;
+    let sid = app.say(&at, "posted before the upgrade").await;
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let mut conn = app.redis.conn();
+    let status_key = format!("{}:status:{{s{sid}}}", app.cfg.key_prefix);
+    let posted: f64 = redis::cmd("HGET")
+        .arg(&status_key)
+        .arg("posted")
+        .query(&mut conn)
+        .unwrap();
+    let minute = posted as u64 / 60;
+    // What the first layout held: this status counted for #oldtag, and
+    // other statuses for #oldtag and #othertag, in the status's minute.
+    let (bucket, seen) = (
+        keys.legacy_trend_bucket(minute),
+        keys.legacy_trend_seen(minute),
+    );
+    let _: () = redis::pipe()
+        .cmd("ZADD")
+        .arg(&bucket)
+        .arg(3)
+        .arg("oldtag")
+        .arg(2)
+        .arg("othertag")
+        .ignore()
+        .cmd("SADD")
+        .arg(&seen)
+        .arg(&sid)
+        .arg("1")
+        .arg("2")
+        .ignore()
+        .cmd("EXPIRE")
+        .arg(&bucket)
+        .arg(3600)
+        .ignore()
+        .cmd("EXPIRE")
+        .arg(&seen)
+        .arg(3600)
+        .ignore()
+        .query(&mut conn)
+        .unwrap();
+    // Its hashtag, as the first layout's post stored it (the delete takes
+    // the status's tags from there).
+    let _: () = redis::cmd("HSET")
+        .arg(&status_key)
+        .arg("hashtags")
+        .arg(r#"["oldtag"]"#)
+        .query(&mut conn)
+        .unwrap();
+    app.forget_migrations();
+    app.migrate().await;
+    app.forget_migrations();
+    app.migrate().await;
+    let exists: bool = redis::cmd("EXISTS").arg(&bucket).query(&mut conn).unwrap();
+    assert!(!exists, "the old bucket is dropped");
+    let p = firehose::store::keys::trend_part("oldtag");
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(keys.trend_bucket(p, minute))
+        .query(&mut conn)
+        .unwrap();
+    assert!((3500..=3600).contains(&ttl), "the time it had left: {ttl}");
+    let (_, trends) = app.get("/api/v1/trends/tags?window=300", None).await;
+    assert_eq!(
+        trend_counts(&trends),
+        vec![("oldtag".to_string(), 3), ("othertag".to_string(), 2)],
+        "moved once, though the move ran twice"
+    );
+    app.delete(&format!("/api/v1/statuses/{sid}"), Some(&at))
+        .await;
+    let mut after = Vec::new();
+    for _ in 0..40 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let (_, t) = app.get("/api/v1/trends/tags?window=300", None).await;
+        after = trend_counts(&t);
+        if after.contains(&("oldtag".to_string(), 2)) {
+            break;
+        }
+    }
+    assert_eq!(
+        after,
+        vec![("othertag".to_string(), 2), ("oldtag".to_string(), 2)],
+        "the delete took the moved count out (ties by tag, descending)"
+    );
+}
+
 #[tokio::test]
 async fn hashtag_timelines_ignore_case_and_trends_count_a_sliding_window() {
     let app = TestApp::start().await;
@@ -336,8 +488,9 @@ async fn hashtag_timelines_ignore_case_and_trends_count_a_sliding_window() {
     let minute = firehose::model::now() as u64 / 60;
     let mut conn = app.redis.conn();
     let mut buckets = 0;
+    let p = firehose::store::keys::trend_part("rust");
     for m in [minute - 1, minute] {
-        for key in [keys.trend_bucket(m), keys.trend_seen(m)] {
+        for key in [keys.trend_bucket(p, m), keys.trend_seen(p, m)] {
             let ttl: i64 = redis::cmd("TTL").arg(&key).query(&mut conn).unwrap();
             assert_ne!(ttl, -1, "{key} has no TTL");
             buckets += usize::from(ttl > 0);

@@ -3,12 +3,13 @@
 //! A user's own keys share the hash tag `{<uid>}` (`fh:user:{42}`,
 //! `fh:user:{42}:home`, ...), a status's keys the tag `{s<id>}`, a
 //! hashtag's timeline the tag `{#<tag>}`, a login's or email's holder the
-//! value itself (`fh:name:{bob}`), the trending buckets `{trends}`, and the
-//! global keys (counters, the sessions' clean-up index, the event buffer,
-//! the outbox of sign-ups, the fan-out queue) the tag `{g}`, and each of
-//! the [`OUTBOX_PARTS`] outbox partitions (every other write, and the
-//! idempotency keys: `store::outbox`) a tag of its own, chosen so that the
-//! partitions' slots are spread evenly over the 16,384. Every Lua
+//! value itself (`fh:name:{bob}`), the global keys (counters, the sessions'
+//! clean-up index, the event buffer, the outbox of sign-ups, the fan-out
+//! queue) the tag `{g}`, and each of the [`OUTBOX_PARTS`] outbox partitions
+//! (every other write, and the idempotency keys: `store::outbox`) and of
+//! the [`TREND_PARTS`] trending partitions (a hashtag's counts: its
+//! [`trend_part`]) a tag of its own, chosen so that the partitions' slots
+//! are spread evenly over the 16,384. Every Lua
 //! script names keys of one of these slots only, so the whole product runs
 //! on a Redis Cluster.
 
@@ -19,12 +20,37 @@ use std::sync::Arc;
 /// partition (a different count would need every counter raised first).
 pub const OUTBOX_PARTS: usize = 32;
 
+/// How many trending partitions there are. Fixed: a hashtag's counts live
+/// in its partition ([`trend_part`]).
+pub const TREND_PARTS: usize = 16;
+
 /// Key builder for one configured prefix.
 #[derive(Debug, Clone)]
 pub struct Keys {
     prefix: String,
     /// Each outbox partition's hash tag (`o<j>`), in partition order.
     parts: Arc<[String]>,
+    /// Each trending partition's hash tag (`t<j>`), in partition order.
+    trend_parts: Arc<[String]>,
+}
+
+/// The trending partition of a hashtag (lowercased, without `#`): its
+/// CRC16 (the slot function's) over the partitions, stable across versions.
+pub fn trend_part(tag: &str) -> usize {
+    super::conn::slot(tag.as_bytes()) as usize % TREND_PARTS
+}
+
+/// `tags` grouped by trending partition, each group in the order given.
+pub fn trend_groups(tags: &[String]) -> Vec<(usize, Vec<String>)> {
+    let mut groups: Vec<(usize, Vec<String>)> = Vec::new();
+    for t in tags {
+        let p = trend_part(t);
+        match groups.iter_mut().find(|(q, _)| *q == p) {
+            Some((_, g)) => g.push(t.clone()),
+            None => groups.push((p, vec![t.clone()])),
+        }
+    }
+    groups
 }
 
 /// The outbox partition of every change between users `a` and `b`.
@@ -53,16 +79,16 @@ fn mix(a: u64, b: u64) -> usize {
     (z % OUTBOX_PARTS as u64) as usize
 }
 
-/// The hash tags of the outbox partitions: for partition `k`, the first
-/// `o<j>` whose slot lies in the `k`-th of [`OUTBOX_PARTS`] equal ranges of
-/// slots, so that any even split of the slots between masters splits the
-/// partitions evenly too.
-fn part_tags() -> Arc<[String]> {
-    let width = 16384 / OUTBOX_PARTS as u16;
-    (0..OUTBOX_PARTS as u16)
+/// The hash tags of `n` partitions named `<letter><j>`: for partition `k`,
+/// the first whose slot lies in the `k`-th of `n` equal ranges of slots, so
+/// that any even split of the slots between masters splits the partitions
+/// evenly too.
+fn part_tags(letter: char, n: usize) -> Arc<[String]> {
+    let width = 16384 / n as u16;
+    (0..n as u16)
         .map(|k| {
             (0u32..)
-                .map(|j| format!("o{j}"))
+                .map(|j| format!("{letter}{j}"))
                 .find(|tag| super::conn::slot(tag.as_bytes()) / width == k)
                 .expect("every range of slots has a tag")
         })
@@ -74,7 +100,8 @@ impl Keys {
     pub fn new(prefix: &str) -> Self {
         Keys {
             prefix: prefix.to_string(),
-            parts: part_tags(),
+            parts: part_tags('o', OUTBOX_PARTS),
+            trend_parts: part_tags('t', TREND_PARTS),
         }
     }
 
@@ -195,17 +222,37 @@ impl Keys {
     pub fn reposters(&self, sid: u64) -> String {
         format!("{}:status:{{s{sid}}}:reposters", self.prefix)
     }
-    /// ZSET: hashtag -> uses, in one minute's bucket (epoch minute).
-    pub fn trend_bucket(&self, minute: u64) -> String {
+    /// ZSET: hashtag -> uses, in one minute's bucket (epoch minute) of
+    /// trending partition `p` (the hashtags whose [`trend_part`] is `p`).
+    pub fn trend_bucket(&self, p: usize, minute: u64) -> String {
+        format!(
+            "{}:{{{}}}:trends:{minute}",
+            self.prefix, self.trend_parts[p]
+        )
+    }
+    /// SET: the statuses counted in one minute's bucket of partition `p`.
+    pub fn trend_seen(&self, p: usize, minute: u64) -> String {
+        format!(
+            "{}:{{{}}}:trends:seen:{minute}",
+            self.prefix, self.trend_parts[p]
+        )
+    }
+    /// ZSET: partition `p`'s buckets of a trending window summed (expires
+    /// in seconds).
+    pub fn trend_sum(&self, p: usize, window: u64, minute: u64) -> String {
+        format!(
+            "{}:{{{}}}:trends:sum:{window}:{minute}",
+            self.prefix, self.trend_parts[p]
+        )
+    }
+    /// ZSET: one minute's bucket where versions before 2026-11-27 (evening)
+    /// kept every hashtag's, in one slot (moved by `store::migrate`'s move 8).
+    pub fn legacy_trend_bucket(&self, minute: u64) -> String {
         format!("{}:{{trends}}:{minute}", self.prefix)
     }
-    /// SET: the statuses counted in one minute's trending bucket.
-    pub fn trend_seen(&self, minute: u64) -> String {
+    /// SET: the statuses counted in a [`Keys::legacy_trend_bucket`].
+    pub fn legacy_trend_seen(&self, minute: u64) -> String {
         format!("{}:{{trends}}:seen:{minute}", self.prefix)
-    }
-    /// ZSET: a trending window summed (expires in seconds).
-    pub fn trend_sum(&self, window: u64, minute: u64) -> String {
-        format!("{}:{{trends}}:sum:{window}:{minute}", self.prefix)
     }
     /// ZSET: who asked to follow the (private) user (user id -> time).
     pub fn requests(&self, uid: u64) -> String {

@@ -49,15 +49,22 @@
 //!    `like_whole.lua` call, which no longer orders itself after the chain
 //!    steps drawn before it, so such a step finished later could undo a
 //!    newer change.
+//! 8. The trending buckets of the last day from the one slot `{trends}` to
+//!    the trending partitions (`Keys::trend_bucket`): each bucket's counts
+//!    go to the partitions of their hashtags with the statuses it counted
+//!    (`trend_move.lua`, once per partition and minute), keeping the time
+//!    the bucket had left, and the old bucket is dropped.
 
-use super::keys::{user_part, OUTBOX_PARTS};
+use super::chains::TREND_BUCKET_TTL;
+use super::keys::{trend_groups, user_part, OUTBOX_PARTS};
 use super::{parse_id, Store, StoreResult};
+use crate::model::now;
 use futures::future::try_join_all;
 use redis::AsyncCommands;
 use std::time::Duration;
 
 /// How many moves this version knows.
-pub const MOVES: u64 = 7;
+pub const MOVES: u64 = 8;
 /// How long the migrating lock lasts without renewal.
 const LOCK_MS: u64 = 30_000;
 /// Index entries read per batch.
@@ -114,6 +121,9 @@ impl Store {
             }
             if done < 7 && !self.is_cluster() {
                 self.finish_left_likes(&token).await?;
+            }
+            if done < 8 {
+                self.move_trends(&token).await?;
             }
             let _: () = conn.set(self.keys.migrated(), MOVES).await?;
             let holder: Option<String> = conn.get(self.keys.migrating()).await?;
@@ -182,6 +192,58 @@ impl Store {
                 .arg("NX")
                 .query_async(&mut conn)
                 .await?;
+        }
+        Ok(())
+    }
+
+    /// Move 8: the trending buckets of the last day from `{trends}` to the
+    /// trending partitions (`trend_move.lua`, once per partition and
+    /// minute), each with the time it had left to live, then dropped.
+    async fn move_trends(&self, token: &str) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let minute = (now() / 60.0) as u64;
+        let first = minute.saturating_sub(TREND_BUCKET_TTL / 60 + 2);
+        for m in first..=minute + 1 {
+            let bucket = self.keys.legacy_trend_bucket(m);
+            let seen = self.keys.legacy_trend_seen(m);
+            let ttl: i64 = redis::cmd("PTTL")
+                .arg(&bucket)
+                .query_async(&mut conn)
+                .await?;
+            if ttl == -2 {
+                continue;
+            }
+            let ttl = if ttl > 0 {
+                ttl as u64
+            } else {
+                TREND_BUCKET_TTL * 1000
+            };
+            let counts: Vec<(String, f64)> = conn.zrange_withscores(&bucket, 0, -1).await?;
+            let ids: Vec<String> = conn.smembers(&seen).await?;
+            let tags: Vec<String> = counts
+                .iter()
+                .filter(|(_, n)| *n >= 1.0)
+                .map(|(t, _)| t.clone())
+                .collect();
+            for (p, group) in trend_groups(&tags) {
+                let mut inv = self.scripts.trend_move.prepare_invoke();
+                inv.key(self.keys.trend_bucket(p, m))
+                    .key(self.keys.trend_seen(p, m))
+                    .arg(ttl)
+                    .arg(group.len());
+                for t in &group {
+                    let n = counts.iter().find(|(c, _)| c == t).map_or(0.0, |c| c.1);
+                    inv.arg(t).arg(n);
+                }
+                for id in &ids {
+                    inv.arg(id);
+                }
+                let _: i64 = inv.invoke_async(&mut conn).await?;
+            }
+            let _: () = conn.del(&[&bucket, &seen]).await?;
+            if m % 60 == 0 {
+                self.renew_migrating(token).await?;
+            }
         }
         Ok(())
     }

@@ -56,6 +56,7 @@ pub mod sessions;
 pub mod social;
 pub mod statuses;
 pub mod tracked;
+mod trends;
 pub mod users;
 pub mod view_cache;
 
@@ -121,6 +122,7 @@ pub struct Scripts {
     pub(crate) author_delete: Script,
     pub(crate) replies_count: Script,
     pub(crate) trend: Script,
+    pub(crate) trend_move: Script,
     pub(crate) repost_claim: Script,
     pub(crate) delete_mark: Script,
     pub(crate) status_bury: Script,
@@ -177,6 +179,7 @@ impl Scripts {
             author_delete: Script::new(include_str!("lua/author_delete.lua")),
             replies_count: Script::new(include_str!("lua/replies_count.lua")),
             trend: Script::new(include_str!("lua/trend.lua")),
+            trend_move: Script::new(include_str!("lua/trend_move.lua")),
             repost_claim: Script::new(include_str!("lua/repost_claim.lua")),
             delete_mark: Script::new(include_str!("lua/delete_mark.lua")),
             status_bury: Script::new(include_str!("lua/status_bury.lua")),
@@ -240,6 +243,7 @@ pub struct Store {
     pub(crate) outbox_lease: f64,
     pub(crate) cache: Arc<cache::StatusCache>,
     pub(crate) counts_cache: Arc<cache::CountsCache>,
+    pub(crate) trend_memo: Arc<trends::TrendMemo>,
     /// Rows of recently ranked timelines (`ranking`).
     pub(crate) rank_cache: Arc<ranking::RankCache>,
     /// Fault tests only: a pause in the middle of a suspension.
@@ -344,6 +348,7 @@ impl Store {
             outbox_lease: cfg.outbox_lease.max(0.1),
             cache: Arc::new(cache::StatusCache::new(cfg.status_cache)),
             counts_cache: Arc::new(cache::CountsCache::default()),
+            trend_memo: Arc::new(trends::TrendMemo::default()),
             rank_cache: Arc::default(),
             pause_suspend: Duration::from_millis(cfg.test_pause_suspend_ms),
             pause_session_end: Duration::from_millis(cfg.test_pause_session_end_ms),

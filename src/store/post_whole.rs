@@ -5,6 +5,7 @@
 
 use super::chains::{unique_tags, INDEX_CAP, TREND_BUCKET_TTL};
 use super::events::body;
+use super::keys::trend_groups;
 use super::outbox::IDEMPOTENCY_TTL;
 use super::statuses::{PostOptions, Posted};
 use super::{parse_id, Store, StoreError, StoreResult};
@@ -80,8 +81,6 @@ impl Store {
             Some(p) => inv.key(self.keys.status(p)).key(self.keys.replies(p)),
             None => inv.key(self.keys.status(sid)).key(self.keys.status(sid)),
         };
-        inv.key(self.keys.trend_bucket(minute))
-            .key(self.keys.trend_seen(minute));
         let idempotency = opts.idempotency_key.map(|k| self.keys.idempotency(uid, k));
         inv.key(idempotency.unwrap_or_else(|| self.keys.status(sid)));
         match original {
@@ -90,6 +89,11 @@ impl Store {
         };
         for key in &indexed {
             inv.key(key);
+        }
+        let groups = trend_groups(trending);
+        for (p, _) in &groups {
+            inv.key(self.keys.trend_bucket(*p, minute))
+                .key(self.keys.trend_seen(*p, minute));
         }
         inv.arg(sid)
             .arg(at)
@@ -103,14 +107,17 @@ impl Store {
             .arg(self.keys.hide(0))
             .arg(if parent.is_some() { "1" } else { "0" })
             .arg(indexed.len())
-            .arg(trending.len())
+            .arg(groups.len())
             .arg(TREND_BUCKET_TTL)
             .arg(fields.iter().filter(|(k, _)| *k != "id").count())
             .arg(events.len())
             .arg(original_uid.map_or(String::new(), |o| o.to_string()))
             .arg(self.keys.hidden_by(0));
-        for t in trending {
-            inv.arg(t);
+        for (_, group) in &groups {
+            inv.arg(group.len());
+            for t in group {
+                inv.arg(t);
+            }
         }
         for (k, v) in fields.iter().filter(|(k, _)| *k != "id") {
             inv.arg(k).arg(v);

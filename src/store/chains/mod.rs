@@ -14,6 +14,7 @@ mod rename;
 mod request;
 mod signup;
 
+use super::keys::trend_groups;
 use super::{Store, StoreResult};
 
 /// Most entries kept in a mentions or hashtag timeline.
@@ -73,7 +74,8 @@ impl Store {
     }
 
     /// A public status's hashtags counted in (or out of) its minute's
-    /// trending bucket, once.
+    /// trending bucket, once: one call in each trending partition its tags
+    /// fall in (each call idempotent in its own slot).
     async fn count_trend(
         &self,
         sid: u64,
@@ -83,16 +85,18 @@ impl Store {
     ) -> StoreResult<()> {
         let minute = (posted / 60.0) as u64;
         let mut conn = self.conn();
-        let mut inv = self.scripts.trend.prepare_invoke();
-        inv.key(self.keys.trend_bucket(minute))
-            .key(self.keys.trend_seen(minute))
-            .arg(count.flag())
-            .arg(sid)
-            .arg(TREND_BUCKET_TTL);
-        for t in tags {
-            inv.arg(t);
+        for (p, group) in trend_groups(tags) {
+            let mut inv = self.scripts.trend.prepare_invoke();
+            inv.key(self.keys.trend_bucket(p, minute))
+                .key(self.keys.trend_seen(p, minute))
+                .arg(count.flag())
+                .arg(sid)
+                .arg(TREND_BUCKET_TTL);
+            for t in &group {
+                inv.arg(t);
+            }
+            let _: i64 = inv.invoke_async(&mut conn).await?;
         }
-        let _: i64 = inv.invoke_async(&mut conn).await?;
         Ok(())
     }
 

@@ -16,19 +16,21 @@
 -- KEYS[1] status HASH  KEYS[2] author user HASH  KEYS[3] author profile ZSET
 -- KEYS[4] author home ZSET  KEYS[5] author followers ZSET
 -- KEYS[6] events STREAM  KEYS[7] parent status HASH (a reply; else KEYS[1])
--- KEYS[8] parent's replies ZSET (else KEYS[1])  KEYS[9] trending bucket ZSET
--- KEYS[10] trending seen SET  KEYS[11] the Idempotency-Key's STRING (else
--- KEYS[1])  KEYS[12] the reposted status HASH, KEYS[13] its reposters HASH
--- (else KEYS[1] both)  KEYS[14 .. 13+i] mention and hashtag timelines
+-- KEYS[8] parent's replies ZSET (else KEYS[1])  KEYS[9] the Idempotency-Key's
+-- STRING (else KEYS[1])  KEYS[10] the reposted status HASH, KEYS[11] its
+-- reposters HASH (else KEYS[1] both)  KEYS[12 .. 11+i] mention and hashtag
+-- timelines, then per trending group its bucket ZSET and its seen SET
 -- ARGV[1] status id  ARGV[2] posted  ARGV[3] author id  ARGV[4] home cap,
 -- or 0: this post does not trim the homes it enters (model::trims_homes)
 -- ARGV[5] index cap  ARGV[6] fan-out limit  ARGV[7] MAXLEN  ARGV[8] channel
 -- ARGV[9] user 0's home key, ARGV[10] user 0's hide key (store::keys
 -- names them; a user's are these with `{0}` made `{<id>}`)
--- ARGV[11] "1" a reply  ARGV[12] i, indexed timelines  ARGV[13] k, trending
--- tags (0: not counted)  ARGV[14] trending TTL  ARGV[15] f, status fields
--- ARGV[16] e, events  ARGV[17] the reposted status's author ("": not a
--- repost)  ARGV[18] user 0's hidden_by key; then the k tags, the f field name/value pairs
+-- ARGV[11] "1" a reply  ARGV[12] i, indexed timelines  ARGV[13] g, trending
+-- groups (a group: the tags of one trending partition; 0: not counted)
+-- ARGV[14] trending TTL  ARGV[15] f, status fields  ARGV[16] e, events
+-- ARGV[17] the reposted status's author ("": not a repost)  ARGV[18] user
+-- 0's hidden_by key; then per group its number of tags and the tags, the f
+-- field name/value pairs
 -- (without id), the e event bodies (JSON without "id"), and last the answer
 -- kept under the Idempotency-Key ("" when there is none) and its TTL.
 -- Returns 1, or "chain" (too many followers: nothing written; the caller
@@ -48,14 +50,14 @@ local sid, posted, uid = ARGV[1], ARGV[2], ARGV[3]
 -- follow_whole, home_unhide, replies_count, store::fanout) keeps it.
 local score = string.format('%d', math.floor(tonumber(posted)))
 local cap, icap = tonumber(ARGV[4]), tonumber(ARGV[5])
-local i_n, k_n = tonumber(ARGV[12]), tonumber(ARGV[13])
+local i_n, g_n = tonumber(ARGV[12]), tonumber(ARGV[13])
 local f_n, e_n = tonumber(ARGV[15]), tonumber(ARGV[16])
 if redis.call('EXISTS', KEYS[2]) == 0 then
   return 'nouser'
 end
 local answer, answer_ttl = ARGV[#ARGV - 1], ARGV[#ARGV]
 if answer ~= '' then
-  local first = redis.call('GET', KEYS[11])
+  local first = redis.call('GET', KEYS[9])
   if first then
     return {'dup', first}
   end
@@ -68,20 +70,25 @@ end
 -- A repost: the user reposts a status once, and only a live one.
 local original_uid = ARGV[17]
 if original_uid ~= '' then
-  local existing = redis.call('HGET', KEYS[13], uid)
+  local existing = redis.call('HGET', KEYS[11], uid)
   if existing and existing ~= sid then
     return {'reposted', existing}
   end
-  if redis.call('HEXISTS', KEYS[12], 'id') == 0 or redis.call('HEXISTS', KEYS[12], 'deleted') == 1 then
+  if redis.call('HEXISTS', KEYS[10], 'id') == 0 or redis.call('HEXISTS', KEYS[10], 'deleted') == 1 then
     return 'missing'
   end
-  redis.call('HSET', KEYS[13], uid, sid)
-  redis.call('HSET', KEYS[12], 'reposts', redis.call('HLEN', KEYS[13]))
+  redis.call('HSET', KEYS[11], uid, sid)
+  redis.call('HSET', KEYS[10], 'reposts', redis.call('HLEN', KEYS[11]))
 end
 local at = 19
-local tags = {}
-for j = at, at + k_n - 1 do tags[#tags + 1] = ARGV[j] end
-at = at + k_n
+local groups = {}
+for g = 1, g_n do
+  local c = tonumber(ARGV[at])
+  local tags = {}
+  for j = at + 1, at + c do tags[#tags + 1] = ARGV[j] end
+  groups[g] = tags
+  at = at + 1 + c
+end
 local fields = {'id', sid}
 for j = at, at + 2 * f_n - 1 do fields[#fields + 1] = ARGV[j] end
 at = at + 2 * f_n
@@ -98,21 +105,24 @@ if ARGV[11] == '1' then
     redis.call('HSET', KEYS[7], 'replies', redis.call('ZCARD', KEYS[8]))
   end
 end
-for j = 14, 13 + i_n do
+for j = 12, 11 + i_n do
   redis.call('ZADD', KEYS[j], score, sid)
   redis.call('ZREMRANGEBYRANK', KEYS[j], 0, -icap - 1)
 end
-if k_n > 0 and redis.call('SADD', KEYS[10], sid) == 1 then
-  -- TTLs set when a tag enters the bucket, as trend.lua does.
-  local fresh = false
-  for _, t in ipairs(tags) do
-    if tonumber(redis.call('ZINCRBY', KEYS[9], 1, t)) == 1 then
-      fresh = true
+for g, tags in ipairs(groups) do
+  local bucket, seen = KEYS[10 + i_n + 2 * g], KEYS[11 + i_n + 2 * g]
+  if redis.call('SADD', seen, sid) == 1 then
+    -- TTLs set when a tag enters the bucket, as trend.lua does.
+    local fresh = false
+    for _, t in ipairs(tags) do
+      if tonumber(redis.call('ZINCRBY', bucket, 1, t)) == 1 then
+        fresh = true
+      end
     end
-  end
-  if fresh then
-    redis.call('EXPIRE', KEYS[9], ARGV[14])
-    redis.call('EXPIRE', KEYS[10], ARGV[14])
+    if fresh then
+      redis.call('EXPIRE', bucket, ARGV[14])
+      redis.call('EXPIRE', seen, ARGV[14])
+    end
   end
 end
 -- Every follower's home, unless a relation hides the author (or the
@@ -170,6 +180,6 @@ if #published > 0 then
   redis.call('PUBLISH', ARGV[8], table.concat(published, '\n'))
 end
 if answer ~= '' then
-  redis.call('SET', KEYS[11], answer, 'EX', answer_ttl)
+  redis.call('SET', KEYS[9], answer, 'EX', answer_ttl)
 end
 return 1

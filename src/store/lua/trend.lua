@@ -4,7 +4,9 @@
 -- Atomic and idempotent: the status id enters (leaves) the bucket's set of
 -- counted statuses in the same script, and the tags are counted only by
 -- the call that added (removed) it, so a step run twice counts once. One
--- slot: `{trends}`.
+-- slot: the trending partition `{t<j>}` that every tag given falls in
+-- (store::keys::trend_part; a status with tags in several partitions is
+-- counted by one call in each).
 --
 -- KEYS[1] bucket ZSET  KEYS[2] the bucket's counted statuses SET
 -- ARGV[1] "1" count / "0" uncount  ARGV[2] status id  ARGV[3] TTL (s)

@@ -1,0 +1,120 @@
+//! Trending hashtags: the counts are kept per minute in each hashtag's
+//! trending partition (`keys::trend_part`; written by `trend.lua` and
+//! `post_whole.lua`), and read here.
+
+use super::keys::TREND_PARTS;
+use super::{Store, StoreResult};
+use crate::model::now;
+use redis::AsyncCommands;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long a process serves a trending answer it read (the window's sum
+/// in each partition is kept as long, so an answer is at most twice this
+/// old).
+const MEMO_FOR: Duration = Duration::from_secs(1);
+
+/// Answers kept: one per (window, limit) asked in the last second, at most
+/// this many (a few KB each).
+const MEMO_MOST: usize = 256;
+
+/// One trending answer.
+type Top = Vec<(String, u64)>;
+
+/// The trending answers of the last second, by (window, limit).
+#[derive(Default)]
+pub(crate) struct TrendMemo {
+    answers: Mutex<HashMap<(u64, usize), (Instant, Top)>>,
+}
+
+impl TrendMemo {
+    fn get(&self, key: (u64, usize)) -> Option<Top> {
+        let answers = self.answers.lock().ok()?;
+        let (at, top) = answers.get(&key)?;
+        (at.elapsed() < MEMO_FOR).then(|| top.clone())
+    }
+
+    fn put(&self, key: (u64, usize), top: &Top) {
+        let Ok(mut answers) = self.answers.lock() else {
+            return;
+        };
+        if answers.len() >= MEMO_MOST {
+            answers.retain(|_, (at, _)| at.elapsed() < MEMO_FOR);
+            if answers.len() >= MEMO_MOST {
+                answers.clear();
+            }
+        }
+        answers.insert(key, (Instant::now(), top.clone()));
+    }
+}
+
+impl Store {
+    /// The most used hashtags of public statuses in the last `window`
+    /// seconds, with their counts: in each trending partition, the
+    /// per-minute buckets that overlap the window (the oldest one partly:
+    /// counts are kept by the minute) summed in Redis (ZUNIONSTORE into a
+    /// key kept 1 s) and its top `limit` read back; the partitions hold
+    /// disjoint hashtags, so the top `limit` of their tops is the top of
+    /// all. The answer is kept in the process for a second.
+    pub async fn trending(&self, window: u64, limit: usize) -> StoreResult<Top> {
+        if let Some(top) = self.trend_memo.get((window, limit)) {
+            return Ok(top);
+        }
+        let now = now();
+        let minute = (now / 60.0) as u64;
+        let oldest = ((now - window as f64).max(0.0) / 60.0) as u64;
+        let last = limit as isize - 1;
+        let sums: Vec<String> = (0..TREND_PARTS)
+            .map(|p| self.keys.trend_sum(p, window, minute))
+            .collect();
+        let mut conn = self.conn();
+        // The kept sums: in one round on one Redis; one partition after
+        // another on a cluster (see `outboxes`).
+        let mut tops: Vec<Vec<(String, f64)>> = if self.is_cluster() {
+            let mut tops = Vec::with_capacity(TREND_PARTS);
+            for sum in &sums {
+                tops.push(conn.zrevrange_withscores(sum, 0, last).await?);
+            }
+            tops
+        } else {
+            let mut pipe = redis::pipe();
+            for sum in &sums {
+                pipe.zrevrange_withscores(sum, 0, last);
+            }
+            pipe.query_async(&mut conn).await?
+        };
+        for (p, top) in tops.iter_mut().enumerate() {
+            if !top.is_empty() {
+                continue;
+            }
+            // Not kept (or nothing trends there): summed now and read in
+            // the same transaction.
+            let keys: Vec<String> = (oldest..=minute)
+                .map(|m| self.keys.trend_bucket(p, m))
+                .collect();
+            let mut pipe = redis::pipe();
+            pipe.atomic()
+                .cmd("ZUNIONSTORE")
+                .arg(&sums[p])
+                .arg(keys.len())
+                .arg(&keys)
+                .ignore()
+                .expire(&sums[p], 1)
+                .ignore()
+                .zrevrange_withscores(&sums[p], 0, last);
+            (*top,) = pipe.query_async(&mut conn).await?;
+        }
+        let mut all: Vec<(String, f64)> = tops
+            .into_iter()
+            .flatten()
+            .filter(|(_, n)| *n >= 1.0)
+            .collect();
+        // As ZREVRANGE orders: by count, then ties by tag, both descending.
+        all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+        all.truncate(limit);
+        let top: Top = all.into_iter().map(|(tag, n)| (tag, n as u64)).collect();
+        self.trend_memo.put((window, limit), &top);
+        Ok(top)
+    }
+}
