@@ -6,9 +6,10 @@
 -- its fan-out tasks there). One call carries the ops of every write of the
 -- process that reached this step while the previous call was under way
 -- (store::emitter), and publishes their events in one message, one JSON a
--- line (the hub splits it). The marks are read in one HMGET and set in one
--- HSET, so a batch costs the slot two commands for its marks, not one per
--- op (an op named twice in a batch is emitted by its first mention).
+-- line (the hub splits it). The marks of a batch of three or more ops are
+-- read in one HMGET and set in one HSET, two commands for the batch; one or
+-- two ops take an HSETNX each, which is no more. An op named twice in a
+-- batch is emitted by its first mention.
 --
 -- Atomic: the marks, the appends and the publish happen together, and each
 -- published JSON carries the id its event got in the buffer. One slot:
@@ -29,14 +30,30 @@ end
 if #ops == 0 then
   return {}
 end
-local marked = redis.call('HMGET', KEYS[1], unpack(ops))
-local firsts, published, marks, seen = {}, {}, {}, {}
-for n, op in ipairs(ops) do
+local fresh = {}
+if #ops <= 2 then
+  for n, op in ipairs(ops) do
+    fresh[n] = redis.call('HSETNX', KEYS[1], op, 1) == 1
+  end
+else
+  local marked = redis.call('HMGET', KEYS[1], unpack(ops))
+  local marks, seen = {}, {}
+  for n, op in ipairs(ops) do
+    fresh[n] = not marked[n] and not seen[op]
+    if fresh[n] then
+      seen[op] = true
+      marks[#marks + 1] = op
+      marks[#marks + 1] = 1
+    end
+  end
+  if #marks > 0 then
+    redis.call('HSET', KEYS[1], unpack(marks))
+  end
+end
+local firsts, published = {}, {}
+for n in ipairs(ops) do
   local first = ''
-  if not marked[n] and not seen[op] then
-    seen[op] = true
-    marks[#marks + 1] = op
-    marks[#marks + 1] = 1
+  if fresh[n] then
     local j = at[n]
     for k = j + 2, j + 1 + tonumber(ARGV[j + 1]) do
       local body = ARGV[k]
@@ -46,9 +63,6 @@ for n, op in ipairs(ops) do
     end
   end
   firsts[#firsts + 1] = first
-end
-if #marks > 0 then
-  redis.call('HSET', KEYS[1], unpack(marks))
 end
 if #published > 0 then
   redis.call('PUBLISH', ARGV[2], table.concat(published, '\n'))
