@@ -220,6 +220,8 @@ impl Store {
             };
             let counts: Vec<(String, f64)> = conn.zrange_withscores(&bucket, 0, -1).await?;
             let ids: Vec<String> = conn.smembers(&seen).await?;
+            let counted: std::collections::HashMap<&str, f64> =
+                counts.iter().map(|(t, n)| (t.as_str(), *n)).collect();
             let tags: Vec<String> = counts
                 .iter()
                 .filter(|(_, n)| *n >= 1.0)
@@ -232,8 +234,8 @@ impl Store {
                     .arg(ttl)
                     .arg(group.len());
                 for t in &group {
-                    let n = counts.iter().find(|(c, _)| c == t).map_or(0.0, |c| c.1);
-                    inv.arg(t).arg(n);
+                    inv.arg(t)
+                        .arg(counted.get(t.as_str()).copied().unwrap_or(0.0));
                 }
                 for id in &ids {
                     inv.arg(id);
