@@ -6,13 +6,13 @@
 //! The event step is the one piece of a write that every write sends to the
 //! `{g}` slot (the ordered buffer). Alone it costs `{g}` an EVALSHA, a
 //! read and a write of its mark, an XADD and a PUBLISH; batched, all but
-//! the XADD are shared by the batch (the marks of a batch of three or more
-//! are one HMGET and one HSET), and so is the round trip. No write waits for a batch to
-//! fill: one call is in flight at a time, and the next takes whatever
-//! queued meanwhile (at most [`MOST_OPS`]), after a few turns of the
-//! runtime (no timer) that let writes whose replies are being handled
-//! join it. So a lone write goes out at once and a busy process sends
-//! larger batches.
+//! the XADD are shared by the batch (the marks of a batch of three or
+//! more are one HMGET and one HSET), and so is the round trip. No write
+//! waits for a batch to fill: one call is in flight at a time, and the
+//! next takes whatever queued meanwhile (at most [`MOST_OPS`]), after a
+//! few turns of the runtime (no timer) that let writes whose replies are
+//! being handled join it. So a lone write goes out at once and a busy
+//! process sends larger batches.
 
 use super::conn::RedisConn;
 use super::{Scripts, StoreError, StoreResult};
