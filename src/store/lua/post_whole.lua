@@ -6,8 +6,9 @@
 --
 -- Atomic: one script writes the status, the author's timelines and count,
 -- the parent's replies, the mention and hashtag timelines, the trending
--- buckets (one per trending partition of its tags), every follower's home, and emits the events, so there is nothing
--- to finish after a crash and no outbox entry; a racing unfollow, mute,
+-- buckets (one per trending partition of its tags), every follower's
+-- home, and emits the events, so there is nothing to finish after a crash
+-- and no outbox entry; a racing unfollow, mute,
 -- block or delete runs wholly before or after it, so the fan-out needs no
 -- re-check afterwards. Not one slot: it names keys of many users and
 -- `{g}`, which only a single Redis allows (Store::post_status runs it only
