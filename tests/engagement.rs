@@ -365,8 +365,9 @@ async fn trends_are_counted_in_each_hashtags_partition_and_merged_in_order() {
 
 /// Trending buckets the first layout kept in one slot (`{trends}`) are
 /// moved to the hashtags' partitions before this version serves (data
-/// move 8): their counts trend as before, a second move adds nothing, and
-/// deleting a status counted before the move takes its tags out.
+/// move 8): their counts trend as before, a move started again after one
+/// that died half way adds nothing twice, and deleting a status counted
+/// before the move takes its tags out.
 #[tokio::test]
 async fn trending_buckets_kept_in_one_slot_are_moved_to_the_partitions() {
     let app = TestApp::start().await;
@@ -419,13 +420,29 @@ async fn trending_buckets_kept_in_one_slot_are_moved_to_the_partitions() {
         .arg(r#"["oldtag"]"#)
         .query(&mut conn)
         .unwrap();
+    // A move that died after it had moved #oldtag's partition and before
+    // it dropped the old bucket: the next one must not count it again.
+    let p = firehose::store::keys::trend_part("oldtag");
+    let q = firehose::store::keys::trend_part("othertag");
+    let script = redis::Script::new(include_str!("../src/store/lua/trend_move.lua"));
+    let mut call = script.prepare_invoke();
+    call.key(keys.trend_bucket(p, minute))
+        .key(keys.trend_seen(p, minute))
+        .arg(3_600_000)
+        .arg(if p == q { 2 } else { 1 })
+        .arg("oldtag")
+        .arg(3);
+    if p == q {
+        call.arg("othertag").arg(2);
+    }
+    let moved: i64 = call.arg(&sid).arg("1").arg("2").invoke(&mut conn).unwrap();
+    assert_eq!(moved, 1);
     app.forget_migrations();
     app.migrate().await;
     app.forget_migrations();
     app.migrate().await;
     let exists: bool = redis::cmd("EXISTS").arg(&bucket).query(&mut conn).unwrap();
     assert!(!exists, "the old bucket is dropped");
-    let p = firehose::store::keys::trend_part("oldtag");
     let ttl: i64 = redis::cmd("TTL")
         .arg(keys.trend_bucket(p, minute))
         .query(&mut conn)
@@ -435,7 +452,7 @@ async fn trending_buckets_kept_in_one_slot_are_moved_to_the_partitions() {
     assert_eq!(
         trend_counts(&trends),
         vec![("oldtag".to_string(), 3), ("othertag".to_string(), 2)],
-        "moved once, though the move ran twice"
+        "moved once, though a move died half way and two ran"
     );
     app.delete(&format!("/api/v1/statuses/{sid}"), Some(&at))
         .await;
