@@ -18,6 +18,7 @@ use firehose_bench::redis_info::{self, Node};
 use firehose_bench::run_all;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 #[derive(Parser)]
@@ -87,9 +88,10 @@ impl Probe {
 /// network and the AOF (the CPU figure's remainder).
 fn breakdown(n: usize, a: &[Node], b: &[Node]) {
     let n = n.max(1) as f64;
-    let top = |of: fn(&Node) -> &std::collections::HashMap<String, f64>| {
-        let mut sum: std::collections::HashMap<&str, f64> = std::collections::HashMap::new();
-        for (x, y) in a.iter().zip(b) {
+    // The `most` largest per write of `of`, summed over these node pairs.
+    let top = |pairs: &[(&Node, &Node)], of: fn(&Node) -> &HashMap<String, f64>, most: usize| {
+        let mut sum: HashMap<&str, f64> = HashMap::new();
+        for (x, y) in pairs {
             for (name, v) in of(y) {
                 *sum.entry(name.as_str()).or_default() +=
                     v - of(x).get(name).copied().unwrap_or(0.0);
@@ -99,36 +101,23 @@ fn breakdown(n: usize, a: &[Node], b: &[Node]) {
         top.sort_by(|x, y| y.1.total_cmp(&x.1));
         let line: Vec<String> = top
             .iter()
-            .take(12)
+            .take(most)
             .map(|(name, v)| format!("{name} {:.2}", v / n))
             .collect();
         line.join(", ")
     };
-    println!("    µs per write in: {}", top(|node| &node.usec));
-    println!("    commands per write: {}", top(|node| &node.calls_of));
-    if a.len() > 1 {
-        for (i, (x, y)) in a.iter().zip(b).enumerate() {
-            let mut per: Vec<(&str, f64)> = y
-                .calls_of
-                .iter()
-                .map(|(name, v)| {
-                    (
-                        name.as_str(),
-                        v - x.calls_of.get(name).copied().unwrap_or(0.0),
-                    )
-                })
-                .filter(|(_, v)| *v > 0.0)
-                .collect();
-            per.sort_by(|p, q| q.1.total_cmp(&p.1));
-            let line: Vec<String> = per
-                .iter()
-                .take(10)
-                .map(|(name, v)| format!("{name} {:.2}", v / n))
-                .collect();
+    let all: Vec<(&Node, &Node)> = a.iter().zip(b).collect();
+    println!("    µs per write in: {}", top(&all, |node| &node.usec, 12));
+    println!(
+        "    commands per write: {}",
+        top(&all, |node| &node.calls_of, 12)
+    );
+    if all.len() > 1 {
+        for (i, &(x, y)) in all.iter().enumerate() {
             println!(
                 "    node {i}, {:.1} µs Redis CPU and commands per write: {}",
                 (y.cpu - x.cpu) * 1e6 / n,
-                line.join(", ")
+                top(&[(x, y)], |node| &node.calls_of, 10)
             );
         }
     }
