@@ -9,7 +9,8 @@
 #
 #   cargo build --release -p firehose -p firehose-bench && bench/write_cost.sh [one|cluster|both|replicas]
 #
-# WRITE_COST_ARGS=--breakdown prints the microseconds per command per write;
+# WRITE_COST_ARGS=--breakdown prints the microseconds per command per write
+# (and --hashtags 64 spreads the posts' tags, where by default all carry one);
 # REDIS_ARGS are passed to every redis-server (e.g. a Redis setting to weigh);
 # G_WEIGHT=0.75 gives the master that owns {g} that weight in the cluster's
 # slots (`redis-cli --cluster rebalance --cluster-weight`), the others 1.

@@ -41,6 +41,10 @@ struct Args {
     /// Likes.
     #[arg(long, default_value_t = 2000)]
     likes: usize,
+    /// Hashtags the posts share, in turn (1: every post carries `#cost`, a
+    /// hot tag whose timeline and trending partition take every post).
+    #[arg(long, default_value_t = 1)]
+    hashtags: usize,
     /// Sign-ups and logins (argon2 makes these slow on purpose).
     #[arg(long, default_value_t = 50)]
     accounts: usize,
@@ -268,11 +272,16 @@ async fn main() -> anyhow::Result<()> {
         .collect();
     let posted = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let a = probe.snap().await?;
+    let hashtags = args.hashtags.max(1);
     let n_posted = run_all(args.posts, args.concurrency, |i| {
         let (http, base, token) = (http.clone(), base.clone(), tokens[authors[i]].clone());
         let posted = posted.clone();
         async move {
-            let body = json!({"message": format!("post {i} #cost")});
+            let tag = match hashtags {
+                1 => "cost".to_string(),
+                n => format!("cost{}", i % n),
+            };
+            let body = json!({"message": format!("post {i} #{tag}")});
             match json_call(
                 http.post(format!("{base}/api/v1/statuses"))
                     .bearer_auth(token)
