@@ -5,9 +5,10 @@
 //!
 //! The event step is the one piece of a write that every write sends to the
 //! `{g}` slot (the ordered buffer). Alone it costs `{g}` an EVALSHA, a
-//! read and a write of its mark, an XADD and a PUBLISH; batched, all but
-//! the XADD are shared by the batch (the marks of a batch of three or
-//! more are one HMGET and one HSET), and so is the round trip. No write
+//! read and a write of its mark, an XADD and a PUBLISH; batched, all of
+//! them are shared by the batch (the marks of a batch of three or more are
+//! one HMGET and one HSET, its events one buffer entry), and so is the
+//! round trip. No write
 //! waits for a batch to fill: one call is in flight at a time, and the
 //! next takes whatever queued meanwhile (at most [`MOST_OPS`]), after a
 //! few turns of the runtime (no timer) that let writes whose replies are
@@ -22,6 +23,11 @@ use tokio::sync::{mpsc, oneshot};
 /// Most ops in one call (and so events in one published message, times
 /// the few events an op has).
 pub const MOST_OPS: usize = 64;
+
+/// Most events in one call (one buffer entry) but for a single op's, so
+/// that the script's XADD stays well inside Lua's limit on arguments
+/// (an op has at most a status and its mentions' notices).
+pub const MOST_EVENTS: usize = 1024;
 
 /// Turns the emitting task gives the runtime before it takes a batch.
 const YIELDS: usize = 3;
@@ -40,6 +46,7 @@ pub(crate) struct Sink {
     pub emitted: String,
     pub events: String,
     pub channel: String,
+    /// The buffer's capacity in events (`--replay-maxlen`).
     pub maxlen: u64,
 }
 
@@ -73,20 +80,39 @@ impl Emitter {
 }
 
 async fn run(mut sink: Sink, mut jobs: mpsc::UnboundedReceiver<Job>) {
-    while let Some(first) = jobs.recv().await {
+    // A job that did not fit the previous batch starts the next one.
+    let mut held: Option<Job> = None;
+    let mut sizes = EntrySizes::default();
+    loop {
+        let first = match held.take() {
+            Some(job) => job,
+            None => match jobs.recv().await {
+                Some(job) => job,
+                None => return,
+            },
+        };
         // Let the writes whose replies are being handled reach this step
         // first (microseconds, never a timer): a fuller batch shares more.
         for _ in 0..YIELDS {
             tokio::task::yield_now().await;
         }
+        let mut events = first.events.len();
         let mut batch = vec![first];
         while batch.len() < MOST_OPS {
             match jobs.try_recv() {
-                Ok(job) => batch.push(job),
+                Ok(job) if events + job.events.len() > MOST_EVENTS => {
+                    held = Some(job);
+                    break;
+                }
+                Ok(job) => {
+                    events += job.events.len();
+                    batch.push(job);
+                }
                 Err(_) => break,
             }
         }
-        match call(&mut sink, &batch).await {
+        let maxlen = sizes.entries_for(sink.maxlen, events);
+        match call(&mut sink, &batch, maxlen).await {
             Ok(firsts) if firsts.len() == batch.len() => {
                 for (job, first) in batch.into_iter().zip(firsts) {
                     let _ = job.reply.send(Ok((!first.is_empty()).then_some(first)));
@@ -114,11 +140,52 @@ async fn run(mut sink: Sink, mut jobs: mpsc::UnboundedReceiver<Job>) {
     }
 }
 
-async fn call(sink: &mut Sink, batch: &[Job]) -> StoreResult<Vec<String>> {
+/// The sizes of this process's newest buffer entries (runs of equal
+/// sizes), enough of them to hold `--replay-maxlen` events: trimming the
+/// buffer to that many entries keeps about `--replay-maxlen` events, though
+/// MAXLEN counts entries and an entry holds a batch's events. Other
+/// processes' entries are taken to be like this process's. Never more
+/// entries than `--replay-maxlen`: entries it has not seen count as one
+/// event each.
+#[derive(Default)]
+struct EntrySizes {
+    runs: std::collections::VecDeque<(u64, u64)>,
+    entries: u64,
+    events: u64,
+}
+
+impl EntrySizes {
+    /// Counts an entry of `events` and gives the MAXLEN (entries) that
+    /// keeps about `maxlen` events.
+    fn entries_for(&mut self, maxlen: u64, events: usize) -> u64 {
+        let size = events.max(1) as u64;
+        match self.runs.back_mut() {
+            Some((s, n)) if *s == size => *n += 1,
+            _ => self.runs.push_back((size, 1)),
+        }
+        self.entries += 1;
+        self.events += size;
+        // Forget the oldest entries the newest `maxlen` events do without.
+        while let Some((s, n)) = self.runs.front_mut() {
+            if self.events - *s < maxlen {
+                break;
+            }
+            self.events -= *s;
+            self.entries -= 1;
+            *n -= 1;
+            if *n == 0 {
+                self.runs.pop_front();
+            }
+        }
+        (self.entries + maxlen.saturating_sub(self.events)).max(1)
+    }
+}
+
+async fn call(sink: &mut Sink, batch: &[Job], maxlen: u64) -> StoreResult<Vec<String>> {
     let mut inv = sink.scripts.emit_once.prepare_invoke();
     inv.key(&sink.emitted)
         .key(&sink.events)
-        .arg(sink.maxlen)
+        .arg(maxlen)
         .arg(&sink.channel);
     for job in batch {
         inv.arg(job.op).arg(job.events.len());
@@ -127,4 +194,43 @@ async fn call(sink: &mut Sink, batch: &[Job]) -> StoreResult<Vec<String>> {
         }
     }
     Ok(inv.invoke_async(&mut sink.conn).await?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EntrySizes;
+
+    #[test]
+    fn the_buffer_keeps_about_its_capacity_in_events_whatever_the_batch_size() {
+        let mut sizes = EntrySizes::default();
+        assert_eq!(
+            sizes.entries_for(1_000, 1),
+            1_000,
+            "unseen entries: one event each"
+        );
+        assert_eq!(
+            sizes.entries_for(1_000, 9),
+            992,
+            "10 events in 2 entries, 990 unseen"
+        );
+        let mut last = 0;
+        for _ in 0..1_000 {
+            last = sizes.entries_for(1_000, 4);
+        }
+        assert_eq!(last, 250, "batches of four: a quarter as many entries");
+        // A burst of large batches: the newest 1,000 events are in 16 of
+        // them, so the older small ones go, no more.
+        for _ in 0..20 {
+            last = sizes.entries_for(1_000, 64);
+        }
+        assert_eq!(last, 16);
+        assert!(sizes.events >= 1_000 && sizes.events < 1_064);
+        assert_eq!(sizes.runs.len(), 1, "memory: runs of equal sizes");
+        // Back to singles: entries grow back as the events show.
+        for _ in 0..500 {
+            last = sizes.entries_for(1_000, 1);
+        }
+        assert_eq!(last, 500 + 8, "500 singles and the newest eight of 64");
+        assert_eq!(EntrySizes::default().entries_for(3, 64), 1, "never 0");
+    }
 }

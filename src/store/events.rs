@@ -2,11 +2,70 @@
 //! reading the buffer back for resume.
 //!
 //! An event is stored in the buffer as its JSON body without the `id` field
-//! (the entry id is the event id); [`with_id`] splices the id in, giving the
-//! exact JSON that was published.
+//! (the id comes from the entry); [`with_id`] splices the id in, giving the
+//! exact JSON that was published. An entry holds one event (field `e`), or
+//! the events of a batch of writes (`e` once per event, in order: the group
+//! commit of `store::emitter`, one XADD for the batch). The first event of
+//! entry `<ms>-<seq>` has that id; the n-th after it `<ms>-<seq>.<n>`
+//! ([`EventId`]), so ids order as the buffer does and an id written before
+//! batches existed names the same event.
 
 use super::{Store, StoreResult};
 use crate::model::Event;
+use std::fmt;
+
+/// An event's id: its buffer entry's id (`<ms>-<seq>`) and its place in
+/// the entry, ordered like the buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
+pub struct EventId(pub u64, pub u64, pub u32);
+
+impl EventId {
+    /// `0-0`: before every event (a resume point asking for the whole buffer).
+    pub const ZERO: EventId = EventId(0, 0, 0);
+
+    /// Parses `ms-seq.n`, `ms-seq` (n = 0) or a bare `ms`.
+    pub fn parse(s: &str) -> Option<EventId> {
+        let s = s.trim();
+        let (entry, n) = match s.split_once('.') {
+            Some((entry, n)) => (entry, n.parse().ok()?),
+            None => (s, 0),
+        };
+        match entry.split_once('-') {
+            Some((ms, seq)) => Some(EventId(ms.parse().ok()?, seq.parse().ok()?, n)),
+            None if n == 0 => Some(EventId(entry.parse().ok()?, 0, 0)),
+            None => None,
+        }
+    }
+
+    /// Its entry's id, as Redis writes it.
+    pub fn entry(&self) -> String {
+        format!("{}-{}", self.0, self.1)
+    }
+
+    /// The last event its entry could hold: after it, the next entry.
+    pub fn last_of_entry(&self) -> EventId {
+        EventId(self.0, self.1, u32::MAX)
+    }
+}
+
+impl fmt::Display for EventId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.2 {
+            0 => write!(f, "{}-{}", self.0, self.1),
+            n => write!(f, "{}-{}.{n}", self.0, self.1),
+        }
+    }
+}
+
+/// A page of the buffer: its events (id, published JSON), and whether more
+/// entries may lie beyond it.
+#[derive(Debug, Default)]
+pub struct EventPage {
+    /// The events, in the order read.
+    pub events: Vec<(EventId, String)>,
+    /// Whether the read stopped at its count of entries.
+    pub more: bool,
+}
 
 /// The published JSON of an event: `{"id":"<eid>", ...body}`.
 pub fn with_id(eid: &str, body: &str) -> String {
@@ -82,62 +141,81 @@ impl Store {
         Ok(eid)
     }
 
-    /// Up to `count` events strictly after `after`, oldest first, as
-    /// `(event id, published JSON)`.
-    pub async fn events_after(
-        &self,
-        after: &str,
-        count: usize,
-    ) -> StoreResult<Vec<(String, String)>> {
+    /// The events strictly after `after`, oldest first, from at most
+    /// `count` entries (so at least `count` events when `more`).
+    pub async fn events_after(&self, after: EventId, count: usize) -> StoreResult<EventPage> {
         let mut conn = self.conn();
+        // From `after`'s own entry: its later events come first. One entry
+        // more than asked, since that one may hold nothing after `after`.
         let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
             .arg(self.keys.events())
-            .arg(format!("({after}"))
+            .arg(after.entry())
             .arg("+")
             .arg("COUNT")
-            .arg(count)
+            .arg(count + 1)
             .query_async(&mut conn)
             .await?;
-        Ok(rows.into_iter().filter_map(entry).collect())
+        let more = rows.len() > count;
+        let events = rows
+            .into_iter()
+            .flat_map(entry)
+            .filter(|(id, _)| *id > after)
+            .collect();
+        Ok(EventPage { events, more })
     }
 
-    /// Up to `count` newest events at or before `before` ("+" for the
-    /// newest), newest first.
+    /// The events of up to `count` entries older than `before`'s entry
+    /// (`None`: the newest entries), newest first.
     pub async fn events_before(
         &self,
-        before: &str,
+        before: Option<EventId>,
         count: usize,
-    ) -> StoreResult<Vec<(String, String)>> {
+    ) -> StoreResult<EventPage> {
         let mut conn = self.conn();
+        let end = before.map_or("+".to_string(), |id| format!("({}", id.entry()));
         let rows: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
             .arg(self.keys.events())
-            .arg(before)
+            .arg(end)
             .arg("-")
             .arg("COUNT")
             .arg(count)
             .query_async(&mut conn)
             .await?;
-        Ok(rows.into_iter().filter_map(entry).collect())
+        let more = rows.len() == count;
+        let events = rows
+            .into_iter()
+            .flat_map(|row| entry(row).into_iter().rev())
+            .collect();
+        Ok(EventPage { events, more })
     }
 
     /// The id of the newest event in the buffer, if any.
-    pub async fn newest_event_id(&self) -> StoreResult<Option<String>> {
+    pub async fn newest_event_id(&self) -> StoreResult<Option<EventId>> {
         Ok(self
-            .events_before("+", 1)
+            .events_before(None, 1)
             .await?
+            .events
             .into_iter()
             .next()
             .map(|(id, _)| id))
     }
 }
 
-fn entry((id, fields): (String, Vec<String>)) -> Option<(String, String)> {
-    let body = fields
+/// The events of one buffer entry, in order, with their ids and published
+/// JSON (none for an entry with an id Redis would not give).
+fn entry((id, fields): (String, Vec<String>)) -> Vec<(EventId, String)> {
+    let Some(first) = EventId::parse(&id) else {
+        return Vec::new();
+    };
+    fields
         .chunks(2)
-        .find(|kv| kv.len() == 2 && kv[0] == "e")
-        .map(|kv| kv[1].clone())?;
-    let json = with_id(&id, &body);
-    Some((id, json))
+        .filter(|kv| kv.len() == 2 && kv[0] == "e")
+        .enumerate()
+        .map(|(n, kv)| {
+            let id = EventId(first.0, first.1, n as u32);
+            (id, with_id(&id.to_string(), &kv[1]))
+        })
+        .collect()
 }
 
 /// What the replay buffer can tell about lost history.
@@ -198,5 +276,29 @@ impl Store {
             trimmed: int("entries-added") > int("length"),
             max_deleted: text("max-deleted-entry-id").filter(|id| id != "0-0"),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventId;
+
+    #[test]
+    fn ids_of_a_batch_entry_order_between_its_neighbours_and_read_back() {
+        let ids = ["7-0", "7-0.1", "7-0.12", "7-1", "8"];
+        let parsed: Vec<EventId> = ids.iter().map(|s| EventId::parse(s).unwrap()).collect();
+        assert!(parsed.windows(2).all(|w| w[0] < w[1]), "{parsed:?}");
+        assert_eq!(parsed[1], EventId(7, 0, 1));
+        assert_eq!(parsed[1].to_string(), "7-0.1");
+        assert_eq!(parsed[1].entry(), "7-0");
+        assert_eq!(
+            parsed[0].to_string(),
+            "7-0",
+            "an entry's first event is the entry"
+        );
+        assert!(parsed[2] < parsed[1].last_of_entry() && parsed[3] > parsed[1].last_of_entry());
+        for bad in ["7-0.", "7-0.x", "7.1", "7-x", "", "7-0.1.2"] {
+            assert_eq!(EventId::parse(bad), None, "{bad}");
+        }
     }
 }

@@ -224,7 +224,7 @@ pub(crate) mod tests {
             server.clone(),
             Transport::Sse,
             "firehose",
-            Some(EventId(2, 0)),
+            Some(EventId(2, 0, 0)),
         );
         // At or below the floor: dropped. Another subscription's: not ours.
         assert!(sink

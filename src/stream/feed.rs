@@ -229,7 +229,7 @@ impl Feed {
             Replay::Since(ms) => {
                 let after = match ms {
                     0 => EventId::ZERO,
-                    ms => EventId(ms - 1, u64::MAX),
+                    ms => EventId(ms - 1, u64::MAX, u32::MAX),
                 };
                 self.replay_from(stream, want, hides, after).await?
             }
@@ -287,12 +287,7 @@ impl Feed {
         hides: Arc<Hides>,
         after: EventId,
     ) -> StoreResult<()> {
-        let newest = self
-            .store
-            .newest_event_id()
-            .await?
-            .as_deref()
-            .and_then(EventId::parse);
+        let newest = self.store.newest_event_id().await?;
         if newest.is_none_or(|newest| after > newest) && after != EventId::ZERO {
             // An id from the future (or from another server's buffer) cannot
             // be placed: replaying after it would drop every event below it.
@@ -339,17 +334,14 @@ impl Feed {
         let Some(cursor) = self.replays.front().map(|job| job.cursor) else {
             return Ok(());
         };
-        let page = self
-            .store
-            .events_after(&cursor.to_string(), REPLAY_PAGE)
-            .await?;
+        let page = self.store.events_after(cursor, REPLAY_PAGE).await?;
         let Some(job) = self.replays.front_mut() else {
             return Ok(());
         };
-        if let Some((last, _)) = page.last() {
-            job.cursor = EventId::parse(last).unwrap_or(job.cursor);
+        if let Some((last, _)) = page.events.last() {
+            job.cursor = *last;
         }
-        for (_, json) in &page {
+        for (_, json) in &page.events {
             if let Some(Incoming::Event(f)) = frame::parse(json) {
                 if let Some(f) = job.want.judge(&f) {
                     if !job.hides.hides_any(f.actors(), hide_mask(job.stream))
@@ -361,7 +353,7 @@ impl Feed {
                 }
             }
         }
-        if page.len() < REPLAY_PAGE {
+        if !page.more {
             let (stream, cursor) = (job.stream, job.cursor);
             self.set_floor(stream, cursor);
             self.replays.pop_front();
@@ -377,14 +369,15 @@ impl Feed {
         n: usize,
     ) -> StoreResult<()> {
         let mut found: Vec<Arc<Frame>> = Vec::new();
-        let mut cursor = "+".to_string();
+        let mut cursor: Option<EventId> = None;
         let mut newest: Option<EventId> = None;
         'pages: while found.len() < n {
-            let page = self.store.events_before(&cursor, PAGE).await?;
-            let Some((oldest, _)) = page.last() else {
+            let page = self.store.events_before(cursor, PAGE).await?;
+            let Some((oldest, _)) = page.events.last() else {
                 break;
             };
             let frames: Vec<Arc<Frame>> = page
+                .events
                 .iter()
                 .filter_map(|(_, json)| match frame::parse(json) {
                     Some(Incoming::Event(f)) => Some(f),
@@ -412,18 +405,10 @@ impl Feed {
                     break 'pages;
                 }
             }
-            let Some(oldest_id) = EventId::parse(oldest) else {
-                break;
-            };
-            if page.len() < PAGE || oldest_id == EventId(0, 0) {
+            if !page.more {
                 break;
             }
-            // The previous id in Redis order, as an inclusive XREVRANGE end.
-            cursor = if oldest_id.1 > 0 {
-                EventId(oldest_id.0, oldest_id.1 - 1).to_string()
-            } else {
-                format!("{}-{}", oldest_id.0.saturating_sub(1), u64::MAX)
-            };
+            cursor = Some(*oldest);
         }
         inc(&metrics().events_replayed, found.len() as u64);
         for f in found.into_iter().rev() {

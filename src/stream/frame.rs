@@ -7,44 +7,19 @@ use bytes::Bytes;
 use firehose_filters::rules::RuleStatus;
 use firehose_filters::{Event, StatusView};
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-/// A replay-buffer id (`<ms>-<seq>`), ordered like Redis orders them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Hash)]
-pub struct EventId(pub u64, pub u64);
-
-impl EventId {
-    /// `0-0`: before every event (a resume point asking for the whole buffer).
-    pub const ZERO: EventId = EventId(0, 0);
-
-    /// Parses `ms-seq` (or a bare `ms`).
-    pub fn parse(s: &str) -> Option<EventId> {
-        let s = s.trim();
-        match s.split_once('-') {
-            Some((ms, seq)) => Some(EventId(ms.parse().ok()?, seq.parse().ok()?)),
-            None => Some(EventId(s.parse().ok()?, 0)),
-        }
-    }
-}
-
-impl fmt::Display for EventId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}", self.0, self.1)
-    }
-}
+pub use crate::store::events::EventId;
 
 /// Whether resuming after `after` misses events the buffer no longer holds:
 /// some entry newer than `after` was deleted, or entries were trimmed and
 /// `after` is older than the oldest one kept. (A resume point that is exactly
 /// the last trimmed entry is reported as a gap too: the buffer cannot tell.)
 pub fn is_gap(after: EventId, info: &crate::store::events::BufferInfo) -> bool {
-    let newer = |id: &Option<String>| {
-        id.as_deref()
-            .and_then(EventId::parse)
-            .is_some_and(|id| id > after)
-    };
-    newer(&info.max_deleted) || (info.trimmed && newer(&info.first))
+    let parse = |id: &Option<String>| id.as_deref().and_then(EventId::parse);
+    // A deleted entry took every event it held, up to its last.
+    let deleted = parse(&info.max_deleted).is_some_and(|d| d.last_of_entry() > after);
+    deleted || (info.trimmed && parse(&info.first).is_some_and(|first| first > after))
 }
 
 /// One event, serialized once for every transport.

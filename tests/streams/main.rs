@@ -159,6 +159,43 @@ async fn events_published_together_in_one_message_reach_each_stream_once_in_orde
     fire.assert_quiet(SHORT).await;
     own.assert_quiet(SHORT).await;
 
+    // The batch is one buffer entry: resuming from inside it replays the
+    // rest of it, once, and `count` reaches into it.
+    assert_eq!(common::buffered_events(&app, "delete", &[]), 2);
+    let follow_id = format!("{}.1", firsts[0]);
+    assert_eq!(
+        firsts[1], follow_id,
+        "the follow is the entry's second event"
+    );
+    for (resume, want) in [
+        (firsts[0].clone(), vec!["follow", "delete"]),
+        (follow_id.clone(), vec!["delete"]),
+    ] {
+        let path = format!("/api/v1/stream/firehose?last_event_id={resume}");
+        let mut s = app.stream(&path, Some(&fh), &[]).await;
+        let mut kinds = Vec::new();
+        for _ in 0..want.len() {
+            kinds.push(s.next_event("a replayed event of the batch").await.event);
+        }
+        assert_eq!(kinds, want, "after {resume}");
+        s.assert_quiet(SHORT).await;
+    }
+    let mut newest = app
+        .stream("/api/v1/stream/firehose?count=2", Some(&fh), &[])
+        .await;
+    let m = newest.next_event("the batch's follow").await;
+    assert_eq!(
+        (m.event.as_str(), m.id.as_deref()),
+        ("follow", Some(follow_id.as_str()))
+    );
+    let m = newest.next_event("the batch's last event").await;
+    assert_eq!(
+        (m.event.as_str(), &m.data["status_id"]),
+        ("delete", &json!(two))
+    );
+    assert_eq!(m.id, Some(format!("{}.2", firsts[0])));
+    newest.assert_quiet(SHORT).await;
+
     // A batch mixing a marked op, a new one and the new one named again:
     // only the new one's first mention emits, and it is marked after.
     let mixed = || {

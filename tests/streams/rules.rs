@@ -601,9 +601,8 @@ async fn position_past(s: &mut crate::common::StreamClient, past: &str) -> Strin
     }
 }
 
-fn event_id(id: &str) -> (u64, u64) {
-    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
-    (ms.parse().unwrap(), seq.parse().unwrap())
+fn event_id(id: &str) -> firehose::stream::EventId {
+    firehose::stream::EventId::parse(id).unwrap()
 }
 
 #[tokio::test]

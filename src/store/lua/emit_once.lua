@@ -5,8 +5,10 @@
 -- while after `op_retire.lua` retired the op in its partition (and queued
 -- its fan-out tasks there). One call carries the ops of every write of the
 -- process that reached this step while the previous call was under way
--- (store::emitter), and publishes their events in one message, one JSON a
--- line (the hub splits it). The marks of a batch of three or more ops are
+-- (store::emitter), appends their events as one buffer entry (field `e` once
+-- per event, in order; the first event's id is the entry's, the n-th after
+-- it `<entry>.<n>`: store::events) and publishes them in one message, one
+-- JSON a line (the hub splits it). The marks of a batch of three or more ops are
 -- read in one HMGET and set in one HSET, two commands for the batch; one or
 -- two ops take an HSETNX each, which is no more. An op named twice in a
 -- batch is emitted by its first mention.
@@ -50,16 +52,30 @@ else
     redis.call('HSET', KEYS[1], unpack(marks))
   end
 end
+local fields = {}
+for n in ipairs(ops) do
+  if fresh[n] then
+    local j = at[n]
+    for k = j + 2, j + 1 + tonumber(ARGV[j + 1]) do
+      fields[#fields + 1] = 'e'
+      fields[#fields + 1] = ARGV[k]
+    end
+  end
+end
+local entry = ''
+if #fields > 0 then
+  entry = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', unpack(fields))
+end
 local firsts, published = {}, {}
 for n in ipairs(ops) do
   local first = ''
   if fresh[n] then
     local j = at[n]
     for k = j + 2, j + 1 + tonumber(ARGV[j + 1]) do
-      local body = ARGV[k]
-      local eid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', 'e', body)
+      local eid = entry
+      if #published > 0 then eid = entry .. '.' .. #published end
       if first == '' then first = eid end
-      published[#published + 1] = '{"id":"' .. eid .. '",' .. body:sub(2)
+      published[#published + 1] = '{"id":"' .. eid .. '",' .. ARGV[k]:sub(2)
     end
   end
   firsts[#firsts + 1] = first

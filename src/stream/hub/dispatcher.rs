@@ -675,7 +675,7 @@ impl Dispatcher {
         let Some(last) = self.last else {
             // First subscription: nothing was dispatched yet, so start live.
             match self.store.newest_event_id().await {
-                Ok(newest) => self.last = newest.as_deref().and_then(EventId::parse),
+                Ok(newest) => self.last = newest,
                 Err(e) => tracing::warn!(error = %e, "could not read the replay buffer position"),
             }
             return;
@@ -694,14 +694,14 @@ impl Dispatcher {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not check the replay buffer for gaps"),
         }
-        let mut cursor = last.to_string();
+        let mut cursor = last;
         let mut failing_since: Option<std::time::Instant> = None;
         let mut backoff = Duration::from_millis(50);
         loop {
             if shutdown.is_set() {
                 return;
             }
-            let page = match self.store.events_after(&cursor, 1000).await {
+            let page = match self.store.events_after(cursor, 1000).await {
                 Ok(page) => {
                     failing_since = None;
                     backoff = Duration::from_millis(50);
@@ -733,13 +733,15 @@ impl Dispatcher {
                     continue;
                 }
             };
-            let Some((id, _)) = page.last() else {
-                return;
-            };
-            cursor = id.clone();
-            inc(&metrics().events_replayed, page.len() as u64);
-            for (_, json) in &page {
+            if let Some((id, _)) = page.events.last() {
+                cursor = *id;
+            }
+            inc(&metrics().events_replayed, page.events.len() as u64);
+            for (_, json) in &page.events {
                 self.incoming(frame::parse(json));
+            }
+            if !page.more {
+                return;
             }
         }
     }
