@@ -147,21 +147,30 @@ impl Store {
         let mut conn = self.conn();
         // From `after`'s own entry: its later events come first. One entry
         // more than asked, since that one may hold nothing after `after`.
-        let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-            .arg(self.keys.events())
-            .arg(after.entry())
-            .arg("+")
-            .arg("COUNT")
-            .arg(count + 1)
-            .query_async(&mut conn)
-            .await?;
-        let more = rows.len() > count;
-        let events = rows
-            .into_iter()
-            .flat_map(entry)
-            .filter(|(id, _)| *id > after)
-            .collect();
-        Ok(EventPage { events, more })
+        let mut start = after.entry();
+        loop {
+            let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+                .arg(self.keys.events())
+                .arg(&start)
+                .arg("+")
+                .arg("COUNT")
+                .arg(count + 1)
+                .query_async(&mut conn)
+                .await?;
+            let more = rows.len() > count;
+            let last = rows.last().map(|(id, _)| id.clone());
+            let events: Vec<_> = rows
+                .into_iter()
+                .flat_map(entry)
+                .filter(|(id, _)| *id > after)
+                .collect();
+            match last {
+                // Entries holding no event (none of this server's writing)
+                // are passed over, so that a page that says `more` has moved.
+                Some(last) if more && events.is_empty() => start = format!("({last}"),
+                _ => return Ok(EventPage { events, more }),
+            }
+        }
     }
 
     /// The events of up to `count` entries older than `before`'s entry
@@ -172,21 +181,28 @@ impl Store {
         count: usize,
     ) -> StoreResult<EventPage> {
         let mut conn = self.conn();
-        let end = before.map_or("+".to_string(), |id| format!("({}", id.entry()));
-        let rows: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
-            .arg(self.keys.events())
-            .arg(end)
-            .arg("-")
-            .arg("COUNT")
-            .arg(count)
-            .query_async(&mut conn)
-            .await?;
-        let more = rows.len() == count;
-        let events = rows
-            .into_iter()
-            .flat_map(|row| entry(row).into_iter().rev())
-            .collect();
-        Ok(EventPage { events, more })
+        let mut end = before.map_or("+".to_string(), |id| format!("({}", id.entry()));
+        loop {
+            let rows: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
+                .arg(self.keys.events())
+                .arg(&end)
+                .arg("-")
+                .arg("COUNT")
+                .arg(count)
+                .query_async(&mut conn)
+                .await?;
+            let more = rows.len() == count;
+            let last = rows.last().map(|(id, _)| id.clone());
+            let events: Vec<_> = rows
+                .into_iter()
+                .flat_map(|row| entry(row).into_iter().rev())
+                .collect();
+            match last {
+                // As in `events_after`: entries without events are passed over.
+                Some(last) if more && events.is_empty() => end = format!("({last}"),
+                _ => return Ok(EventPage { events, more }),
+            }
+        }
     }
 
     /// The id of the newest event in the buffer, if any.

@@ -249,6 +249,55 @@ async fn events_published_together_in_one_message_reach_each_stream_once_in_orde
     fire.assert_quiet(SHORT).await;
 }
 
+/// Buffer entries that hold no event (no field `e`: none of this server's
+/// writing) are passed over by a replay, however many there are in a row.
+#[tokio::test]
+async fn a_replay_passes_over_entries_that_hold_no_event() {
+    let app = TestApp::start().await;
+    let (_, token, fh) = firehose_user(&app, "skipper").await;
+    app.say(&token, "before the gap").await;
+    let mut s = app
+        .stream("/api/v1/stream/firehose?count=1", Some(&fh), &[])
+        .await;
+    let before = s.next_event("the status before").await;
+    assert_eq!(status_message(&before), "before the gap");
+    drop(s);
+    // More than a replay page (256) of foreign entries in a row.
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let mut pipe = redis::pipe();
+    for _ in 0..300 {
+        pipe.cmd("XADD")
+            .arg(keys.events())
+            .arg("*")
+            .arg("x")
+            .arg("y")
+            .ignore();
+    }
+    let _: () = pipe.query(&mut app.redis.conn()).unwrap();
+    // Newest, they leave the newest event where it was.
+    let path = format!(
+        "/api/v1/stream/firehose?last_event_id={}",
+        before.id.as_deref().unwrap()
+    );
+    let mut s = app.stream(&path, Some(&fh), &[]).await;
+    app.say(&token, "after the gap").await;
+    // Not a `resume_gap` first: the resume point is still known.
+    let m = s.next("the status after the gap, live").await;
+    assert_eq!(
+        (m.event.as_str(), status_message(&m)),
+        ("status", "after the gap")
+    );
+    s.assert_quiet(SHORT).await;
+    let path = format!(
+        "/api/v1/stream/firehose?last_event_id={}",
+        before.id.as_deref().unwrap()
+    );
+    let mut s = app.stream(&path, Some(&fh), &[]).await;
+    let m = s.next_event("the status after the gap").await;
+    assert_eq!(status_message(&m), "after the gap");
+    s.assert_quiet(SHORT).await;
+}
+
 /// Deletes made at once go through the group commit together: each
 /// stream gets every delete once, in buffer order, and the buffer holds
 /// each once.
