@@ -144,33 +144,10 @@ impl Store {
     /// The events strictly after `after`, oldest first, from at most
     /// `count` entries (so at least `count` events when `more`).
     pub async fn events_after(&self, after: EventId, count: usize) -> StoreResult<EventPage> {
-        let mut conn = self.conn();
         // From `after`'s own entry: its later events come first. One entry
         // more than asked, since that one may hold nothing after `after`.
-        let mut start = after.entry();
-        loop {
-            let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-                .arg(self.keys.events())
-                .arg(&start)
-                .arg("+")
-                .arg("COUNT")
-                .arg(count + 1)
-                .query_async(&mut conn)
-                .await?;
-            let more = rows.len() > count;
-            let last = rows.last().map(|(id, _)| id.clone());
-            let events: Vec<_> = rows
-                .into_iter()
-                .flat_map(entry)
-                .filter(|(id, _)| *id > after)
-                .collect();
-            match last {
-                // Entries holding no event (none of this server's writing)
-                // are passed over, so that a page that says `more` has moved.
-                Some(last) if more && events.is_empty() => start = format!("({last}"),
-                _ => return Ok(EventPage { events, more }),
-            }
-        }
+        self.read_entries(true, after.entry(), count + 1, |id| *id > after)
+            .await
     }
 
     /// The events of up to `count` entries older than `before`'s entry
@@ -180,13 +157,33 @@ impl Store {
         before: Option<EventId>,
         count: usize,
     ) -> StoreResult<EventPage> {
+        let end = before.map_or("+".to_string(), |id| format!("({}", id.entry()));
+        self.read_entries(false, end, count, |_| true).await
+    }
+
+    /// Up to `count` entries from `from` on (XRANGE towards the newest, or
+    /// XREVRANGE towards the oldest), their events in that order as `keep`
+    /// keeps them; `more` when the read stopped at `count`. Entries holding
+    /// no event (none of this server's writing) are passed over, so that a
+    /// page that says `more` has moved.
+    async fn read_entries(
+        &self,
+        forward: bool,
+        mut from: String,
+        count: usize,
+        keep: impl Fn(&EventId) -> bool,
+    ) -> StoreResult<EventPage> {
         let mut conn = self.conn();
-        let mut end = before.map_or("+".to_string(), |id| format!("({}", id.entry()));
+        let (cmd, to) = if forward {
+            ("XRANGE", "+")
+        } else {
+            ("XREVRANGE", "-")
+        };
         loop {
-            let rows: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
+            let rows: Vec<(String, Vec<String>)> = redis::cmd(cmd)
                 .arg(self.keys.events())
-                .arg(&end)
-                .arg("-")
+                .arg(&from)
+                .arg(to)
                 .arg("COUNT")
                 .arg(count)
                 .query_async(&mut conn)
@@ -195,11 +192,17 @@ impl Store {
             let last = rows.last().map(|(id, _)| id.clone());
             let events: Vec<_> = rows
                 .into_iter()
-                .flat_map(|row| entry(row).into_iter().rev())
+                .flat_map(|row| {
+                    let mut events = entry(row);
+                    if !forward {
+                        events.reverse();
+                    }
+                    events
+                })
+                .filter(|(id, _)| keep(id))
                 .collect();
             match last {
-                // As in `events_after`: entries without events are passed over.
-                Some(last) if more && events.is_empty() => end = format!("({last}"),
+                Some(last) if more && events.is_empty() => from = format!("({last}"),
                 _ => return Ok(EventPage { events, more }),
             }
         }
