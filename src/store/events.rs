@@ -220,9 +220,11 @@ impl Store {
     }
 }
 
-/// The events of one buffer entry, in order, with their ids and published
-/// JSON (none for an entry with an id Redis would not give).
-fn entry((id, fields): (String, Vec<String>)) -> Vec<(EventId, String)> {
+/// The events of one buffer entry (its id and its fields, as XRANGE gives
+/// them), in order, with their ids and published JSON (none for an entry
+/// with an id Redis would not give). The one place an event's id is made
+/// from its entry's.
+pub fn entry((id, fields): (String, Vec<String>)) -> Vec<(EventId, String)> {
     let Some(first) = EventId::parse(&id) else {
         return Vec::new();
     };

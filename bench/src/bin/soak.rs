@@ -505,20 +505,12 @@ async fn main() -> anyhow::Result<()> {
         .arg("+")
         .query_async(&mut redis)
         .await?;
-    // An entry holds one event, or a batch's (store::events): the n-th
-    // event of entry `<ms>-<seq>` is `<ms>-<seq>.<n>` (n > 0).
+    // An entry holds one event, or a batch's (store::events::entry).
     let expected: HashSet<String> = rows
         .into_iter()
-        .flat_map(|(id, fields)| {
-            let entry = firehose::stream::EventId::parse(&id).unwrap_or_default();
-            fields
-                .chunks(2)
-                .filter(|kv| kv[0] == "e")
-                .enumerate()
-                .filter(|(_, kv)| kv.get(1).is_some_and(|e| e.contains("\"type\":\"status\"")))
-                .map(|(n, _)| firehose::stream::EventId(entry.0, entry.1, n as u32).to_string())
-                .collect::<Vec<_>>()
-        })
+        .flat_map(firehose::store::events::entry)
+        .filter(|(_, json)| json.contains("\"type\":\"status\""))
+        .map(|(id, _)| id.to_string())
         .collect();
     println!(
         "\nload: {} minutes, {} users, {} writers",
