@@ -45,6 +45,7 @@ pub mod store;
 pub mod stream;
 pub mod tail;
 pub mod text;
+pub mod visibility;
 pub mod workers;
 
 pub use app::{run, run_workers};

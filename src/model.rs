@@ -421,6 +421,10 @@ pub enum Event {
         /// The author's account is private: only user streams of followers see it.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         private: bool,
+        /// For a reply to a private account's status: that account. Only
+        /// user streams of its followers (and its own) get the reply.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        audience: Option<IdString>,
     },
     /// A status was deleted.
     Delete {

@@ -56,6 +56,12 @@ pub struct FilterSpec {
 }
 
 impl FilterSpec {
+    /// Whether it matches statuses by their content (`track` or
+    /// `locations`): then it gets every public delete.
+    pub fn by_content(&self) -> bool {
+        !self.track.is_empty() || !self.locations.is_empty()
+    }
+
     /// True when the filter can match nothing at all.
     pub fn is_empty(&self) -> bool {
         self.follow.is_empty() && self.track.is_empty() && self.locations.is_empty()

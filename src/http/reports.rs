@@ -133,6 +133,12 @@ pub async fn create(
             ))
         }
     };
+    if user_id == auth.uid.to_string() {
+        return Err(ApiError::invalid(
+            "cannot_report_yourself",
+            "You cannot report yourself or your own statuses.",
+        ));
+    }
     state.rate.write(auth.uid).await?;
     let report = Report {
         id: String::new(),

@@ -5,7 +5,7 @@ use super::paging::{json_page, order, paging, ranked_json, Order};
 use super::path_id;
 use super::routes::Routes;
 use super::visibility::{
-    blocked_by, only_visible, only_visible_hiding, privacy_allows_user, without_hidden,
+    blocked_by, only_visible, only_visible_hiding, privacy_allows_user,
 };
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
@@ -186,9 +186,9 @@ pub async fn profile(
         .store
         .timeline(Timeline::Profile(uid), page, count)
         .await?;
-    // Reposts of statuses by someone who blocks the caller are not shown.
-    let statuses =
-        without_hidden(&state, viewer.as_ref(), statuses, crate::hides::UNSEEABLE).await?;
+    // Reposts of statuses by someone who blocks the caller, and replies to
+    // statuses the caller may not see, are not shown.
+    let statuses = only_visible(&state, viewer.as_ref(), statuses).await?;
     Ok(json_page(&statuses))
 }
 

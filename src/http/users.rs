@@ -363,24 +363,43 @@ pub async fn update_me(
         }
     }
     // Each new name is taken and the old freed in one atomic step (409
-    // when another user holds it, ignoring case).
-    if let Some(login) = &body.login {
-        let current = state.store.user(auth.uid).await?.login;
-        if current != *login {
-            state
-                .store
-                .rename(auth.uid, "login", &current, login)
-                .await?;
+    // when another user holds it, ignoring case). A change of both is all
+    // or nothing: the new email is held for the user first, so that a
+    // login change that succeeds is never followed by an email refused,
+    // and given back if the login is refused.
+    let current_login = state.store.user(auth.uid).await?.login;
+    let current_email = state.store.email(auth.uid).await?.unwrap_or_default();
+    let new_login = body.login.as_ref().filter(|l| **l != current_login);
+    let new_email = body.email.as_ref().filter(|e| **e != current_email);
+    let held = match (new_login, new_email) {
+        (Some(_), Some(email)) if email.to_lowercase() != current_email.to_lowercase() => {
+            if !state.store.claim_name(email, auth.uid).await? {
+                return Err(ApiError::conflict(
+                    "email_taken",
+                    "That email is taken (logins and emails are unique ignoring case).",
+                ));
+            }
+            Some(email)
+        }
+        _ => None,
+    };
+    if let Some(login) = new_login {
+        let renamed = state
+            .store
+            .rename(auth.uid, "login", &current_login, login)
+            .await;
+        if let Err(e) = renamed {
+            if let Some(email) = held {
+                state.store.release_name(email, auth.uid, None).await?;
+            }
+            return Err(e.into());
         }
     }
-    if let Some(email) = &body.email {
-        let current = state.store.email(auth.uid).await?.unwrap_or_default();
-        if current != *email {
-            state
-                .store
-                .rename(auth.uid, "email", &current, email)
-                .await?;
-        }
+    if let Some(email) = new_email {
+        state
+            .store
+            .rename(auth.uid, "email", &current_email, email)
+            .await?;
     }
     let mut user = state
         .store

@@ -5,12 +5,12 @@
 
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ApiResult};
-use crate::hides::{self, Hides};
+use crate::hides;
 use crate::model::{Status, User};
 use crate::state::AppState;
 use crate::store::statuses::Shown;
 use crate::store::StoreError;
-use std::collections::HashMap;
+use crate::visibility::{Reach, Sight};
 
 /// Whether `author` blocks `viewer` (then the author's statuses are 404 to
 /// the viewer and their profile timeline too).
@@ -132,34 +132,22 @@ pub async fn may_see(
 }
 
 /// [`may_see`], with the author's account and whether they block the
-/// viewer when those were read already.
+/// viewer when those were read already. The judgement is
+/// `crate::visibility::Sight`'s, the one stream replays apply.
 async fn may_see_by(
     state: &AppState,
     viewer: Option<&AuthUser>,
     status: &Status,
     author_user: Option<(&User, bool)>,
 ) -> ApiResult<bool> {
-    let author: u64 = status.uid.parse().unwrap_or(0);
-    let seen = match author_user {
-        Some((user, blocked)) => !blocked && privacy_allows_user(state, viewer, user).await?,
-        None => can_see(state, viewer, author).await?,
-    };
-    if !seen {
+    if let Some((_, true)) = author_user {
         return Ok(false);
     }
-    if let Some(original) = id_of(&status.repost_of_uid) {
-        if blocked_by(state, viewer, original).await? || state.store.suspended().contains(original)
-        {
-            return Ok(false);
-        }
+    let mut sight = Sight::of(state.store.clone(), viewer.map(|v| v.uid), Reach::Followers).await?;
+    if let Some((user, _)) = author_user {
+        sight.know(user);
     }
-    if !in_group(state, viewer, status).await? {
-        return Ok(false);
-    }
-    match id_of(&status.audience) {
-        Some(p) => can_see(state, viewer, p).await,
-        None => Ok(true),
-    }
+    Ok(sight.status(status).await?)
 }
 
 /// Whether `viewer` may read `gid`'s content: anyone a public or
@@ -175,50 +163,6 @@ pub async fn may_read_group(
         Err(e) => return Err(e.into()),
     };
     Ok(Some(group.kind != "private" || group.role.is_some()))
-}
-
-/// The group half of [`may_see`]: a private group's status only for its
-/// members.
-async fn in_group(state: &AppState, viewer: Option<&AuthUser>, status: &Status) -> ApiResult<bool> {
-    if !status.group_private {
-        return Ok(true);
-    }
-    let (Some(v), Some(gid)) = (viewer, id_of(&status.group_id)) else {
-        return Ok(false);
-    };
-    Ok(state
-        .store
-        .group_standing(gid, v.uid)
-        .await?
-        .is_some_and(|s| s.role.is_some()))
-}
-
-/// Drops the statuses, and reposts of statuses, of anyone `viewer` holds
-/// a relation with under `mask` (no privacy check: for a timeline whose
-/// author the caller was already allowed to see).
-pub async fn without_hidden(
-    state: &AppState,
-    viewer: Option<&AuthUser>,
-    mut statuses: Vec<Shown>,
-    mask: u8,
-) -> ApiResult<Vec<Shown>> {
-    // A suspended author's statuses leave every timeline (this process's
-    // set, kept by the hub; the author's own HASH answers other reads).
-    let suspended = state.store.suspended();
-    if !suspended.is_empty() {
-        statuses.retain(|item| !suspended.any(&actors(&item.0.status)));
-    }
-    let Some(v) = viewer else {
-        return Ok(statuses);
-    };
-    if statuses.is_empty() {
-        return Ok(statuses);
-    }
-    let relations = state.store.hides(v.uid).await?;
-    if !relations.is_empty() {
-        statuses.retain(|item| !relations.hides_any(&actors(&item.0.status), mask));
-    }
-    Ok(statuses)
 }
 
 fn id_of(field: &Option<String>) -> Option<u64> {
@@ -245,45 +189,23 @@ pub async fn only_visible_hiding(
     statuses: Vec<Shown>,
     mask: u8,
 ) -> ApiResult<Vec<Shown>> {
-    let relations = match viewer {
-        Some(v) if !statuses.is_empty() => state.store.hides(v.uid).await?,
-        _ => Hides::default(),
-    };
-    let mut sees: HashMap<u64, bool> = HashMap::new();
-    let mut groups: HashMap<u64, bool> = HashMap::new();
+    if statuses.is_empty() {
+        return Ok(statuses);
+    }
+    let mut sight = Sight::of(state.store.clone(), viewer.map(|v| v.uid), Reach::Followers).await?;
+    let authors: Vec<u64> = statuses
+        .iter()
+        .flat_map(|item| actors(&item.0.status))
+        .chain(statuses.iter().filter_map(|item| id_of(&item.0.status.audience)))
+        .collect();
+    sight.prefetch(&[], &authors).await?;
     let mut kept = Vec::with_capacity(statuses.len());
     for item in statuses {
         let status = &item.0.status;
-        let by = actors(status);
-        if relations.hides_any(&by, mask) || state.store.suspended().any(&by) {
+        if sight.relations().hides_any(&actors(status), mask) {
             continue;
         }
-        let author = by[0];
-        let mut ok = true;
-        for who in std::iter::once(author).chain(id_of(&status.audience)) {
-            let allowed = match sees.get(&who) {
-                Some(allowed) => *allowed,
-                None => {
-                    let allowed = relations.bits(who) & hides::UNSEEABLE == 0
-                        && privacy_allows(state, viewer, who).await?;
-                    sees.insert(who, allowed);
-                    allowed
-                }
-            };
-            ok &= allowed;
-        }
-        if ok && status.group_private {
-            let gid = id_of(&status.group_id).unwrap_or(0);
-            ok = match groups.get(&gid) {
-                Some(member) => *member,
-                None => {
-                    let member = in_group(state, viewer, status).await?;
-                    groups.insert(gid, member);
-                    member
-                }
-            };
-        }
-        if ok {
+        if sight.status(status).await? {
             kept.push(item);
         }
     }

@@ -52,6 +52,7 @@ impl Store {
             at,
             status: status.clone(),
             private: opts.private,
+            audience: None,
         })];
         for &target in opts.mentioned {
             events.push(body(&Event::Mention {

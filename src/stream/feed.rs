@@ -10,6 +10,7 @@ use super::direct::Direct;
 use super::frame::{self, Control, ControlFrame, EventId, Frame, Incoming};
 use super::hub::{ClientConn, Hub, SHUTDOWN};
 use super::queue::Delivery;
+use super::replay_sight::ReplaySight;
 use super::want::Want;
 use super::wire::Transport;
 use crate::hides::Hides;
@@ -44,6 +45,8 @@ struct ReplayJob {
     hides: Arc<Hides>,
     /// The last buffer id read.
     cursor: EventId,
+    /// What the reader may see now.
+    sight: ReplaySight,
 }
 
 /// A `warning` `resume_gap` control event.
@@ -238,6 +241,16 @@ impl Feed {
         Ok(())
     }
 
+    /// The judgement of what a replay of `stream` may serve now.
+    fn sight(&self, stream: &str, hides: &Arc<Hides>) -> ReplaySight {
+        ReplaySight::new(crate::visibility::Sight::new(
+            self.store.clone(),
+            Some(self.conn.uid),
+            hides.clone(),
+            ReplaySight::reach(stream),
+        ))
+    }
+
     /// Ends the subscription named `stream`; false if there was none.
     pub fn unsubscribe(&mut self, stream: &str) -> bool {
         match self.remove_sub(stream) {
@@ -317,11 +330,13 @@ impl Feed {
         // is the only one for it. The first page is read now, so that a
         // store failure is answered to the request; the rest as the client
         // reads.
+        let sight = self.sight(stream, &hides);
         self.replays.push_back(ReplayJob {
             stream,
             want,
             hides,
             cursor: after,
+            sight,
         });
         self.replay_step().await
     }
@@ -338,20 +353,27 @@ impl Feed {
         let Some(job) = self.replays.front_mut() else {
             return Ok(());
         };
-        if let Some((last, _)) = page.events.last() {
-            job.cursor = *last;
-        }
+        let mut matched = Vec::new();
         for (_, json) in &page.events {
             if let Some(Incoming::Event(f)) = frame::parse(json) {
                 if let Some(f) = job.want.judge(&f) {
                     if !job.hides.hides_any(f.actors(), hide_mask(job.stream))
                         && !self.store.suspended().any(f.actors())
                     {
-                        inc(&metrics().events_replayed, 1);
-                        self.pending.push_back(Out::Event(f, job.stream));
+                        matched.push(f);
                     }
                 }
             }
+        }
+        // Judged before the cursor moves: a failed read leaves the page
+        // to be read again.
+        let kept = job.sight.keep(matched).await?;
+        if let Some((last, _)) = page.events.last() {
+            job.cursor = *last;
+        }
+        inc(&metrics().events_replayed, kept.len() as u64);
+        for f in kept {
+            self.pending.push_back(Out::Event(f, job.stream));
         }
         if !page.more {
             let (stream, cursor) = (job.stream, job.cursor);
@@ -365,9 +387,10 @@ impl Feed {
         &mut self,
         stream: &'static str,
         mut want: Want,
-        hides: &Hides,
+        hides: &Arc<Hides>,
         n: usize,
     ) -> StoreResult<()> {
+        let mut sight = self.sight(stream, hides);
         let mut found: Vec<Arc<Frame>> = Vec::new();
         let mut cursor: Option<EventId> = None;
         let mut newest: Option<EventId> = None;
@@ -399,6 +422,7 @@ impl Feed {
                     }
                 }
             }
+            let matched = sight.keep(matched).await?;
             for f in matched.into_iter().rev() {
                 found.push(f);
                 if found.len() >= n {

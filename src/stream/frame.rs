@@ -86,7 +86,10 @@ impl Frame {
         use model::Event as E;
         match &self.event {
             E::Status {
-                status, private, ..
+                status,
+                private,
+                audience,
+                ..
             } => {
                 // `parse` made every status frame with its ids.
                 let ids = self.ids.status.unwrap_or(StatusIds {
@@ -104,6 +107,7 @@ impl Frame {
                     repost_of_uid: ids.repost_of_uid,
                     private: *private,
                     grouped: status.group_id.is_some(),
+                    audience: audience.map(|a| a.0),
                 })
             }
             E::Delete {

@@ -19,6 +19,8 @@
 //! - [`rule_set`]: a subscription's filter rules (search, ad-hoc) and
 //!   their `matching_rules` labels.
 //! - [`want`]: what one subscription wants, and its check for a replay.
+//! - [`replay_sight`]: what a replay may serve now (the reader's present
+//!   rights: deletes, privacy, suspension, groups and conversations left).
 //! - [`limits`]: the per-user concurrent-stream limit, leased in Redis.
 
 pub mod deflate;
@@ -27,6 +29,7 @@ pub mod feed;
 pub mod frame;
 pub mod hub;
 pub mod queue;
+pub mod replay_sight;
 pub mod rule_set;
 pub mod stream_limits;
 pub mod want;

@@ -28,12 +28,12 @@ impl Browser {
     /// Starts chromedriver and a headless Chromium session; `None` when they
     /// cannot be installed.
     pub(crate) async fn start() -> Option<Browser> {
-        if !installed() {
-            let _ = Command::new("sh")
-                .arg("-c")
-                .arg("(apt-get update -qq && apt-get install -y -qq chromium chromium-driver) >/dev/null 2>&1")
-                .status();
-        }
+        static INSTALL: std::sync::Once = std::sync::Once::new();
+        INSTALL.call_once(|| {
+            if !installed() {
+                super::apt_install("chromium chromium-driver");
+            }
+        });
         if !installed() {
             return None;
         }

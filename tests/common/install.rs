@@ -1,7 +1,28 @@
 //! Installing what the tests run that a fresh Debian machine lacks:
-//! redis-server, curl, nginx, and schemathesis in a virtual environment.
+//! redis-server, curl, nginx, chromium with chromedriver, and schemathesis
+//! in a virtual environment.
 
 use super::*;
+
+/// One apt-get at a time in this process: tests run in parallel threads,
+/// and a second apt-get would fail on the lock the first holds (this is
+/// how four page tests once failed together on a fresh machine). Between
+/// processes, apt-get waits for the lock itself.
+static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Installs `packages` (space-separated) with apt-get; whether it worked.
+pub(crate) fn apt_install(packages: &str) -> bool {
+    let _one = APT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let apt = "apt-get -o DPkg::Lock::Timeout=600";
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "({apt} update -qq && {apt} install -y -qq {packages}) >/dev/null 2>&1"
+        ))
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .status()
+        .is_ok_and(|s| s.success())
+}
 
 static INSTALL: Once = Once::new();
 
@@ -21,14 +42,7 @@ pub(crate) fn ensure_redis_installed() {
         if missing.is_empty() {
             return;
         }
-        let ok = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "(apt-get update -qq && apt-get install -y -qq {}) >/dev/null 2>&1",
-                missing.join(" ")
-            ))
-            .status()
-            .is_ok_and(|s| s.success());
+        let ok = apt_install(&missing.join(" "));
         assert!(ok, "{missing:?} missing and apt-get could not install them");
     });
 }
@@ -54,10 +68,12 @@ pub(crate) fn schemathesis() -> std::path::PathBuf {
         }
         let script = format!(
             "(python3 -m venv --help >/dev/null 2>&1 && python3 -m ensurepip --version >/dev/null 2>&1 \
-               || (apt-get update -qq && apt-get install -y -qq python3-venv python3-pip)) >/dev/null 2>&1; \
+               || (apt-get -o DPkg::Lock::Timeout=600 update -qq \
+                   && apt-get -o DPkg::Lock::Timeout=600 install -y -qq python3-venv python3-pip)) >/dev/null 2>&1; \
              python3 -m venv {venv} && {venv}/bin/pip install -q schemathesis",
             venv = venv.display()
         );
+        let _one = APT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let ok = Command::new("sh")
             .arg("-c")
             .arg(script)

@@ -491,3 +491,48 @@ async fn a_deleted_accounts_login_is_free_after_its_reservation() {
         .await;
     assert_eq!(status, StatusCode::CREATED);
 }
+
+#[tokio::test]
+async fn a_change_of_login_and_email_is_all_or_nothing() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("renamer").await;
+    app.register("holder").await;
+    let (status, answer) = app
+        .call(
+            reqwest::Method::PATCH,
+            "/api/v1/me",
+            Some(&token),
+            Some(json!({"login": "freshname", "email": "holder@example.com"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    let (_, me) = app.get("/api/v1/me", Some(&token)).await;
+    assert_eq!(me["login"], "renamer", "{me}");
+    assert_eq!(me["email"], "renamer@example.com");
+    // The login asked for is still free, and so is nothing else taken.
+    app.register("freshname").await;
+    let (status, answer) = app
+        .call(
+            reqwest::Method::PATCH,
+            "/api/v1/me",
+            Some(&token),
+            Some(json!({"login": "holder", "email": "new@example.com"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+    let (_, me) = app.get("/api/v1/me", Some(&token)).await;
+    assert_eq!(me["email"], "renamer@example.com", "{me}");
+    // The email held while the login was tried is free again.
+    app.register("new").await;
+    let (status, me) = app
+        .call(
+            reqwest::Method::PATCH,
+            "/api/v1/me",
+            Some(&token),
+            Some(json!({"login": "renamed", "email": "renamed@example.com"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    assert_eq!(me["login"], "renamed");
+    assert_eq!(me["email"], "renamed@example.com");
+}

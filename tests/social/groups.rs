@@ -729,3 +729,42 @@ async fn a_deleted_account_leaves_its_groups_and_its_group_statuses_go() {
         "{g}"
     );
 }
+
+#[tokio::test]
+async fn a_reply_in_a_private_group_is_not_counted_on_a_status_outside_it() {
+    let app = TestApp::start().await;
+    let (_, owner) = app.user("vault_owner").await;
+    let (_, outsider) = app.user("outsider").await;
+    let gid = create(&app, &owner, "vault", "private").await;
+    let public = app.say(&outsider, "what do you think").await;
+    let (status, reply) = app
+        .post(
+            "/api/v1/statuses",
+            Some(&owner),
+            json!({"message": "we talk about it", "group_id": gid, "reply_to": public}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{reply}");
+    let inside = post_in(&app, &owner, &gid, "inside").await.1["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (status, _) = app
+        .post(
+            "/api/v1/statuses",
+            Some(&owner),
+            json!({"message": "an answer inside", "group_id": gid, "reply_to": inside}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    for token in [&outsider, &owner] {
+        let (_, seen) = app
+            .get(&format!("/api/v1/statuses/{public}"), Some(token))
+            .await;
+        assert_eq!(seen["replies"], 0, "{seen}");
+    }
+    let (_, seen) = app
+        .get(&format!("/api/v1/statuses/{inside}"), Some(&owner))
+        .await;
+    assert_eq!(seen["replies"], 1, "a reply within the group counts: {seen}");
+}

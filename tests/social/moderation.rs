@@ -321,3 +321,18 @@ async fn a_suspension_ends_sessions_and_streams_and_hides_everything_until_lifte
         "one entry per change"
     );
 }
+
+#[tokio::test]
+async fn reporting_yourself_or_your_own_status_is_refused() {
+    let app = TestApp::start().await;
+    let (me, token) = app.user("selfish").await;
+    let sid = app.say(&token, "mine").await;
+    for body in [
+        json!({"user_id": me, "reason": "spam"}),
+        json!({"status_id": sid, "reason": "spam"}),
+    ] {
+        let (status, answer) = app.post("/api/v1/reports", Some(&token), body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+        assert!(answer["error"]["code"].is_string());
+    }
+}

@@ -3,6 +3,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod privacy;
 mod rules;
 
 use common::{ws_connect, ws_next, ws_send, Msg, StreamClient, TestApp};

@@ -50,6 +50,9 @@ pub struct Index {
     home: SubsMap,
     /// User id -> that user's own user-stream subscriptions.
     user_of: SubsMap,
+    /// Filter subscriptions by `track` or `locations`: every public delete
+    /// reaches them.
+    by_content: HashSet<SubId, crate::FxBuild>,
     /// Working space of track matching, one per event of a batch.
     scratch: Vec<Scratch>,
 }
@@ -122,6 +125,9 @@ impl Index {
                 for b in &spec.locations {
                     self.geo.insert(*b, sub);
                 }
+                if spec.by_content() {
+                    self.by_content.insert(sub);
+                }
                 Compiled::Filter(spec)
             }
             Rule::User { uid, following } => {
@@ -165,6 +171,7 @@ impl Index {
                 for b in &spec.locations {
                     self.geo.remove(*b, sub);
                 }
+                self.by_content.remove(&sub);
             }
             Compiled::User { uid, following } => {
                 self.user_of.pull(uid, sub);

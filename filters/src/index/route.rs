@@ -151,7 +151,10 @@ impl Index {
                     }
                 }
                 if !s.grouped {
-                    self.home.extend_into(s.uid, out);
+                    match s.audience {
+                        None => self.home.extend_into(s.uid, out),
+                        Some(audience) => self.home_seeing(s.uid, audience, out),
+                    }
                 }
             }
             Event::Delete {
@@ -162,6 +165,7 @@ impl Index {
             } => {
                 if !private {
                     self.follow.extend_into(uid, out);
+                    out.extend(self.by_content.iter().copied());
                 }
                 if !grouped {
                     self.home.extend_into(uid, out);
@@ -174,6 +178,19 @@ impl Index {
             }
             Event::Follow { .. } | Event::Other => {}
         }
+    }
+
+    /// The user streams whose home gets `author`'s statuses and whose user
+    /// is `audience` or follows them (a reply to a private account's
+    /// status): rare, so the candidates are checked one by one.
+    fn home_seeing(&self, author: u64, audience: u64, out: &mut Vec<SubId>) {
+        let start = out.len();
+        self.home.extend_into(author, out);
+        let candidates: Vec<SubId> = out.drain(start..).collect();
+        out.extend(candidates.into_iter().filter(|sub| {
+            matches!(self.subs.get(sub), Some(Compiled::User { uid, following })
+                if *uid == audience || following.contains(&audience))
+        }));
     }
 
     /// Track, step 1: every word against the term prefilter, with no branch

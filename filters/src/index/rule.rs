@@ -17,7 +17,10 @@ pub enum Rule {
         /// Fraction of statuses wanted.
         rate: f64,
     },
-    /// Public statuses matching the filter, and deletes by followed users.
+    /// Public statuses matching the filter; deletes by followed users, and
+    /// for a filter by `track` or `locations` every public delete (it
+    /// cannot know which statuses it was sent, so it gets the deletes of
+    /// all of them).
     Filter(FilterSpec),
     /// What the home timeline of `uid` gets (statuses by `uid` and by the
     /// users in `following`, private ones included), deletes of those, and
@@ -56,13 +59,17 @@ impl Rule {
             }
             Rule::Filter(spec) => match *event {
                 Event::Status(ref s) => spec.matches(s),
-                Event::Delete { uid, private, .. } => !private && spec.follow.contains(&uid),
+                Event::Delete { uid, private, .. } => {
+                    !private && (spec.follow.contains(&uid) || spec.by_content())
+                }
                 _ => false,
             },
             Rule::User { uid, following } => {
                 let home = |author: u64| author == *uid || following.contains(&author);
                 match *event {
-                    Event::Status(ref s) => !s.grouped && home(s.uid),
+                    Event::Status(ref s) => {
+                        !s.grouped && home(s.uid) && s.audience.is_none_or(home)
+                    }
                     Event::Delete {
                         uid: author,
                         grouped,
@@ -112,6 +119,10 @@ pub struct StatusView<'a> {
     /// Whether it was posted in a group: then no user stream sees it (the
     /// group's stream is routed by the server).
     pub grouped: bool,
+    /// For a reply to a private account's status: that account. Then a
+    /// user stream gets it only if its user is that account or follows it
+    /// too (the reply is no more visible than what it replies to).
+    pub audience: Option<u64>,
 }
 
 /// An event as the index sees it.

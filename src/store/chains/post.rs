@@ -91,7 +91,15 @@ impl Store {
             }
         }
         if let Some(p) = parent {
-            self.count_reply(p, sid, score, Count::In).await?;
+            // A reply in a private group to a status outside it is not
+            // counted in that status's replies: the count would reveal
+            // what the group hides.
+            let counted = !status.group_private
+                || self.status_uncounted(p).await.ok().and_then(|s| s.group_id)
+                    == status.group_id;
+            if counted {
+                self.count_reply(p, sid, score, Count::In).await?;
+            }
         }
         // A private group's statuses stay out of hashtag timelines (its
         // mentions reach members only: the caller chose `mentioned`).
@@ -129,6 +137,11 @@ impl Store {
             at,
             status: status.clone(),
             private,
+            audience: status
+                .audience
+                .as_deref()
+                .and_then(|a| a.parse().ok())
+                .map(crate::model::IdString),
         })];
         for &target in mentioned {
             events.push(body(&Event::Mention {

@@ -1,0 +1,279 @@
+//! Who may see what, now: the one judgement of a status's visibility that
+//! the read paths (`http::visibility`) and the stream replays
+//! (`stream::replay_sight`) apply, with the reader's present relations.
+//!
+//! A status is visible to a reader when it still exists (not deleted, not
+//! being deleted), its author's account exists and is not suspended, the
+//! author does not block the reader, and the author is public, is the
+//! reader, or (on a path that shows followers' private statuses) is
+//! followed by the reader; a repost also needs the reposted author to pass
+//! the same test; a reply to a private account's status (its `audience`)
+//! needs that account to pass it; a private group's status needs the reader
+//! to be a member now. Live routing applies the same rules from what each
+//! hub holds in memory (the `private` flag events carry, followed sets,
+//! relations, the suspended set, group membership); a replay and a read
+//! cannot use those copies, since the event or the timeline entry may be
+//! older than the change, so they ask here.
+//!
+//! A [`Sight`] remembers each answer for its life (one request, or one
+//! replay), so a page of a thousand statuses by a few authors costs a few
+//! reads, and [`Sight::prefetch`] reads what a page needs in one pipeline.
+
+use crate::hides::{self, Hides};
+use crate::model::{Status, User};
+use crate::store::{Store, StoreError, StoreResult};
+use rustc_hash::FxHashMap;
+use std::sync::Arc;
+
+/// What a path shows of private accounts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// Public statuses only, even to a follower of a private account
+    /// (firehose, sample, filter and search streams).
+    Public,
+    /// Also the private statuses of accounts the reader follows (read
+    /// paths, the user stream).
+    Followers,
+}
+
+/// One reader's judgement of visibility, with what it has read so far.
+pub struct Sight {
+    store: Store,
+    viewer: Option<u64>,
+    relations: Arc<Hides>,
+    reach: Reach,
+    /// Account -> whether it is private (`None`: deleted, being deleted or
+    /// suspended).
+    accounts: FxHashMap<u64, Option<bool>>,
+    /// Private account -> whether the reader follows it.
+    follows: FxHashMap<u64, bool>,
+    /// Status -> whether it still exists.
+    alive: FxHashMap<u64, bool>,
+    /// Private group -> whether the reader is a member.
+    groups: FxHashMap<u64, bool>,
+    /// Group -> whether the reader may read it.
+    readable_groups: FxHashMap<u64, bool>,
+    /// Conversation -> whether the reader is a participant.
+    conversations: FxHashMap<u64, bool>,
+}
+
+impl Sight {
+    /// A judgement for `viewer` (none: an anonymous reader) whose relations
+    /// are `relations`, on a path of `reach`.
+    pub fn new(store: Store, viewer: Option<u64>, relations: Arc<Hides>, reach: Reach) -> Sight {
+        Sight {
+            store,
+            viewer,
+            relations,
+            reach,
+            accounts: FxHashMap::default(),
+            follows: FxHashMap::default(),
+            alive: FxHashMap::default(),
+            groups: FxHashMap::default(),
+            readable_groups: FxHashMap::default(),
+            conversations: FxHashMap::default(),
+        }
+    }
+
+    /// [`Sight::new`] with the viewer's relations read now.
+    pub async fn of(store: Store, viewer: Option<u64>, reach: Reach) -> StoreResult<Sight> {
+        let relations = match viewer {
+            Some(v) => Arc::new(store.hides(v).await?),
+            None => Arc::default(),
+        };
+        Ok(Sight::new(store, viewer, relations, reach))
+    }
+
+    /// The reader's relations.
+    pub fn relations(&self) -> &Hides {
+        &self.relations
+    }
+
+    /// Reads in one pipeline each what judging these statuses and authors
+    /// will ask (the statuses' existence, the accounts) and is not known
+    /// yet.
+    pub async fn prefetch(&mut self, statuses: &[u64], authors: &[u64]) -> StoreResult<()> {
+        let mut sids: Vec<u64> = statuses
+            .iter()
+            .copied()
+            .filter(|s| !self.alive.contains_key(s))
+            .collect();
+        sids.sort_unstable();
+        sids.dedup();
+        if !sids.is_empty() {
+            for (sid, found) in self.store.statuses(&sids).await? {
+                self.alive.insert(sid, found.is_some());
+            }
+        }
+        let mut uids: Vec<u64> = authors
+            .iter()
+            .copied()
+            .filter(|u| *u != 0 && !self.accounts.contains_key(u))
+            .collect();
+        uids.sort_unstable();
+        uids.dedup();
+        if !uids.is_empty() {
+            for uid in &uids {
+                self.accounts.insert(*uid, None);
+            }
+            for user in self.store.users(&uids).await? {
+                if let Ok(uid) = user.id.parse::<u64>() {
+                    self.accounts.insert(uid, Some(user.private));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Remembers an account already read (a path that read the author
+    /// anyway).
+    pub fn know(&mut self, user: &User) {
+        if let Ok(uid) = user.id.parse::<u64>() {
+            self.accounts.insert(uid, Some(user.private));
+        }
+    }
+
+    /// Whether status `sid` still exists.
+    pub async fn alive(&mut self, sid: u64) -> StoreResult<bool> {
+        if let Some(alive) = self.alive.get(&sid) {
+            return Ok(*alive);
+        }
+        self.prefetch(&[sid], &[]).await?;
+        Ok(self.alive.get(&sid).copied().unwrap_or(false))
+    }
+
+    /// Whether the reader may see what `author` posts: the account exists
+    /// and is not suspended, does not block the reader, and is public, the
+    /// reader, or a private account the reader follows (on a path of
+    /// [`Reach::Followers`]).
+    pub async fn author(&mut self, author: u64) -> StoreResult<bool> {
+        if self.store.suspended().contains(author) {
+            return Ok(false);
+        }
+        if self.viewer == Some(author) {
+            return Ok(self.account(author).await?.is_some());
+        }
+        if self.relations.bits(author) & hides::UNSEEABLE != 0 {
+            return Ok(false);
+        }
+        match self.account(author).await? {
+            None => Ok(false),
+            Some(false) => Ok(true),
+            Some(true) => Ok(self.reach == Reach::Followers && self.follows(author).await?),
+        }
+    }
+
+    /// Whether the reader may see `status` as far as its people and group
+    /// go (its existence aside: a status read from Redis just now exists).
+    pub async fn status(&mut self, status: &Status) -> StoreResult<bool> {
+        let author: u64 = status.uid.parse().unwrap_or(0);
+        if !self.author(author).await? {
+            return Ok(false);
+        }
+        if let Some(original) = id_of(&status.repost_of_uid) {
+            if !self.author(original).await? {
+                return Ok(false);
+            }
+        }
+        if let Some(parent) = id_of(&status.audience) {
+            if !self.author(parent).await? {
+                return Ok(false);
+            }
+        }
+        if status.group_private {
+            let gid = id_of(&status.group_id).unwrap_or(0);
+            if self.reach == Reach::Public || !self.member(gid).await? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// [`Sight::status`] and [`Sight::alive`]: for a status held since it
+    /// was posted (an event, a bookmark).
+    pub async fn status_now(&mut self, status: &Status) -> StoreResult<bool> {
+        let sid: u64 = status.id.parse().unwrap_or(0);
+        Ok(self.alive(sid).await? && self.status(status).await?)
+    }
+
+    /// Whether the reader is (still) a member of private group `gid`.
+    pub async fn member(&mut self, gid: u64) -> StoreResult<bool> {
+        let Some(viewer) = self.viewer else {
+            return Ok(false);
+        };
+        if let Some(member) = self.groups.get(&gid) {
+            return Ok(*member);
+        }
+        let member = self
+            .store
+            .group_standing(gid, viewer)
+            .await?
+            .is_some_and(|s| s.role.is_some());
+        self.groups.insert(gid, member);
+        Ok(member)
+    }
+
+    /// Whether the reader may read group `gid`'s statuses now: any public
+    /// or announcement group's, a private one's while a member.
+    pub async fn reads_group(&mut self, gid: u64) -> StoreResult<bool> {
+        if let Some(reads) = self.readable_groups.get(&gid) {
+            return Ok(*reads);
+        }
+        let reads = match self.store.group(gid, self.viewer).await {
+            Ok(g) => g.kind != "private" || (self.reach == Reach::Followers && g.role.is_some()),
+            Err(StoreError::NotFound(_)) => false,
+            Err(e) => return Err(e),
+        };
+        self.readable_groups.insert(gid, reads);
+        Ok(reads)
+    }
+
+    /// Whether the reader is (still) a participant of conversation `cid`.
+    pub async fn participant(&mut self, cid: u64) -> StoreResult<bool> {
+        let Some(viewer) = self.viewer else {
+            return Ok(false);
+        };
+        if let Some(member) = self.conversations.get(&cid) {
+            return Ok(*member);
+        }
+        let member = self
+            .store
+            .conversation_members(cid)
+            .await?
+            .is_some_and(|members| members.contains(&viewer));
+        self.conversations.insert(cid, member);
+        Ok(member)
+    }
+
+    /// Whether the account exists (not deleted, being deleted or
+    /// suspended), and if so whether it is private.
+    async fn account(&mut self, uid: u64) -> StoreResult<Option<bool>> {
+        if let Some(private) = self.accounts.get(&uid) {
+            return Ok(*private);
+        }
+        let private = match self.store.user(uid).await {
+            Ok(user) => Some(user.private),
+            Err(StoreError::NotFound(_)) => None,
+            Err(e) => return Err(e),
+        };
+        self.accounts.insert(uid, private);
+        Ok(private)
+    }
+
+    /// Whether the reader follows `author` now.
+    async fn follows(&mut self, author: u64) -> StoreResult<bool> {
+        let Some(viewer) = self.viewer else {
+            return Ok(false);
+        };
+        if let Some(follows) = self.follows.get(&author) {
+            return Ok(*follows);
+        }
+        let follows = self.store.is_following(viewer, author).await?;
+        self.follows.insert(author, follows);
+        Ok(follows)
+    }
+}
+
+fn id_of(field: &Option<String>) -> Option<u64> {
+    field.as_deref().and_then(|p| p.parse::<u64>().ok())
+}
