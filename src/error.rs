@@ -81,6 +81,15 @@ impl ApiError {
             "The data store is unreachable right now; try again shortly.",
         )
     }
+    /// 503: Redis is reachable but full (out of memory): it refuses writes.
+    pub fn store_full() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "store_full",
+            "The data store is full (out of memory) and refuses writes; try again later.",
+        )
+        .retry_after(5)
+    }
     /// 500: a server fault (never caused by client input).
     pub fn internal() -> Self {
         Self::new(
@@ -122,9 +131,17 @@ impl From<StoreError> for ApiError {
             StoreError::Limit(code, msg) => {
                 ApiError::new(StatusCode::TOO_MANY_REQUESTS, code, msg).retry_after(3600)
             }
+            StoreError::Unavailable(msg) if msg.contains(OOM) => {
+                tracing::warn!(error = %msg, "redis refuses writes: out of memory");
+                ApiError::store_full()
+            }
             StoreError::Unavailable(msg) => {
                 tracing::warn!(error = %msg, "store unavailable");
                 ApiError::unavailable()
+            }
+            StoreError::Redis(err) if is_out_of_memory(&err) => {
+                tracing::warn!(error = %err, "redis refuses writes: out of memory");
+                ApiError::store_full()
             }
             StoreError::Redis(err) => {
                 tracing::warn!(error = %err, "redis unavailable");
@@ -136,6 +153,15 @@ impl From<StoreError> for ApiError {
             }
         }
     }
+}
+
+/// What Redis says when it refuses a write for lack of memory.
+const OOM: &str = "command not allowed when used memory";
+
+/// Whether Redis refused a command for lack of memory (`OOM`, also when a
+/// script's write was refused).
+fn is_out_of_memory(err: &redis::RedisError) -> bool {
+    err.code() == Some("OOM") || err.to_string().contains(OOM)
 }
 
 impl IntoResponse for ApiError {

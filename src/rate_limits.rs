@@ -44,7 +44,17 @@ pub struct Limits {
     logins: Rate,
     writes: Rate,
     streams: Rate,
+    lookups: Rate,
+    guesses: Rate,
 }
+
+/// Failed logins to one account, from any address, before it answers 429.
+pub const GUESSES: u32 = 10;
+/// The window those failures are counted over (a failure is forgotten
+/// after it: the bucket refills `GUESSES` tokens in this time).
+pub const GUESS_WINDOW_SECS: u32 = 15 * 60;
+/// Lookups by email (or by any field) one user may make a minute.
+pub const LOOKUPS_PER_MINUTE: u32 = 30;
 
 impl Limits {
     /// The limits configured in `cfg`, counted in `store`.
@@ -76,6 +86,18 @@ impl Limits {
                 cfg.stream_connects_per_minute,
                 cfg.stream_connects_per_minute,
             ),
+            lookups: Rate::new(
+                "lookup",
+                "lookups by email by this user",
+                LOOKUPS_PER_MINUTE,
+                LOOKUPS_PER_MINUTE,
+            ),
+            guesses: Rate {
+                what: "guess",
+                said: "failed logins to this account",
+                per_sec: f64::from(GUESSES) / f64::from(GUESS_WINDOW_SECS),
+                burst: f64::from(GUESSES),
+            },
         }
     }
 
@@ -110,13 +132,39 @@ impl Limits {
         }
     }
 
+    /// A lookup by email or by any field by `uid`: limited whatever
+    /// `FIREHOSE_RATE_LIMITS` says, since the limit keeps the email index
+    /// from being read as an oracle.
+    pub async fn lookup(&self, uid: u64) -> Result<(), ApiError> {
+        self.count(&self.lookups, &uid.to_string(), true).await
+    }
+
+    /// Before a password is checked for account `uid`: 429 while the
+    /// account has had [`GUESSES`] failures in the last
+    /// [`GUESS_WINDOW_SECS`] (from any address; on whatever
+    /// `FIREHOSE_RATE_LIMITS` says). The owner waits at most that window.
+    pub async fn guesses_left(&self, uid: u64) -> Result<(), ApiError> {
+        self.count(&self.guesses, &uid.to_string(), false).await
+    }
+
+    /// A failed login to account `uid`.
+    pub async fn guess_failed(&self, uid: u64) {
+        let _ = self.count(&self.guesses, &uid.to_string(), true).await;
+    }
+
     async fn take(&self, rate: &Rate, who: &str) -> Result<(), ApiError> {
         if !self.enabled {
             return Ok(());
         }
+        self.count(rate, who, true).await
+    }
+
+    /// Takes a token from `who`'s bucket of `rate` (`take`), or looks
+    /// whether one is there; 429 when none is.
+    async fn count(&self, rate: &Rate, who: &str, take: bool) -> Result<(), ApiError> {
         match self
             .store
-            .rate_take(rate.what, who, rate.per_sec, rate.burst)
+            .rate_take(rate.what, who, rate.per_sec, rate.burst, take)
             .await
         {
             Ok(None) => Ok(()),

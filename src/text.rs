@@ -80,3 +80,70 @@ mod tests {
         }
     }
 }
+
+/// Format characters that show nothing (zero-width, bidirectional
+/// controls, joiners, fillers, tags), as inclusive ranges: with white
+/// space, what a text made only of is refused. Also the OpenAPI
+/// document's patterns (`http::openapi::FMT`).
+pub const INVISIBLE: &[(char, char)] = &[
+    ('\u{00AD}', '\u{00AD}'),
+    ('\u{034F}', '\u{034F}'),
+    ('\u{061C}', '\u{061C}'),
+    ('\u{115F}', '\u{1160}'),
+    ('\u{17B4}', '\u{17B5}'),
+    ('\u{180B}', '\u{180F}'),
+    ('\u{200B}', '\u{200F}'),
+    ('\u{202A}', '\u{202E}'),
+    ('\u{2060}', '\u{206F}'),
+    ('\u{2800}', '\u{2800}'),
+    ('\u{3164}', '\u{3164}'),
+    ('\u{FE00}', '\u{FE0F}'),
+    ('\u{FEFF}', '\u{FEFF}'),
+    ('\u{FFA0}', '\u{FFA0}'),
+    ('\u{FFF9}', '\u{FFFB}'),
+    ('\u{1D173}', '\u{1D17A}'),
+    ('\u{E0000}', '\u{E0FFF}'),
+];
+
+/// Whether `c` shows nothing: white space or an [`INVISIBLE`] character.
+pub fn is_invisible(c: char) -> bool {
+    c.is_whitespace() || INVISIBLE.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c))
+}
+
+/// Why a text a person wrote (a message, a name, a title, a comment) is
+/// refused: it holds a control character other than `\n` and `\t` (NUL
+/// included), or nothing that shows.
+pub fn unreadable(text: &str) -> Option<&'static str> {
+    if text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return Some("must not hold control characters other than new lines and tabs");
+    }
+    if text.chars().all(is_invisible) {
+        return Some("must hold a visible character (not only white space or invisible ones)");
+    }
+    None
+}
+
+#[cfg(test)]
+mod unreadable_tests {
+    use super::unreadable;
+
+    #[test]
+    fn texts_of_nothing_visible_or_with_control_characters_are_refused() {
+        for (text, refused) in [
+            ("hello", false),
+            ("line\nbreak\tand tab", false),
+            ("\u{200B}\u{200D}", true),
+            ("\u{202E}\u{2066} ", true),
+            (" \u{FEFF}\u{3000}", true),
+            ("nul\u{0}inside", true),
+            ("bell\u{7}", true),
+            ("\u{200B}x", false),
+            ("", true),
+        ] {
+            assert_eq!(unreadable(text).is_some(), refused, "{text:?}");
+        }
+    }
+}

@@ -2,7 +2,6 @@
 //! messages, mark read, leave.
 
 use super::extract::idempotency_key;
-use super::openapi::WS;
 use super::openapi::{Auth, Op, Params, Reply};
 use super::paging::{paging, user_paging};
 use super::routes::Routes;
@@ -48,7 +47,7 @@ pub fn routes() -> Routes {
 /// The schema of a message's text.
 fn text_schema() -> serde_json::Value {
     serde_json::json!({"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS,
-        "pattern": format!("[^{WS}]"),
+        "pattern": super::openapi::readable_pattern(),
         "description": "1-1000 characters (Unicode scalar values), not only white space."})
 }
 
@@ -62,7 +61,7 @@ fn new_conversation_schema() -> serde_json::Value {
                 "description": "The other participants (not the caller; repeats count once): one makes a direct conversation, 2-50 a group one."},
             "text": text_schema(),
             "title": {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_TITLE_CHARS,
-                "pattern": format!("[^{WS}]"),
+                "pattern": super::openapi::readable_pattern(),
                 "description": "A group conversation's title (400 on a direct one)."},
         },
     })
@@ -103,10 +102,10 @@ pub struct ConversationPage {
 /// A message's text: 1-1000 characters, not only white space.
 fn check_text(text: &str) -> ApiResult<()> {
     let n = text.chars().count();
-    if n == 0 || n > MAX_TEXT_CHARS || text.trim().is_empty() {
+    if n == 0 || n > MAX_TEXT_CHARS || crate::text::unreadable(text).is_some() {
         return Err(ApiError::invalid(
             "invalid_text",
-            format!("text must be 1 to {MAX_TEXT_CHARS} characters, not only white space."),
+            format!("text must be 1 to {MAX_TEXT_CHARS} characters, hold a visible character and no control characters but new lines and tabs."),
         ));
     }
     Ok(())
@@ -152,7 +151,14 @@ pub async fn create(
     check_text(&body.text)?;
     let mut others: Vec<u64> = Vec::new();
     for p in &body.participants {
-        let id = p.parse().ok_or_else(|| {
+        // Digits that name no user (0 among them) are an unknown user
+        // (404 below), not a malformed id.
+        let zero = match p {
+            JsonId::Text(s) => !s.is_empty() && s.bytes().all(|b| b == b'0'),
+            JsonId::Unsigned(n) => *n == 0,
+            _ => false,
+        };
+        let id = p.parse().or(zero.then_some(0)).ok_or_else(|| {
             ApiError::invalid(
                 "invalid_participants",
                 "participants must be user ids (strings of digits).",
@@ -179,7 +185,7 @@ pub async fn create(
         }
         Some(t) => {
             let n = t.chars().count();
-            if n == 0 || n > MAX_TITLE_CHARS || t.trim().is_empty() {
+            if n == 0 || n > MAX_TITLE_CHARS || crate::text::unreadable(t).is_some() {
                 return Err(ApiError::invalid(
                     "invalid_title",
                     format!("title must be 1 to {MAX_TITLE_CHARS} characters."),

@@ -37,7 +37,7 @@ pub fn routes() -> Routes {
         .schema(
             "NewGroup",
             json!({"type": "object", "required": ["name", "kind"], "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": "\\S"},
+                "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": super::openapi::readable_pattern()},
                 "description": {"type": ["string", "null"], "maxLength": MAX_DESCRIPTION_CHARS},
                 "kind": {"type": "string", "enum": KINDS},
             }}),
@@ -201,7 +201,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     auth.require(SCOPE_WRITE)?;
     let n = body.name.chars().count();
-    if n == 0 || n > MAX_NAME_CHARS || body.name.trim().is_empty() {
+    if n == 0 || n > MAX_NAME_CHARS || crate::text::unreadable(&body.name).is_some() {
         return Err(ApiError::invalid(
             "invalid_name",
             format!("name must be 1 to {MAX_NAME_CHARS} characters."),

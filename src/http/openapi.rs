@@ -219,8 +219,20 @@ fn object_params(params: Params) -> Option<(&'static str, &'static str, Value)> 
 /// as a regex class body.
 pub const WS: &str =
     r"\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000";
+/// The format characters `text::INVISIBLE` lists, as a regex class body:
+/// a text made only of these and white space is refused.
+pub const FMT: &str = r"\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb";
 /// Characters Rust's `char::is_control` matches, as a regex class body.
 pub const CC: &str = r"\u0000-\u001f\u007f-\u009f";
+/// [`CC`] less `\t` and `\n`, which a message may hold.
+pub const CC_TEXT: &str = r"\u0000-\u0008\u000b-\u001f\u007f-\u009f";
+
+/// The pattern of a text a person writes (what `text::unreadable`
+/// refuses: no control character but new lines and tabs, and something
+/// that shows).
+pub fn readable_pattern() -> String {
+    format!("^[^{CC_TEXT}]*[^{CC}{WS}{FMT}][^{CC_TEXT}]*$")
+}
 
 fn reference(name: &str) -> Value {
     json!({"$ref": format!("#/components/schemas/{name}")})

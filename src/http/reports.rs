@@ -37,7 +37,8 @@ pub fn routes() -> Routes {
                     "status_id": {"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]},
                     "user_id": {"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]},
                     "reason": {"type": "string", "enum": REASONS},
-                    "comment": {"type": ["string", "null"], "maxLength": MAX_COMMENT_CHARS},
+                    "comment": {"type": ["string", "null"], "maxLength": MAX_COMMENT_CHARS,
+                        "pattern": super::openapi::readable_pattern()},
                 }}),
         )
         .route(CREATE_OP, create)
@@ -90,14 +91,12 @@ pub async fn create(
             "reason must be spam, abuse, illegal or other.",
         ));
     }
-    if body
-        .comment
-        .as_ref()
-        .is_some_and(|c| c.chars().count() > MAX_COMMENT_CHARS)
-    {
+    if body.comment.as_ref().is_some_and(|c| {
+        c.chars().count() > MAX_COMMENT_CHARS || crate::text::unreadable(c).is_some()
+    }) {
         return Err(ApiError::invalid(
             "invalid_comment",
-            format!("comment must be at most {MAX_COMMENT_CHARS} characters."),
+            format!("comment must be at most {MAX_COMMENT_CHARS} characters, hold a visible character and no control characters but new lines and tabs."),
         ));
     }
     let id = |v: &Value| {

@@ -24,6 +24,7 @@ pub fn routes() -> Routes {
         .route(END_OP, end)
         .schema_of::<LoginReply>("LoginReply")
         .schema_of::<SessionList>("SessionList")
+        .schema_of::<SessionListed>("SessionListed")
         .schema_of::<SessionInfo>("SessionInfo")
         .schema(
             "Login",
@@ -91,6 +92,9 @@ pub async fn create(
         return Err(bad());
     }
     let uid = state.store.lookup(&body.identifier).await?;
+    if let Some(uid) = uid {
+        state.rate.guesses_left(uid).await?;
+    }
     let hash = match uid {
         Some(uid) => state.store.password_hash(uid).await?,
         None => None,
@@ -99,6 +103,9 @@ pub async fn create(
     let verified = state.passwords.verify(body.password, hash).await;
     drop(admission);
     let (Some(uid), true) = (uid, verified) else {
+        if let Some(uid) = uid {
+            state.rate.guess_failed(uid).await;
+        }
         return Err(bad());
     };
     let account = state.store.login_account(uid).await?;

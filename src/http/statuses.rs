@@ -37,12 +37,11 @@ pub fn routes() -> Routes {
 
 /// `CreateStatus` with the constraints [`create`] enforces.
 fn create_status_schema() -> serde_json::Value {
-    use super::openapi::WS;
     serde_json::json!({
         "type": "object", "required": ["message"],
         "properties": {
             "message": {"type": "string", "minLength": 1, "maxLength": MAX_MESSAGE_CHARS,
-                "pattern": format!("[^{WS}]"),
+                "pattern": super::openapi::readable_pattern(),
                 "description": "1-280 characters (Unicode scalar values), not only white space."},
             "lat": {"type": ["number", "null"], "minimum": -90, "maximum": 90},
             "lon": {"type": ["number", "null"], "minimum": -180, "maximum": 180},
@@ -315,10 +314,10 @@ fn validate(body: &CreateStatus) -> ApiResult<()> {
             "message must be 1 to 280 characters.",
         ));
     }
-    if body.message.trim().is_empty() {
+    if let Some(why) = crate::text::unreadable(&body.message) {
         return Err(ApiError::invalid(
             "invalid_message",
-            "message must not be only white space.",
+            format!("message {why}."),
         ));
     }
     match (body.lat, body.lon) {

@@ -4,9 +4,7 @@ use super::openapi::{Auth, Op, Params, Reply};
 use super::paging::{json_page, order, paging, ranked_json, Order};
 use super::path_id;
 use super::routes::Routes;
-use super::visibility::{
-    blocked_by, only_visible, only_visible_hiding, privacy_allows_user,
-};
+use super::visibility::{blocked_by, only_visible, only_visible_hiding, privacy_allows_user};
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;

@@ -36,9 +36,9 @@ pub fn routes() -> Routes {
 /// A display name's schema: 1-50 characters, not only white space, no
 /// control characters (what [`validate_name`] enforces).
 fn name_schema() -> serde_json::Value {
-    use super::openapi::{CC, WS};
+    use super::openapi::{CC, FMT, WS};
     serde_json::json!({"type": "string", "minLength": 1, "maxLength": 50,
-        "pattern": format!("^[^{CC}]*[^{CC}{WS}][^{CC}]*$"),
+        "pattern": format!("^[^{CC}]*[^{CC}{WS}{FMT}][^{CC}]*$"),
         "description": "1-50 characters, not only white space, no control characters."})
 }
 
@@ -121,7 +121,7 @@ pub fn validate_login(login: &str) -> ApiResult<()> {
 /// Checks a display name: 1-50 characters, not only white space.
 pub fn validate_name(name: &str) -> ApiResult<()> {
     let n = name.chars().count();
-    if n == 0 || n > 50 || name.trim().is_empty() {
+    if n == 0 || n > 50 || crate::text::unreadable(name).is_some() {
         return Err(ApiError::invalid(
             "invalid_name",
             "name must be 1 to 50 characters.",
@@ -234,19 +234,20 @@ const LOOKUP_OP: Op = Op {
     method: "get",
     path: "/api/v1/users/lookup",
     tag: "users",
-    summary: "Find a user by exactly one of login, email or any unique field",
-    auth: Auth::Optional,
+    summary: "Find a user by exactly one of login, email or any unique field; email= and any= count against a limit of 30 a minute per user",
+    auth: Auth::Bearer,
     query: &[],
     body: None,
     status: 200,
     params: Params::Lookup,
     reply: Reply::Schema("User"),
-    errors: &[400, 401, 404, 503],
+    errors: &[400, 401, 404, 429, 503],
 };
 
 /// `GET /api/v1/users/lookup?login=|email=|any=`.
 pub async fn lookup(
     State(state): State<AppState>,
+    auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<User>> {
     super::known_params(&q, &["login", "email", "any"])?;
@@ -260,6 +261,9 @@ pub async fn lookup(
             "Give exactly one of login, email or any.",
         ));
     };
+    if *field != "login" {
+        state.rate.lookup(auth.uid).await?;
+    }
     // Logins never hold '@' and emails always do, so the shared index tells
     // them apart by the value alone.
     let wrong_kind = match *field {

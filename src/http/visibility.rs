@@ -196,7 +196,11 @@ pub async fn only_visible_hiding(
     let authors: Vec<u64> = statuses
         .iter()
         .flat_map(|item| actors(&item.0.status))
-        .chain(statuses.iter().filter_map(|item| id_of(&item.0.status.audience)))
+        .chain(
+            statuses
+                .iter()
+                .filter_map(|item| id_of(&item.0.status.audience)),
+        )
         .collect();
     sight.prefetch(&[], &authors).await?;
     let mut kept = Vec::with_capacity(statuses.len());

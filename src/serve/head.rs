@@ -10,6 +10,33 @@ use tokio::net::TcpStream;
 /// with 5000 follow ids fit).
 pub(super) const MAX_HEAD: usize = 128 * 1024;
 
+/// The longest request target hyper parses (the `http` crate's limit).
+const MAX_URI: usize = 65_534;
+
+/// The answer, in the contract's shape, to a head hyper would refuse with
+/// an empty body: a request target longer than it parses (414), or a head
+/// longer than [`MAX_HEAD`] (431). `complete`: whether the head ended.
+pub(super) fn oversized(buf: &[u8], complete: bool) -> Option<ApiError> {
+    use axum::http::StatusCode;
+    let line_end = buf.iter().position(|b| *b == b'\n').unwrap_or(buf.len());
+    let mut parts = buf[..line_end].split(|b| *b == b' ');
+    let target = parts.nth(1).map_or(0, <[u8]>::len);
+    if target > MAX_URI || (line_end == buf.len() && line_end > MAX_URI) {
+        return Some(ApiError::new(
+            StatusCode::URI_TOO_LONG,
+            "uri_too_long",
+            format!("The request target is longer than {MAX_URI} bytes."),
+        ));
+    }
+    (!complete && buf.len() >= MAX_HEAD).then(|| {
+        ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "headers_too_large",
+            format!("The request head is longer than {MAX_HEAD} bytes."),
+        )
+    })
+}
+
 /// Writes an error response in the contract's shape and closes.
 pub(super) async fn write_error(
     tcp: &mut TcpStream,

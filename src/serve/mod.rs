@@ -318,5 +318,9 @@ async fn accept(
     if buf.is_empty() {
         return Accepted::Done;
     }
+    if let Some(err) = head::oversized(&buf, head_end.is_some()) {
+        write_error(&mut tcp, err, &[], write_timeout).await;
+        return Accepted::Done;
+    }
     Accepted::Hyper { tcp, buf }
 }

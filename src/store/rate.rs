@@ -14,6 +14,7 @@ impl Store {
         who: &str,
         per_sec: f64,
         burst: f64,
+        take: bool,
     ) -> StoreResult<Option<u64>> {
         let mut conn = self.conn();
         let wait: u64 = self
@@ -22,6 +23,7 @@ impl Store {
             .key(self.keys.rate(what, who))
             .arg(per_sec)
             .arg(burst)
+            .arg(if take { "1" } else { "0" })
             .invoke_async(&mut conn)
             .await?;
         Ok((wait > 0).then_some(wait))

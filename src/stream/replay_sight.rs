@@ -46,7 +46,12 @@ impl ReplaySight {
             if let Some(status) = status_of(&f.event) {
                 sids.extend(status.id.parse::<u64>().ok());
                 uids.extend(status.uid.parse::<u64>().ok());
-                uids.extend(status.repost_of_uid.as_deref().and_then(|u| u.parse::<u64>().ok()));
+                uids.extend(
+                    status
+                        .repost_of_uid
+                        .as_deref()
+                        .and_then(|u| u.parse::<u64>().ok()),
+                );
             }
             if let Event::Like {
                 status_id, target, ..
@@ -108,9 +113,9 @@ impl ReplaySight {
 /// The status an event carries.
 fn status_of(event: &Event) -> Option<&crate::model::Status> {
     match event {
-        Event::Status { status, .. } | Event::Mention { status, .. } | Event::Repost { status, .. } => {
-            Some(status)
-        }
+        Event::Status { status, .. }
+        | Event::Mention { status, .. }
+        | Event::Repost { status, .. } => Some(status),
         _ => None,
     }
 }

@@ -159,6 +159,13 @@ impl TestApp {
         body["token"].as_str().unwrap().to_string()
     }
 
+    /// A token of a fresh user, for calls that need any token (a lookup).
+    pub(crate) async fn any_token(&self) -> String {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.user(&format!("anyone_{n}")).await.1
+    }
+
     /// Registers and logs in: (id, token).
     pub(crate) async fn user(&self, login: &str) -> (String, String) {
         let id = self.register(login).await;

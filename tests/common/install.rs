@@ -12,7 +12,9 @@ static APT: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Installs `packages` (space-separated) with apt-get; whether it worked.
 pub(crate) fn apt_install(packages: &str) -> bool {
-    let _one = APT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _one = APT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let apt = "apt-get -o DPkg::Lock::Timeout=600";
     Command::new("sh")
         .arg("-c")

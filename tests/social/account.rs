@@ -158,17 +158,30 @@ async fn a_new_login_or_email_is_unique_and_frees_the_old_one_at_once() {
     let (_, shown) = app.get(&format!("/api/v1/users/{id}"), None).await;
     assert_eq!(shown["login"], "Olga_New");
     // Lookups by the new values work, by the old ones never.
-    let (status, found) = app.get("/api/v1/users/lookup?login=olga_new", None).await;
+    let (status, found) = app
+        .get(
+            "/api/v1/users/lookup?login=olga_new",
+            Some(&app.any_token().await),
+        )
+        .await;
     assert_eq!(
         (status, found["id"].as_str()),
         (StatusCode::OK, Some(id.as_str()))
     );
     let (status, _) = app
-        .get("/api/v1/users/lookup?email=OLGA@new.example", None)
+        .get(
+            "/api/v1/users/lookup?email=OLGA@new.example",
+            Some(&app.any_token().await),
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
     for old in ["login=olga", "email=olga@example.com"] {
-        let (status, _) = app.get(&format!("/api/v1/users/lookup?{old}"), None).await;
+        let (status, _) = app
+            .get(
+                &format!("/api/v1/users/lookup?{old}"),
+                Some(&app.any_token().await),
+            )
+            .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{old}");
     }
     // The new names log in, the old do not; the old are free for others.
@@ -244,7 +257,10 @@ async fn users_racing_for_one_login_get_one_winner() {
         assert_eq!((won.len(), lost), (1, 7), "round {round}: {answers:?}");
         // The index and the winner agree; the loser kept their own login.
         let (_, found) = app
-            .get(&format!("/api/v1/users/lookup?login={wanted}"), None)
+            .get(
+                &format!("/api/v1/users/lookup?login={wanted}"),
+                Some(&tokens[0]),
+            )
             .await;
         assert_eq!(found["id"], won[0]["id"]);
         assert_eq!(found["login"], wanted.as_str());
@@ -386,7 +402,12 @@ async fn a_deleted_account_is_gone_at_once_and_everything_it_held_is_undone() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (status, _) = app.get(&format!("/api/v1/users/{me}"), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
-    let (status, _) = app.get("/api/v1/users/lookup?login=leaving", None).await;
+    let (status, _) = app
+        .get(
+            "/api/v1/users/lookup?login=leaving",
+            Some(&app.any_token().await),
+        )
+        .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     for sid in [&mine, &reply, &repost] {
         let (status, _) = app.get(&format!("/api/v1/statuses/{sid}"), Some(&bt)).await;

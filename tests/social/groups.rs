@@ -766,5 +766,8 @@ async fn a_reply_in_a_private_group_is_not_counted_on_a_status_outside_it() {
     let (_, seen) = app
         .get(&format!("/api/v1/statuses/{inside}"), Some(&owner))
         .await;
-    assert_eq!(seen["replies"], 1, "a reply within the group counts: {seen}");
+    assert_eq!(
+        seen["replies"], 1,
+        "a reply within the group counts: {seen}"
+    );
 }

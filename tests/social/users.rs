@@ -165,7 +165,12 @@ async fn two_hundred_concurrent_registrations_of_one_login_give_exactly_one_201(
         }
     }
     assert_eq!((created, conflicts), (1, 199));
-    let (status, user) = app.get("/api/v1/users/lookup?login=racer", None).await;
+    let (status, user) = app
+        .get(
+            "/api/v1/users/lookup?login=racer",
+            Some(&app.any_token().await),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(user["login"], "Racer");
 }
@@ -194,13 +199,19 @@ async fn concurrent_registrations_of_one_email_give_one_201_and_free_the_losers_
         }
     }
     let (_, user) = app
-        .get("/api/v1/users/lookup?email=shared@example.com", None)
+        .get(
+            "/api/v1/users/lookup?email=shared@example.com",
+            Some(&app.any_token().await),
+        )
         .await;
     assert_eq!(user["login"], format!("mail_racer{}", won[0]));
     // Every loser's login is free again.
     for i in (0..50).filter(|&i| i != won[0]) {
         let (status, _) = app
-            .get(&format!("/api/v1/users/lookup?login=mail_racer{i}"), None)
+            .get(
+                &format!("/api/v1/users/lookup?login=mail_racer{i}"),
+                Some(&app.any_token().await),
+            )
             .await;
         assert_eq!(status, StatusCode::NOT_FOUND, "mail_racer{i}");
     }
@@ -218,7 +229,12 @@ async fn lookup_takes_exactly_one_of_login_email_any() {
         "any=erin",
         "any=Erin@example.com",
     ] {
-        let (status, user) = app.get(&format!("/api/v1/users/lookup?{q}"), None).await;
+        let (status, user) = app
+            .get(
+                &format!("/api/v1/users/lookup?{q}"),
+                Some(&app.any_token().await),
+            )
+            .await;
         assert_eq!(status, StatusCode::OK, "{q}");
         assert_eq!(user["id"], id.as_str());
         assert!(user.get("email").is_none());
@@ -229,11 +245,21 @@ async fn lookup_takes_exactly_one_of_login_email_any() {
         "login=erin@example.com",
         "any=zzz",
     ] {
-        let (status, err) = app.get(&format!("/api/v1/users/lookup?{q}"), None).await;
+        let (status, err) = app
+            .get(
+                &format!("/api/v1/users/lookup?{q}"),
+                Some(&app.any_token().await),
+            )
+            .await;
         assert_error(status, &err, StatusCode::NOT_FOUND);
     }
     for q in ["", "login=erin&email=erin@example.com", "name=erin"] {
-        let (status, err) = app.get(&format!("/api/v1/users/lookup?{q}"), None).await;
+        let (status, err) = app
+            .get(
+                &format!("/api/v1/users/lookup?{q}"),
+                Some(&app.any_token().await),
+            )
+            .await;
         assert_error(status, &err, StatusCode::BAD_REQUEST);
     }
     for path in [

@@ -84,7 +84,13 @@ async fn a_replay_serves_no_status_deleted_since_nor_of_an_author_gone_or_privat
             assert_eq!(statuses(&events), vec![kept.as_str()], "{path}: {events:?}");
         }
     }
-    let events = replayed(&app, "/api/v1/stream/filter?track=zebra&count=100", &bob, false).await;
+    let events = replayed(
+        &app,
+        "/api/v1/stream/filter?track=zebra&count=100",
+        &bob,
+        false,
+    )
+    .await;
     assert!(
         events.iter().any(|(k, id)| k == "delete" && *id == deleted),
         "the delete itself may be replayed: {events:?}"
@@ -148,7 +154,11 @@ async fn a_reply_to_a_private_status_reaches_no_one_who_may_not_see_that_status(
     patch(&app, &pat, json!({"private": true})).await;
     // Ben asks, Pat approves; Cyd follows Ben only.
     let (status, _) = app
-        .post(&format!("/api/v1/users/{pid}/follow"), Some(&ben), json!({}))
+        .post(
+            &format!("/api/v1/users/{pid}/follow"),
+            Some(&ben),
+            json!({}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
     let (status, _) = app
@@ -190,7 +200,10 @@ async fn a_reply_to_a_private_status_reaches_no_one_who_may_not_see_that_status(
     let profile = app
         .timeline_ids(&format!("/api/v1/users/{bid}/statuses"), Some(&cid_token))
         .await;
-    assert!(!profile.contains(&reply), "profile shows the reply: {profile:?}");
+    assert!(
+        !profile.contains(&reply),
+        "profile shows the reply: {profile:?}"
+    );
     assert!(profile.contains(&public));
     let own = app
         .timeline_ids(&format!("/api/v1/users/{bid}/statuses"), Some(&ben))

@@ -4,8 +4,10 @@
 -- so buckets spread over the cluster.
 --
 -- KEYS[1] STRING "<tokens> <at>" (at: Redis time, seconds)
--- ARGV[1] tokens a second  ARGV[2] burst
--- Returns 0 (taken), or the whole seconds until a token is back.
+-- ARGV[1] tokens a second  ARGV[2] burst  ARGV[3] "0": only look (take
+-- nothing, write nothing), else take one
+-- Returns 0 (taken, or one there to take), or the whole seconds until a
+-- token is back.
 -- The clock is Redis's (TIME), so processes on different machines agree.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -19,6 +21,9 @@ end
 tokens = math.min(burst, tokens + math.max(0, now - at) * per)
 if tokens < 1 then
   return math.max(1, math.ceil((1 - tokens) / per))
+end
+if ARGV[3] == '0' then
+  return 0
 end
 tokens = tokens - 1
 -- Kept until it would be full again: a full bucket is no key at all.
