@@ -13,6 +13,7 @@
 //! - `write_cost`: Redis commands and CPU per post, like, follow, sign-up
 //!   and login, on one Redis or every master of a cluster.
 //! - `reconnect_spread`: a stopping server's clients coming back to another.
+//! - `replay_rate`: replay throughput (`count=1000`, `since=0`) over a full buffer.
 //! - `floor_rounds.sh`, `home_reads.sh`: builds in rounds beside a floor.
 
 // Tools print their results.

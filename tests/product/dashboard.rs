@@ -115,7 +115,7 @@ async fn the_demo_world_stays_bounded_by_deleting_each_users_oldest() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     for login in ["ada_0", "alan_1", "grace_2"] {
         let (_, user) = app
-            .get(&format!("/api/v1/users/lookup?login={login}"), None)
+            .get(&format!("/api/v1/users/lookup?login={login}"), Some(&token))
             .await;
         let posts = user["posts"].as_u64().unwrap();
         assert!(posts <= 41, "{login} holds {posts}");

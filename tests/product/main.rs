@@ -1113,7 +1113,10 @@ async fn demo_seeds_a_world_with_celebrities_and_statuses() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("Demo world ready: 60 users"));
-    let (status, celeb) = app.get("/api/v1/users/lookup?login=ada_0", None).await;
+    let looker = app.any_token().await;
+    let (status, celeb) = app
+        .get("/api/v1/users/lookup?login=ada_0", Some(&looker))
+        .await;
     assert_eq!(status, StatusCode::OK);
     assert!(
         celeb["followers"].as_u64().unwrap() >= 40,
