@@ -89,31 +89,8 @@ impl Store {
             return Err(StoreError::Internal("not an account deletion".into()));
         };
         self.close_account(owed).await?;
-        let private = {
-            let mut conn = self.conn();
-            let p: Option<String> = conn.hget(self.keys.user(uid), "private").await?;
-            p.as_deref() == Some("1")
-        };
-        // The statuses first, while the follows stand, so that each delete
-        // reaches every stream its author's delete would (followers' user
-        // streams included). Newest first, so that what timelines show goes
-        // first; then what they posted in groups.
-        for statuses in [self.keys.profile(uid), self.keys.user_group_statuses(uid)] {
-            self.undo_each(owed, &statuses, true, |sid| async move {
-                let o = self
-                    .start_op(Op::Delete {
-                        sid,
-                        uid,
-                        private,
-                        at,
-                    })
-                    .await?;
-                self.run_delete(&o).await
-            })
-            .await?;
-        }
-        // Then the follows: the deletes above went to every stream a
-        // delete by the author would reach (a follower's user stream too).
+        // Followers first: each unfollow takes the user's statuses out of
+        // that follower's home, so the deletes after fan out to no one.
         self.undo_each(owed, &self.keys.followers(uid), false, |f| async move {
             self.undo_follow(f, uid, at).await
         })
@@ -130,6 +107,27 @@ impl Store {
             self.drop_request(uid, t).await.map(|_| ())
         })
         .await?;
+        let private = {
+            let mut conn = self.conn();
+            let p: Option<String> = conn.hget(self.keys.user(uid), "private").await?;
+            p.as_deref() == Some("1")
+        };
+        // Newest first, so that what timelines show goes first; then what
+        // they posted in groups.
+        for statuses in [self.keys.profile(uid), self.keys.user_group_statuses(uid)] {
+            self.undo_each(owed, &statuses, true, |sid| async move {
+                let o = self
+                    .start_op(Op::Delete {
+                        sid,
+                        uid,
+                        private,
+                        at,
+                    })
+                    .await?;
+                self.run_delete(&o).await
+            })
+            .await?;
+        }
         self.undo_each(owed, &self.keys.user_groups(uid), false, |gid| async move {
             self.change_group(gid, uid, uid, Change::Purge, usize::MAX)
                 .await
