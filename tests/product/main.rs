@@ -1401,7 +1401,7 @@ async fn schemathesis_finds_nothing_against_the_openapi_document() {
         workdir.join("schemathesis.toml"),
         r#"
 [[operations]]
-include-operation-id = ["post_api_v1_users__id__block", "delete_api_v1_users__id__block", "post_api_v1_users__id__mute", "delete_api_v1_users__id__mute", "post_api_v1_conversations"]
+include-operation-id = ["post_api_v1_users__id__block", "delete_api_v1_users__id__block", "post_api_v1_users__id__mute", "delete_api_v1_users__id__mute", "post_api_v1_conversations", "post_api_v1_reports"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 429]
 "#,
     )
