@@ -189,13 +189,6 @@ impl Sight {
         Ok(true)
     }
 
-    /// [`Sight::status`] and [`Sight::alive`]: for a status held since it
-    /// was posted (an event, a bookmark).
-    pub async fn status_now(&mut self, status: &Status) -> StoreResult<bool> {
-        let sid: u64 = status.id.parse().unwrap_or(0);
-        Ok(self.alive(sid).await? && self.status(status).await?)
-    }
-
     /// Whether the reader is (still) a member of private group `gid`.
     pub async fn member(&mut self, gid: u64) -> StoreResult<bool> {
         let Some(viewer) = self.viewer else {

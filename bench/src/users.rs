@@ -49,3 +49,26 @@ pub async fn tokens(
     }
     Ok(out)
 }
+
+/// Signs `login` up through the API (password "password123"; an existing
+/// login is fine) and logs in: (user id, token).
+pub async fn session(
+    http: &reqwest::Client,
+    base: &str,
+    login: &str,
+) -> anyhow::Result<(u64, String)> {
+    let _ = http
+        .post(format!("{base}/api/v1/users"))
+        .json(&serde_json::json!({"login": login, "name": login, "email": format!("{login}@example.test"), "password": "password123"}))
+        .send()
+        .await?;
+    let r: serde_json::Value = http
+        .post(format!("{base}/api/v1/sessions"))
+        .json(&serde_json::json!({"identifier": login, "password": "password123"}))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let uid = r["user"]["id"].as_str().unwrap_or("0").parse()?;
+    Ok((uid, r["token"].as_str().unwrap_or("").to_string()))
+}

@@ -16,9 +16,10 @@
 use clap::Parser;
 use firehose::config::Config;
 use firehose::store::Store;
+use firehose_bench::users::session;
 use firehose_bench::users::users;
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -39,23 +40,6 @@ struct Args {
     /// Its followers.
     #[arg(long, default_value_t = 10_000)]
     followers: usize,
-}
-
-async fn session(http: &reqwest::Client, base: &str, login: &str) -> anyhow::Result<(u64, String)> {
-    let _ = http
-        .post(format!("{base}/api/v1/users"))
-        .json(&json!({"login": login, "name": login, "email": format!("{login}@example.test"), "password": "password123"}))
-        .send()
-        .await?;
-    let r: Value = http
-        .post(format!("{base}/api/v1/sessions"))
-        .json(&json!({"identifier": login, "password": "password123"}))
-        .send()
-        .await?
-        .json()
-        .await?;
-    let uid = r["user"]["id"].as_str().unwrap_or("0").parse()?;
-    Ok((uid, r["token"].as_str().unwrap_or("").to_string()))
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {

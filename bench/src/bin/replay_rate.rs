@@ -14,8 +14,9 @@
 #![allow(clippy::print_stdout)]
 
 use clap::Parser;
+use firehose_bench::users::session;
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Instant;
 
 #[derive(Parser)]
@@ -32,22 +33,6 @@ struct Args {
     /// Runs of each replay.
     #[arg(long, default_value_t = 5)]
     runs: usize,
-}
-
-async fn session(http: &reqwest::Client, base: &str, login: &str) -> anyhow::Result<String> {
-    let _ = http
-        .post(format!("{base}/api/v1/users"))
-        .json(&json!({"login": login, "name": login, "email": format!("{login}@example.test"), "password": "password123"}))
-        .send()
-        .await?;
-    let r: Value = http
-        .post(format!("{base}/api/v1/sessions"))
-        .json(&json!({"identifier": login, "password": "password123"}))
-        .send()
-        .await?
-        .json()
-        .await?;
-    Ok(r["token"].as_str().unwrap_or("").to_string())
 }
 
 /// Reads an NDJSON stream until it has been quiet for 300 ms after its
@@ -80,10 +65,10 @@ async fn main() -> anyhow::Result<()> {
     let http = reqwest::Client::new();
     let base = format!("http://{}", args.addr);
     let tag = std::process::id();
-    let reader = session(&http, &base, &format!("reader_{tag}")).await?;
+    let reader = session(&http, &base, &format!("reader_{tag}")).await?.1;
     let mut authors = Vec::new();
     for i in 0..args.authors.max(1) {
-        authors.push(session(&http, &base, &format!("author{tag}_{i}")).await?);
+        authors.push(session(&http, &base, &format!("author{tag}_{i}")).await?.1);
     }
     let started = Instant::now();
     futures::stream::iter(0..args.statuses)

@@ -14,7 +14,8 @@
 #![allow(clippy::print_stdout)]
 
 use clap::Parser;
-use serde_json::{json, Value};
+use firehose_bench::users::session;
+use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,30 +31,18 @@ struct Args {
     rounds: usize,
 }
 
-async fn session(http: &reqwest::Client, base: &str, login: &str) -> anyhow::Result<String> {
-    let _ = http
-        .post(format!("{base}/api/v1/users"))
-        .json(&json!({"login": login, "name": login, "email": format!("{login}@example.test"), "password": "password123"}))
-        .send()
-        .await?;
-    let r: Value = http
-        .post(format!("{base}/api/v1/sessions"))
-        .json(&json!({"identifier": login, "password": "password123"}))
-        .send()
-        .await?
-        .json()
-        .await?;
-    Ok(r["token"].as_str().unwrap_or("").to_string())
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let http = reqwest::Client::new();
     let base = format!("http://{}", args.addr);
     let tag = std::process::id();
-    let analyst = session(&http, &base, &format!("reach_analyst_{tag}")).await?;
-    let writer = session(&http, &base, &format!("reach_writer_{tag}")).await?;
+    let analyst = session(&http, &base, &format!("reach_analyst_{tag}"))
+        .await?
+        .1;
+    let writer = session(&http, &base, &format!("reach_writer_{tag}"))
+        .await?
+        .1;
     let Some(mut sse) =
         firehose_bench::sse::open(&args.addr, "/api/v1/stream/search", &analyst, "").await
     else {
