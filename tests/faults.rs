@@ -1505,6 +1505,19 @@ async fn a_server_killed_mid_send_leaves_each_message_stored_once_and_delivered_
 
 #[tokio::test]
 async fn an_account_deletion_killed_half_way_is_finished_by_the_next_process() {
+    account_deletion_killed_during(false).await;
+}
+
+#[tokio::test]
+async fn an_account_deletion_killed_during_its_unfollows_is_finished_by_the_next_process() {
+    account_deletion_killed_during(true).await;
+}
+
+/// Kills the process deleting an account of 300 statuses and 300
+/// followers once its undoing has begun (`unfollows`: once its statuses are
+/// gone and its followers going), then checks the next process leaves
+/// nothing of it.
+async fn account_deletion_killed_during(unfollows: bool) {
     let app = TestApp::start_with(|c| c.workers = 0).await;
     let (me, token) = app.user("half_deleted").await;
     let fans = bulk_users(&app, "hd", 300).await;
@@ -1535,8 +1548,15 @@ async fn an_account_deletion_killed_half_way_is_finished_by_the_next_process() {
     app.eventually("the account is closed", || async {
         let mut conn = app.redis.conn();
         let deleted: Option<String> = conn.hget(&user_key, "deleted").unwrap_or(None);
-        let left: usize = conn.zcard(&followers_key).unwrap_or(0);
-        deleted.is_some() && left < 300
+        // Its statuses go first (while the follows stand), then the follows.
+        let followers: usize = conn.zcard(&followers_key).unwrap_or(0);
+        let statuses: usize = conn.zcard(format!("{user_key}:profile")).unwrap_or(0);
+        deleted.is_some()
+            && if unfollows {
+                statuses == 0 && followers < 300
+            } else {
+                followers < 300 || statuses < 300
+            }
     })
     .await;
     first.kill9().await;

@@ -212,6 +212,45 @@ impl Store {
         Ok(tasks)
     }
 
+    /// Takes `sids` out of the home of every follower of `uid` now, a page
+    /// of followers at a time, one `ZREM` per home, queueing nothing: for a
+    /// chain that is itself background work and must know the homes are
+    /// clean before it goes on (an account's deletion, a round of its
+    /// statuses at a time, before its follows end).
+    pub(crate) async fn unhome_everywhere(&self, uid: u64, sids: &[u64]) -> StoreResult<()> {
+        if sids.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.conn();
+        let mut task = FanoutTask {
+            kind: FanoutKind::Delete,
+            status_id: 0,
+            uid,
+            posted: 0.0,
+            cursor_score: f64::NEG_INFINITY,
+            cursor_member: String::new(),
+            end_score: f64::INFINITY,
+            end_member: String::new(),
+        };
+        loop {
+            let followers = self.page(&mut conn, &task, self.fanout_batch).await?;
+            let mut pipe = redis::pipe();
+            for (member, _) in &followers {
+                if let Ok(follower) = member.parse::<u64>() {
+                    pipe.zrem(self.keys.home(follower), sids).ignore();
+                }
+            }
+            let _: () = pipe.query_async(&mut conn).await?;
+            match followers.last() {
+                Some((member, score)) if followers.len() >= self.fanout_batch => {
+                    task.cursor_score = *score;
+                    task.cursor_member = member.clone();
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
     /// Up to `limit` followers of the task's author after its cursor (and at
     /// most its end), in the followers ZSET's order.
     async fn page(

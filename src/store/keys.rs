@@ -380,10 +380,17 @@ impl Keys {
     pub fn direct(&self, lower: u64) -> String {
         format!("{}:user:{{{lower}}}:direct", self.prefix)
     }
-    /// ZSET: while the account is being deleted, the round of work in
-    /// progress (`undo_take.lua`).
+    /// ZSET: the round of an account deletion's work in progress, as
+    /// versions before 2026-11-28 kept it (one for every set, which let a
+    /// rerun take one set's round for another's); only deleted now.
     pub fn undo_round(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:undoing", self.prefix)
+    }
+    /// ZSET: while an account is being deleted, the round of work in
+    /// progress on its set `set` (one of the user's keys, so the same
+    /// slot; `undo_take.lua`).
+    pub fn undo_round_of(&self, set: &str) -> String {
+        format!("{set}:undoing")
     }
     /// HASH: the user's filter rules, id -> `{id, value, tag}` JSON.
     pub fn rules(&self, uid: u64) -> String {

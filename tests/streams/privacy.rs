@@ -269,11 +269,13 @@ async fn track_and_location_streams_get_the_delete_of_a_status_they_delivered() 
 }
 
 #[tokio::test]
-async fn an_account_deletion_sends_its_deletes_to_track_streams() {
+async fn an_account_deletion_sends_its_deletes_to_followers_and_track_streams() {
     let app = TestApp::start().await;
-    let (_, gus) = app.user("gus").await;
+    let (gid, gus) = app.user("gus").await;
     let (_, fan) = app.user("fan").await;
+    app.follow(&fan, &gid).await;
     let sid = app.say(&gus, "walrus news").await;
+    let mut user = app.stream("/api/v1/stream/user", Some(&fan), &[]).await;
     let mut track = app
         .stream("/api/v1/stream/filter?track=walrus", Some(&fan), &[])
         .await;
@@ -286,6 +288,19 @@ async fn an_account_deletion_sends_its_deletes_to_track_streams() {
         )
         .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
+    let mut user_events = Vec::new();
+    while let Some(m) = user.next_within(Duration::from_secs(3)).await {
+        user_events.push((m.event.clone(), m.data["status_id"].clone()));
+        if m.event == "delete" {
+            break;
+        }
+    }
+    assert!(
+        user_events
+            .iter()
+            .any(|(k, id)| k == "delete" && *id == json!(sid)),
+        "the follower's user stream: {user_events:?}"
+    );
     let m = track.next_event("delete").await;
     assert_eq!(m.event, "delete");
     assert_eq!(m.data["status_id"], sid.as_str());

@@ -6,14 +6,17 @@
 //! repeats nothing. A feature that gives a user something to hold (a group
 //! membership, filter rules) adds its pass to [`Store::run_account_delete`].
 
+use super::delete::Homes;
 use crate::hides;
 use crate::model::now;
+use crate::model::HOME_CAP;
 use crate::store::groups::Change;
 use crate::store::outbox::{Op, Owed};
 use crate::store::relations::Relation;
 use crate::store::{Store, StoreError, StoreResult};
 use futures::StreamExt;
 use redis::AsyncCommands;
+use std::collections::HashSet;
 
 /// Entries undone per round (then the op's lease is renewed).
 const ROUND: isize = 100;
@@ -89,8 +92,35 @@ impl Store {
             return Err(StoreError::Internal("not an account deletion".into()));
         };
         self.close_account(owed).await?;
-        // Followers first: each unfollow takes the user's statuses out of
-        // that follower's home, so the deletes after fan out to no one.
+        let private = {
+            let mut conn = self.conn();
+            let p: Option<String> = conn.hget(self.keys.user(uid), "private").await?;
+            p.as_deref() == Some("1")
+        };
+        // The statuses first, while the follows stand, so that each delete
+        // reaches every stream its author's delete would (followers' user
+        // streams too). Newest first, so that what timelines show goes
+        // first, a round at a time; then the round leaves the followers'
+        // homes, one ZREM per home, before the next. Only the newest
+        // HOME_CAP can be in a home (a home keeps its newest HOME_CAP).
+        let homed = self.homed_statuses(uid).await?;
+        let homed = &homed;
+        let profile = self.keys.profile(uid);
+        self.undo_rounds(owed, &profile, true, |round| async move {
+            let delete = |sid| self.delete_for_account(sid, uid, private, at);
+            self.undo_all(round.clone(), &delete).await?;
+            let shown: Vec<u64> = round.into_iter().filter(|s| homed.contains(s)).collect();
+            self.unhome_everywhere(uid, &shown).await
+        })
+        .await?;
+        // Then what they posted in groups (in no home).
+        let group_statuses = self.keys.user_group_statuses(uid);
+        self.undo_each(owed, &group_statuses, true, |sid| {
+            self.delete_for_account(sid, uid, private, at)
+        })
+        .await?;
+        // Then the follows: the deletes above went where the author's own
+        // would have.
         self.undo_each(owed, &self.keys.followers(uid), false, |f| async move {
             self.undo_follow(f, uid, at).await
         })
@@ -107,27 +137,6 @@ impl Store {
             self.drop_request(uid, t).await.map(|_| ())
         })
         .await?;
-        let private = {
-            let mut conn = self.conn();
-            let p: Option<String> = conn.hget(self.keys.user(uid), "private").await?;
-            p.as_deref() == Some("1")
-        };
-        // Newest first, so that what timelines show goes first; then what
-        // they posted in groups.
-        for statuses in [self.keys.profile(uid), self.keys.user_group_statuses(uid)] {
-            self.undo_each(owed, &statuses, true, |sid| async move {
-                let o = self
-                    .start_op(Op::Delete {
-                        sid,
-                        uid,
-                        private,
-                        at,
-                    })
-                    .await?;
-                self.run_delete(&o).await
-            })
-            .await?;
-        }
         self.undo_each(owed, &self.keys.user_groups(uid), false, |gid| async move {
             self.change_group(gid, uid, uid, Change::Purge, usize::MAX)
                 .await
@@ -199,6 +208,86 @@ impl Store {
         self.run_follow(&o).await.map(|_| ())
     }
 
+    /// The statuses whose deletes must reach the followers' homes: the
+    /// newest [`HOME_CAP`] of the profile, and a round taken from it that a
+    /// process died during.
+    async fn homed_statuses(&self, uid: u64) -> StoreResult<HashSet<u64>> {
+        let profile = self.keys.profile(uid);
+        let mut conn = self.conn();
+        let (newest, round): (Vec<u64>, Vec<u64>) = redis::pipe()
+            .zrevrange(&profile, 0, HOME_CAP as isize - 1)
+            .zrange(self.keys.undo_round_of(&profile), 0, -1)
+            .query_async(&mut conn)
+            .await?;
+        Ok(newest.into_iter().chain(round).collect())
+    }
+
+    /// Deletes one of the account's statuses as its author would, but for
+    /// the followers' homes (the caller clears those a round at a time,
+    /// [`Store::unhome_everywhere`]). A status
+    /// already marked by another delete (a run a process died during) has
+    /// that delete finished here, before the follows go: found by its
+    /// number in the author's outbox partition and run to its end (a worker
+    /// that takes it over meanwhile does no harm: the chain is idempotent
+    /// and only the run that retires it emits). One no longer in the outbox
+    /// was retired, its steps all done.
+    async fn delete_for_account(
+        &self,
+        sid: u64,
+        uid: u64,
+        private: bool,
+        at: f64,
+    ) -> StoreResult<()> {
+        let op = Op::Delete {
+            sid,
+            uid,
+            private,
+            at,
+        };
+        let part = op.part();
+        let o = self.start_op(op).await?;
+        match self.run_delete_reaching(&o, Homes::Skip).await {
+            Err(StoreError::NotFound(_)) => {}
+            other => return other,
+        }
+        let mut conn = self.conn();
+        let mark: Option<u64> = conn.hget(self.keys.status(sid), "deleted").await?;
+        let Some(m) = mark.filter(|m| *m != o.n) else {
+            return Ok(());
+        };
+        let outbox = self.outbox_of(part);
+        let pattern = format!("{m}|*");
+        let mut cursor = "0".to_string();
+        loop {
+            let (next, found): (String, Vec<String>) = redis::cmd("ZSCAN")
+                .arg(&outbox)
+                .arg(&cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(500)
+                .query_async(&mut conn)
+                .await?;
+            // Members and scores alternate.
+            let earlier = found
+                .iter()
+                .step_by(2)
+                .filter_map(|member| Owed::decode_in(member, part))
+                .find(|e| matches!(e.op, Op::Delete { sid: s, .. } if s == sid));
+            if let Some(earlier) = earlier {
+                let earlier = Owed {
+                    deadline: self.lease_deadline(),
+                    ..earlier
+                };
+                return settled(self.run_delete_reaching(&earlier, Homes::Skip).await);
+            }
+            if next == "0" {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    }
+
     /// Lifts every block and mute the user set, and every block set on them.
     async fn undo_relations(&self, uid: u64, at: f64) -> StoreResult<()> {
         let relations = self.hides(uid).await?;
@@ -232,9 +321,10 @@ impl Store {
 
     /// Undoes every member of the user's ZSET `key` with `undo`, a round at
     /// a time (newest first when `newest`), until none is left. A round is
-    /// moved out of the set into the user's round ZSET (`undo_take.lua`)
+    /// moved out of the set into the set's own round ZSET (`undo_take.lua`)
     /// and dropped only once every chain in it has run, so a process killed
-    /// during a round leaves it whole for the rerun. Renews the op's lease
+    /// during a round leaves it whole for the rerun, which takes it up when
+    /// it comes to that set again. Renews the op's lease
     /// after every round.
     async fn undo_each<F, Fut>(
         &self,
@@ -247,10 +337,23 @@ impl Store {
         F: Fn(u64) -> Fut,
         Fut: std::future::Future<Output = StoreResult<()>>,
     {
-        let Op::DeleteAccount { uid, .. } = owed.op else {
-            return Err(StoreError::Internal("not an account deletion".into()));
-        };
-        let round_key = self.keys.undo_round(uid);
+        self.undo_rounds(owed, key, newest, |round| self.undo_all(round, &undo))
+            .await
+    }
+
+    /// [`Store::undo_each`] with a round's work in one call, `each_round`.
+    async fn undo_rounds<G, Fut>(
+        &self,
+        owed: &Owed,
+        key: &str,
+        newest: bool,
+        each_round: G,
+    ) -> StoreResult<()>
+    where
+        G: Fn(Vec<u64>) -> Fut,
+        Fut: std::future::Future<Output = StoreResult<()>>,
+    {
+        let round_key = self.keys.undo_round_of(key);
         loop {
             let mut conn = self.conn();
             let round: Vec<u64> = self
@@ -265,16 +368,26 @@ impl Store {
             if round.is_empty() {
                 return Ok(());
             }
-            let results: Vec<StoreResult<()>> = futures::stream::iter(round.iter().copied())
-                .map(&undo)
-                .buffer_unordered(PARALLEL)
-                .collect()
-                .await;
-            for r in results {
-                settled(r)?;
-            }
+            each_round(round).await?;
             let _: () = conn.del(&round_key).await?;
             self.extend_op(owed).await?;
         }
+    }
+
+    /// Runs `undo` on every member of a round, [`PARALLEL`] at a time.
+    async fn undo_all<F, Fut>(&self, round: Vec<u64>, undo: &F) -> StoreResult<()>
+    where
+        F: Fn(u64) -> Fut,
+        Fut: std::future::Future<Output = StoreResult<()>>,
+    {
+        let results: Vec<StoreResult<()>> = futures::stream::iter(round)
+            .map(undo)
+            .buffer_unordered(PARALLEL)
+            .collect()
+            .await;
+        for r in results {
+            settled(r)?;
+        }
+        Ok(())
     }
 }

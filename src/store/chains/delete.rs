@@ -14,12 +14,28 @@ use std::collections::HashMap;
 /// How long a deleted status's tombstone is kept, in seconds.
 const TOMBSTONE_TTL: u64 = 86_400;
 
+/// Which followers' homes a delete's run takes the status out of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Homes {
+    /// The first followers inline, the rest by queued fan-out tasks.
+    Queued,
+    /// None: the caller takes the status out of the homes itself (an
+    /// account's deletion: [`Store::unhome_everywhere`]), or it is too old
+    /// to be in any (a home keeps its newest [`HOME_CAP`]).
+    Skip,
+}
+
 impl Store {
     /// A delete's steps: the mark (ownership checked), the likers' lists,
     /// the author's timelines, the parent's replies, the indices, the
     /// trending bucket, the repost mapping, the reposts of it, the
     /// tombstone, the first followers' homes; then its event.
     pub(crate) async fn run_delete(&self, owed: &Owed) -> StoreResult<()> {
+        self.run_delete_reaching(owed, Homes::Queued).await
+    }
+
+    /// [`Store::run_delete`], reaching the followers' `homes` as asked.
+    pub(crate) async fn run_delete_reaching(&self, owed: &Owed, homes: Homes) -> StoreResult<()> {
         let Op::Delete {
             sid,
             uid,
@@ -79,9 +95,9 @@ impl Store {
         self.cache.forget(sid);
         self.counts_cache.forget(sid);
         // A group's status was in no home.
-        let tasks = match group {
-            Some(_) => Vec::new(),
-            None => self.fanout_inline(FanoutKind::Delete, sid, uid, at).await?,
+        let tasks = match (group, homes) {
+            (Some(_), _) | (None, Homes::Skip) => Vec::new(),
+            (None, Homes::Queued) => self.fanout_inline(FanoutKind::Delete, sid, uid, at).await?,
         };
         self.finish_op(
             owed,

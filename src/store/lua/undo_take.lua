@@ -8,7 +8,8 @@
 -- and every chain is idempotent. Atomic: the check, the move and the
 -- removal run as one script. One slot: the user's keys.
 --
--- KEYS[1] the set being emptied  KEYS[2] the round in progress
+-- KEYS[1] the set being emptied  KEYS[2] the round in progress (the set's
+-- own: a rerun never takes one set's round for another's)
 -- ARGV[1] how many  ARGV[2] '1': newest first
 -- Returns the round's members.
 local round = redis.call('ZRANGE', KEYS[2], 0, -1)
