@@ -101,9 +101,8 @@ impl Sight {
         sids.sort_unstable();
         sids.dedup();
         if !sids.is_empty() {
-            for (sid, found) in self.store.statuses(&sids).await? {
-                self.alive.insert(sid, found.is_some());
-            }
+            let alive = self.store.statuses_alive(&sids).await?;
+            self.alive.extend(sids.into_iter().zip(alive));
         }
         let mut uids: Vec<u64> = authors
             .iter()

@@ -2472,3 +2472,44 @@ async fn an_idempotency_key_kept_where_the_first_layout_kept_it_still_answers_af
     assert_ne!(fresh["id"], first["id"]);
     later.kill9().await;
 }
+
+#[tokio::test]
+async fn an_unfinished_write_that_keeps_failing_holds_up_no_other() {
+    let app = TestApp::start_with(|c| c.outbox_lease = 1.0).await;
+    let (me, token) = app.user("unblocked").await;
+    let uid: u64 = me.parse().unwrap();
+    let sid = app.say(&token, "to be deleted by a sweep").await;
+    let part = firehose::store::keys::user_part(uid);
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    // A poison: an account deletion of a user whose HASH is a string
+    // (WRONGTYPE on every run), in the same outbox partition, claimed first.
+    let poison = (1_000_000u64..)
+        .find(|p| firehose::store::keys::user_part(*p) == part)
+        .unwrap();
+    let mut conn = app.redis.conn();
+    let _: () = conn.set(keys.user(poison), "not a hash").unwrap();
+    let member = |n: u64, op: &firehose::store::outbox::Op| {
+        format!("{n}|{}", serde_json::to_string(op).unwrap())
+    };
+    let bad = firehose::store::outbox::Op::DeleteAccount {
+        uid: poison,
+        login: "poison".into(),
+        email: String::new(),
+        at: 1.0,
+    };
+    let good = firehose::store::outbox::Op::Delete {
+        sid: sid.parse().unwrap(),
+        uid,
+        private: false,
+        at: 2.0,
+    };
+    let outbox = keys.part_outbox(part);
+    let _: () = conn.zadd(&outbox, member(999_000_001, &bad), 1.0).unwrap();
+    let _: () = conn.zadd(&outbox, member(999_000_002, &good), 2.0).unwrap();
+    app.eventually("the other write is finished by a sweep", || async {
+        app.get(&format!("/api/v1/statuses/{sid}"), None).await.0 == 404
+    })
+    .await;
+    let poisoned: Option<f64> = conn.zscore(&outbox, member(999_000_001, &bad)).unwrap();
+    assert!(poisoned.is_some(), "the failing write stays owed");
+}

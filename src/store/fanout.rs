@@ -234,13 +234,18 @@ impl Store {
         };
         loop {
             let followers = self.page(&mut conn, &task, self.fanout_batch).await?;
-            let mut pipe = redis::pipe();
-            for (member, _) in &followers {
-                if let Ok(follower) = member.parse::<u64>() {
-                    pipe.zrem(self.keys.home(follower), sids).ignore();
+            let homes: Vec<String> = followers
+                .iter()
+                .filter_map(|(member, _)| member.parse::<u64>().ok())
+                .map(|follower| self.keys.home(follower))
+                .collect();
+            if !homes.is_empty() {
+                let mut pipe = redis::pipe();
+                for home in &homes {
+                    pipe.zrem(home, sids).ignore();
                 }
+                let _: () = pipe.query_async(&mut conn).await?;
             }
-            let _: () = pipe.query_async(&mut conn).await?;
             match followers.last() {
                 Some((member, score)) if followers.len() >= self.fanout_batch => {
                     task.cursor_score = *score;

@@ -311,6 +311,27 @@ async fn delete_me(app: &TestApp, token: &str, password: &str) -> (StatusCode, V
 }
 
 #[tokio::test]
+async fn an_account_with_statuses_and_no_followers_is_deleted_to_its_last_key() {
+    let app = TestApp::start().await;
+    let (me, token) = app.user("nobody_follows").await;
+    app.say(&token, "said to no one").await;
+    let (status, _) = delete_me(&app, &token, "password123").await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let uid: u64 = me.parse().unwrap();
+    app.eventually("the account's keys are gone", || async {
+        let mut conn = app.redis.conn();
+        let left: u64 = redis::cmd("EXISTS")
+            .arg(keys.user(uid))
+            .arg(keys.profile(uid))
+            .query(&mut conn)
+            .unwrap_or(1);
+        left == 0
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_deleted_account_is_gone_at_once_and_everything_it_held_is_undone() {
     let app = TestApp::start_with(|cfg| cfg.max_streams_per_user = 20).await;
     let (me, token) = app.user("leaving").await;
