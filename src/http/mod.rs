@@ -6,6 +6,7 @@
 
 pub mod account;
 pub mod admin;
+pub mod bookmarks;
 pub mod conversations;
 pub mod cors;
 pub mod demo;
@@ -64,6 +65,7 @@ pub fn routes() -> routes::Routes {
         .merge(timelines::routes())
         .merge(follows::routes())
         .merge(likes::routes())
+        .merge(bookmarks::routes())
         .merge(groups::routes())
         .merge(reports::routes())
         .merge(admin::routes())

@@ -71,6 +71,15 @@ pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
 
 /// A JSON array of statuses serialized but for their counts.
 pub fn json_page(statuses: &[Shown]) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        statuses_json(statuses),
+    )
+        .into_response()
+}
+
+/// The JSON array of statuses (each serialized but for its counts).
+pub fn statuses_json(statuses: &[Shown]) -> Vec<u8> {
     let mut body = Vec::with_capacity(
         2 + statuses
             .iter()
@@ -85,7 +94,7 @@ pub fn json_page(statuses: &[Shown]) -> Response {
         s.write_json(*counts, &mut body);
     }
     body.push(b']');
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    body
 }
 
 /// Parses the paging of a list of users: `cursor` (default 0) and `count`

@@ -392,6 +392,12 @@ impl Keys {
     pub fn undo_round_of(&self, set: &str) -> String {
         format!("{set}:undoing")
     }
+    /// ZSET: the user's bookmarks, status id -> minus the time it was
+    /// bookmarked (score order: newest first); at most
+    /// [`crate::store::bookmarks::MAX_BOOKMARKS`].
+    pub fn bookmarks(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:bookmarks", self.prefix)
+    }
     /// HASH: the user's filter rules, id -> `{id, value, tag}` JSON.
     pub fn rules(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:rules", self.prefix)

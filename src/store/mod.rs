@@ -25,6 +25,7 @@
 //! Each Lua script is a `lua/<name>.lua` file whose header says why it is
 //! atomic and which keys it touches.
 
+pub mod bookmarks;
 pub mod cache;
 mod chains;
 pub mod conn;
@@ -160,6 +161,7 @@ pub struct Scripts {
     pub(crate) undo_take: Script,
     pub(crate) status_login: Script,
     pub(crate) rules_add: Script,
+    pub(crate) bookmark_add: Script,
     pub(crate) rules_delete: Script,
     pub(crate) rate_take: Script,
     pub(crate) like_whole: Script,
@@ -219,6 +221,7 @@ impl Scripts {
             undo_take: Script::new(include_str!("lua/undo_take.lua")),
             status_login: Script::new(include_str!("lua/status_login.lua")),
             rules_add: Script::new(include_str!("lua/rules_add.lua")),
+            bookmark_add: Script::new(include_str!("lua/bookmark_add.lua")),
             rules_delete: Script::new(include_str!("lua/rules_delete.lua")),
             rate_take: Script::new(include_str!("lua/rate_take.lua")),
             like_whole: Script::new(include_str!("lua/like_whole.lua")),

@@ -1400,9 +1400,19 @@ async fn schemathesis_finds_nothing_against_the_openapi_document() {
     std::fs::write(
         workdir.join("schemathesis.toml"),
         r#"
+# Every check (on the command line, `--checks all` would override the
+# operations' own settings below).
+checks.enabled = true
+
 [[operations]]
 include-operation-id = ["post_api_v1_users__id__block", "delete_api_v1_users__id__block", "post_api_v1_users__id__mute", "delete_api_v1_users__id__mute", "post_api_v1_conversations", "post_api_v1_reports"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 429]
+
+# Adding a member answers 404 for a `user_id` that names no user: the
+# stateful phase reads any 404 after creating a group as the group gone.
+[[operations]]
+include-operation-id = ["post_api_v1_groups__id__members"]
+checks.ensure_resource_availability.enabled = false
 "#,
     )
     .unwrap();
@@ -1415,8 +1425,6 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 
         .args([
             "run",
             &app.url("/openapi.json"),
-            "--checks",
-            "all",
             "--exclude-path-regex",
             "/api/v1/stream",
             "--exclude-operation-id",

@@ -7,6 +7,7 @@
 mod common;
 
 mod account;
+mod bookmarks;
 mod conversations;
 mod follows;
 mod groups;

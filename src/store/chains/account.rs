@@ -189,6 +189,7 @@ impl Store {
             .arg(k.rules(uid))
             .arg(k.rule_values(uid))
             .arg(k.rule_order(uid))
+            .arg(k.bookmarks(uid))
             .query_async(&mut conn)
             .await?;
         self.finish_with(owed, Vec::new()).await

@@ -1,0 +1,139 @@
+//! Bookmarks: a user's private list of statuses (`store::bookmarks`).
+
+use super::openapi::{Auth, Op, Params, Reply};
+use super::paging::{statuses_json, user_paging};
+use super::routes::Routes;
+use super::visibility::{only_visible, visible};
+use super::{detached, path_id};
+use crate::auth::{AuthUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::store::StoreError;
+use axum::extract::{Path, Query, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(CREATE_OP, create)
+        .route(DESTROY_OP, destroy)
+        .route(LIST_OP, list)
+}
+
+const REPLY_BOOKMARKED: Reply = Reply::Inline(
+    r#"{"type":"object","required":["bookmarked"],"properties":{"bookmarked":{"type":"boolean"}}}"#,
+);
+
+const CREATE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/statuses/{id}/bookmark",
+    tag: "bookmarks",
+    summary:
+        "Bookmark a status (idempotent; at most 10,000 bookmarks, then 400 too_many_bookmarks)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: REPLY_BOOKMARKED,
+    errors: &[400, 401, 403, 404, 429, 503],
+};
+
+/// `POST /api/v1/statuses/{id}/bookmark`: a status the caller may see.
+pub async fn create(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid).await?;
+    let sid = path_id(&id, "status")?;
+    visible(&state, Some(&auth), sid).await?;
+    let store = state.store.clone();
+    let uid = auth.uid;
+    let on = detached(async move { Ok(store.set_bookmark(uid, sid, true).await?) }).await?;
+    Ok(Json(json!({ "bookmarked": on })))
+}
+
+const DESTROY_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/statuses/{id}/bookmark",
+    tag: "bookmarks",
+    summary: "Remove a bookmark (idempotent; any status id, one since deleted or hidden too)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: REPLY_BOOKMARKED,
+    errors: &[400, 401, 403, 429, 503],
+};
+
+/// `DELETE /api/v1/statuses/{id}/bookmark`: touches only the caller's own
+/// bookmarks, so any status id answers `{bookmarked: false}` (one gone or
+/// hidden since included) and tells nothing about the status.
+pub async fn destroy(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid).await?;
+    let sid = path_id(&id, "status")?;
+    let store = state.store.clone();
+    let uid = auth.uid;
+    let on = detached(async move { Ok(store.set_bookmark(uid, sid, false).await?) }).await?;
+    Ok(Json(json!({ "bookmarked": on })))
+}
+
+const LIST_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/bookmarks",
+    tag: "bookmarks",
+    summary: "Your bookmarks, newest bookmark first; statuses since deleted or no longer visible drop out",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::FollowPaging,
+    reply: Reply::Inline(
+        r##"{"type":"object","required":["statuses","next_cursor"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]}}}"##,
+    ),
+    errors: &[400, 401, 503],
+};
+
+/// `GET /api/v1/bookmarks`: a page of the caller's bookmarks, each judged
+/// now; those of statuses gone are forgotten on the way.
+pub async fn list(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let (cursor, count) = user_paging(&q)?;
+    let page = state.store.bookmark_page(auth.uid, &cursor, count).await?;
+    let found = state.store.statuses(&page.ids).await?;
+    let gone: Vec<u64> = found
+        .iter()
+        .filter(|(_, s)| s.is_none())
+        .map(|(sid, _)| *sid)
+        .collect();
+    state.store.forget_bookmarks(auth.uid, &gone).await?;
+    let shown = state
+        .store
+        .shown(found.into_iter().filter_map(|(_, s)| s).collect())
+        .await?;
+    let shown = only_visible(&state, Some(&auth), shown).await?;
+    let mut body = b"{\"statuses\":".to_vec();
+    body.extend(statuses_json(&shown));
+    body.extend(b",\"next_cursor\":");
+    body.extend(
+        serde_json::to_vec(&page.next_cursor)
+            .map_err(|e| ApiError::from(StoreError::Internal(e.to_string())))?,
+    );
+    body.push(b'}');
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}

@@ -1,0 +1,66 @@
+//! Bookmarks: a user's private list of statuses, newest bookmark first.
+//!
+//! One ZSET per user in the user's slot, scored by minus the time of the
+//! bookmark, so the cursor walk of every list of ids (`paging`) pages it
+//! exactly while bookmarks come and go. What a page shows is judged when it
+//! is read (`http::bookmarks`): a status deleted since is dropped from the
+//! page and from the set; one its reader may no longer see is left out of
+//! the page but kept (a follow approved again brings it back).
+
+use super::paging::{Cursor, IdPage};
+use super::{Store, StoreError, StoreResult};
+use crate::model::now;
+use redis::AsyncCommands;
+
+/// Bookmarks a user keeps at most.
+pub const MAX_BOOKMARKS: usize = 10_000;
+
+impl Store {
+    /// Bookmarks status `sid` for `uid` (`on`) or forgets it; idempotent.
+    /// Past [`MAX_BOOKMARKS`] a new one is refused (`too_many_bookmarks`)
+    /// and nothing changes.
+    pub async fn set_bookmark(&self, uid: u64, sid: u64, on: bool) -> StoreResult<bool> {
+        let key = self.keys.bookmarks(uid);
+        let mut conn = self.conn();
+        if !on {
+            let _: i64 = conn.zrem(&key, sid).await?;
+            return Ok(false);
+        }
+        let added: i64 = self
+            .scripts
+            .bookmark_add
+            .key(&key)
+            .arg(sid)
+            .arg(-now())
+            .arg(MAX_BOOKMARKS)
+            .invoke_async(&mut conn)
+            .await?;
+        if added == 0 {
+            return Err(StoreError::Invalid(
+                "too_many_bookmarks",
+                format!("A user keeps at most {MAX_BOOKMARKS} bookmarks; remove some first."),
+            ));
+        }
+        Ok(true)
+    }
+
+    /// A page of `uid`'s bookmarked status ids, newest bookmark first.
+    pub async fn bookmark_page(
+        &self,
+        uid: u64,
+        cursor: &Cursor,
+        count: usize,
+    ) -> StoreResult<IdPage> {
+        self.id_page(&self.keys.bookmarks(uid), cursor, count).await
+    }
+
+    /// Drops bookmarks of statuses that are gone.
+    pub async fn forget_bookmarks(&self, uid: u64, sids: &[u64]) -> StoreResult<()> {
+        if sids.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.conn();
+        let _: i64 = conn.zrem(self.keys.bookmarks(uid), sids).await?;
+        Ok(())
+    }
+}
