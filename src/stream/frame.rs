@@ -362,13 +362,16 @@ pub fn parse(json: &str) -> Option<Incoming> {
 pub enum Control {
     /// Something the client should know; the stream goes on.
     Warning {
-        /// `resume_gap` or `falling_behind`.
+        /// `resume_gap`, `falling_behind` or `token_expiring`.
         code: &'static str,
         /// A human sentence.
         message: String,
         /// How full the queue is (`falling_behind`).
         #[serde(skip_serializing_if = "Option::is_none")]
         percent_full: Option<usize>,
+        /// When the stream's token expires, unix seconds (`token_expiring`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        expires_at: Option<u64>,
     },
     /// The last event of a stream: why it ends.
     Disconnect {
@@ -419,6 +422,7 @@ impl Control {
             code,
             message: message.into(),
             percent_full: None,
+            expires_at: None,
         }
     }
 

@@ -1364,12 +1364,50 @@ async fn a_stream_whose_token_expires_is_closed_with_expired() {
     let (_, token) = app.user("shortlived").await;
     let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
     assert_eq!(s.status, StatusCode::OK);
+    // Warned first (the token has less than a minute), then ended.
+    let warned = s.next("warning").await;
+    assert_eq!(warned.data["code"], "token_expiring");
     let bye = s.next("disconnect").await;
     assert_eq!(
         (bye.event.as_str(), bye.data["code"].clone()),
         ("disconnect", json!("expired"))
     );
     assert!(s.ended_within(Duration::from_secs(5)).await);
+}
+
+#[tokio::test]
+async fn a_stream_is_warned_before_its_token_expires_on_every_transport() {
+    // A token of 30 s: less than the warning's minute, so it comes at once.
+    let app = TestApp::start_with(|c| c.token_ttl = 30).await;
+    let (_, token) = app.user("expiring").await;
+    let (_, body) = app.get("/api/v1/me", Some(&token)).await;
+    assert!(body["id"].is_string());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let check = |data: &Value| {
+        assert_eq!(data["code"], "token_expiring", "{data}");
+        let at = data["expires_at"].as_u64().expect("expires_at");
+        assert!(at > now && at <= now + 32, "{at} vs {now}");
+    };
+    for headers in [vec![], vec![("accept", "application/x-ndjson")]] {
+        let mut s = app
+            .stream("/api/v1/stream/user", Some(&token), &headers)
+            .await;
+        assert_eq!(s.status, StatusCode::OK);
+        let m = s.next("warning").await;
+        check(&m.data);
+    }
+    let mut ws = ws_connect(&app, "/api/v1/stream/user", &token).await;
+    let m = ws_next(&mut ws).await;
+    assert_eq!(m["type"], "warning", "{m}");
+    check(&m);
+    // A token far from its end gets no warning.
+    let app = TestApp::start().await;
+    let (_, token) = app.user("lasting").await;
+    let mut s = app.stream("/api/v1/stream/user", Some(&token), &[]).await;
+    assert!(s.next_within(Duration::from_secs(2)).await.is_none());
 }
 
 #[tokio::test]
@@ -1454,12 +1492,19 @@ async fn an_idle_feed_hands_out_a_keepalive_every_period() {
 async fn a_feed_ends_with_disconnect_expired_when_its_token_expires() {
     let (mut feed, _trigger) = paused_feed(Duration::from_secs(30), 100);
     let start = tokio::time::Instant::now();
+    let mut warnings = Vec::new();
     let bye = loop {
         match feed.next().await.expect("a disconnect before the end") {
             firehose::stream::Out::Keepalive(_) => continue,
+            firehose::stream::Out::Control(c) if c.kind == "warning" => {
+                let v: Value = serde_json::from_slice(&c.json).unwrap();
+                warnings.push(v["code"].clone());
+            }
             other => break other,
         }
     };
+    // The token had less than a minute: warned before its end.
+    assert_eq!(warnings, vec![json!("token_expiring")]);
     let firehose::stream::Out::Control(bye) = bye else {
         panic!("{bye:?}");
     };

@@ -11,6 +11,9 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+/// How long before its token expires a stream gets `token_expiring`.
+pub(super) const EXPIRY_WARNING: Duration = Duration::from_secs(60);
+
 /// The hub's side of one client connection.
 #[derive(Debug)]
 pub struct ClientConn {
@@ -30,6 +33,8 @@ pub struct ClientConn {
     pub(super) expires_at: Instant,
     /// Set once a falling_behind warning went out; cleared when the queue drains.
     pub warned: AtomicBool,
+    /// Set once the token_expiring warning went out (by the hub).
+    pub(super) expiry_warned: AtomicBool,
     /// Set by [`ClientConn::kill`]; the stream's loop reads it at every turn, so
     /// a live stream waits on its queue alone (no waiter to register and
     /// unregister per delivery).
@@ -59,6 +64,7 @@ impl ClientConn {
             opened_at: Instant::now(),
             expires_at,
             warned: AtomicBool::new(false),
+            expiry_warned: AtomicBool::new(false),
             dead: AtomicBool::new(false),
             killed: Notify::new(),
             reason: Mutex::new(None),
@@ -134,6 +140,7 @@ impl ClientConn {
                         code: "falling_behind",
                         message: "Your stream queue is filling up; read faster or you will be disconnected.".into(),
                         percent_full: Some(pct),
+                        expires_at: None,
                     };
                     inc(&metrics().behind_warnings, 1);
                     let _ = self
@@ -194,9 +201,45 @@ impl ClientConn {
     }
 
     /// When the hub next owes this connection something: a keep-alive
-    /// `keepalive` after `from`, or the end at its token's expiry.
+    /// `keepalive` after `from`, the `token_expiring` warning
+    /// [`EXPIRY_WARNING`] before its token expires, or the end then.
     pub(super) fn next_due(&self, from: Instant, keepalive: Duration) -> Instant {
-        (from + keepalive).min(self.expires_at)
+        let next = (from + keepalive).min(self.expires_at);
+        if self.expiry_warned.load(Ordering::Relaxed) {
+            next
+        } else {
+            next.min(self.warn_at())
+        }
+    }
+
+    /// When the `token_expiring` warning is due.
+    pub(super) fn warn_at(&self) -> Instant {
+        self.expires_at
+            .checked_sub(EXPIRY_WARNING)
+            .unwrap_or(self.opened_at)
+    }
+
+    /// Queues the `token_expiring` warning, once: the token expires at
+    /// `expires_at` and the stream ends then unless the client comes back
+    /// with a new token (a WebSocket client may refresh in place).
+    pub(super) fn warn_expiry(&self, now: Instant) {
+        if self.expiry_warned.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let left = self.expires_at.saturating_duration_since(now);
+        let unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| (d + left).as_secs());
+        let warning = Control::Warning {
+            code: "token_expiring",
+            message: format!(
+                "The token expires in {} s; the stream ends then. Reconnect with a new token (Last-Event-ID resumes).",
+                left.as_secs()
+            ),
+            percent_full: None,
+            expires_at: Some(unix),
+        };
+        self.offer_control(warning.encode());
     }
 }
 

@@ -458,6 +458,9 @@ impl Dispatcher {
                 conn.kill("expired", "The token has expired; log in again.");
                 continue;
             }
+            if now >= conn.warn_at() {
+                conn.warn_expiry(now);
+            }
             let at = self.position_for(conn);
             let _ = conn
                 .queue
