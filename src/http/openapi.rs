@@ -104,6 +104,34 @@ pub const RESUME: &[(&str, &str)] = &[
     ),
 ];
 
+/// [`RESUME`] and the partition of a firehose, sample or search stream.
+pub const PARTED: &[(&str, &str)] = &[
+    (
+        "access_token",
+        "The JWT, for clients that cannot set headers (never logged).",
+    ),
+    (
+        "last_event_id",
+        "Replay matching events after this id, then go live (also the Last-Event-ID header).",
+    ),
+    (
+        "count",
+        "First replay the newest N matching events (N <= 1000).",
+    ),
+    (
+        "since",
+        "Open at the first buffered event at or after this time (seconds since the epoch).",
+    ),
+    (
+        "partition",
+        "This consumer's partition, 1 to partitions (with partitions).",
+    ),
+    (
+        "partitions",
+        "How many partitions the stream is split into (1-32): N consumers together get every event once, statuses and their deletes by status id, other events by their source user.",
+    ),
+];
+
 /// The shared schemas, with those the resources registered.
 fn schemas(registered: &Map<String, Value>) -> Map<String, Value> {
     let mut m = Map::new();

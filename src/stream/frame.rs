@@ -155,6 +155,24 @@ impl Frame {
         }
     }
 
+    /// What a partitioned stream splits this event by: a status and its
+    /// delete by the status's id, every other event by the user who
+    /// caused it.
+    pub fn partition_key(&self) -> u64 {
+        use model::Event as E;
+        match &self.event {
+            E::Status { status, .. } => status.id.parse().unwrap_or(0),
+            E::Delete { status_id, .. } => *status_id,
+            E::Follow { source, .. }
+            | E::Unfollow { source, .. }
+            | E::Like { source, .. }
+            | E::FollowRequest { source, .. } => *source,
+            E::Mention { status, .. } | E::Repost { status, .. } => status.uid.parse().unwrap_or(0),
+            E::User { user, .. } => user.id.parse().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
     /// Output `form` of this event deflated (computed by the first
     /// connection that asks, from `bytes`, which must be the same for every
     /// caller of one form).

@@ -30,6 +30,37 @@ pub fn is_group_stream(name: &str) -> bool {
     name.starts_with("group\"")
 }
 
+/// Most partitions a stream splits into.
+pub const MAX_PARTITIONS: u8 = 32;
+
+/// One of `of` partitions of a stream (`index` from 0): the events whose
+/// [`Frame::partition_key`] hashes to it, so consumers of every partition
+/// get each event exactly once between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    /// This partition, 0 to `of - 1`.
+    pub index: u8,
+    /// How many partitions.
+    pub of: u8,
+}
+
+impl Part {
+    /// Whether `frame` falls in this partition.
+    pub fn holds(self, frame: &Frame) -> bool {
+        part_of(frame.partition_key(), self.of) == self.index
+    }
+}
+
+/// The partition of `key` among `of`: the key mixed (splitmix64's
+/// finalizer), so ids made in sequence spread evenly.
+pub fn part_of(key: u64, of: u8) -> u8 {
+    let mut z = key.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z % u64::from(of.max(1))) as u8
+}
+
 /// What a subscription wants.
 #[derive(Debug, Clone)]
 pub struct Want {
@@ -39,6 +70,8 @@ pub struct Want {
     pub rules: Option<Arc<RuleSet>>,
     /// The group whose statuses (and their deletes) it gets.
     pub group: Option<u64>,
+    /// The partition it is, when the stream is split.
+    pub part: Option<Part>,
 }
 
 impl Want {
@@ -48,6 +81,7 @@ impl Want {
             rule,
             rules: None,
             group: None,
+            part: None,
         }
     }
 
@@ -58,6 +92,7 @@ impl Want {
             rule,
             rules: Some(rules),
             group: None,
+            part: None,
         }
     }
 
@@ -67,6 +102,7 @@ impl Want {
             rule: Rule::Filter(FilterSpec::default()),
             rules: None,
             group: Some(gid),
+            part: None,
         }
     }
 
@@ -81,6 +117,9 @@ impl Want {
     /// delete as it is); for a group stream the group's statuses and
     /// deletes.
     pub fn judge(&mut self, frame: &Arc<Frame>) -> Option<Arc<Frame>> {
+        if self.part.is_some_and(|p| !p.holds(frame)) {
+            return None;
+        }
         if let Some(gid) = self.group {
             return (frame.group() == Some(gid)).then(|| frame.clone());
         }

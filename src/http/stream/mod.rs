@@ -11,7 +11,7 @@ pub mod open;
 pub mod ws_session;
 
 use crate::error::ApiResult;
-use crate::http::openapi::{Auth, Op, Params, Reply, RESUME};
+use crate::http::openapi::{Auth, Op, Params, Reply, PARTED, RESUME};
 use crate::http::routes::Routes;
 use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
@@ -55,7 +55,7 @@ pub fn routes() -> Routes {
         .route(MULTIPLEXED_OP, ws_session::multiplexed)
 }
 
-const FIREHOSE_OP: Op = Op { method: "get", path: "/api/v1/stream/firehose", tag: "streams", summary: "Every public event (scope firehose). SSE, NDJSON (Accept: application/x-ndjson) or WebSocket", auth: Auth::Stream, query: RESUME, body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
+const FIREHOSE_OP: Op = Op { method: "get", path: "/api/v1/stream/firehose", tag: "streams", summary: "Every public event (scope firehose). SSE, NDJSON (Accept: application/x-ndjson) or WebSocket", auth: Auth::Stream, query: PARTED, body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
 
 /// `GET /api/v1/stream/firehose`: every public event (scope `firehose`).
 pub async fn firehose(State(state): State<AppState>, req: Request) -> Response {
@@ -79,6 +79,11 @@ const SAMPLE_OP: Op = Op {
         (
             "since",
             "Open at the first buffered event at or after this time.",
+        ),
+        ("partition", "This consumer's partition, 1 to partitions."),
+        (
+            "partitions",
+            "How many partitions the sample is split into (1-32).",
         ),
     ],
     body: None,
@@ -125,7 +130,7 @@ const SEARCH_OP: Op = Op {
     tag: "streams",
     summary: "Public statuses matching any of your filter rules, each with matching_rules",
     auth: Auth::Stream,
-    query: RESUME,
+    query: PARTED,
     body: None,
     status: 200,
     params: Params::None,

@@ -13,7 +13,7 @@ use crate::state::AppState;
 use crate::stream::feed::{Replay, MAX_COUNT};
 use crate::stream::rule_set::{self, RuleSet, MAX_ADHOC_RULES};
 use crate::stream::stream_limits::StreamGuard;
-use crate::stream::want::{group_stream, Want};
+use crate::stream::want::{group_stream, Part, Want, MAX_PARTITIONS};
 use crate::stream::wire::{Encoder, Transport};
 use crate::stream::{EventId, Feed};
 use axum::extract::{FromRequestParts, Query};
@@ -97,6 +97,8 @@ pub struct Ask {
     pub rules: Option<Result<serde_json::Value, String>>,
     /// The group of a group stream (`id` in a URL, `group` in a message).
     pub group: Option<String>,
+    /// `partition` (1-based) and `partitions`, as written.
+    pub partition: (Option<String>, Option<String>),
 }
 
 /// What a stream was asked for, parsed.
@@ -136,6 +138,7 @@ impl Ask {
             count: q.get("count").cloned(),
             since: q.get("since").cloned(),
             group: q.get("id").cloned(),
+            partition: (q.get("partition").cloned(), q.get("partitions").cloned()),
             rules: q
                 .get("rules")
                 .map(|r| serde_json::from_str(r).map_err(|e| e.to_string())),
@@ -206,16 +209,56 @@ impl Ask {
                 .retry_after(30));
             }
         }
-        let want = match (rules, group) {
+        let mut want = match (rules, group) {
             (_, Some(gid)) => Want::group(gid),
             (Some(set), None) => Want::rules(rule, set),
             (None, None) => Want::rule(rule),
         };
+        want.part = self.part(kind)?;
         Ok(Asked {
             name,
             want,
             replay: self.replay()?,
         })
+    }
+
+    /// The partition asked for: both `partition` (1 to `partitions`) and
+    /// `partitions` (1 to 32), on the firehose, sample and search streams.
+    fn part(&self, kind: Kind) -> ApiResult<Option<Part>> {
+        let (k, n) = (&self.partition.0, &self.partition.1);
+        if k.is_none() && n.is_none() {
+            return Ok(None);
+        }
+        if !matches!(kind, Kind::Firehose | Kind::Sample | Kind::Search) {
+            return Err(ApiError::invalid(
+                "invalid_partition",
+                "partition and partitions apply to the firehose, sample and search streams only.",
+            ));
+        }
+        let of = n
+            .as_deref()
+            .and_then(|n| n.trim().parse::<u8>().ok())
+            .filter(|n| (1..=MAX_PARTITIONS).contains(n))
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "invalid_partitions",
+                    format!("partitions must be a whole number from 1 to {MAX_PARTITIONS}, with partition."),
+                )
+            })?;
+        let index = k
+            .as_deref()
+            .and_then(|k| k.trim().parse::<u8>().ok())
+            .filter(|k| (1..=of).contains(k))
+            .ok_or_else(|| {
+                ApiError::invalid(
+                    "invalid_partition",
+                    format!("partition must be a whole number from 1 to partitions ({of})."),
+                )
+            })?;
+        Ok(Some(Part {
+            index: index - 1,
+            of,
+        }))
     }
 
     /// Where the stream starts: after `last_event_id` (a point this server

@@ -179,6 +179,8 @@ struct ControlMsg {
     since: Option<Scalar>,
     rules: Option<serde_json::Value>,
     group: Option<Scalar>,
+    partition: Option<Scalar>,
+    partitions: Option<Scalar>,
 }
 
 /// A box (`[sw_lon, sw_lat, ne_lon, ne_lat]`) or one number of a flat list.
@@ -234,6 +236,10 @@ impl ControlMsg {
             since: self.since.as_ref().map(Scalar::text),
             rules: self.rules.clone().map(Ok),
             group: self.group.as_ref().map(Scalar::text),
+            partition: (
+                self.partition.as_ref().map(Scalar::text),
+                self.partitions.as_ref().map(Scalar::text),
+            ),
         }
     }
 }

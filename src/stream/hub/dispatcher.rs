@@ -15,7 +15,7 @@ use crate::store::Store;
 use crate::stream::frame::{self, Control, EventId, Frame, Incoming};
 use crate::stream::queue::Delivery;
 use crate::stream::rule_set;
-use crate::stream::want::Want;
+use crate::stream::want::{part_of, Part, Want};
 use firehose_filters::{Index, SubId};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -56,6 +56,9 @@ pub(super) struct Dispatcher {
     pub(super) store: Store,
     pub(super) index: Index,
     pub(super) subs: HashMap<SubId, SubEntry>,
+    /// The partitioned subscriptions' partitions (empty: no stream here
+    /// is split, and routing pays one check per event for the feature).
+    pub(super) parted: HashMap<SubId, Part>,
     pub(super) conns: HashMap<u64, Vec<SubId>>,
     /// Every open connection by id, subscribed or not.
     pub(super) open: HashMap<u64, Arc<ClientConn>>,
@@ -140,6 +143,7 @@ impl Dispatcher {
             store,
             index: Index::new(),
             subs: HashMap::new(),
+            parted: HashMap::new(),
             conns: HashMap::new(),
             open: HashMap::new(),
             by_session: HashMap::new(),
@@ -255,7 +259,15 @@ impl Dispatcher {
             } => {
                 self.add_viewer(conn.uid, hides);
                 let indexed = want.indexed();
-                let Want { rule, rules, group } = want;
+                let Want {
+                    rule,
+                    rules,
+                    group,
+                    part,
+                } = want;
+                if let Some(part) = part {
+                    self.parted.insert(sub, part);
+                }
                 if indexed {
                     self.index.insert(sub, rule);
                 }
@@ -335,8 +347,17 @@ impl Dispatcher {
     }
 
     /// Drops from `out` the subscriptions whose user's relations hide who
-    /// caused `frame`: a lookup in data held here, no Redis round trip.
+    /// caused `frame`, and the partitioned ones `frame` is not in: lookups
+    /// in data held here, no Redis round trip.
     pub(super) fn drop_hidden(&self, frame: &Frame, out: &mut Vec<SubId>) {
+        if !self.parted.is_empty() {
+            let key = frame.partition_key();
+            out.retain(|sub| {
+                self.parted
+                    .get(sub)
+                    .is_none_or(|p| part_of(key, p.of) == p.index)
+            });
+        }
         let actors = frame.actors();
         if self.hiding == 0 || actors.is_empty() {
             return;
@@ -402,6 +423,7 @@ impl Dispatcher {
     }
 
     pub(super) fn remove_sub(&mut self, sub: SubId) {
+        self.parted.remove(&sub);
         self.index.remove(sub);
         self.rule_subs.remove(sub);
         self.group_subs.remove(sub);
@@ -418,6 +440,7 @@ impl Dispatcher {
 
     pub(super) fn remove_conn(&mut self, conn: u64) {
         for sub in self.conns.remove(&conn).unwrap_or_default() {
+            self.parted.remove(&sub);
             self.index.remove(sub);
             self.rule_subs.remove(sub);
             self.group_subs.remove(sub);
