@@ -219,12 +219,12 @@ impl ClientConn {
             .unwrap_or(self.opened_at)
     }
 
-    /// Queues the `token_expiring` warning, once: the token expires at
-    /// `expires_at` and the stream ends then unless the client comes back
-    /// with a new token (a WebSocket client may refresh in place).
-    pub(super) fn warn_expiry(&self, now: Instant) {
+    /// Queues the `token_expiring` warning, once (returns whether it did
+    /// now): the token expires at `expires_at` and the stream ends then
+    /// unless the client comes back with a new token.
+    pub(super) fn warn_expiry(&self, now: Instant) -> bool {
         if self.expiry_warned.swap(true, Ordering::Relaxed) {
-            return;
+            return false;
         }
         let left = self.expires_at.saturating_duration_since(now);
         let unix = std::time::SystemTime::now()
@@ -240,6 +240,7 @@ impl ClientConn {
             expires_at: Some(unix),
         };
         self.offer_control(warning.encode());
+        true
     }
 }
 

@@ -481,8 +481,11 @@ impl Dispatcher {
                 conn.kill("expired", "The token has expired; log in again.");
                 continue;
             }
-            if now >= conn.warn_at() {
-                conn.warn_expiry(now);
+            // The warning is traffic enough: the keep-alive waits its turn.
+            if now >= conn.warn_at() && conn.warn_expiry(now) {
+                let next = conn.next_due(now, self.keepalive);
+                self.due.push(Reverse((next, id)));
+                continue;
             }
             let at = self.position_for(conn);
             let _ = conn
