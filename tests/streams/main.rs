@@ -2319,3 +2319,52 @@ async fn partitions_of_the_firehose_get_every_event_exactly_once_between_them() 
         .await;
     assert_eq!(s.status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn websocket_subscriptions_split_a_stream_into_partitions_too() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("wsparted").await;
+    let mut sockets = Vec::new();
+    for k in 1..=2 {
+        let mut ws = ws_connect(&app, "/api/v1/stream", &token).await;
+        ws_send(
+            &mut ws,
+            json!({"type": "subscribe", "stream": "sample", "rate": 1, "partition": k, "partitions": 2}),
+        )
+        .await;
+        assert_eq!(ws_next(&mut ws).await["type"], "subscribed");
+        sockets.push(ws);
+    }
+    let mut sids = Vec::new();
+    for i in 0..10 {
+        sids.push(app.say(&token, &format!("socket split {i}")).await);
+    }
+    let mut got: Vec<Vec<String>> = Vec::new();
+    for ws in &mut sockets {
+        let mut ids = Vec::new();
+        while let Ok(m) = tokio::time::timeout(Duration::from_secs(1), ws_next(ws)).await {
+            if let Some(id) = m["status"]["id"].as_str() {
+                ids.push(id.to_string());
+            }
+        }
+        got.push(ids);
+    }
+    assert!(got.iter().all(|ids| !ids.is_empty()), "{got:?}");
+    let mut all: Vec<String> = got.concat();
+    all.sort();
+    sids.sort();
+    assert_eq!(all, sids);
+    // A partition past partitions: an error event naming it, the socket
+    // kept.
+    let ws = &mut sockets[0];
+    ws_send(
+        ws,
+        json!({"type": "subscribe", "stream": "search", "partition": 3, "partitions": 2}),
+    )
+    .await;
+    let e = ws_next(ws).await;
+    assert_eq!(e["type"], "error", "{e}");
+    assert!(e.to_string().contains("partition"), "{e}");
+    ws_send(ws, json!({"type": "subscribe", "stream": "user"})).await;
+    assert_eq!(ws_next(ws).await["type"], "subscribed");
+}
