@@ -43,20 +43,28 @@ const CREATE_OP: Op = Op {
     errors: &[400, 401, 403, 404, 429, 503],
 };
 
+/// Bookmarks status `id` for the caller (`on`: only one they may see) or
+/// removes the bookmark; answers `{bookmarked}`.
+async fn set(state: AppState, auth: AuthUser, id: String, on: bool) -> ApiResult<Json<Value>> {
+    auth.require(SCOPE_WRITE)?;
+    state.rate.write(auth.uid).await?;
+    let sid = path_id(&id, "status")?;
+    if on {
+        visible(&state, Some(&auth), sid).await?;
+    }
+    let store = state.store.clone();
+    let uid = auth.uid;
+    let on = detached(async move { Ok(store.set_bookmark(uid, sid, on).await?) }).await?;
+    Ok(Json(json!({ "bookmarked": on })))
+}
+
 /// `POST /api/v1/statuses/{id}/bookmark`: a status the caller may see.
 pub async fn create(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid).await?;
-    let sid = path_id(&id, "status")?;
-    visible(&state, Some(&auth), sid).await?;
-    let store = state.store.clone();
-    let uid = auth.uid;
-    let on = detached(async move { Ok(store.set_bookmark(uid, sid, true).await?) }).await?;
-    Ok(Json(json!({ "bookmarked": on })))
+    set(state, auth, id, true).await
 }
 
 const DESTROY_OP: Op = Op {
@@ -81,13 +89,7 @@ pub async fn destroy(
     auth: AuthUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    auth.require(SCOPE_WRITE)?;
-    state.rate.write(auth.uid).await?;
-    let sid = path_id(&id, "status")?;
-    let store = state.store.clone();
-    let uid = auth.uid;
-    let on = detached(async move { Ok(store.set_bookmark(uid, sid, false).await?) }).await?;
-    Ok(Json(json!({ "bookmarked": on })))
+    set(state, auth, id, false).await
 }
 
 const LIST_OP: Op = Op {
