@@ -46,6 +46,32 @@ async fn prepare(cfg: &Config, store: &Store, shutdown: &mut Shutdown) -> anyhow
     }
 }
 
+/// The process's history (`--history-dir`, by default `history-<port>` in
+/// `--data-dir`), none with `--history 0`.
+async fn open_history(
+    cfg: &Config,
+    store: &Store,
+    port: u16,
+) -> anyhow::Result<Option<crate::history::History>> {
+    if cfg.history_secs == 0 {
+        return Ok(None);
+    }
+    let dir = cfg
+        .history_dir
+        .clone()
+        .unwrap_or_else(|| cfg.data_dir.join(format!("history-{port}")));
+    let name = store.event_stream_name().await?;
+    let settings = crate::history::Settings {
+        dir,
+        retention_secs: cfg.history_secs,
+        max_bytes: cfg.history_max_bytes,
+    };
+    let history =
+        tokio::task::spawn_blocking(move || crate::history::History::open(settings, &name))
+            .await??;
+    Ok(Some(history))
+}
+
 /// Serves HTTP on `listener` with the hub and the workers until `signal`
 /// completes; returns once every connection, stream and worker has finished.
 /// `cfg.redis_url` must be set.
@@ -62,7 +88,17 @@ pub async fn run(
         trigger.fire();
     });
     let secret = prepare(&cfg, &store, &mut shutdown.clone()).await?;
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    let history = open_history(&cfg, &store, port).await?;
     let (hub, mut tasks) = Hub::start(store.clone(), shutdown.clone(), cfg.keepalive());
+    if let Some(history) = &history {
+        tasks.push(tokio::spawn(crate::history::archiver::run(
+            history.clone(),
+            store.clone(),
+            hub.published(),
+            shutdown.clone(),
+        )));
+    }
     tasks.extend(workers::spawn(&store, &cfg, &shutdown));
     let limits = Arc::new(StreamLimits::new(
         store.clone(),
@@ -79,6 +115,7 @@ pub async fn run(
         limits: limits.clone(),
         rate: Arc::new(crate::rate_limits::Limits::new(&cfg, limits_store)),
         shutdown: shutdown.clone(),
+        history,
         demo: cfg.demo.then(Default::default),
     });
     if let Some(viewer) = &state.demo {

@@ -123,6 +123,22 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_REPLAY_MAXLEN", default_value_t = 100_000)]
     pub replay_maxlen: u64,
 
+    /// How long events stay in the history on disk after they leave the
+    /// replay buffer: seconds, or with a unit (`90s`, `30m`, `24h`, `7d`);
+    /// `0` keeps no history.
+    #[arg(long = "history", env = "FIREHOSE_HISTORY", default_value = "24h", value_parser = parse_duration)]
+    pub history_secs: u64,
+
+    /// Most bytes the history keeps on disk (the oldest leave first):
+    /// bytes, or with a unit (`512MiB`, `4GiB`, `100M`).
+    #[arg(long, env = "FIREHOSE_HISTORY_MAX_BYTES", default_value = "4GiB", value_parser = parse_bytes)]
+    pub history_max_bytes: u64,
+
+    /// Where this process keeps its history (one directory per process;
+    /// by default `history-<port>` in --data-dir).
+    #[arg(long, env = "FIREHOSE_HISTORY_DIR")]
+    pub history_dir: Option<PathBuf>,
+
     /// Followers reached inline before POST returns; the rest go to the queue.
     #[arg(long, env = "FIREHOSE_FANOUT_INLINE", default_value_t = 1000)]
     pub fanout_inline: usize,
@@ -406,6 +422,57 @@ pub struct Config {
     /// Log format.
     #[arg(long, env = "FIREHOSE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
+}
+
+/// A duration in whole seconds: a number of seconds, or a number with
+/// `s`, `m`, `h` or `d`.
+pub fn parse_duration(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, unit) = split_unit(s);
+    let scale = match unit.to_ascii_lowercase().as_str() {
+        "" | "s" => 1,
+        "m" | "min" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        other => return Err(format!("unknown unit {other:?}: use s, m, h or d")),
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("{s:?} is not a duration such as 3600, 90m or 24h"))
+}
+
+/// A size in bytes: a number, or a number with `K`, `M`, `G`, `T` (powers
+/// of 1000) or `KiB`, `MiB`, `GiB`, `TiB` (powers of 1024).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, unit) = split_unit(s);
+    let scale: u64 = match unit.to_ascii_lowercase().trim_end_matches('b') {
+        "" => 1,
+        "k" => 1_000,
+        "m" => 1_000_000,
+        "g" => 1_000_000_000,
+        "t" => 1_000_000_000_000,
+        "ki" => 1 << 10,
+        "mi" => 1 << 20,
+        "gi" => 1 << 30,
+        "ti" => 1 << 40,
+        _ => {
+            return Err(format!(
+                "unknown unit in {s:?}: use K, M, G, KiB, MiB or GiB"
+            ))
+        }
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("{s:?} is not a size such as 4GiB or 500000000"))
+}
+
+/// A number and the unit after it.
+fn split_unit(s: &str) -> (&str, &str) {
+    let at = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    (&s[..at], s[at..].trim())
 }
 
 impl Config {

@@ -17,6 +17,7 @@
 //! - [`store`]: the only code that talks to Redis.
 //! - [`stream`]: the hub and the per-connection feeds.
 //! - [`workers`]: the fan-out queue worker and the session clean-up.
+//! - [`history`]: the events of the last day on this process's disk.
 //! - [`embedded`]: the private redis-server started when none answers.
 //! - [`rate_limits`]: rate limits on sign-up, login and writes.
 //! - [`nofile`]: the open-file limit and the connection cap it allows.
@@ -31,6 +32,7 @@ pub mod demo;
 pub mod embedded;
 pub mod error;
 pub mod hides;
+pub mod history;
 pub mod http;
 pub mod jwt;
 pub mod metrics;

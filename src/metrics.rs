@@ -105,6 +105,22 @@ pub struct Metrics {
     pub outbox_age: ScrapeGauge,
     /// A PING's round trip to Redis, measured at scrape time.
     pub redis_ping: ScrapeGauge,
+    /// Events read from the history on disk by replays.
+    pub history_events_read: Counter,
+    /// Replays reading the history now.
+    pub history_replays: Gauge,
+    /// The history's bytes on disk, read at scrape time.
+    pub history_bytes: ScrapeGauge,
+    /// Events in the history, read at scrape time.
+    pub history_events: ScrapeGauge,
+    /// Time of the history's oldest event, read at scrape time.
+    pub history_oldest: ScrapeGauge,
+    /// Whether the history's last write succeeded, read at scrape time.
+    pub history_writable: ScrapeGauge,
+    /// Writes the disk refused, read at scrape time.
+    pub history_write_errors: ScrapeGauge,
+    /// History blocks found damaged when read, read at scrape time.
+    pub history_damaged_blocks: ScrapeGauge,
     connections: Family<StreamLabels, Gauge>,
     http: Family<HttpLabels, Histogram, fn() -> Histogram>,
     errors: Family<StatusLabels, Counter>,
@@ -174,6 +190,14 @@ impl Metrics {
             outbox_depth: ScrapeGauge::default(),
             outbox_age: ScrapeGauge::default(),
             redis_ping: ScrapeGauge::default(),
+            history_events_read: Counter::default(),
+            history_replays: Gauge::default(),
+            history_bytes: ScrapeGauge::default(),
+            history_events: ScrapeGauge::default(),
+            history_oldest: ScrapeGauge::default(),
+            history_writable: ScrapeGauge::default(),
+            history_write_errors: ScrapeGauge::default(),
+            history_damaged_blocks: ScrapeGauge::default(),
             connections: Family::default(),
             http: Family::new_with_constructor(latency_histogram),
             errors: Family::default(),
@@ -271,6 +295,11 @@ impl Metrics {
                 "Accounts and relations read into the view cache over its tracking connection.",
                 &m.view_cache_fills,
             ),
+            (
+                "firehose_history_events_read",
+                "Events read from the history on disk by replays (its rate: catch-up events/s).",
+                &m.history_events_read,
+            ),
         ];
         let mut registry = Registry::default();
         for (name, help, counter) in counters {
@@ -307,10 +336,45 @@ impl Metrics {
                 "Round trip of a PING to Redis at scrape time (-1: Redis unreachable).",
                 &m.redis_ping,
             ),
+            (
+                "firehose_history_bytes",
+                "Bytes of the history on this process's disk (--history-max-bytes).",
+                &m.history_bytes,
+            ),
+            (
+                "firehose_history_events",
+                "Events held in the history.",
+                &m.history_events,
+            ),
+            (
+                "firehose_history_oldest_seconds",
+                "Time (seconds since the epoch) of the oldest event in the history (0: none).",
+                &m.history_oldest,
+            ),
+            (
+                "firehose_history_writable",
+                "1 while the history's writes succeed, 0 while the disk refuses them (the history stops growing).",
+                &m.history_writable,
+            ),
+            (
+                "firehose_history_write_errors",
+                "Writes of history blocks the disk refused since start.",
+                &m.history_write_errors,
+            ),
+            (
+                "firehose_history_damaged_blocks",
+                "History blocks found damaged when read and passed over as a gap.",
+                &m.history_damaged_blocks,
+            ),
         ];
         for (name, help, gauge) in gauges {
             registry.register(name, help, gauge.clone());
         }
+        registry.register(
+            "firehose_history_replays",
+            "Replays reading the history on disk now.",
+            m.history_replays.clone(),
+        );
         registry.register(
             "firehose_connection_cap",
             "The most client connections this process holds (--max-connections, or less when the open-file limit allows less).",

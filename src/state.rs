@@ -49,6 +49,8 @@ pub struct Shared {
     pub rate: Arc<crate::rate_limits::Limits>,
     /// The shutdown signal.
     pub shutdown: Shutdown,
+    /// This process's history on disk (none with `--history 0`).
+    pub history: Option<crate::history::History>,
     /// The demo's read-only viewer (`serve --demo` only).
     pub demo: Option<Arc<crate::demo::viewer::Viewer>>,
 }

@@ -13,6 +13,7 @@ pub mod demo;
 pub mod extract;
 pub mod follows;
 pub mod groups;
+pub mod history;
 pub mod likes;
 pub mod openapi;
 pub mod ops;
@@ -73,6 +74,7 @@ pub fn routes() -> routes::Routes {
         .merge(conversations::routes())
         .merge(rules::routes())
         .merge(trends::routes())
+        .merge(history::routes())
         .merge(demo::routes())
         .merge(stream::routes())
         .merge(ops::routes());

@@ -235,6 +235,16 @@ pub async fn prometheus(State(state): State<AppState>, headers: HeaderMap) -> Re
         .await
         .map(|_| started.elapsed().as_secs_f64());
     m.redis_ping.set(ping.unwrap_or(-1.0));
+    if let Some(history) = &state.history {
+        let summary = history.summary();
+        let (writable, write_errors, damaged) = history.health();
+        m.history_bytes.set(summary.bytes as f64);
+        m.history_events.set(summary.events as f64);
+        m.history_oldest.set(summary.oldest.unwrap_or(0.0));
+        m.history_writable.set(if writable { 1.0 } else { 0.0 });
+        m.history_write_errors.set(write_errors as f64);
+        m.history_damaged_blocks.set(damaged as f64);
+    }
     let openmetrics = headers
         .get_all(header::ACCEPT)
         .iter()

@@ -150,6 +150,38 @@ impl Store {
             .await
     }
 
+    /// For the history's archiver: the events after `after` from at most
+    /// `count` entries, and whether `after`'s own entry is still held (when
+    /// it is not, the buffer may have dropped events after it unread).
+    pub async fn events_following(
+        &self,
+        after: EventId,
+        count: usize,
+    ) -> StoreResult<(EventPage, bool)> {
+        let mut conn = self.conn();
+        let from = if after == EventId::ZERO {
+            "-".to_string()
+        } else {
+            after.entry()
+        };
+        let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+            .arg(self.keys.events())
+            .arg(&from)
+            .arg("+")
+            .arg("COUNT")
+            .arg(count)
+            .query_async(&mut conn)
+            .await?;
+        let held = rows.first().is_some_and(|(id, _)| *id == from);
+        let more = rows.len() == count;
+        let events = rows
+            .into_iter()
+            .flat_map(entry)
+            .filter(|(id, _)| *id > after)
+            .collect();
+        Ok((EventPage { events, more }, held))
+    }
+
     /// The events of up to `count` entries older than `before`'s entry
     /// (`None`: the newest entries), newest first.
     pub async fn events_before(
@@ -206,6 +238,23 @@ impl Store {
                 _ => return Ok(EventPage { events, more }),
             }
         }
+    }
+
+    /// The name of this store's event stream, made at first use: a
+    /// process's history on disk copies one store's events, and one that
+    /// finds another name in its directory starts afresh.
+    pub async fn event_stream_name(&self) -> StoreResult<String> {
+        let mut conn = self.conn();
+        let fresh = format!("{:032x}", rand::random::<u128>());
+        let key = self.keys.event_stream_name();
+        let _: Option<String> = redis::cmd("SET")
+            .arg(&key)
+            .arg(&fresh)
+            .arg("NX")
+            .query_async(&mut conn)
+            .await?;
+        let name: Option<String> = redis::cmd("GET").arg(&key).query_async(&mut conn).await?;
+        Ok(name.unwrap_or(fresh))
     }
 
     /// The id of the newest event in the buffer, if any.

@@ -442,6 +442,11 @@ impl Keys {
     pub fn events(&self) -> String {
         format!("{}:{{g}}:events", self.prefix)
     }
+    /// STRING: the name of the event stream (`Store::event_stream_name`),
+    /// which processes' histories on disk are copies of.
+    pub fn event_stream_name(&self) -> String {
+        format!("{}:{{g}}:events:name", self.prefix)
+    }
     /// Pub/sub channel carrying every event (and session revocations).
     pub fn channel(&self) -> String {
         format!("{}:events", self.prefix)

@@ -14,6 +14,7 @@ use super::replay_sight::ReplaySight;
 use super::want::Want;
 use super::wire::Transport;
 use crate::hides::Hides;
+use crate::history::History;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::{Store, StoreResult};
@@ -43,15 +44,52 @@ struct ReplayJob {
     /// The user's relations as the subscription began: what they hide is
     /// not replayed either.
     hides: Arc<Hides>,
-    /// The last buffer id read.
+    /// The last id read.
     cursor: EventId,
+    /// Still reading the history on disk (then the replay buffer).
+    from_history: bool,
+    /// Counts the replay among those reading the history while it does.
+    _reading: Option<Reading>,
     /// What the reader may see now.
     sight: ReplaySight,
 }
 
-/// A `warning` `resume_gap` control event.
-fn resume_gap(message: &str) -> Control {
-    Control::warning("resume_gap", message)
+/// A replay reading the history, counted in `firehose_history_replays`
+/// while it lives.
+struct Reading;
+
+impl Reading {
+    fn start() -> Reading {
+        metrics().history_replays.inc();
+        Reading
+    }
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        metrics().history_replays.dec();
+    }
+}
+
+/// A `warning` `resume_gap` control event; `oldest`: the time of the
+/// oldest event still held.
+fn resume_gap(message: &str, oldest: Option<f64>) -> Control {
+    match Control::warning("resume_gap", message) {
+        Control::Warning {
+            code,
+            message,
+            percent_full,
+            expires_at,
+            ..
+        } => Control::Warning {
+            code,
+            message,
+            percent_full,
+            expires_at,
+            oldest,
+        },
+        other => other,
+    }
 }
 
 /// Where a replay starts.
@@ -107,6 +145,8 @@ pub struct Feed {
     conn: Arc<ClientConn>,
     hub: Hub,
     store: Store,
+    /// The history on disk, read by resumes older than the buffer.
+    history: Option<History>,
     pending: VecDeque<Out>,
     /// Replays still to read from the buffer, a page at a time as the
     /// client drains what was read, so memory per connection stays bounded
@@ -134,9 +174,11 @@ impl Feed {
     /// the connection from here on, so ending the session closes it even
     /// before it subscribes to anything; it also hands out the keep-alives
     /// and ends the feed when the token expires.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         hub: Hub,
         store: Store,
+        history: Option<History>,
         uid: u64,
         session: String,
         expires: u64,
@@ -151,6 +193,7 @@ impl Feed {
             conn,
             hub,
             store,
+            history,
             pending: VecDeque::new(),
             replays: VecDeque::new(),
             subs: Vec::new(),
@@ -225,9 +268,13 @@ impl Feed {
         });
         match replay {
             Replay::None => {}
-            Replay::Unservable => self.push_control(resume_gap(
-                "last_event_id is not an event id this server issued; continuing live.",
-            )),
+            Replay::Unservable => {
+                let oldest = self.oldest_held().await;
+                self.push_control(resume_gap(
+                    "last_event_id is not an event id this server issued; continuing live.",
+                    oldest,
+                ))
+            }
             Replay::After(after) => self.replay_after(stream, want, hides, after).await?,
             Replay::Since(ms) => {
                 let after = match ms {
@@ -304,16 +351,29 @@ impl Feed {
         if newest.is_none_or(|newest| after > newest) && after != EventId::ZERO {
             // An id from the future (or from another server's buffer) cannot
             // be placed: replaying after it would drop every event below it.
+            let oldest = self.oldest_held().await;
             self.push_control(resume_gap(
-                "last_event_id is newer than any event in the replay buffer; continuing live.",
+                "last_event_id is newer than any event this server holds; continuing live.",
+                oldest,
             ));
             return Ok(());
         }
         self.replay_from(stream, want, hides, after).await
     }
 
-    /// Replays every matching event after `after` (warning `resume_gap`
-    /// when the buffer no longer holds them all), then goes live.
+    /// The time of the oldest event this server holds (in its history,
+    /// else in the buffer).
+    async fn oldest_held(&self) -> Option<f64> {
+        if let Some(oldest) = self.history.as_ref().and_then(History::oldest) {
+            return Some(oldest);
+        }
+        let first = self.store.events_after(EventId::ZERO, 1).await.ok()?;
+        first.events.first().map(|(id, _)| id.0 as f64 / 1000.0)
+    }
+
+    /// Replays every matching event after `after`, from the history while
+    /// it holds events after it, then from the buffer (warning `resume_gap`
+    /// where neither holds them all), then goes live.
     async fn replay_from(
         &mut self,
         stream: &'static str,
@@ -321,9 +381,12 @@ impl Feed {
         hides: Arc<Hides>,
         after: EventId,
     ) -> StoreResult<()> {
-        if frame::is_gap(after, &self.store.buffer_info().await?) {
+        let from_history = self.history.as_ref().is_some_and(|h| h.holds_after(after));
+        if !from_history && frame::is_gap(after, &self.store.buffer_info().await?) {
+            let oldest = self.oldest_held().await;
             self.push_control(resume_gap(
-                "Some events after the resume point are no longer in the replay buffer.",
+                "Some events after the resume point are no longer held.",
+                oldest,
             ));
         }
         // Any replay of this stream was dropped by `subscribe`, so this job
@@ -336,9 +399,56 @@ impl Feed {
             want,
             hides,
             cursor: after,
+            from_history,
+            _reading: from_history.then(Reading::start),
             sight,
         });
         self.replay_step().await
+    }
+
+    /// The next page of a replay: from the history while it holds more
+    /// (a gap in it is told as `resume_gap`), else from the buffer (and
+    /// when the buffer has moved past where the history ended, that too).
+    async fn next_page(
+        &mut self,
+        cursor: EventId,
+        from_history: bool,
+    ) -> StoreResult<(Vec<(EventId, String)>, EventId, bool, bool)> {
+        if let (true, Some(history)) = (from_history, self.history.clone()) {
+            let page = history
+                .read_after(cursor)
+                .await
+                .map_err(|e| crate::store::StoreError::Internal(format!("history: {e}")))?;
+            if let Some(gap) = page.gap {
+                let oldest = history.oldest();
+                self.push_control(resume_gap(
+                    &format!(
+                        "Events after {} and before {} are not held; continuing after them.",
+                        gap.after, gap.before
+                    ),
+                    oldest,
+                ));
+            }
+            if page.end {
+                // Past the history's end: on into the buffer, which holds
+                // what followed unless the archiver fell a buffer behind.
+                if frame::is_gap(page.cursor, &self.store.buffer_info().await?) {
+                    let oldest = history.oldest();
+                    self.push_control(resume_gap(
+                        "Some events after the history's end are no longer in the replay buffer.",
+                        oldest,
+                    ));
+                }
+                return Ok((Vec::new(), page.cursor, true, false));
+            }
+            crate::metrics::global()
+                .history_events_read
+                .inc_by(page.events.len() as u64);
+            return Ok((page.events, page.cursor, true, true));
+        }
+        let page = self.store.events_after(cursor, REPLAY_PAGE).await?;
+        let next = page.events.last().map_or(cursor, |(id, _)| *id);
+        Ok((page.events, next, page.more, false))
     }
 
     /// Reads the next page of the first replay into `pending`; once a page
@@ -346,15 +456,19 @@ impl Feed {
     /// its live events resume. Cancel-safe: nothing changes before the read
     /// has returned.
     async fn replay_step(&mut self) -> StoreResult<()> {
-        let Some(cursor) = self.replays.front().map(|job| job.cursor) else {
+        let Some((cursor, from_history)) = self
+            .replays
+            .front()
+            .map(|job| (job.cursor, job.from_history))
+        else {
             return Ok(());
         };
-        let page = self.store.events_after(cursor, REPLAY_PAGE).await?;
+        let (events, next, more, still_history) = self.next_page(cursor, from_history).await?;
         let Some(job) = self.replays.front_mut() else {
             return Ok(());
         };
         let mut matched = Vec::new();
-        for (_, json) in &page.events {
+        for (_, json) in &events {
             if let Some(Incoming::Event(f)) = frame::parse(json) {
                 if let Some(f) = job.want.judge(&f) {
                     if !job.hides.hides_any(f.actors(), hide_mask(job.stream))
@@ -368,14 +482,16 @@ impl Feed {
         // Judged before the cursor moves: a failed read leaves the page
         // to be read again.
         let kept = job.sight.keep(matched).await?;
-        if let Some((last, _)) = page.events.last() {
-            job.cursor = *last;
+        job.cursor = next;
+        if job.from_history && !still_history {
+            job.from_history = false;
+            job._reading = None;
         }
         inc(&metrics().events_replayed, kept.len() as u64);
         for f in kept {
             self.pending.push_back(Out::Event(f, job.stream));
         }
-        if !page.more {
+        if !more {
             let (stream, cursor) = (job.stream, job.cursor);
             self.set_floor(stream, cursor);
             self.replays.pop_front();

@@ -390,6 +390,10 @@ pub enum Control {
         /// When the stream's token expires, unix seconds (`token_expiring`).
         #[serde(skip_serializing_if = "Option::is_none")]
         expires_at: Option<u64>,
+        /// The time of the oldest event the server still holds, seconds
+        /// since the epoch (`resume_gap`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        oldest: Option<f64>,
     },
     /// The last event of a stream: why it ends.
     Disconnect {
@@ -441,6 +445,7 @@ impl Control {
             message: message.into(),
             percent_full: None,
             expires_at: None,
+            oldest: None,
         }
     }
 

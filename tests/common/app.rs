@@ -21,6 +21,8 @@ pub(crate) fn test_config(redis: &RedisServer) -> Config {
     cfg.jwt_secret = Some("test-secret-test-secret-test-secret".into());
     cfg.cleanup_interval = 0.05;
     cfg.rate_limits = firehose::config::Switch::Off;
+    // Each server's history in `history-<port>` beside its Redis's data.
+    cfg.data_dir = redis.data_dir().to_path_buf();
     cfg
 }
 
@@ -272,6 +274,45 @@ impl TestApp {
             let r = tokio::time::timeout(Duration::from_secs(20), done).await;
             assert!(r.is_ok(), "run did not return after shutdown");
         }
+    }
+}
+
+/// A second server on a [`TestApp`]'s Redis (its own port and history),
+/// stopped when dropped.
+pub(crate) struct Beside {
+    pub addr: SocketAddr,
+    _stop: oneshot::Sender<()>,
+}
+
+impl Beside {
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+}
+
+impl TestApp {
+    /// Starts another server on this app's Redis, configured as the tests'
+    /// are and then by `tweak`.
+    pub(crate) async fn beside(&self, tweak: impl FnOnce(&mut Config)) -> Beside {
+        let mut cfg = test_config(&self.redis);
+        tweak(&mut cfg);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(firehose::run(cfg, listener, async move {
+            let _ = stopped.await;
+        }));
+        let beside = Beside { addr, _stop: stop };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !matches!(self.http.get(beside.url("/readyz")).send().await, Ok(r) if r.status() == StatusCode::OK)
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the second server never became ready"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        beside
     }
 }
 

@@ -59,6 +59,8 @@ impl ServerProcess {
         };
         cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
             .args(redis.args())
+            .arg("--data-dir")
+            .arg(redis.data_dir())
             .env("FIREHOSE_JWT_SECRET", "test-secret-test-secret-test-secret")
             .env("FIREHOSE_RATE_LIMITS", "off")
             .stdout(Stdio::null())

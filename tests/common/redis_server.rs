@@ -131,6 +131,12 @@ impl RedisServer {
         })
     }
 
+    /// A directory that lives as long as this Redis: where the firehose
+    /// processes of a test keep their histories.
+    pub(crate) fn data_dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
     /// The command-line arguments that point a firehose process here.
     pub(crate) fn args(&self) -> Vec<String> {
         match self.cluster_spec() {

@@ -3,6 +3,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod history;
 mod privacy;
 mod rules;
 
@@ -1469,7 +1470,7 @@ fn paused_feed(
     let (trigger, shutdown) = firehose::shutdown::channel();
     let (hub, _tasks) = firehose::stream::Hub::start(store.clone(), shutdown.clone(), keepalive);
     let expires = firehose::model::now() as u64 + expires_in;
-    let feed = firehose::stream::Feed::new(hub, store, 1, "s".into(), expires, 16, shutdown);
+    let feed = firehose::stream::Feed::new(hub, store, None, 1, "s".into(), expires, 16, shutdown);
     (feed, trigger)
 }
 

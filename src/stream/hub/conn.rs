@@ -141,6 +141,7 @@ impl ClientConn {
                         message: "Your stream queue is filling up; read faster or you will be disconnected.".into(),
                         percent_full: Some(pct),
                         expires_at: None,
+                        oldest: None,
                     };
                     inc(&metrics().behind_warnings, 1);
                     let _ = self
@@ -238,6 +239,7 @@ impl ClientConn {
             ),
             percent_full: None,
             expires_at: Some(unix),
+            oldest: None,
         };
         self.offer_control(warning.encode());
         true

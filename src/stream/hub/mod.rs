@@ -71,6 +71,7 @@ pub struct Hub {
     next_id: Arc<AtomicU64>,
     subscribed: Arc<AtomicBool>,
     rules_filed: Arc<AtomicUsize>,
+    published: Arc<tokio::sync::Notify>,
 }
 
 impl Hub {
@@ -84,10 +85,12 @@ impl Hub {
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let (msg_tx, msg_rx) = mpsc::channel(65_536);
         let subscribed = Arc::new(AtomicBool::new(false));
+        let published = Arc::new(tokio::sync::Notify::new());
         let sub = tokio::spawn(subscriber::subscriber(
             store.clone(),
             msg_tx,
             subscribed.clone(),
+            published.clone(),
             shutdown.clone(),
         ));
         let dispatcher = Dispatcher::new(
@@ -106,9 +109,16 @@ impl Hub {
                 next_id: Arc::new(AtomicU64::new(1)),
                 subscribed,
                 rules_filed,
+                published,
             },
             vec![sub, disp],
         )
+    }
+
+    /// Notified as events are published (each message of the event
+    /// channel): a reader of the buffer waits on it rather than polling.
+    pub fn published(&self) -> Arc<tokio::sync::Notify> {
+        self.published.clone()
     }
 
     /// Whether the event subscription is up (pinged within seconds).

@@ -19,6 +19,7 @@ pub(super) async fn subscriber(
     store: Store,
     msgs: mpsc::Sender<Msg>,
     subscribed: Arc<AtomicBool>,
+    published: Arc<tokio::sync::Notify>,
     mut shutdown: Shutdown,
 ) {
     let mut backoff = Duration::from_millis(100);
@@ -76,6 +77,8 @@ pub(super) async fn subscriber(
             let Some(payload) = msg else {
                 continue;
             };
+            // The buffer has something new (for the history's archiver).
+            published.notify_one();
             // A batch of events (`store::emitter`) is one JSON a line.
             if payload.contains('\n') {
                 for line in payload.split('\n') {

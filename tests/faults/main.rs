@@ -5,7 +5,9 @@
 
 #![allow(clippy::print_stdout)]
 
+#[path = "../common/mod.rs"]
 mod common;
+mod history;
 
 use common::{bulk_follow, bulk_users, homes_with, indexed_sessions, ServerProcess, TestApp};
 use futures::StreamExt;

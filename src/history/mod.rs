@@ -1,0 +1,402 @@
+//! The history: every event of the last `--history` (24 h by default),
+//! bounded by `--history-max-bytes`, on this process's disk.
+//!
+//! Each process keeps its own copy in its own directory: the archiver
+//! ([`archiver`]) reads the authoritative event stream in Redis in order
+//! (not pub/sub, which may drop) and appends blocks of events to segment
+//! files ([`segment`], [`block`]). Readers (every resume: `Last-Event-ID`,
+//! `last_event_id=`, `since=`; the history search) go through [`History`]:
+//! an in-memory index of every block (its first and last ids, where it
+//! lies) under a lock held only to look a block up, then a positioned
+//! read of the block off the async threads, at most [`MAX_READERS`] at once.
+//!
+//! Events the archiver has read and not yet written (up to a second's
+//! worth) are readable too, so the history reaches as far as the archiver
+//! has read. What the history could not get (the buffer moved on while
+//! the process was down, a damaged block, a disk that refused a write) is
+//! a gap readers are told about (see `block`'s `prev`), never served as
+//! something else.
+
+pub mod archiver;
+pub mod block;
+pub mod segment;
+
+use crate::store::events::EventId;
+use segment::{BlockMeta, Segment};
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// Block reads in flight at once over every replay and search; the rest
+/// wait their turn.
+pub const MAX_READERS: usize = 8;
+/// The file in the history's directory that names the store it copies.
+const STORE_FILE: &str = "store-id";
+/// The lock file: one process per directory.
+const LOCK_FILE: &str = "lock";
+
+/// A stretch of events the history does not hold: those after `after` and
+/// before `before`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    pub after: EventId,
+    pub before: EventId,
+}
+
+/// What one read of the history gave.
+#[derive(Debug, Default)]
+pub struct Page {
+    /// Events after the position read from, oldest first.
+    pub events: Vec<(EventId, String)>,
+    /// The position to read from next: every event up to it was served or
+    /// reported as a gap.
+    pub cursor: EventId,
+    /// A stretch before these events that is not held.
+    pub gap: Option<Gap>,
+    /// The history holds nothing after the position read from.
+    pub end: bool,
+}
+
+/// What `GET /api/v1/history` tells.
+#[derive(Debug, Clone, Default, serde::Serialize, utoipa::ToSchema)]
+pub struct Summary {
+    /// The time of the oldest event held (seconds since the epoch).
+    pub oldest: Option<f64>,
+    /// The oldest event held.
+    pub oldest_id: Option<String>,
+    /// The newest event held.
+    pub newest_id: Option<String>,
+    /// Events held.
+    pub events: u64,
+    /// Bytes on disk.
+    pub bytes: u64,
+}
+
+/// The blocks and the events not yet in one.
+#[derive(Debug, Default)]
+struct Index {
+    /// Oldest first; the last is the one appended to.
+    segments: VecDeque<Segment>,
+    /// Read from Redis, not yet written (in id order, after every block).
+    pending: Vec<(EventId, String)>,
+    /// The `prev` and gap flag the block of `pending` will have.
+    pending_prev: EventId,
+    pending_gap: bool,
+    events: u64,
+    bytes: u64,
+}
+
+impl Index {
+    /// The last event held, in a block or pending.
+    fn last(&self) -> Option<EventId> {
+        self.pending
+            .last()
+            .map(|(id, _)| *id)
+            .or_else(|| self.segments.iter().rev().find_map(Segment::last))
+    }
+
+    fn first_block(&self) -> Option<&BlockMeta> {
+        self.segments.iter().find_map(|s| s.blocks.first())
+    }
+}
+
+/// Bounds and place of a history.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub dir: PathBuf,
+    /// Seconds an event is kept.
+    pub retention_secs: u64,
+    pub max_bytes: u64,
+}
+
+impl Settings {
+    /// Bytes of one segment: a sixteenth of the bound, from 64 KiB to
+    /// 64 MiB, so that retention frees space in small steps.
+    fn segment_bytes(&self) -> u64 {
+        (self.max_bytes / 16).clamp(64 << 10, 64 << 20)
+    }
+
+    /// Milliseconds a segment spans at most: a 24th of the retention, from
+    /// a minute to an hour.
+    fn segment_span_ms(&self) -> u64 {
+        (self.retention_secs * 1000 / 24).clamp(60_000, 3_600_000)
+    }
+}
+
+struct Inner {
+    settings: Settings,
+    index: RwLock<Index>,
+    readers: tokio::sync::Semaphore,
+    /// Whether the last write succeeded.
+    writable: AtomicBool,
+    write_errors: AtomicU64,
+    /// Blocks found damaged when read.
+    damaged: AtomicU64,
+    /// Held for the process's life: the directory's lock.
+    _lock: File,
+}
+
+/// A process's history; cheap to clone.
+#[derive(Clone)]
+pub struct History(Arc<Inner>);
+
+impl std::fmt::Debug for History {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("History")
+            .field("dir", &self.0.settings.dir)
+            .finish()
+    }
+}
+
+/// Why a history could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("the history directory {0} is in use by another process (give each process its own --history-dir)")]
+    Locked(PathBuf),
+    #[error("the history directory {dir}: {source}")]
+    Io {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl History {
+    /// Opens (or creates) the history in `settings.dir` for the store
+    /// named `store_id`: a directory that copied another store is emptied
+    /// first, since its events are not this store's. Damaged blocks are
+    /// skipped and a torn last block cut off, each logged.
+    pub fn open(settings: Settings, store_id: &str) -> Result<History, OpenError> {
+        let dir = settings.dir.clone();
+        let io = |source| OpenError::Io {
+            dir: dir.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(LOCK_FILE))
+            .map_err(io)?;
+        if lock.try_lock().is_err() {
+            return Err(OpenError::Locked(dir));
+        }
+        let held = std::fs::read_to_string(dir.join(STORE_FILE)).ok();
+        let names = segment_names(&dir).map_err(io)?;
+        if held.as_deref().map(str::trim) != Some(store_id) {
+            if !names.is_empty() {
+                tracing::warn!(dir = %dir.display(), segments = names.len(),
+                    "the history directory held another store's events; starting it afresh");
+            }
+            for name in &names {
+                std::fs::remove_file(dir.join(name)).map_err(io)?;
+            }
+            std::fs::write(dir.join(STORE_FILE), store_id).map_err(io)?;
+        }
+        let names = segment_names(&dir).map_err(io)?;
+        let mut index = Index::default();
+        for (i, name) in names.iter().enumerate() {
+            let path = dir.join(name);
+            let last = i + 1 == names.len();
+            let (seg, damage) = Segment::open(&path, last).map_err(io)?;
+            if damage.skipped > 0 || damage.torn > 0 {
+                tracing::warn!(segment = %path.display(), skipped = damage.skipped, torn = damage.torn,
+                    "damaged history blocks passed over");
+            }
+            if seg.blocks.is_empty() && !last {
+                let _ = std::fs::remove_file(&path);
+                continue;
+            }
+            index.events += seg.events();
+            index.bytes += seg.bytes;
+            index.segments.push_back(seg);
+        }
+        tracing::info!(dir = %dir.display(), events = index.events, bytes = index.bytes, "history opened");
+        Ok(History(Arc::new(Inner {
+            settings,
+            index: RwLock::new(index),
+            readers: tokio::sync::Semaphore::new(MAX_READERS),
+            writable: AtomicBool::new(true),
+            write_errors: AtomicU64::new(0),
+            damaged: AtomicU64::new(0),
+            _lock: lock,
+        })))
+    }
+
+    /// Where it lives and its bounds.
+    pub fn settings(&self) -> &Settings {
+        &self.0.settings
+    }
+
+    fn index(&self) -> std::sync::RwLockReadGuard<'_, Index> {
+        self.0.index.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn index_mut(&self) -> std::sync::RwLockWriteGuard<'_, Index> {
+        self.0.index.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The last event held (in a block or read and pending).
+    pub fn last(&self) -> Option<EventId> {
+        self.index().last()
+    }
+
+    /// Its extent now.
+    pub fn summary(&self) -> Summary {
+        let index = self.index();
+        let first = index
+            .first_block()
+            .map(|b| b.header.first)
+            .or_else(|| index.pending.first().map(|(id, _)| *id));
+        Summary {
+            oldest: first.map(|id| id.0 as f64 / 1000.0),
+            oldest_id: first.map(|id| id.to_string()),
+            newest_id: index.last().map(|id| id.to_string()),
+            events: index.events + index.pending.len() as u64,
+            bytes: index.bytes,
+        }
+    }
+
+    /// The time of the oldest event held, seconds since the epoch.
+    pub fn oldest(&self) -> Option<f64> {
+        self.summary().oldest
+    }
+
+    /// Whether the last write to disk succeeded, how many failed, and how
+    /// many blocks were found damaged when read.
+    pub fn health(&self) -> (bool, u64, u64) {
+        (
+            self.0.writable.load(Ordering::Relaxed),
+            self.0.write_errors.load(Ordering::Relaxed),
+            self.0.damaged.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Whether the history holds an event after `after`.
+    pub fn holds_after(&self, after: EventId) -> bool {
+        self.last().is_some_and(|last| last > after)
+    }
+
+    /// The events after `after`: those of the first block holding any (or
+    /// the pending ones), with the gap before them if there is one. Block
+    /// reads queue behind [`MAX_READERS`] others.
+    pub async fn read_after(&self, after: EventId) -> std::io::Result<Page> {
+        let located = self.locate(after);
+        let (file, block) = match located {
+            Located::End => {
+                return Ok(Page {
+                    cursor: after,
+                    end: true,
+                    ..Page::default()
+                })
+            }
+            Located::Pending(page) => return Ok(page),
+            Located::Block(file, block) => (file, block),
+        };
+        let gap = gap_before(after, &block.header);
+        let _turn = self
+            .0
+            .readers
+            .acquire()
+            .await
+            .map_err(std::io::Error::other)?;
+        let read = tokio::task::spawn_blocking(move || {
+            segment::read_body(&file, &block).map(|body| block::events(&block.header, &body))
+        })
+        .await
+        .map_err(std::io::Error::other)?;
+        let cursor = block.header.last;
+        match read {
+            Ok(Some(events)) => Ok(Page {
+                events: events.into_iter().filter(|(id, _)| *id > after).collect(),
+                cursor,
+                gap,
+                end: false,
+            }),
+            // Damaged on disk since it was indexed, or cut away by a
+            // failing disk: a stretch not held, never garbage.
+            Ok(None) | Err(_) => {
+                tracing::warn!(first = %block.header.first, last = %block.header.last,
+                    "a damaged history block was passed over");
+                self.0.damaged.fetch_add(1, Ordering::Relaxed);
+                Ok(Page {
+                    events: Vec::new(),
+                    cursor,
+                    gap: Some(Gap {
+                        after: gap.map_or(after, |g| g.after),
+                        before: cursor,
+                    }),
+                    end: false,
+                })
+            }
+        }
+    }
+
+    /// The first block with an event after `after`, or the pending events.
+    fn locate(&self, after: EventId) -> Located {
+        let index = self.index();
+        let seg_at = index
+            .segments
+            .partition_point(|s| s.last().is_none_or(|last| last <= after));
+        if let Some(seg) = index
+            .segments
+            .range(seg_at..)
+            .find(|s| !s.blocks.is_empty())
+        {
+            let at = seg.blocks.partition_point(|b| b.header.last <= after);
+            if let Some(block) = seg.blocks.get(at) {
+                return Located::Block(seg.file.clone(), *block);
+            }
+        }
+        let events: Vec<_> = index
+            .pending
+            .iter()
+            .filter(|(id, _)| *id > after)
+            .cloned()
+            .collect();
+        let Some((last, _)) = events.last() else {
+            return Located::End;
+        };
+        let first = events[0].0;
+        let gap = (index.pending_gap || index.pending_prev > after) && first > after;
+        Located::Pending(Page {
+            cursor: *last,
+            gap: gap.then_some(Gap {
+                after,
+                before: first,
+            }),
+            end: false,
+            events,
+        })
+    }
+}
+
+/// Where a read goes.
+enum Located {
+    End,
+    Pending(Page),
+    Block(Arc<File>, BlockMeta),
+}
+
+/// The gap between a reader at `after` and `block`, if events between
+/// them are not held.
+fn gap_before(after: EventId, header: &block::Header) -> Option<Gap> {
+    let missing = header.first > after && (header.gap_before() || header.prev > after);
+    missing.then_some(Gap {
+        after,
+        before: header.first,
+    })
+}
+
+/// The segment files of `dir`, oldest first.
+fn segment_names(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| segment::is_segment(n))
+        .collect();
+    names.sort();
+    Ok(names)
+}
