@@ -215,6 +215,7 @@ async fn check(cfg: Config) -> anyhow::Result<()> {
     for warning in file_limits(&cfg, &say) {
         say(format!("warning: {warning}"));
     }
+    history_disk(&cfg, &say, &mut problems);
     if problems.is_empty() {
         say("ok: no problems found".into());
         Ok(())
@@ -223,6 +224,62 @@ async fn check(cfg: Config) -> anyhow::Result<()> {
             say(format!("problem: {p}"));
         }
         bail!("{} problem(s) found", problems.len())
+    }
+}
+
+/// Reports where `serve` keeps its history, what is there, its bounds and
+/// the room left on that disk (a problem when the directory cannot be
+/// written, a warning when the disk has less room than the bound).
+fn history_disk(cfg: &Config, say: &impl Fn(String), problems: &mut Vec<String>) {
+    if cfg.history_secs == 0 {
+        say("history: off (--history 0): resumes reach only the replay buffer".into());
+        return;
+    }
+    let dir = cfg
+        .history_dir
+        .clone()
+        .unwrap_or_else(|| cfg.data_dir.join(format!("history-{}", cfg.listen.port())));
+    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| {
+        let probe = dir.join(".check");
+        std::fs::write(&probe, b"ok")?;
+        std::fs::remove_file(&probe)
+    }) {
+        problems.push(format!(
+            "the history directory {} cannot be written: {e}",
+            dir.display()
+        ));
+        return;
+    }
+    let (segments, bytes) = firehose::history::on_disk(&dir).unwrap_or((0, 0));
+    say(format!(
+        "history: {} holds {segments} segment(s), {bytes} bytes; bounds {} s and {} bytes",
+        dir.display(),
+        cfg.history_secs,
+        cfg.history_max_bytes
+    ));
+    let free = std::process::Command::new("df")
+        .args(["-Pk"])
+        .arg(&dir)
+        .output()
+        .ok()
+        .and_then(|out| {
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            let line = text.lines().nth(1)?.to_string();
+            line.split_whitespace().nth(3)?.parse::<u64>().ok()
+        })
+        .map(|kib| kib * 1024);
+    match free {
+        Some(free) => {
+            say(format!("history: {free} bytes free on its disk"));
+            if free + bytes < cfg.history_max_bytes {
+                say(format!(
+                    "warning: the history's disk has room for {} bytes, less than --history-max-bytes {}: it stops growing when the disk fills (the streams go on)",
+                    free + bytes,
+                    cfg.history_max_bytes
+                ));
+            }
+        }
+        None => say("history: the disk's free space could not be read (df)".into()),
     }
 }
 

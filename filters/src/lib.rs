@@ -15,6 +15,7 @@
 //! - [`table`]: the compact open-addressing maps behind those lookups.
 //! - [`bloom`]: the prefilters that keep most lookups in cache.
 //! - [`sample`]: the deterministic sampling rule shared by every sample client.
+//! - [`summary`]: what a block of statuses holds, so a search can pass it over.
 
 pub mod bloom;
 pub mod geo;
@@ -22,6 +23,7 @@ pub mod index;
 pub mod parse;
 pub mod rules;
 pub mod sample;
+pub mod summary;
 pub mod table;
 pub mod track;
 

@@ -109,6 +109,21 @@ pub async fn run(history: History, store: Store, published: Arc<Notify>, mut shu
     }
 }
 
+/// The search summary of a block's events: the keys of its public
+/// statuses (`firehose_filters::summary`).
+fn summary_of(events: &[(EventId, String)]) -> Vec<u8> {
+    use crate::stream::frame::{parse, Incoming};
+    let mut summary = firehose_filters::summary::SummaryBuilder::default();
+    for (_, json) in events {
+        if let Some(Incoming::Event(f)) = parse(json) {
+            if let Some(status) = f.rule_status() {
+                summary.add(&status);
+            }
+        }
+    }
+    summary.encode()
+}
+
 impl History {
     /// Events read from the buffer, after every one held; `lost`: some
     /// before them could not be read.
@@ -186,7 +201,7 @@ impl History {
         prev: EventId,
         gap: bool,
     ) -> std::io::Result<()> {
-        let built = block::build(prev, gap, events, &[])?;
+        let built = block::build(prev, gap, events, &summary_of(events))?;
         let first = built.header.first;
         let settings = self.settings().clone();
         let mut index = self.index_mut();

@@ -19,6 +19,8 @@
 
 pub mod archiver;
 pub mod block;
+pub mod scan;
+pub mod search;
 pub mod segment;
 
 use crate::store::events::EventId;
@@ -388,6 +390,17 @@ fn gap_before(after: EventId, header: &block::Header) -> Option<Gap> {
         after,
         before: header.first,
     })
+}
+
+/// What a history directory holds now, without opening it (for `firehose
+/// check`): its segments and their bytes.
+pub fn on_disk(dir: &Path) -> std::io::Result<(usize, u64)> {
+    let names = segment_names(dir)?;
+    let mut bytes = 0;
+    for name in &names {
+        bytes += std::fs::metadata(dir.join(name))?.len();
+    }
+    Ok((names.len(), bytes))
 }
 
 /// The segment files of `dir`, oldest first.

@@ -1,17 +1,46 @@
-//! The history on disk (`crate::history`): how far back it reaches.
+//! The history on disk (`crate::history`): how far back it reaches, and
+//! a filter rule run over it (search and counts).
 
+use super::extract::known_params;
 use super::openapi::{Auth, Op, Params, Reply};
+use super::paging::statuses_json;
 use super::routes::Routes;
+use super::rule_items::check_items;
+use super::visibility::only_visible_hiding;
 use crate::auth::AuthUser;
-use crate::history::Summary;
+use crate::error::{ApiError, ApiResult};
+use crate::history::search::{Found, Search};
+use crate::history::{History, Summary};
 use crate::state::AppState;
-use axum::extract::State;
+use crate::store::events::EventId;
+use crate::stream::replay_sight::ReplaySight;
+use crate::visibility::{Reach, Sight};
+use axum::extract::{Query, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::Json;
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Most statuses a search page holds.
+pub const MAX_SEARCH_COUNT: usize = 500;
+/// How long a search page may scan before it answers with what it found
+/// (and a cursor to go on from).
+const SEARCH_TIME: Duration = Duration::from_secs(5);
+/// How long counts may scan before they answer what they counted so far
+/// (`complete: false`).
+const COUNTS_TIME: Duration = Duration::from_secs(20);
+/// Most buckets one counts answer holds.
+const MAX_BUCKETS: u64 = 100_000;
 
 /// Routes of this resource, each with its OpenAPI operation.
 pub fn routes() -> Routes {
     Routes::new()
         .route(SHOW_OP, show)
+        .route(SEARCH_OP, search)
+        .route(COUNTS_OP, counts)
         .schema_of::<Summary>("HistorySummary")
 }
 
@@ -39,4 +68,304 @@ pub async fn show(State(state): State<AppState>, _auth: AuthUser) -> Json<Summar
             .map(|h| h.summary())
             .unwrap_or_default(),
     )
+}
+
+const SEARCH_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/history/search",
+    tag: "history",
+    summary: "Public statuses in the history matching a filter rule, newest first, as visible now",
+    auth: Auth::Bearer,
+    query: &[
+        (
+            "query",
+            "One filter rule (the grammar of the filter rules).",
+        ),
+        (
+            "since",
+            "Only statuses at or after this time (seconds since the epoch).",
+        ),
+        (
+            "until",
+            "Only statuses before this time (seconds since the epoch).",
+        ),
+        ("count", "Statuses per page, 1-500 (default 100)."),
+        ("cursor", "next_cursor of the page before."),
+    ],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r##"{"type":"object","required":["statuses","next_cursor","oldest"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"oldest":{"type":["number","null"]}}}"##,
+    ),
+    errors: &[400, 401, 503],
+};
+
+const COUNTS_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/history/counts",
+    tag: "history",
+    summary: "How many public statuses in the history a filter rule matches, per minute, hour or day, oldest first",
+    auth: Auth::Bearer,
+    query: &[
+        ("query", "One filter rule (the grammar of the filter rules)."),
+        ("bucket", "minute, hour (default) or day."),
+        ("since", "From this time (seconds since the epoch; default the oldest event held)."),
+        ("until", "Before this time (seconds since the epoch; default now)."),
+    ],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r#"{"type":"object","required":["counts","total"],"properties":{"counts":{"type":"array","items":{"type":"object","required":["start","count"],"properties":{"start":{"type":"integer"},"count":{"type":"integer"}}}},"total":{"type":"integer"},"complete":{"type":"boolean"}}}"#,
+    ),
+    errors: &[400, 401, 503],
+};
+
+/// The time window asked for, in milliseconds: `[since, until)`.
+struct Window {
+    since_ms: Option<u64>,
+    until_ms: u64,
+}
+
+fn time_param(q: &HashMap<String, String>, name: &str) -> ApiResult<Option<u64>> {
+    let Some(raw) = q.get(name) else {
+        return Ok(None);
+    };
+    match raw.trim().parse::<f64>() {
+        Ok(t) if t.is_finite() && (0.0..1e11).contains(&t) => Ok(Some((t * 1000.0).ceil() as u64)),
+        _ => Err(ApiError::invalid(
+            match name {
+                "since" => "invalid_since",
+                _ => "invalid_until",
+            },
+            format!("{name} must be a time in seconds since the epoch."),
+        )),
+    }
+}
+
+fn window(q: &HashMap<String, String>) -> ApiResult<Window> {
+    let now_ms = (crate::model::now() * 1000.0) as u64;
+    let since_ms = time_param(q, "since")?;
+    let until_ms = time_param(q, "until")?;
+    if since_ms.is_some_and(|s| s > now_ms + 1000) {
+        return Err(ApiError::invalid(
+            "invalid_since",
+            "since is in the future: nothing is held after it.",
+        ));
+    }
+    if let (Some(s), Some(u)) = (since_ms, until_ms) {
+        if u < s {
+            return Err(ApiError::invalid(
+                "invalid_until",
+                "until must not be before since.",
+            ));
+        }
+    }
+    Ok(Window {
+        since_ms,
+        until_ms: until_ms.unwrap_or(now_ms + 1000),
+    })
+}
+
+/// The query: one rule, checked as the rules endpoint checks one (400
+/// `invalid_rule` with `column`), with the reader's search ready.
+async fn prepare(
+    state: &AppState,
+    auth: &AuthUser,
+    q: &HashMap<String, String>,
+) -> ApiResult<Search> {
+    let Some(value) = q.get("query").filter(|v| !v.trim().is_empty()) else {
+        return Err(ApiError::invalid(
+            "invalid_rule",
+            "query must be a filter rule, e.g. query=%23rust%20-is:repost.",
+        ));
+    };
+    let mut checked = check_items(
+        state,
+        "query",
+        &[serde_json::Value::String(value.clone())],
+        true,
+    )
+    .await?;
+    let expr = checked.remove(0).expr;
+    let hides = Arc::new(state.store.hides(auth.uid).await?);
+    let sight = ReplaySight::new(Sight::new(
+        state.store.clone(),
+        Some(auth.uid),
+        hides.clone(),
+        Reach::Public,
+    ));
+    Ok(Search::new(expr, hides, sight))
+}
+
+fn history(state: &AppState) -> Option<&History> {
+    state.history.as_ref()
+}
+
+/// The id bound of a time: events before `ms` are older than it.
+fn before(ms: u64) -> EventId {
+    EventId(ms, 0, 0)
+}
+
+/// The id bound of a time: events at or after `ms` are newer than it.
+fn floor(ms: Option<u64>) -> EventId {
+    match ms {
+        None | Some(0) => EventId::ZERO,
+        Some(ms) => EventId(ms - 1, u64::MAX, u32::MAX),
+    }
+}
+
+/// `GET /api/v1/history/search`: the page of public statuses matching
+/// `query` older than `cursor` (or `until`) and not older than `since`,
+/// newest first, as the reader may see them now.
+pub async fn search(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    known_params(&q, &["query", "since", "until", "count", "cursor"])?;
+    let count = match q.get("count") {
+        None => 100,
+        Some(c) => match c.trim().parse::<usize>() {
+            Ok(n) if (1..=MAX_SEARCH_COUNT).contains(&n) => n,
+            _ => {
+                return Err(ApiError::invalid(
+                    "invalid_count",
+                    format!("count must be a whole number from 1 to {MAX_SEARCH_COUNT}."),
+                ))
+            }
+        },
+    };
+    let window = window(&q)?;
+    let cursor = match q.get("cursor") {
+        None => None,
+        Some(c) => Some(EventId::parse(c).ok_or_else(|| {
+            ApiError::invalid("invalid_cursor", "cursor must come from next_cursor.")
+        })?),
+    };
+    let mut search = prepare(&state, &auth, &q).await?;
+    let mut at = before(window.until_ms).min(cursor.unwrap_or(EventId(u64::MAX, 0, 0)));
+    let bottom = floor(window.since_ms);
+    let mut found: Vec<(EventId, u64)> = Vec::new();
+    let mut next: Option<EventId> = None;
+    if let Some(history) = history(&state) {
+        let deadline = Instant::now() + SEARCH_TIME;
+        loop {
+            let Found {
+                statuses,
+                cursor,
+                done,
+            } = search.step(history, at, bottom).await?;
+            for (eid, f) in statuses {
+                if found.len() == count {
+                    break;
+                }
+                if let Some(sid) = f.status_id() {
+                    found.push((eid, sid));
+                }
+            }
+            if found.len() == count {
+                // More may follow: the next page begins below the last.
+                next = found.last().map(|(eid, _)| *eid);
+                break;
+            }
+            if done {
+                break;
+            }
+            at = cursor;
+            if Instant::now() > deadline {
+                next = Some(at);
+                break;
+            }
+        }
+    }
+    let ids: Vec<u64> = found.iter().map(|(_, sid)| *sid).collect();
+    let statuses = state.store.statuses(&ids).await?;
+    let shown = state
+        .store
+        .shown(statuses.into_iter().filter_map(|(_, s)| s).collect())
+        .await?;
+    // Neither a user who blocks the reader nor one the reader blocks.
+    let shown = only_visible_hiding(&state, Some(&auth), shown, crate::hides::BLOCK_EITHER).await?;
+    let mut body = b"{\"statuses\":".to_vec();
+    body.extend(statuses_json(&shown));
+    let tail = json!({
+        "next_cursor": next.map(|id| id.to_string()),
+        "oldest": history(&state).and_then(History::oldest),
+    });
+    let tail = tail.to_string();
+    body.push(b',');
+    body.extend(tail.as_bytes().get(1..).unwrap_or_default());
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// `GET /api/v1/history/counts`: how many public statuses `query` matches
+/// per bucket over the window, oldest first, every bucket listed (zeros
+/// too), with the total.
+pub async fn counts(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<serde_json::Value>> {
+    known_params(&q, &["query", "since", "until", "bucket"])?;
+    let bucket_ms: u64 = match q.get("bucket").map(|b| b.trim()) {
+        None | Some("hour") => 3_600_000,
+        Some("minute") => 60_000,
+        Some("day") => 86_400_000,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "invalid_bucket",
+                "bucket must be minute, hour or day.",
+            ))
+        }
+    };
+    let window = window(&q)?;
+    let mut search = prepare(&state, &auth, &q).await?;
+    let oldest_ms = history(&state)
+        .and_then(History::oldest)
+        .map(|t| (t * 1000.0) as u64);
+    // Buckets from the later of `since` and the oldest event held.
+    let first_ms = match (window.since_ms, oldest_ms) {
+        (Some(s), Some(o)) => s.max(o),
+        (Some(s), None) => s.max(window.until_ms.saturating_sub(1)),
+        (None, Some(o)) => o,
+        (None, None) => window.until_ms.saturating_sub(1),
+    };
+    let first_bucket = first_ms / bucket_ms;
+    let last_bucket = window.until_ms.saturating_sub(1) / bucket_ms;
+    if last_bucket.saturating_sub(first_bucket) >= MAX_BUCKETS {
+        return Err(ApiError::invalid(
+            "invalid_bucket",
+            format!("The window holds more than {MAX_BUCKETS} buckets: choose a larger bucket or a shorter window."),
+        ));
+    }
+    let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut complete = true;
+    if let Some(history) = history(&state) {
+        let deadline = Instant::now() + COUNTS_TIME;
+        let mut at = before(window.until_ms);
+        let bottom = floor(window.since_ms);
+        loop {
+            let found = search.step(history, at, bottom).await?;
+            for (eid, _) in &found.statuses {
+                *counts.entry(eid.0 / bucket_ms).or_default() += 1;
+            }
+            if found.done {
+                break;
+            }
+            at = found.cursor;
+            if Instant::now() > deadline {
+                complete = false;
+                break;
+            }
+        }
+    }
+    let total: u64 = counts.values().sum();
+    let rows: Vec<serde_json::Value> = (first_bucket.min(last_bucket)..=last_bucket)
+        .map(|b| json!({"start": b * bucket_ms / 1000, "count": counts.get(&b).copied().unwrap_or(0)}))
+        .collect();
+    Ok(Json(
+        json!({"counts": rows, "total": total, "complete": complete}),
+    ))
 }

@@ -183,6 +183,11 @@ impl Frame {
         })
     }
 
+    /// The id of the status this event carries, if it carries one.
+    pub fn status_id(&self) -> Option<u64> {
+        self.ids.status.map(|s| s.id)
+    }
+
     /// A public status as filter rules read it; `None` for any other
     /// event (a private account's status, a reply to one, a delete, ...).
     pub fn rule_status(&self) -> Option<RuleStatus> {

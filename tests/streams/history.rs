@@ -280,3 +280,266 @@ async fn the_history_summary_needs_a_token_and_counts_what_it_holds() {
         "the metric agrees"
     );
 }
+
+/// Every page of a history search, `count` at a time: the statuses' ids,
+/// newest first.
+async fn search_all(app: &TestApp, token: &str, query: &str, count: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..100 {
+        let mut path = format!(
+            "/api/v1/history/search?query={}&count={count}",
+            super::rules::enc(query)
+        );
+        if let Some(c) = &cursor {
+            path.push_str(&format!("&cursor={c}"));
+        }
+        let (status, page) = app.get(&path, Some(token)).await;
+        assert_eq!(status, StatusCode::OK, "{query}: {page}");
+        assert!(page["oldest"].is_number(), "{page}");
+        let statuses = page["statuses"].as_array().unwrap();
+        assert!(statuses.len() <= count);
+        ids.extend(
+            statuses
+                .iter()
+                .map(|s| s["id"].as_str().unwrap().to_string()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_string()),
+            None => return ids,
+        }
+    }
+    panic!("{query}: the pages never ended");
+}
+
+#[tokio::test]
+async fn a_history_search_finds_what_the_live_stream_delivered_for_the_rule() {
+    let app = small_buffer().await;
+    let (alice_id, alice) = app.user("alice").await;
+    let (_, bob) = app.user("bob").await;
+    let rules = [
+        "#rust",
+        "rust -is:repost",
+        "from:alice",
+        "@bob",
+        "has:geo hello",
+        "point_radius:[2.35 48.86 10km]",
+        "\"hello world\"",
+        "is:reply rust",
+        "from:bob is:repost",
+        "quetzal OR #zebra",
+        "sample:50 hello",
+    ];
+    // One reader per rule, each with the rule live.
+    let mut live = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        let (_, token) = app.user(&format!("reader{i}")).await;
+        let rules_json = json!([rule]).to_string();
+        let s = app
+            .stream(
+                &format!(
+                    "/api/v1/stream/filter?rules={}",
+                    super::rules::enc(&rules_json)
+                ),
+                Some(&token),
+                &[("accept", "application/x-ndjson")],
+            )
+            .await;
+        assert_eq!(s.status, StatusCode::OK, "{rule}: {}", s.body);
+        live.push((token, s));
+    }
+    let mut firsts = Vec::new();
+    for i in 0..40 {
+        let (who, body) = match i % 8 {
+            0 => (&alice, json!({"message": format!("I love #rust {i}")})),
+            1 => (&bob, json!({"message": format!("rust lang and @bob {i}")})),
+            2 => (
+                &alice,
+                json!({"message": format!("hello world {i}"), "lat": 48.86, "lon": 2.35}),
+            ),
+            3 => (
+                &bob,
+                json!({"message": format!("far away {i}"), "lat": 40.0, "lon": -74.0}),
+            ),
+            4 => (&bob, json!({"message": format!("a quetzal {i}")})),
+            5 => (
+                &alice,
+                json!({"message": format!("#Zebra crossing, hello {i}")}),
+            ),
+            6 => (
+                &bob,
+                json!({"message": format!("hello rust {i}"), "reply_to": firsts.first().cloned().unwrap_or_default()}),
+            ),
+            _ => (&alice, json!({"message": format!("plain words {i}")})),
+        };
+        if i % 8 == 6 && firsts.is_empty() {
+            continue;
+        }
+        let status = app.post_status(who, body).await;
+        firsts.push(status["id"].as_str().unwrap().to_string());
+    }
+    for sid in firsts.iter().take(5) {
+        app.repost(&bob, sid).await;
+    }
+    // Enough more to push the corpus out of the small buffer.
+    for i in 0..130 {
+        app.say(&alice, &format!("filler {i}")).await;
+    }
+    app.eventually("the history holds everything", || async {
+        let (_, h) = app.get("/api/v1/history", Some(&alice)).await;
+        h["events"].as_u64().unwrap_or(0) >= 180
+    })
+    .await;
+    let _ = alice_id;
+    for ((token, mut s), rule) in live.into_iter().zip(rules) {
+        let mut delivered = Vec::new();
+        while let Some(m) = s.next_within(Duration::from_millis(800)).await {
+            if m.event == "status" {
+                delivered.push(m.data["status"]["id"].as_str().unwrap().to_string());
+            }
+        }
+        delivered.reverse();
+        let found = search_all(&app, &token, rule, 3).await;
+        assert_eq!(
+            found, delivered,
+            "{rule}: the search and the live stream agree"
+        );
+        let (status, counts) = app
+            .get(
+                &format!(
+                    "/api/v1/history/counts?query={}&bucket=minute",
+                    super::rules::enc(rule)
+                ),
+                Some(&token),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{counts}");
+        assert_eq!(counts["total"], delivered.len(), "{rule}: {counts}");
+        let summed: u64 = counts["counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(summed, delivered.len() as u64);
+    }
+}
+
+#[tokio::test]
+async fn a_history_search_never_shows_what_its_reader_may_not_see_now() {
+    let app = small_buffer().await;
+    let (_, alice) = app.user("alice").await;
+    let (_, bob) = app.user("bob").await;
+    let (carol_id, carol) = app.user("carol").await;
+    let (dave_id, dave) = app.user("dave").await;
+    let (_, reader) = app.user("reader").await;
+    let a = app.say(&alice, "kiwi from alice").await;
+    let gone = app.say(&alice, "kiwi deleted later").await;
+    let b = app.say(&bob, "kiwi from bob, private later").await;
+    let c = app
+        .say(&carol, "kiwi from carol, who blocks the reader")
+        .await;
+    let d = app
+        .say(&dave, "kiwi from dave, whom the reader blocks")
+        .await;
+    for i in 0..130 {
+        app.say(&alice, &format!("filler {i}")).await;
+    }
+    let (status, _) = app
+        .delete(&format!("/api/v1/statuses/{gone}"), Some(&alice))
+        .await;
+    assert!(status.is_success());
+    let (status, _) = app
+        .call(
+            Method::PATCH,
+            "/api/v1/me",
+            Some(&bob),
+            Some(json!({"private": true})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let reader_id = app.get("/api/v1/me", Some(&reader)).await.1["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for (token, target) in [(&carol, &reader_id), (&reader, &dave_id)] {
+        let (status, body) = app
+            .post(
+                &format!("/api/v1/users/{target}/block"),
+                Some(token),
+                json!({}),
+            )
+            .await;
+        assert!(status.is_success(), "{body}");
+    }
+    app.eventually("the history holds everything", || async {
+        let (_, h) = app.get("/api/v1/history", Some(&alice)).await;
+        h["events"].as_u64().unwrap_or(0) >= 135
+    })
+    .await;
+    assert_eq!(
+        search_all(&app, &reader, "kiwi", 100).await,
+        vec![a.clone()]
+    );
+    // Others see what they may: carol's and dave's to alice.
+    let seen = search_all(&app, &alice, "kiwi", 100).await;
+    assert_eq!(seen, vec![d, c, a]);
+    let _ = (b, carol_id);
+}
+
+#[tokio::test]
+async fn bad_history_queries_are_400_naming_the_parameter() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("alice").await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let (status, body) = app
+        .get("/api/v1/history/search?query=rust%20(", Some(&token))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"]["code"], "invalid_rule", "{body}");
+    assert!(body["error"]["column"].is_number(), "{body}");
+    for (path, code) in [
+        ("/api/v1/history/search".to_string(), "invalid_rule"),
+        (
+            "/api/v1/history/search?query=rust&count=0".into(),
+            "invalid_count",
+        ),
+        (
+            "/api/v1/history/search?query=rust&count=501".into(),
+            "invalid_count",
+        ),
+        (
+            "/api/v1/history/search?query=rust&cursor=x".into(),
+            "invalid_cursor",
+        ),
+        (
+            format!("/api/v1/history/search?query=rust&since={}", now + 3600),
+            "invalid_since",
+        ),
+        (
+            "/api/v1/history/search?query=rust&since=100&until=50".into(),
+            "invalid_until",
+        ),
+        (
+            "/api/v1/history/search?query=rust&since=soon".into(),
+            "invalid_since",
+        ),
+        (
+            "/api/v1/history/counts?query=rust&bucket=week".into(),
+            "invalid_bucket",
+        ),
+        (
+            "/api/v1/history/counts?query=rust&until=-1".into(),
+            "invalid_until",
+        ),
+    ] {
+        let (status, body) = app.get(&path, Some(&token)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+        assert_eq!(body["error"]["code"], code, "{path}: {body}");
+    }
+    let (status, _) = app.get("/api/v1/history/search?query=rust", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+}

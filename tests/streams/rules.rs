@@ -190,7 +190,7 @@ async fn a_user_keeps_at_most_1000_rules() {
 }
 
 /// `s` percent-encoded for a query string.
-fn enc(s: &str) -> String {
+pub(crate) fn enc(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),

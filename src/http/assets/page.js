@@ -122,6 +122,17 @@ async function loadTrends() {
   }));
 }
 
+// How far back a resume (and a history search) can reach on this server.
+async function loadHistory() {
+  const h = await api("GET", "/api/v1/history");
+  const reach = $("history-reach");
+  if (!h.oldest) { reach.textContent = "History: none yet (resumes reach the replay buffer)."; return; }
+  const hours = (Date.now() / 1000 - h.oldest) / 3600;
+  const span = hours >= 1 ? hours.toFixed(1) + " h" : Math.max(1, Math.round(hours * 60)) + " min";
+  reach.textContent = "History: " + h.events.toLocaleString() + " events on disk, back to " +
+    new Date(h.oldest * 1000).toLocaleString() + " (" + span + "); a reconnect resumes from there.";
+}
+
 // Without --demo, /api/v1/demo answers 404 and the page waits for a login.
 let demoPass = null;
 async function demoToken(fresh) {
@@ -165,6 +176,7 @@ async function loadMe() {
     await refresh();
     await loadRequests();
     await loadTrends();
+    loadHistory().catch(() => {});
     await loadConvs();
     await loadRules();
     await loadGroups();

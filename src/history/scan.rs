@@ -1,0 +1,127 @@
+//! Scanning the history newest first, for the history search and counts:
+//! blocks whose summary shows that no status of theirs can match the
+//! rule's anchors are passed over without being read.
+
+use super::segment::{self, BlockMeta};
+use super::{block, History};
+use crate::store::events::EventId;
+use firehose_filters::rules::Anchor;
+use firehose_filters::summary::Summary;
+use std::fs::File;
+use std::sync::Arc;
+
+/// Blocks looked at (summary read) per step at most.
+const STEP_BLOCKS: usize = 256;
+/// Blocks read whole per step at most: the step's memory is bounded by
+/// this many blocks' events.
+const STEP_READS: usize = 4;
+
+/// What one step of a scan gave.
+#[derive(Debug, Default)]
+pub struct Step {
+    /// Events of the blocks read (and of what is pending), newest first,
+    /// all older than the position the step began at.
+    pub events: Vec<(EventId, String)>,
+    /// Every event newer than this and older than where the step began was
+    /// looked at (in `events` or in a block passed over).
+    pub cursor: EventId,
+    /// Nothing older is held (or the scan reached `floor`).
+    pub done: bool,
+    /// Blocks passed over by their summary, and read.
+    pub skipped: usize,
+    pub read: usize,
+}
+
+impl History {
+    /// One step of a scan towards the oldest: events older than `before`
+    /// and newer than `floor`, from blocks whose summary may match
+    /// `anchors` (every block when `anchors` is `None`).
+    pub async fn scan_step(
+        &self,
+        before: EventId,
+        floor: EventId,
+        anchors: Option<Arc<Vec<Anchor>>>,
+    ) -> std::io::Result<Step> {
+        let (blocks, pending, more) = self.blocks_before(before, floor);
+        let _turn = self
+            .0
+            .readers
+            .acquire()
+            .await
+            .map_err(std::io::Error::other)?;
+        let floor_id = floor;
+        tokio::task::spawn_blocking(move || {
+            let mut step = Step {
+                events: pending,
+                cursor: floor_id,
+                done: true,
+                ..Step::default()
+            };
+            for (i, (file, meta)) in blocks.iter().enumerate() {
+                if step.read == STEP_READS {
+                    step.done = false;
+                    step.cursor = blocks[i - 1].1.header.first.max(floor_id);
+                    return Ok(step);
+                }
+                if let Some(anchors) = &anchors {
+                    let summary = segment::read_summary(file, meta)?;
+                    if Summary::decode(&summary).is_some_and(|s| !s.may_match(anchors)) {
+                        step.skipped += 1;
+                        continue;
+                    }
+                }
+                step.read += 1;
+                let body = segment::read_body(file, meta)?;
+                // A damaged block holds nothing a search can serve.
+                if let Some(mut events) = block::events(&meta.header, &body) {
+                    events.retain(|(id, _)| *id < before && *id > floor_id);
+                    events.reverse();
+                    step.events.extend(events);
+                }
+            }
+            if let (true, Some((_, oldest))) = (more, blocks.last()) {
+                step.done = false;
+                step.cursor = oldest.header.first.max(floor_id);
+            }
+            Ok(step)
+        })
+        .await
+        .map_err(std::io::Error::other)?
+    }
+
+    /// The blocks with events older than `before` and newer than `floor`,
+    /// newest first (at most a step's worth), the pending events in that
+    /// range, newest first, and whether more blocks lie beyond those.
+    #[allow(clippy::type_complexity)]
+    fn blocks_before(
+        &self,
+        before: EventId,
+        floor: EventId,
+    ) -> (Vec<(Arc<File>, BlockMeta)>, Vec<(EventId, String)>, bool) {
+        let index = self.index();
+        let pending: Vec<_> = index
+            .pending
+            .iter()
+            .rev()
+            .filter(|(id, _)| *id < before && *id > floor)
+            .cloned()
+            .collect();
+        let mut blocks = Vec::new();
+        for seg in index.segments.iter().rev() {
+            if seg.first().is_none_or(|f| f >= before) {
+                continue;
+            }
+            let end = seg.blocks.partition_point(|b| b.header.first < before);
+            for meta in seg.blocks[..end].iter().rev() {
+                if meta.header.last <= floor {
+                    return (blocks, pending, false);
+                }
+                if blocks.len() == STEP_BLOCKS {
+                    return (blocks, pending, true);
+                }
+                blocks.push((seg.file.clone(), *meta));
+            }
+        }
+        (blocks, pending, false)
+    }
+}
