@@ -226,7 +226,9 @@ mod tests {
             reply_to_uid: i.is_multiple_of(5).then_some(7),
             is_reply: i.is_multiple_of(5),
             repost_of_uid: None,
-            coords: i.is_multiple_of(4).then_some((48.0 + (i % 10) as f64 / 10.0, 2.0)),
+            coords: i
+                .is_multiple_of(4)
+                .then_some((48.0 + (i % 10) as f64 / 10.0, 2.0)),
         }
     }
 
