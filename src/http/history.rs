@@ -76,25 +76,10 @@ const SEARCH_OP: Op = Op {
     tag: "history",
     summary: "Public statuses in the history matching a filter rule, newest first, as visible now",
     auth: Auth::Bearer,
-    query: &[
-        (
-            "query",
-            "One filter rule (the grammar of the filter rules).",
-        ),
-        (
-            "since",
-            "Only statuses at or after this time (seconds since the epoch).",
-        ),
-        (
-            "until",
-            "Only statuses before this time (seconds since the epoch).",
-        ),
-        ("count", "Statuses per page, 1-500 (default 100)."),
-        ("cursor", "next_cursor of the page before."),
-    ],
+    query: &[],
     body: None,
     status: 200,
-    params: Params::None,
+    params: Params::HistorySearch,
     reply: Reply::Inline(
         r##"{"type":"object","required":["statuses","next_cursor","oldest"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"oldest":{"type":["number","null"]}}}"##,
     ),
@@ -107,15 +92,10 @@ const COUNTS_OP: Op = Op {
     tag: "history",
     summary: "How many public statuses in the history a filter rule matches, per minute, hour or day, oldest first",
     auth: Auth::Bearer,
-    query: &[
-        ("query", "One filter rule (the grammar of the filter rules)."),
-        ("bucket", "minute, hour (default) or day."),
-        ("since", "From this time (seconds since the epoch; default the oldest event held)."),
-        ("until", "Before this time (seconds since the epoch; default now)."),
-    ],
+    query: &[],
     body: None,
     status: 200,
-    params: Params::None,
+    params: Params::HistoryCounts,
     reply: Reply::Inline(
         r#"{"type":"object","required":["counts","total"],"properties":{"counts":{"type":"array","items":{"type":"object","required":["start","count"],"properties":{"start":{"type":"integer"},"count":{"type":"integer"}}}},"total":{"type":"integer"},"complete":{"type":"boolean"}}}"#,
     ),

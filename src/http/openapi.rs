@@ -65,6 +65,10 @@ pub enum Params {
     Lookup,
     /// `window` and `limit`.
     Trends,
+    /// A history search: `query`, `since`, `until`, `count`, `cursor`.
+    HistorySearch,
+    /// History counts: `query`, `bucket`, `since`, `until`.
+    HistoryCounts,
 }
 
 /// What a success answers.
@@ -227,6 +231,27 @@ fn object_params(params: Params) -> Option<(&'static str, &'static str, Value)> 
                 },
             }),
         )),
+        Params::HistorySearch | Params::HistoryCounts => {
+            let time = |what: &str| json!({"type": "number", "minimum": 0, "maximum": 1e11, "description": what});
+            let mut properties = json!({
+                "query": {"type": "string", "minLength": 1, "description": "One filter rule (the grammar of the filter rules)."},
+                "since": time("From this time (seconds since the epoch; not in the future)."),
+                "until": time("Before this time (seconds since the epoch; not before since)."),
+            });
+            let desc = if matches!(params, Params::HistorySearch) {
+                properties["count"] = json!({"type": "integer", "minimum": 1, "maximum": 500, "description": "Statuses per page (default 100)."});
+                properties["cursor"] = json!({"type": "string", "pattern": "^[0-9]{1,19}(-[0-9]{1,19}(\\.[0-9]{1,9})?)?$", "description": "next_cursor of the page before."});
+                "query (a filter rule), since, until, count (1-500) and cursor."
+            } else {
+                properties["bucket"] = json!({"type": "string", "enum": ["minute", "hour", "day"], "description": "Bucket size (default hour)."});
+                "query (a filter rule), bucket (minute, hour, day), since and until."
+            };
+            Some((
+                "search",
+                desc,
+                json!({"type": "object", "additionalProperties": false, "required": ["query"], "properties": properties}),
+            ))
+        }
         Params::Lookup => Some((
             "field",
             "Exactly one of login, email or any (a login or an email).",
@@ -288,7 +313,10 @@ fn operation(op: &Op) -> Value {
         params.push(json!({"name": name, "in": "query", "required": false, "description": desc, "schema": {"type": "string"}}));
     }
     if let Some((name, desc, schema)) = object_params(op.params) {
-        let required = matches!(op.params, Params::Lookup);
+        let required = matches!(
+            op.params,
+            Params::Lookup | Params::HistorySearch | Params::HistoryCounts
+        );
         params.push(
             json!({"name": name, "in": "query", "required": required, "style": "form",
             "explode": true, "description": desc, "schema": schema}),
