@@ -183,6 +183,21 @@ fn history(state: &AppState) -> Option<&History> {
     state.history.as_ref()
 }
 
+/// Waits (at most a second) until the history holds every event the
+/// buffer held when the call came, so that a status answered 201 just
+/// before is searched too (the archiver is woken by its publish and
+/// reads it within milliseconds).
+async fn caught_up(state: &AppState, history: &History) -> ApiResult<()> {
+    let Some(newest) = state.store.newest_event_id().await? else {
+        return Ok(());
+    };
+    let deadline = Instant::now() + Duration::from_secs(1);
+    while history.last().is_none_or(|last| last < newest) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    Ok(())
+}
+
 /// The id bound of a time: events before `ms` are older than it.
 fn before(ms: u64) -> EventId {
     EventId(ms, 0, 0)
@@ -230,6 +245,7 @@ pub async fn search(
     let mut found: Vec<(EventId, u64)> = Vec::new();
     let mut next: Option<EventId> = None;
     if let Some(history) = history(&state) {
+        caught_up(&state, history).await?;
         let deadline = Instant::now() + SEARCH_TIME;
         loop {
             let Found {
@@ -323,6 +339,7 @@ pub async fn counts(
     let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
     let mut complete = true;
     if let Some(history) = history(&state) {
+        caught_up(&state, history).await?;
         let deadline = Instant::now() + COUNTS_TIME;
         let mut at = before(window.until_ms);
         let bottom = floor(window.since_ms);

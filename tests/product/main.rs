@@ -671,6 +671,25 @@ async fn the_page_keeps_filter_rules_and_shows_which_matched_live() {
         rules["data"].as_array().is_some_and(|r| r.len() == 1)
     })
     .await;
+    // The same rule language over the history: a bad rule names its
+    // column; a good one lists the matches and charts the counts.
+    browser.fill("hs-query", "zebra (").await;
+    browser.click("hs-search").await;
+    browser.wait_for_text("hs-msg", "column").await;
+    browser.fill("hs-query", "zebra").await;
+    browser.click("hs-search").await;
+    browser.wait_for_text("hs-msg", "1 matching status").await;
+    browser
+        .wait_for_text("hs-results", "a zebra crossing")
+        .await;
+    let bars = browser
+        .run_async(
+            r#"const [done] = arguments;
+               done(document.getElementById("hs-chart").querySelectorAll(".bar").length);"#,
+            vec![],
+        )
+        .await;
+    assert!(bars.as_u64().unwrap_or(0) >= 1, "{bars}");
     let png = browser.screenshot().await;
     assert!(png.len() > 1000, "a screenshot was taken");
     let _ = std::fs::write(std::env::temp_dir().join("firehose-rules-page.png"), png);

@@ -160,7 +160,7 @@ async function showDashboard() {
 }
 
 function showLoggedIn(on) {
-  for (const id of ["compose", "people", "messages", "home", "live", "trends", "rules", "groups"]) $(id).classList.toggle("hidden", !on);
+  for (const id of ["compose", "people", "messages", "home", "live", "trends", "rules", "history", "groups"]) $(id).classList.toggle("hidden", !on);
   $("auth").classList.toggle("hidden", on);
   $("logout").classList.toggle("hidden", !on);
   text($("who"), on && me ? "@" + me.login + " (id " + me.id + ")" : "not logged in");
@@ -539,6 +539,34 @@ $("rule-add").onclick = async () => {
     await loadRules();
   } catch (e) {
     text($("rule-msg"), e.message);
+  }
+};
+
+// The history search: the newest matches, and a bar per bucket of the counts.
+$("hs-search").onclick = async () => {
+  const query = $("hs-query").value.trim();
+  if (!query) return text($("hs-msg"), "write a rule first");
+  const q = encodeURIComponent(query);
+  try {
+    const [page, counts] = await Promise.all([
+      api("GET", "/api/v1/history/search?count=20&query=" + q),
+      api("GET", "/api/v1/history/counts?bucket=" + $("hs-bucket").value + "&query=" + q),
+    ]);
+    text($("hs-msg"), counts.total + " matching " + (counts.total === 1 ? "status" : "statuses") +
+      " in the history" + (counts.complete ? "" : " (counted in part: the scan ran out of time)"));
+    const most = Math.max(1, ...counts.counts.map((c) => c.count));
+    $("hs-chart").replaceChildren(...counts.counts.slice(-60).map((c) => {
+      const bar = document.createElement("span");
+      bar.className = "bar";
+      bar.style.height = Math.max(2, Math.round(60 * c.count / most)) + "px";
+      bar.title = new Date(c.start * 1000).toLocaleString() + ": " + c.count;
+      return bar;
+    }));
+    $("hs-results").replaceChildren(...page.statuses.map((s) => statusItem(s)));
+  } catch (e) {
+    text($("hs-msg"), e.message);
+    $("hs-chart").replaceChildren();
+    $("hs-results").replaceChildren();
   }
 };
 
