@@ -792,7 +792,12 @@ async fn count_replays_the_newest_matching_events_first() {
 
 #[tokio::test]
 async fn an_id_older_than_the_buffer_gets_a_resume_gap_warning_and_carries_on() {
-    let app = TestApp::start_with(|c| c.replay_maxlen = 10).await;
+    // No history: the buffer alone (history.rs has the resumes it serves).
+    let app = TestApp::start_with(|c| {
+        c.replay_maxlen = 10;
+        c.history_secs = 0;
+    })
+    .await;
     let (_, a, fh) = firehose_user(&app, "ned").await;
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
     // Enough events for the approximate trim to drop whole stream nodes.

@@ -607,9 +607,11 @@ fn event_id(id: &str) -> firehose::stream::EventId {
 
 #[tokio::test]
 async fn a_sparse_stream_resumes_from_its_keep_alive_position_after_the_buffer_turns_over() {
+    // No history: the buffer alone (history.rs has the resumes it serves).
     let app = TestApp::start_with(|c| {
         c.replay_maxlen = 100;
         c.keepalive_secs = 1;
+        c.history_secs = 0;
     })
     .await;
     let (reader_id, reader) = app.user("sparse_reader").await;
@@ -665,7 +667,12 @@ async fn a_sparse_stream_resumes_from_its_keep_alive_position_after_the_buffer_t
 
 #[tokio::test]
 async fn since_opens_a_stream_at_a_time_the_buffer_still_holds() {
-    let app = TestApp::start_with(|c| c.replay_maxlen = 50).await;
+    // No history: the buffer alone (history.rs has the resumes it serves).
+    let app = TestApp::start_with(|c| {
+        c.replay_maxlen = 50;
+        c.history_secs = 0;
+    })
+    .await;
     let (_, reader) = app.user("since_reader").await;
     let (_, writer) = app.user("since_writer").await;
     let now = || {
