@@ -50,9 +50,19 @@ struct ReplayJob {
     from_history: bool,
     /// Counts the replay among those reading the history while it does.
     _reading: Option<Reading>,
+    /// The next block of the history, read while this one is judged and
+    /// written (at most one ahead: two blocks per replaying connection).
+    prefetch: Option<Prefetch>,
     /// What the reader may see now.
     sight: ReplaySight,
 }
+
+/// A read of the history begun ahead: the position it reads after, and
+/// the read.
+type Prefetch = (
+    EventId,
+    tokio::task::JoinHandle<std::io::Result<crate::history::Page>>,
+);
 
 /// A replay reading the history, counted in `firehose_history_replays`
 /// while it lives.
@@ -401,6 +411,7 @@ impl Feed {
             cursor: after,
             from_history,
             _reading: from_history.then(Reading::start),
+            prefetch: None,
             sight,
         });
         self.replay_step().await
@@ -415,10 +426,24 @@ impl Feed {
         from_history: bool,
     ) -> StoreResult<(Vec<(EventId, String)>, EventId, bool, bool)> {
         if let (true, Some(history)) = (from_history, self.history.clone()) {
-            let page = history
-                .read_after(cursor)
-                .await
-                .map_err(|e| crate::store::StoreError::Internal(format!("history: {e}")))?;
+            let ahead = self.replays.front_mut().and_then(|job| job.prefetch.take());
+            let read = match ahead {
+                Some((at, read)) if at == cursor => match read.await {
+                    Ok(page) => page,
+                    Err(e) => Err(std::io::Error::other(e)),
+                },
+                _ => history.read_after(cursor).await,
+            };
+            let page =
+                read.map_err(|e| crate::store::StoreError::Internal(format!("history: {e}")))?;
+            if !page.end {
+                // The next block is read while this one is judged and written.
+                let (next, ahead) = (page.cursor, history.clone());
+                let read = tokio::spawn(async move { ahead.read_after(next).await });
+                if let Some(job) = self.replays.front_mut() {
+                    job.prefetch = Some((next, read));
+                }
+            }
             if let Some(gap) = page.gap {
                 let oldest = history.oldest();
                 self.push_control(resume_gap(
