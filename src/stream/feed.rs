@@ -84,21 +84,12 @@ impl Drop for Reading {
 /// A `warning` `resume_gap` control event; `oldest`: the time of the
 /// oldest event still held.
 fn resume_gap(message: &str, oldest: Option<f64>) -> Control {
-    match Control::warning("resume_gap", message) {
-        Control::Warning {
-            code,
-            message,
-            percent_full,
-            expires_at,
-            ..
-        } => Control::Warning {
-            code,
-            message,
-            percent_full,
-            expires_at,
-            oldest,
-        },
-        other => other,
+    Control::Warning {
+        code: "resume_gap",
+        message: message.to_string(),
+        percent_full: None,
+        expires_at: None,
+        oldest,
     }
 }
 
@@ -466,9 +457,7 @@ impl Feed {
                 }
                 return Ok((Vec::new(), page.cursor, true, false));
             }
-            crate::metrics::global()
-                .history_events_read
-                .inc_by(page.events.len() as u64);
+            inc(&metrics().history_events_read, page.events.len() as u64);
             return Ok((page.events, page.cursor, true, true));
         }
         let page = self.store.events_after(cursor, REPLAY_PAGE).await?;

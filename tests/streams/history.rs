@@ -4,7 +4,6 @@
 
 use super::*;
 use common::buffered_events;
-use reqwest::Method;
 
 /// A server whose replay buffer holds about 20 entries.
 async fn small_buffer() -> TestApp {
@@ -160,15 +159,7 @@ async fn a_replay_from_the_history_serves_what_its_reader_may_see_now() {
             .await;
         assert!(status.is_success());
     }
-    let (status, _) = app
-        .call(
-            Method::PATCH,
-            "/api/v1/me",
-            Some(&carol),
-            Some(json!({"private": true})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    super::privacy::patch(&app, &carol, json!({"private": true})).await;
 
     let mut s = app
         .stream("/api/v1/stream/firehose?since=0", Some(&fh), &[])
@@ -449,15 +440,7 @@ async fn a_history_search_never_shows_what_its_reader_may_not_see_now() {
         .delete(&format!("/api/v1/statuses/{gone}"), Some(&alice))
         .await;
     assert!(status.is_success());
-    let (status, _) = app
-        .call(
-            Method::PATCH,
-            "/api/v1/me",
-            Some(&bob),
-            Some(json!({"private": true})),
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK);
+    super::privacy::patch(&app, &bob, json!({"private": true})).await;
     let reader_id = app.get("/api/v1/me", Some(&reader)).await.1["id"]
         .as_str()
         .unwrap()

@@ -35,7 +35,7 @@ fn statuses(events: &[(String, String)]) -> Vec<&str> {
         .collect()
 }
 
-async fn patch(app: &TestApp, token: &str, body: Value) {
+pub(crate) async fn patch(app: &TestApp, token: &str, body: Value) {
     let (status, body) = app
         .call(Method::PATCH, "/api/v1/me", Some(token), Some(body))
         .await;
