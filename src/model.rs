@@ -565,6 +565,28 @@ pub enum Event {
         #[serde(with = "id_string")]
         uid: u64,
     },
+    /// A list's members changed, or the list was deleted: every hub
+    /// updates its streams of that list (a deleted list's end). Internal:
+    /// never sent to a client.
+    ListChanged {
+        /// The list's owner.
+        #[serde(with = "id_string")]
+        owner: u64,
+        /// The list.
+        #[serde(with = "id_string")]
+        list_id: u64,
+        /// The list's version after the change (it only grows).
+        version: u64,
+        /// Users who became members.
+        #[serde(default)]
+        added: Vec<IdString>,
+        /// Users who are members no more.
+        #[serde(default)]
+        removed: Vec<IdString>,
+        /// The list was deleted.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        deleted: bool,
+    },
     /// A user's filter rules changed: every hub reloads them for that
     /// user's open search streams. Internal: never sent to a client.
     RulesChanged {
@@ -615,6 +637,7 @@ impl Event {
             Event::StatusesChanged { .. } => "statuses_changed",
             Event::RulesChanged { .. } => "rules_changed",
             Event::GroupLeft { .. } => "group_left",
+            Event::ListChanged { .. } => "list_changed",
             Event::Suspended { .. } => "suspended",
             Event::Unknown => return None,
         })

@@ -15,6 +15,7 @@ pub mod follows;
 pub mod groups;
 pub mod history;
 pub mod likes;
+pub mod lists;
 pub mod openapi;
 pub mod ops;
 pub mod paging;
@@ -67,6 +68,7 @@ pub fn routes() -> routes::Routes {
         .merge(follows::routes())
         .merge(likes::routes())
         .merge(bookmarks::routes())
+        .merge(lists::routes())
         .merge(groups::routes())
         .merge(reports::routes())
         .merge(admin::routes())

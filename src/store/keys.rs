@@ -398,6 +398,26 @@ impl Keys {
     pub fn bookmarks(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:bookmarks", self.prefix)
     }
+    /// ZSET: the user's lists, list id -> created (oldest first); at most
+    /// [`crate::store::lists::MAX_LISTS`].
+    pub fn lists(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:lists", self.prefix)
+    }
+    /// HASH: one of the user's lists: `title`, `created`, `version` (grows
+    /// with every change of its members). In the owner's slot, so a list
+    /// is found only under its owner: another user's list id names no key.
+    pub fn list(&self, uid: u64, lid: u64) -> String {
+        format!("{}:user:{{{uid}}}:list:{lid}", self.prefix)
+    }
+    /// ZSET: a list's members, user id -> when added (oldest first); at
+    /// most [`crate::store::lists::MAX_MEMBERS`].
+    pub fn list_members(&self, uid: u64, lid: u64) -> String {
+        format!("{}:user:{{{uid}}}:list:{lid}:members", self.prefix)
+    }
+    /// STRING: the list a create with this `Idempotency-Key` made (24 h).
+    pub fn list_idem(&self, uid: u64, key: &str) -> String {
+        format!("{}:user:{{{uid}}}:list_idem:{key}", self.prefix)
+    }
     /// HASH: the user's filter rules, id -> `{id, value, tag}` JSON.
     pub fn rules(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:rules", self.prefix)

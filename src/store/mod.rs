@@ -43,6 +43,7 @@ pub mod ids;
 pub mod keys;
 pub mod leases;
 pub mod likes;
+pub mod lists;
 pub mod migrate;
 pub mod moderation;
 pub mod outbox;
@@ -162,6 +163,10 @@ pub struct Scripts {
     pub(crate) status_login: Script,
     pub(crate) rules_add: Script,
     pub(crate) bookmark_add: Script,
+    pub(crate) list_create: Script,
+    pub(crate) list_title: Script,
+    pub(crate) list_drop: Script,
+    pub(crate) list_members: Script,
     pub(crate) rules_delete: Script,
     pub(crate) rate_take: Script,
     pub(crate) like_whole: Script,
@@ -222,6 +227,10 @@ impl Scripts {
             status_login: Script::new(include_str!("lua/status_login.lua")),
             rules_add: Script::new(include_str!("lua/rules_add.lua")),
             bookmark_add: Script::new(include_str!("lua/bookmark_add.lua")),
+            list_create: Script::new(include_str!("lua/list_create.lua")),
+            list_title: Script::new(include_str!("lua/list_title.lua")),
+            list_drop: Script::new(include_str!("lua/list_drop.lua")),
+            list_members: Script::new(include_str!("lua/list_members.lua")),
             rules_delete: Script::new(include_str!("lua/rules_delete.lua")),
             rate_take: Script::new(include_str!("lua/rate_take.lua")),
             like_whole: Script::new(include_str!("lua/like_whole.lua")),

@@ -438,7 +438,12 @@ impl Store {
     /// the top, when that status is gone). Ids above `max` (only a status of
     /// the second a version scoring fractions was replaced can be one) are
     /// left out.
-    async fn ids_up_to(&self, key: &str, max: u64, count: usize) -> StoreResult<Vec<String>> {
+    pub(crate) async fn ids_up_to(
+        &self,
+        key: &str,
+        max: u64,
+        count: usize,
+    ) -> StoreResult<Vec<String>> {
         let score = match super::ids::posted_of(max) {
             Some(posted) => timeline_score(posted).to_string(),
             None => match self.status(max).await {

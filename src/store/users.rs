@@ -152,6 +152,30 @@ impl Store {
         Ok(id.is_some() && deleted.is_none() && suspended.as_deref() != Some("1"))
     }
 
+    /// [`Store::user_exists`] for each of `uids`, in one pipeline.
+    pub async fn users_exist(&self, uids: &[u64]) -> StoreResult<Vec<bool>> {
+        if uids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for &uid in uids {
+            pipe.cmd("HMGET")
+                .arg(self.keys.user(uid))
+                .arg("id")
+                .arg("deleted")
+                .arg("suspended");
+        }
+        let mut conn = self.conn();
+        let found: Vec<(Option<String>, Option<String>, Option<String>)> =
+            pipe.query_async(&mut conn).await?;
+        Ok(found
+            .into_iter()
+            .map(|(id, deleted, suspended)| {
+                id.is_some() && deleted.is_none() && suspended.as_deref() != Some("1")
+            })
+            .collect())
+    }
+
     /// The user id a login or email (any case) belongs to (none for a
     /// deleted account's reserved login).
     pub async fn lookup(&self, value: &str) -> StoreResult<Option<u64>> {

@@ -310,13 +310,14 @@ impl Feed {
         }
     }
 
-    /// Ends every group subscription; how many there were.
-    pub fn unsubscribe_groups(&mut self) -> usize {
+    /// Ends every subscription whose name `pick` picks (every group's or
+    /// every list's); how many there were.
+    pub fn unsubscribe_all(&mut self, pick: fn(&str) -> bool) -> usize {
         let names: Vec<&'static str> = self
             .subs
             .iter()
             .map(|s| s.stream)
-            .filter(|s| crate::stream::want::is_group_stream(s))
+            .filter(|s| pick(s))
             .collect();
         for name in &names {
             self.unsubscribe(name);

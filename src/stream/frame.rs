@@ -150,6 +150,7 @@ impl Frame {
             | E::StatusesChanged { .. }
             | E::RulesChanged { .. }
             | E::GroupLeft { .. }
+            | E::ListChanged { .. }
             | E::Suspended { .. }
             | E::Unknown => Event::Other,
         }
@@ -277,8 +278,27 @@ pub enum Incoming {
     RulesChanged(u64, u64),
     /// A member left a private group (group, user).
     GroupLeft(u64, u64),
+    /// A list's members changed, or it was deleted.
+    ListChanged(ListChange),
     /// An account was suspended (true) or the suspension lifted.
     Suspended(u64, bool),
+}
+
+/// A change of a list's members (or its delete), as the hubs apply it.
+#[derive(Debug, Clone)]
+pub struct ListChange {
+    /// The list's owner.
+    pub owner: u64,
+    /// The list.
+    pub list: u64,
+    /// The list's version after the change.
+    pub version: u64,
+    /// New members.
+    pub added: Vec<u64>,
+    /// Former members.
+    pub removed: Vec<u64>,
+    /// The list was deleted.
+    pub deleted: bool,
 }
 
 /// An event as published: its buffer id and the event.
@@ -319,6 +339,23 @@ pub fn parse(json: &str) -> Option<Incoming> {
         }
         E::RulesChanged { uid, version } => return Some(Incoming::RulesChanged(uid, version)),
         E::GroupLeft { group_id, uid } => return Some(Incoming::GroupLeft(group_id, uid)),
+        E::ListChanged {
+            owner,
+            list_id,
+            version,
+            added,
+            removed,
+            deleted,
+        } => {
+            return Some(Incoming::ListChanged(ListChange {
+                owner,
+                list: list_id,
+                version,
+                added: added.iter().map(|i| i.0).collect(),
+                removed: removed.iter().map(|i| i.0).collect(),
+                deleted,
+            }))
+        }
         E::Suspended { uid, on } => return Some(Incoming::Suspended(uid, on)),
         event => event,
     };
@@ -419,6 +456,9 @@ pub enum Control {
         /// The group, for a group stream.
         #[serde(skip_serializing_if = "Option::is_none")]
         group: Option<String>,
+        /// The list, for a list stream.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        list: Option<String>,
     },
     /// A multiplexed socket's subscription ended.
     Unsubscribed {
@@ -427,6 +467,9 @@ pub enum Control {
         /// The group, for a group stream.
         #[serde(skip_serializing_if = "Option::is_none")]
         group: Option<String>,
+        /// The list, for a list stream.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        list: Option<String>,
     },
     /// A multiplexed socket's control message was refused.
     Error {

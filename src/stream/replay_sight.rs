@@ -30,7 +30,10 @@ impl ReplaySight {
     /// whose membership `Sight` checks) shows what its reader's home and
     /// groups show; every other stream public statuses only.
     pub fn reach(stream: &str) -> Reach {
-        if stream == "user" || super::want::is_group_stream(stream) {
+        if stream == "user"
+            || super::want::is_group_stream(stream)
+            || super::want::is_list_stream(stream)
+        {
             Reach::Followers
         } else {
             Reach::Public

@@ -10,24 +10,85 @@ use std::sync::Arc;
 
 /// The subscription name of group `gid`'s stream: `group` and the group,
 /// as the multiplexed socket writes them after `"stream":` (so its events
-/// read `"stream":"group","group":"G"`). Interned: one small string per
-/// group ever streamed by this process, kept for its life.
+/// read `"stream":"group","group":"G"`).
 pub fn group_stream(gid: u64) -> &'static str {
-    static NAMES: std::sync::OnceLock<
-        std::sync::Mutex<std::collections::HashMap<u64, &'static str>>,
-    > = std::sync::OnceLock::new();
-    let names = NAMES.get_or_init(Default::default);
-    let mut names = names
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    names
-        .entry(gid)
-        .or_insert_with(|| Box::leak(format!("group\",\"group\":\"{gid}").into_boxed_str()))
+    keyed_stream("group", gid)
 }
 
 /// Whether `name` is a group stream's.
 pub fn is_group_stream(name: &str) -> bool {
     name.starts_with("group\"")
+}
+
+/// The subscription name of list `lid`'s stream (`"stream":"list","list":"L"`).
+pub fn list_stream(lid: u64) -> &'static str {
+    keyed_stream("list", lid)
+}
+
+/// Whether `name` is a list stream's.
+pub fn is_list_stream(name: &str) -> bool {
+    name.starts_with("list\"")
+}
+
+/// `kind` and `id` as a subscription name. Interned: one small string per
+/// group or list ever streamed by this process, kept for its life.
+fn keyed_stream(kind: &'static str, id: u64) -> &'static str {
+    type Names = std::sync::Mutex<std::collections::HashMap<(&'static str, u64), &'static str>>;
+    static NAMES: std::sync::OnceLock<Names> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(Default::default);
+    let mut names = names
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    names
+        .entry((kind, id))
+        .or_insert_with(|| Box::leak(format!("{kind}\",\"{kind}\":\"{id}").into_boxed_str()))
+}
+
+/// A list stream's view of its list: the members, and whom the owner
+/// follows (a private member's statuses, and replies to a private
+/// account, only for a follower), as read when it opened. The hub keeps
+/// its own copy current ([`crate::stream::hub`]); a replay judges by this.
+#[derive(Debug, Clone, Default)]
+pub struct ListView {
+    /// The list.
+    pub id: u64,
+    /// Its owner.
+    pub owner: u64,
+    /// Its version when read.
+    pub version: u64,
+    /// Its members.
+    pub members: rustc_hash::FxHashSet<u64>,
+    /// Whom the owner follows.
+    pub following: rustc_hash::FxHashSet<u64>,
+}
+
+impl ListView {
+    /// Whether the owner sees what `author` posts privately.
+    fn sees_private(&self, author: u64) -> bool {
+        author == self.owner || self.following.contains(&author)
+    }
+
+    /// Whether the list's stream gets `event`: a member's status (not a
+    /// group's; a private one if the owner follows them; a reply to a
+    /// private account if the owner is or follows it) and a member's
+    /// delete.
+    pub fn wants(&self, event: &Event<'_>) -> bool {
+        match *event {
+            Event::Status(ref s) => {
+                !s.grouped
+                    && self.members.contains(&s.uid)
+                    && (!s.private || self.sees_private(s.uid))
+                    && s.audience.is_none_or(|a| self.sees_private(a))
+            }
+            Event::Delete {
+                uid,
+                private,
+                grouped,
+                ..
+            } => !grouped && self.members.contains(&uid) && (!private || self.sees_private(uid)),
+            _ => false,
+        }
+    }
 }
 
 /// Most partitions a stream splits into.
@@ -72,6 +133,8 @@ pub struct Want {
     pub group: Option<u64>,
     /// The partition it is, when the stream is split.
     pub part: Option<Part>,
+    /// The list whose members' statuses (and their deletes) it gets.
+    pub list: Option<Arc<ListView>>,
 }
 
 impl Want {
@@ -82,6 +145,7 @@ impl Want {
             rules: None,
             group: None,
             part: None,
+            list: None,
         }
     }
 
@@ -93,6 +157,7 @@ impl Want {
             rules: Some(rules),
             group: None,
             part: None,
+            list: None,
         }
     }
 
@@ -103,12 +168,26 @@ impl Want {
             rules: None,
             group: Some(gid),
             part: None,
+            list: None,
+        }
+    }
+
+    /// A list stream.
+    pub fn list(view: ListView) -> Want {
+        Want {
+            rule: Rule::Filter(FilterSpec::default()),
+            rules: None,
+            group: None,
+            part: None,
+            list: Some(Arc::new(view)),
         }
     }
 
     /// Whether the main index routes it.
     pub fn indexed(&self) -> bool {
-        self.group.is_none() && (self.rules.is_none() || filter_part(&self.rule))
+        self.group.is_none()
+            && self.list.is_none()
+            && (self.rules.is_none() || filter_part(&self.rule))
     }
 
     /// What it delivers of `frame`, if anything: the frame itself, or for
@@ -122,6 +201,9 @@ impl Want {
         }
         if let Some(gid) = self.group {
             return (frame.group() == Some(gid)).then(|| frame.clone());
+        }
+        if let Some(view) = &self.list {
+            return view.wants(&frame.routing()).then(|| frame.clone());
         }
         let Some(set) = self.rules.as_deref() else {
             return self.rule.matches(&frame.routing()).then(|| frame.clone());

@@ -11,6 +11,7 @@ mod bookmarks;
 mod conversations;
 mod follows;
 mod groups;
+mod lists;
 mod moderation;
 mod relations;
 mod service;

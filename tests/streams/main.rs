@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod history;
+mod lists;
 mod privacy;
 mod rules;
 

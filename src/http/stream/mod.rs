@@ -52,6 +52,7 @@ pub fn routes() -> Routes {
         .route(USER_OP, user)
         .route(SEARCH_OP, search)
         .route(GROUP_OP, group)
+        .route(LIST_OP, list)
         .route(MULTIPLEXED_OP, ws_session::multiplexed)
 }
 
@@ -172,6 +173,39 @@ const GROUP_OP: Op = Op {
 /// `GET /api/v1/stream/group?id=G`: a group's statuses and their deletes.
 pub async fn group(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Group).await
+}
+
+const LIST_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/stream/list",
+    tag: "streams",
+    summary:
+        "Statuses of a list's members as they are posted, and their deletes (the list's owner only)",
+    auth: Auth::Stream,
+    query: &[
+        ("id", "The list (required)."),
+        (
+            "access_token",
+            "The JWT, for clients that cannot set headers.",
+        ),
+        ("last_event_id", "Resume after this id."),
+        ("count", "Replay the newest N first."),
+        (
+            "since",
+            "Open at the first buffered event at or after this time.",
+        ),
+    ],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Stream,
+    errors: &[400, 401, 403, 404, 429, 503],
+};
+
+/// `GET /api/v1/stream/list?id=L`: the statuses of a list's members and
+/// their deletes.
+pub async fn list(State(state): State<AppState>, req: Request) -> Response {
+    serve(state, req, Kind::List).await
 }
 
 async fn serve(state: AppState, req: Request, kind: Kind) -> Response {

@@ -13,7 +13,7 @@ use crate::state::AppState;
 use crate::stream::feed::{Replay, MAX_COUNT};
 use crate::stream::rule_set::{self, RuleSet, MAX_ADHOC_RULES};
 use crate::stream::stream_limits::StreamGuard;
-use crate::stream::want::{group_stream, Part, Want, MAX_PARTITIONS};
+use crate::stream::want::{group_stream, list_stream, ListView, Part, Want, MAX_PARTITIONS};
 use crate::stream::wire::{Encoder, Transport};
 use crate::stream::{EventId, Feed};
 use axum::extract::{FromRequestParts, Query};
@@ -39,17 +39,20 @@ pub enum Kind {
     Search,
     /// A group's statuses.
     Group,
+    /// The statuses of a list's members.
+    List,
 }
 
 impl Kind {
     /// Every stream, in the order error messages list them.
-    const ALL: [Kind; 6] = [
+    const ALL: [Kind; 7] = [
         Kind::Filter,
         Kind::User,
         Kind::Sample,
         Kind::Firehose,
         Kind::Search,
         Kind::Group,
+        Kind::List,
     ];
 
     /// Its name (the multiplexed socket's `stream`, the path's last part).
@@ -61,6 +64,7 @@ impl Kind {
             Kind::User => "user",
             Kind::Search => "search",
             Kind::Group => "group",
+            Kind::List => "list",
         }
     }
 
@@ -97,6 +101,8 @@ pub struct Ask {
     pub rules: Option<Result<serde_json::Value, String>>,
     /// The group of a group stream (`id` in a URL, `group` in a message).
     pub group: Option<String>,
+    /// The list of a list stream (`id` in a URL, `list` in a message).
+    pub list: Option<String>,
     /// `partition` (1-based) and `partitions`, as written.
     pub partition: (Option<String>, Option<String>),
 }
@@ -138,6 +144,7 @@ impl Ask {
             count: q.get("count").cloned(),
             since: q.get("since").cloned(),
             group: q.get("id").cloned(),
+            list: q.get("id").cloned(),
             partition: (q.get("partition").cloned(), q.get("partitions").cloned()),
             rules: q
                 .get("rules")
@@ -151,6 +158,7 @@ impl Ask {
         let mut rules = None;
         let mut name = kind.name();
         let mut group = None;
+        let mut list = None;
         let rule = match kind {
             Kind::Firehose => {
                 auth.require(SCOPE_FIREHOSE)?;
@@ -198,6 +206,12 @@ impl Ask {
                 group = Some(gid);
                 Rule::Filter(FilterSpec::default())
             }
+            Kind::List => {
+                let view = own_list(state, auth, self.list.as_deref()).await?;
+                name = list_stream(view.id);
+                list = Some(view);
+                Rule::Filter(FilterSpec::default())
+            }
         };
         if let Some(set) = &rules {
             if state.hub.rules_filed() + set.exprs().len() > state.cfg.max_stream_rules {
@@ -209,10 +223,11 @@ impl Ask {
                 .retry_after(30));
             }
         }
-        let mut want = match (rules, group) {
-            (_, Some(gid)) => Want::group(gid),
-            (Some(set), None) => Want::rules(rule, set),
-            (None, None) => Want::rule(rule),
+        let mut want = match (rules, group, list) {
+            (_, _, Some(view)) => Want::list(view),
+            (_, Some(gid), None) => Want::group(gid),
+            (Some(set), None, None) => Want::rules(rule, set),
+            (None, None, None) => Want::rule(rule),
         };
         want.part = self.part(kind)?;
         Ok(Asked {
@@ -348,9 +363,38 @@ pub async fn readable_group(
     }
 }
 
-/// After subscribing to a group: whether the reader may still read it (a
-/// leave that raced the subscription is caught here, or by the hub).
+/// The caller's list a list stream names, with its members and whom the
+/// caller follows: 400 without one, 404 for one that is not theirs.
+async fn own_list(state: &AppState, auth: &AuthUser, raw: Option<&str>) -> ApiResult<ListView> {
+    let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
+        return Err(ApiError::invalid(
+            "invalid_list",
+            "Name the list: id=<list id> (list on a WebSocket).",
+        ));
+    };
+    let lid = crate::http::path_id(raw, "list")?;
+    let members = state.store.list_members(auth.uid, lid).await?;
+    let following = state.store.following_ids(auth.uid).await?;
+    Ok(ListView {
+        id: lid,
+        owner: auth.uid,
+        version: members.version,
+        members: members.ids.into_iter().collect(),
+        following: following.into_iter().collect(),
+    })
+}
+
+/// After subscribing to a group or list: whether the reader may still read
+/// it (a leave or delete that raced the subscription is caught here, or by
+/// the hub).
 pub async fn still_reads(state: &AppState, auth: &AuthUser, want: &Want) -> ApiResult<bool> {
+    if let Some(view) = &want.list {
+        return match state.store.list(auth.uid, view.id).await {
+            Ok(_) => Ok(true),
+            Err(crate::store::StoreError::NotFound(_)) => Ok(false),
+            Err(e) => Err(e.into()),
+        };
+    }
     match want.group {
         Some(gid) => Ok(may_read_group(state, Some(auth), gid).await? == Some(true)),
         None => Ok(true),
@@ -442,7 +486,8 @@ pub async fn prepare(
     let want = asked.want.clone();
     feed.subscribe(name, asked.want, asked.replay).await?;
     if !still_reads(state, &auth, &want).await? {
-        return Err(ApiError::not_found("No such group."));
+        let what = if want.list.is_some() { "list" } else { "group" };
+        return Err(ApiError::not_found(format!("No such {what}.")));
     }
     tracing::info!(
         uid = auth.uid,

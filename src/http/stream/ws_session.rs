@@ -16,7 +16,10 @@ use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
 use crate::stream::frame::Control;
 use crate::stream::stream_limits::StreamGuard;
-use crate::stream::want::group_stream;
+use crate::stream::want::{group_stream, is_group_stream, is_list_stream, list_stream};
+
+/// A keyed stream's subscription name of an id, and its test of a name.
+type KeyedStream = (fn(u64) -> &'static str, fn(&str) -> bool);
 use crate::stream::wire::{self, Encoder, Transport};
 use crate::stream::ws_codec::{self, close, op, Handshake, Message, Reader};
 use crate::stream::{Feed, Out};
@@ -179,6 +182,7 @@ struct ControlMsg {
     since: Option<Scalar>,
     rules: Option<serde_json::Value>,
     group: Option<Scalar>,
+    list: Option<Scalar>,
     partition: Option<Scalar>,
     partitions: Option<Scalar>,
 }
@@ -236,6 +240,7 @@ impl ControlMsg {
             since: self.since.as_ref().map(Scalar::text),
             rules: self.rules.clone().map(Ok),
             group: self.group.as_ref().map(Scalar::text),
+            list: self.list.as_ref().map(Scalar::text),
             partition: (
                 self.partition.as_ref().map(Scalar::text),
                 self.partitions.as_ref().map(Scalar::text),
@@ -268,18 +273,27 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
     let Some(kind) = msg.stream.as_deref().and_then(Kind::named) else {
         feed.push_control(ws_error(
             "invalid_stream",
-            "stream must be one of filter, user, sample, firehose, search, group.".into(),
+            "stream must be one of filter, user, sample, firehose, search, group, list.".into(),
             msg.stream.as_deref(),
         ));
         return;
     };
     let name = kind.name();
-    // A group stream's messages name their group.
-    let group = msg.group.as_ref().map(Scalar::text);
+    // A group's or list's stream: its messages name it.
+    let (field, keyed): (&str, Option<KeyedStream>) = match kind {
+        Kind::Group => ("group", Some((group_stream, is_group_stream))),
+        Kind::List => ("list", Some((list_stream, is_list_stream))),
+        _ => ("", None),
+    };
+    let key = match kind {
+        Kind::Group => msg.group.as_ref().map(Scalar::text),
+        Kind::List => msg.list.as_ref().map(Scalar::text),
+        _ => None,
+    };
     let refuse = |feed: &mut Feed, e: ApiError| {
         let mut detail = e.detail;
-        if let Some(g) = &group {
-            detail.insert("group".into(), g.clone().into());
+        if let Some(k) = &key {
+            detail.insert(field.into(), k.clone().into());
         }
         feed.push_control(Control::Error {
             code: e.code,
@@ -295,11 +309,13 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
                 Err(e) => return refuse(feed, e),
             };
             let gid = asked.want.group.map(|g| g.to_string());
+            let lid = asked.want.list.as_ref().map(|l| l.id.to_string());
             let want = asked.want.clone();
             // Confirm first, so the replayed events follow the confirmation.
             feed.push_control(Control::Subscribed {
                 stream: name,
                 group: gid,
+                list: lid,
             });
             let subscribed = feed.subscribe(asked.name, asked.want, asked.replay).await;
             match still_reads(state, auth, &want).await {
@@ -310,25 +326,34 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
                 }
                 Ok(false) => {
                     feed.unsubscribe(asked.name);
-                    refuse(feed, ApiError::not_found("No such group."));
+                    refuse(feed, ApiError::not_found(format!("No such {field}.")));
                 }
             }
         }
-        "unsubscribe" if kind == Kind::Group => {
-            let gone = match group.as_deref().map(|g| g.trim().parse::<u64>()) {
-                None => feed.unsubscribe_groups(),
-                Some(Ok(gid)) if feed.unsubscribe(group_stream(gid)) => 1,
+        "unsubscribe" if keyed.is_some() => {
+            let Some((named, is)) = keyed else { return };
+            let gone = match key.as_deref().map(|g| g.trim().parse::<u64>()) {
+                None => feed.unsubscribe_all(is),
+                Some(Ok(id)) if feed.unsubscribe(named(id)) => 1,
                 Some(_) => 0,
             };
             if gone > 0 {
+                let (group, list) = match kind {
+                    Kind::List => (None, key.clone()),
+                    _ => (key.clone(), None),
+                };
                 feed.push_control(Control::Unsubscribed {
                     stream: name,
-                    group: group.clone(),
+                    group,
+                    list,
                 });
             } else {
                 refuse(
                     feed,
-                    ApiError::invalid("not_subscribed", "There is no such group subscription."),
+                    ApiError::invalid(
+                        "not_subscribed",
+                        format!("There is no such {field} subscription."),
+                    ),
                 );
             }
         }
@@ -337,6 +362,7 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
                 feed.push_control(Control::Unsubscribed {
                     stream: name,
                     group: None,
+                    list: None,
                 });
             } else {
                 feed.push_control(ws_error(

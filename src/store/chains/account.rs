@@ -157,6 +157,7 @@ impl Store {
             self.leave(cid, uid, true).await
         })
         .await?;
+        self.drop_lists(uid).await?;
         // What is left is the user's own keys, all in their slot.
         let k = &self.keys;
         let mut conn = self.conn();
@@ -190,6 +191,7 @@ impl Store {
             .arg(k.rule_values(uid))
             .arg(k.rule_order(uid))
             .arg(k.bookmarks(uid))
+            .arg(k.lists(uid))
             .query_async(&mut conn)
             .await?;
         self.finish_with(owed, Vec::new()).await

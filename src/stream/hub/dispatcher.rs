@@ -6,6 +6,7 @@ use super::conn::{stalled, ClientConn};
 use super::groups::GroupSubs;
 use super::helpers::HELPER_BACKLOG;
 use super::helpers::{Helper, Job, Pace};
+use super::lists::ListSubs;
 use super::rules::RuleSubs;
 use super::{Cmd, Msg, SHUTDOWN};
 use crate::hides::{self, Change, Hides};
@@ -41,7 +42,7 @@ pub(super) struct Viewer {
 /// stream (their home's) any relation, on every other stream being blocked
 /// by whoever caused it.
 pub fn hide_mask(stream: &str) -> u8 {
-    if stream == "user" {
+    if stream == "user" || crate::stream::want::is_list_stream(stream) {
         hides::FEED
     } else {
         hides::UNSEEABLE
@@ -99,6 +100,7 @@ pub(super) struct Dispatcher {
     pub(super) rule_subs: RuleSubs,
     /// Group streams.
     pub(super) group_subs: GroupSubs,
+    pub(super) list_subs: ListSubs,
     /// The hub's own commands (a reload of rules answers through it).
     pub(super) cmds: mpsc::UnboundedSender<Cmd>,
 }
@@ -161,6 +163,7 @@ impl Dispatcher {
             via_helpers: true,
             rule_subs: RuleSubs::default(),
             group_subs: GroupSubs::default(),
+            list_subs: ListSubs::default(),
             cmds,
         }
     }
@@ -264,6 +267,7 @@ impl Dispatcher {
                     rules,
                     group,
                     part,
+                    list,
                 } = want;
                 if let Some(part) = part {
                     self.parted.insert(sub, part);
@@ -279,8 +283,12 @@ impl Dispatcher {
                 if let Some(gid) = group {
                     self.group_subs.add(sub, gid, conn.uid);
                 }
+                let list_gone = list.is_some_and(|view| !self.list_subs.add(sub, (*view).clone()));
                 self.conns.entry(conn.id).or_default().push(sub);
                 self.subs.insert(sub, SubEntry { conn, stream });
+                if list_gone {
+                    self.end_subs(vec![sub], "list_deleted", "The list was deleted.");
+                }
                 let _ = ack.send(());
             }
             Cmd::Rules { uid, set } => self.rule_subs.replace(uid, set),
@@ -386,13 +394,20 @@ impl Dispatcher {
     /// `uid` left private group `gid`: their streams of it get nothing
     /// more; a connection with nothing else subscribed ends.
     fn group_left(&mut self, gid: u64, uid: u64) {
-        for sub in self.group_subs.left(gid, uid) {
+        let subs = self.group_subs.left(gid, uid);
+        self.end_subs(subs, "group_left", "You no longer read this group.");
+    }
+
+    /// Ends `subs`; a connection left with nothing subscribed ends with
+    /// `code` and `message`.
+    fn end_subs(&mut self, subs: Vec<SubId>, code: &'static str, message: &'static str) {
+        for sub in subs {
             let Some(conn) = self.subs.get(&sub).map(|e| e.conn.clone()) else {
                 continue;
             };
             self.remove_sub(sub);
             if !self.conns.contains_key(&conn.id) {
-                conn.kill("group_left", "You no longer read this group.");
+                conn.kill(code, message);
             }
         }
     }
@@ -427,6 +442,7 @@ impl Dispatcher {
         self.index.remove(sub);
         self.rule_subs.remove(sub);
         self.group_subs.remove(sub);
+        self.list_subs.remove(sub);
         if let Some(entry) = self.subs.remove(&sub) {
             self.drop_viewer(entry.conn.uid);
             if let Some(list) = self.conns.get_mut(&entry.conn.id) {
@@ -444,6 +460,7 @@ impl Dispatcher {
             self.index.remove(sub);
             self.rule_subs.remove(sub);
             self.group_subs.remove(sub);
+            self.list_subs.remove(sub);
             if let Some(entry) = self.subs.remove(&sub) {
                 self.drop_viewer(entry.conn.uid);
             }
@@ -533,6 +550,10 @@ impl Dispatcher {
             Some(Incoming::SessionRevoked(sid)) => self.revoke(sid),
             Some(Incoming::Relation(changes)) => self.relations(changes),
             Some(Incoming::GroupLeft(gid, uid)) => self.group_left(gid, uid),
+            Some(Incoming::ListChanged(change)) => {
+                let ended = self.list_subs.changed(change);
+                self.end_subs(ended, "list_deleted", "The list was deleted.");
+            }
             Some(Incoming::Suspended(uid, on)) => self.suspended(uid, on),
             Some(Incoming::RulesChanged(uid, version)) => {
                 if self.rule_subs.changed(uid, version) {
@@ -579,6 +600,7 @@ impl Dispatcher {
         let mut out = std::mem::take(&mut self.out);
         self.index.route(&frame.routing(), &mut out);
         self.group_subs.route(&frame, &mut out);
+        self.list_subs.route(&frame, &mut out);
         let copies = self.rule_subs.route(&frame, &mut out);
         self.drop_hidden(&frame, &mut out);
         self.deliver(&frame, &out, direct);
@@ -605,6 +627,7 @@ impl Dispatcher {
         drop(events);
         for (frame, out) in frames.iter().zip(outs.iter_mut()) {
             self.group_subs.route(frame, out);
+            self.list_subs.route(frame, out);
             let copies = self.rule_subs.route(frame, out);
             self.drop_hidden(frame, out);
             self.deliver(frame, out, false);

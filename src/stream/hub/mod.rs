@@ -12,6 +12,7 @@ mod conn;
 mod dispatcher;
 mod groups;
 mod helpers;
+mod lists;
 mod rules;
 mod subscriber;
 #[cfg(test)]

@@ -1,0 +1,405 @@
+//! Lists: a user's own lists of accounts (create, read, rename, delete),
+//! their members, and the list timeline (`store::lists`). Only the owner
+//! sees a list: another user's list id is 404. The list stream is
+//! `http::stream` (`/api/v1/stream/list`).
+
+use super::extract::idempotency_key;
+use super::openapi::{Auth, Op, Params, Reply};
+use super::paging::{json_page, paging, user_paging, UserPage};
+use super::routes::Routes;
+use super::visibility::only_visible_hiding;
+use super::{detached, path_id, JsonBody, JsonId};
+use crate::auth::{AuthUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::hides;
+use crate::state::AppState;
+use crate::store::lists::{ListInfo, MemberChange, MAX_MEMBERS_A_CALL};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Longest list title, in characters.
+pub const MAX_TITLE_CHARS: usize = 50;
+
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(CREATE_OP, create)
+        .route(INDEX_OP, index)
+        .route(SHOW_OP, show)
+        .route(UPDATE_OP, update)
+        .route(DESTROY_OP, destroy)
+        .route(ADD_OP, add_members)
+        .route(REMOVE_OP, remove_members)
+        .route(MEMBERS_OP, members)
+        .route(TIMELINE_OP, timeline)
+        .schema(
+            "List",
+            json!({"type": "object", "required": ["id", "title", "members"], "properties": {
+                "id": {"type": "string"},
+                "title": {"type": "string"},
+                "members": {"type": "integer", "minimum": 0, "description": "How many members."},
+            }}),
+        )
+        .schema(
+            "NewList",
+            json!({"type": "object", "required": ["title"], "properties": {
+                "title": {"type": "string", "minLength": 1, "maxLength": MAX_TITLE_CHARS, "pattern": super::openapi::readable_pattern()},
+            }}),
+        )
+        .schema(
+            "ListBatch",
+            json!({"type": "object", "required": ["ids"], "properties": {
+                "ids": {"type": "array", "maxItems": MAX_MEMBERS_A_CALL,
+                    "items": {"type": ["string", "integer"], "maxLength": super::MAX_ID_CHARS},
+                    "description": "User ids (strings or numbers)."},
+            }}),
+        )
+}
+
+/// A list as its owner reads it.
+fn list_json(list: &ListInfo) -> Value {
+    json!({
+        "id": list.id.to_string(),
+        "title": list.title,
+        "members": list.members,
+    })
+}
+
+/// Body of `POST /api/v1/lists` and `PATCH /api/v1/lists/{id}`.
+#[derive(Debug, Deserialize)]
+pub struct NewList {
+    /// 1-50 characters.
+    pub title: String,
+}
+
+/// A title: 1-50 characters, readable.
+fn check_title(title: &str) -> ApiResult<()> {
+    let n = title.chars().count();
+    if n == 0 || n > MAX_TITLE_CHARS || crate::text::unreadable(title).is_some() {
+        return Err(ApiError::invalid(
+            "invalid_title",
+            format!("title must be 1 to {MAX_TITLE_CHARS} characters, not only white space."),
+        ));
+    }
+    Ok(())
+}
+
+const CREATE_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/lists",
+    tag: "lists",
+    summary: "Make a list (at most 100 a user, then 400 too_many_lists; honours Idempotency-Key)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("NewList"),
+    status: 201,
+    params: Params::None,
+    reply: Reply::Schema("List"),
+    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
+};
+
+/// `POST /api/v1/lists`.
+pub async fn create(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody<NewList>,
+) -> ApiResult<Response> {
+    auth.require(SCOPE_WRITE)?;
+    check_title(&body.title)?;
+    let idem = idempotency_key(&headers)?;
+    state.rate.write(auth.uid).await?;
+    let (store, uid) = (state.store.clone(), auth.uid);
+    let list =
+        detached(async move { Ok(store.create_list(uid, &body.title, idem.as_deref()).await?) })
+            .await?;
+    Ok((StatusCode::CREATED, Json(list_json(&list))).into_response())
+}
+
+const INDEX_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/lists",
+    tag: "lists",
+    summary: "Your lists, oldest first",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r##"{"type":"object","required":["lists"],"properties":{"lists":{"type":"array","items":{"$ref":"#/components/schemas/List"}}}}"##,
+    ),
+    errors: &[401, 503],
+};
+
+/// `GET /api/v1/lists`.
+pub async fn index(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
+    let lists = state.store.lists(auth.uid).await?;
+    Ok(Json(
+        json!({ "lists": lists.iter().map(list_json).collect::<Vec<_>>() }),
+    ))
+}
+
+const SHOW_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/lists/{id}",
+    tag: "lists",
+    summary: "One of your lists (another user's is 404)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("List"),
+    errors: &[401, 404, 503],
+};
+
+/// `GET /api/v1/lists/{id}`.
+pub async fn show(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let lid = path_id(&id, "list")?;
+    Ok(Json(list_json(&state.store.list(auth.uid, lid).await?)))
+}
+
+const UPDATE_OP: Op = Op {
+    method: "patch",
+    path: "/api/v1/lists/{id}",
+    tag: "lists",
+    summary: "Rename one of your lists",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("NewList"),
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("List"),
+    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
+};
+
+/// `PATCH /api/v1/lists/{id}`.
+pub async fn update(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<NewList>,
+) -> ApiResult<Json<Value>> {
+    auth.require(SCOPE_WRITE)?;
+    let lid = path_id(&id, "list")?;
+    check_title(&body.title)?;
+    state.rate.write(auth.uid).await?;
+    let list = state.store.rename_list(auth.uid, lid, &body.title).await?;
+    Ok(Json(list_json(&list)))
+}
+
+const DESTROY_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/lists/{id}",
+    tag: "lists",
+    summary: "Delete one of your lists (its open streams end with list_deleted)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 204,
+    params: Params::None,
+    reply: Reply::Empty,
+    errors: &[401, 403, 404, 429, 503],
+};
+
+/// `DELETE /api/v1/lists/{id}`.
+pub async fn destroy(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    auth.require(SCOPE_WRITE)?;
+    let lid = path_id(&id, "list")?;
+    state.rate.write(auth.uid).await?;
+    let (store, uid) = (state.store.clone(), auth.uid);
+    detached(async move { Ok(store.delete_list(uid, lid).await?) }).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Body of the member calls.
+#[derive(Debug, Deserialize)]
+pub struct ListBatch {
+    /// User ids (strings or numbers), at most 100.
+    pub ids: Vec<JsonId>,
+}
+
+const ADD_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/lists/{id}/members",
+    tag: "lists",
+    summary: "Add up to 100 users to a list (at most 5,000 members, then 400 too_many_members); per id, whether they are a member after the call",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("ListBatch"),
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("BatchReply"),
+    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
+};
+
+/// `POST /api/v1/lists/{id}/members`.
+pub async fn add_members(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<ListBatch>,
+) -> ApiResult<Json<Value>> {
+    change(state, auth, id, body, MemberChange::Add).await
+}
+
+const REMOVE_OP: Op = Op {
+    method: "delete",
+    path: "/api/v1/lists/{id}/members",
+    tag: "lists",
+    summary: "Take up to 100 users out of a list; per id, whether they are a member after the call",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("ListBatch"),
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("BatchReply"),
+    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
+};
+
+/// `DELETE /api/v1/lists/{id}/members`.
+pub async fn remove_members(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<ListBatch>,
+) -> ApiResult<Json<Value>> {
+    change(state, auth, id, body, MemberChange::Remove).await
+}
+
+/// Adds or removes members: an add takes only users who exist and do not
+/// block the caller; the answer says, per id as sent, whether that user is
+/// a member after the call.
+async fn change(
+    state: AppState,
+    auth: AuthUser,
+    id: String,
+    body: ListBatch,
+    change: MemberChange,
+) -> ApiResult<Json<Value>> {
+    auth.require(SCOPE_WRITE)?;
+    let lid = path_id(&id, "list")?;
+    if !body.ids.iter().all(JsonId::is_whole) {
+        return Err(ApiError::invalid(
+            "invalid_ids",
+            "ids must be strings of at most 20 characters or whole numbers.",
+        ));
+    }
+    if body.ids.len() > MAX_MEMBERS_A_CALL {
+        return Err(ApiError::invalid(
+            "too_many_ids",
+            format!("Give at most {MAX_MEMBERS_A_CALL} ids a call."),
+        ));
+    }
+    state.rate.write(auth.uid).await?;
+    let mut seen = HashSet::new();
+    let ids: Vec<u64> = body
+        .ids
+        .iter()
+        .filter_map(JsonId::parse)
+        .filter(|id| seen.insert(*id))
+        .collect();
+    let uid = auth.uid;
+    let worked = match change {
+        MemberChange::Remove => ids.clone(),
+        MemberChange::Add => {
+            let relations = state.store.hides(uid).await?;
+            let exist = state.store.users_exist(&ids).await?;
+            ids.iter()
+                .zip(exist)
+                .filter(|(id, exists)| *exists && relations.bits(**id) & hides::BLOCKED_BY == 0)
+                .map(|(id, _)| *id)
+                .collect()
+        }
+    };
+    let store = state.store.clone();
+    detached(async move { Ok(store.change_members(uid, lid, change, &worked).await?) }).await?;
+    let now_members = state.store.are_members(uid, lid, &ids).await?;
+    let member: HashMap<u64, bool> = ids.iter().copied().zip(now_members).collect();
+    let results: BTreeMap<String, bool> = body
+        .ids
+        .iter()
+        .map(|raw| {
+            let is = raw
+                .parse()
+                .and_then(|id| member.get(&id).copied())
+                .unwrap_or(false);
+            (raw.raw(), is)
+        })
+        .collect();
+    Ok(Json(json!({ "results": results })))
+}
+
+const MEMBERS_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/lists/{id}/members",
+    tag: "lists",
+    summary: "A list's members, oldest member first",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::FollowPaging,
+    reply: Reply::Schema("UserPage"),
+    errors: &[400, 401, 404, 503],
+};
+
+/// `GET /api/v1/lists/{id}/members`.
+pub async fn members(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<UserPage>> {
+    let lid = path_id(&id, "list")?;
+    let (cursor, count) = user_paging(&q)?;
+    let page = state
+        .store
+        .member_page(auth.uid, lid, &cursor, count)
+        .await?;
+    UserPage::of(&state, page).await
+}
+
+const TIMELINE_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/timelines/list/{id}",
+    tag: "timelines",
+    summary: "A list's timeline: its members' statuses, newest first, paged as the home timeline",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::Paging,
+    reply: Reply::List("Status"),
+    errors: &[400, 401, 404, 503],
+};
+
+/// `GET /api/v1/timelines/list/{id}`: what the caller may see of it, less
+/// anyone they block or mute or who blocks them.
+pub async fn timeline(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    let lid = path_id(&id, "list")?;
+    let (page, count) = paging(&q)?;
+    let statuses = state.store.list_page(auth.uid, lid, page, count).await?;
+    Ok(json_page(
+        &only_visible_hiding(&state, Some(&auth), statuses, hides::FEED).await?,
+    ))
+}
