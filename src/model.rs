@@ -153,6 +153,9 @@ pub struct Status {
     /// (never in JSON).
     #[serde(skip)]
     pub group_private: bool,
+    /// When it was last edited (absent if never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_at: Option<f64>,
     /// Likes, reposts and replies it has (read at the time of the answer;
     /// always the last fields, see `store::cache`).
     #[serde(flatten)]
@@ -268,6 +271,7 @@ impl Status {
             audience: h.get("audience").cloned(),
             group_id: h.get("group_id").cloned(),
             group_private: h.get("group_private").is_some_and(|v| v == "1"),
+            edited_at: h.get("edited_at").and_then(|v| v.parse().ok()),
             counts: Counts::from_hash(h),
         })
     }
@@ -425,6 +429,24 @@ pub enum Event {
         /// user streams of its followers (and its own) get the reply.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         audience: Option<IdString>,
+    },
+    /// A status was edited: its new version, to every stream that got
+    /// the status (the hub routes it by `previous`, the text it had); a
+    /// stream that matches only the new text gets it as a `status`.
+    Update {
+        /// When it was edited.
+        at: f64,
+        /// The status as edited (counts as they were).
+        status: Status,
+        /// The author's account is private.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        private: bool,
+        /// For a reply to a private account's status: that account.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        audience: Option<IdString>,
+        /// The text before the edit.
+        #[serde(default)]
+        previous: String,
     },
     /// A status was deleted.
     Delete {
@@ -624,6 +646,7 @@ impl Event {
         Some(match self {
             Event::Status { .. } => "status",
             Event::Delete { .. } => "delete",
+            Event::Update { .. } => "update",
             Event::Follow { .. } => "follow",
             Event::Unfollow { .. } => "unfollow",
             Event::User { .. } => "user",

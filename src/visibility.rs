@@ -89,6 +89,11 @@ impl Sight {
         &self.relations
     }
 
+    /// The store it reads.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// Reads in one pipeline each what judging these statuses and authors
     /// will ask (the statuses' existence, the accounts) and is not known
     /// yet.

@@ -378,6 +378,7 @@ impl World {
             audience: None,
             group_id: None,
             group_private: false,
+            edited_at: None,
             counts: Default::default(),
             message,
             posted: 0.0,

@@ -10,12 +10,14 @@ pub mod bookmarks;
 pub mod conversations;
 pub mod cors;
 pub mod demo;
+pub mod edits;
 pub mod extract;
 pub mod follows;
 pub mod groups;
 pub mod history;
 pub mod likes;
 pub mod lists;
+pub mod mentions;
 pub mod openapi;
 pub mod ops;
 pub mod paging;
@@ -64,6 +66,7 @@ pub fn routes() -> routes::Routes {
         .merge(account::routes())
         .merge(sessions::routes())
         .merge(statuses::routes())
+        .merge(edits::routes())
         .merge(timelines::routes())
         .merge(follows::routes())
         .merge(likes::routes())

@@ -1,6 +1,7 @@
 //! Statuses: post, read, delete.
 
 use super::extract::idempotency_key;
+use super::mentions::resolve_mentions;
 use super::openapi::{Auth, Op, Params, Reply};
 use super::routes::Routes;
 use super::visibility::visible;
@@ -133,6 +134,7 @@ pub async fn repost(
             audience: None,
             group_id: None,
             group_private: false,
+            edited_at: None,
             counts: Default::default(),
         };
         let opts = PostOptions {
@@ -530,32 +532,18 @@ async fn publish(
         }
     };
     let group = posting_group(&state, &auth, body.group_id.as_ref(), parent_group).await?;
-    let mut mentions = Vec::new();
-    let mut mentioned = Vec::new();
-    for login in text::mentions(&body.message) {
-        if let Some(uid) = state.store.lookup(&login).await? {
-            mentions.push(login);
-            // Of a private account, only those who may see it hear of it.
-            let mut sees =
-                !auth.private || uid == auth.uid || state.store.is_following(uid, auth.uid).await?;
-            if let Some(p) = audience.as_deref().and_then(|p| p.parse::<u64>().ok()) {
-                sees = sees && (uid == p || state.store.is_following(uid, p).await?);
-            }
-            // Of a private group, only its members.
-            if let Some(g) = group.as_ref().filter(|g| g.kind == "private") {
-                let gid = g.id.parse().unwrap_or(0);
-                sees = sees
-                    && state
-                        .store
-                        .group_standing(gid, uid)
-                        .await?
-                        .is_some_and(|s| s.role.is_some());
-            }
-            if sees && !mentioned.contains(&uid) {
-                mentioned.push(uid);
-            }
-        }
-    }
+    let private_group = group
+        .as_ref()
+        .filter(|g| g.kind == "private")
+        .and_then(|g| g.id.parse().ok());
+    let (mentions, mentioned) = resolve_mentions(
+        &state,
+        &auth,
+        &body.message,
+        audience.as_deref(),
+        private_group,
+    )
+    .await?;
     let (sid, posted) = state.store.next_status_id().await?;
     let status = Status {
         id: sid.to_string(),
@@ -568,6 +556,7 @@ async fn publish(
         audience,
         group_private: group.as_ref().is_some_and(|g| g.kind == "private"),
         group_id: group.map(|g| g.id),
+        edited_at: None,
         counts: Default::default(),
         message: body.message,
         posted,

@@ -434,6 +434,11 @@ impl Keys {
     pub fn status(&self, sid: u64) -> String {
         format!("{}:status:{{s{sid}}}", self.prefix)
     }
+    /// LIST: a status's versions, oldest first, once it was edited
+    /// (`{message, hashtags, mentions, at}` JSON each).
+    pub fn status_versions(&self, sid: u64) -> String {
+        format!("{}:status:{{s{sid}}}:versions", self.prefix)
+    }
     /// HASH: session id -> user id, where the first layouts kept the
     /// clean-up's index (moved to [`Keys::session_index`] by
     /// `store::migrate`).

@@ -44,6 +44,7 @@ pub mod keys;
 pub mod leases;
 pub mod likes;
 pub mod lists;
+pub use chains::edit::{EditRefused, Edited, EDIT_WINDOW, MAX_EDITS};
 pub mod migrate;
 pub mod moderation;
 pub mod outbox;
@@ -164,6 +165,7 @@ pub struct Scripts {
     pub(crate) rules_add: Script,
     pub(crate) bookmark_add: Script,
     pub(crate) list_create: Script,
+    pub(crate) status_edit: Script,
     pub(crate) list_title: Script,
     pub(crate) list_drop: Script,
     pub(crate) list_members: Script,
@@ -228,6 +230,7 @@ impl Scripts {
             rules_add: Script::new(include_str!("lua/rules_add.lua")),
             bookmark_add: Script::new(include_str!("lua/bookmark_add.lua")),
             list_create: Script::new(include_str!("lua/list_create.lua")),
+            status_edit: Script::new(include_str!("lua/status_edit.lua")),
             list_title: Script::new(include_str!("lua/list_title.lua")),
             list_drop: Script::new(include_str!("lua/list_drop.lua")),
             list_members: Script::new(include_str!("lua/list_members.lua")),

@@ -220,6 +220,25 @@ pub enum Op {
         /// For the idle clean-up: end only those not seen since.
         cutoff: Option<f64>,
     },
+    /// An edit of status `sid` by `uid` (`chains/edit.rs`).
+    Edit {
+        /// The status.
+        sid: u64,
+        /// Who edits it (only its author may).
+        uid: u64,
+        /// The new text.
+        message: String,
+        /// Its hashtags.
+        hashtags: Vec<String>,
+        /// The logins it mentions that belong to users.
+        mentions: Vec<String>,
+        /// Mentioned users who may see it (its mentions timelines).
+        mentioned: Vec<u64>,
+        /// Whether the author's account is private.
+        private: bool,
+        /// Time of the edit.
+        at: f64,
+    },
     /// A login or email change.
     Rename {
         /// The user.
@@ -251,6 +270,7 @@ impl Op {
                 fields.get("uid").and_then(|u| u.parse().ok()).unwrap_or(0),
             )),
             Op::Delete { uid, .. }
+            | Op::Edit { uid, .. }
             | Op::Message { uid, .. }
             | Op::DeleteAccount { uid, .. }
             | Op::Suspend { uid, .. }
@@ -533,6 +553,7 @@ impl Store {
             Op::User { .. } => self.run_user(owed).await.map(|_| ()),
             Op::Post { .. } => self.run_post(owed).await.map(|_| ()),
             Op::Delete { .. } => self.run_delete(owed).await.map(|_| ()),
+            Op::Edit { .. } => self.run_edit(owed).await.map(|_| ()),
             Op::Follow { .. } => self.run_follow(owed).await.map(|_| ()),
             Op::Like { .. } => self.run_like(owed).await.map(|_| ()),
             Op::Request { .. } => self.run_request(owed).await.map(|_| ()),

@@ -40,6 +40,19 @@ pub struct Frame {
     /// Its outputs deflated, each the first time a compressed connection
     /// needs it, then shared by all of them (see [`Frame::deflated`]).
     deflated: [OnceLock<Deflated>; DEFLATED_FORMS],
+    /// For an `update`: the status as it was and as it is, as `status`
+    /// frames with this id (made when first routed).
+    views: OnceLock<Option<UpdateViews>>,
+}
+
+/// An `update` seen as the `status` events it stands between.
+#[derive(Debug)]
+pub struct UpdateViews {
+    /// The status with its previous text: who it reaches had the status.
+    pub before: Arc<Frame>,
+    /// The status as edited: what a stream that matches only the new text
+    /// gets instead of the update.
+    pub after: Arc<Frame>,
 }
 
 /// The encodings of one event a compressed connection may need: the SSE
@@ -86,6 +99,12 @@ impl Frame {
         use model::Event as E;
         match &self.event {
             E::Status {
+                status,
+                private,
+                audience,
+                ..
+            }
+            | E::Update {
                 status,
                 private,
                 audience,
@@ -162,7 +181,7 @@ impl Frame {
     pub fn partition_key(&self) -> u64 {
         use model::Event as E;
         match &self.event {
-            E::Status { status, .. } => status.id.parse().unwrap_or(0),
+            E::Status { status, .. } | E::Update { status, .. } => status.id.parse().unwrap_or(0),
             E::Delete { status_id, .. } => *status_id,
             E::Follow { source, .. }
             | E::Unfollow { source, .. }
@@ -242,16 +261,98 @@ impl Frame {
             ndjson: Bytes::from(ndjson),
             ids: self.ids.clone(),
             deflated: Default::default(),
+            views: OnceLock::new(),
         })
     }
 
     /// The group of a status event or of a delete's status.
     pub fn group(&self) -> Option<u64> {
         match &self.event {
-            model::Event::Status { status, .. } => status.group_id.as_deref()?.parse().ok(),
+            model::Event::Status { status, .. } | model::Event::Update { status, .. } => {
+                status.group_id.as_deref()?.parse().ok()
+            }
             model::Event::Delete { group_id, .. } => group_id.map(|g| g.0),
             _ => None,
         }
+    }
+
+    /// For an `update`: the status before and after, as `status` frames
+    /// with this event's id (routed as those would be).
+    pub fn update_views(&self) -> Option<&UpdateViews> {
+        let model::Event::Update {
+            at,
+            status,
+            private,
+            audience,
+            previous,
+        } = &self.event
+        else {
+            return None;
+        };
+        self.views
+            .get_or_init(|| {
+                let id = self.id.to_string();
+                let view = |status: model::Status| {
+                    let event = model::Event::Status {
+                        at: *at,
+                        status,
+                        private: *private,
+                        audience: *audience,
+                    };
+                    let mut json = serde_json::to_value(&event).ok()?;
+                    json.as_object_mut()?
+                        .insert("id".into(), serde_json::Value::String(id.clone()));
+                    match parse(&json.to_string())? {
+                        Incoming::Event(frame) => Some(frame),
+                        _ => None,
+                    }
+                };
+                let mut before = status.clone();
+                before.message = previous.clone();
+                before.hashtags = crate::text::hashtags(previous);
+                before.mentions = crate::text::mentions(previous);
+                before.edited_at = None;
+                Some(UpdateViews {
+                    before: view(before)?,
+                    after: view(status.clone())?,
+                })
+            })
+            .as_ref()
+    }
+
+    /// This event carrying `status` (its version now) in place of the one
+    /// it was made with, keeping the counts it had: for a replay.
+    pub fn with_status(&self, mut status: model::Status) -> Option<Arc<Frame>> {
+        use model::Event as E;
+        let mut event = self.event.clone();
+        match &mut event {
+            E::Status { status: s, .. }
+            | E::Update { status: s, .. }
+            | E::Mention { status: s, .. }
+            | E::Repost { status: s, .. } => {
+                status.counts = s.counts;
+                *s = status;
+            }
+            _ => return None,
+        }
+        let mut json = serde_json::to_value(&event).ok()?;
+        let fields = json.as_object_mut()?;
+        fields.insert("id".into(), serde_json::Value::String(self.id.to_string()));
+        // A rule stream's copy keeps its rules.
+        if let Ok(serde_json::Value::Object(mut had)) = serde_json::from_slice(&self.json) {
+            if let Some(rules) = had.remove("matching_rules") {
+                fields.insert("matching_rules".into(), rules);
+            }
+        }
+        match parse(&json.to_string())? {
+            Incoming::Event(frame) => Some(frame),
+            _ => None,
+        }
+    }
+
+    /// Whether this is an `update`.
+    pub fn is_update(&self) -> bool {
+        matches!(self.event, model::Event::Update { .. })
     }
 
     /// The status a `delete` event removes.
@@ -362,7 +463,7 @@ pub fn parse(json: &str) -> Option<Incoming> {
     let id_text = id?;
     let id = EventId::parse(&id_text)?;
     let ids = match &event {
-        E::Status { status, .. } => {
+        E::Status { status, .. } | E::Update { status, .. } => {
             let s = status_ids(status)?;
             Ids {
                 status: Some(s),
@@ -411,6 +512,7 @@ pub fn parse(json: &str) -> Option<Incoming> {
         ndjson: Bytes::from(ndjson),
         ids,
         deflated: Default::default(),
+        views: OnceLock::new(),
     })))
 }
 

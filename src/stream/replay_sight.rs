@@ -73,7 +73,41 @@ impl ReplaySight {
                 kept.push(f);
             }
         }
-        Ok(kept)
+        self.current_versions(kept).await
+    }
+
+    /// The frames with each status as it is now (one edited since the
+    /// event carries its latest version).
+    async fn current_versions(&self, frames: Vec<Arc<Frame>>) -> StoreResult<Vec<Arc<Frame>>> {
+        let sids: Vec<u64> = frames
+            .iter()
+            .filter_map(|f| status_of(&f.event))
+            .filter_map(|s| s.id.parse().ok())
+            .collect();
+        if sids.is_empty() {
+            return Ok(frames);
+        }
+        let now: rustc_hash::FxHashMap<u64, Arc<crate::store::cache::CachedStatus>> = self
+            .sight
+            .store()
+            .statuses(&sids)
+            .await?
+            .into_iter()
+            .filter_map(|(id, s)| Some((id, s?)))
+            .collect();
+        Ok(frames
+            .into_iter()
+            .map(|f| {
+                let current = status_of(&f.event).and_then(|s| {
+                    let c = now.get(&s.id.parse().ok()?)?;
+                    (c.status.edited_at != s.edited_at).then(|| c.status.clone())
+                });
+                match current {
+                    Some(status) => f.with_status(status).unwrap_or(f),
+                    None => f,
+                }
+            })
+            .collect())
     }
 
     /// Whether the reader may see `frame` now.
@@ -117,6 +151,7 @@ impl ReplaySight {
 fn status_of(event: &Event) -> Option<&crate::model::Status> {
     match event {
         Event::Status { status, .. }
+        | Event::Update { status, .. }
         | Event::Mention { status, .. }
         | Event::Repost { status, .. } => Some(status),
         _ => None,

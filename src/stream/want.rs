@@ -199,6 +199,19 @@ impl Want {
         if self.part.is_some_and(|p| !p.holds(frame)) {
             return None;
         }
+        if let Some(views) = frame.update_views() {
+            // An update for a stream that had the status; else the edited
+            // status, for one that the new text alone reaches.
+            return match self.judge_plain(&views.before) {
+                Some(_) => Some(frame.clone()),
+                None => self.judge_plain(&views.after),
+            };
+        }
+        self.judge_plain(frame)
+    }
+
+    /// [`Want::judge`] of any event but an update.
+    fn judge_plain(&mut self, frame: &Arc<Frame>) -> Option<Arc<Frame>> {
         if let Some(gid) = self.group {
             return (frame.group() == Some(gid)).then(|| frame.clone());
         }

@@ -9,6 +9,7 @@ mod common;
 mod account;
 mod bookmarks;
 mod conversations;
+mod edits;
 mod follows;
 mod groups;
 mod lists;

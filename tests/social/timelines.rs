@@ -96,6 +96,7 @@ async fn home_timelines_keep_the_newest_1000() {
             audience: None,
             group_id: None,
             group_private: false,
+            edited_at: None,
             counts: Default::default(),
         };
         store

@@ -3,6 +3,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod edits;
 mod history;
 mod lists;
 mod privacy;

@@ -91,6 +91,7 @@ impl Store {
                 .arg(TOMBSTONE_TTL)
                 .invoke_async(&mut conn)
                 .await?;
+            let _: i64 = conn.del(self.keys.status_versions(sid)).await?;
         }
         self.cache.forget(sid);
         self.counts_cache.forget(sid);
@@ -176,8 +177,15 @@ impl Store {
             let _: () = pipe.query_async(&mut conn).await?;
         }
         if !tags.is_empty() {
-            self.count_trend(sid, status.posted, &tags, Count::Out)
-                .await?;
+            // Counted under its latest version's member (`chains::edit`).
+            let edits = h.get("edits").and_then(|e| e.parse().ok()).unwrap_or(0);
+            self.count_trend(
+                &super::edit::trend_member(sid, edits),
+                status.posted,
+                &tags,
+                Count::Out,
+            )
+            .await?;
         }
         if let Some(original) = status.original_id() {
             let _: Vec<String> = self.repost_claim(original, uid, sid, false).await?;

@@ -5,6 +5,7 @@
 
 mod account;
 mod delete;
+pub(super) mod edit;
 mod follow;
 mod like;
 mod message;
@@ -78,7 +79,7 @@ impl Store {
     /// fall in (each call idempotent in its own slot).
     async fn count_trend(
         &self,
-        sid: u64,
+        member: &str,
         posted: f64,
         tags: &[String],
         count: Count,
@@ -90,7 +91,7 @@ impl Store {
             inv.key(self.keys.trend_bucket(p, minute))
                 .key(self.keys.trend_seen(p, minute))
                 .arg(count.flag())
-                .arg(sid)
+                .arg(member)
                 .arg(TREND_BUCKET_TTL);
             for t in &group {
                 inv.arg(t);

@@ -118,7 +118,7 @@ impl Store {
             let _: () = pipe.query_async(&mut conn).await?;
         }
         if !private && !tags.is_empty() {
-            self.count_trend(sid, status.posted, &tags, Count::In)
+            self.count_trend(&sid.to_string(), status.posted, &tags, Count::In)
                 .await?;
         }
         for id in parent.into_iter().chain(original) {

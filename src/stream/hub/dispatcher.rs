@@ -583,7 +583,10 @@ impl Dispatcher {
         }
         self.last = Some(frame.id);
         inc(&metrics().events_received, 1);
-        if let Some(status_id) = frame.deleted_status() {
+        if let Some(status_id) = frame
+            .deleted_status()
+            .or_else(|| frame.is_update().then(|| frame.status_id()).flatten())
+        {
             // Deleted statuses leave this process's cache (other processes'
             // hubs see the same event).
             self.store.status_cache().forget(status_id);
@@ -596,6 +599,9 @@ impl Dispatcher {
     pub(super) fn dispatch(&mut self, frame: Arc<Frame>, direct: bool) {
         if !self.accept(&frame) || self.by_suspended(&frame) {
             return;
+        }
+        if frame.is_update() {
+            return self.dispatch_update(&frame, direct);
         }
         let mut out = std::mem::take(&mut self.out);
         self.index.route(&frame.routing(), &mut out);
@@ -620,6 +626,15 @@ impl Dispatcher {
             return;
         }
         let mut frames = std::mem::take(batch);
+        if frames.iter().any(|f| f.is_update()) {
+            // Updates route twice (as they were and as they are): rare
+            // enough to take such a batch an event at a time.
+            for frame in frames.drain(..) {
+                self.dispatch(frame, false);
+            }
+            *batch = frames;
+            return;
+        }
         frames.retain(|f| self.accept(f) && !self.by_suspended(f));
         let mut outs = std::mem::take(&mut self.outs);
         let events: Vec<_> = frames.iter().map(|f| f.routing()).collect();
@@ -636,6 +651,40 @@ impl Dispatcher {
         self.outs = outs;
         frames.clear();
         *batch = frames;
+    }
+
+    /// Routes and delivers an `update`: to every subscription the status
+    /// as it was reaches (the streams that got it, as a delete would reach
+    /// them), and as a `status` to those only the edited text reaches.
+    fn dispatch_update(&mut self, frame: &Arc<Frame>, direct: bool) {
+        let Some(views) = frame.update_views() else {
+            return;
+        };
+        let (before, after) = (views.before.clone(), views.after.clone());
+        let mut had = Vec::new();
+        self.index.route(&before.routing(), &mut had);
+        self.group_subs.route(&before, &mut had);
+        self.list_subs.route(&before, &mut had);
+        for (_, subs) in self.rule_subs.route(&before, &mut had) {
+            had.extend(subs);
+        }
+        had.sort_unstable();
+        had.dedup();
+        let mut now = Vec::new();
+        self.index.route(&after.routing(), &mut now);
+        let copies = self.rule_subs.route(&after, &mut now);
+        now.retain(|s| had.binary_search(s).is_err());
+        self.drop_hidden(frame, &mut had);
+        self.deliver(frame, &had, direct);
+        self.drop_hidden(&after, &mut now);
+        self.deliver(&after, &now, direct);
+        for (copy, mut subs) in copies {
+            subs.retain(|s| had.binary_search(s).is_err());
+            self.drop_hidden(&copy, &mut subs);
+            if !subs.is_empty() {
+                self.deliver(&copy, &subs, direct);
+            }
+        }
     }
 
     /// Delivers each subscription's own copy of an event (one with

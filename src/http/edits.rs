@@ -1,0 +1,175 @@
+//! Edits: a status's author changes its text within an hour of posting, at
+//! most ten times (`store`'s edit chain), and anyone who may see the status
+//! reads its versions.
+
+use super::mentions::resolve_mentions;
+use super::openapi::{Auth, Op, Params, Reply};
+use super::routes::Routes;
+use super::visibility::visible;
+use super::{detached, path_id, JsonBody};
+use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::model::{now, Status};
+use crate::state::AppState;
+use crate::store::{EditRefused, Edited, EDIT_WINDOW, MAX_EDITS};
+use crate::text;
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(EDIT_OP, edit)
+        .route(HISTORY_OP, history)
+        .schema(
+            "EditStatus",
+            json!({"type": "object", "required": ["message"], "properties": {
+                "message": {"type": "string", "minLength": 1, "maxLength": super::statuses::MAX_MESSAGE_CHARS,
+                    "pattern": super::openapi::readable_pattern(),
+                    "description": "1-280 characters (Unicode scalar values), not only white space."},
+            }}),
+        )
+}
+
+/// Body of `PATCH /api/v1/statuses/{id}`.
+#[derive(Debug, Deserialize)]
+pub struct EditStatus {
+    /// The new text, 1-280 characters.
+    pub message: String,
+}
+
+const EDIT_OP: Op = Op {
+    method: "patch",
+    path: "/api/v1/statuses/{id}",
+    tag: "statuses",
+    summary: "Edit your status: within 60 minutes of posting (then 403 edit_window_passed), at most 10 times (then 400 too_many_edits)",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("EditStatus"),
+    status: 200,
+    params: Params::None,
+    reply: Reply::Schema("Status"),
+    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
+};
+
+/// `PATCH /api/v1/statuses/{id}`: the status as edited, with `edited_at`.
+pub async fn edit(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<EditStatus>,
+) -> ApiResult<Json<Status>> {
+    auth.require(SCOPE_WRITE)?;
+    let sid = path_id(&id, "status")?;
+    let n = body.message.chars().count();
+    if n == 0 || n > super::statuses::MAX_MESSAGE_CHARS {
+        return Err(ApiError::invalid(
+            "invalid_message",
+            "message must be 1 to 280 characters.",
+        ));
+    }
+    if let Some(why) = text::unreadable(&body.message) {
+        return Err(ApiError::invalid(
+            "invalid_message",
+            format!("message {why}."),
+        ));
+    }
+    state.rate.write(auth.uid).await?;
+    // Someone else's status answers as it would to any reader: 404 when
+    // they may not see it, else 403.
+    let status = visible(&state, Some(&auth), sid).await?;
+    let private_group = if status.group_private {
+        status.group_id.as_deref().and_then(|g| g.parse().ok())
+    } else {
+        None
+    };
+    let (mentions, mentioned) = resolve_mentions(
+        &state,
+        &auth,
+        &body.message,
+        status.audience.as_deref(),
+        private_group,
+    )
+    .await?;
+    let hashtags = text::hashtags(&body.message);
+    let store = state.store.clone();
+    let (uid, private) = (auth.uid, auth.private);
+    let edited = detached(async move {
+        Ok(store
+            .edit_status(
+                sid,
+                uid,
+                &body.message,
+                hashtags,
+                mentions,
+                mentioned,
+                private,
+                now(),
+            )
+            .await?)
+    })
+    .await?;
+    match edited {
+        Edited::Done(_) => Ok(Json(visible(&state, Some(&auth), sid).await?)),
+        Edited::Refused(why) => Err(refusal(why)),
+    }
+}
+
+/// An edit refused, in the contract's shape.
+fn refusal(why: EditRefused) -> ApiError {
+    match why {
+        EditRefused::Missing => ApiError::not_found("No such status."),
+        EditRefused::NotAuthor => ApiError::forbidden("Only the author may edit a status."),
+        EditRefused::Repost => ApiError::forbidden("A repost has no text of its own to edit."),
+        EditRefused::Window => ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "edit_window_passed",
+            format!(
+                "A status may be edited within {} minutes of posting.",
+                EDIT_WINDOW / 60.0
+            ),
+        ),
+        EditRefused::Limit => ApiError::invalid(
+            "too_many_edits",
+            format!("A status may be edited at most {MAX_EDITS} times."),
+        ),
+    }
+}
+
+const HISTORY_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/statuses/{id}/history",
+    tag: "statuses",
+    summary: "A status's versions, oldest first: as posted, then each edit (one if never edited)",
+    auth: Auth::Optional,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r#"{"type":"object","required":["versions"],"properties":{"versions":{"type":"array","items":{"type":"object","required":["message","hashtags","mentions","at"],"properties":{"message":{"type":"string"},"hashtags":{"type":"array","items":{"type":"string"}},"mentions":{"type":"array","items":{"type":"string"}},"at":{"type":"number"}}}}}}"#,
+    ),
+    errors: &[401, 403, 404, 503],
+};
+
+/// `GET /api/v1/statuses/{id}/history`: for whoever may see the status.
+pub async fn history(
+    State(state): State<AppState>,
+    MaybeUser(viewer): MaybeUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let sid = path_id(&id, "status")?;
+    let status = visible(&state, viewer.as_ref(), sid).await?;
+    let mut versions = state.store.status_versions(sid).await?;
+    if versions.is_empty() {
+        versions.push(json!({
+            "message": status.message,
+            "hashtags": status.hashtags,
+            "mentions": status.mentions,
+            "at": status.posted,
+        }));
+    }
+    Ok(Json(json!({ "versions": versions })))
+}

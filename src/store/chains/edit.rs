@@ -1,0 +1,276 @@
+//! The edit chain: the status's new version (`status_edit.lua`, in its
+//! slot: the checks, the fields and the version history at once), then the
+//! indices of the old text left and those of the new one entered (hashtag
+//! timelines, mentions, the trending counts), then the `update` event.
+//! Recorded in the outbox first, so a process killed mid-way leaves the
+//! rest to a worker: the version is written once (the op number is kept
+//! with it) and every later step is idempotent.
+
+use super::{unique_tags, Count, INDEX_CAP};
+use crate::model::{timeline_score, Event, IdString, Status};
+use crate::store::events::body;
+use crate::store::outbox::{Finish, Op, Owed};
+use crate::store::{Store, StoreError, StoreResult};
+use redis::AsyncCommands;
+use std::collections::HashMap;
+
+/// How long after posting a status may be edited, in seconds.
+pub const EDIT_WINDOW: f64 = 3600.0;
+/// Most edits of one status.
+pub const MAX_EDITS: u64 = 10;
+
+/// Why an edit was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EditRefused {
+    /// No such status (or it is being deleted).
+    Missing,
+    /// The editor is not its author.
+    NotAuthor,
+    /// It is a repost (no text of its own).
+    Repost,
+    /// Posted more than [`EDIT_WINDOW`] ago.
+    Window,
+    /// Edited [`MAX_EDITS`] times already.
+    Limit,
+}
+
+/// What an edit's run came to.
+#[derive(Debug)]
+pub enum Edited {
+    /// The status as edited.
+    Done(Box<Status>),
+    /// Refused; nothing changed.
+    Refused(EditRefused),
+}
+
+/// The trending member a status is counted under after `edits` edits:
+/// each version its own, so a version's count in and the previous one's
+/// count out are each idempotent.
+pub(crate) fn trend_member(sid: u64, edits: u64) -> String {
+    match edits {
+        0 => sid.to_string(),
+        n => format!("{sid}.e{n}"),
+    }
+}
+
+impl Store {
+    /// Edits status `sid` by `uid` (see [`Store::run_edit`]).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn edit_status(
+        &self,
+        sid: u64,
+        uid: u64,
+        message: &str,
+        hashtags: Vec<String>,
+        mentions: Vec<String>,
+        mentioned: Vec<u64>,
+        private: bool,
+        at: f64,
+    ) -> StoreResult<Edited> {
+        let owed = self
+            .start_op(Op::Edit {
+                sid,
+                uid,
+                message: message.to_string(),
+                hashtags,
+                mentions,
+                mentioned,
+                private,
+                at,
+            })
+            .await?;
+        self.run_edit(&owed).await
+    }
+
+    /// Runs an edit's steps.
+    pub(crate) async fn run_edit(&self, owed: &Owed) -> StoreResult<Edited> {
+        let Op::Edit {
+            sid,
+            uid,
+            message,
+            hashtags,
+            mentions,
+            mentioned,
+            private,
+            at,
+        } = &owed.op
+        else {
+            return Err(StoreError::Internal("not an edit".into()));
+        };
+        let (sid, uid, at) = (*sid, *uid, *at);
+        let version = serde_json::json!({
+            "message": message, "hashtags": hashtags, "mentions": mentions, "at": at,
+        })
+        .to_string();
+        let mut conn = self.conn();
+        let reply: Vec<String> = self
+            .scripts
+            .status_edit
+            .key(self.keys.status(sid))
+            .key(self.keys.status_versions(sid))
+            .arg(uid)
+            .arg(owed.n)
+            .arg(message)
+            .arg(serde_json::to_string(hashtags).unwrap_or_default())
+            .arg(serde_json::to_string(mentions).unwrap_or_default())
+            .arg(serde_json::to_string(mentioned).unwrap_or_default())
+            .arg(at)
+            .arg(EDIT_WINDOW)
+            .arg(MAX_EDITS)
+            .arg(version)
+            .invoke_async(&mut conn)
+            .await?;
+        let refused = match reply.first().map(String::as_str) {
+            Some("ok" | "again") => None,
+            Some("forbidden") => Some(EditRefused::NotAuthor),
+            Some("repost") => Some(EditRefused::Repost),
+            Some("window") => Some(EditRefused::Window),
+            Some("limit") => Some(EditRefused::Limit),
+            _ => Some(EditRefused::Missing),
+        };
+        if let Some(why) = refused {
+            self.finish_op(owed, Finish::default()).await?;
+            return Ok(Edited::Refused(why));
+        }
+        self.cache.forget(sid);
+        let previous = reply.get(1).cloned().unwrap_or_default();
+        let old_tags: Vec<String> = reply
+            .get(2)
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default();
+        let old_mentioned: Vec<u64> = reply
+            .get(3)
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default();
+        let edits: u64 = reply.get(4).and_then(|n| n.parse().ok()).unwrap_or(1);
+        let h: HashMap<String, String> = conn.hgetall(self.keys.status(sid)).await?;
+        let Some(status) = Status::from_hash(&h).filter(|_| !h.contains_key("deleted")) else {
+            // Deleted meanwhile: the delete took it out of every index.
+            self.finish_op(owed, Finish::default()).await?;
+            return Ok(Edited::Refused(EditRefused::Missing));
+        };
+        self.edit_indices(
+            sid,
+            &status,
+            (&old_tags, &old_mentioned),
+            (&status.hashtags, mentioned),
+        )
+        .await?;
+        let public = !*private && status.audience.is_none() && !status.group_private;
+        let (old_unique, new_unique) = (unique_tags(&old_tags), unique_tags(hashtags));
+        // Counted out under the version's member, in under the new one's.
+        self.count_trend(
+            &trend_member(sid, edits - 1),
+            status.posted,
+            &old_unique,
+            Count::Out,
+        )
+        .await?;
+        if public && !new_unique.is_empty() {
+            self.count_trend(
+                &trend_member(sid, edits),
+                status.posted,
+                &new_unique,
+                Count::In,
+            )
+            .await?;
+        }
+        self.cache.forget(sid);
+        // A delete that marked the status meanwhile took out what it saw;
+        // what this edit put in after that goes too, and no update is sent.
+        let gone: (bool, bool) = redis::pipe()
+            .hexists(self.keys.status(sid), "uid")
+            .hexists(self.keys.status(sid), "deleted")
+            .query_async(&mut conn)
+            .await?;
+        if !gone.0 || gone.1 {
+            self.edit_indices(sid, &status, (&status.hashtags, mentioned), (&[], &[]))
+                .await?;
+            self.count_trend(
+                &trend_member(sid, edits),
+                status.posted,
+                &new_unique,
+                Count::Out,
+            )
+            .await?;
+            self.finish_op(owed, Finish::default()).await?;
+            return Ok(Edited::Refused(EditRefused::Missing));
+        }
+        let event = body(&Event::Update {
+            at,
+            status: status.clone(),
+            private: *private || status.group_private,
+            audience: status
+                .audience
+                .as_deref()
+                .and_then(|a| a.parse().ok())
+                .map(IdString),
+            previous,
+        });
+        self.finish_op(
+            owed,
+            Finish {
+                events: vec![event],
+                ..Finish::default()
+            },
+        )
+        .await?;
+        Ok(Edited::Done(Box::new(status)))
+    }
+
+    /// The hashtag timelines and mentions the old text was in, left, and
+    /// those of the new one, entered.
+    async fn edit_indices(
+        &self,
+        sid: u64,
+        status: &Status,
+        (old_tags, old_mentioned): (&[String], &[u64]),
+        (new_tags, mentioned): (&[String], &[u64]),
+    ) -> StoreResult<()> {
+        let score = timeline_score(status.posted);
+        let (old_tags, new_tags) = if status.group_private {
+            (Vec::new(), Vec::new())
+        } else {
+            (unique_tags(old_tags), unique_tags(new_tags))
+        };
+        let mut pipe = redis::pipe();
+        for t in old_tags.iter().filter(|t| !new_tags.contains(t)) {
+            pipe.zrem(self.keys.tag(t), sid).ignore();
+        }
+        for m in old_mentioned.iter().filter(|m| !mentioned.contains(m)) {
+            pipe.zrem(self.keys.mentions(*m), sid).ignore();
+        }
+        let entered: Vec<String> = new_tags
+            .iter()
+            .filter(|t| !old_tags.contains(t))
+            .map(|t| self.keys.tag(t))
+            .chain(
+                mentioned
+                    .iter()
+                    .filter(|m| !old_mentioned.contains(m))
+                    .map(|m| self.keys.mentions(*m)),
+            )
+            .collect();
+        for key in &entered {
+            pipe.zadd(key, sid, score).ignore();
+            pipe.zremrangebyrank(key, 0, -(INDEX_CAP as isize) - 1)
+                .ignore();
+        }
+        if !pipe.is_empty() {
+            let mut conn = self.conn();
+            let _: () = pipe.query_async(&mut conn).await?;
+        }
+        Ok(())
+    }
+
+    /// A status's versions, oldest first (one, the status as posted, if
+    /// it was never edited): `{message, hashtags, mentions, at}` each.
+    pub async fn status_versions(&self, sid: u64) -> StoreResult<Vec<serde_json::Value>> {
+        let mut conn = self.conn();
+        let raw: Vec<String> = conn.lrange(self.keys.status_versions(sid), 0, -1).await?;
+        Ok(raw
+            .iter()
+            .filter_map(|v| serde_json::from_str(v).ok())
+            .collect())
+    }
+}
