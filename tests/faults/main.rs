@@ -7,6 +7,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod edits;
 mod history;
 
 use common::{bulk_follow, bulk_users, homes_with, indexed_sessions, ServerProcess, TestApp};

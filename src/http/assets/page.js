@@ -73,6 +73,20 @@ function actions(s) {
     $("message").focus();
   });
   button("Thread", "thread", () => showThread(target));
+  button("Bookmark", "bookmark", async () => {
+    await api("POST", "/api/v1/statuses/" + target + "/bookmark");
+    text($("post-msg"), "bookmarked");
+    await loadBookmarks();
+  });
+  if (me && s.uid === me.id && !s.repost_of) {
+    button("Edit", "edit", async () => {
+      const message = window.prompt("Edit your status (within an hour of posting, at most 10 times)", s.message);
+      if (message === null) return;
+      await api("PATCH", "/api/v1/statuses/" + s.id, { message });
+      await refresh();
+    });
+  }
+  if (s.edited_at !== undefined) button("History", "versions", () => showVersions(s.id));
   button("Report", "report", async () => {
     await api("POST", "/api/v1/reports", { status_id: s.id, reason: "spam" });
     text($("post-msg"), "reported; an admin will look at it");
@@ -81,6 +95,100 @@ function actions(s) {
 }
 
 let replyTo = null;
+
+/// A status's versions, oldest first, in the thread panel.
+async function showVersions(id) {
+  const h = await api("GET", "/api/v1/statuses/" + id + "/history");
+  $("conversation").replaceChildren(...h.versions.map((v, i) => {
+    const li = document.createElement("li");
+    const b = document.createElement("span");
+    b.className = "badge";
+    b.textContent = i === 0 ? "as posted" : "edit " + i;
+    li.appendChild(b);
+    const body = document.createElement("span");
+    body.className = "message";
+    body.textContent = v.message;
+    li.appendChild(body);
+    const meta = document.createElement("div");
+    meta.className = "meta";
+    meta.textContent = new Date(v.at * 1000).toLocaleTimeString();
+    li.appendChild(meta);
+    return li;
+  }));
+  $("thread").classList.remove("hidden");
+}
+
+async function loadBookmarks() {
+  const page = await api("GET", "/api/v1/bookmarks?count=30");
+  $("bookmark-list").replaceChildren(...page.statuses.map((s) => statusItem(s, "bookmarked")));
+}
+$("bookmarks-refresh").onclick = () => loadBookmarks().catch(() => {});
+
+let openList = null;
+
+async function loadLists() {
+  const all = await api("GET", "/api/v1/lists");
+  $("list-list").replaceChildren(...all.lists.map((l) => {
+    const li = document.createElement("li");
+    const name = document.createElement("span");
+    name.className = "message";
+    name.textContent = l.title + " (" + l.members + " members, id " + l.id + ")";
+    li.appendChild(name);
+    const open = document.createElement("button");
+    open.className = "secondary list-open";
+    open.textContent = "open";
+    open.onclick = () => showList(l).catch((e) => text($("list-msg"), e.message));
+    li.appendChild(open);
+    const del = document.createElement("button");
+    del.className = "secondary list-delete";
+    del.textContent = "delete";
+    del.onclick = async () => {
+      try {
+        await api("DELETE", "/api/v1/lists/" + l.id);
+        if (openList && openList.id === l.id) $("list-open").classList.add("hidden");
+        await loadLists();
+      } catch (e) { text($("list-msg"), e.message); }
+    };
+    li.appendChild(del);
+    return li;
+  }));
+}
+
+async function showList(l) {
+  openList = l;
+  text($("list-head"), l.title);
+  const list = await api("GET", "/api/v1/timelines/list/" + l.id + "?count=30");
+  $("list-timeline").replaceChildren(...list.map((s) => statusItem(s)));
+  $("list-open").classList.remove("hidden");
+}
+
+$("list-create").onclick = async () => {
+  try {
+    const l = await api("POST", "/api/v1/lists", { title: $("list-title").value });
+    $("list-title").value = "";
+    await loadLists();
+    await showList(l);
+  } catch (e) { text($("list-msg"), e.message); }
+};
+for (const [id, method] of [["list-add", "POST"], ["list-remove", "DELETE"]]) {
+  $(id).onclick = async () => {
+    if (!openList) return;
+    const who = $("list-member").value.trim();
+    try {
+      const r = await api(method, "/api/v1/lists/" + openList.id + "/members", { ids: [who] });
+      text($("list-msg"), r.results[who] ? "user " + who + " is a member" : "user " + who + " is not a member");
+      await loadLists();
+      await showList(openList);
+    } catch (e) { text($("list-msg"), e.message); }
+  };
+}
+$("list-stream").onclick = () => {
+  if (!openList) return;
+  $("stream-kind").value = "list";
+  lastEventId = null; received = 0; $("events").replaceChildren();
+  connect();
+};
+$("list-close").onclick = () => { openList = null; $("list-open").classList.add("hidden"); };
 
 async function showThread(id) {
   const [ctx, status] = await Promise.all([
@@ -160,7 +268,7 @@ async function showDashboard() {
 }
 
 function showLoggedIn(on) {
-  for (const id of ["compose", "people", "messages", "home", "live", "trends", "rules", "history", "groups"]) $(id).classList.toggle("hidden", !on);
+  for (const id of ["compose", "people", "messages", "home", "live", "trends", "rules", "history", "groups", "lists", "bookmarks"]) $(id).classList.toggle("hidden", !on);
   $("auth").classList.toggle("hidden", on);
   $("logout").classList.toggle("hidden", !on);
   text($("who"), on && me ? "@" + me.login + " (id " + me.id + ")" : "not logged in");
@@ -180,6 +288,8 @@ async function loadMe() {
     await loadConvs();
     await loadRules();
     await loadGroups();
+    await loadLists();
+    await loadBookmarks();
     await loadAdmin();
     watchMessages();
   } catch (e) {
@@ -586,6 +696,7 @@ function streamUrl() {
     }
   }
   if (kind === "sample") q.set("rate", "0.01");
+  if (kind === "list" && openList) q.set("id", openList.id);
   if (lastEventId) q.set("last_event_id", lastEventId);
   return "/api/v1/stream/" + kind + "?" + q.toString();
 }
@@ -611,7 +722,8 @@ function onEvent(ev) {
       trendsAt = Date.now();
       loadTrends().catch(() => {});
     }
-  } else if (data.type === "repost" || data.type === "mention") li = statusItem(data.status, data.type);
+  } else if (data.type === "update") li = statusItem(data.status, "edited");
+  else if (data.type === "repost" || data.type === "mention") li = statusItem(data.status, data.type);
   else {
     li = document.createElement("li");
     const b = document.createElement("span");
@@ -644,7 +756,7 @@ function connect() {
     if (source && source.readyState === EventSource.CLOSED) setLive("closed", "the server refused the stream");
     else setLive("reconnecting", "reconnecting; will resume after " + (lastEventId || "the start"));
   };
-  for (const type of ["status", "delete", "follow", "unfollow", "user", "like", "repost", "mention", "follow_request", "direct_message", "warning", "disconnect"]) {
+  for (const type of ["status", "update", "delete", "follow", "unfollow", "user", "like", "repost", "mention", "follow_request", "direct_message", "warning", "disconnect"]) {
     source.addEventListener(type, onEvent);
   }
 }
