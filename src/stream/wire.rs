@@ -74,9 +74,11 @@ impl Transport {
     }
 
     /// Which of an event's [`Frame::deflated`] forms this transport sends
-    /// for the subscription named `stream`.
-    fn form(self, stream: &str) -> usize {
-        match self {
+    /// for the subscription named `stream`; `None` for a list stream's
+    /// multiplexed message (a status may be in several lists, each message
+    /// naming its own, so it is not shared).
+    fn form(self, stream: &str) -> Option<usize> {
+        Some(match self {
             Transport::Sse => 0,
             Transport::Ndjson => 1,
             Transport::WebSocket => 2,
@@ -87,10 +89,11 @@ impl Transport {
                     "sample" => 2,
                     "search" => 4,
                     name if name.starts_with("group") => 5,
+                    name if name.starts_with("list") => return None,
                     _ => 3,
                 }
             }
-        }
+        })
     }
 }
 
@@ -346,7 +349,14 @@ impl Encoder {
         };
         match (t, &mut self.gzip) {
             (Transport::WebSocket | Transport::Multiplexed, _) if self.deflate => {
-                let d = f.deflated(t.form(stream), || shared(f));
+                let own;
+                let d = match t.form(stream) {
+                    Some(form) => f.deflated(form, || shared(f)),
+                    None => {
+                        own = super::deflate::Deflated::of(&shared(f));
+                        &own
+                    }
+                };
                 ws_codec::frame_header(op::TEXT, true, d.message().len(), out);
                 out.extend_from_slice(d.message());
             }
@@ -356,7 +366,7 @@ impl Encoder {
                 ws_codec::frame_header(op::TEXT, false, len, out);
                 multiplexed(&f.json, stream, out);
             }
-            (_, Some(gz)) => gz.push(f.deflated(t.form(stream), || shared(f)), out),
+            (_, Some(gz)) => gz.push(f.deflated(t.form(stream).unwrap_or(0), || shared(f)), out),
             (Transport::Sse, None) => out.extend_from_slice(&f.sse),
             (Transport::Ndjson, None) => out.extend_from_slice(&f.ndjson),
         }

@@ -1,7 +1,8 @@
 //! What a write costs Redis, black-box: `--users` users over HTTP, each
 //! following `--follows` others (in batches, `POST /api/v1/follows`), then
-//! `--posts` posts and `--likes` likes from `--concurrency` clients, then
-//! sign-ups and logins. Every node's commands and CPU are read from INFO
+//! `--posts` posts and `--likes` likes from `--concurrency` clients, an
+//! edit of each post (its hashtag changed, so its indices move), reads of a
+//! list timeline of `--list-members` members, then sign-ups and logins. Every node's commands and CPU are read from INFO
 //! before and after each phase (less what the nodes do idle), and printed
 //! per write: the total over the nodes, and the busiest node against the
 //! mean (1.0 is a perfectly even spread).
@@ -45,6 +46,12 @@ struct Args {
     /// hot tag whose timeline and trending partition take every post).
     #[arg(long, default_value_t = 1)]
     hashtags: usize,
+    /// Members of the list whose timeline is read (at most `--users`).
+    #[arg(long, default_value_t = 100)]
+    list_members: usize,
+    /// Reads of that list timeline (30 statuses a page).
+    #[arg(long, default_value_t = 1000)]
+    list_reads: usize,
     /// Sign-ups and logins (argon2 makes these slow on purpose).
     #[arg(long, default_value_t = 50)]
     accounts: usize,
@@ -291,7 +298,7 @@ async fn main() -> anyhow::Result<()> {
             {
                 Ok((201, v)) => {
                     if let (Ok(mut p), Some(id)) = (posted.lock(), v["id"].as_str()) {
-                        p.push(id.to_string());
+                        p.push((i, id.to_string()));
                     }
                     true
                 }
@@ -314,7 +321,8 @@ async fn main() -> anyhow::Result<()> {
     }
 
     // Likes: distinct (liker, status) pairs.
-    let statuses = posted.lock().map(|p| p.clone()).unwrap_or_default();
+    let written: Vec<(usize, String)> = posted.lock().map(|p| p.clone()).unwrap_or_default();
+    let statuses: Vec<String> = written.iter().map(|(_, id)| id.clone()).collect();
     anyhow::ensure!(!statuses.is_empty(), "nothing was posted");
     let pairs: Vec<(usize, String)> = (0..args.likes)
         .map(|i| {
@@ -345,6 +353,74 @@ async fn main() -> anyhow::Result<()> {
     report("like", liked, &probe.delta(&a, &b), took);
     if args.breakdown {
         breakdown(liked, &a.1, &b.1);
+    }
+
+    // Edits: each post once, by its author, its hashtag changed.
+    let a = probe.snap().await?;
+    let edited = run_all(written.len(), args.concurrency, |k| {
+        let (http, base) = (http.clone(), base.clone());
+        let (i, sid) = written[k].clone();
+        let token = tokens[authors[i]].clone();
+        async move {
+            let body = json!({"message": format!("post {i} edited #costedit{}", i % 64)});
+            json_call(
+                http.patch(format!("{base}/api/v1/statuses/{sid}"))
+                    .bearer_auth(token)
+                    .json(&body),
+            )
+            .await
+            .is_ok_and(|(s, _)| s == 200)
+        }
+    })
+    .await;
+    let took = a.0.elapsed();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let b = probe.snap().await?;
+    report("edit (hashtag changed)", edited, &probe.delta(&a, &b), took);
+    if args.breakdown {
+        breakdown(edited, &a.1, &b.1);
+    }
+
+    // A list of the first `list_members` users, its timeline read.
+    let members: Vec<String> = ids.iter().take(args.list_members).cloned().collect();
+    let (_, list) = json_call(
+        http.post(format!("{base}/api/v1/lists"))
+            .bearer_auth(&tokens[0])
+            .json(&json!({"title": "cost"})),
+    )
+    .await?;
+    let lid = list["id"].as_str().unwrap_or_default().to_string();
+    for chunk in members.chunks(100) {
+        json_call(
+            http.post(format!("{base}/api/v1/lists/{lid}/members"))
+                .bearer_auth(&tokens[0])
+                .json(&json!({ "ids": chunk })),
+        )
+        .await?;
+    }
+    let a = probe.snap().await?;
+    let read = run_all(args.list_reads, args.concurrency, |_| {
+        let (http, base, token, lid) = (http.clone(), base.clone(), tokens[0].clone(), lid.clone());
+        async move {
+            json_call(
+                http.get(format!("{base}/api/v1/timelines/list/{lid}?count=30"))
+                    .bearer_auth(token),
+            )
+            .await
+            .is_ok_and(|(s, v)| s == 200 && v.as_array().is_some_and(|a| !a.is_empty()))
+        }
+    })
+    .await;
+    let took = a.0.elapsed();
+    let b = probe.snap().await?;
+    report(
+        &format!("list timeline read ({} members, 30 a page)", members.len()),
+        read,
+        &probe.delta(&a, &b),
+        took,
+    );
+    if args.breakdown {
+        breakdown(read, &a.1, &b.1);
     }
 
     // Sign-ups and logins.
