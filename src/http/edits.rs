@@ -2,6 +2,7 @@
 //! most ten times (`store`'s edit chain), and anyone who may see the status
 //! reads its versions.
 
+use super::extract::idempotency_key;
 use super::mentions::resolve_mentions;
 use super::openapi::{Auth, Op, Params, Reply};
 use super::routes::Routes;
@@ -14,6 +15,7 @@ use crate::state::AppState;
 use crate::store::{EditRefused, Edited, EDIT_WINDOW, MAX_EDITS};
 use crate::text;
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use axum::Json;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -44,7 +46,7 @@ const EDIT_OP: Op = Op {
     method: "patch",
     path: "/api/v1/statuses/{id}",
     tag: "statuses",
-    summary: "Edit your status: within 60 minutes of posting (then 403 edit_window_passed), at most 10 times (then 400 too_many_edits)",
+    summary: "Edit your status: within 60 minutes of posting (then 403 edit_window_passed), at most 10 times (then 400 too_many_edits); honours Idempotency-Key",
     auth: Auth::Bearer,
     query: &[],
     body: Some("EditStatus"),
@@ -59,10 +61,12 @@ pub async fn edit(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
+    headers: HeaderMap,
     JsonBody(body): JsonBody<EditStatus>,
 ) -> ApiResult<Json<Status>> {
     auth.require(SCOPE_WRITE)?;
     let sid = path_id(&id, "status")?;
+    let idem = idempotency_key(&headers)?;
     let n = body.message.chars().count();
     if n == 0 || n > super::statuses::MAX_MESSAGE_CHARS {
         return Err(ApiError::invalid(
@@ -107,6 +111,7 @@ pub async fn edit(
                 mentioned,
                 private,
                 now(),
+                idem.as_deref(),
             )
             .await?)
     })

@@ -238,6 +238,9 @@ pub enum Op {
         private: bool,
         /// Time of the edit.
         at: f64,
+        /// The author's idempotency key (`edit:<sid>:<key>`), if one was sent.
+        #[serde(default)]
+        idempotency_key: Option<String>,
     },
     /// A login or email change.
     Rename {

@@ -171,6 +171,30 @@ async fn edits_keep_to_their_window_their_author_and_what_a_reader_may_see() {
     let (status, body) = edit(&app, &author, &old, "too late").await;
     assert_error(status, &body, StatusCode::FORBIDDEN);
     assert_eq!(body["error"]["code"], "edit_window_passed");
+    // A retried edit with one Idempotency-Key edits once.
+    let fresh = app.say(&author, "retry me").await;
+    for _ in 0..2 {
+        let resp = app
+            .http
+            .patch(app.url(&format!("/api/v1/statuses/{fresh}")))
+            .bearer_auth(&author)
+            .header("Idempotency-Key", "edit-once")
+            .json(&json!({"message": "retried"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(body["message"], "retried");
+    }
+    let (_, history) = app
+        .get(&format!("/api/v1/statuses/{fresh}/history"), None)
+        .await;
+    assert_eq!(
+        history["versions"].as_array().unwrap().len(),
+        2,
+        "{history}"
+    );
     // A repost has no text to edit.
     let original = app.say(&other, "repost me").await;
     let repost = app.repost(&author, &original).await;

@@ -9,7 +9,7 @@
 use super::{unique_tags, Count, INDEX_CAP};
 use crate::model::{timeline_score, Event, IdString, Status};
 use crate::store::events::body;
-use crate::store::outbox::{Finish, Op, Owed};
+use crate::store::outbox::{Begun, Finish, Op, Owed};
 use crate::store::{Store, StoreError, StoreResult};
 use redis::AsyncCommands;
 use std::collections::HashMap;
@@ -54,7 +54,11 @@ pub(crate) fn trend_member(sid: u64, edits: u64) -> String {
 }
 
 impl Store {
-    /// Edits status `sid` by `uid` (see [`Store::run_edit`]).
+    /// Edits status `sid` by `uid` (see [`Store::run_edit`]). With an
+    /// idempotency key this author used for an edit of this status within
+    /// [`IDEMPOTENCY_TTL`](crate::store::outbox::IDEMPOTENCY_TTL), edits
+    /// nothing (finishing the first edit if it is still under way) and
+    /// answers the status as it is.
     #[allow(clippy::too_many_arguments)]
     pub async fn edit_status(
         &self,
@@ -66,19 +70,37 @@ impl Store {
         mentioned: Vec<u64>,
         private: bool,
         at: f64,
+        idempotency: Option<&str>,
     ) -> StoreResult<Edited> {
-        let owed = self
-            .start_op(Op::Edit {
-                sid,
-                uid,
-                message: message.to_string(),
-                hashtags,
-                mentions,
-                mentioned,
-                private,
-                at,
-            })
-            .await?;
+        let idempotency_key = idempotency.map(|k| format!("edit:{sid}:{k}"));
+        let op = Op::Edit {
+            sid,
+            uid,
+            message: message.to_string(),
+            hashtags,
+            mentions,
+            mentioned,
+            private,
+            at,
+            idempotency_key: idempotency_key.clone(),
+        };
+        let key = idempotency_key.map(|k| self.keys.idempotency(uid, &k));
+        let owed = match self.begin_op(&op, key.as_deref()).await? {
+            Begun::Started(owed) => *owed,
+            Begun::Duplicate(first) => {
+                if let Some(pending) = first.strip_prefix("pending|") {
+                    if let Some(owed) = Owed::decode_pending(pending, false, self.lease_deadline())
+                    {
+                        self.complete_op(&owed).await?;
+                    }
+                }
+                return match self.status(sid).await {
+                    Ok(status) => Ok(Edited::Done(Box::new(status))),
+                    Err(StoreError::NotFound(_)) => Ok(Edited::Refused(EditRefused::Missing)),
+                    Err(e) => Err(e),
+                };
+            }
+        };
         self.run_edit(&owed).await
     }
 
@@ -93,6 +115,7 @@ impl Store {
             mentioned,
             private,
             at,
+            idempotency_key,
         } = &owed.op
         else {
             return Err(StoreError::Internal("not an edit".into()));
@@ -207,10 +230,14 @@ impl Store {
                 .map(IdString),
             previous,
         });
+        let answer = idempotency_key
+            .as_deref()
+            .map(|k| (self.answer_key(owed, uid, k), "edited".to_string()));
         self.finish_op(
             owed,
             Finish {
                 events: vec![event],
+                answer,
                 ..Finish::default()
             },
         )
