@@ -49,7 +49,9 @@ impl AuthUser {
         }
     }
 
-    async fn from_token(state: &AppState, token: &str) -> Result<AuthUser, ApiError> {
+    /// The caller a token names: its signature, expiry and live session
+    /// checked (a token refreshed on a WebSocket, say).
+    pub async fn from_token(state: &AppState, token: &str) -> Result<AuthUser, ApiError> {
         let claims = state.jwt.verify(token)?;
         let uid: u64 = claims
             .sub

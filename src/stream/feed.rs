@@ -169,7 +169,22 @@ pub struct Feed {
     retry_hint: Option<u64>,
 }
 
+/// When a token expiring at `expires` (seconds since the epoch) expires.
+fn expiry(expires: u64) -> Instant {
+    let left = (expires as f64 - crate::model::now()).clamp(0.0, 10.0 * 365.0 * 86400.0);
+    Instant::now() + Duration::from_secs_f64(left)
+}
+
 impl Feed {
+    /// The connection lives on under `session`, whose token expires at
+    /// `expires` (seconds since the epoch): a token refreshed on its
+    /// socket. False if the session was revoked meanwhile.
+    pub async fn refresh(&self, session: String, expires: u64) -> bool {
+        self.hub
+            .refresh(self.conn.id, session, expiry(expires))
+            .await
+    }
+
     /// A feed for a new connection of `uid` on session `session`, whose
     /// token expires at `expires` (seconds since the epoch). The hub knows
     /// the connection from here on, so ending the session closes it even
@@ -186,9 +201,7 @@ impl Feed {
         queue: usize,
         shutdown: Shutdown,
     ) -> Feed {
-        let left = (expires as f64 - crate::model::now()).clamp(0.0, 10.0 * 365.0 * 86400.0);
-        let expires_at = Instant::now() + Duration::from_secs_f64(left);
-        let conn = ClientConn::new(hub.next_id(), uid, session, queue, expires_at);
+        let conn = ClientConn::new(hub.next_id(), uid, session, queue, expiry(expires));
         hub.open(&conn);
         Feed {
             conn,

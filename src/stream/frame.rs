@@ -562,6 +562,12 @@ pub enum Control {
         #[serde(skip_serializing_if = "Option::is_none")]
         list: Option<String>,
     },
+    /// A WebSocket's token was refreshed: the connection lives on under
+    /// the new session until it expires.
+    Refreshed {
+        /// When the new token expires, unix seconds.
+        expires_at: u64,
+    },
     /// A multiplexed socket's subscription ended.
     Unsubscribed {
         /// The stream unsubscribed.
@@ -604,6 +610,7 @@ impl Control {
         match self {
             Control::Warning { .. } => "warning",
             Control::Disconnect { .. } => "disconnect",
+            Control::Refreshed { .. } => "refreshed",
             Control::Subscribed { .. } => "subscribed",
             Control::Unsubscribed { .. } => "unsubscribed",
             Control::Error { .. } => "error",

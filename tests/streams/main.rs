@@ -7,6 +7,7 @@ mod edits;
 mod history;
 mod lists;
 mod privacy;
+mod refresh;
 mod rules;
 
 use common::{ws_connect, ws_next, ws_send, Msg, StreamClient, TestApp};

@@ -220,7 +220,7 @@ async fn open(state: AppState, req: Request, kind: Kind) -> ApiResult<Response> 
     }
     let (mut parts, _) = req.into_parts();
     let encoder = plain_encoder(&parts.headers);
-    let Opened { feed, guard } = prepare(&state, &mut parts, kind, encoder.transport()).await?;
+    let Opened { feed, guard, .. } = prepare(&state, &mut parts, kind, encoder.transport()).await?;
     Ok(body_response(feed, guard, encoder))
 }
 

@@ -413,6 +413,8 @@ pub struct Opened {
     pub feed: Feed,
     /// Released when the stream ends.
     pub guard: StreamGuard,
+    /// Who opened it (a WebSocket keeps it, to refresh its token).
+    pub auth: AuthUser,
 }
 
 /// Whether the request asks to upgrade to WebSocket.
@@ -496,7 +498,7 @@ pub async fn prepare(
         transport = transport.name(),
         "stream opened"
     );
-    Ok(Opened { feed, guard })
+    Ok(Opened { feed, guard, auth })
 }
 
 /// For a plain (non-WebSocket) GET of a stream path: the opened stream and

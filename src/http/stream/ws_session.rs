@@ -44,9 +44,11 @@ pub struct WsOpened {
     /// The socket's slot in the per-user limit, held until it ends.
     _guard: StreamGuard,
     handshake: Handshake,
-    /// The multiplexed socket's state and user (control messages); `None`
-    /// for a stream path upgraded.
-    control_of: Option<(AppState, AuthUser)>,
+    /// The socket's state and user (control messages; a refreshed token
+    /// replaces the user).
+    control_of: (AppState, AuthUser),
+    /// The multiplexed socket (else a stream path upgraded).
+    multiplexed: bool,
     keepalive: Duration,
 }
 
@@ -61,7 +63,7 @@ impl WsOpened {
     /// upgraded without permessage-deflate (a multiplexed socket's
     /// subscriptions come and go; a deflating one is served by its task).
     pub fn write_directly(&mut self, tcp: Arc<TcpStream>) {
-        if self.control_of.is_none() && !self.handshake.deflate {
+        if !self.multiplexed && !self.handshake.deflate {
             self.feed.write_directly(tcp, Transport::WebSocket);
         }
     }
@@ -87,11 +89,12 @@ fn handshake(parts: &Parts) -> ApiResult<Handshake> {
 }
 
 async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiResult<WsOpened> {
-    let (feed, guard, handshake, control_of) = match kind {
+    let (feed, guard, handshake, auth) = match kind {
         Some(kind) => {
             let handshake = handshake(parts)?;
-            let Opened { feed, guard } = prepare(state, parts, kind, Transport::WebSocket).await?;
-            (feed, guard, handshake, None)
+            let Opened { feed, guard, auth } =
+                prepare(state, parts, kind, Transport::WebSocket).await?;
+            (feed, guard, handshake, auth)
         }
         None => {
             let StreamUser(auth) = StreamUser::from_request_parts(parts, state).await?;
@@ -107,14 +110,15 @@ async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiRes
                 )
                 .await?;
             let feed = new_feed(state, &auth);
-            (feed, guard, handshake, Some((state.clone(), auth)))
+            (feed, guard, handshake, auth)
         }
     };
     Ok(WsOpened {
         feed,
         _guard: guard,
         handshake,
-        control_of,
+        control_of: (state.clone(), auth),
+        multiplexed: kind.is_none(),
         keepalive: keepalive(state),
     })
 }
@@ -183,6 +187,8 @@ struct ControlMsg {
     rules: Option<serde_json::Value>,
     group: Option<Scalar>,
     list: Option<Scalar>,
+    /// A `refresh` message's new token.
+    token: Option<String>,
     partition: Option<Scalar>,
     partitions: Option<Scalar>,
 }
@@ -249,6 +255,54 @@ impl ControlMsg {
     }
 }
 
+/// A `refresh`: the socket lives on under the new token's session, which
+/// must be the same user's (else an `error`, and the old token still runs
+/// the socket until it expires).
+async fn refresh(feed: &mut Feed, state: &AppState, auth: &mut AuthUser, token: Option<&str>) {
+    let Some(token) = token.map(str::trim).filter(|t| !t.is_empty()) else {
+        feed.push_control(ws_error(
+            "invalid_token",
+            "A refresh carries the new token: {\"type\":\"refresh\",\"token\":\"<JWT>\"}.".into(),
+            None,
+        ));
+        return;
+    };
+    let fresh = match AuthUser::from_token(state, token).await {
+        Ok(fresh) if fresh.uid == auth.uid => fresh,
+        Ok(_) => {
+            feed.push_control(ws_error(
+                "invalid_token",
+                "The new token must be the same user's.".into(),
+                None,
+            ));
+            return;
+        }
+        Err(e) => {
+            feed.push_control(ws_error(
+                if e.status == axum::http::StatusCode::UNAUTHORIZED {
+                    "invalid_token"
+                } else {
+                    e.code
+                },
+                e.message,
+                None,
+            ));
+            return;
+        }
+    };
+    if !feed.refresh(fresh.sid.clone(), fresh.expires).await {
+        feed.push_control(ws_error(
+            "invalid_token",
+            "The session has ended; log in again.".into(),
+            None,
+        ));
+        return;
+    }
+    let expires_at = fresh.expires;
+    *auth = fresh;
+    feed.push_control(Control::Refreshed { expires_at });
+}
+
 fn ws_error(code: &'static str, message: String, stream: Option<&str>) -> Control {
     Control::Error {
         code,
@@ -258,9 +312,17 @@ fn ws_error(code: &'static str, message: String, stream: Option<&str>) -> Contro
     }
 }
 
-async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text: &str) {
+async fn handle_control(
+    feed: &mut Feed,
+    state: &AppState,
+    auth: &mut AuthUser,
+    text: &str,
+    multiplexed: bool,
+) {
     let msg: ControlMsg = match serde_json::from_str(text) {
         Ok(m) => m,
+        // A stream path's socket ignores what it does not take.
+        Err(_) if !multiplexed => return,
         Err(e) => {
             feed.push_control(ws_error(
                 "invalid_message",
@@ -270,6 +332,13 @@ async fn handle_control(feed: &mut Feed, state: &AppState, auth: &AuthUser, text
             return;
         }
     };
+    if msg.kind == "refresh" {
+        return refresh(feed, state, auth, msg.token.as_deref()).await;
+    }
+    if !multiplexed {
+        // A stream path's socket takes no other message.
+        return;
+    }
     let Some(kind) = msg.stream.as_deref().and_then(Kind::named) else {
         feed.push_control(ws_error(
             "invalid_stream",
@@ -440,13 +509,14 @@ where
         feed,
         handshake,
         control_of,
+        multiplexed,
         keepalive,
         ..
     } = &mut *opened;
-    let (keepalive, deflate) = (*keepalive, handshake.deflate);
-    let transport = match control_of {
-        Some(_) => Transport::Multiplexed,
-        None => Transport::WebSocket,
+    let (keepalive, deflate, multiplexed) = (*keepalive, handshake.deflate, *multiplexed);
+    let transport = match multiplexed {
+        true => Transport::Multiplexed,
+        false => Transport::WebSocket,
     };
     let mut enc = Encoder::websocket(transport, deflate);
     let mut reader = Reader::new(deflate, MAX_MESSAGE);
@@ -477,12 +547,13 @@ where
                 }
                 Message::Close(_) => break 'run Ending::ClientClosed,
                 Message::Text(text) => {
-                    if let Some((state, auth)) = &control_of {
+                    let (state, auth) = control_of;
+                    {
                         if control_budget.take() {
                             // Boxed: subscribing (Redis round trips, the
                             // replay) is a large future, which inline would
                             // size every socket's task for its whole life.
-                            Box::pin(handle_control(feed, state, auth, &text)).await;
+                            Box::pin(handle_control(feed, state, auth, &text, multiplexed)).await;
                         } else {
                             feed.push_control(ws_error(
                                 "rate_limited",

@@ -5,7 +5,7 @@ use crate::metrics::{global as metrics, inc};
 use crate::stream::direct::Direct;
 use crate::stream::frame::{Control, ControlFrame};
 use crate::stream::queue::{Delivery, Queue};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -29,8 +29,9 @@ pub struct ClientConn {
     pub(super) cap: usize,
     /// When the connection was made (its keep-alives count from here).
     pub(super) opened_at: Instant,
-    /// When the token it was opened with expires: the hub ends it then.
-    pub(super) expires_at: Instant,
+    /// When its token expires, in milliseconds after `opened_at` (a token
+    /// refreshed on the socket moves it): the hub ends it then.
+    pub(super) expires_ms: AtomicU64,
     /// Set once a falling_behind warning went out; cleared when the queue drains.
     pub warned: AtomicBool,
     /// Set once the token_expiring warning went out (by the hub).
@@ -62,14 +63,29 @@ impl ClientConn {
             queue: Queue::default(),
             cap: cap.max(2),
             opened_at: Instant::now(),
-            expires_at,
+            expires_ms: AtomicU64::new(0),
             warned: AtomicBool::new(false),
             expiry_warned: AtomicBool::new(false),
             dead: AtomicBool::new(false),
             killed: Notify::new(),
             reason: Mutex::new(None),
         };
+        conn.set_expiry(expires_at);
         Arc::new(conn)
+    }
+
+    /// When its token expires.
+    pub(super) fn expires_at(&self) -> Instant {
+        self.opened_at + Duration::from_millis(self.expires_ms.load(Ordering::Relaxed))
+    }
+
+    /// Its token now expires at `at` (a refresh); the `token_expiring`
+    /// warning may go out again before then.
+    pub(super) fn set_expiry(&self, at: Instant) {
+        let ms = at.saturating_duration_since(self.opened_at).as_millis();
+        self.expires_ms
+            .store(u64::try_from(ms).unwrap_or(u64::MAX), Ordering::Relaxed);
+        self.expiry_warned.store(false, Ordering::Relaxed);
     }
 
     /// Capacity of the queue.
@@ -205,7 +221,7 @@ impl ClientConn {
     /// `keepalive` after `from`, the `token_expiring` warning
     /// [`EXPIRY_WARNING`] before its token expires, or the end then.
     pub(super) fn next_due(&self, from: Instant, keepalive: Duration) -> Instant {
-        let next = (from + keepalive).min(self.expires_at);
+        let next = (from + keepalive).min(self.expires_at());
         if self.expiry_warned.load(Ordering::Relaxed) {
             next
         } else {
@@ -215,7 +231,7 @@ impl ClientConn {
 
     /// When the `token_expiring` warning is due.
     pub(super) fn warn_at(&self) -> Instant {
-        self.expires_at
+        self.expires_at()
             .checked_sub(EXPIRY_WARNING)
             .unwrap_or(self.opened_at)
     }
@@ -227,7 +243,7 @@ impl ClientConn {
         if self.expiry_warned.swap(true, Ordering::Relaxed) {
             return false;
         }
-        let left = self.expires_at.saturating_duration_since(now);
+        let left = self.expires_at().saturating_duration_since(now);
         let unix = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| (d + left).as_secs());

@@ -101,6 +101,9 @@ pub(super) struct Dispatcher {
     /// Group streams.
     pub(super) group_subs: GroupSubs,
     pub(super) list_subs: ListSubs,
+    /// The session of each connection whose token was refreshed (else
+    /// the one it opened with).
+    pub(super) sessions: HashMap<u64, String>,
     /// The hub's own commands (a reload of rules answers through it).
     pub(super) cmds: mpsc::UnboundedSender<Cmd>,
 }
@@ -164,6 +167,7 @@ impl Dispatcher {
             rule_subs: RuleSubs::default(),
             group_subs: GroupSubs::default(),
             list_subs: ListSubs::default(),
+            sessions: HashMap::new(),
             cmds,
         }
     }
@@ -292,9 +296,45 @@ impl Dispatcher {
                 let _ = ack.send(());
             }
             Cmd::Rules { uid, set } => self.rule_subs.replace(uid, set),
+            Cmd::Refresh {
+                conn,
+                session,
+                expires_at,
+                ack,
+            } => {
+                let _ = ack.send(self.refresh(conn, session, expires_at));
+            }
             Cmd::Unregister { sub } => self.remove_sub(sub),
             Cmd::Close { conn } => self.remove_conn(conn),
         }
+    }
+
+    /// Connection `id` lives on under `session`, whose token expires at
+    /// `expires_at` (a token refreshed on its socket): a revocation of the
+    /// old session no longer ends it, one of the new one does. False when
+    /// the connection is gone or the new session was revoked already.
+    fn refresh(&mut self, id: u64, session: String, expires_at: tokio::time::Instant) -> bool {
+        if self.revoked.contains_key(&session) {
+            return false;
+        }
+        let Some(conn) = self.open.get(&id).cloned() else {
+            return false;
+        };
+        let old = self
+            .sessions
+            .insert(id, session.clone())
+            .unwrap_or_else(|| conn.session.clone());
+        if let Some(ids) = self.by_session.get_mut(&old) {
+            ids.retain(|c| *c != id);
+            if ids.is_empty() {
+                self.by_session.remove(&old);
+            }
+        }
+        self.by_session.entry(session).or_default().push(id);
+        conn.set_expiry(expires_at);
+        let at = conn.next_due(tokio::time::Instant::now(), self.keepalive);
+        self.due.push(Reverse((at, id)));
+        true
     }
 
     /// A subscription of `uid` arrives with the relations read for it.
@@ -466,10 +506,14 @@ impl Dispatcher {
             }
         }
         if let Some(c) = self.open.remove(&conn) {
-            if let Some(ids) = self.by_session.get_mut(&c.session) {
+            let session = self
+                .sessions
+                .remove(&conn)
+                .unwrap_or_else(|| c.session.clone());
+            if let Some(ids) = self.by_session.get_mut(&session) {
                 ids.retain(|id| *id != conn);
                 if ids.is_empty() {
-                    self.by_session.remove(&c.session);
+                    self.by_session.remove(&session);
                 }
             }
         }
@@ -494,7 +538,7 @@ impl Dispatcher {
             let Some(conn) = self.open.get(&id) else {
                 continue;
             };
-            if now >= conn.expires_at {
+            if now >= conn.expires_at() {
                 conn.kill("expired", "The token has expired; log in again.");
                 continue;
             }

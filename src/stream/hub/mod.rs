@@ -58,6 +58,13 @@ enum Cmd {
     Close {
         conn: u64,
     },
+    /// A connection's token refreshed: its new session and expiry.
+    Refresh {
+        conn: u64,
+        session: String,
+        expires_at: tokio::time::Instant,
+        ack: oneshot::Sender<bool>,
+    },
 }
 
 enum Msg {
@@ -180,6 +187,24 @@ impl Hub {
     /// Removes one subscription.
     pub fn unregister(&self, sub: SubId) {
         let _ = self.cmds.send(Cmd::Unregister { sub });
+    }
+
+    /// Connection `conn` lives on under `session`, its token expiring at
+    /// `expires_at`; false if it is gone or that session was revoked.
+    pub async fn refresh(
+        &self,
+        conn: u64,
+        session: String,
+        expires_at: tokio::time::Instant,
+    ) -> bool {
+        let (ack, done) = oneshot::channel();
+        let cmd = Cmd::Refresh {
+            conn,
+            session,
+            expires_at,
+            ack,
+        };
+        self.cmds.send(cmd).is_ok() && done.await.unwrap_or(false)
     }
 
     /// Removes every subscription of a connection.
