@@ -38,15 +38,32 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
+/// Who runs a socket: a multiplexed socket's user (its subscriptions read
+/// the scopes and account; a refreshed token replaces it), or for a stream
+/// path upgraded only the user's id (all a refresh checks), so that such
+/// a socket holds no more than it uses.
+enum Who {
+    Subscriber(AuthUser),
+    Reader(u64),
+}
+
+impl Who {
+    fn uid(&self) -> u64 {
+        match self {
+            Who::Subscriber(auth) => auth.uid,
+            Who::Reader(uid) => *uid,
+        }
+    }
+}
+
 /// A WebSocket accepted: everything its loop needs.
 pub struct WsOpened {
     feed: Feed,
     /// The socket's slot in the per-user limit, held until it ends.
     _guard: StreamGuard,
     handshake: Handshake,
-    /// The socket's state and user (control messages; a refreshed token
-    /// replaces the user).
-    control_of: (AppState, AuthUser),
+    /// The socket's state and who runs it (control messages).
+    control_of: (AppState, Who),
     /// The multiplexed socket (else a stream path upgraded).
     multiplexed: bool,
     keepalive: Duration,
@@ -117,7 +134,13 @@ async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiRes
         feed,
         _guard: guard,
         handshake,
-        control_of: (state.clone(), auth),
+        control_of: (
+            state.clone(),
+            match kind {
+                None => Who::Subscriber(auth),
+                Some(_) => Who::Reader(auth.uid),
+            },
+        ),
         multiplexed: kind.is_none(),
         keepalive: keepalive(state),
     })
@@ -258,24 +281,29 @@ impl ControlMsg {
 /// A `refresh`: the socket lives on under the new token's session, which
 /// must be the same user's (else an `error`, and the old token still runs
 /// the socket until it expires).
-async fn refresh(feed: &mut Feed, state: &AppState, auth: &mut AuthUser, token: Option<&str>) {
+async fn refresh(
+    feed: &mut Feed,
+    state: &AppState,
+    uid: u64,
+    token: Option<&str>,
+) -> Option<AuthUser> {
     let Some(token) = token.map(str::trim).filter(|t| !t.is_empty()) else {
         feed.push_control(ws_error(
             "invalid_token",
             "A refresh carries the new token: {\"type\":\"refresh\",\"token\":\"<JWT>\"}.".into(),
             None,
         ));
-        return;
+        return None;
     };
     let fresh = match AuthUser::from_token(state, token).await {
-        Ok(fresh) if fresh.uid == auth.uid => fresh,
+        Ok(fresh) if fresh.uid == uid => fresh,
         Ok(_) => {
             feed.push_control(ws_error(
                 "invalid_token",
                 "The new token must be the same user's.".into(),
                 None,
             ));
-            return;
+            return None;
         }
         Err(e) => {
             feed.push_control(ws_error(
@@ -287,7 +315,7 @@ async fn refresh(feed: &mut Feed, state: &AppState, auth: &mut AuthUser, token: 
                 e.message,
                 None,
             ));
-            return;
+            return None;
         }
     };
     if !feed.refresh(fresh.sid.clone(), fresh.expires).await {
@@ -296,11 +324,12 @@ async fn refresh(feed: &mut Feed, state: &AppState, auth: &mut AuthUser, token: 
             "The session has ended; log in again.".into(),
             None,
         ));
-        return;
+        return None;
     }
-    let expires_at = fresh.expires;
-    *auth = fresh;
-    feed.push_control(Control::Refreshed { expires_at });
+    feed.push_control(Control::Refreshed {
+        expires_at: fresh.expires,
+    });
+    Some(fresh)
 }
 
 fn ws_error(code: &'static str, message: String, stream: Option<&str>) -> Control {
@@ -312,13 +341,8 @@ fn ws_error(code: &'static str, message: String, stream: Option<&str>) -> Contro
     }
 }
 
-async fn handle_control(
-    feed: &mut Feed,
-    state: &AppState,
-    auth: &mut AuthUser,
-    text: &str,
-    multiplexed: bool,
-) {
+async fn handle_control(feed: &mut Feed, state: &AppState, who: &mut Who, text: &str) {
+    let multiplexed = matches!(who, Who::Subscriber(_));
     let msg: ControlMsg = match serde_json::from_str(text) {
         Ok(m) => m,
         // A stream path's socket ignores what it does not take.
@@ -333,12 +357,18 @@ async fn handle_control(
         }
     };
     if msg.kind == "refresh" {
-        return refresh(feed, state, auth, msg.token.as_deref()).await;
-    }
-    if !multiplexed {
-        // A stream path's socket takes no other message.
+        if let Some(fresh) = refresh(feed, state, who.uid(), msg.token.as_deref()).await {
+            if let Who::Subscriber(auth) = who {
+                *auth = fresh;
+            }
+        }
         return;
     }
+    // A stream path's socket takes no other message.
+    let Who::Subscriber(auth) = who else {
+        return;
+    };
+    let auth = &*auth;
     let Some(kind) = msg.stream.as_deref().and_then(Kind::named) else {
         feed.push_control(ws_error(
             "invalid_stream",
@@ -547,13 +577,13 @@ where
                 }
                 Message::Close(_) => break 'run Ending::ClientClosed,
                 Message::Text(text) => {
-                    let (state, auth) = control_of;
+                    let (state, who) = control_of;
                     {
                         if control_budget.take() {
                             // Boxed: subscribing (Redis round trips, the
                             // replay) is a large future, which inline would
                             // size every socket's task for its whole life.
-                            Box::pin(handle_control(feed, state, auth, &text, multiplexed)).await;
+                            Box::pin(handle_control(feed, state, who, &text)).await;
                         } else {
                             feed.push_control(ws_error(
                                 "rate_limited",
