@@ -95,11 +95,18 @@ fn encode(v: &str) -> String {
 
 fn stream_path(args: &TailArgs) -> String {
     let mut q = Vec::new();
+    let partition = args.partition.map(|(k, n)| (k.to_string(), n.to_string()));
     for (k, v) in [
-        ("track", &args.track),
-        ("follow", &args.follow),
-        ("locations", &args.locations),
-        ("rate", &args.rate),
+        ("track", args.track.as_ref()),
+        ("follow", args.follow.as_ref()),
+        ("locations", args.locations.as_ref()),
+        ("rate", args.rate.as_ref()),
+        ("rules", args.rules.as_ref()),
+        ("id", args.id.as_ref()),
+        // A resume's Last-Event-ID wins over it (the server's rule).
+        ("since", args.since.as_ref()),
+        ("partition", partition.as_ref().map(|p| &p.0)),
+        ("partitions", partition.as_ref().map(|p| &p.1)),
     ] {
         if let Some(v) = v {
             q.push(format!("{k}={}", encode(v)));

@@ -2516,3 +2516,115 @@ async fn an_unfinished_write_that_keeps_failing_holds_up_no_other() {
     let poisoned: Option<f64> = conn.zscore(&outbox, member(999_000_001, &bad)).unwrap();
     assert!(poisoned.is_some(), "the failing write stays owed");
 }
+
+#[tokio::test]
+async fn tail_partitions_split_the_firehose_and_tail_reads_a_list() {
+    use tokio::io::AsyncBufReadExt;
+    let app = TestApp::start().await;
+    let (uid, token) = app.user("splitter").await;
+    let (member, member_token) = app.user("listed").await;
+    let fh = app.operator_token(&uid, &["read", "firehose"]).await;
+    let (_, list) = app
+        .post("/api/v1/lists", Some(&token), json!({"title": "tailed"}))
+        .await;
+    let lid = list["id"].as_str().unwrap().to_string();
+    app.post(
+        &format!("/api/v1/lists/{lid}/members"),
+        Some(&token),
+        json!({ "ids": [member] }),
+    )
+    .await;
+    let url = format!("http://{}", app.addr);
+    let spawn = |args: Vec<String>, token: String| {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_firehose"))
+            .arg("tail")
+            .args(&args)
+            .args(["--format", "json", "--url", &url])
+            .env("FIREHOSE_TOKEN", token)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<serde_json::Value>();
+        let stdout = child.stdout.take().unwrap();
+        tokio::spawn(async move {
+            let mut reader = tokio::io::BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                if let Ok(v) = serde_json::from_str(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        (child, rx)
+    };
+    // From now on, whenever each tail connects: `--since` replays what it
+    // missed while starting.
+    let since = format!(
+        "{:.3}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    );
+    let args = |a: &[&str]| {
+        a.iter()
+            .map(|s| s.to_string())
+            .chain(["--since".to_string(), since.clone()])
+            .collect::<Vec<_>>()
+    };
+    let mut tails = [
+        spawn(args(&["firehose", "--partition", "1/2"]), fh.clone()),
+        spawn(args(&["firehose", "--partition", "2/2"]), fh.clone()),
+        spawn(args(&["list", "--id", &lid]), token.clone()),
+    ];
+    // A bad partition is refused before anything is sent.
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_firehose"))
+        .args(["tail", "firehose", "--partition", "3/2", "--url", &url])
+        .env("FIREHOSE_TOKEN", &fh)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let mut posted = Vec::new();
+    for i in 0..30 {
+        posted.push(app.say(&member_token, &format!("split {i}")).await);
+    }
+    let statuses = |rx: &mut tokio::sync::mpsc::UnboundedReceiver<serde_json::Value>| {
+        let mut got = Vec::new();
+        while let Ok(v) = rx.try_recv() {
+            if v["type"] == "status" {
+                got.push(v["status"]["id"].as_str().unwrap().to_string());
+            }
+        }
+        got
+    };
+    let mut seen: Vec<Vec<String>> = vec![Vec::new(); 3];
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while seen[0].len() + seen[1].len() < posted.len() || seen[2].len() < posted.len() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tails printed {} + {} and {} of {}",
+            seen[0].len(),
+            seen[1].len(),
+            seen[2].len(),
+            posted.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        for (i, (_, rx)) in tails.iter_mut().enumerate() {
+            seen[i].extend(statuses(rx));
+        }
+    }
+    let mut both: Vec<String> = seen[0].iter().chain(&seen[1]).cloned().collect();
+    both.sort();
+    let mut all = posted.clone();
+    all.sort();
+    println!(
+        "tail --partition: {} and {} of {} statuses",
+        seen[0].len(),
+        seen[1].len(),
+        posted.len()
+    );
+    assert_eq!(both, all, "every status once across the two partitions");
+    assert!(!seen[0].is_empty() && !seen[1].is_empty());
+    assert_eq!(seen[2], posted, "the list's tail, in order");
+}
