@@ -6,6 +6,12 @@ included), so nothing is missed or repeated across a restart.
 
     python3 -m pip install httpx
     python3 examples/python_consumer.py --token "$TOKEN" --track rust,redis
+
+One of N partitioned consumers of the firehose (a token with the firehose
+scope; run k = 1..N: together they get every event once, each resuming its
+own partition after a restart):
+
+    python3 examples/python_consumer.py --token "$TOKEN" --stream firehose --partition 2/4
 """
 
 import argparse
@@ -21,8 +27,14 @@ def main() -> int:
     p.add_argument("--url", default="http://127.0.0.1:8080")
     p.add_argument("--token", required=True)
     p.add_argument("--track", default="")
+    p.add_argument("--stream", default="filter", choices=["filter", "firehose", "sample", "search"])
+    p.add_argument("--partition", default="", help="k/N: this consumer's share of N")
     p.add_argument("--max-events", type=int, default=0, help="exit after N statuses (0: never)")
     a = p.parse_args()
+    params = {"track": a.track} if a.stream == "filter" else {}
+    if a.partition:
+        k, _, n = a.partition.partition("/")
+        params.update(partition=k, partitions=n)
     last_id = None
     seen = 0
     while True:
@@ -32,8 +44,8 @@ def main() -> int:
         try:
             with httpx.stream(
                 "GET",
-                f"{a.url}/api/v1/stream/filter",
-                params={"track": a.track},
+                f"{a.url}/api/v1/stream/{a.stream}",
+                params=params,
                 headers=headers,
                 timeout=httpx.Timeout(10.0, read=60.0),
             ) as r:

@@ -1087,6 +1087,60 @@ async fn the_python_and_node_consumers_print_what_they_are_sent() {
             "{name}: {stdout}"
         );
     }
+    // Two partitioned consumers of the firehose, one in each language:
+    // what one prints the other never does.
+    let uid = app.get("/api/v1/me", Some(&token)).await.1["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let fh = app
+        .operator_token(&uid, &["read", "write", "firehose"])
+        .await;
+    let spawn = |mut cmd: tokio::process::Command, target: &PathBuf, k: &str| {
+        cmd.arg(target)
+            .args(["--url", &url, "--token", &fh, "--stream", "firehose"])
+            .args(["--partition", k, "--max-events", "4"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    };
+    let first = spawn(tokio::process::Command::new(&python), &script, "1/2");
+    let second = spawn(tokio::process::Command::new("node"), &node, "2/2");
+    let poster = {
+        let (app_url, token) = (app.url("/api/v1/statuses"), token.clone());
+        tokio::spawn(async move {
+            let http = reqwest::Client::new();
+            for i in 0..200 {
+                let _ = http
+                    .post(&app_url)
+                    .bearer_auth(&token)
+                    .json(&json!({"message": format!("parted {i}")}))
+                    .send()
+                    .await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+    let mut printed = Vec::new();
+    for child in [first, second] {
+        let out = tokio::time::timeout(Duration::from_secs(40), child.wait_with_output())
+            .await
+            .expect("a partitioned consumer exits after four statuses")
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "{stdout}");
+        let lines: std::collections::HashSet<String> = stdout.lines().map(str::to_string).collect();
+        assert_eq!(lines.len(), 4, "{stdout}");
+        printed.push(lines);
+    }
+    poster.abort();
+    assert!(
+        printed[0].is_disjoint(&printed[1]),
+        "both partitions printed {:?}",
+        printed[0].intersection(&printed[1]).collect::<Vec<_>>()
+    );
 }
 
 #[tokio::test]
