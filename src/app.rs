@@ -100,6 +100,11 @@ pub async fn run(
         )));
     }
     tasks.extend(workers::spawn(&store, &cfg, &shutdown));
+    tasks.push(tokio::spawn(crate::notifier::run(
+        store.clone(),
+        hub.published(),
+        shutdown.clone(),
+    )));
     let limits = Arc::new(StreamLimits::new(
         store.clone(),
         std::time::Duration::from_secs(cfg.stream_lease_secs),

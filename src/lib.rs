@@ -38,6 +38,7 @@ pub mod jwt;
 pub mod metrics;
 pub mod model;
 pub mod nofile;
+pub mod notifier;
 pub mod password;
 pub mod rate_limits;
 pub mod serve;

@@ -277,6 +277,24 @@ impl Status {
     }
 }
 
+/// A notification, as its user reads it (`GET /api/v1/notifications`, the
+/// `notification` event).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Notification {
+    /// Notification id (time-ordered, as status ids are).
+    pub id: String,
+    /// `follow`, `follow_request`, `like`, `repost`, `mention` or `reply`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// When it happened, seconds since the epoch.
+    pub at: f64,
+    /// Who did it.
+    pub account: User,
+    /// The status it is about (liked, reposted, mentioning or replying).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+}
+
 /// A message of a conversation (`direct_message` events carry it).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct Message {
@@ -561,6 +579,41 @@ pub enum Event {
         /// that get it).
         participants: Vec<IdString>,
     },
+    /// A notification for `uid`: on their user streams only.
+    Notification {
+        /// When.
+        at: f64,
+        /// Whose.
+        #[serde(with = "id_string")]
+        uid: u64,
+        /// The notification.
+        notification: Notification,
+    },
+    /// A notification of `uid`'s taken away (a like, repost or follow undone).
+    NotificationRemoved {
+        /// When.
+        at: f64,
+        /// Whose.
+        #[serde(with = "id_string")]
+        uid: u64,
+        /// The notification.
+        notification_id: String,
+    },
+    /// `source` stopped liking `target`'s status: for the notifier, which
+    /// takes the like's notification away. Reaches no stream.
+    Unlike {
+        /// When.
+        at: f64,
+        /// The status.
+        #[serde(with = "id_string")]
+        status_id: u64,
+        /// Who liked it.
+        #[serde(with = "id_string")]
+        source: u64,
+        /// Its author.
+        #[serde(with = "id_string")]
+        target: u64,
+    },
     /// Statuses changed in place (their author's new login): every hub
     /// drops them from its process's cache. Internal: never sent to a client.
     StatusesChanged {
@@ -647,6 +700,9 @@ impl Event {
             Event::Status { .. } => "status",
             Event::Delete { .. } => "delete",
             Event::Update { .. } => "update",
+            Event::Notification { .. } => "notification",
+            Event::NotificationRemoved { .. } => "notification_removed",
+            Event::Unlike { .. } => "unlike",
             Event::Follow { .. } => "follow",
             Event::Unfollow { .. } => "unfollow",
             Event::User { .. } => "user",

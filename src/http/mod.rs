@@ -18,6 +18,7 @@ pub mod history;
 pub mod likes;
 pub mod lists;
 pub mod mentions;
+pub mod notifications;
 pub mod openapi;
 pub mod ops;
 pub mod paging;
@@ -72,6 +73,7 @@ pub fn routes() -> routes::Routes {
         .merge(likes::routes())
         .merge(bookmarks::routes())
         .merge(lists::routes())
+        .merge(notifications::routes())
         .merge(groups::routes())
         .merge(reports::routes())
         .merge(admin::routes())

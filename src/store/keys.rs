@@ -398,6 +398,32 @@ impl Keys {
     pub fn bookmarks(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:bookmarks", self.prefix)
     }
+    /// ZSET: the user's notifications, id -> the whole second it was made
+    /// (newest 1,000 kept); the JSON of each in [`Keys::notification_data`].
+    pub fn notifications(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:notifs", self.prefix)
+    }
+    /// HASH: notification id -> its stored JSON (`type`, `at`, `account`,
+    /// `status`, `via`, `key`).
+    pub fn notification_data(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:notif", self.prefix)
+    }
+    /// HASH: what a notification is of (`like:<who>:<status>`, ...) -> its id.
+    pub fn notification_keys(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:notif_keys", self.prefix)
+    }
+    /// STRING: the user's read marker (a notification id; only grows).
+    pub fn notification_marker(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:notif_read", self.prefix)
+    }
+    /// STRING: the last event the notifier has made notifications of.
+    pub fn notifier_position(&self) -> String {
+        format!("{}:{{g}}:notifier:pos", self.prefix)
+    }
+    /// STRING: the process that runs the notifier now (a lease).
+    pub fn notifier_lease(&self) -> String {
+        format!("{}:{{g}}:notifier:lease", self.prefix)
+    }
     /// ZSET: the user's lists, list id -> created (oldest first); at most
     /// [`crate::store::lists::MAX_LISTS`].
     pub fn lists(&self, uid: u64) -> String {

@@ -74,6 +74,12 @@ impl Store {
             .arg(self.replay_maxlen)
             .arg(self.keys.channel())
             .arg(event)
+            .arg(body(&Event::Unlike {
+                at,
+                status_id: sid,
+                source: uid,
+                target: author,
+            }))
             .invoke_async(&mut conn)
             .await?;
         self.counts_cache.forget(sid);

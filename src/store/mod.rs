@@ -44,6 +44,7 @@ pub mod keys;
 pub mod leases;
 pub mod likes;
 pub mod lists;
+pub mod notifications;
 pub use chains::edit::{EditRefused, Edited, EDIT_WINDOW, MAX_EDITS};
 pub mod migrate;
 pub mod moderation;
@@ -165,6 +166,9 @@ pub struct Scripts {
     pub(crate) rules_add: Script,
     pub(crate) bookmark_add: Script,
     pub(crate) list_create: Script,
+    pub(crate) notify_add: Script,
+    pub(crate) notify_remove: Script,
+    pub(crate) notify_read: Script,
     pub(crate) status_edit: Script,
     pub(crate) list_title: Script,
     pub(crate) list_drop: Script,
@@ -230,6 +234,9 @@ impl Scripts {
             rules_add: Script::new(include_str!("lua/rules_add.lua")),
             bookmark_add: Script::new(include_str!("lua/bookmark_add.lua")),
             list_create: Script::new(include_str!("lua/list_create.lua")),
+            notify_add: Script::new(include_str!("lua/notify_add.lua")),
+            notify_remove: Script::new(include_str!("lua/notify_remove.lua")),
+            notify_read: Script::new(include_str!("lua/notify_read.lua")),
             status_edit: Script::new(include_str!("lua/status_edit.lua")),
             list_title: Script::new(include_str!("lua/list_title.lua")),
             list_drop: Script::new(include_str!("lua/list_drop.lua")),

@@ -159,8 +159,16 @@ impl Frame {
             }
             // A request concerns a private account, a message its
             // conversation: never the firehose.
-            E::FollowRequest { .. } | E::DirectMessage { .. } => Event::Notice {
+            E::FollowRequest { .. }
+            | E::DirectMessage { .. }
+            | E::Notification { .. }
+            | E::NotificationRemoved { .. } => Event::Notice {
                 uids: &self.ids.notified,
+                public: false,
+            },
+            // For the notifier only.
+            E::Unlike { .. } => Event::Notice {
+                uids: &[],
                 public: false,
             },
             E::User { .. }
@@ -491,6 +499,18 @@ pub fn parse(json: &str) -> Option<Incoming> {
         // Every participant's user stream; no actor, since neither blocks
         // (which close a direct conversation at sending) nor mutes touch
         // conversations.
+        E::Notification {
+            uid, notification, ..
+        } => Ids {
+            status: None,
+            notified: vec![*uid],
+            actors: [notification.account.id.parse().unwrap_or(0), 0],
+        },
+        E::NotificationRemoved { uid, .. } => Ids {
+            status: None,
+            notified: vec![*uid],
+            actors: [0, 0],
+        },
         E::DirectMessage { participants, .. } => Ids {
             status: None,
             notified: participants.iter().map(|p| p.0).collect(),

@@ -22,6 +22,10 @@ pub(crate) struct StreamClient {
     pub retry_seen: bool,
     /// The last `retry:` value.
     pub retry: Option<u64>,
+    /// Whether `notification` and `notification_removed` events are kept
+    /// (tests of other things pass over them: they come from the
+    /// notifier, a moment after the event that made them).
+    pub notifications: bool,
     /// The last position a keep-alive carried (an SSE `id:` with no data,
     /// an NDJSON `position` event): what a browser's `lastEventId` holds.
     pub position: Option<String>,
@@ -70,6 +74,7 @@ impl TestApp {
                 retry_seen: false,
                 retry: None,
                 position: None,
+                notifications: false,
             };
         }
         StreamClient {
@@ -82,11 +87,26 @@ impl TestApp {
             retry_seen: false,
             retry: None,
             position: None,
+            notifications: false,
         }
     }
 }
 
+/// Whether an event is a notification's (made or taken away).
+pub(crate) fn is_notification(data: &Value) -> bool {
+    matches!(
+        data["type"].as_str(),
+        Some("notification" | "notification_removed")
+    )
+}
+
 impl StreamClient {
+    /// Keeps notification events (passed over by default).
+    pub(crate) fn with_notifications(mut self) -> StreamClient {
+        self.notifications = true;
+        self
+    }
+
     fn take_message(&mut self) -> Option<Option<Msg>> {
         if self.ndjson {
             let pos = self.buf.iter().position(|b| *b == b'\n')?;
@@ -100,6 +120,9 @@ impl StreamClient {
             if data["type"] == "position" {
                 self.position = data["id"].as_str().map(str::to_string);
                 self.comments += 1;
+                return Some(None);
+            }
+            if !self.notifications && is_notification(&data) {
                 return Some(None);
             }
             return Some(Some(Msg {
@@ -141,6 +164,9 @@ impl StreamClient {
             return Some(None);
         }
         let data: Value = serde_json::from_str(&data).expect("data is json");
+        if !self.notifications && is_notification(&data) {
+            return Some(None);
+        }
         Some(Some(Msg { id, event, data }))
     }
 

@@ -14,6 +14,7 @@ mod follows;
 mod groups;
 mod lists;
 mod moderation;
+mod notifications;
 mod relations;
 mod service;
 mod sessions;

@@ -124,6 +124,38 @@ async function loadBookmarks() {
 }
 $("bookmarks-refresh").onclick = () => loadBookmarks().catch(() => {});
 
+let newestNotif = null;
+
+/// The notifications panel: grouped, with the unread count.
+async function loadNotifications() {
+  const [page, unread] = await Promise.all([
+    api("GET", "/api/v1/notifications?grouped=true&count=30"),
+    api("GET", "/api/v1/notifications/unread"),
+  ]);
+  text($("notif-unread"), String(unread.count));
+  newestNotif = page.notifications.length ? page.notifications[0].id : null;
+  const verbs = { like: "liked", repost: "reposted", follow: "followed you", follow_request: "asked to follow you",
+    mention: "mentioned you", reply: "replied" };
+  $("notif-list").replaceChildren(...page.notifications.map((g) => {
+    const li = document.createElement("li");
+    const who = g.accounts.map((a) => "@" + a.login).join(", ") + (g.count > g.accounts.length ? " and " + (g.count - g.accounts.length) + " others" : "");
+    const line = document.createElement("span");
+    line.className = "message";
+    line.textContent = who + " " + (verbs[g.type] || g.type) + (g.status ? ": " + g.status.message : "");
+    li.appendChild(line);
+    const meta = document.createElement("div");
+    meta.className = "meta";
+    meta.textContent = new Date(g.latest_at * 1000).toLocaleTimeString();
+    li.appendChild(meta);
+    return li;
+  }));
+}
+$("notif-read").onclick = async () => {
+  if (!newestNotif) return;
+  try { await api("POST", "/api/v1/notifications/read", { up_to: newestNotif }); await loadNotifications(); }
+  catch (e) { text($("post-msg"), e.message); }
+};
+
 let openList = null;
 
 async function loadLists() {
@@ -268,7 +300,7 @@ async function showDashboard() {
 }
 
 function showLoggedIn(on) {
-  for (const id of ["compose", "people", "messages", "home", "live", "trends", "rules", "history", "groups", "lists", "bookmarks"]) $(id).classList.toggle("hidden", !on);
+  for (const id of ["compose", "people", "messages", "home", "live", "trends", "rules", "history", "groups", "lists", "bookmarks", "notifs"]) $(id).classList.toggle("hidden", !on);
   $("auth").classList.toggle("hidden", on);
   $("logout").classList.toggle("hidden", !on);
   text($("who"), on && me ? "@" + me.login + " (id " + me.id + ")" : "not logged in");
@@ -290,6 +322,7 @@ async function loadMe() {
     await loadGroups();
     await loadLists();
     await loadBookmarks();
+    await loadNotifications();
     await loadAdmin();
     watchMessages();
   } catch (e) {
@@ -723,6 +756,10 @@ function onEvent(ev) {
       loadTrends().catch(() => {});
     }
   } else if (data.type === "update") li = statusItem(data.status, "edited");
+  else if (data.type === "notification" || data.type === "notification_removed") {
+    loadNotifications().catch(() => {});
+    return;
+  }
   else if (data.type === "repost" || data.type === "mention") li = statusItem(data.status, data.type);
   else {
     li = document.createElement("li");
@@ -756,7 +793,7 @@ function connect() {
     if (source && source.readyState === EventSource.CLOSED) setLive("closed", "the server refused the stream");
     else setLive("reconnecting", "reconnecting; will resume after " + (lastEventId || "the start"));
   };
-  for (const type of ["status", "update", "delete", "follow", "unfollow", "user", "like", "repost", "mention", "follow_request", "direct_message", "warning", "disconnect"]) {
+  for (const type of ["status", "update", "notification", "notification_removed", "delete", "follow", "unfollow", "user", "like", "repost", "mention", "follow_request", "direct_message", "warning", "disconnect"]) {
     source.addEventListener(type, onEvent);
   }
 }

@@ -192,6 +192,10 @@ impl Store {
             .arg(k.rule_order(uid))
             .arg(k.bookmarks(uid))
             .arg(k.lists(uid))
+            .arg(k.notifications(uid))
+            .arg(k.notification_data(uid))
+            .arg(k.notification_keys(uid))
+            .arg(k.notification_marker(uid))
             .query_async(&mut conn)
             .await?;
         self.finish_with(owed, Vec::new()).await

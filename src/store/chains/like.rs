@@ -63,6 +63,14 @@ impl Store {
                 target: author,
                 private,
             }));
+        } else if changed == 1 {
+            // For the notifier, which takes the like's notification away.
+            events.push(body(&Event::Unlike {
+                at,
+                status_id: sid,
+                source: uid,
+                target: author,
+            }));
         }
         self.finish_with(owed, events).await?;
         Ok((changed == 1, likes))

@@ -16,6 +16,7 @@
 -- KEYS[4] events STREAM
 -- ARGV[1] user id  ARGV[2] status id  ARGV[3] now  ARGV[4] "1" like / "0" unlike
 -- ARGV[5] MAXLEN  ARGV[6] channel  ARGV[7] the like event JSON without "id"
+-- ARGV[8] the unlike event JSON (for the notifier) without "id"
 -- Returns {changed 0/1, likes} or {"missing"}.
 local st = redis.call('HMGET', KEYS[1], 'id', 'deleted', 'likes')
 if not st[1] or st[2] then
@@ -37,5 +38,7 @@ if ARGV[4] == '1' then
   redis.call('PUBLISH', ARGV[6], '{"id":"' .. eid .. '",' .. ARGV[7]:sub(2))
 else
   redis.call('ZREM', KEYS[3], ARGV[2])
+  local eid = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[5], '*', 'e', ARGV[8])
+  redis.call('PUBLISH', ARGV[6], '{"id":"' .. eid .. '",' .. ARGV[8]:sub(2))
 end
 return {1, likes}

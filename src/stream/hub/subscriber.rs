@@ -77,7 +77,10 @@ pub(super) async fn subscriber(
             let Some(payload) = msg else {
                 continue;
             };
-            // The buffer has something new (for the history's archiver).
+            // The buffer has something new (for the history's archiver and
+            // the notifier: every task waiting, and a permit for one that
+            // is busy now).
+            published.notify_waiters();
             published.notify_one();
             // A batch of events (`store::emitter`) is one JSON a line.
             if payload.contains('\n') {

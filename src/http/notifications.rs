@@ -1,0 +1,332 @@
+//! Notifications: the list (newest first, by type, grouped), the unread
+//! count and the read marker (`store::notifications`; made by
+//! `crate::notifier`). Each is judged when read: nothing from anyone the
+//! reader blocks or mutes or who blocks them, from an account gone or
+//! suspended, or about a status the reader may not see now.
+
+use super::openapi::{Auth, Op, Params, Reply};
+use super::paging::{count_param, uint};
+use super::routes::Routes;
+use super::{known_params, JsonBody, JsonId};
+use crate::auth::{AuthUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::hides;
+use crate::model::Notification;
+use crate::state::AppState;
+use crate::store::notifications::{Stored, MAX_NOTIFICATIONS};
+use crate::visibility::{Reach, Sight};
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// The types of notification.
+pub const TYPES: [&str; 8] = [
+    "follow",
+    "follow_request",
+    "like",
+    "repost",
+    "mention",
+    "reply",
+    "group_request",
+    "report_resolved",
+];
+
+/// How long a read waits for the notifier to reach the newest event.
+const CATCH_UP: Duration = Duration::from_secs(1);
+
+/// Routes of this resource, each with its OpenAPI operation.
+pub fn routes() -> Routes {
+    Routes::new()
+        .route(LIST_OP, list)
+        .route(UNREAD_OP, unread)
+        .route(READ_OP, read)
+        .schema_of::<Notification>("Notification")
+        .schema(
+            "ReadMarker",
+            json!({"type": "object", "required": ["up_to"], "properties": {
+                "up_to": {"type": ["string", "integer"], "maxLength": super::MAX_ID_CHARS,
+                    "description": "A notification id: everything up to it is read."},
+            }}),
+        )
+}
+
+/// Reads `uid`'s notifications newest first, from below `below`, judged,
+/// until `want` are kept or none are left; whether some may be left.
+async fn visible(
+    state: &AppState,
+    auth: &AuthUser,
+    mut below: Option<u64>,
+    want: usize,
+    types: Option<&[String]>,
+) -> ApiResult<(Vec<Notification>, bool)> {
+    let mut sight = Sight::of(state.store.clone(), Some(auth.uid), Reach::Followers).await?;
+    let mut kept = Vec::new();
+    let chunk = (want + want / 2 + 4).min(MAX_NOTIFICATIONS);
+    loop {
+        let stored = state
+            .store
+            .notifications_below(auth.uid, below, chunk)
+            .await?;
+        let done = stored.len() < chunk;
+        below = stored.last().map(Stored::number);
+        let stored: Vec<Stored> = stored
+            .into_iter()
+            .filter(|s| types.is_none_or(|t| t.contains(&s.kind)))
+            .collect();
+        let vias: Vec<u64> = stored
+            .iter()
+            .filter_map(|s| s.via.as_deref()?.parse().ok())
+            .collect();
+        let alive: HashMap<u64, bool> = vias
+            .iter()
+            .copied()
+            .zip(state.store.statuses_alive(&vias).await?)
+            .collect();
+        let shown = state.store.hydrate_notifications(stored).await?;
+        let total = shown.len();
+        for (i, (s, n)) in shown.into_iter().enumerate() {
+            let account: u64 = s.account.parse().unwrap_or(0);
+            if state.store.suspended().contains(account)
+                || sight.relations().bits(account) & hides::FEED != 0
+            {
+                continue;
+            }
+            if let Some(via) = s.via.as_deref().and_then(|v| v.parse::<u64>().ok()) {
+                if !alive.get(&via).copied().unwrap_or(false) {
+                    continue;
+                }
+            }
+            if let Some(status) = &n.status {
+                if !sight.status(status).await? {
+                    continue;
+                }
+            }
+            kept.push(n);
+            if kept.len() == want {
+                // More may follow: in this read, or beyond it.
+                return Ok((kept, i + 1 < total || !done));
+            }
+        }
+        if done || below.is_none() {
+            return Ok((kept, false));
+        }
+    }
+}
+
+/// `types=` as a list, each one of [`TYPES`].
+fn types_param(q: &HashMap<String, String>) -> ApiResult<Option<Vec<String>>> {
+    let Some(raw) = q.get("types") else {
+        return Ok(None);
+    };
+    let types: Vec<String> = raw
+        .split(',')
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if types.is_empty() || types.iter().any(|t| !TYPES.contains(&t.as_str())) {
+        return Err(ApiError::invalid(
+            "invalid_types",
+            format!("types is a comma-separated list of {}.", TYPES.join(", ")),
+        ));
+    }
+    Ok(Some(types))
+}
+
+const LIST_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/notifications",
+    tag: "notifications",
+    summary: "Your notifications, newest first (grouped=true: likes and reposts of one status and follows together)",
+    auth: Auth::Bearer,
+    query: &[
+        ("count", "1-200 (30)."),
+        ("max_id", "Notifications with ids up to this one."),
+        ("cursor", "next_cursor of the page before."),
+        ("types", "Comma-separated types: follow, follow_request, like, repost, mention, reply, group_request, report_resolved."),
+        ("grouped", "true: groups of notifications."),
+    ],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r##"{"type":"object","required":["notifications","next_cursor"],"properties":{"notifications":{"type":"array","items":{"type":"object"}},"next_cursor":{"type":["string","null"]}}}"##,
+    ),
+    errors: &[400, 401, 503],
+};
+
+/// `GET /api/v1/notifications`.
+pub async fn list(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    known_params(&q, &["count", "max_id", "cursor", "types", "grouped"])?;
+    let count = count_param(&q, 30)?;
+    let types = types_param(&q)?;
+    let bad_id = |name: &str| {
+        ApiError::invalid(
+            if name == "cursor" {
+                "invalid_cursor"
+            } else {
+                "invalid_max_id"
+            },
+            format!("{name} must be a notification id."),
+        )
+    };
+    let below = match (q.get("max_id"), q.get("cursor")) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid(
+                "invalid_query",
+                "Give max_id or cursor, not both.",
+            ))
+        }
+        (Some(m), None) => Some(uint(m).ok_or_else(|| bad_id("max_id"))?.saturating_add(1)),
+        (None, Some(c)) => Some(uint(c).ok_or_else(|| bad_id("cursor"))?),
+        (None, None) => None,
+    };
+    let grouped = match q.get("grouped").map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "invalid_grouped",
+                "grouped must be true or false.",
+            ))
+        }
+    };
+    crate::notifier::caught_up(&state.store, CATCH_UP).await;
+    if grouped {
+        let (all, _) = visible(&state, &auth, None, MAX_NOTIFICATIONS, types.as_deref()).await?;
+        let groups = group(all);
+        let page: Vec<&Value> = groups
+            .iter()
+            .filter(|g| {
+                below.is_none_or(|b| g["id"].as_str().and_then(|i| i.parse::<u64>().ok()) < Some(b))
+            })
+            .take(count + 1)
+            .collect();
+        let more = page.len() > count;
+        let page: Vec<Value> = page.into_iter().take(count).cloned().collect();
+        let next = more
+            .then(|| {
+                page.last()
+                    .and_then(|g| g["id"].as_str().map(str::to_string))
+            })
+            .flatten();
+        return Ok(Json(json!({"notifications": page, "next_cursor": next})));
+    }
+    let (page, more) = visible(&state, &auth, below, count, types.as_deref()).await?;
+    let next = more.then(|| page.last().map(|n| n.id.clone())).flatten();
+    Ok(Json(json!({"notifications": page, "next_cursor": next})))
+}
+
+/// Likes and reposts of one status, and follows, grouped; every other
+/// notification a group of one. Newest group first; each group's id is its
+/// newest notification's.
+fn group(all: Vec<Notification>) -> Vec<Value> {
+    let mut order: Vec<String> = Vec::new();
+    let mut groups: HashMap<String, Vec<Notification>> = HashMap::new();
+    for n in all {
+        let key = match n.kind.as_str() {
+            "like" | "repost" => format!(
+                "{}:{}",
+                n.kind,
+                n.status.as_ref().map_or("", |s| s.id.as_str())
+            ),
+            "follow" => "follow".to_string(),
+            _ => format!("one:{}", n.id),
+        };
+        if !groups.contains_key(&key) {
+            order.push(key.clone());
+        }
+        groups.entry(key).or_default().push(n);
+    }
+    order
+        .into_iter()
+        .filter_map(|key| {
+            let members = groups.remove(&key)?;
+            let newest = members.first()?;
+            let mut g = json!({
+                "id": newest.id,
+                "type": newest.kind,
+                "accounts": members.iter().take(3).map(|n| &n.account).collect::<Vec<_>>(),
+                "count": members.len(),
+                "latest_at": newest.at,
+            });
+            if let Some(status) = &newest.status {
+                g["status"] = json!(status);
+            }
+            Some(g)
+        })
+        .collect()
+}
+
+const UNREAD_OP: Op = Op {
+    method: "get",
+    path: "/api/v1/notifications/unread",
+    tag: "notifications",
+    summary: "How many of your notifications are newer than your read marker",
+    auth: Auth::Bearer,
+    query: &[],
+    body: None,
+    status: 200,
+    params: Params::None,
+    reply: Reply::Inline(
+        r#"{"type":"object","required":["count"],"properties":{"count":{"type":"integer","minimum":0}}}"#,
+    ),
+    errors: &[401, 503],
+};
+
+/// `GET /api/v1/notifications/unread`.
+pub async fn unread(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
+    crate::notifier::caught_up(&state.store, CATCH_UP).await;
+    let marker = state.store.notification_marker(auth.uid).await?;
+    let (all, _) = visible(&state, &auth, None, MAX_NOTIFICATIONS, None).await?;
+    let count = all
+        .iter()
+        .filter(|n| n.id.parse::<u64>().is_ok_and(|id| id > marker))
+        .count();
+    Ok(Json(json!({ "count": count })))
+}
+
+/// Body of `POST /api/v1/notifications/read`.
+#[derive(Debug, Deserialize)]
+pub struct ReadMarker {
+    /// A notification id.
+    pub up_to: JsonId,
+}
+
+const READ_OP: Op = Op {
+    method: "post",
+    path: "/api/v1/notifications/read",
+    tag: "notifications",
+    summary: "Mark your notifications read up to an id: one marker per user, every session sees it, it never moves back",
+    auth: Auth::Bearer,
+    query: &[],
+    body: Some("ReadMarker"),
+    status: 204,
+    params: Params::None,
+    reply: Reply::Empty,
+    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
+};
+
+/// `POST /api/v1/notifications/read`.
+pub async fn read(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    JsonBody(body): JsonBody<ReadMarker>,
+) -> ApiResult<StatusCode> {
+    auth.require(SCOPE_WRITE)?;
+    let id = body
+        .up_to
+        .parse()
+        .filter(|_| body.up_to.is_whole())
+        .ok_or_else(|| ApiError::invalid("invalid_id", "up_to must be a notification id."))?;
+    state.rate.write(auth.uid).await?;
+    state.store.mark_notifications_read(auth.uid, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

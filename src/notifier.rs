@@ -1,0 +1,275 @@
+//! The notifier: makes each user's notifications from the events in the
+//! buffer, in order, and sends each new one as a `notification` event (an
+//! undone like, repost or follow's removal as `notification_removed`).
+//!
+//! One process at a time runs it (a lease in `{g}`, renewed while it runs;
+//! another takes over within [`LEASE`] of a crash), from the position kept
+//! beside the lease, so a write acknowledged to its client has its event in
+//! the buffer and so, a moment later, its notification: exactly one, since
+//! each is added once per key (`notify_add.lua`) and only the call that
+//! added it sends its event. A read of the notifications waits (≤ 1 s) for
+//! the notifier to pass the buffer's newest entry (`caught_up`).
+
+use crate::model::{now, Event};
+use crate::shutdown::Shutdown;
+use crate::store::events::{body, EventId};
+use crate::store::notifications::Stored;
+use crate::store::Store;
+use crate::visibility::{Reach, Sight};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// How long the notifier's lease lasts unrenewed.
+const LEASE: Duration = Duration::from_secs(5);
+/// Entries read at a time.
+const READ_ENTRIES: usize = 256;
+/// How long it waits for a publish before looking again.
+const IDLE: Duration = Duration::from_millis(250);
+
+/// Runs until shutdown.
+pub async fn run(store: Store, published: Arc<Notify>, mut shutdown: Shutdown) {
+    let holder = format!("{}-{}", std::process::id(), rand::random::<u64>());
+    loop {
+        let more = match store
+            .notifier_lease(&holder, LEASE.as_millis() as u64)
+            .await
+        {
+            Ok(true) => match step(&store).await {
+                Ok(more) => more,
+                Err(e) => {
+                    tracing::warn!(error = %e, "the notifier cannot read or write; retrying");
+                    false
+                }
+            },
+            _ => false,
+        };
+        if shutdown.is_set() {
+            return;
+        }
+        if !more {
+            tokio::select! {
+                _ = shutdown.wait() => return,
+                _ = published.notified() => {}
+                _ = tokio::time::sleep(IDLE) => {}
+            }
+        }
+    }
+}
+
+/// One page of events turned into notifications; whether more are waiting.
+async fn step(store: &Store) -> crate::store::StoreResult<bool> {
+    let after = match store.notifier_position().await? {
+        Some(p) => EventId::parse(&p).unwrap_or(EventId::ZERO),
+        // A new store: from the newest entry on (no notifications of the
+        // past a buffer happens to hold).
+        None => {
+            let newest = store.newest_event_entry().await?;
+            let start = newest
+                .as_deref()
+                .and_then(EventId::parse)
+                .map_or(EventId::ZERO, |e| e.last_of_entry());
+            store.set_notifier_position(&start.to_string()).await?;
+            start
+        }
+    };
+    let (page, _) = store.events_following(after, READ_ENTRIES).await?;
+    let Some((last, _)) = page.events.last() else {
+        return Ok(false);
+    };
+    let last = *last;
+    for (_, json) in &page.events {
+        let Ok(event) = serde_json::from_str::<Event>(json) else {
+            continue;
+        };
+        apply(store, &event).await?;
+    }
+    store.set_notifier_position(&last.to_string()).await?;
+    Ok(page.more)
+}
+
+/// What an event means for someone's notifications.
+enum Change {
+    /// A notification for `uid`.
+    Add(u64, Stored),
+    /// `uid`'s notification of this key taken away.
+    Remove(u64, String),
+}
+
+/// The notification (or removal) `event` makes, if any: never one of your
+/// own doing.
+fn change_of(event: &Event, id: u64) -> Option<Change> {
+    let stored = |kind: &str, at: f64, account: u64, status: Option<String>, key: String| Stored {
+        id: id.to_string(),
+        kind: kind.to_string(),
+        at,
+        account: account.to_string(),
+        status,
+        via: None,
+        key,
+    };
+    let change = match event {
+        Event::Like {
+            at,
+            status_id,
+            source,
+            target,
+            ..
+        } => Change::Add(
+            *target,
+            stored(
+                "like",
+                *at,
+                *source,
+                Some(status_id.to_string()),
+                format!("like:{source}:{status_id}"),
+            ),
+        ),
+        Event::Unlike {
+            status_id,
+            source,
+            target,
+            ..
+        } => Change::Remove(*target, format!("like:{source}:{status_id}")),
+        Event::Follow { at, source, target } => Change::Add(
+            *target,
+            stored("follow", *at, *source, None, format!("follow:{source}")),
+        ),
+        Event::Unfollow { source, target, .. } => {
+            Change::Remove(*target, format!("follow:{source}"))
+        }
+        Event::FollowRequest {
+            at, source, target, ..
+        } => Change::Add(
+            *target,
+            stored(
+                "follow_request",
+                *at,
+                *source,
+                None,
+                format!("request:{source}"),
+            ),
+        ),
+        Event::Repost {
+            at, status, target, ..
+        } => {
+            let original = status.repost_of.clone()?;
+            let reposter: u64 = status.uid.parse().ok()?;
+            let mut n = stored(
+                "repost",
+                *at,
+                reposter,
+                Some(original.clone()),
+                format!("repost:{reposter}:{original}"),
+            );
+            n.via = Some(status.id.clone());
+            Change::Add(*target, n)
+        }
+        Event::Mention {
+            at, status, target, ..
+        } => Change::Add(
+            *target,
+            stored(
+                "mention",
+                *at,
+                status.uid.parse().ok()?,
+                Some(status.id.clone()),
+                format!("post:{}", status.id),
+            ),
+        ),
+        Event::Status { at, status, .. } if status.repost_of.is_none() => {
+            let parent: u64 = status.reply_to_uid.as_deref()?.parse().ok()?;
+            Change::Add(
+                parent,
+                stored(
+                    "reply",
+                    *at,
+                    status.uid.parse().ok()?,
+                    Some(status.id.clone()),
+                    format!("post:{}", status.id),
+                ),
+            )
+        }
+        _ => return None,
+    };
+    match &change {
+        Change::Add(uid, n) if n.account == uid.to_string() => None,
+        _ => Some(change),
+    }
+}
+
+/// Makes `event`'s notification (or removal) and sends its event.
+async fn apply(store: &Store, event: &Event) -> crate::store::StoreResult<()> {
+    let (id, _) = store.next_status_id().await?;
+    match change_of(event, id) {
+        None => Ok(()),
+        Some(Change::Add(uid, n)) => {
+            if !store.add_notification(uid, &n).await? {
+                return Ok(());
+            }
+            let Some((_, shown)) = store
+                .hydrate_notifications(vec![n])
+                .await?
+                .into_iter()
+                .next()
+            else {
+                return Ok(());
+            };
+            // Sent only to one who may see what it is about now (it stays
+            // in the list, judged again whenever it is read).
+            if let Some(status) = &shown.status {
+                let mut sight = Sight::of(store.clone(), Some(uid), Reach::Followers).await?;
+                if !sight.status(status).await? {
+                    return Ok(());
+                }
+            }
+            store
+                .emit(&body(&Event::Notification {
+                    at: now(),
+                    uid,
+                    notification: shown,
+                }))
+                .await?;
+            Ok(())
+        }
+        Some(Change::Remove(uid, key)) => {
+            if let Some(id) = store.remove_notification(uid, &key).await? {
+                store
+                    .emit(&body(&Event::NotificationRemoved {
+                        at: now(),
+                        uid,
+                        notification_id: id,
+                    }))
+                    .await?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Whether the notifier has made the notifications of every event the
+/// buffer held when this was called, waiting up to `wait` for it.
+pub async fn caught_up(store: &Store, wait: Duration) -> bool {
+    let Ok(Some(newest)) = store.newest_event_entry().await else {
+        return true;
+    };
+    let Some(newest) = EventId::parse(&newest) else {
+        return true;
+    };
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let at = store
+            .notifier_position()
+            .await
+            .ok()
+            .flatten()
+            .and_then(|p| EventId::parse(&p));
+        if at.is_some_and(|a| a.entry() == newest.entry() || a > newest) {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

@@ -1,0 +1,34 @@
+-- notify_add: a notification for a user, once per key (`like:<who>:<status>`,
+-- `follow:<who>`, ...), the newest 1,000 kept.
+--
+-- Atomic and idempotent: the key's check, the notification and its key are
+-- written together, so a notifier that runs an event twice (a crash, two
+-- processes) adds it once and only the call that added it answers 1 (and
+-- sends the event). The oldest past the cap leave with their keys. One
+-- slot: the user's ({<uid>}).
+--
+-- KEYS[1] notifications ZSET (id -> whole second)  KEYS[2] id -> JSON HASH
+-- KEYS[3] key -> id HASH
+-- ARGV[1] key  ARGV[2] id  ARGV[3] score  ARGV[4] JSON (with "key")  ARGV[5] cap
+-- Returns 1 when added, 0 when the key had one already.
+if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then
+  return 0
+end
+redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[4])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[5])
+if over > 0 then
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, over - 1)) do
+    local v = redis.call('HGET', KEYS[2], id)
+    if v then
+      local ok, n = pcall(cjson.decode, v)
+      if ok and n.key then
+        redis.call('HDEL', KEYS[3], n.key)
+      end
+    end
+    redis.call('HDEL', KEYS[2], id)
+    redis.call('ZREM', KEYS[1], id)
+  end
+end
+return 1

@@ -1,0 +1,230 @@
+//! Notifications: each user's newest 1,000, in their slot (a ZSET of ids,
+//! a HASH of their JSON, a HASH of what each is of, so the same like or
+//! follow is notified once and its undoing finds it), and a read marker
+//! that only moves forward. They are made by the notifier (`crate::notifier`)
+//! from the events in the buffer; the notifier's position and lease are in
+//! `{g}`.
+
+use super::{parse_id, Store, StoreError, StoreResult};
+use crate::model::{timeline_score, Notification, Status, User};
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+
+/// Notifications a user keeps.
+pub const MAX_NOTIFICATIONS: usize = 1_000;
+
+/// A notification as stored: who and what by id, read into a
+/// [`Notification`] when it is shown.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Stored {
+    /// Its id.
+    pub id: String,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// When.
+    pub at: f64,
+    /// Who did it.
+    pub account: String,
+    /// The status it is about.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// For a repost: the repost (while it stands, the notification does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// What it is of (`like:<who>:<status>`, `follow:<who>`, ...).
+    pub key: String,
+}
+
+impl Stored {
+    /// Its id as a number.
+    pub fn number(&self) -> u64 {
+        self.id.parse().unwrap_or(0)
+    }
+}
+
+impl Store {
+    /// Adds `n` for `uid` unless one of its key is there; the stored one
+    /// when this call added it.
+    pub async fn add_notification(&self, uid: u64, n: &Stored) -> StoreResult<bool> {
+        let json = serde_json::to_string(n).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let score = super::ids::posted_of(n.number()).map_or(0, timeline_score);
+        let mut conn = self.conn();
+        let added: i64 = self
+            .scripts
+            .notify_add
+            .key(self.keys.notifications(uid))
+            .key(self.keys.notification_data(uid))
+            .key(self.keys.notification_keys(uid))
+            .arg(&n.key)
+            .arg(&n.id)
+            .arg(score)
+            .arg(json)
+            .arg(MAX_NOTIFICATIONS)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(added == 1)
+    }
+
+    /// Takes away `uid`'s notification of `key`; its id, if there was one.
+    pub async fn remove_notification(&self, uid: u64, key: &str) -> StoreResult<Option<String>> {
+        let mut conn = self.conn();
+        Ok(self
+            .scripts
+            .notify_remove
+            .key(self.keys.notifications(uid))
+            .key(self.keys.notification_data(uid))
+            .key(self.keys.notification_keys(uid))
+            .arg(key)
+            .invoke_async(&mut conn)
+            .await?)
+    }
+
+    /// Up to `n` of `uid`'s notifications with ids below `below` (all:
+    /// `None`), newest first.
+    pub async fn notifications_below(
+        &self,
+        uid: u64,
+        below: Option<u64>,
+        n: usize,
+    ) -> StoreResult<Vec<Stored>> {
+        let key = self.keys.notifications(uid);
+        let ids: Vec<String> = match below {
+            None => {
+                let mut conn = self.conn();
+                conn.zrevrange(&key, 0, n as isize - 1).await?
+            }
+            Some(0 | 1) => return Ok(Vec::new()),
+            Some(b) => self.ids_up_to(&key, b - 1, n).await?,
+        };
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn();
+        let found: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(self.keys.notification_data(uid))
+            .arg(&ids)
+            .query_async(&mut conn)
+            .await?;
+        Ok(found
+            .into_iter()
+            .flatten()
+            .filter_map(|j| serde_json::from_str(&j).ok())
+            .collect())
+    }
+
+    /// `uid`'s read marker (0: nothing read).
+    pub async fn notification_marker(&self, uid: u64) -> StoreResult<u64> {
+        let mut conn = self.conn();
+        let m: Option<String> = conn.get(self.keys.notification_marker(uid)).await?;
+        Ok(m.and_then(|m| m.parse().ok()).unwrap_or(0))
+    }
+
+    /// Moves `uid`'s read marker to `id` unless it is past it already.
+    pub async fn mark_notifications_read(&self, uid: u64, id: u64) -> StoreResult<u64> {
+        let mut conn = self.conn();
+        let now: String = self
+            .scripts
+            .notify_read
+            .key(self.keys.notification_marker(uid))
+            .arg(id.to_string())
+            .invoke_async(&mut conn)
+            .await?;
+        parse_id(&now)
+    }
+
+    /// The accounts and statuses `stored` name, read in two pipelines;
+    /// those of accounts gone or suspended are left out.
+    pub async fn hydrate_notifications(
+        &self,
+        stored: Vec<Stored>,
+    ) -> StoreResult<Vec<(Stored, Notification)>> {
+        let uids: Vec<u64> = stored
+            .iter()
+            .filter_map(|s| s.account.parse().ok())
+            .collect();
+        let mut users: std::collections::HashMap<String, User> = std::collections::HashMap::new();
+        for u in self.users(&uids).await? {
+            users.insert(u.id.clone(), u);
+        }
+        let sids: Vec<u64> = stored
+            .iter()
+            .filter_map(|s| s.status.as_deref()?.parse().ok())
+            .collect();
+        let mut statuses: std::collections::HashMap<u64, Status> = std::collections::HashMap::new();
+        for (sid, s) in self.statuses(&sids).await? {
+            if let Some(s) = s {
+                statuses.insert(sid, s.status.clone());
+            }
+        }
+        Ok(stored
+            .into_iter()
+            .filter_map(|s| {
+                let account = users.get(&s.account)?.clone();
+                let status = match s.status.as_deref().and_then(|x| x.parse::<u64>().ok()) {
+                    Some(sid) => Some(statuses.get(&sid)?.clone()),
+                    None => None,
+                };
+                let n = Notification {
+                    id: s.id.clone(),
+                    kind: s.kind.clone(),
+                    at: s.at,
+                    account,
+                    status,
+                };
+                Some((s, n))
+            })
+            .collect())
+    }
+
+    /// Where the notifier has got to in the buffer (`None`: nowhere yet).
+    pub async fn notifier_position(&self) -> StoreResult<Option<String>> {
+        let mut conn = self.conn();
+        Ok(conn.get(self.keys.notifier_position()).await?)
+    }
+
+    /// The notifier has made the notifications of every event up to `id`.
+    pub async fn set_notifier_position(&self, id: &str) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: () = conn.set(self.keys.notifier_position(), id).await?;
+        Ok(())
+    }
+
+    /// Takes or keeps the notifier's lease for `holder` for `ms`; whether
+    /// `holder` has it.
+    pub async fn notifier_lease(&self, holder: &str, ms: u64) -> StoreResult<bool> {
+        let mut conn = self.conn();
+        let key = self.keys.notifier_lease();
+        let taken: Option<String> = redis::cmd("SET")
+            .arg(&key)
+            .arg(holder)
+            .arg("NX")
+            .arg("PX")
+            .arg(ms)
+            .query_async(&mut conn)
+            .await?;
+        if taken.is_some() {
+            return Ok(true);
+        }
+        let now: Option<String> = conn.get(&key).await?;
+        if now.as_deref() == Some(holder) {
+            let _: () = conn.pexpire(&key, ms as i64).await?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// The id of the newest entry in the buffer, if any.
+    pub async fn newest_event_entry(&self) -> StoreResult<Option<String>> {
+        let mut conn = self.conn();
+        let rows: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
+            .arg(self.keys.events())
+            .arg("+")
+            .arg("-")
+            .arg("COUNT")
+            .arg(1)
+            .query_async(&mut conn)
+            .await?;
+        Ok(rows.into_iter().next().map(|(id, _)| id))
+    }
+}

@@ -1,0 +1,290 @@
+//! Notifications: made by the actions that cause them, taken away when they
+//! are undone, judged with the reader's relations, grouped, counted
+//! against one read marker.
+
+use crate::assert_error;
+use crate::common::TestApp;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+async fn notifications(app: &TestApp, token: &str, query: &str) -> Value {
+    let (status, body) = app
+        .get(&format!("/api/v1/notifications{query}"), Some(token))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body
+}
+
+/// (type, account login, status message) of each notification.
+fn summary(body: &Value) -> Vec<(String, String, String)> {
+    body["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["type"].as_str().unwrap().to_string(),
+                n["account"]["login"].as_str().unwrap_or("").to_string(),
+                n["status"]["message"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn t(kind: &str, who: &str, message: &str) -> (String, String, String) {
+    (kind.into(), who.into(), message.into())
+}
+
+async fn unread(app: &TestApp, token: &str) -> u64 {
+    let (status, body) = app.get("/api/v1/notifications/unread", Some(token)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["count"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn actions_notify_their_target_once_and_undoing_them_takes_it_away() {
+    let app = TestApp::start().await;
+    let (author_id, author) = app.user("noticed").await;
+    let (_, fan) = app.user("fan").await;
+    let mut stream = app
+        .stream("/api/v1/stream/user", Some(&author), &[])
+        .await
+        .with_notifications();
+    let sid = app.say(&author, "notice me").await;
+    // One's own doing notifies no one.
+    app.post(
+        &format!("/api/v1/statuses/{sid}/like"),
+        Some(&author),
+        json!({}),
+    )
+    .await;
+    app.follow(&fan, &author_id).await;
+    for _ in 0..2 {
+        app.post(
+            &format!("/api/v1/statuses/{sid}/like"),
+            Some(&fan),
+            json!({}),
+        )
+        .await;
+    }
+    let reply = app
+        .post_status(
+            &fan,
+            json!({"message": "@noticed yes you", "reply_to": sid}),
+        )
+        .await["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.say(&fan, "hello @noticed").await;
+    let repost = app.repost(&fan, &sid).await;
+    let body = notifications(&app, &author, "").await;
+    assert_eq!(
+        summary(&body),
+        vec![
+            t("repost", "fan", "notice me"),
+            t("mention", "fan", "hello @noticed"),
+            t("reply", "fan", "@noticed yes you"),
+            t("like", "fan", "notice me"),
+            t("follow", "fan", ""),
+        ],
+        "{body}"
+    );
+    assert_eq!(unread(&app, &author).await, 5);
+    // The user stream got each as it happened.
+    let mut live = Vec::new();
+    while live.len() < 5 {
+        let m = stream.next("a notification").await;
+        if m.event == "notification" {
+            live.push(m.data["notification"]["type"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(live, ["follow", "like", "reply", "mention", "repost"]);
+    // Undone: the like, the repost, the follow; the reply deleted.
+    app.call(
+        Method::DELETE,
+        &format!("/api/v1/statuses/{sid}/like"),
+        Some(&fan),
+        None,
+    )
+    .await;
+    app.delete(&format!("/api/v1/statuses/{sid}/repost"), Some(&fan))
+        .await;
+    app.delete(&format!("/api/v1/users/{author_id}/follow"), Some(&fan))
+        .await;
+    app.delete(&format!("/api/v1/statuses/{reply}"), Some(&fan))
+        .await;
+    let _ = repost;
+    let body = notifications(&app, &author, "").await;
+    assert_eq!(
+        summary(&body),
+        vec![t("mention", "fan", "hello @noticed")],
+        "{body}"
+    );
+    let mut removed = 0;
+    while removed < 2 {
+        let m = stream.next("a removal").await;
+        if m.event == "notification_removed" {
+            assert!(m.data["notification_id"].is_string(), "{:?}", m.data);
+            removed += 1;
+        }
+    }
+}
+
+#[tokio::test]
+async fn blocks_mutes_and_gone_accounts_hide_notifications_already_there() {
+    let app = TestApp::start().await;
+    let (author_id, author) = app.user("popular").await;
+    let (blocked_id, blocked) = app.user("pest").await;
+    let (muted_id, muted) = app.user("noisy").await;
+    let (_, kept) = app.user("friendly").await;
+    let sid = app.say(&author, "like this").await;
+    for who in [&blocked, &muted, &kept] {
+        app.post(
+            &format!("/api/v1/statuses/{sid}/like"),
+            Some(who),
+            json!({}),
+        )
+        .await;
+    }
+    assert_eq!(summary(&notifications(&app, &author, "").await).len(), 3);
+    app.post(
+        &format!("/api/v1/users/{blocked_id}/block"),
+        Some(&author),
+        json!({}),
+    )
+    .await;
+    app.post(
+        &format!("/api/v1/users/{muted_id}/mute"),
+        Some(&author),
+        json!({}),
+    )
+    .await;
+    let body = notifications(&app, &author, "").await;
+    assert_eq!(summary(&body), vec![t("like", "friendly", "like this")]);
+    // A private account's reply to me that I may not see: not shown.
+    let (_, secretive) = app.user("secretive").await;
+    app.call(
+        Method::PATCH,
+        "/api/v1/me",
+        Some(&secretive),
+        Some(json!({"private": true})),
+    )
+    .await;
+    let secretive = app.login("secretive").await;
+    app.post_status(
+        &secretive,
+        json!({"message": "a hidden reply", "reply_to": sid}),
+    )
+    .await;
+    let body = notifications(&app, &author, "").await;
+    assert_eq!(summary(&body), vec![t("like", "friendly", "like this")]);
+    // The status deleted: its notifications go with it.
+    app.delete(&format!("/api/v1/statuses/{sid}"), Some(&author))
+        .await;
+    assert!(summary(&notifications(&app, &author, "").await).is_empty());
+    let _ = author_id;
+}
+
+#[tokio::test]
+async fn notifications_page_filter_group_and_count_against_one_marker() {
+    let app = TestApp::start().await;
+    let (author_id, author) = app.user("star").await;
+    let mut fans = Vec::new();
+    for i in 0..5 {
+        fans.push(app.user(&format!("fan{i}")).await);
+    }
+    let first = app.say(&author, "first").await;
+    let second = app.say(&author, "second").await;
+    for (_, token) in &fans {
+        app.post(
+            &format!("/api/v1/statuses/{first}/like"),
+            Some(token),
+            json!({}),
+        )
+        .await;
+        app.follow(token, &author_id).await;
+    }
+    app.post(
+        &format!("/api/v1/statuses/{second}/like"),
+        Some(&fans[0].1),
+        json!({}),
+    )
+    .await;
+    // Paged by cursor, every one once, newest first.
+    let mut ids = Vec::new();
+    let mut query = "?count=3".to_string();
+    loop {
+        let body = notifications(&app, &author, &query).await;
+        for n in body["notifications"].as_array().unwrap() {
+            ids.push(n["id"].as_str().unwrap().parse::<u64>().unwrap());
+        }
+        match body["next_cursor"].as_str() {
+            Some(c) => query = format!("?count=3&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!(ids.len(), 11);
+    assert!(ids.windows(2).all(|w| w[0] > w[1]), "{ids:?}");
+    // By type.
+    let follows = notifications(&app, &author, "?types=follow").await;
+    assert_eq!(summary(&follows).len(), 5);
+    let (status, body) = app
+        .get("/api/v1/notifications?types=poke", Some(&author))
+        .await;
+    assert_error(status, &body, StatusCode::BAD_REQUEST);
+    // Grouped: the five likes of the first status, the five follows, the
+    // like of the second.
+    let grouped = notifications(&app, &author, "?grouped=true").await;
+    let groups: Vec<(String, u64, usize, String)> = grouped["notifications"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["type"].as_str().unwrap().to_string(),
+                g["count"].as_u64().unwrap(),
+                g["accounts"].as_array().unwrap().len(),
+                g["status"]["message"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        groups,
+        vec![
+            ("like".to_string(), 1, 1, "second".to_string()),
+            ("follow".to_string(), 5, 3, String::new()),
+            ("like".to_string(), 5, 3, "first".to_string()),
+        ],
+        "{grouped}"
+    );
+    assert_eq!(grouped["notifications"][1]["accounts"][0]["login"], "fan4");
+    // One marker: read up to the sixth newest, from another session.
+    assert_eq!(unread(&app, &author).await, 11);
+    let other_session = app.login("star").await;
+    let (status, _) = app
+        .post(
+            "/api/v1/notifications/read",
+            Some(&other_session),
+            json!({"up_to": ids[5].to_string()}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(unread(&app, &author).await, 5);
+    // It never moves back.
+    app.post(
+        "/api/v1/notifications/read",
+        Some(&author),
+        json!({"up_to": ids[10].to_string()}),
+    )
+    .await;
+    assert_eq!(unread(&app, &author).await, 5);
+    let (status, body) = app
+        .post(
+            "/api/v1/notifications/read",
+            Some(&author),
+            json!({"up_to": "nope"}),
+        )
+        .await;
+    assert_error(status, &body, StatusCode::BAD_REQUEST);
+}
