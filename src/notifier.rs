@@ -30,19 +30,37 @@ const IDLE: Duration = Duration::from_millis(250);
 /// Runs until shutdown.
 pub async fn run(store: Store, published: Arc<Notify>, mut shutdown: Shutdown) {
     let holder = format!("{}-{}", std::process::id(), rand::random::<u64>());
+    // While the lease is held (renewed once a second, well within it), the
+    // position is this task's own: read from Redis when the lease is
+    // taken, written after every page.
+    let mut held: Option<(tokio::time::Instant, EventId)> = None;
     loop {
-        let more = match store
-            .notifier_lease(&holder, LEASE.as_millis() as u64)
-            .await
-        {
-            Ok(true) => match step(&store).await {
+        let renew = held.is_none_or(|(at, _)| at.elapsed() >= Duration::from_secs(1));
+        if renew {
+            let position = held.map(|(_, p)| p);
+            held = match store
+                .notifier_lease(&holder, LEASE.as_millis() as u64)
+                .await
+            {
+                Ok(true) => match position {
+                    Some(p) => Some((tokio::time::Instant::now(), p)),
+                    None => start(&store)
+                        .await
+                        .ok()
+                        .map(|p| (tokio::time::Instant::now(), p)),
+                },
+                _ => None,
+            };
+        }
+        let more = match held.as_mut() {
+            Some((_, position)) => match step(&store, position).await {
                 Ok(more) => more,
                 Err(e) => {
                     tracing::warn!(error = %e, "the notifier cannot read or write; retrying");
                     false
                 }
             },
-            _ => false,
+            None => false,
         };
         if shutdown.is_set() {
             return;
@@ -50,17 +68,24 @@ pub async fn run(store: Store, published: Arc<Notify>, mut shutdown: Shutdown) {
         if !more {
             tokio::select! {
                 _ = shutdown.wait() => return,
-                _ = published.notified() => {}
+                _ = published.notified() => {
+                    // A moment for the events of a burst to gather: one
+                    // read and one position write for all of them.
+                    tokio::time::sleep(GATHER).await;
+                }
                 _ = tokio::time::sleep(IDLE) => {}
             }
         }
     }
 }
 
-/// One page of events turned into notifications; whether more are waiting.
-async fn step(store: &Store) -> crate::store::StoreResult<bool> {
-    let after = match store.notifier_position().await? {
-        Some(p) => EventId::parse(&p).unwrap_or(EventId::ZERO),
+/// How long the notifier lets a burst's events gather after a publish.
+const GATHER: Duration = Duration::from_millis(5);
+
+/// Where a notifier that has just taken the lease starts.
+async fn start(store: &Store) -> crate::store::StoreResult<EventId> {
+    match store.notifier_position().await? {
+        Some(p) => Ok(EventId::parse(&p).unwrap_or(EventId::ZERO)),
         // A new store: from the newest entry on (no notifications of the
         // past a buffer happens to hold).
         None => {
@@ -70,10 +95,15 @@ async fn step(store: &Store) -> crate::store::StoreResult<bool> {
                 .and_then(EventId::parse)
                 .map_or(EventId::ZERO, |e| e.last_of_entry());
             store.set_notifier_position(&start.to_string()).await?;
-            start
+            Ok(start)
         }
-    };
-    let (page, _) = store.events_following(after, READ_ENTRIES).await?;
+    }
+}
+
+/// One page of events after `position` turned into notifications (and
+/// `position` moved past them); whether more are waiting.
+async fn step(store: &Store, position: &mut EventId) -> crate::store::StoreResult<bool> {
+    let (page, _) = store.events_following(*position, READ_ENTRIES).await?;
     let Some((last, _)) = page.events.last() else {
         return Ok(false);
     };
@@ -85,6 +115,7 @@ async fn step(store: &Store) -> crate::store::StoreResult<bool> {
         apply(store, &event).await?;
     }
     store.set_notifier_position(&last.to_string()).await?;
+    *position = last;
     Ok(page.more)
 }
 
@@ -216,8 +247,9 @@ async fn apply(store: &Store, event: &Event) -> crate::store::StoreResult<()> {
                 return Ok(());
             };
             // Sent only to one who may see what it is about now (it stays
-            // in the list, judged again whenever it is read).
-            if let Some(status) = &shown.status {
+            // in the list, judged again whenever it is read): a public
+            // status's author they may see (blocks are the hub's to drop).
+            if let Some(status) = shown.status.as_ref().filter(|_| private_about(event)) {
                 let mut sight = Sight::of(store.clone(), Some(uid), Reach::Followers).await?;
                 if !sight.status(status).await? {
                     return Ok(());
@@ -244,6 +276,21 @@ async fn apply(store: &Store, event: &Event) -> crate::store::StoreResult<()> {
             }
             Ok(())
         }
+    }
+}
+
+/// Whether what `event` is about is private (a private account's status,
+/// or a reply to one): then a notification is sent only to one who may see
+/// it.
+fn private_about(event: &Event) -> bool {
+    match event {
+        Event::Like { private, .. }
+        | Event::Repost { private, .. }
+        | Event::Mention { private, .. } => *private,
+        Event::Status {
+            private, audience, ..
+        } => *private || audience.is_some(),
+        _ => true,
     }
 }
 
