@@ -108,11 +108,11 @@ async fn step(store: &Store, position: &mut EventId) -> crate::store::StoreResul
         return Ok(false);
     };
     let last = *last;
-    for (_, json) in &page.events {
+    for (eid, json) in &page.events {
         let Ok(event) = serde_json::from_str::<Event>(json) else {
             continue;
         };
-        apply(store, &event).await?;
+        apply(store, &event, notification_id(*eid)).await?;
     }
     store.set_notifier_position(&last.to_string()).await?;
     *position = last;
@@ -229,9 +229,15 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
     }
 }
 
+/// The id of the notification an event makes: a snowflake of the event's
+/// millisecond, its entry's sequence and its place in the entry, so a rerun
+/// makes the same one (and no process needs an id lease for it).
+fn notification_id(eid: EventId) -> u64 {
+    crate::store::ids::snowflake_at(eid.0, ((eid.1 & 0x3F) << 6) | u64::from(eid.2 & 0x3F))
+}
+
 /// Makes `event`'s notification (or removal) and sends its event.
-async fn apply(store: &Store, event: &Event) -> crate::store::StoreResult<()> {
-    let (id, _) = store.next_status_id().await?;
+async fn apply(store: &Store, event: &Event, id: u64) -> crate::store::StoreResult<()> {
     match change_of(event, id) {
         None => Ok(()),
         Some(Change::Add(uid, n)) => {

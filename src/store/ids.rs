@@ -56,6 +56,14 @@ pub fn millis_of(id: u64) -> Option<u64> {
     (id >= FIRST).then(|| (id >> (INSTANCE_BITS + SEQUENCE_BITS)) + EPOCH_MS)
 }
 
+/// An id laid out as a snowflake of millisecond `ms` with `low` (12 bits)
+/// in place of the instance and sequence: ids made elsewhere (a
+/// notification's, from its event's) that sort and date as snowflakes do,
+/// with no lease.
+pub fn snowflake_at(ms: u64, low: u64) -> u64 {
+    (ms.saturating_sub(EPOCH_MS) << (INSTANCE_BITS + SEQUENCE_BITS)) | (low & 0xFFF)
+}
+
 /// The `posted` time (seconds since the Unix epoch) of a snowflake.
 pub fn posted_of(id: u64) -> Option<f64> {
     millis_of(id).map(|ms| ms as f64 / 1000.0)

@@ -1489,9 +1489,10 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 
 
 # A status takes ten edits, then 400 too_many_edits; lists and their
 # members have caps too (too_many_lists, too_many_members): bounds no
-# schema can say were reached.
+# schema can say were reached. Notifications' ids and counts are numbers
+# the query's strings do not say.
 [[operations]]
-include-operation-id = ["patch_api_v1_statuses__id_", "post_api_v1_lists", "post_api_v1_lists__id__members"]
+include-operation-id = ["patch_api_v1_statuses__id_", "post_api_v1_lists", "post_api_v1_lists__id__members", "get_api_v1_notifications", "post_api_v1_notifications_read"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", 400, 401, 403, 404, 409, 429]
 
 # Adding a member answers 404 for a `user_id` that names no user: the
