@@ -2628,3 +2628,90 @@ async fn tail_partitions_split_the_firehose_and_tail_reads_a_list() {
     assert!(!seen[0].is_empty() && !seen[1].is_empty());
     assert_eq!(seen[2], posted, "the list's tail, in order");
 }
+
+#[tokio::test]
+async fn a_server_killed_mid_burst_of_likes_leaves_one_notification_per_like() {
+    let app = TestApp::start().await;
+    let (author_id, author) = app.user("liked_a_lot").await;
+    let sids: Vec<String> = {
+        let mut v = Vec::new();
+        for i in 0..4 {
+            v.push(app.say(&author, &format!("like me {i}")).await);
+        }
+        v
+    };
+    let fans = bulk_users(&app, "kfan", 60).await;
+    let mut tokens = Vec::new();
+    for fan in &fans {
+        tokens.push(
+            app.operator_token(&fan.to_string(), &["read", "write"])
+                .await,
+        );
+    }
+    let first = ServerProcess::serve(&app.redis, &[]).await;
+    let http = reqwest::Client::new();
+    let likes = futures::stream::iter(
+        tokens
+            .iter()
+            .enumerate()
+            .flat_map(|(i, t)| sids.iter().map(move |sid| (i, t.clone(), sid.clone()))),
+    )
+    .map(|(_, token, sid)| {
+        let req = http
+            .post(first.url(&format!("/api/v1/statuses/{sid}/like")))
+            .bearer_auth(token);
+        async move { req.send().await.map(|r| r.status().as_u16()).unwrap_or(0) }
+    })
+    .buffer_unordered(16);
+    // Killed after a part of the burst was answered.
+    let answered: Vec<u16> = likes.take(100).collect().await;
+    first.kill9().await;
+    assert!(
+        answered.iter().all(|s| *s == 200 || *s == 201),
+        "{answered:?}"
+    );
+    // Every like that stands, and only those, has one notification, once
+    // the notifier (this process's, or the dead one's after its lease) has
+    // read the buffer.
+    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
+    let mut likers = 0;
+    for sid in &sids {
+        let page = store
+            .likers(
+                sid.parse().unwrap(),
+                &firehose::store::paging::Cursor::Start,
+                1000,
+            )
+            .await
+            .unwrap();
+        likers += page.ids.len();
+    }
+    let count = || async {
+        let mut n = 0;
+        let mut query = "?types=like&count=200".to_string();
+        loop {
+            let (_, body) = app
+                .get(&format!("/api/v1/notifications{query}"), Some(&author))
+                .await;
+            n += body["notifications"].as_array().unwrap().len();
+            match body["next_cursor"].as_str() {
+                Some(c) => query = format!("?types=like&count=200&cursor={c}"),
+                None => return n,
+            }
+        }
+    };
+    app.eventually("one notification per standing like", || async {
+        count().await == likers
+    })
+    .await;
+    // And no more come.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let notified = count().await;
+    println!(
+        "kill -9 mid-burst of likes: {} answered, {likers} likes stand, {notified} like notifications",
+        answered.len()
+    );
+    assert_eq!(notified, likers);
+    assert!(likers >= answered.len());
+    let _ = author_id;
+}
