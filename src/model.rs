@@ -283,7 +283,8 @@ impl Status {
 pub struct Notification {
     /// Notification id (time-ordered, as status ids are).
     pub id: String,
-    /// `follow`, `follow_request`, `like`, `repost`, `mention` or `reply`.
+    /// `follow`, `follow_request`, `like`, `repost`, `mention`, `reply`,
+    /// `group_request` or `report_resolved`.
     #[serde(rename = "type")]
     pub kind: String,
     /// When it happened, seconds since the epoch.
@@ -293,6 +294,13 @@ pub struct Notification {
     /// The status it is about (liked, reposted, mentioning or replying).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<Status>,
+    /// For a `group_request`: the group asked to join.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<String>,
+    /// For a `report_resolved`: the report (its `account` the admin who
+    /// resolved it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_id: Option<String>,
 }
 
 /// A message of a conversation (`direct_message` events carry it).
@@ -587,7 +595,7 @@ pub enum Event {
         #[serde(with = "id_string")]
         uid: u64,
         /// The notification.
-        notification: Notification,
+        notification: Box<Notification>,
     },
     /// A notification of `uid`'s taken away (a like, repost or follow undone).
     NotificationRemoved {
@@ -613,6 +621,33 @@ pub enum Event {
         /// Its author.
         #[serde(with = "id_string")]
         target: u64,
+    },
+    /// `source` asked to join the private group `group_id` (their request
+    /// made at `at`): for the notifier, which tells the group's owners and
+    /// moderators. Reaches no stream.
+    GroupRequest {
+        /// When the request was made (the same for every retry of it).
+        at: f64,
+        /// The group.
+        #[serde(with = "id_string")]
+        group_id: u64,
+        /// Who asks.
+        #[serde(with = "id_string")]
+        source: u64,
+    },
+    /// An admin resolved `reporter`'s report: for the notifier, which
+    /// tells the reporter. Reaches no stream.
+    ReportResolved {
+        /// When it was resolved.
+        at: f64,
+        /// The report.
+        report_id: String,
+        /// Who reported.
+        #[serde(with = "id_string")]
+        reporter: u64,
+        /// The admin who resolved it.
+        #[serde(with = "id_string")]
+        admin: u64,
     },
     /// Statuses changed in place (their author's new login): every hub
     /// drops them from its process's cache. Internal: never sent to a client.
@@ -703,6 +738,8 @@ impl Event {
             Event::Notification { .. } => "notification",
             Event::NotificationRemoved { .. } => "notification_removed",
             Event::Unlike { .. } => "unlike",
+            Event::GroupRequest { .. } => "group_request",
+            Event::ReportResolved { .. } => "report_resolved",
             Event::Follow { .. } => "follow",
             Event::Unfollow { .. } => "unfollow",
             Event::User { .. } => "user",

@@ -125,6 +125,9 @@ enum Change {
     Add(u64, Stored),
     /// `uid`'s notification of this key taken away.
     Remove(u64, String),
+    /// A notification for each owner and moderator of a group (but the
+    /// one it is from).
+    Staff(u64, Stored),
 }
 
 /// The notification (or removal) `event` makes, if any: never one of your
@@ -137,6 +140,8 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
         account: account.to_string(),
         status,
         via: None,
+        group: None,
+        report: None,
         key,
     };
     let change = match event {
@@ -221,6 +226,40 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
                 ),
             )
         }
+        Event::GroupRequest {
+            at,
+            group_id,
+            source,
+        } => {
+            let mut n = stored(
+                "group_request",
+                *at,
+                *source,
+                None,
+                // The request's time in the key: a request made again
+                // after one was answered is notified again, a retry of
+                // the same request is not.
+                format!("group_request:{group_id}:{source}:{}", (at * 1000.0) as u64),
+            );
+            n.group = Some(group_id.to_string());
+            Change::Staff(*group_id, n)
+        }
+        Event::ReportResolved {
+            at,
+            report_id,
+            reporter,
+            admin,
+        } => {
+            let mut n = stored(
+                "report_resolved",
+                *at,
+                *admin,
+                None,
+                format!("report:{report_id}"),
+            );
+            n.report = Some(report_id.clone());
+            Change::Add(*reporter, n)
+        }
         _ => return None,
     };
     match &change {
@@ -240,36 +279,15 @@ fn notification_id(eid: EventId) -> u64 {
 async fn apply(store: &Store, event: &Event, id: u64) -> crate::store::StoreResult<()> {
     match change_of(event, id) {
         None => Ok(()),
-        Some(Change::Add(uid, n)) => {
-            if !store.add_notification(uid, &n).await? {
-                return Ok(());
-            }
-            let Some((_, shown)) = store
-                .hydrate_notifications(vec![n])
-                .await?
-                .into_iter()
-                .next()
-            else {
-                return Ok(());
-            };
-            // Sent only to one who may see what it is about now (it stays
-            // in the list, judged again whenever it is read): a public
-            // status's author they may see (blocks are the hub's to drop).
-            if let Some(status) = shown.status.as_ref().filter(|_| private_about(event)) {
-                let mut sight = Sight::of(store.clone(), Some(uid), Reach::Followers).await?;
-                if !sight.status(status).await? {
-                    return Ok(());
+        Some(Change::Staff(gid, n)) => {
+            for uid in store.group_staff(gid, MAX_STAFF_NOTIFIED).await? {
+                if n.account != uid.to_string() {
+                    notify(store, event, uid, n.clone()).await?;
                 }
             }
-            store
-                .emit(&body(&Event::Notification {
-                    at: now(),
-                    uid,
-                    notification: shown,
-                }))
-                .await?;
             Ok(())
         }
+        Some(Change::Add(uid, n)) => notify(store, event, uid, n).await,
         Some(Change::Remove(uid, key)) => {
             if let Some(id) = store.remove_notification(uid, &key).await? {
                 store
@@ -283,6 +301,46 @@ async fn apply(store: &Store, event: &Event, id: u64) -> crate::store::StoreResu
             Ok(())
         }
     }
+}
+
+/// Owners and moderators told of a join request, at most.
+const MAX_STAFF_NOTIFIED: usize = 50;
+
+/// Adds `n` for `uid` and, when this call added it, sends its event.
+async fn notify(
+    store: &Store,
+    event: &Event,
+    uid: u64,
+    n: Stored,
+) -> crate::store::StoreResult<()> {
+    if !store.add_notification(uid, &n).await? {
+        return Ok(());
+    }
+    let Some((_, shown)) = store
+        .hydrate_notifications(vec![n])
+        .await?
+        .into_iter()
+        .next()
+    else {
+        return Ok(());
+    };
+    // Sent only to one who may see what it is about now (it stays
+    // in the list, judged again whenever it is read): a public
+    // status's author they may see (blocks are the hub's to drop).
+    if let Some(status) = shown.status.as_ref().filter(|_| private_about(event)) {
+        let mut sight = Sight::of(store.clone(), Some(uid), Reach::Followers).await?;
+        if !sight.status(status).await? {
+            return Ok(());
+        }
+    }
+    store
+        .emit(&body(&Event::Notification {
+            at: now(),
+            uid,
+            notification: Box::new(shown),
+        }))
+        .await?;
+    Ok(())
 }
 
 /// Whether what `event` is about is private (a private account's status,

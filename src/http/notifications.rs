@@ -260,6 +260,12 @@ fn group(all: Vec<Notification>) -> Vec<Value> {
             if let Some(status) = &newest.status {
                 g["status"] = json!(status);
             }
+            if let Some(group) = &newest.group_id {
+                g["group_id"] = json!(group);
+            }
+            if let Some(report) = &newest.report_id {
+                g["report_id"] = json!(report);
+            }
             Some(g)
         })
         .collect()

@@ -172,6 +172,19 @@ impl Store {
             // Neither member nor asking: off the list.
             let _: () = conn.zrem(self.keys.user_groups(target), gid).await?;
         }
+        if outcome == "ok" && standing.requested && matches!(change, Change::Join) {
+            // Its owners and moderators are told (by the notifier), once
+            // per request: a retry sends the same request's time again.
+            let asked: Option<f64> = conn.zscore(self.keys.group_requests(gid), target).await?;
+            if let Some(at) = asked {
+                self.emit(&super::events::body(&crate::model::Event::GroupRequest {
+                    at,
+                    group_id: gid,
+                    source: target,
+                }))
+                .await?;
+            }
+        }
         Ok(match outcome.as_str() {
             "ok" => Ok(standing),
             "missing" => Err(Refused::Missing),
@@ -297,6 +310,18 @@ impl Store {
             .query_async(&mut conn)
             .await?;
         Ok((ids.into_iter().zip(roles).collect(), next_cursor))
+    }
+
+    /// Up to `n` of the owners and moderators of `gid`.
+    pub async fn group_staff(&self, gid: u64, n: usize) -> StoreResult<Vec<u64>> {
+        let mut conn = self.conn();
+        let roles: Vec<(u64, String)> = conn.hgetall(self.keys.group_roles(gid)).await?;
+        Ok(roles
+            .into_iter()
+            .filter(|(_, r)| r == "owner" || r == "moderator")
+            .map(|(u, _)| u)
+            .take(n)
+            .collect())
     }
 
     /// Tells every process's hub that `uid` no longer reads private group

@@ -170,6 +170,18 @@ impl Store {
             .arg(keep)
             .invoke_async(&mut conn)
             .await?;
+        if outcome == "ok" {
+            // The reporter is told (by the notifier).
+            if let Ok(reporter) = report.reporter.parse() {
+                self.emit(&super::events::body(&crate::model::Event::ReportResolved {
+                    at,
+                    report_id: report.id.clone(),
+                    reporter,
+                    admin,
+                }))
+                .await?;
+            }
+        }
         Ok(match outcome.as_str() {
             "ok" => Resolved::Done(Box::new(resolved)),
             "resolved" => Resolved::Already,

@@ -32,6 +32,12 @@ pub struct Stored {
     /// For a repost: the repost (while it stands, the notification does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
+    /// For a `group_request`: the group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// For a `report_resolved`: the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
     /// What it is of (`like:<who>:<status>`, `follow:<who>`, ...).
     pub key: String,
 }
@@ -171,6 +177,8 @@ impl Store {
                     at: s.at,
                     account,
                     status,
+                    group_id: s.group.clone(),
+                    report_id: s.report.clone(),
                 };
                 Some((s, n))
             })

@@ -167,7 +167,7 @@ impl Frame {
                 public: false,
             },
             // For the notifier only.
-            E::Unlike { .. } => Event::Notice {
+            E::Unlike { .. } | E::GroupRequest { .. } | E::ReportResolved { .. } => Event::Notice {
                 uids: &[],
                 public: false,
             },

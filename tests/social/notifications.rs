@@ -288,3 +288,130 @@ async fn notifications_page_filter_group_and_count_against_one_marker() {
         .await;
     assert_error(status, &body, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn join_requests_notify_the_staff_and_resolved_reports_the_reporter() {
+    let app = TestApp::start().await;
+    let (_, owner) = app.user("group_owner").await;
+    let (moderator_id, moderator) = app.user("group_mod").await;
+    let (member_id, member) = app.user("group_member").await;
+    let (asker_id, asker) = app.user("asker").await;
+    let (_, group) = app
+        .post(
+            "/api/v1/groups",
+            Some(&owner),
+            json!({"name": "closed", "kind": "private"}),
+        )
+        .await;
+    let gid = group["id"].as_str().unwrap().to_string();
+    for uid in [&moderator_id, &member_id] {
+        let (status, body) = app
+            .post(
+                &format!("/api/v1/groups/{gid}/members"),
+                Some(&owner),
+                json!({"user_id": uid}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    app.call(
+        Method::PATCH,
+        &format!("/api/v1/groups/{gid}/members/{moderator_id}"),
+        Some(&owner),
+        Some(json!({"role": "moderator"})),
+    )
+    .await;
+    let mut live = app
+        .stream("/api/v1/stream/user", Some(&moderator), &[])
+        .await
+        .with_notifications();
+    // Asked twice (a retry): one notification for each of the staff.
+    for _ in 0..2 {
+        let (status, body) = app
+            .post(
+                &format!("/api/v1/groups/{gid}/join"),
+                Some(&asker),
+                json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["requested"], true, "{body}");
+    }
+    let m = live.next("the request's notification").await;
+    assert_eq!(m.event, "notification", "{:?}", m.data);
+    assert_eq!(m.data["notification"]["type"], "group_request");
+    assert_eq!(m.data["notification"]["group_id"], gid.as_str());
+    for token in [&owner, &moderator] {
+        let body = notifications(&app, token, "?types=group_request").await;
+        assert_eq!(
+            summary(&body),
+            vec![t("group_request", "asker", "")],
+            "{body}"
+        );
+        assert_eq!(body["notifications"][0]["group_id"], gid.as_str());
+    }
+    assert!(summary(&notifications(&app, &member, "").await).is_empty());
+    // Rejected, then asked again: a new request, notified again.
+    app.post(
+        &format!("/api/v1/groups/{gid}/requests/{asker_id}/reject"),
+        Some(&owner),
+        json!({}),
+    )
+    .await;
+    app.post(
+        &format!("/api/v1/groups/{gid}/join"),
+        Some(&asker),
+        json!({}),
+    )
+    .await;
+    let body = notifications(&app, &owner, "").await;
+    assert_eq!(summary(&body).len(), 2, "{body}");
+    // One who blocks the asker sees none of theirs.
+    app.post(
+        &format!("/api/v1/users/{asker_id}/block"),
+        Some(&moderator),
+        json!({}),
+    )
+    .await;
+    assert!(summary(&notifications(&app, &moderator, "").await).is_empty());
+
+    // A report resolved: its reporter is told, by the admin; the reported
+    // user is not.
+    let (admin_id, _) = app.user("the_admin").await;
+    let admin = app.operator_token(&admin_id, &["read", "admin"]).await;
+    let (reported_id, reported) = app.user("reported").await;
+    let (status, report) = app
+        .post(
+            "/api/v1/reports",
+            Some(&asker),
+            json!({"user_id": reported_id, "reason": "spam"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{report}");
+    let rid = report["id"].as_str().unwrap().to_string();
+    assert!(
+        notifications(&app, &asker, "?types=report_resolved").await["notifications"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    let (status, body) = app
+        .post(
+            &format!("/api/v1/admin/reports/{rid}/resolve"),
+            Some(&admin),
+            json!({"action": "none"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let body = notifications(&app, &asker, "?types=report_resolved").await;
+    assert_eq!(
+        summary(&body),
+        vec![t("report_resolved", "the_admin", "")],
+        "{body}"
+    );
+    assert_eq!(body["notifications"][0]["report_id"], rid.as_str());
+    let grouped = notifications(&app, &asker, "?grouped=true").await;
+    assert_eq!(grouped["notifications"][0]["report_id"], rid.as_str());
+    assert_eq!(grouped["notifications"][0]["count"], 1);
+    assert!(summary(&notifications(&app, &reported, "").await).is_empty());
+}
