@@ -111,6 +111,12 @@ pub async fn run(
     ));
     tasks.push(tokio::spawn(limits.clone().renew(shutdown.clone())));
     let limits_store = store.clone();
+    let zstd = Arc::new(crate::stream::zstd::Dictionaries::new(store.clone()));
+    tasks.push(tokio::spawn(crate::stream::zstd::run(
+        zstd.clone(),
+        std::time::Duration::from_secs(cfg.zstd_retrain_secs),
+        shutdown.clone(),
+    )));
     let state = AppState::new(Shared {
         jwt: Arc::new(Jwt::new(&secret)),
         cfg: Arc::new(cfg.clone()),
@@ -121,6 +127,7 @@ pub async fn run(
         rate: Arc::new(crate::rate_limits::Limits::new(&cfg, limits_store)),
         shutdown: shutdown.clone(),
         history,
+        zstd,
         demo: cfg.demo.then(Default::default),
     });
     if let Some(viewer) = &state.demo {

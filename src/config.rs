@@ -348,6 +348,17 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_KEEPALIVE", default_value_t = 15)]
     pub keepalive_secs: u64,
 
+    /// Seconds between retrainings of the `compress=zstd` dictionary on the
+    /// buffer's recent public events (one process at a time; 0: never).
+    #[arg(long, env = "FIREHOSE_ZSTD_RETRAIN", default_value_t = 3600)]
+    pub zstd_retrain_secs: u64,
+
+    /// Plain streams (SSE, NDJSON) coded with zstd at once in this process,
+    /// each holding about 150 KiB; past it, `Accept-Encoding: zstd`
+    /// clients get gzip (if they take it) or no coding.
+    #[arg(long, env = "FIREHOSE_MAX_ZSTD_STREAMS", default_value_t = 1_000)]
+    pub max_zstd_streams: usize,
+
     /// Abuse limits (sign-ups and logins per client address, writes per
     /// user): `on` or `off` (load tests and test suites that register
     /// thousands of users from one address).

@@ -51,6 +51,8 @@ pub struct Shared {
     pub shutdown: Shutdown,
     /// This process's history on disk (none with `--history 0`).
     pub history: Option<crate::history::History>,
+    /// The `compress=zstd` dictionaries.
+    pub zstd: Arc<crate::stream::zstd::Dictionaries>,
     /// The demo's read-only viewer (`serve --demo` only).
     pub demo: Option<Arc<crate::demo::viewer::Viewer>>,
 }

@@ -95,6 +95,10 @@ pub const RESUME: &[(&str, &str)] = &[
         "The JWT, for clients that cannot set headers (never logged).",
     ),
     (
+        "compress",
+        "zstd: on WebSocket, each event as one binary message, a zstd frame made with the dictionary at /api/v1/stream/zstd-dictionary (plain streams: Accept-Encoding).",
+    ),
+    (
         "last_event_id",
         "Replay matching events after this id, then go live (also the Last-Event-ID header).",
     ),

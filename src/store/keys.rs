@@ -424,6 +424,23 @@ impl Keys {
     pub fn notifier_lease(&self) -> String {
         format!("{}:{{g}}:notifier:lease", self.prefix)
     }
+    /// HASH: stream compression dictionaries, id -> bytes (the newest few).
+    pub fn zstd_dicts(&self) -> String {
+        format!("{}:{{g}}:zstd:dicts", self.prefix)
+    }
+    /// LIST: the dictionaries' ids, newest first.
+    pub fn zstd_dict_order(&self) -> String {
+        format!("{}:{{g}}:zstd:order", self.prefix)
+    }
+    /// STRING: the id of the dictionary new frames are compressed with.
+    pub fn zstd_dict_current(&self) -> String {
+        format!("{}:{{g}}:zstd:current", self.prefix)
+    }
+    /// STRING: the process retraining the dictionary now (a lease, held
+    /// for the time between trainings).
+    pub fn zstd_trainer(&self) -> String {
+        format!("{}:{{g}}:zstd:trainer", self.prefix)
+    }
     /// ZSET: the user's lists, list id -> created (oldest first); at most
     /// [`crate::store::lists::MAX_LISTS`].
     pub fn lists(&self, uid: u64) -> String {

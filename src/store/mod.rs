@@ -63,6 +63,7 @@ pub mod tracked;
 mod trends;
 pub mod users;
 pub mod view_cache;
+pub mod zstd_dicts;
 
 use crate::config::Config;
 use conn::{LazyCluster, RedisConn};
@@ -167,6 +168,7 @@ pub struct Scripts {
     pub(crate) bookmark_add: Script,
     pub(crate) list_create: Script,
     pub(crate) notify_add: Script,
+    pub(crate) zstd_dict_put: Script,
     pub(crate) notify_remove: Script,
     pub(crate) notify_read: Script,
     pub(crate) status_edit: Script,
@@ -235,6 +237,7 @@ impl Scripts {
             bookmark_add: Script::new(include_str!("lua/bookmark_add.lua")),
             list_create: Script::new(include_str!("lua/list_create.lua")),
             notify_add: Script::new(include_str!("lua/notify_add.lua")),
+            zstd_dict_put: Script::new(include_str!("lua/zstd_dict_put.lua")),
             notify_remove: Script::new(include_str!("lua/notify_remove.lua")),
             notify_read: Script::new(include_str!("lua/notify_read.lua")),
             status_edit: Script::new(include_str!("lua/status_edit.lua")),

@@ -112,22 +112,48 @@ impl Gzip {
 /// Whether an `Accept-Encoding` header value takes gzip: named (or `*`)
 /// with a nonzero quality; an explicit `gzip;q=0` refuses it.
 pub fn accepts_gzip<'a>(values: impl Iterator<Item = &'a str>) -> bool {
+    quality(values, &["gzip", "x-gzip"]) > 0.0
+}
+
+/// The quality `Accept-Encoding` gives a coding named by any of `names`:
+/// its own, else `*`'s, else 0.
+pub fn quality<'a>(values: impl Iterator<Item = &'a str>, names: &[&str]) -> f32 {
     let mut star = None;
     for item in values.flat_map(|v| v.split(',')) {
         let mut parts = item.split(';').map(str::trim);
         let coding = parts.next().unwrap_or("");
         let q = parts
             .find_map(|p| p.strip_prefix("q=").or_else(|| p.strip_prefix("Q=")))
-            .map_or(Some(1.0), |q| q.trim().parse::<f32>().ok());
-        let takes = q.is_some_and(|q| q > 0.0);
-        if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
-            return takes;
+            .map_or(Some(1.0), |q| q.trim().parse::<f32>().ok())
+            .unwrap_or(0.0);
+        if names.iter().any(|n| coding.eq_ignore_ascii_case(n)) {
+            return q;
         }
         if coding == "*" {
-            star = Some(takes);
+            star = Some(q);
         }
     }
-    star.unwrap_or(false)
+    star.unwrap_or(0.0)
+}
+
+/// The coding of a plain stream whose client sent these `Accept-Encoding`
+/// values, and what to fall back to when zstd is chosen but no zstd body
+/// may open: zstd when it ranks above gzip (named alone, or with a higher
+/// quality), gzip when taken (it costs the server less: its pieces are
+/// shared), else none.
+pub fn plain_coding(values: &[&str]) -> (super::wire::Coding, super::wire::Coding) {
+    use super::wire::Coding;
+    let gzip = quality(values.iter().copied(), &["gzip", "x-gzip"]);
+    let zstd = quality(values.iter().copied(), &["zstd"]);
+    let fallback = match gzip > 0.0 {
+        true => Coding::Gzip,
+        false => Coding::Identity,
+    };
+    if zstd > 0.0 && zstd > gzip {
+        (Coding::Zstd, fallback)
+    } else {
+        (fallback, fallback)
+    }
 }
 
 #[cfg(test)]
@@ -208,5 +234,20 @@ pub(crate) mod tests {
         assert!(!takes("identity"));
         assert!(!takes("*, gzip;q=0"));
         assert!(accepts_gzip(["br", "gzip"].into_iter()));
+    }
+
+    #[test]
+    fn zstd_is_chosen_when_it_ranks_above_gzip() {
+        use crate::stream::wire::Coding;
+        let coding = |v: &str| plain_coding(&[v]).0;
+        assert_eq!(coding("zstd"), Coding::Zstd);
+        assert_eq!(coding("gzip;q=0.5, zstd"), Coding::Zstd);
+        assert_eq!(coding("gzip, deflate, br, zstd"), Coding::Gzip);
+        assert_eq!(coding("zstd;q=0, gzip"), Coding::Gzip);
+        assert_eq!(coding("zstd;q=0"), Coding::Identity);
+        assert_eq!(coding("*"), Coding::Gzip);
+        assert_eq!(coding("identity"), Coding::Identity);
+        assert_eq!(plain_coding(&["zstd, gzip;q=0.5"]).1, Coding::Gzip);
+        assert_eq!(plain_coding(&["zstd"]).1, Coding::Identity);
     }
 }

@@ -40,6 +40,11 @@ pub struct Frame {
     /// Its outputs deflated, each the first time a compressed connection
     /// needs it, then shared by all of them (see [`Frame::deflated`]).
     deflated: [OnceLock<Deflated>; DEFLATED_FORMS],
+    /// Its WebSocket messages compressed with the zstd dictionary (the
+    /// plain one and the six multiplexed forms), each the first time a
+    /// `compress=zstd` socket needs it; boxed, so a frame no such socket
+    /// sees pays one pointer for them.
+    zstd: OnceLock<Box<[OnceLock<Bytes>; ZSTD_FORMS]>>,
     /// For an `update`: the status as it was and as it is, as `status`
     /// frames with this id (made when first routed).
     views: OnceLock<Option<UpdateViews>>,
@@ -60,6 +65,10 @@ pub struct UpdateViews {
 /// multiplexed message of each of the six stream kinds (a group status
 /// belongs to one group, so one group form).
 pub const DEFLATED_FORMS: usize = 9;
+
+/// The WebSocket forms of [`DEFLATED_FORMS`] (the last seven): those a
+/// `compress=zstd` socket may need.
+pub const ZSTD_FORMS: usize = DEFLATED_FORMS - 2;
 
 /// A status's id, author and the authors it replies to or reposts.
 #[derive(Debug, Clone, Copy)]
@@ -211,6 +220,17 @@ impl Frame {
         })
     }
 
+    /// WebSocket form `form` (a [`Frame::deflated`] form, 2 or more) of
+    /// this event compressed by `compress` (run by the first socket that
+    /// needs it, then shared by all).
+    pub fn zstd(&self, form: usize, compress: impl FnOnce() -> Bytes) -> &Bytes {
+        let forms = self.zstd.get_or_init(Default::default);
+        forms[form.saturating_sub(2).min(ZSTD_FORMS - 1)].get_or_init(|| {
+            inc(&metrics().events_compressed, 1);
+            compress()
+        })
+    }
+
     /// The id of the status this event carries, if it carries one.
     pub fn status_id(&self) -> Option<u64> {
         self.ids.status.map(|s| s.id)
@@ -269,6 +289,7 @@ impl Frame {
             ndjson: Bytes::from(ndjson),
             ids: self.ids.clone(),
             deflated: Default::default(),
+            zstd: OnceLock::new(),
             views: OnceLock::new(),
         })
     }
@@ -532,6 +553,7 @@ pub fn parse(json: &str) -> Option<Incoming> {
         ndjson: Bytes::from(ndjson),
         ids,
         deflated: Default::default(),
+        zstd: OnceLock::new(),
         views: OnceLock::new(),
     })))
 }

@@ -35,6 +35,7 @@ pub mod stream_limits;
 pub mod want;
 pub mod wire;
 pub mod ws_codec;
+pub mod zstd;
 
 pub use feed::{Feed, Out};
 pub use frame::{EventId, Frame};

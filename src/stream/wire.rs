@@ -9,10 +9,12 @@
 use super::deflate::{Deflated, Gzip};
 use super::frame::{ControlFrame, EventId, Frame, DEFLATED_FORMS};
 use super::ws_codec::{self, op};
+use super::zstd::{Dictionaries, ZstdBody};
 use super::{Feed, Out};
 use std::cell::RefCell;
 use std::future::poll_fn;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::OnceLock;
 use std::task::Poll;
 use std::time::Duration;
@@ -178,36 +180,74 @@ fn deflated_once(transport: Transport, keepalive: bool) -> &'static Deflated {
 /// The ping a WebSocket keep-alive sends.
 const PING: [u8; 4] = [0x80 | op::PING, 2, b'f', b'h'];
 
+/// How a plain body is encoded (`Content-Encoding`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coding {
+    /// As it is.
+    Identity,
+    /// gzip: shared deflated pieces.
+    Gzip,
+    /// zstd: one frame of the connection's own, flushed after every output.
+    Zstd,
+}
+
 /// One connection's encoding: its transport and compression.
 #[derive(Debug)]
 pub struct Encoder {
     transport: Transport,
     /// A plain body's gzip state, when the client accepts gzip.
     gzip: Option<Box<Gzip>>,
+    /// A plain body's zstd state, when the client asked for zstd.
+    zbody: Option<Box<ZstdBody>>,
     /// Whether WebSocket messages are deflated (permessage-deflate).
     deflate: bool,
+    /// A `compress=zstd` WebSocket's dictionaries: its events go as binary
+    /// messages, each a zstd frame shared by every such socket.
+    zstd: Option<Arc<Dictionaries>>,
     /// For a page on another origin that may read the stream (CORS): the
     /// `Access-Control-Allow-Origin` value the raw response head carries.
     cors: Option<String>,
 }
 
 impl Encoder {
-    /// For a plain stream (SSE or NDJSON), gzipped or not.
-    pub fn plain(transport: Transport, gzip: bool) -> Encoder {
+    /// For a plain stream (SSE or NDJSON), encoded by `coding` (zstd only
+    /// while fewer than `max_zstd` zstd bodies are open in the process;
+    /// past that as `fallback`).
+    pub fn plain(
+        transport: Transport,
+        coding: Coding,
+        max_zstd: usize,
+        fallback: Coding,
+    ) -> Encoder {
+        let zbody = match coding {
+            Coding::Zstd => ZstdBody::open(max_zstd).map(Box::new),
+            _ => None,
+        };
+        let gzip = coding == Coding::Gzip
+            || (coding == Coding::Zstd && zbody.is_none() && fallback == Coding::Gzip);
         Encoder {
             transport,
             gzip: gzip.then(Box::default),
+            zbody,
             deflate: false,
+            zstd: None,
             cors: None,
         }
     }
 
-    /// For a WebSocket, deflating its messages or not.
-    pub fn websocket(transport: Transport, deflate: bool) -> Encoder {
+    /// For a WebSocket, deflating its messages or not, or (`zstd`) sending
+    /// its events as zstd frames made with the shared dictionary.
+    pub fn websocket(
+        transport: Transport,
+        deflate: bool,
+        zstd: Option<Arc<Dictionaries>>,
+    ) -> Encoder {
         Encoder {
             transport,
             gzip: None,
+            zbody: None,
             deflate,
+            zstd,
             cors: None,
         }
     }
@@ -224,14 +264,18 @@ impl Encoder {
         self.transport
     }
 
-    /// Whether the stream is compressed (gzip or permessage-deflate).
+    /// Whether the stream is compressed (gzip, zstd or permessage-deflate).
     pub fn is_compressed(&self) -> bool {
-        self.gzip.is_some() || self.deflate
+        self.gzip.is_some() || self.zbody.is_some() || self.deflate || self.zstd.is_some()
     }
 
     /// A plain stream's response headers besides the status.
     pub fn headers(&self) -> impl Iterator<Item = (&'static str, &'static str)> {
-        let encoding = self.gzip.is_some().then_some(("content-encoding", "gzip"));
+        let encoding = match (&self.gzip, &self.zbody) {
+            (Some(_), _) => Some(("content-encoding", "gzip")),
+            (_, Some(_)) => Some(("content-encoding", "zstd")),
+            _ => None,
+        };
         std::iter::once(("content-type", self.transport.content_type()))
             .chain(HEADERS)
             .chain(encoding)
@@ -240,6 +284,12 @@ impl Encoder {
     /// Appends the start of a plain body: the gzip header, the preamble.
     pub fn start(&mut self, out: &mut Vec<u8>) {
         let preamble = self.transport.preamble();
+        if let Some(z) = &mut self.zbody {
+            // The frame starts even with no preamble (NDJSON): a client
+            // sees zstd bytes from the first read.
+            z.push(preamble, out);
+            return;
+        }
         match &mut self.gzip {
             Some(gz) => {
                 out.extend_from_slice(&Gzip::HEADER);
@@ -281,6 +331,9 @@ impl Encoder {
         if let Some(gz) = &self.gzip {
             gz.finish(out);
         }
+        if let Some(z) = &mut self.zbody {
+            z.finish(out);
+        }
     }
 
     /// Appends one output; returns whether it was an event.
@@ -292,7 +345,17 @@ impl Encoder {
             }
             Out::Control(c) => {
                 let bytes = control_bytes(self.transport, c);
-                self.piece(&bytes, out);
+                match &self.zstd {
+                    // A stream's own events (not a socket's answers) go
+                    // as zstd frames too.
+                    Some(dicts) if matches!(c.kind, "warning" | "disconnect") => {
+                        match dicts.current() {
+                            Some(d) => ws_codec::frame(op::BINARY, &d.compress(&bytes), out),
+                            None => self.piece(&bytes, out),
+                        }
+                    }
+                    _ => self.piece(&bytes, out),
+                }
                 false
             }
             Out::Raw(bytes) => {
@@ -309,7 +372,10 @@ impl Encoder {
                     }
                     (t, _, Some(at)) => self.piece(&position_bytes(t, *at), out),
                     (t, Some(gz), None) => gz.push(deflated_once(t, true), out),
-                    (t, None, None) => out.extend_from_slice(keepalive_bytes(t)),
+                    (t, None, None) => match &mut self.zbody {
+                        Some(z) => z.push(keepalive_bytes(t), out),
+                        None => out.extend_from_slice(keepalive_bytes(t)),
+                    },
                 }
                 false
             }
@@ -330,7 +396,10 @@ impl Encoder {
                 }
             }
             (_, Some(gz)) => gz.push(&Deflated::of(bytes), out),
-            (_, None) => out.extend_from_slice(bytes),
+            (_, None) => match &mut self.zbody {
+                Some(z) => z.push(bytes, out),
+                None => out.extend_from_slice(bytes),
+            },
         }
     }
 
@@ -347,6 +416,22 @@ impl Encoder {
                 buf.into()
             }
         };
+        // A socket is opened with its dictionary loaded (else it sends
+        // plain text).
+        let dict = self.zstd.as_ref().and_then(|d| d.current());
+        if let (Transport::WebSocket | Transport::Multiplexed, Some(dict)) = (t, dict) {
+            let own;
+            let compress = || dict.compress(&shared(f));
+            let z = match t.form(stream) {
+                Some(form) => f.zstd(form, compress),
+                None => {
+                    own = compress();
+                    &own
+                }
+            };
+            ws_codec::frame(op::BINARY, z, out);
+            return;
+        }
         match (t, &mut self.gzip) {
             (Transport::WebSocket | Transport::Multiplexed, _) if self.deflate => {
                 let own;
@@ -367,8 +452,14 @@ impl Encoder {
                 multiplexed(&f.json, stream, out);
             }
             (_, Some(gz)) => gz.push(f.deflated(t.form(stream).unwrap_or(0), || shared(f)), out),
-            (Transport::Sse, None) => out.extend_from_slice(&f.sse),
-            (Transport::Ndjson, None) => out.extend_from_slice(&f.ndjson),
+            (Transport::Sse, None) => match &mut self.zbody {
+                Some(z) => z.push(&f.sse, out),
+                None => out.extend_from_slice(&f.sse),
+            },
+            (Transport::Ndjson, None) => match &mut self.zbody {
+                Some(z) => z.push(&f.ndjson, out),
+                None => out.extend_from_slice(&f.ndjson),
+            },
         }
     }
 
@@ -463,7 +554,7 @@ mod tests {
     }
 
     #[test]
-    fn a_gzipped_body_decodes_to_the_plain_one() {
+    fn gzip_and_zstd_bodies_decode_to_the_plain_one() {
         let f = frame();
         let outs = [
             Out::Event(f.clone(), "firehose"),
@@ -471,25 +562,61 @@ mod tests {
             Out::Control(Control::warning("resume_gap", "gap").encode()),
             Out::Event(f, "firehose"),
         ];
+        let none = Coding::Identity;
         for t in [Transport::Sse, Transport::Ndjson] {
-            let (mut plain, mut gz) = (Encoder::plain(t, false), Encoder::plain(t, true));
-            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let mut plain = Encoder::plain(t, none, 0, none);
+            let mut gz = Encoder::plain(t, Coding::Gzip, 0, none);
+            let mut zs = Encoder::plain(t, Coding::Zstd, usize::MAX, none);
+            let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
             plain.start(&mut a);
             gz.start(&mut b);
+            zs.start(&mut c);
             for o in &outs {
                 plain.push(o, &mut a);
                 gz.push(o, &mut b);
+                zs.push(o, &mut c);
             }
             plain.finish(&mut a);
             gz.finish(&mut b);
+            zs.finish(&mut c);
             let mut decoded = Vec::new();
             flate2::read::GzDecoder::new(&b[..])
                 .read_to_end(&mut decoded)
                 .unwrap();
             assert_eq!(decoded, a, "{t:?}");
+            assert_eq!(zstd::stream::decode_all(&c[..]).unwrap(), a, "{t:?}");
             assert!(gz.headers().any(|h| h == ("content-encoding", "gzip")));
+            assert!(zs.headers().any(|h| h == ("content-encoding", "zstd")));
             assert!(!plain.headers().any(|(n, _)| n == "content-encoding"));
         }
+        // None may open past the bound: the fallback instead.
+        let capped = Encoder::plain(Transport::Sse, Coding::Zstd, 0, Coding::Gzip);
+        assert!(capped.headers().any(|h| h == ("content-encoding", "gzip")));
+    }
+
+    #[test]
+    fn zstd_sockets_send_events_as_binary_frames_and_answers_as_text() {
+        let dicts = Arc::new(crate::stream::zstd::Dictionaries::loaded(
+            crate::stream::zstd::train(Vec::new()).unwrap(),
+        ));
+        let mut enc = Encoder::websocket(Transport::Multiplexed, false, Some(dicts));
+        let mut out = Vec::new();
+        enc.push(&Out::Event(frame(), "firehose"), &mut out);
+        assert_eq!(out[0], 0x80 | op::BINARY);
+        let subscribed = Control::Subscribed {
+            stream: "firehose",
+            group: None,
+            list: None,
+        };
+        let mut answer = Vec::new();
+        enc.push(&Out::Control(subscribed.encode()), &mut answer);
+        assert_eq!(answer[0], 0x80 | op::TEXT);
+        let mut warning = Vec::new();
+        enc.push(
+            &Out::Control(Control::warning("resume_gap", "gap").encode()),
+            &mut warning,
+        );
+        assert_eq!(warning[0], 0x80 | op::BINARY);
     }
 
     /// A server frame's payload (unmasked), inflated if RSV1 is set.
@@ -517,7 +644,7 @@ mod tests {
         for t in [Transport::WebSocket, Transport::Multiplexed] {
             let mut texts = Vec::new();
             for deflate in [false, true] {
-                let mut enc = Encoder::websocket(t, deflate);
+                let mut enc = Encoder::websocket(t, deflate, None);
                 let mut out = Vec::new();
                 enc.push(&Out::Event(f.clone(), "filter"), &mut out);
                 enc.push(&Out::Keepalive(None), &mut out);
@@ -537,8 +664,8 @@ mod tests {
     #[test]
     fn an_event_is_deflated_once_for_every_connection() {
         let f = frame();
-        let mut a = Encoder::websocket(Transport::WebSocket, true);
-        let mut b = Encoder::websocket(Transport::WebSocket, true);
+        let mut a = Encoder::websocket(Transport::WebSocket, true, None);
+        let mut b = Encoder::websocket(Transport::WebSocket, true, None);
         let (mut x, mut y) = (Vec::new(), Vec::new());
         a.push(&Out::Event(f.clone(), "filter"), &mut x);
         b.push(&Out::Event(f.clone(), "filter"), &mut y);

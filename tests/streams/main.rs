@@ -9,6 +9,7 @@ mod lists;
 mod privacy;
 mod refresh;
 mod rules;
+mod zstd;
 
 use common::{ws_connect, ws_next, ws_send, Msg, StreamClient, TestApp};
 use futures::{SinkExt, StreamExt};

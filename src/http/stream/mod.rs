@@ -7,6 +7,7 @@
 //! matching happens once per event in the hub. The bytes of plain streams
 //! are `stream::wire`'s; the WebSocket protocol is [`ws`].
 
+pub mod dictionary;
 pub mod open;
 pub mod ws_session;
 
@@ -32,10 +33,16 @@ const MULTIPLEXED_OP: Op = Op {
     tag: "streams",
     summary: "Multiplexed WebSocket: subscribe/unsubscribe control messages",
     auth: Auth::Stream,
-    query: &[(
-        "access_token",
-        "The JWT, for clients that cannot set headers.",
-    )],
+    query: &[
+        (
+            "access_token",
+            "The JWT, for clients that cannot set headers.",
+        ),
+        (
+            "compress",
+            "zstd: each event as one binary message, a zstd frame made with the dictionary at /api/v1/stream/zstd-dictionary.",
+        ),
+    ],
     body: None,
     status: 101,
     params: Params::None,
@@ -54,6 +61,7 @@ pub fn routes() -> Routes {
         .route(GROUP_OP, group)
         .route(LIST_OP, list)
         .route(MULTIPLEXED_OP, ws_session::multiplexed)
+        .route(dictionary::DICTIONARY_OP, dictionary::dictionary)
 }
 
 const FIREHOSE_OP: Op = Op { method: "get", path: "/api/v1/stream/firehose", tag: "streams", summary: "Every public event (scope firehose). SSE, NDJSON (Accept: application/x-ndjson) or WebSocket", auth: Auth::Stream, query: PARTED, body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
@@ -219,7 +227,7 @@ async fn open(state: AppState, req: Request, kind: Kind) -> ApiResult<Response> 
         return ws_session::upgrade(state, req, Some(kind)).await;
     }
     let (mut parts, _) = req.into_parts();
-    let encoder = plain_encoder(&parts.headers);
+    let encoder = plain_encoder(&parts.headers, state.cfg.max_zstd_streams);
     let Opened { feed, guard, .. } = prepare(&state, &mut parts, kind, encoder.transport()).await?;
     Ok(body_response(feed, guard, encoder))
 }

@@ -417,6 +417,19 @@ pub struct Opened {
     pub auth: AuthUser,
 }
 
+/// Whether `compress` asks for zstd (a WebSocket's events as zstd frames;
+/// a plain stream's coding is its `Accept-Encoding`'s); another value: 400.
+pub fn zstd_asked(compress: Option<&str>) -> ApiResult<bool> {
+    match compress {
+        None => Ok(false),
+        Some("zstd") => Ok(true),
+        Some(_) => Err(ApiError::invalid(
+            "invalid_compress",
+            "compress must be zstd (or left out).",
+        )),
+    }
+}
+
 /// Whether the request asks to upgrade to WebSocket.
 pub fn is_upgrade(headers: &HeaderMap) -> bool {
     headers
@@ -426,15 +439,15 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
 }
 
 /// The plain stream a GET asks for: NDJSON by `Accept`, else SSE; gzipped
-/// when `Accept-Encoding` takes gzip.
-pub fn plain_encoder(headers: &HeaderMap) -> Encoder {
-    let gzip = crate::stream::deflate::accepts_gzip(
-        headers
-            .get_all(header::ACCEPT_ENCODING)
-            .iter()
-            .filter_map(|v| v.to_str().ok()),
-    );
-    Encoder::plain(plain_transport(headers), gzip)
+/// or zstd-coded as `Accept-Encoding` asks.
+pub fn plain_encoder(headers: &HeaderMap, max_zstd: usize) -> Encoder {
+    let accepted: Vec<&str> = headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let (coding, fallback) = crate::stream::deflate::plain_coding(&accepted);
+    Encoder::plain(plain_transport(headers), coding, max_zstd, fallback)
 }
 
 /// The plain transport a GET asks for: NDJSON by `Accept`, else SSE.
@@ -471,6 +484,7 @@ pub async fn prepare(
     state.rate.stream_connect(client_addr(parts)).await?;
     let Query(q): Query<HashMap<String, String>> = Query::try_from_uri(&parts.uri)
         .map_err(|_| ApiError::invalid("invalid_query", "The query string is malformed."))?;
+    zstd_asked(q.get("compress").map(String::as_str))?;
     let asked = Ask::from_query(&q, &parts.headers)
         .resolve(state, &auth, kind)
         .await?;
@@ -512,7 +526,7 @@ pub async fn open_plain(
     if parts.method != axum::http::Method::GET || is_upgrade(&parts.headers) {
         return None;
     }
-    let mut encoder = plain_encoder(&parts.headers);
+    let mut encoder = plain_encoder(&parts.headers, state.cfg.max_zstd_streams);
     encoder.allow_origin(
         crate::http::cors::allow(&state.cfg.cors_origins, parts.headers.get(header::ORIGIN))
             .and_then(|v| v.to_str().ok().map(str::to_string)),

@@ -66,6 +66,8 @@ pub struct WsOpened {
     control_of: (AppState, Who),
     /// The multiplexed socket (else a stream path upgraded).
     multiplexed: bool,
+    /// `compress=zstd`: events as zstd frames (the dictionary loaded).
+    zstd: bool,
     keepalive: Duration,
 }
 
@@ -80,7 +82,7 @@ impl WsOpened {
     /// upgraded without permessage-deflate (a multiplexed socket's
     /// subscriptions come and go; a deflating one is served by its task).
     pub fn write_directly(&mut self, tcp: Arc<TcpStream>) {
-        if !self.multiplexed && !self.handshake.deflate {
+        if !self.multiplexed && !self.handshake.deflate && !self.zstd {
             self.feed.write_directly(tcp, Transport::WebSocket);
         }
     }
@@ -105,7 +107,23 @@ fn handshake(parts: &Parts) -> ApiResult<Handshake> {
     Handshake::read(&parts.headers).map_err(|m| ApiError::invalid("invalid_upgrade", m))
 }
 
+/// Whether the socket asks for `compress=zstd` (an unknown `compress`:
+/// 400).
+fn zstd_of(parts: &Parts) -> ApiResult<bool> {
+    let axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>> =
+        axum::extract::Query::try_from_uri(&parts.uri)
+            .map_err(|_| ApiError::invalid("invalid_query", "The query string is malformed."))?;
+    super::open::zstd_asked(q.get("compress").map(String::as_str))
+}
+
 async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiResult<WsOpened> {
+    let zstd = zstd_of(parts)?;
+    if zstd {
+        state.zstd.ready().await.map_err(|e| {
+            tracing::warn!(error = %e, "no zstd dictionary");
+            ApiError::unavailable()
+        })?;
+    }
     let (feed, guard, handshake, auth) = match kind {
         Some(kind) => {
             let handshake = handshake(parts)?;
@@ -142,6 +160,7 @@ async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiRes
             },
         ),
         multiplexed: kind.is_none(),
+        zstd,
         keepalive: keepalive(state),
     })
 }
@@ -541,6 +560,7 @@ where
         control_of,
         multiplexed,
         keepalive,
+        zstd,
         ..
     } = &mut *opened;
     let (keepalive, deflate, multiplexed) = (*keepalive, handshake.deflate, *multiplexed);
@@ -548,7 +568,8 @@ where
         true => Transport::Multiplexed,
         false => Transport::WebSocket,
     };
-    let mut enc = Encoder::websocket(transport, deflate);
+    let dicts = zstd.then(|| control_of.0.zstd.clone());
+    let mut enc = Encoder::websocket(transport, deflate, dicts);
     let mut reader = Reader::new(deflate, MAX_MESSAGE);
     reader.push(early);
     let mut last_pong = Instant::now();
