@@ -82,6 +82,10 @@ struct Args {
     /// WebSocket offering permessage-deflate (a raw client that inflates).
     #[arg(long)]
     compress: bool,
+    /// WebSocket with `compress=zstd`: each event a zstd frame of the
+    /// shared dictionary (fetched once), decoded by the client.
+    #[arg(long)]
+    zstd: bool,
     /// Seconds to keep the clients connected after the run (another
     /// generator may load them meanwhile: one process per transport).
     #[arg(long, default_value_t = 0.0)]
@@ -267,7 +271,11 @@ async fn ws_raw_client(
     counters: Arc<Counters>,
     mut stop: watch::Receiver<bool>,
     deflate: bool,
+    dict: Option<Arc<Vec<u8>>>,
 ) -> Vec<u32> {
+    let mut unzstd = dict
+        .as_ref()
+        .and_then(|d| zstd::bulk::Decompressor::with_dictionary(d).ok());
     let mut lat = Vec::new();
     let Ok(mut sock) = tokio::net::TcpStream::connect(&addr).await else {
         return lat;
@@ -277,7 +285,12 @@ async fn ws_raw_client(
     } else {
         ""
     };
-    let req = format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n{offer}\r\n");
+    let query = if unzstd.is_some() {
+        "?compress=zstd"
+    } else {
+        ""
+    };
+    let req = format!("GET /api/v1/stream/firehose{query} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n{offer}\r\n");
     if sock.write_all(req.as_bytes()).await.is_err() {
         return lat;
     }
@@ -345,6 +358,17 @@ async fn ws_raw_client(
                         }
                     }
                 }
+                0x2 => {
+                    if let Some(z) = unzstd.as_mut() {
+                        if let Ok(json) = z.decompress(payload, 1 << 20) {
+                            if let Ok(text) = std::str::from_utf8(&json) {
+                                if text.starts_with("{\"id\"") {
+                                    record(text, now, &counters, &mut lat);
+                                }
+                            }
+                        }
+                    }
+                }
                 0x1 => {
                     if let Ok(text) = std::str::from_utf8(payload) {
                         if text.starts_with("{\"id\"") {
@@ -406,6 +430,20 @@ async fn main() -> anyhow::Result<()> {
         connected: AtomicU64::new(0),
         wire_bytes: AtomicU64::new(0),
     });
+    let dict = match args.zstd {
+        true => Some(Arc::new(
+            reqwest::get(format!(
+                "http://{}/api/v1/stream/zstd-dictionary",
+                args.addr
+            ))
+            .await?
+            .error_for_status()?
+            .bytes()
+            .await?
+            .to_vec(),
+        )),
+        false => None,
+    };
     let connect_start = Instant::now();
     let connect_by = connect_start + Duration::from_secs(60);
     let (stop_tx, stop) = watch::channel(false);
@@ -415,11 +453,21 @@ async fn main() -> anyhow::Result<()> {
         let (addr, c) = (args.addr.clone(), counters.clone());
         clients.push(match args.transport {
             Transport::Sse => tokio::spawn(sse_client(addr, token, c, stop.clone(), args.compress)),
-            Transport::Ws if args.ws_client == WsClient::Tungstenite && !args.compress => {
+            Transport::Ws
+                if args.ws_client == WsClient::Tungstenite && !args.compress && !args.zstd =>
+            {
                 tokio::spawn(ws_client(addr, token, c, stop.clone()))
             }
             Transport::Ws => {
-                tokio::spawn(ws_raw_client(addr, token, c, stop.clone(), args.compress))
+                let dict = dict.clone();
+                tokio::spawn(ws_raw_client(
+                    addr,
+                    token,
+                    c,
+                    stop.clone(),
+                    args.compress,
+                    dict,
+                ))
             }
         });
         if i % 500 == 499 {
@@ -535,7 +583,13 @@ async fn main() -> anyhow::Result<()> {
         println!(
             "wire bytes: {bytes} ({:.1} per delivered event{})",
             bytes as f64 / received.max(1) as f64,
-            if args.compress { ", compressed" } else { "" }
+            if args.zstd {
+                ", zstd"
+            } else if args.compress {
+                ", compressed"
+            } else {
+                ""
+            }
         );
         let span = |a: Option<f64>, b: Option<f64>| a.zip(b).map(|(a, b)| format!("{:.2}s", b - a));
         println!(
