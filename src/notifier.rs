@@ -80,7 +80,7 @@ pub async fn run(store: Store, published: Arc<Notify>, mut shutdown: Shutdown) {
 }
 
 /// How long the notifier lets a burst's events gather after a publish.
-const GATHER: Duration = Duration::from_millis(5);
+const GATHER: Duration = Duration::from_millis(20);
 
 /// Where a notifier that has just taken the lease starts.
 async fn start(store: &Store) -> crate::store::StoreResult<EventId> {
@@ -101,22 +101,124 @@ async fn start(store: &Store) -> crate::store::StoreResult<EventId> {
 }
 
 /// One page of events after `position` turned into notifications (and
-/// `position` moved past them); whether more are waiting.
+/// `position` moved past them); whether more are waiting. The page's
+/// changes go out in order, each run of additions (or of removals) in one
+/// pipeline, their events in one buffer entry.
 async fn step(store: &Store, position: &mut EventId) -> crate::store::StoreResult<bool> {
     let (page, _) = store.events_following(*position, READ_ENTRIES).await?;
     let Some((last, _)) = page.events.last() else {
         return Ok(false);
     };
     let last = *last;
+    let mut changes = Vec::new();
     for (eid, json) in &page.events {
         let Ok(event) = serde_json::from_str::<Event>(json) else {
             continue;
         };
-        apply(store, &event, notification_id(*eid)).await?;
+        let private = private_about(&event);
+        match change_of(&event, notification_id(*eid)) {
+            None => {}
+            Some(Change::Staff(gid, n)) => {
+                for uid in store.group_staff(gid, MAX_STAFF_NOTIFIED).await? {
+                    if n.account != uid.to_string() {
+                        changes.push((Change::Add(uid, n.clone()), private));
+                    }
+                }
+            }
+            Some(change) => changes.push((change, private)),
+        }
+    }
+    let mut rest = &changes[..];
+    while let Some((first, _)) = rest.first() {
+        let adding = matches!(first, Change::Add(..));
+        let run = rest
+            .iter()
+            .take_while(|(c, _)| matches!(c, Change::Add(..)) == adding)
+            .count();
+        let (now, later) = rest.split_at(run);
+        if adding {
+            add_run(store, now).await?;
+        } else {
+            remove_run(store, now).await?;
+        }
+        rest = later;
     }
     store.set_notifier_position(&last.to_string()).await?;
     *position = last;
     Ok(page.more)
+}
+
+/// Adds a run of notifications and sends the events of those this call
+/// added (only to one who may see what each is about now: it stays in the
+/// list, judged again whenever it is read; blocks are the hub's to drop).
+async fn add_run(store: &Store, run: &[(Change, bool)]) -> crate::store::StoreResult<()> {
+    let adds: Vec<(u64, &Stored, bool)> = run
+        .iter()
+        .filter_map(|(c, private)| match c {
+            Change::Add(uid, n) => Some((*uid, n, *private)),
+            _ => None,
+        })
+        .collect();
+    let pairs: Vec<(u64, &Stored)> = adds.iter().map(|(u, n, _)| (*u, *n)).collect();
+    let added = store.add_notifications(&pairs).await?;
+    let fresh: Vec<(u64, Stored, bool)> = adds
+        .iter()
+        .zip(added)
+        .filter(|(_, a)| *a)
+        .map(|((u, n, p), _)| (*u, (*n).clone(), *p))
+        .collect();
+    if fresh.is_empty() {
+        return Ok(());
+    }
+    let stored: Vec<Stored> = fresh.iter().map(|(_, n, _)| n.clone()).collect();
+    let shown = store.hydrate_each(&stored).await?;
+    let mut bodies = Vec::new();
+    for ((uid, _, private), shown) in fresh.into_iter().zip(shown) {
+        let Some(shown) = shown else { continue };
+        if let Some(status) = shown.status.as_ref().filter(|_| private) {
+            let mut sight = Sight::of(store.clone(), Some(uid), Reach::Followers).await?;
+            if !sight.status(status).await? {
+                continue;
+            }
+        }
+        bodies.push(body(&Event::Notification {
+            at: now(),
+            uid,
+            notification: Box::new(shown),
+        }));
+    }
+    if !bodies.is_empty() {
+        store.emit_many(&bodies).await?;
+    }
+    Ok(())
+}
+
+/// Takes a run of notifications away and sends a removal for each that
+/// was there.
+async fn remove_run(store: &Store, run: &[(Change, bool)]) -> crate::store::StoreResult<()> {
+    let removes: Vec<(u64, &str)> = run
+        .iter()
+        .filter_map(|(c, _)| match c {
+            Change::Remove(uid, key) => Some((*uid, key.as_str())),
+            _ => None,
+        })
+        .collect();
+    let gone = store.remove_notifications(&removes).await?;
+    let bodies: Vec<String> = removes
+        .iter()
+        .zip(gone)
+        .filter_map(|((uid, _), id)| {
+            Some(body(&Event::NotificationRemoved {
+                at: now(),
+                uid: *uid,
+                notification_id: id?,
+            }))
+        })
+        .collect();
+    if !bodies.is_empty() {
+        store.emit_many(&bodies).await?;
+    }
+    Ok(())
 }
 
 /// What an event means for someone's notifications.
@@ -275,73 +377,8 @@ fn notification_id(eid: EventId) -> u64 {
     crate::store::ids::snowflake_at(eid.0, ((eid.1 & 0x3F) << 6) | u64::from(eid.2 & 0x3F))
 }
 
-/// Makes `event`'s notification (or removal) and sends its event.
-async fn apply(store: &Store, event: &Event, id: u64) -> crate::store::StoreResult<()> {
-    match change_of(event, id) {
-        None => Ok(()),
-        Some(Change::Staff(gid, n)) => {
-            for uid in store.group_staff(gid, MAX_STAFF_NOTIFIED).await? {
-                if n.account != uid.to_string() {
-                    notify(store, event, uid, n.clone()).await?;
-                }
-            }
-            Ok(())
-        }
-        Some(Change::Add(uid, n)) => notify(store, event, uid, n).await,
-        Some(Change::Remove(uid, key)) => {
-            if let Some(id) = store.remove_notification(uid, &key).await? {
-                store
-                    .emit(&body(&Event::NotificationRemoved {
-                        at: now(),
-                        uid,
-                        notification_id: id,
-                    }))
-                    .await?;
-            }
-            Ok(())
-        }
-    }
-}
-
 /// Owners and moderators told of a join request, at most.
 const MAX_STAFF_NOTIFIED: usize = 50;
-
-/// Adds `n` for `uid` and, when this call added it, sends its event.
-async fn notify(
-    store: &Store,
-    event: &Event,
-    uid: u64,
-    n: Stored,
-) -> crate::store::StoreResult<()> {
-    if !store.add_notification(uid, &n).await? {
-        return Ok(());
-    }
-    let Some((_, shown)) = store
-        .hydrate_notifications(vec![n])
-        .await?
-        .into_iter()
-        .next()
-    else {
-        return Ok(());
-    };
-    // Sent only to one who may see what it is about now (it stays
-    // in the list, judged again whenever it is read): a public
-    // status's author they may see (blocks are the hub's to drop).
-    if let Some(status) = shown.status.as_ref().filter(|_| private_about(event)) {
-        let mut sight = Sight::of(store.clone(), Some(uid), Reach::Followers).await?;
-        if !sight.status(status).await? {
-            return Ok(());
-        }
-    }
-    store
-        .emit(&body(&Event::Notification {
-            at: now(),
-            uid,
-            notification: Box::new(shown),
-        }))
-        .await?;
-    Ok(())
-}
 
 /// Whether what `event` is about is private (a private account's status,
 /// or a reply to one): then a notification is sent only to one who may see

@@ -141,6 +141,24 @@ impl Store {
         Ok(eid)
     }
 
+    /// Emits `bodies` as one buffer entry and one published message
+    /// (at most [`MOST_EVENTS`](super::emitter::MOST_EVENTS) at a time:
+    /// larger batches go out in several).
+    pub async fn emit_many(&self, bodies: &[String]) -> StoreResult<()> {
+        for chunk in bodies.chunks(super::emitter::MOST_EVENTS) {
+            let mut conn = self.conn();
+            let mut inv = self.scripts.emit_many.prepare_invoke();
+            inv.key(self.keys.events())
+                .arg(self.replay_maxlen)
+                .arg(self.keys.channel());
+            for b in chunk {
+                inv.arg(b);
+            }
+            let _: String = inv.invoke_async(&mut conn).await?;
+        }
+        Ok(())
+    }
+
     /// The events strictly after `after`, oldest first, from at most
     /// `count` entries (so at least `count` events when `more`).
     pub async fn events_after(&self, after: EventId, count: usize) -> StoreResult<EventPage> {

@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 /// Notifications a user keeps.
 pub const MAX_NOTIFICATIONS: usize = 1_000;
 
+/// The scripts the notifier runs in pipelines.
+const NOTIFY_ADD: &str = include_str!("lua/notify_add.lua");
+const NOTIFY_REMOVE: &str = include_str!("lua/notify_remove.lua");
+
 /// A notification as stored: who and what by id, read into a
 /// [`Notification`] when it is shown.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -50,40 +54,56 @@ impl Stored {
 }
 
 impl Store {
-    /// Adds `n` for `uid` unless one of its key is there; the stored one
-    /// when this call added it.
-    pub async fn add_notification(&self, uid: u64, n: &Stored) -> StoreResult<bool> {
-        let json = serde_json::to_string(n).map_err(|e| StoreError::Internal(e.to_string()))?;
-        let score = super::ids::posted_of(n.number()).map_or(0, timeline_score);
+    /// Adds each `(uid, n)` unless `uid` has one of its key already: for
+    /// each, whether this call added it. One round trip for all (scripts
+    /// sent whole, `EVAL`, so a pipeline never meets a script cache that
+    /// lacks them).
+    pub async fn add_notifications(&self, adds: &[(u64, &Stored)]) -> StoreResult<Vec<bool>> {
+        if adds.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for (uid, n) in adds {
+            let json = serde_json::to_string(n).map_err(|e| StoreError::Internal(e.to_string()))?;
+            let score = super::ids::posted_of(n.number()).map_or(0, timeline_score);
+            pipe.cmd("EVAL")
+                .arg(NOTIFY_ADD)
+                .arg(3)
+                .arg(self.keys.notifications(*uid))
+                .arg(self.keys.notification_data(*uid))
+                .arg(self.keys.notification_keys(*uid))
+                .arg(&n.key)
+                .arg(&n.id)
+                .arg(score)
+                .arg(json)
+                .arg(MAX_NOTIFICATIONS);
+        }
         let mut conn = self.conn();
-        let added: i64 = self
-            .scripts
-            .notify_add
-            .key(self.keys.notifications(uid))
-            .key(self.keys.notification_data(uid))
-            .key(self.keys.notification_keys(uid))
-            .arg(&n.key)
-            .arg(&n.id)
-            .arg(score)
-            .arg(json)
-            .arg(MAX_NOTIFICATIONS)
-            .invoke_async(&mut conn)
-            .await?;
-        Ok(added == 1)
+        let added: Vec<i64> = pipe.query_async(&mut conn).await?;
+        Ok(added.into_iter().map(|a| a == 1).collect())
     }
 
-    /// Takes away `uid`'s notification of `key`; its id, if there was one.
-    pub async fn remove_notification(&self, uid: u64, key: &str) -> StoreResult<Option<String>> {
+    /// Takes away each `(uid, key)` notification: for each, its id if there
+    /// was one. One round trip for all.
+    pub async fn remove_notifications(
+        &self,
+        removes: &[(u64, &str)],
+    ) -> StoreResult<Vec<Option<String>>> {
+        if removes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for (uid, key) in removes {
+            pipe.cmd("EVAL")
+                .arg(NOTIFY_REMOVE)
+                .arg(3)
+                .arg(self.keys.notifications(*uid))
+                .arg(self.keys.notification_data(*uid))
+                .arg(self.keys.notification_keys(*uid))
+                .arg(*key);
+        }
         let mut conn = self.conn();
-        Ok(self
-            .scripts
-            .notify_remove
-            .key(self.keys.notifications(uid))
-            .key(self.keys.notification_data(uid))
-            .key(self.keys.notification_keys(uid))
-            .arg(key)
-            .invoke_async(&mut conn)
-            .await?)
+        Ok(pipe.query_async(&mut conn).await?)
     }
 
     /// Up to `n` of `uid`'s notifications with ids below `below` (all:
@@ -145,18 +165,33 @@ impl Store {
         &self,
         stored: Vec<Stored>,
     ) -> StoreResult<Vec<(Stored, Notification)>> {
-        let uids: Vec<u64> = stored
+        let shown = self.hydrate_each(&stored).await?;
+        Ok(stored
+            .into_iter()
+            .zip(shown)
+            .filter_map(|(s, n)| Some((s, n?)))
+            .collect())
+    }
+
+    /// Each of `stored` as its user reads it, `None` for one whose account
+    /// is gone or suspended or whose status is gone.
+    pub async fn hydrate_each(&self, stored: &[Stored]) -> StoreResult<Vec<Option<Notification>>> {
+        let mut uids: Vec<u64> = stored
             .iter()
             .filter_map(|s| s.account.parse().ok())
             .collect();
+        uids.sort_unstable();
+        uids.dedup();
         let mut users: std::collections::HashMap<String, User> = std::collections::HashMap::new();
         for u in self.users(&uids).await? {
             users.insert(u.id.clone(), u);
         }
-        let sids: Vec<u64> = stored
+        let mut sids: Vec<u64> = stored
             .iter()
             .filter_map(|s| s.status.as_deref()?.parse().ok())
             .collect();
+        sids.sort_unstable();
+        sids.dedup();
         let mut statuses: std::collections::HashMap<u64, Status> = std::collections::HashMap::new();
         for (sid, s) in self.statuses(&sids).await? {
             if let Some(s) = s {
@@ -164,14 +199,14 @@ impl Store {
             }
         }
         Ok(stored
-            .into_iter()
-            .filter_map(|s| {
+            .iter()
+            .map(|s| {
                 let account = users.get(&s.account)?.clone();
                 let status = match s.status.as_deref().and_then(|x| x.parse::<u64>().ok()) {
                     Some(sid) => Some(statuses.get(&sid)?.clone()),
                     None => None,
                 };
-                let n = Notification {
+                Some(Notification {
                     id: s.id.clone(),
                     kind: s.kind.clone(),
                     at: s.at,
@@ -179,8 +214,7 @@ impl Store {
                     status,
                     group_id: s.group.clone(),
                     report_id: s.report.clone(),
-                };
-                Some((s, n))
+                })
             })
             .collect())
     }
