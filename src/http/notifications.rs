@@ -65,6 +65,8 @@ async fn visible(
 ) -> ApiResult<(Vec<Notification>, bool)> {
     let mut sight = Sight::of(state.store.clone(), Some(auth.uid), Reach::Followers).await?;
     let mut kept = Vec::new();
+    // Whether the reader still manages each group a join request named.
+    let mut staff_of: HashMap<u64, bool> = HashMap::new();
     let chunk = (want + want / 2 + 4).min(MAX_NOTIFICATIONS);
     loop {
         let stored = state
@@ -102,6 +104,23 @@ async fn visible(
             }
             if let Some(status) = &n.status {
                 if !sight.status(status).await? {
+                    continue;
+                }
+            }
+            if let Some(gid) = s.group.as_deref().and_then(|g| g.parse::<u64>().ok()) {
+                // A join request is for the group's staff now, not then.
+                let staff = match staff_of.get(&gid) {
+                    Some(&b) => b,
+                    None => {
+                        let role = state.store.group_standing(gid, auth.uid).await?;
+                        let b = role
+                            .and_then(|r| r.role)
+                            .is_some_and(|r| r == "owner" || r == "moderator");
+                        staff_of.insert(gid, b);
+                        b
+                    }
+                };
+                if !staff {
                     continue;
                 }
             }

@@ -374,6 +374,27 @@ async fn join_requests_notify_the_staff_and_resolved_reports_the_reporter() {
     )
     .await;
     assert!(summary(&notifications(&app, &moderator, "").await).is_empty());
+    // Demoted to member: the owner's requests are no longer the member's
+    // to see.
+    app.call(
+        Method::PATCH,
+        &format!("/api/v1/groups/{gid}/members/{moderator_id}"),
+        Some(&owner),
+        Some(json!({"role": "member"})),
+    )
+    .await;
+    app.call(
+        Method::DELETE,
+        &format!("/api/v1/users/{asker_id}/block"),
+        Some(&moderator),
+        None,
+    )
+    .await;
+    assert!(
+        summary(&notifications(&app, &moderator, "").await).is_empty(),
+        "a former moderator sees no join requests"
+    );
+    assert_eq!(summary(&notifications(&app, &owner, "").await).len(), 2);
 
     // A report resolved: its reporter is told, by the admin; the reported
     // user is not.
