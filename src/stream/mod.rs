@@ -36,6 +36,7 @@ pub mod want;
 pub mod wire;
 pub mod ws_codec;
 pub mod zstd;
+pub mod zstd_body;
 
 pub use feed::{Feed, Out};
 pub use frame::{EventId, Frame};

@@ -9,7 +9,8 @@
 use super::deflate::{Deflated, Gzip};
 use super::frame::{ControlFrame, EventId, Frame, DEFLATED_FORMS};
 use super::ws_codec::{self, op};
-use super::zstd::{Dictionaries, ZstdBody};
+use super::zstd::Dictionaries;
+use super::zstd_body::ZstdBody;
 use super::{Feed, Out};
 use std::cell::RefCell;
 use std::future::poll_fn;
