@@ -27,7 +27,7 @@ pub enum Command {
     /// Seed a demo world and keep posting, so a live firehose is there to watch.
     Demo(DemoArgs),
     /// Print a stream in the terminal, reconnecting and resuming by itself.
-    Tail(TailArgs),
+    Tail(crate::tail::TailArgs),
 }
 
 /// Output format of the logs.
@@ -519,66 +519,6 @@ impl Cli {
             Command::Tail(_) => Config::defaults(),
         }
     }
-}
-
-/// `firehose tail`.
-#[derive(Debug, Clone, Args)]
-pub struct TailArgs {
-    /// The stream: firehose, sample, filter, user, search, group or list.
-    #[arg(default_value = "sample", value_parser = ["firehose", "sample", "filter", "user", "search", "group", "list"])]
-    pub stream: String,
-    /// group or list: which one (its id).
-    #[arg(long)]
-    pub id: Option<String>,
-    /// firehose, sample or search: this consumer's share, `k/N` (1 ≤ k ≤ N ≤ 32):
-    /// N consumers with k = 1..N get every event once between them.
-    #[arg(long, value_parser = parse_partition)]
-    pub partition: Option<(u8, u8)>,
-    /// filter: ad-hoc filter rules, a JSON array (`["#rust lang:en", {"value": "..", "tag": ".."}]`).
-    #[arg(long)]
-    pub rules: Option<String>,
-    /// Start at the first event the server holds at or after this time (unix
-    /// seconds; its history included) when there is no id to resume after.
-    #[arg(long)]
-    pub since: Option<String>,
-    /// The server.
-    #[arg(long, env = "FIREHOSE_URL", default_value = "http://127.0.0.1:8080")]
-    pub url: String,
-    /// A token (`firehose token`, or a login's); never printed.
-    #[arg(long, env = "FIREHOSE_TOKEN", hide_env_values = true)]
-    pub token: String,
-    /// filter: comma-separated phrases.
-    #[arg(long)]
-    pub track: Option<String>,
-    /// filter: comma-separated user ids.
-    #[arg(long)]
-    pub follow: Option<String>,
-    /// filter: boxes, `sw_lon,sw_lat,ne_lon,ne_lat` groups.
-    #[arg(long)]
-    pub locations: Option<String>,
-    /// sample: the rate (0.01 is 1 %).
-    #[arg(long)]
-    pub rate: Option<String>,
-    /// `json` (each event's JSON, a line) or `pretty` (a line for people).
-    #[arg(long, default_value = "pretty", value_parser = ["json", "pretty"])]
-    pub format: String,
-    /// Start after this event id (else live).
-    #[arg(long)]
-    pub last_event_id: Option<String>,
-}
-
-/// `k/N` for `firehose tail --partition`.
-fn parse_partition(raw: &str) -> Result<(u8, u8), String> {
-    let bad = || format!("{raw:?}: give k/N with 1 <= k <= N <= 32, such as 2/4");
-    let (k, n) = raw.split_once('/').ok_or_else(bad)?;
-    let (k, n): (u8, u8) = (
-        k.trim().parse().map_err(|_| bad())?,
-        n.trim().parse().map_err(|_| bad())?,
-    );
-    if k == 0 || k > n || n > 32 {
-        return Err(bad());
-    }
-    Ok((k, n))
 }
 
 /// `firehose token`.
