@@ -156,5 +156,10 @@ mod tests {
             "plain {plain}, websocket {ws} bytes"
         );
         assert!(raw <= 1280, "raw_stream is {raw} bytes");
+        // And the state it borrows: the store is shared through the hub,
+        // not copied into every feed (800 bytes each when it was).
+        let feed = std::mem::size_of::<crate::stream::Feed>();
+        let ws = std::mem::size_of::<WsOpened>();
+        assert!(feed <= 256 && ws <= 512, "Feed {feed}, WsOpened {ws} bytes");
     }
 }

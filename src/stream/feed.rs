@@ -17,7 +17,7 @@ use crate::hides::Hides;
 use crate::history::History;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
-use crate::store::{Store, StoreResult};
+use crate::store::StoreResult;
 use crate::stream::hub::hide_mask;
 use firehose_filters::SubId;
 use std::collections::VecDeque;
@@ -145,7 +145,6 @@ fn same(a: &str, b: &str) -> bool {
 pub struct Feed {
     conn: Arc<ClientConn>,
     hub: Hub,
-    store: Store,
     /// The history on disk, read by resumes older than the buffer.
     history: Option<History>,
     pending: VecDeque<Out>,
@@ -193,7 +192,6 @@ impl Feed {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         hub: Hub,
-        store: Store,
         history: Option<History>,
         uid: u64,
         session: String,
@@ -206,7 +204,6 @@ impl Feed {
         Feed {
             conn,
             hub,
-            store,
             history,
             pending: VecDeque::new(),
             replays: VecDeque::new(),
@@ -270,7 +267,7 @@ impl Feed {
             .retain(|out| !matches!(out, Out::Event(_, s) if *s == stream));
         // Read before registering: a change after this read reaches the
         // hub after the registration or is in its log of recent changes.
-        let hides = Arc::new(self.store.hides(self.conn.uid).await?);
+        let hides = Arc::new(self.hub.store().hides(self.conn.uid).await?);
         let sub = self.hub.next_id();
         self.hub
             .register(&self.conn, sub, want.clone(), stream, (*hides).clone())
@@ -305,7 +302,7 @@ impl Feed {
     /// The judgement of what a replay of `stream` may serve now.
     fn sight(&self, stream: &str, hides: &Arc<Hides>) -> ReplaySight {
         ReplaySight::new(crate::visibility::Sight::new(
-            self.store.clone(),
+            self.hub.store().clone(),
             Some(self.conn.uid),
             hides.clone(),
             ReplaySight::reach(stream),
@@ -362,7 +359,7 @@ impl Feed {
         hides: Arc<Hides>,
         after: EventId,
     ) -> StoreResult<()> {
-        let newest = self.store.newest_event_id().await?;
+        let newest = self.hub.store().newest_event_id().await?;
         if newest.is_none_or(|newest| after > newest) && after != EventId::ZERO {
             // An id from the future (or from another server's buffer) cannot
             // be placed: replaying after it would drop every event below it.
@@ -382,7 +379,7 @@ impl Feed {
         if let Some(oldest) = self.history.as_ref().and_then(History::oldest) {
             return Some(oldest);
         }
-        let first = self.store.events_after(EventId::ZERO, 1).await.ok()?;
+        let first = self.hub.store().events_after(EventId::ZERO, 1).await.ok()?;
         first.events.first().map(|(id, _)| id.0 as f64 / 1000.0)
     }
 
@@ -397,7 +394,7 @@ impl Feed {
         after: EventId,
     ) -> StoreResult<()> {
         let from_history = self.history.as_ref().is_some_and(|h| h.holds_after(after));
-        if !from_history && frame::is_gap(after, &self.store.buffer_info().await?) {
+        if !from_history && frame::is_gap(after, &self.hub.store().buffer_info().await?) {
             let oldest = self.oldest_held().await;
             self.push_control(resume_gap(
                 "Some events after the resume point are no longer held.",
@@ -462,7 +459,7 @@ impl Feed {
             if page.end {
                 // Past the history's end: on into the buffer, which holds
                 // what followed unless the archiver fell a buffer behind.
-                if frame::is_gap(page.cursor, &self.store.buffer_info().await?) {
+                if frame::is_gap(page.cursor, &self.hub.store().buffer_info().await?) {
                     let oldest = history.oldest();
                     self.push_control(resume_gap(
                         "Some events after the history's end are no longer in the replay buffer.",
@@ -474,7 +471,7 @@ impl Feed {
             inc(&metrics().history_events_read, page.events.len() as u64);
             return Ok((page.events, page.cursor, true, true));
         }
-        let page = self.store.events_after(cursor, REPLAY_PAGE).await?;
+        let page = self.hub.store().events_after(cursor, REPLAY_PAGE).await?;
         let next = page.events.last().map_or(cursor, |(id, _)| *id);
         Ok((page.events, next, page.more, false))
     }
@@ -500,7 +497,7 @@ impl Feed {
             if let Some(Incoming::Event(f)) = frame::parse(json) {
                 if let Some(f) = job.want.judge(&f) {
                     if !job.hides.hides_any(f.actors(), hide_mask(job.stream))
-                        && !self.store.suspended().any(f.actors())
+                        && !self.hub.store().suspended().any(f.actors())
                     {
                         matched.push(f);
                     }
@@ -539,7 +536,7 @@ impl Feed {
         let mut cursor: Option<EventId> = None;
         let mut newest: Option<EventId> = None;
         'pages: while found.len() < n {
-            let page = self.store.events_before(cursor, PAGE).await?;
+            let page = self.hub.store().events_before(cursor, PAGE).await?;
             let Some((oldest, _)) = page.events.last() else {
                 break;
             };
@@ -560,7 +557,7 @@ impl Feed {
             for f in frames.iter().rev() {
                 if let Some(f) = want.judge(f) {
                     if !hides.hides_any(f.actors(), hide_mask(stream))
-                        && !self.store.suspended().any(f.actors())
+                        && !self.hub.store().suspended().any(f.actors())
                     {
                         matched.push(f);
                     }

@@ -1477,9 +1477,9 @@ fn paused_feed(
     cfg.redis_url = Some("redis://127.0.0.1:1".into());
     let store = firehose::store::Store::open("redis://127.0.0.1:1", &cfg).unwrap();
     let (trigger, shutdown) = firehose::shutdown::channel();
-    let (hub, _tasks) = firehose::stream::Hub::start(store.clone(), shutdown.clone(), keepalive);
+    let (hub, _tasks) = firehose::stream::Hub::start(store, shutdown.clone(), keepalive);
     let expires = firehose::model::now() as u64 + expires_in;
-    let feed = firehose::stream::Feed::new(hub, store, None, 1, "s".into(), expires, 16, shutdown);
+    let feed = firehose::stream::Feed::new(hub, None, 1, "s".into(), expires, 16, shutdown);
     (feed, trigger)
 }
 

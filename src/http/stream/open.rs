@@ -542,7 +542,6 @@ pub async fn open_plain(
 pub fn new_feed(state: &AppState, auth: &AuthUser) -> Feed {
     let mut feed = Feed::new(
         state.hub.clone(),
-        state.store.clone(),
         state.history.clone(),
         auth.uid,
         auth.sid.clone(),

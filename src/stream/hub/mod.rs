@@ -80,6 +80,9 @@ pub struct Hub {
     subscribed: Arc<AtomicBool>,
     rules_filed: Arc<AtomicUsize>,
     published: Arc<tokio::sync::Notify>,
+    /// The store, shared: every connection's feed reads through it (a
+    /// `Store` inline would cost each one 800 bytes).
+    store: Arc<Store>,
 }
 
 impl Hub {
@@ -101,6 +104,7 @@ impl Hub {
             published.clone(),
             shutdown.clone(),
         ));
+        let shared = Arc::new(store.clone());
         let dispatcher = Dispatcher::new(
             store,
             keepalive,
@@ -118,9 +122,15 @@ impl Hub {
                 subscribed,
                 rules_filed,
                 published,
+                store: shared,
             },
             vec![sub, disp],
         )
+    }
+
+    /// The store the connections' feeds read through.
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     /// Notified as events are published (each message of the event
