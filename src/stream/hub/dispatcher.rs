@@ -18,6 +18,7 @@ use crate::stream::queue::Delivery;
 use crate::stream::rule_set;
 use crate::stream::want::{part_of, Part, Want};
 use firehose_filters::{Index, SubId};
+use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -56,13 +57,13 @@ pub(super) const RELATION_LOG: usize = 16_384;
 pub(super) struct Dispatcher {
     pub(super) store: Store,
     pub(super) index: Index,
-    pub(super) subs: HashMap<SubId, SubEntry>,
+    pub(super) subs: FxHashMap<SubId, SubEntry>,
     /// The partitioned subscriptions' partitions (empty: no stream here
     /// is split, and routing pays one check per event for the feature).
-    pub(super) parted: HashMap<SubId, Part>,
-    pub(super) conns: HashMap<u64, Vec<SubId>>,
+    pub(super) parted: FxHashMap<SubId, Part>,
+    pub(super) conns: FxHashMap<u64, Vec<SubId>>,
     /// Every open connection by id, subscribed or not.
-    pub(super) open: HashMap<u64, Arc<ClientConn>>,
+    pub(super) open: FxHashMap<u64, Arc<ClientConn>>,
     /// Open connections by session id.
     pub(super) by_session: HashMap<String, Vec<u64>>,
     /// Sessions revoked in the last [`REVOKED_MEMORY`], with when: a
@@ -86,7 +87,7 @@ pub(super) struct Dispatcher {
     /// ([`delivery_shares`] of them).
     pub(super) helpers: Vec<Helper>,
     /// Users with subscriptions here, by id, with their relations.
-    pub(super) viewers: HashMap<u64, Viewer>,
+    pub(super) viewers: FxHashMap<u64, Viewer>,
     /// How many of them have a relation that hides anyone: while none
     /// does, deliveries skip the check.
     pub(super) hiding: usize,
@@ -147,10 +148,10 @@ impl Dispatcher {
         Dispatcher {
             store,
             index: Index::new(),
-            subs: HashMap::new(),
-            parted: HashMap::new(),
-            conns: HashMap::new(),
-            open: HashMap::new(),
+            subs: FxHashMap::default(),
+            parted: FxHashMap::default(),
+            conns: FxHashMap::default(),
+            open: FxHashMap::default(),
             by_session: HashMap::new(),
             revoked: HashMap::new(),
             last: None,
@@ -159,7 +160,7 @@ impl Dispatcher {
             due: BinaryHeap::new(),
             keepalive,
             helpers,
-            viewers: HashMap::new(),
+            viewers: FxHashMap::default(),
             hiding: 0,
             relation_log: VecDeque::new(),
             pace: Pace::default(),
@@ -399,11 +400,17 @@ impl Dispatcher {
     /// in data held here, no Redis round trip.
     pub(super) fn drop_hidden(&self, frame: &Frame, out: &mut Vec<SubId>) {
         if !self.parted.is_empty() {
+            // The event's share under each split, worked out once per split.
             let key = frame.partition_key();
+            let mut share = [u8::MAX; 33];
             out.retain(|sub| {
-                self.parted
-                    .get(sub)
-                    .is_none_or(|p| part_of(key, p.of) == p.index)
+                self.parted.get(sub).is_none_or(|p| {
+                    let of = usize::from(p.of.min(32));
+                    if share[of] == u8::MAX {
+                        share[of] = part_of(key, p.of);
+                    }
+                    share[of] == p.index
+                })
             });
         }
         let actors = frame.actors();
