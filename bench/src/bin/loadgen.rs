@@ -107,6 +107,71 @@ struct Args {
     /// the viewer's relations against a map of this size.
     #[arg(long, default_value_t = 0)]
     blocks_per_viewer: u64,
+    /// WebSocket (raw client): every this many seconds (staggered over the
+    /// clients) each client logs in again (a new session) and sends
+    /// `{"type":"refresh","token"}` on its socket. 0: never.
+    #[arg(long, default_value_t = 0.0)]
+    refresh_secs: f64,
+    /// With --refresh-secs: the tokens' lifetime, seconds (short, so that a
+    /// refresh that did not take would end the stream with `expired`).
+    #[arg(long, default_value_t = 90)]
+    token_ttl: u64,
+    /// Split the firehose: client i reads partition i mod N + 1 of N, so
+    /// every N clients together get each event once (use a multiple of N
+    /// clients; the expected deliveries are divided by N).
+    #[arg(long, default_value_t = 1)]
+    partitions: usize,
+}
+
+/// What a client needs to log in again and refresh its socket's token.
+struct Refresher {
+    store: Store,
+    jwt: firehose::auth::Jwt,
+    ttl: u64,
+    every: Duration,
+}
+
+impl Refresher {
+    /// A new session of `uid` and its token.
+    async fn token(&self, uid: u64) -> Option<String> {
+        let sid = self
+            .store
+            .create_session(uid, firehose::model::now())
+            .await
+            .ok()?;
+        Some(
+            self.jwt
+                .mint(uid, &sid, &["read", "write", "firehose"], self.ttl)
+                .0,
+        )
+    }
+}
+
+/// What a raw WebSocket client asks of its stream.
+struct WsAsks {
+    /// Offer permessage-deflate.
+    deflate: bool,
+    /// `compress=zstd`, decoded with this dictionary.
+    dict: Option<Arc<Vec<u8>>>,
+    /// Refresh the token: how, as which user, and when first.
+    refresh: Option<(Arc<Refresher>, u64, Duration)>,
+    /// The partition's query (`partition=k&partitions=N`), or empty.
+    part: String,
+}
+
+/// A client's text frame (masked with a zero mask, so the payload goes as is).
+fn client_text_frame(payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x81];
+    match payload.len() {
+        n if n < 126 => f.push(0x80 | n as u8),
+        n => {
+            f.push(0x80 | 126);
+            f.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+    }
+    f.extend_from_slice(&[0, 0, 0, 0]);
+    f.extend_from_slice(payload);
+    f
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -130,6 +195,13 @@ struct Counters {
     connected: AtomicU64,
     /// Bytes read off the sockets (compressed, when compressed).
     wire_bytes: AtomicU64,
+    /// Refresh messages sent, and `refreshed` answers.
+    refreshes: AtomicU64,
+    refreshed: AtomicU64,
+    /// Sockets that ended (or were refused) before the run stopped them,
+    /// and `disconnect` messages seen: each would be a reconnect.
+    ended_early: AtomicU64,
+    disconnects: AtomicU64,
 }
 
 /// Counts one received event and keeps its latency (up to a cap per client).
@@ -167,6 +239,7 @@ async fn sse_client(
     counters: Arc<Counters>,
     mut stop: watch::Receiver<bool>,
     compress: bool,
+    part: String,
 ) -> Vec<u32> {
     use std::io::Write;
     let mut lat = Vec::new();
@@ -175,9 +248,11 @@ async fn sse_client(
     } else {
         ""
     };
-    let Some(mut sock) =
-        firehose_bench::sse::open(&addr, "/api/v1/stream/firehose", &token, gzip).await
-    else {
+    let path = match part.as_str() {
+        "" => "/api/v1/stream/firehose".to_string(),
+        q => format!("/api/v1/stream/firehose?{q}"),
+    };
+    let Some(mut sock) = firehose_bench::sse::open(&addr, &path, &token, gzip).await else {
         return lat;
     };
     counters.connected.fetch_add(1, Ordering::Relaxed);
@@ -270,9 +345,17 @@ async fn ws_raw_client(
     token: String,
     counters: Arc<Counters>,
     mut stop: watch::Receiver<bool>,
-    deflate: bool,
-    dict: Option<Arc<Vec<u8>>>,
+    asks: WsAsks,
 ) -> Vec<u32> {
+    let WsAsks {
+        deflate,
+        dict,
+        refresh,
+        part,
+    } = asks;
+    let mut next_refresh = refresh
+        .as_ref()
+        .map(|(r, _, first)| tokio::time::Instant::now() + *first.min(&r.every));
     let mut unzstd = dict
         .as_ref()
         .and_then(|d| zstd::bulk::Decompressor::with_dictionary(d).ok());
@@ -285,10 +368,17 @@ async fn ws_raw_client(
     } else {
         ""
     };
-    let query = if unzstd.is_some() {
-        "?compress=zstd"
-    } else {
-        ""
+    let asks: Vec<&str> = [
+        unzstd.is_some().then_some("compress=zstd"),
+        Some(part.as_str()),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|q| !q.is_empty())
+    .collect();
+    let query = match asks.is_empty() {
+        true => String::new(),
+        false => format!("?{}", asks.join("&")),
     };
     let req = format!("GET /api/v1/stream/firehose{query} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n{offer}\r\n");
     if sock.write_all(req.as_bytes()).await.is_err() {
@@ -299,7 +389,27 @@ async fn ws_raw_client(
     let mut head_done = false;
     let mut inflated = Vec::new();
     loop {
-        let Some(n) = read_some(&mut sock, &mut buf, &mut stop, &counters).await else {
+        let due = next_refresh
+            .unwrap_or_else(|| tokio::time::Instant::now() + Duration::from_secs(86_400));
+        let read = tokio::select! {
+            n = read_some(&mut sock, &mut buf, &mut stop, &counters) => n,
+            _ = tokio::time::sleep_until(due), if next_refresh.is_some() => {
+                if let Some((r, uid, _)) = &refresh {
+                    next_refresh = Some(due + r.every);
+                    if let Some(token) = r.token(*uid).await {
+                        let msg = serde_json::json!({"type": "refresh", "token": token}).to_string();
+                        if sock.write_all(&client_text_frame(msg.as_bytes())).await.is_ok() {
+                            counters.refreshes.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                continue;
+            }
+        };
+        let Some(n) = read else {
+            if !*stop.borrow() {
+                counters.ended_early.fetch_add(1, Ordering::Relaxed);
+            }
             break;
         };
         pending.extend_from_slice(&buf[..n]);
@@ -373,6 +483,13 @@ async fn ws_raw_client(
                     if let Ok(text) = std::str::from_utf8(payload) {
                         if text.starts_with("{\"id\"") {
                             record(text, now, &counters, &mut lat);
+                        } else if text.starts_with("{\"type\":\"refreshed\"") {
+                            counters.refreshed.fetch_add(1, Ordering::Relaxed);
+                        } else if text.starts_with("{\"type\":\"disconnect\"") {
+                            counters.disconnects.fetch_add(1, Ordering::Relaxed);
+                            eprintln!("disconnect: {text}");
+                        } else if text.contains("\"error\"") {
+                            eprintln!("{text}");
                         }
                     }
                 }
@@ -400,7 +517,8 @@ async fn main() -> anyhow::Result<()> {
     cfg.key_prefix = args.key_prefix.clone();
     cfg.jwt_secret = args.jwt_secret.clone();
     let store = Store::open(&args.redis_url, &cfg)?;
-    let jwt = firehose::auth::Jwt::new(&store.jwt_secret(cfg.jwt_secret()).await?);
+    let secret = store.jwt_secret(cfg.jwt_secret()).await?;
+    let jwt = firehose::auth::Jwt::new(&secret);
     let pid = args.server_pid.or_else(find_server);
 
     // One load user per 5 clients (the default per-user stream limit).
@@ -429,6 +547,18 @@ async fn main() -> anyhow::Result<()> {
         received: AtomicU64::new(0),
         connected: AtomicU64::new(0),
         wire_bytes: AtomicU64::new(0),
+        refreshes: AtomicU64::new(0),
+        refreshed: AtomicU64::new(0),
+        ended_early: AtomicU64::new(0),
+        disconnects: AtomicU64::new(0),
+    });
+    let refresher = (args.refresh_secs > 0.0).then(|| {
+        Arc::new(Refresher {
+            store: store.clone(),
+            jwt: firehose::auth::Jwt::new(&secret),
+            ttl: args.token_ttl,
+            every: Duration::from_secs_f64(args.refresh_secs),
+        })
     });
     let dict = match args.zstd {
         true => Some(Arc::new(
@@ -449,12 +579,36 @@ async fn main() -> anyhow::Result<()> {
     let (stop_tx, stop) = watch::channel(false);
     let mut clients = Vec::new();
     for i in 0..args.clients {
-        let token = tokens[i / 5 % tokens.len()].1.clone();
+        let (uid, mut token) = tokens[i / 5 % tokens.len()].clone();
+        // Refreshing clients each start on a session of their own, whose
+        // token lives --token-ttl; their first refresh is staggered.
+        let refresh = match &refresher {
+            Some(r) => {
+                token = r.token(uid).await.unwrap_or(token);
+                let first = r.every.mul_f64((i as f64 + 0.5) / args.clients as f64);
+                Some((r.clone(), uid, first))
+            }
+            None => None,
+        };
         let (addr, c) = (args.addr.clone(), counters.clone());
+        let part = match args.partitions {
+            0 | 1 => String::new(),
+            n => format!("partition={}&partitions={n}", i % n + 1),
+        };
         clients.push(match args.transport {
-            Transport::Sse => tokio::spawn(sse_client(addr, token, c, stop.clone(), args.compress)),
+            Transport::Sse => tokio::spawn(sse_client(
+                addr,
+                token,
+                c,
+                stop.clone(),
+                args.compress,
+                part,
+            )),
             Transport::Ws
-                if args.ws_client == WsClient::Tungstenite && !args.compress && !args.zstd =>
+                if args.ws_client == WsClient::Tungstenite
+                    && !args.compress
+                    && !args.zstd
+                    && args.partitions <= 1 =>
             {
                 tokio::spawn(ws_client(addr, token, c, stop.clone()))
             }
@@ -465,8 +619,12 @@ async fn main() -> anyhow::Result<()> {
                     token,
                     c,
                     stop.clone(),
-                    args.compress,
-                    dict,
+                    WsAsks {
+                        deflate: args.compress,
+                        dict,
+                        refresh,
+                        part,
+                    },
                 ))
             }
         });
@@ -551,7 +709,7 @@ async fn main() -> anyhow::Result<()> {
             }
         }
         // Let the last events arrive.
-        let expected = published * connected;
+        let expected = published * connected / args.partitions.max(1) as u64;
         let drain_until = Instant::now() + Duration::from_secs(5);
         while counters.received.load(Ordering::Relaxed) - base < expected
             && Instant::now() < drain_until
@@ -606,6 +764,15 @@ async fn main() -> anyhow::Result<()> {
     let mut lat: Vec<u32> = Vec::new();
     for c in clients {
         lat.extend(c.await.unwrap_or_default());
+    }
+    if refresher.is_some() {
+        println!(
+            "refreshes sent {}, answered refreshed {}; sockets ended early {}, disconnects {}",
+            counters.refreshes.load(Ordering::Relaxed),
+            counters.refreshed.load(Ordering::Relaxed),
+            counters.ended_early.load(Ordering::Relaxed),
+            counters.disconnects.load(Ordering::Relaxed)
+        );
     }
     if !lat.is_empty() {
         lat.sort_unstable();
