@@ -1,0 +1,155 @@
+//! Partitioned streams: N consumers get every event exactly once between
+//! them, on the stream paths and on multiplexed WebSockets.
+
+use super::*;
+
+/// Every event id a stream gets until it has been quiet for a second.
+async fn ids_until_quiet(s: &mut StreamClient) -> Vec<String> {
+    let mut ids = Vec::new();
+    while let Some(m) = s.next_within(Duration::from_secs(1)).await {
+        if let Some(id) = m.data["id"].as_str() {
+            ids.push(id.to_string());
+        }
+    }
+    ids
+}
+
+#[tokio::test]
+async fn partitions_of_the_firehose_get_every_event_exactly_once_between_them() {
+    let app = TestApp::start().await;
+    let (_, token, fh) = firehose_user(&app, "parted").await;
+    let mut whole = app.stream("/api/v1/stream/firehose", Some(&fh), &[]).await;
+    let mut parts = Vec::new();
+    for k in 1..=3 {
+        let s = app
+            .stream(
+                &format!("/api/v1/stream/firehose?partition={k}&partitions=3"),
+                Some(&fh),
+                &[("accept", "application/x-ndjson")],
+            )
+            .await;
+        assert_eq!(s.status, StatusCode::OK, "{}", s.body);
+        parts.push(s);
+    }
+    let (other_id, other) = app.user("parted_other").await;
+    let mut sids = Vec::new();
+    for i in 0..12 {
+        let t = if i % 2 == 0 { &token } else { &other };
+        sids.push(app.say(t, &format!("split me {i}")).await);
+    }
+    app.follow(&token, &other_id).await;
+    for sid in &sids[..4] {
+        app.post(
+            &format!("/api/v1/statuses/{sid}/like"),
+            Some(&token),
+            json!({}),
+        )
+        .await;
+    }
+    app.delete(&format!("/api/v1/statuses/{}", sids[1]), Some(&other))
+        .await;
+    let mut all = ids_until_quiet(&mut whole).await;
+    assert!(all.len() >= 18, "{all:?}");
+    let mut between: Vec<String> = Vec::new();
+    let mut sizes = Vec::new();
+    for s in &mut parts {
+        let got = ids_until_quiet(s).await;
+        sizes.push(got.len());
+        between.extend(got);
+    }
+    all.sort();
+    between.sort();
+    assert_eq!(between, all, "partition sizes {sizes:?}");
+    assert!(sizes.iter().all(|n| *n > 0), "{sizes:?}");
+    // A replay by count is split the same way.
+    let mut replayed: Vec<String> = Vec::new();
+    for k in 1..=3 {
+        let mut s = app
+            .stream(
+                &format!("/api/v1/stream/firehose?partition={k}&partitions=3&count=1000"),
+                Some(&fh),
+                &[],
+            )
+            .await;
+        replayed.extend(ids_until_quiet(&mut s).await);
+    }
+    replayed.sort();
+    let mut whole_replay = app
+        .stream("/api/v1/stream/firehose?count=1000", Some(&fh), &[])
+        .await;
+    let mut expected = ids_until_quiet(&mut whole_replay).await;
+    expected.sort();
+    assert_eq!(replayed, expected);
+    // Bad partitions: 400 in the contract's shape.
+    for q in [
+        "partition=0&partitions=3",
+        "partition=4&partitions=3",
+        "partition=1&partitions=33",
+        "partition=1",
+        "partitions=2",
+        "partition=x&partitions=2",
+    ] {
+        let s = app
+            .stream(&format!("/api/v1/stream/firehose?{q}"), Some(&fh), &[])
+            .await;
+        assert_eq!(s.status, StatusCode::BAD_REQUEST, "{q}");
+        assert!(s.body["error"]["code"].is_string(), "{q}: {}", s.body);
+    }
+    let s = app
+        .stream(
+            "/api/v1/stream/user?partition=1&partitions=2",
+            Some(&token),
+            &[],
+        )
+        .await;
+    assert_eq!(s.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn websocket_subscriptions_split_a_stream_into_partitions_too() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("wsparted").await;
+    let mut sockets = Vec::new();
+    for k in 1..=2 {
+        let mut ws = ws_connect(&app, "/api/v1/stream", &token).await;
+        ws_send(
+            &mut ws,
+            json!({"type": "subscribe", "stream": "sample", "rate": 1, "partition": k, "partitions": 2}),
+        )
+        .await;
+        assert_eq!(ws_next(&mut ws).await["type"], "subscribed");
+        sockets.push(ws);
+    }
+    let mut sids = Vec::new();
+    for i in 0..10 {
+        sids.push(app.say(&token, &format!("socket split {i}")).await);
+    }
+    let mut got: Vec<Vec<String>> = Vec::new();
+    for ws in &mut sockets {
+        let mut ids = Vec::new();
+        while let Ok(m) = tokio::time::timeout(Duration::from_secs(1), ws_next(ws)).await {
+            if let Some(id) = m["status"]["id"].as_str() {
+                ids.push(id.to_string());
+            }
+        }
+        got.push(ids);
+    }
+    assert!(got.iter().all(|ids| !ids.is_empty()), "{got:?}");
+    let mut all: Vec<String> = got.concat();
+    all.sort();
+    sids.sort();
+    assert_eq!(all, sids);
+    // A partition past partitions: an error event naming it, the socket
+    // kept.
+    let ws = &mut sockets[0];
+    ws_send(
+        ws,
+        json!({"type": "subscribe", "stream": "search", "partition": 3, "partitions": 2}),
+    )
+    .await;
+    let e = ws_next(ws).await;
+    assert_eq!(e["type"], "error", "{e}");
+    assert!(e.to_string().contains("partition"), "{e}");
+    ws_send(ws, json!({"type": "subscribe", "stream": "user"})).await;
+    assert_eq!(ws_next(ws).await["type"], "subscribed");
+}
