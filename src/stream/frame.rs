@@ -543,14 +543,23 @@ pub fn parse(json: &str) -> Option<Incoming> {
         Some(kind) => std::borrow::Cow::Borrowed(kind),
         None => serde_json::from_str::<TypeOnly<'_>>(json).ok()?.kind,
     };
-    let sse = format!("id: {id_text}\nevent: {kind}\ndata: {json}\n\n");
-    let ndjson = format!("{json}\n");
+    // One buffer holds all three forms: the SSE message, whose data line is
+    // the JSON followed by the NDJSON line's newline.
+    let head = ["id: ", &id_text, "\nevent: ", &kind, "\ndata: "];
+    let at = head.iter().map(|p| p.len()).sum::<usize>();
+    let mut all = Vec::with_capacity(at + json.len() + 2);
+    for part in head {
+        all.extend_from_slice(part.as_bytes());
+    }
+    all.extend_from_slice(json.as_bytes());
+    all.extend_from_slice(b"\n\n");
+    let sse = Bytes::from(all);
     Some(Incoming::Event(Arc::new(Frame {
         id,
         event,
-        json: Bytes::copy_from_slice(json.as_bytes()),
-        sse: Bytes::from(sse),
-        ndjson: Bytes::from(ndjson),
+        json: sse.slice(at..at + json.len()),
+        ndjson: sse.slice(at..at + json.len() + 1),
+        sse,
         ids,
         deflated: Default::default(),
         zstd: OnceLock::new(),
