@@ -177,6 +177,10 @@ enum Expiry {
 }
 
 fn expiry(kind: Option<&str>, data: &str) -> Option<Expiry> {
+    // Only a warning or a disconnect says so: other events are not parsed.
+    if kind.is_some_and(|k| !matches!(k, "warning" | "disconnect")) {
+        return None;
+    }
     let v: Value = serde_json::from_str(data).ok()?;
     let kind = kind.or_else(|| v["type"].as_str())?;
     match (kind, v["code"].as_str()?) {
