@@ -3,6 +3,20 @@
 use firehose::store::Store;
 use futures::StreamExt;
 
+/// The server's store on one Redis (`redis_url`, keys under `key_prefix`)
+/// and its token signer (the secret the server keeps in Redis).
+pub async fn open_store(
+    redis_url: &str,
+    key_prefix: &str,
+) -> anyhow::Result<(Store, firehose::auth::Jwt)> {
+    let mut cfg = firehose::config::Config::defaults();
+    cfg.redis_url = Some(redis_url.to_string());
+    cfg.key_prefix = key_prefix.to_string();
+    let store = Store::open(redis_url, &cfg)?;
+    let jwt = firehose::auth::Jwt::new(&store.jwt_secret(cfg.jwt_secret()).await?);
+    Ok((store, jwt))
+}
+
 /// `n` users `<prefix><i>` (created directly in the store when missing,
 /// with a placeholder password hash): their ids.
 pub async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<u64>> {

@@ -12,8 +12,6 @@
 #![allow(clippy::print_stdout)]
 
 use clap::Parser;
-use firehose::config::Config;
-use firehose::store::Store;
 use firehose_bench::procfs::{self, find_server};
 use firehose_bench::redis_info;
 use serde_json::Value;
@@ -59,11 +57,7 @@ async fn snap(
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let mut cfg = Config::defaults();
-    cfg.redis_url = Some(args.redis_url.clone());
-    cfg.key_prefix = args.key_prefix.clone();
-    let store = Store::open(&args.redis_url, &cfg)?;
-    let jwt = firehose::auth::Jwt::new(&store.jwt_secret(cfg.jwt_secret()).await?);
+    let (store, jwt) = firehose_bench::users::open_store(&args.redis_url, &args.key_prefix).await?;
     let server = find_server().ok_or_else(|| anyhow::anyhow!("no `firehose serve` running"))?;
     let mut redis = redis::Client::open(args.redis_url.as_str())?
         .get_multiplexed_async_connection()

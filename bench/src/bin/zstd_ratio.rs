@@ -12,8 +12,6 @@
 #![allow(clippy::print_stdout)]
 
 use clap::Parser;
-use firehose::config::Config;
-use firehose::store::Store;
 use futures::StreamExt;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
@@ -55,11 +53,7 @@ async fn open(addr: &str, query: &str, token: &str) -> anyhow::Result<Ws> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let mut cfg = Config::defaults();
-    cfg.redis_url = Some(args.redis_url.clone());
-    cfg.key_prefix = args.key_prefix.clone();
-    let store = Store::open(&args.redis_url, &cfg)?;
-    let jwt = firehose::auth::Jwt::new(&store.jwt_secret(cfg.jwt_secret()).await?);
+    let (store, jwt) = firehose_bench::users::open_store(&args.redis_url, &args.key_prefix).await?;
     let token = firehose_bench::users::tokens(&store, &jwt, "zratio_", 1)
         .await?
         .remove(0)
