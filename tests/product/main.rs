@@ -175,10 +175,13 @@ fn example_bin(name: &str) -> PathBuf {
 
 /// A measurement tool of the `firehose-bench` package, built on demand
 /// (`cargo test` builds only this package's binaries; the cargo running the
-/// tests holds no lock while they run).
+/// tests holds no lock while they run). `--workspace --tests` resolves
+/// features as `cargo test --workspace` does, so the test build's artifacts
+/// are reused rather than built a second time (a second copy of every crate
+/// once overflowed CI's disk).
 fn bench_bin(name: &str) -> PathBuf {
     let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "firehose-bench", "--bin", name])
+        .args(["build", "-q", "--workspace", "--tests", "--bin", name])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .status()
         .expect("cargo runs");
