@@ -1,0 +1,21 @@
+//! The public JSON shapes of the contract: `user`, `status`, and the events
+//! the streams carry ([`Event`]).
+//!
+//! One file a concern: [`timeline`] (caps and scores), [`clock`], [`user`],
+//! [`status`], [`social`] (notifications, messages, groups, reports) and
+//! [`event`].
+
+mod clock;
+mod event;
+mod social;
+mod status;
+mod timeline;
+mod user;
+
+pub use clock::now;
+pub(crate) use event::id_string;
+pub use event::{Event, IdString};
+pub use social::{AuditAction, Conversation, Group, Membership, Message, Notification, Report};
+pub use status::{Counts, Status};
+pub use timeline::{timeline_score, trims_homes, HOME_CAP, HOME_TRIM_EVERY};
+pub use user::User;

@@ -1,0 +1,156 @@
+//! The shapes of the social surfaces beside statuses: notifications,
+//! messages and conversations, groups, reports and the audit log.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Status, User};
+
+/// A notification, as its user reads it (`GET /api/v1/notifications`, the
+/// `notification` event).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Notification {
+    /// Notification id (time-ordered, as status ids are).
+    pub id: String,
+    /// `follow`, `follow_request`, `like`, `repost`, `mention`, `reply`,
+    /// `group_request` or `report_resolved`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// When it happened, seconds since the epoch.
+    pub at: f64,
+    /// Who did it.
+    pub account: User,
+    /// The status it is about (liked, reposted, mentioning or replying).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    /// For a `group_request`: the group asked to join.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<String>,
+    /// For a `report_resolved`: the report (its `account` the admin who
+    /// resolved it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_id: Option<String>,
+}
+
+/// A message of a conversation (`direct_message` events carry it).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Message {
+    /// Message id (time-ordered, as status ids are).
+    pub id: String,
+    /// The conversation.
+    pub conversation_id: String,
+    /// The sender.
+    pub uid: String,
+    /// The sender's login when it was sent.
+    pub login: String,
+    /// 1-1000 characters.
+    pub text: String,
+    /// When it was sent, seconds since the epoch.
+    pub sent: f64,
+}
+
+/// A group as one user sees it.
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
+pub struct Group {
+    /// Group id.
+    pub id: String,
+    /// 1-50 characters.
+    pub name: String,
+    /// At most 500 characters.
+    pub description: String,
+    /// `public`, `private` or `announcement`.
+    pub kind: String,
+    /// How many members it has.
+    pub members: u64,
+    /// An owner's id (the creator while an owner).
+    pub owner: Option<String>,
+    /// When it was created.
+    pub created: f64,
+    /// The caller's role (`owner`, `moderator`, `member`), or null.
+    pub role: Option<String>,
+    /// Whether the caller's join request is pending.
+    pub requested: bool,
+}
+
+/// A user's membership of a group.
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
+pub struct Membership {
+    /// The group.
+    pub group_id: String,
+    /// The user.
+    pub user_id: String,
+    /// Whether they are a member.
+    pub member: bool,
+    /// Their role, or null.
+    pub role: Option<String>,
+    /// Whether their join request is pending.
+    pub requested: bool,
+}
+
+/// A report of abuse or spam.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Report {
+    /// Report id.
+    pub id: String,
+    /// Who reported.
+    pub reporter: String,
+    /// The user reported (for a status, its author).
+    pub user_id: String,
+    /// The status reported; null for a user report.
+    pub status_id: Option<String>,
+    /// `spam`, `abuse`, `illegal` or `other`.
+    pub reason: String,
+    /// The reporter's words, or null.
+    pub comment: Option<String>,
+    /// `open` or `resolved`.
+    pub state: String,
+    /// When it was filed.
+    pub created: f64,
+    /// The resolution's action (`none`, `remove_status`, `suspend_user`);
+    /// null while open.
+    pub action: Option<String>,
+    /// The admin who resolved it; null while open.
+    pub resolved_by: Option<String>,
+    /// When; null while open.
+    pub resolved_at: Option<f64>,
+    /// The admin's note, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One audit entry: a change an admin made.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct AuditAction {
+    /// Entry id.
+    pub id: String,
+    /// When.
+    pub at: f64,
+    /// The admin's user id.
+    pub admin: String,
+    /// `dismiss_report`, `remove_status`, `suspend_user` or `unsuspend_user`.
+    pub action: String,
+    /// The status or user acted on.
+    pub target: String,
+    /// The report it resolved, else null.
+    pub report: Option<String>,
+}
+
+/// A conversation as one participant sees it.
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
+pub struct Conversation {
+    /// Conversation id.
+    pub id: String,
+    /// `direct` (a pair of users) or `group`.
+    pub kind: String,
+    /// A group's title; null for a direct conversation.
+    pub title: Option<String>,
+    /// Everyone in it now, the caller included.
+    pub participants: Vec<User>,
+    /// When it was started.
+    pub created: f64,
+    /// When its newest message was sent.
+    pub updated: f64,
+    /// Its newest message.
+    pub last_message: Option<Message>,
+    /// Messages by others after the caller's last read.
+    pub unread: u64,
+}
