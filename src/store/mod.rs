@@ -1,69 +1,62 @@
-//! The only code that talks to Redis: one module per entity.
+//! The only code that talks to Redis, in sections:
 //!
-//! - [`keys`]: every key name.
-//! - [`users`]: registration, lookup, profile updates.
-//! - [`sessions`]: login sessions, last-seen, viewed statuses, clean-up.
-//! - [`statuses`]: post, delete, read, timelines.
-//! - [`follows`]: follow and unfollow as idempotent per-user steps.
-//! - `chains`: each write's chain of single-slot steps (one module a chain),
-//!   driven from [`outbox`].
-//! - [`outbox`]: the op log of writes that span slots.
-//! - [`emitter`]: the group commit of partitioned writes' events.
-//! - [`fanout`]: the durable fan-out queues and their batches.
-//! - [`fanout_hints`]: which fan-out queues may hold work, for the workers.
-//! - [`ids`]: status ids built from time (snowflakes) and their instance lease.
-//! - [`likes`]: likes and who likes a status.
-//! - [`paging`]: pages of timelines and cursors over lists of users.
-//! - [`leases`]: the per-user concurrent-stream slots, leased.
-//! - [`migrate`]: data moves between key layouts, made before serving.
-//! - [`events`]: the replay buffer (reading history) and event emission.
-//! - [`home_cache`]: the heads of home timelines in process, kept true by
-//!   Redis's invalidation pushes.
-//! - [`view_cache`]: accounts and relations in process, kept true likewise.
-//! - [`tracked`]: the client-side caching under those two.
+//! - Entities, one module each (this folder): [`users`], [`sessions`],
+//!   [`statuses`], [`follows`], [`follow_requests`], [`likes`],
+//!   [`bookmarks`], [`lists`], [`notifications`], [`conversations`] (and
+//!   [`social`], their reads), [`groups`], [`relations`] (blocks, mutes),
+//!   [`moderation`], [`rules`], `trends`, [`ranking`], [`leases`]
+//!   (stream slots), [`rate`] (rate limits), [`events`] (the replay
+//!   buffer), [`zstd_dicts`], [`demo`]; [`paging`] is how they page.
+//! - Writes that span slots: [`outbox`] (the op log), `chains` (each
+//!   write's chain of single-slot steps), [`fanout`] (the durable fan-out
+//!   queues), and `writes/`: [`ids`] (snowflakes), [`emitter`] (the group
+//!   commit of events), [`fanout_hints`], `post_whole` (a post in one
+//!   script on one Redis).
+//! - `caches/`: [`cache`] (statuses, counts, sessions), [`home_cache`],
+//!   [`view_cache`] and [`tracked`] under them, kept true by Redis's
+//!   invalidation pushes.
+//! - `plumbing/`: [`conn`] (one server or a cluster), [`keys`] (every key
+//!   name), `replicas` (`--redis-wait-replicas`), [`migrate`].
 //!
 //! Each Lua script is a `lua/<name>.lua` file whose header says why it is
-//! atomic and which keys it touches.
+//! atomic and which keys it touches, named once in [`Scripts`].
 
 pub mod bookmarks;
-pub mod cache;
+mod caches;
 mod chains;
-pub mod conn;
 pub mod conversations;
 pub mod demo;
-pub mod emitter;
 pub mod events;
 pub mod fanout;
-pub mod fanout_hints;
 pub mod follow_requests;
 pub mod follows;
 pub mod groups;
-pub mod home_cache;
-pub mod ids;
-pub mod keys;
 pub mod leases;
 pub mod likes;
 pub mod lists;
 pub mod notifications;
 pub use chains::edit::{EditRefused, Edited, EDIT_WINDOW, MAX_EDITS};
-pub mod migrate;
 pub mod moderation;
 pub mod outbox;
 pub mod paging;
-mod post_whole;
+mod plumbing;
 pub mod ranking;
 pub mod rate;
 pub mod relations;
-pub(crate) mod replicas;
 pub mod rules;
 pub mod sessions;
 pub mod social;
 pub mod statuses;
-pub mod tracked;
 mod trends;
 pub mod users;
-pub mod view_cache;
+mod writes;
 pub mod zstd_dicts;
+
+pub use caches::{cache, home_cache, tracked, view_cache};
+pub(crate) use plumbing::replicas;
+pub use plumbing::{conn, keys, migrate};
+use writes::post_whole;
+pub use writes::{emitter, fanout_hints, ids};
 
 use crate::config::Config;
 use conn::{LazyCluster, RedisConn};
@@ -113,143 +106,91 @@ impl StoreError {
 /// Result of store calls.
 pub type StoreResult<T> = Result<T, StoreError>;
 
-/// The Lua scripts, loaded once.
-#[derive(Debug)]
-pub struct Scripts {
-    pub(crate) op_begin: Script,
-    pub(crate) op_finish: Script,
-    pub(crate) emit_once: Script,
-    pub(crate) op_retire: Script,
-    pub(crate) name_claim: Script,
-    pub(crate) name_release: Script,
-    pub(crate) status_put: Script,
-    pub(crate) author_post: Script,
-    pub(crate) author_delete: Script,
-    pub(crate) replies_count: Script,
-    pub(crate) trend: Script,
-    pub(crate) trend_move: Script,
-    pub(crate) repost_claim: Script,
-    pub(crate) delete_mark: Script,
-    pub(crate) status_bury: Script,
-    pub(crate) emit: Script,
-    pub(crate) follow_source: Script,
-    pub(crate) follow_target: Script,
-    pub(crate) follow_home: Script,
-    pub(crate) drop_sessions: Script,
-    pub(crate) session_end: Script,
-    pub(crate) record_view: Script,
-    pub(crate) fanout_page: Script,
-    pub(crate) fanout_ack: Script,
-    pub(crate) outbox_claim: Script,
-    pub(crate) like: Script,
-    pub(crate) stream_lease: Script,
-    pub(crate) home_ids: Script,
-    pub(crate) lease_renew: Script,
-    pub(crate) page_from: Script,
-    pub(crate) ids_up_to: Script,
-    pub(crate) lease_release: Script,
-    pub(crate) relate: Script,
-    pub(crate) home_hide: Script,
-    pub(crate) home_unhide: Script,
-    pub(crate) request_add: Script,
-    pub(crate) conv_send: Script,
-    pub(crate) direct_claim: Script,
-    pub(crate) conv_leave: Script,
-    pub(crate) group_create: Script,
-    pub(crate) user_suspend: Script,
-    pub(crate) report_add: Script,
-    pub(crate) report_resolve: Script,
-    pub(crate) audit_add: Script,
-    pub(crate) group_member: Script,
-    pub(crate) conv_read: Script,
-    pub(crate) undo_take: Script,
-    pub(crate) status_login: Script,
-    pub(crate) rules_add: Script,
-    pub(crate) bookmark_add: Script,
-    pub(crate) list_create: Script,
-    pub(crate) zstd_dict_put: Script,
-    pub(crate) emit_many: Script,
-    pub(crate) notify_read: Script,
-    pub(crate) status_edit: Script,
-    pub(crate) list_title: Script,
-    pub(crate) list_drop: Script,
-    pub(crate) list_members: Script,
-    pub(crate) rules_delete: Script,
-    pub(crate) rate_take: Script,
-    pub(crate) like_whole: Script,
-    pub(crate) follow_whole: Script,
-    pub(crate) post_whole: Script,
+/// Names each Lua script once: a field of [`Scripts`] loaded from
+/// `lua/<name>.lua`.
+macro_rules! scripts {
+    ($($name:ident),* $(,)?) => {
+        /// The Lua scripts, loaded once.
+        #[derive(Debug)]
+        pub struct Scripts {
+            $(pub(crate) $name: Script,)*
+        }
+
+        impl Scripts {
+            fn load() -> Self {
+                Scripts {
+                    $($name: Script::new(include_str!(concat!("lua/", stringify!($name), ".lua"))),)*
+                }
+            }
+        }
+    };
 }
 
-impl Scripts {
-    fn load() -> Self {
-        Scripts {
-            op_begin: Script::new(include_str!("lua/op_begin.lua")),
-            op_finish: Script::new(include_str!("lua/op_finish.lua")),
-            name_claim: Script::new(include_str!("lua/name_claim.lua")),
-            name_release: Script::new(include_str!("lua/name_release.lua")),
-            status_put: Script::new(include_str!("lua/status_put.lua")),
-            author_post: Script::new(include_str!("lua/author_post.lua")),
-            author_delete: Script::new(include_str!("lua/author_delete.lua")),
-            replies_count: Script::new(include_str!("lua/replies_count.lua")),
-            trend: Script::new(include_str!("lua/trend.lua")),
-            trend_move: Script::new(include_str!("lua/trend_move.lua")),
-            repost_claim: Script::new(include_str!("lua/repost_claim.lua")),
-            delete_mark: Script::new(include_str!("lua/delete_mark.lua")),
-            status_bury: Script::new(include_str!("lua/status_bury.lua")),
-            emit: Script::new(include_str!("lua/emit.lua")),
-            emit_once: Script::new(include_str!("lua/emit_once.lua")),
-            op_retire: Script::new(include_str!("lua/op_retire.lua")),
-            follow_source: Script::new(include_str!("lua/follow_source.lua")),
-            follow_target: Script::new(include_str!("lua/follow_target.lua")),
-            follow_home: Script::new(include_str!("lua/follow_home.lua")),
-            drop_sessions: Script::new(include_str!("lua/drop_sessions.lua")),
-            session_end: Script::new(include_str!("lua/session_end.lua")),
-            record_view: Script::new(include_str!("lua/record_view.lua")),
-            fanout_page: Script::new(include_str!("lua/fanout_page.lua")),
-            fanout_ack: Script::new(include_str!("lua/fanout_ack.lua")),
-            outbox_claim: Script::new(include_str!("lua/outbox_claim.lua")),
-            like: Script::new(include_str!("lua/like.lua")),
-            stream_lease: Script::new(include_str!("lua/stream_lease.lua")),
-            home_ids: Script::new(include_str!("lua/home_ids.lua")),
-            lease_renew: Script::new(include_str!("lua/lease_renew.lua")),
-            page_from: Script::new(include_str!("lua/page_from.lua")),
-            ids_up_to: Script::new(include_str!("lua/ids_up_to.lua")),
-            lease_release: Script::new(include_str!("lua/lease_release.lua")),
-            relate: Script::new(include_str!("lua/relate.lua")),
-            home_hide: Script::new(include_str!("lua/home_hide.lua")),
-            home_unhide: Script::new(include_str!("lua/home_unhide.lua")),
-            request_add: Script::new(include_str!("lua/request_add.lua")),
-            conv_send: Script::new(include_str!("lua/conv_send.lua")),
-            direct_claim: Script::new(include_str!("lua/direct_claim.lua")),
-            conv_leave: Script::new(include_str!("lua/conv_leave.lua")),
-            group_create: Script::new(include_str!("lua/group_create.lua")),
-            user_suspend: Script::new(include_str!("lua/user_suspend.lua")),
-            report_add: Script::new(include_str!("lua/report_add.lua")),
-            report_resolve: Script::new(include_str!("lua/report_resolve.lua")),
-            audit_add: Script::new(include_str!("lua/audit_add.lua")),
-            group_member: Script::new(include_str!("lua/group_member.lua")),
-            conv_read: Script::new(include_str!("lua/conv_read.lua")),
-            undo_take: Script::new(include_str!("lua/undo_take.lua")),
-            status_login: Script::new(include_str!("lua/status_login.lua")),
-            rules_add: Script::new(include_str!("lua/rules_add.lua")),
-            bookmark_add: Script::new(include_str!("lua/bookmark_add.lua")),
-            list_create: Script::new(include_str!("lua/list_create.lua")),
-            zstd_dict_put: Script::new(include_str!("lua/zstd_dict_put.lua")),
-            emit_many: Script::new(include_str!("lua/emit_many.lua")),
-            notify_read: Script::new(include_str!("lua/notify_read.lua")),
-            status_edit: Script::new(include_str!("lua/status_edit.lua")),
-            list_title: Script::new(include_str!("lua/list_title.lua")),
-            list_drop: Script::new(include_str!("lua/list_drop.lua")),
-            list_members: Script::new(include_str!("lua/list_members.lua")),
-            rules_delete: Script::new(include_str!("lua/rules_delete.lua")),
-            rate_take: Script::new(include_str!("lua/rate_take.lua")),
-            like_whole: Script::new(include_str!("lua/like_whole.lua")),
-            follow_whole: Script::new(include_str!("lua/follow_whole.lua")),
-            post_whole: Script::new(include_str!("lua/post_whole.lua")),
-        }
-    }
-}
+scripts!(
+    op_begin,
+    op_finish,
+    emit_once,
+    op_retire,
+    name_claim,
+    name_release,
+    status_put,
+    author_post,
+    author_delete,
+    replies_count,
+    trend,
+    trend_move,
+    repost_claim,
+    delete_mark,
+    status_bury,
+    emit,
+    follow_source,
+    follow_target,
+    follow_home,
+    drop_sessions,
+    session_end,
+    record_view,
+    fanout_page,
+    fanout_ack,
+    outbox_claim,
+    like,
+    stream_lease,
+    home_ids,
+    lease_renew,
+    page_from,
+    ids_up_to,
+    lease_release,
+    relate,
+    home_hide,
+    home_unhide,
+    request_add,
+    conv_send,
+    direct_claim,
+    conv_leave,
+    group_create,
+    user_suspend,
+    report_add,
+    report_resolve,
+    audit_add,
+    group_member,
+    conv_read,
+    undo_take,
+    status_login,
+    rules_add,
+    bookmark_add,
+    list_create,
+    zstd_dict_put,
+    emit_many,
+    notify_read,
+    status_edit,
+    list_title,
+    list_drop,
+    list_members,
+    rules_delete,
+    rate_take,
+    like_whole,
+    follow_whole,
+    post_whole,
+);
 
 /// Handle to Redis: cheap to clone, reconnects by itself.
 #[derive(Clone)]

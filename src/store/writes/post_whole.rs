@@ -3,13 +3,13 @@
 //! statuses, posts of authors past `--fanout-inline` followers, and every
 //! post on a cluster take the chain (`chains/post.rs`).
 
-use super::chains::{unique_tags, INDEX_CAP, TREND_BUCKET_TTL};
-use super::events::body;
-use super::keys::trend_groups;
-use super::outbox::IDEMPOTENCY_TTL;
-use super::statuses::{PostOptions, Posted};
-use super::{parse_id, Store, StoreError, StoreResult};
 use crate::model::{trims_homes, Event, Status, HOME_CAP};
+use crate::store::chains::{unique_tags, INDEX_CAP, TREND_BUCKET_TTL};
+use crate::store::events::body;
+use crate::store::keys::trend_groups;
+use crate::store::outbox::IDEMPOTENCY_TTL;
+use crate::store::statuses::{PostOptions, Posted};
+use crate::store::{parse_id, Store, StoreError, StoreResult};
 use std::collections::HashMap;
 
 impl Store {

@@ -1,20 +1,20 @@
 //! The heads of home timelines kept in process, kept true by Redis itself
-//! (server-assisted client-side caching, [`super::tracked`]).
+//! (server-assisted client-side caching, [`crate::store::tracked`]).
 //!
 //! A home read starts with the ids at the top of the reader's home. This
 //! cache keeps that first chunk per home, read over the tracking link; a hit
 //! waits for the link's barrier, so it shows every write completed before
 //! the read began, and a fill overtaken by a change is used once and not
-//! kept (the invariants are [`super::tracked`]'s).
+//! kept (the invariants are [`crate::store::tracked`]'s).
 //!
 //! Bounds: `--home-cache` entries (each the first chunk of one home, at
 //! most 64 ids; 35 for the default page of 30), then an arbitrary entry is
 //! evicted per new one; Redis keeps one tracking-table entry per key read
 //! over the link. Not used on a Redis Cluster.
 
-use super::tracked::Tracked;
-use super::StoreResult;
 use crate::metrics;
+use crate::store::tracked::Tracked;
+use crate::store::StoreResult;
 use redis::{Client, Script};
 use std::sync::Arc;
 

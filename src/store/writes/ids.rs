@@ -28,7 +28,7 @@
 //! each issues up to 64 ids a millisecond (a burst beyond borrows the next
 //! millisecond, so ids stay unique and ordered).
 
-use super::{Store, StoreError, StoreResult};
+use crate::store::{Store, StoreError, StoreResult};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 

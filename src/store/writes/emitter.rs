@@ -15,8 +15,8 @@
 //! being handled join it. So a lone write goes out at once and a busy
 //! process sends larger batches.
 
-use super::conn::RedisConn;
-use super::{Scripts, StoreError, StoreResult};
+use crate::store::conn::RedisConn;
+use crate::store::{Scripts, StoreError, StoreResult};
 use std::sync::{Arc, OnceLock};
 use tokio::sync::{mpsc, oneshot};
 

@@ -55,10 +55,10 @@
 //!    (`trend_move.lua`, once per partition and minute), keeping the time
 //!    the bucket had left, and the old bucket is dropped.
 
-use super::chains::TREND_BUCKET_TTL;
-use super::keys::{trend_groups, user_part, OUTBOX_PARTS};
-use super::{parse_id, Store, StoreResult};
 use crate::model::now;
+use crate::store::chains::TREND_BUCKET_TTL;
+use crate::store::keys::{trend_groups, user_part, OUTBOX_PARTS};
+use crate::store::{parse_id, Store, StoreResult};
 use futures::future::try_join_all;
 use redis::AsyncCommands;
 use std::time::Duration;
@@ -185,7 +185,7 @@ impl Store {
         let mut conn = self.conn();
         let global: Option<u64> = conn.get(self.keys.next_op()).await?;
         if global.unwrap_or(0) > 0 {
-            let until = crate::model::now() as u64 + super::outbox::IDEMPOTENCY_TTL;
+            let until = crate::model::now() as u64 + crate::store::outbox::IDEMPOTENCY_TTL;
             let _: () = redis::cmd("SET")
                 .arg(self.keys.legacy_idempotency_until())
                 .arg(until)
@@ -253,12 +253,12 @@ impl Store {
     /// Move 7: on one Redis, every like's chain left in an outbox finished.
     async fn finish_left_likes(&self, token: &str) -> StoreResult<()> {
         let mut conn = self.conn();
-        for part in super::outbox::places() {
+        for part in crate::store::outbox::places() {
             let members: Vec<String> = conn.zrange(self.outbox_of(part), 0, -1).await?;
             let likes = members
                 .iter()
-                .filter_map(|m| super::outbox::Owed::decode_in(m, part))
-                .filter(|owed| matches!(owed.op, super::outbox::Op::Like { .. }));
+                .filter_map(|m| crate::store::outbox::Owed::decode_in(m, part))
+                .filter(|owed| matches!(owed.op, crate::store::outbox::Op::Like { .. }));
             for owed in likes {
                 self.complete_op(&owed).await?;
             }
@@ -291,7 +291,7 @@ impl Store {
                     by_part
                         .entry(user_part(uid))
                         .or_default()
-                        .push((seen.unwrap_or(0.0), super::sessions::entry(uid, sid)));
+                        .push((seen.unwrap_or(0.0), crate::store::sessions::entry(uid, sid)));
                 }
                 for (k, entries) in by_part {
                     let _: () = redis::cmd("ZADD")

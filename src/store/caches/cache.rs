@@ -9,8 +9,8 @@
 //! read from Redis on every request, but for the heads of homes
 //! (`home_cache`, kept true by Redis's invalidation pushes).
 
-use super::sessions::SessionUser;
 use crate::model::{Counts, Status};
+use crate::store::sessions::SessionUser;
 use bytes::Bytes;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{HashMap, VecDeque};

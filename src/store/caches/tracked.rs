@@ -1,6 +1,6 @@
 //! Values read from Redis kept in process, kept true by Redis itself
 //! (server-assisted client-side caching: `CLIENT TRACKING`). The machinery
-//! under [`super::home_cache`] and [`super::view_cache`].
+//! under [`crate::store::home_cache`] and [`crate::store::view_cache`].
 //!
 //! A cache reads its keys over one dedicated RESP3 connection (the *link*)
 //! on which tracking is on: Redis remembers every key read over it and, at
@@ -72,9 +72,9 @@ pub enum Passage {
 impl Passage {
     /// The caller's answer when the wait did not pass: `Ok` to read Redis
     /// directly, `Err` when Redis did not answer in time.
-    pub fn fallback(self) -> Result<(), super::StoreError> {
+    pub fn fallback(self) -> Result<(), crate::store::StoreError> {
         match self {
-            Passage::TimedOut => Err(super::StoreError::Unavailable(
+            Passage::TimedOut => Err(crate::store::StoreError::Unavailable(
                 "Redis did not answer the cache's connection in time".into(),
             )),
             _ => Ok(()),

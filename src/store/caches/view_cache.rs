@@ -1,23 +1,23 @@
 //! Accounts and users' relations kept in process, kept true by Redis itself
-//! (server-assisted client-side caching, [`super::tracked`]): what every
+//! (server-assisted client-side caching, [`crate::store::tracked`]): what every
 //! visibility check reads (a user's HASH for `private` and `suspended`, the
 //! viewer's hide HASH for who blocks or mutes whom) without a command of
 //! its own when it was read before and has not changed since.
 //!
 //! A hit waits for the link's barrier, or for a fill of another key of the
 //! same read sent after it began, so it shows every write completed before
-//! the read began (the invariants are [`super::tracked`]'s).
+//! the read began (the invariants are [`crate::store::tracked`]'s).
 //!
 //! Bounds: `--view-cache` entries: a user's HASH (a few hundred bytes), or a
 //! hide HASH of at most [`MAX_PAIRS`] relations (larger ones are marked as
 //! such and read field by field from Redis, as without the cache). Not used
 //! on a Redis Cluster.
 
-use super::tracked::{Link, Passage, Tracked};
-use super::StoreResult;
 use crate::hides::Hides;
 use crate::metrics;
 use crate::model::User;
+use crate::store::tracked::{Link, Passage, Tracked};
+use crate::store::StoreResult;
 use redis::Client;
 use std::collections::HashMap;
 use std::sync::Arc;
