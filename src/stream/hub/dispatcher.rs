@@ -1,27 +1,29 @@
-//! The dispatcher: one task that owns the compiled index, routes every
-//! event to the subscriptions that want it, and keeps every connection's
-//! keep-alive and expiry times.
+//! The dispatcher: one task that owns the compiled index and routes every
+//! event to the subscriptions that want it. Beside it, each its own file:
+//! what it delivers through (`deliver`), the viewers' relations that hide
+//! events (`viewers`), sessions and revocations (`sessions`), the
+//! keep-alive and expiry timer (`keepalive`) and the catch-up after a
+//! resubscription (`catch_up`).
 
-use super::conn::{stalled, ClientConn};
+use super::conn::ClientConn;
 use super::groups::GroupSubs;
-use super::helpers::HELPER_BACKLOG;
-use super::helpers::{Helper, Job, Pace};
+use super::helpers::{Helper, Pace};
 use super::lists::ListSubs;
 use super::rules::RuleSubs;
+use super::sessions::Sessions;
+use super::split::SplitFirehose;
+use super::viewers::Viewers;
 use super::{Cmd, Msg, SHUTDOWN};
-use crate::hides::{self, Change, Hides};
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::Store;
-use crate::stream::frame::{self, Control, EventId, Frame, Incoming};
-use crate::stream::queue::Delivery;
+use crate::stream::frame::{self, EventId, Frame, Incoming};
 use crate::stream::rule_set;
 use crate::stream::want::{part_of, Part, Want};
 use firehose_filters::{Index, SubId};
 use rustc_hash::FxHashMap;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::sync::atomic::Ordering;
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -32,28 +34,6 @@ pub(super) struct SubEntry {
     pub(super) stream: &'static str,
 }
 
-/// A user with subscriptions here: their hiding relations (`crate::hides`)
-/// and how many subscriptions they hold.
-pub(super) struct Viewer {
-    pub(super) hides: Hides,
-    pub(super) subs: usize,
-}
-
-/// What of a viewer's relations hides an event on a stream: on the user
-/// stream (their home's) any relation, on every other stream being blocked
-/// by whoever caused it.
-pub fn hide_mask(stream: &str) -> u8 {
-    if stream == "user" || crate::stream::want::is_list_stream(stream) {
-        hides::FEED
-    } else {
-        hides::UNSEEABLE
-    }
-}
-
-/// Relation changes remembered for subscriptions whose snapshot was read
-/// before a change that the dispatcher heard before their `Register`.
-pub(super) const RELATION_LOG: usize = 16_384;
-
 pub(super) struct Dispatcher {
     pub(super) store: Store,
     pub(super) index: Index,
@@ -61,15 +41,13 @@ pub(super) struct Dispatcher {
     /// The partitioned subscriptions' partitions (empty: no stream here
     /// is split, and routing pays one check per event for the feature).
     pub(super) parted: FxHashMap<SubId, Part>,
+    /// The partitions of the firehose, filed by partition.
+    pub(super) split: SplitFirehose,
     pub(super) conns: FxHashMap<u64, Vec<SubId>>,
     /// Every open connection by id, subscribed or not.
     pub(super) open: FxHashMap<u64, Arc<ClientConn>>,
-    /// Open connections by session id.
-    pub(super) by_session: HashMap<String, Vec<u64>>,
-    /// Sessions revoked in the last [`REVOKED_MEMORY`], with when: a
-    /// connection whose `Open` arrives after its session's revocation (its
-    /// token was checked just before the logout) is closed at once.
-    pub(super) revoked: HashMap<String, std::time::Instant>,
+    /// Open connections' sessions, and the sessions revoked lately.
+    pub(super) sessions: Sessions,
     /// The last event dispatched; older or equal ids are duplicates.
     pub(super) last: Option<EventId>,
     pub(super) out: Vec<SubId>,
@@ -86,13 +64,8 @@ pub(super) struct Dispatcher {
     /// Tasks that deliver to shares of the connections alongside this one
     /// ([`delivery_shares`] of them).
     pub(super) helpers: Vec<Helper>,
-    /// Users with subscriptions here, by id, with their relations.
-    pub(super) viewers: FxHashMap<u64, Viewer>,
-    /// How many of them have a relation that hides anyone: while none
-    /// does, deliveries skip the check.
-    pub(super) hiding: usize,
-    /// The latest relation changes heard (at most [`RELATION_LOG`]).
-    pub(super) relation_log: VecDeque<Change>,
+    /// Users with subscriptions here, with their relations.
+    pub(super) viewers: Viewers,
     /// Whether deliveries go through the helpers at this rate.
     pub(super) pace: Pace,
     /// What [`Pace`] last decided.
@@ -102,9 +75,6 @@ pub(super) struct Dispatcher {
     /// Group streams.
     pub(super) group_subs: GroupSubs,
     pub(super) list_subs: ListSubs,
-    /// The session of each connection whose token was refreshed (else
-    /// the one it opened with).
-    pub(super) sessions: HashMap<u64, String>,
     /// The hub's own commands (a reload of rules answers through it).
     pub(super) cmds: mpsc::UnboundedSender<Cmd>,
 }
@@ -123,16 +93,9 @@ impl Drop for Dispatcher {
     }
 }
 
-/// How long a revoked session is remembered for connections still opening.
-pub(super) const REVOKED_MEMORY: Duration = Duration::from_secs(60);
-
 /// Entries for closed connections the keep-alive heap may hold beyond
 /// twice the open connections before it is swept.
 pub(super) const DUE_SLACK: usize = 1024;
-
-/// How long catch-up keeps retrying a failing buffer read before it gives
-/// up and tells every connection `resume_gap`.
-pub(super) const CATCH_UP_PATIENCE: Duration = Duration::from_secs(30);
 
 /// Most events routed in one batch.
 pub(super) const MAX_BATCH: usize = 64;
@@ -150,25 +113,22 @@ impl Dispatcher {
             index: Index::new(),
             subs: FxHashMap::default(),
             parted: FxHashMap::default(),
+            split: SplitFirehose::default(),
             conns: FxHashMap::default(),
             open: FxHashMap::default(),
-            by_session: HashMap::new(),
-            revoked: HashMap::new(),
+            sessions: Sessions::default(),
             last: None,
             out: Vec::new(),
             outs: Vec::new(),
             due: BinaryHeap::new(),
             keepalive,
             helpers,
-            viewers: FxHashMap::default(),
-            hiding: 0,
-            relation_log: VecDeque::new(),
+            viewers: Viewers::default(),
             pace: Pace::default(),
             via_helpers: true,
             rule_subs: RuleSubs::default(),
             group_subs: GroupSubs::default(),
             list_subs: ListSubs::default(),
-            sessions: HashMap::new(),
             cmds,
         }
     }
@@ -246,13 +206,9 @@ impl Dispatcher {
     pub(super) fn command(&mut self, cmd: Cmd) {
         match cmd {
             Cmd::Open { conn } => {
-                if self.revoked.contains_key(&conn.session) {
+                if !self.sessions.open(conn.id, &conn.session) {
                     conn.kill("revoked", "The session has ended.");
                 }
-                self.by_session
-                    .entry(conn.session.clone())
-                    .or_default()
-                    .push(conn.id);
                 let at = conn.next_due(conn.opened_at, self.keepalive);
                 self.due.push(Reverse((at, conn.id)));
                 self.open.insert(conn.id, conn);
@@ -265,7 +221,7 @@ impl Dispatcher {
                 hides,
                 ack,
             } => {
-                self.add_viewer(conn.uid, hides);
+                self.viewers.add(conn.uid, hides);
                 let indexed = want.indexed();
                 let Want {
                     rule,
@@ -274,11 +230,18 @@ impl Dispatcher {
                     part,
                     list,
                 } = want;
-                if let Some(part) = part {
-                    self.parted.insert(sub, part);
-                }
-                if indexed {
-                    self.index.insert(sub, rule);
+                match part {
+                    Some(part) if indexed && rules.is_none() && SplitFirehose::takes(&rule) => {
+                        self.split.add(sub, part);
+                    }
+                    _ => {
+                        if let Some(part) = part {
+                            self.parted.insert(sub, part);
+                        }
+                        if indexed {
+                            self.index.insert(sub, rule);
+                        }
+                    }
                 }
                 if let Some(set) = rules {
                     if self.rule_subs.add(sub, conn.uid, set) {
@@ -315,84 +278,17 @@ impl Dispatcher {
     /// old session no longer ends it, one of the new one does. False when
     /// the connection is gone or the new session was revoked already.
     fn refresh(&mut self, id: u64, session: String, expires_at: tokio::time::Instant) -> bool {
-        if self.revoked.contains_key(&session) {
+        if self.sessions.is_revoked(&session) {
             return false;
         }
         let Some(conn) = self.open.get(&id).cloned() else {
             return false;
         };
-        let old = self
-            .sessions
-            .insert(id, session.clone())
-            .unwrap_or_else(|| conn.session.clone());
-        if let Some(ids) = self.by_session.get_mut(&old) {
-            ids.retain(|c| *c != id);
-            if ids.is_empty() {
-                self.by_session.remove(&old);
-            }
-        }
-        self.by_session.entry(session).or_default().push(id);
+        self.sessions.refresh(id, &conn.session, session);
         conn.set_expiry(expires_at);
         let at = conn.next_due(tokio::time::Instant::now(), self.keepalive);
         self.due.push(Reverse((at, id)));
         true
-    }
-
-    /// A subscription of `uid` arrives with the relations read for it.
-    pub(super) fn add_viewer(&mut self, uid: u64, snapshot: Hides) {
-        let viewer = self.viewers.entry(uid).or_insert_with(|| Viewer {
-            hides: Hides::default(),
-            subs: 0,
-        });
-        let was = !viewer.hides.is_empty();
-        if viewer.subs == 0 || snapshot.base() > viewer.hides.base() {
-            viewer.hides = snapshot;
-            // Changes heard before this arrived, newer than the snapshot.
-            for c in self.relation_log.iter().filter(|c| c.uid == uid) {
-                viewer.hides.apply(c.other, c.bits, c.seq);
-            }
-        }
-        viewer.subs += 1;
-        let now = !viewer.hides.is_empty();
-        self.count_hiding(was, now);
-    }
-
-    /// A subscription of `uid` ended.
-    pub(super) fn drop_viewer(&mut self, uid: u64) {
-        let Some(viewer) = self.viewers.get_mut(&uid) else {
-            return;
-        };
-        viewer.subs -= 1;
-        if viewer.subs == 0 {
-            let was = !viewer.hides.is_empty();
-            self.viewers.remove(&uid);
-            self.count_hiding(was, false);
-        }
-    }
-
-    fn count_hiding(&mut self, was: bool, now: bool) {
-        match (was, now) {
-            (false, true) => self.hiding += 1,
-            (true, false) => self.hiding -= 1,
-            _ => {}
-        }
-    }
-
-    /// Relation changes heard: applied to the viewers they concern, and
-    /// remembered for subscriptions still on their way.
-    pub(super) fn relations(&mut self, changes: Vec<Change>) {
-        for c in changes {
-            if let Some(viewer) = self.viewers.get_mut(&c.uid) {
-                let was = !viewer.hides.is_empty();
-                viewer.hides.apply(c.other, c.bits, c.seq);
-                let now = !viewer.hides.is_empty();
-                self.count_hiding(was, now);
-            }
-            if self.relation_log.len() >= RELATION_LOG {
-                self.relation_log.pop_front();
-            }
-            self.relation_log.push_back(c);
-        }
     }
 
     /// Drops from `out` the subscriptions whose user's relations hide who
@@ -414,16 +310,13 @@ impl Dispatcher {
             });
         }
         let actors = frame.actors();
-        if self.hiding == 0 || actors.is_empty() {
+        if self.viewers.none_hiding() || actors.is_empty() {
             return;
         }
         out.retain(|sub| {
-            let Some(entry) = self.subs.get(sub) else {
-                return true;
-            };
-            self.viewers
-                .get(&entry.conn.uid)
-                .is_none_or(|v| !v.hides.hides_any(actors, hide_mask(entry.stream)))
+            self.subs
+                .get(sub)
+                .is_none_or(|e| !self.viewers.hides(e.conn.uid, actors, e.stream))
         });
     }
 
@@ -486,12 +379,13 @@ impl Dispatcher {
 
     pub(super) fn remove_sub(&mut self, sub: SubId) {
         self.parted.remove(&sub);
+        self.split.remove(sub);
         self.index.remove(sub);
         self.rule_subs.remove(sub);
         self.group_subs.remove(sub);
         self.list_subs.remove(sub);
         if let Some(entry) = self.subs.remove(&sub) {
-            self.drop_viewer(entry.conn.uid);
+            self.viewers.drop_one(entry.conn.uid);
             if let Some(list) = self.conns.get_mut(&entry.conn.id) {
                 list.retain(|s| *s != sub);
                 if list.is_empty() {
@@ -504,25 +398,17 @@ impl Dispatcher {
     pub(super) fn remove_conn(&mut self, conn: u64) {
         for sub in self.conns.remove(&conn).unwrap_or_default() {
             self.parted.remove(&sub);
+            self.split.remove(sub);
             self.index.remove(sub);
             self.rule_subs.remove(sub);
             self.group_subs.remove(sub);
             self.list_subs.remove(sub);
             if let Some(entry) = self.subs.remove(&sub) {
-                self.drop_viewer(entry.conn.uid);
+                self.viewers.drop_one(entry.conn.uid);
             }
         }
         if let Some(c) = self.open.remove(&conn) {
-            let session = self
-                .sessions
-                .remove(&conn)
-                .unwrap_or_else(|| c.session.clone());
-            if let Some(ids) = self.by_session.get_mut(&session) {
-                ids.retain(|id| *id != conn);
-                if ids.is_empty() {
-                    self.by_session.remove(&session);
-                }
-            }
+            self.sessions.close(conn, &c.session);
         }
         // Closed connections' entries leave the heap when their time comes;
         // under heavy churn they are swept sooner, so that the heap never
@@ -533,65 +419,15 @@ impl Dispatcher {
         }
     }
 
-    /// Hands a keep-alive to every open connection whose time has come (not
-    /// when its queue is full: it has plenty to write), and ends those
-    /// whose token has expired.
-    pub(super) fn keep_alive(&mut self, now: Instant) {
-        while let Some(Reverse((at, id))) = self.due.peek().copied() {
-            if at > now {
-                break;
-            }
-            self.due.pop();
-            let Some(conn) = self.open.get(&id) else {
-                continue;
-            };
-            if now >= conn.expires_at() {
-                conn.kill("expired", "The token has expired; log in again.");
-                continue;
-            }
-            // The warning is traffic enough: the keep-alive waits its turn.
-            if now >= conn.warn_at() && conn.warn_expiry(now) {
-                let next = conn.next_due(now, self.keepalive);
-                self.due.push(Reverse((next, id)));
-                continue;
-            }
-            let at = self.position_for(conn);
-            let _ = conn
-                .queue
-                .push_or(Delivery::Keepalive(at), conn.cap, |sink, d| sink.write(d));
-            // A late keep-alive moves the next one back.
-            let next = conn.next_due(now, self.keepalive);
-            self.due.push(Reverse((next, id)));
-        }
-    }
-
-    /// The hub's position for `conn`'s keep-alive: the last event routed,
-    /// or, while its share's helper is still delivering, the last event
-    /// that helper finished (every event up to it was offered to `conn`
-    /// before the keep-alive).
-    fn position_for(&self, conn: &ClientConn) -> Option<EventId> {
-        if self.via_helpers {
-            let helper = &self.helpers[conn.share(self.helpers.len())];
-            if helper.shared.backlog.load(Ordering::Acquire) > 0 {
-                return helper.shared.done.lock().ok().and_then(|d| *d);
-            }
-        }
-        self.last
-    }
-
     /// Closes every connection of a session, and remembers the session for
     /// connections that are still opening.
     pub(super) fn revoke(&mut self, sid: String) {
         self.store.session_cache().revoke(&sid);
-        for id in self.by_session.get(&sid).into_iter().flatten() {
-            if let Some(conn) = self.open.get(id) {
+        for id in self.sessions.revoke(sid) {
+            if let Some(conn) = self.open.get(&id) {
                 conn.kill("revoked", "The session has ended.");
             }
         }
-        let now = std::time::Instant::now();
-        self.revoked
-            .retain(|_, at| now.duration_since(*at) < REVOKED_MEMORY);
-        self.revoked.insert(sid, now);
     }
 
     /// A message from the channel other than an event to route.
@@ -599,7 +435,7 @@ impl Dispatcher {
         match msg {
             Some(Incoming::Event(frame)) => self.dispatch(frame, false),
             Some(Incoming::SessionRevoked(sid)) => self.revoke(sid),
-            Some(Incoming::Relation(changes)) => self.relations(changes),
+            Some(Incoming::Relation(changes)) => self.viewers.apply(changes),
             Some(Incoming::GroupLeft(gid, uid)) => self.group_left(gid, uid),
             Some(Incoming::ListChanged(change)) => {
                 let ended = self.list_subs.changed(change);
@@ -655,7 +491,9 @@ impl Dispatcher {
             return self.dispatch_update(&frame, direct);
         }
         let mut out = std::mem::take(&mut self.out);
-        self.index.route(&frame.routing(), &mut out);
+        let routing = frame.routing();
+        self.index.route(&routing, &mut out);
+        self.split.route(&routing, frame.partition_key(), &mut out);
         self.group_subs.route(&frame, &mut out);
         self.list_subs.route(&frame, &mut out);
         let copies = self.rule_subs.route(&frame, &mut out);
@@ -690,6 +528,9 @@ impl Dispatcher {
         let mut outs = std::mem::take(&mut self.outs);
         let events: Vec<_> = frames.iter().map(|f| f.routing()).collect();
         self.index.route_batch(&events, &mut outs);
+        for ((frame, out), routing) in frames.iter().zip(outs.iter_mut()).zip(&events) {
+            self.split.route(routing, frame.partition_key(), out);
+        }
         drop(events);
         for (frame, out) in frames.iter().zip(outs.iter_mut()) {
             self.group_subs.route(frame, out);
@@ -714,6 +555,8 @@ impl Dispatcher {
         let (before, after) = (views.before.clone(), views.after.clone());
         let mut had = Vec::new();
         self.index.route(&before.routing(), &mut had);
+        self.split
+            .route(&before.routing(), frame.partition_key(), &mut had);
         self.group_subs.route(&before, &mut had);
         self.list_subs.route(&before, &mut had);
         for (_, subs) in self.rule_subs.route(&before, &mut had) {
@@ -723,6 +566,8 @@ impl Dispatcher {
         had.dedup();
         let mut now = Vec::new();
         self.index.route(&after.routing(), &mut now);
+        self.split
+            .route(&after.routing(), after.partition_key(), &mut now);
         let copies = self.rule_subs.route(&after, &mut now);
         now.retain(|s| had.binary_search(s).is_err());
         self.drop_hidden(frame, &mut had);
@@ -745,155 +590,6 @@ impl Dispatcher {
             self.drop_hidden(&copy, &mut subs);
             if !subs.is_empty() {
                 self.deliver(&copy, &subs, direct);
-            }
-        }
-    }
-
-    /// Offers `frame` to the subscriptions in `out`; a full queue
-    /// disconnects its client. Through the helpers, writing into waiting
-    /// plain streams' sockets if `direct`, while [`Pace`] says so; else
-    /// queued here.
-    pub(super) fn deliver(&mut self, frame: &Arc<Frame>, out: &[SubId], direct: bool) {
-        inc(&metrics().events_matched, out.len() as u64);
-        self.pace.count(out.len());
-        if !self.via_helpers {
-            let mut dead: Vec<u64> = Vec::new();
-            for sub in out {
-                let Some(entry) = self.subs.get(sub) else {
-                    continue;
-                };
-                if !entry
-                    .conn
-                    .offer(Delivery::Event(frame.clone(), entry.stream), false)
-                {
-                    stalled(&entry.conn);
-                    dead.push(entry.conn.id);
-                }
-            }
-            for conn in dead {
-                self.remove_conn(conn);
-            }
-            return;
-        }
-        let shares = self.helpers.len();
-        let mut tos: Vec<Vec<(Arc<ClientConn>, &'static str)>> = vec![Vec::new(); shares];
-        for e in out.iter().filter_map(|sub| self.subs.get(sub)) {
-            tos[e.conn.share(shares)].push((e.conn.clone(), e.stream));
-        }
-        for (helper, to) in self.helpers.iter().zip(tos) {
-            if !to.is_empty() {
-                helper.send(Job {
-                    frame: frame.clone(),
-                    to,
-                    direct,
-                });
-            }
-        }
-    }
-
-    /// Before routing: whether deliveries go through the helpers now (see
-    /// [`Pace`]). Going back to queueing here, it first waits until the
-    /// helpers have delivered everything, so that no event overtakes one
-    /// still in a helper's hands.
-    pub(super) async fn choose_path(&mut self) {
-        let via_helpers = self.pace.decide(std::time::Instant::now(), &self.helpers);
-        if self.via_helpers && !via_helpers {
-            for helper in &self.helpers {
-                while helper.shared.backlog.load(Ordering::Acquire) > 0 {
-                    helper.shared.room.notified().await;
-                }
-            }
-        }
-        self.via_helpers = via_helpers;
-    }
-
-    /// Waits while a helper has more than [`HELPER_BACKLOG`] events to
-    /// deliver: the dispatcher goes no further ahead of its helpers.
-    pub(super) async fn wait_for_helpers(&self) {
-        for helper in &self.helpers {
-            while helper.shared.backlog.load(Ordering::Acquire) > HELPER_BACKLOG {
-                helper.shared.room.notified().await;
-            }
-        }
-    }
-
-    /// After (re)subscribing: replays what the buffer holds past the last
-    /// dispatched event, warning every connection if part of it was trimmed.
-    pub(super) async fn catch_up(&mut self, shutdown: &mut Shutdown) {
-        match self.store.suspended_ids().await {
-            Ok(ids) => self.store.suspended().replace(ids),
-            Err(e) => tracing::warn!(error = %e, "could not read the suspended users"),
-        }
-        let Some(last) = self.last else {
-            // First subscription: nothing was dispatched yet, so start live.
-            match self.store.newest_event_id().await {
-                Ok(newest) => self.last = newest,
-                Err(e) => tracing::warn!(error = %e, "could not read the replay buffer position"),
-            }
-            return;
-        };
-        match self.store.buffer_info().await {
-            Ok(info) if frame::is_gap(last, &info) => {
-                let msg = Control::warning(
-                    "resume_gap",
-                    "Events were lost while the server was disconnected from Redis.",
-                )
-                .encode();
-                for entry in self.subs.values() {
-                    entry.conn.offer_control(msg.clone());
-                }
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "could not check the replay buffer for gaps"),
-        }
-        let mut cursor = last;
-        let mut failing_since: Option<std::time::Instant> = None;
-        let mut backoff = Duration::from_millis(50);
-        loop {
-            if shutdown.is_set() {
-                return;
-            }
-            let page = match self.store.events_after(cursor, 1000).await {
-                Ok(page) => {
-                    failing_since = None;
-                    backoff = Duration::from_millis(50);
-                    page
-                }
-                Err(e) => {
-                    // Retry: giving up silently would be a gap no client
-                    // hears of. Past the patience, say so to everyone.
-                    let since = *failing_since.get_or_insert_with(std::time::Instant::now);
-                    if since.elapsed() > CATCH_UP_PATIENCE {
-                        tracing::error!(error = %e, "catch-up from the replay buffer failed; telling every stream resume_gap");
-                        let msg = Control::warning(
-                            "resume_gap",
-                            "Events may have been lost while the server could not read the replay buffer.",
-                        )
-                        .encode();
-                        for conn in self.open.values() {
-                            conn.offer_control(msg.clone());
-                        }
-                        self.last = None;
-                        return;
-                    }
-                    tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "catch-up from the replay buffer failed; retrying");
-                    tokio::select! {
-                        _ = shutdown.wait() => return,
-                        _ = tokio::time::sleep(backoff) => {}
-                    }
-                    backoff = (backoff * 2).min(Duration::from_secs(2));
-                    continue;
-                }
-            };
-            if let Some((id, _)) = page.events.last() {
-                cursor = *id;
-            }
-            inc(&metrics().events_replayed, page.events.len() as u64);
-            for (_, json) in &page.events {
-                self.incoming(frame::parse(json));
-            }
-            if !page.more {
-                return;
             }
         }
     }

@@ -8,18 +8,24 @@
 //! cost of one event is the index lookups plus one `try_send` per matching
 //! connection, whatever the number of connections.
 
+mod catch_up;
 mod conn;
+mod deliver;
 mod dispatcher;
 mod groups;
 mod helpers;
+mod keepalive;
 mod lists;
 mod rules;
+mod sessions;
+mod split;
 mod subscriber;
 #[cfg(test)]
 mod tests;
+mod viewers;
 
 pub use conn::ClientConn;
-pub use dispatcher::hide_mask;
+pub use viewers::hide_mask;
 
 use crate::hides::Hides;
 use crate::shutdown::Shutdown;

@@ -1,0 +1,329 @@
+//! A feed's replay: the events a subscription asked for from the past
+//! (`last_event_id`, `since`, `count`), read a page at a time from the
+//! history on disk and then the replay buffer, judged by what the reader
+//! may see now, before the live events queued meanwhile.
+
+use super::*;
+
+/// Buffer entries read per replay round trip.
+const PAGE: usize = 1000;
+/// Buffer entries read per page of a resume (`last_event_id`): at most this
+/// many events of a replay are held per connection at a time.
+const REPLAY_PAGE: usize = 256;
+
+/// A resume still being read from the buffer.
+pub(super) struct ReplayJob {
+    pub(super) stream: &'static str,
+    /// What the subscription wants (a user rule follows the replayed
+    /// follows; filter rules as they were when it began).
+    want: Want,
+    /// The user's relations as the subscription began: what they hide is
+    /// not replayed either.
+    hides: Arc<Hides>,
+    /// The last id read.
+    cursor: EventId,
+    /// Still reading the history on disk (then the replay buffer).
+    from_history: bool,
+    /// Counts the replay among those reading the history while it does.
+    _reading: Option<Reading>,
+    /// The next block of the history, read while this one is judged and
+    /// written (at most one ahead: two blocks per replaying connection).
+    prefetch: Option<Prefetch>,
+    /// What the reader may see now.
+    sight: ReplaySight,
+}
+
+/// A read of the history begun ahead: the position it reads after, and
+/// the read.
+type Prefetch = (
+    EventId,
+    tokio::task::JoinHandle<std::io::Result<crate::history::Page>>,
+);
+
+/// A replay reading the history, counted in `firehose_history_replays`
+/// while it lives.
+struct Reading;
+
+impl Reading {
+    fn start() -> Reading {
+        metrics().history_replays.inc();
+        Reading
+    }
+}
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        metrics().history_replays.dec();
+    }
+}
+
+/// A `warning` `resume_gap` control event; `oldest`: the time of the
+/// oldest event still held.
+pub(super) fn resume_gap(message: &str, oldest: Option<f64>) -> Control {
+    Control::Warning {
+        code: "resume_gap",
+        message: message.to_string(),
+        percent_full: None,
+        expires_at: None,
+        oldest,
+    }
+}
+
+impl Feed {
+    pub(super) async fn replay_after(
+        &mut self,
+        stream: &'static str,
+        want: Want,
+        hides: Arc<Hides>,
+        after: EventId,
+    ) -> StoreResult<()> {
+        let newest = self.hub.store().newest_event_id().await?;
+        if newest.is_none_or(|newest| after > newest) && after != EventId::ZERO {
+            // An id from the future (or from another server's buffer) cannot
+            // be placed: replaying after it would drop every event below it.
+            let oldest = self.oldest_held().await;
+            self.push_control(resume_gap(
+                "last_event_id is newer than any event this server holds; continuing live.",
+                oldest,
+            ));
+            return Ok(());
+        }
+        self.replay_from(stream, want, hides, after).await
+    }
+
+    /// The time of the oldest event this server holds (in its history,
+    /// else in the buffer).
+    pub(super) async fn oldest_held(&self) -> Option<f64> {
+        if let Some(oldest) = self.history.as_ref().and_then(History::oldest) {
+            return Some(oldest);
+        }
+        let first = self.hub.store().events_after(EventId::ZERO, 1).await.ok()?;
+        first.events.first().map(|(id, _)| id.0 as f64 / 1000.0)
+    }
+
+    /// Replays every matching event after `after`, from the history while
+    /// it holds events after it, then from the buffer (warning `resume_gap`
+    /// where neither holds them all), then goes live.
+    pub(super) async fn replay_from(
+        &mut self,
+        stream: &'static str,
+        want: Want,
+        hides: Arc<Hides>,
+        after: EventId,
+    ) -> StoreResult<()> {
+        let from_history = self.history.as_ref().is_some_and(|h| h.holds_after(after));
+        if !from_history && frame::is_gap(after, &self.hub.store().buffer_info().await?) {
+            let oldest = self.oldest_held().await;
+            self.push_control(resume_gap(
+                "Some events after the resume point are no longer held.",
+                oldest,
+            ));
+        }
+        // Any replay of this stream was dropped by `subscribe`, so this job
+        // is the only one for it. The first page is read now, so that a
+        // store failure is answered to the request; the rest as the client
+        // reads.
+        let sight = self.sight(stream, &hides);
+        self.replays.push_back(ReplayJob {
+            stream,
+            want,
+            hides,
+            cursor: after,
+            from_history,
+            _reading: from_history.then(Reading::start),
+            prefetch: None,
+            sight,
+        });
+        self.replay_step().await
+    }
+
+    /// The next page of a replay: from the history while it holds more
+    /// (a gap in it is told as `resume_gap`), else from the buffer (and
+    /// when the buffer has moved past where the history ended, that too).
+    pub(super) async fn next_page(
+        &mut self,
+        cursor: EventId,
+        from_history: bool,
+    ) -> StoreResult<(Vec<(EventId, String)>, EventId, bool, bool)> {
+        if let (true, Some(history)) = (from_history, self.history.clone()) {
+            let ahead = self.replays.front_mut().and_then(|job| job.prefetch.take());
+            let read = match ahead {
+                Some((at, read)) if at == cursor => match read.await {
+                    Ok(page) => page,
+                    Err(e) => Err(std::io::Error::other(e)),
+                },
+                _ => history.read_after(cursor).await,
+            };
+            let page =
+                read.map_err(|e| crate::store::StoreError::Internal(format!("history: {e}")))?;
+            if !page.end {
+                // The next block is read while this one is judged and written.
+                let (next, ahead) = (page.cursor, history.clone());
+                let read = tokio::spawn(async move { ahead.read_after(next).await });
+                if let Some(job) = self.replays.front_mut() {
+                    job.prefetch = Some((next, read));
+                }
+            }
+            if let Some(gap) = page.gap {
+                let oldest = history.oldest();
+                self.push_control(resume_gap(
+                    &format!(
+                        "Events after {} and before {} are not held; continuing after them.",
+                        gap.after, gap.before
+                    ),
+                    oldest,
+                ));
+            }
+            if page.end {
+                // Past the history's end: on into the buffer, which holds
+                // what followed unless the archiver fell a buffer behind.
+                if frame::is_gap(page.cursor, &self.hub.store().buffer_info().await?) {
+                    let oldest = history.oldest();
+                    self.push_control(resume_gap(
+                        "Some events after the history's end are no longer in the replay buffer.",
+                        oldest,
+                    ));
+                }
+                return Ok((Vec::new(), page.cursor, true, false));
+            }
+            inc(&metrics().history_events_read, page.events.len() as u64);
+            return Ok((page.events, page.cursor, true, true));
+        }
+        let page = self.hub.store().events_after(cursor, REPLAY_PAGE).await?;
+        let next = page.events.last().map_or(cursor, |(id, _)| *id);
+        Ok((page.events, next, page.more, false))
+    }
+
+    /// Reads the next page of the first replay into `pending`; once a page
+    /// comes back short, the replay is done, its stream's floor is set and
+    /// its live events resume. Cancel-safe: nothing changes before the read
+    /// has returned.
+    pub(super) async fn replay_step(&mut self) -> StoreResult<()> {
+        let Some((cursor, from_history)) = self
+            .replays
+            .front()
+            .map(|job| (job.cursor, job.from_history))
+        else {
+            return Ok(());
+        };
+        let (events, next, more, still_history) = self.next_page(cursor, from_history).await?;
+        let Some(job) = self.replays.front_mut() else {
+            return Ok(());
+        };
+        let mut matched = Vec::new();
+        for (_, json) in &events {
+            if let Some(Incoming::Event(f)) = frame::parse(json) {
+                if let Some(f) = job.want.judge(&f) {
+                    if !job.hides.hides_any(f.actors(), hide_mask(job.stream))
+                        && !self.hub.store().suspended().any(f.actors())
+                    {
+                        matched.push(f);
+                    }
+                }
+            }
+        }
+        // Judged before the cursor moves: a failed read leaves the page
+        // to be read again.
+        let kept = job.sight.keep(matched).await?;
+        job.cursor = next;
+        if job.from_history && !still_history {
+            job.from_history = false;
+            job._reading = None;
+        }
+        inc(&metrics().events_replayed, kept.len() as u64);
+        for f in kept {
+            self.pending.push_back(Out::Event(f, job.stream));
+        }
+        if !more {
+            let (stream, cursor) = (job.stream, job.cursor);
+            self.set_floor(stream, cursor);
+            self.replays.pop_front();
+        }
+        Ok(())
+    }
+
+    pub(super) async fn replay_newest(
+        &mut self,
+        stream: &'static str,
+        mut want: Want,
+        hides: &Arc<Hides>,
+        n: usize,
+    ) -> StoreResult<()> {
+        let mut sight = self.sight(stream, hides);
+        let mut found: Vec<Arc<Frame>> = Vec::new();
+        let mut cursor: Option<EventId> = None;
+        let mut newest: Option<EventId> = None;
+        'pages: while found.len() < n {
+            let page = self.hub.store().events_before(cursor, PAGE).await?;
+            let Some((oldest, _)) = page.events.last() else {
+                break;
+            };
+            let frames: Vec<Arc<Frame>> = page
+                .events
+                .iter()
+                .filter_map(|(_, json)| match frame::parse(json) {
+                    Some(Incoming::Event(f)) => Some(f),
+                    _ => None,
+                })
+                .collect();
+            if newest.is_none() {
+                newest = frames.first().map(|f| f.id);
+            }
+            // The index is replayed oldest first so that follow events update
+            // user-stream rules in order; keep the newest N matches.
+            let mut matched = Vec::new();
+            for f in frames.iter().rev() {
+                if let Some(f) = want.judge(f) {
+                    if !hides.hides_any(f.actors(), hide_mask(stream))
+                        && !self.hub.store().suspended().any(f.actors())
+                    {
+                        matched.push(f);
+                    }
+                }
+            }
+            let matched = sight.keep(matched).await?;
+            for f in matched.into_iter().rev() {
+                found.push(f);
+                if found.len() >= n {
+                    break 'pages;
+                }
+            }
+            if !page.more {
+                break;
+            }
+            cursor = Some(*oldest);
+        }
+        inc(&metrics().events_replayed, found.len() as u64);
+        for f in found.into_iter().rev() {
+            self.pending.push_back(Out::Event(f, stream));
+        }
+        if let Some(newest) = newest {
+            self.set_floor(stream, newest);
+        }
+        Ok(())
+    }
+
+    /// Reads the next page of a replay; the feed's end if it was killed,
+    /// shut down or the read failed meanwhile.
+    pub(super) async fn replay_page(&mut self) -> Option<Out> {
+        // Live events wait in the queue until the replay is done (the floor
+        // then drops those the replay already sent). A kill or shutdown
+        // still ends the feed mid-replay.
+        let conn = self.conn.clone();
+        let mut shutdown = self.shutdown.clone();
+        let step = tokio::select! {
+            biased;
+            (code, reason) = conn.killed() => return Some(self.end(code, &reason)),
+            _ = shutdown.wait() => return Some(self.end(SHUTDOWN.0, SHUTDOWN.1)),
+            step = self.replay_step() => step,
+        };
+        if let Err(e) = step {
+            tracing::warn!(conn = self.conn.id, uid = self.conn.uid, error = %e, "replay page failed");
+            return Some(self.end(
+                "unavailable",
+                "The data store is unreachable; reconnect with Last-Event-ID to resume.",
+            ));
+        }
+        None
+    }
+}
