@@ -3,7 +3,7 @@
 //! /api/v1/me`, in `users`).
 
 use super::extract::JsonBody;
-use super::openapi::{Auth, Op, Params, Reply};
+use super::openapi::{Op, Reply};
 use super::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
@@ -66,19 +66,14 @@ fn wrong_password() -> ApiError {
     )
 }
 
-const CHANGE_PASSWORD_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/me/password",
-    tag: "users",
-    summary: "Change your password; every other session ends unless end_other_sessions is false",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("ChangePassword"),
-    status: 204,
-    params: Params::None,
-    reply: Reply::Empty,
-    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
-};
+const CHANGE_PASSWORD_OP: Op = Op::post(
+    "/api/v1/me/password",
+    "users",
+    "Change your password; every other session ends unless end_other_sessions is false",
+)
+.body("ChangePassword")
+.status(204)
+.errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/me/password`: checks the current password (argon2, under
 /// the same admission bound and per-address rate limit as a login), stores
@@ -127,19 +122,7 @@ pub struct DeleteAccount {
 /// finishes it should this one die).
 const DELETE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-const DELETE_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/me",
-    tag: "users",
-    summary: "Delete your account: every session ends, the user is 404, their statuses, likes, reposts, follows, requests, relations and conversations are undone; the email is free at once, the login reserved for a while",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("DeleteAccount"),
-    status: 204,
-    params: Params::None,
-    reply: Reply::Empty,
-    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
-};
+const DELETE_OP: Op = Op::delete("/api/v1/me", "users", "Delete your account: every session ends, the user is 404, their statuses, likes, reposts, follows, requests, relations and conversations are undone; the email is free at once, the login reserved for a while").body("DeleteAccount").status(204).errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `DELETE /api/v1/me`: checks the password (as a login does), closes the
 /// account at once, then undoes what it holds (waiting for that up to
@@ -178,19 +161,7 @@ pub async fn destroy(
 /// Entries read from Redis at a time while exporting.
 const EXPORT_PAGE: usize = 200;
 
-const EXPORT_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/me/export",
-    tag: "users",
-    summary: "Everything your account holds, as NDJSON: the user (with email), statuses, following, followers, likes, newest first within each",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Text("application/x-ndjson"),
-    errors: &[401, 503],
-};
+const EXPORT_OP: Op = Op::get("/api/v1/me/export", "users", "Everything your account holds, as NDJSON: the user (with email), statuses, following, followers, likes, newest first within each").reply(Reply::Text("application/x-ndjson")).errors(&[401, 503]);
 
 /// `GET /api/v1/me/export`: one JSON object a line, each with a `type`:
 /// the `user` (with email), every `status` the user wrote, `following` and

@@ -5,7 +5,7 @@
 //! 403. Every change is one audit entry; a call that changes nothing adds
 //! none.
 
-use super::openapi::{Auth, Op, Params, Reply};
+use super::openapi::{Op, Params, Reply};
 use super::paging::user_paging;
 use super::routes::Routes;
 use super::{detached, path_id, JsonBody};
@@ -65,19 +65,15 @@ fn admin(auth: &AuthUser) -> ApiResult<()> {
     auth.require(SCOPE_ADMIN)
 }
 
-const REPORTS_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/admin/reports",
-    tag: "moderation",
-    summary: "The report queue, newest first (state open, the default, or resolved)",
-    auth: Auth::Bearer,
-    query: &[("state", "open (default) or resolved")],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("ReportPage"),
-    errors: &[400, 401, 403, 503],
-};
+const REPORTS_OP: Op = Op::get(
+    "/api/v1/admin/reports",
+    "moderation",
+    "The report queue, newest first (state open, the default, or resolved)",
+)
+.query(&[("state", "open (default) or resolved")])
+.params(Params::FollowPaging)
+.reply(Reply::Schema("ReportPage"))
+.errors(&[400, 401, 403, 503]);
 
 /// `GET /api/v1/admin/reports`.
 pub async fn reports(
@@ -103,19 +99,9 @@ pub async fn reports(
     ))
 }
 
-const REPORT_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/admin/reports/{id}",
-    tag: "moderation",
-    summary: "One report",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Report"),
-    errors: &[401, 403, 404, 503],
-};
+const REPORT_OP: Op = Op::get("/api/v1/admin/reports/{id}", "moderation", "One report")
+    .reply(Reply::Schema("Report"))
+    .errors(&[401, 403, 404, 503]);
 
 async fn find_report(state: &AppState, raw: &str) -> ApiResult<Report> {
     let id = path_id(raw, "report")?;
@@ -145,20 +131,14 @@ pub struct Resolution {
     pub note: Option<String>,
 }
 
-const RESOLVE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/admin/reports/{id}/resolve",
-    tag: "moderation",
-    summary:
-        "Resolve a report with an action (none, remove_status, suspend_user); already resolved: 409",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("Resolution"),
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Report"),
-    errors: &[400, 401, 403, 404, 408, 409, 413, 415, 503],
-};
+const RESOLVE_OP: Op = Op::post(
+    "/api/v1/admin/reports/{id}/resolve",
+    "moderation",
+    "Resolve a report with an action (none, remove_status, suspend_user); already resolved: 409",
+)
+.body("Resolution")
+.reply(Reply::Schema("Report"))
+.errors(&[400, 401, 403, 404, 408, 409, 413, 415, 503]);
 
 fn already() -> ApiError {
     ApiError::conflict("already_resolved", "The report is resolved already.")
@@ -269,19 +249,13 @@ async fn remove(state: &AppState, sid: u64) -> ApiResult<bool> {
     }
 }
 
-const REMOVE_STATUS_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/admin/statuses/{id}",
-    tag: "moderation",
-    summary: "Remove any status (as its author's delete: events, cascades)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 204,
-    params: Params::None,
-    reply: Reply::Empty,
-    errors: &[401, 403, 404, 503],
-};
+const REMOVE_STATUS_OP: Op = Op::delete(
+    "/api/v1/admin/statuses/{id}",
+    "moderation",
+    "Remove any status (as its author's delete: events, cascades)",
+)
+.status(204)
+.errors(&[401, 403, 404, 503]);
 
 /// `DELETE /api/v1/admin/statuses/{id}`.
 pub async fn remove_status(
@@ -306,19 +280,13 @@ pub async fn remove_status(
     Ok(StatusCode::NO_CONTENT)
 }
 
-const USER_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/admin/users/{id}",
-    tag: "moderation",
-    summary: "A user with suspended (suspended users too)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("User"),
-    errors: &[401, 403, 404, 503],
-};
+const USER_OP: Op = Op::get(
+    "/api/v1/admin/users/{id}",
+    "moderation",
+    "A user with suspended (suspended users too)",
+)
+.reply(Reply::Schema("User"))
+.errors(&[401, 403, 404, 503]);
 
 /// `GET /api/v1/admin/users/{id}`.
 pub async fn user(
@@ -335,37 +303,25 @@ pub async fn user(
     }
 }
 
-const SUSPEND_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/admin/users/{id}/suspend",
-    tag: "moderation",
-    summary: "Suspend a user (their sessions and streams end at once); idempotent",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(
-        r#"{"type":"object","required":["suspended"],"properties":{"suspended":{"type":"boolean"}}}"#,
-    ),
-    errors: &[401, 403, 404, 503],
-};
+const SUSPEND_OP: Op = Op::post(
+    "/api/v1/admin/users/{id}/suspend",
+    "moderation",
+    "Suspend a user (their sessions and streams end at once); idempotent",
+)
+.reply(Reply::Inline(
+    r#"{"type":"object","required":["suspended"],"properties":{"suspended":{"type":"boolean"}}}"#,
+))
+.errors(&[401, 403, 404, 503]);
 
-const UNSUSPEND_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/admin/users/{id}/suspend",
-    tag: "moderation",
-    summary: "Lift a suspension; idempotent",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(
-        r#"{"type":"object","required":["suspended"],"properties":{"suspended":{"type":"boolean"}}}"#,
-    ),
-    errors: &[401, 403, 404, 503],
-};
+const UNSUSPEND_OP: Op = Op::delete(
+    "/api/v1/admin/users/{id}/suspend",
+    "moderation",
+    "Lift a suspension; idempotent",
+)
+.reply(Reply::Inline(
+    r#"{"type":"object","required":["suspended"],"properties":{"suspended":{"type":"boolean"}}}"#,
+))
+.errors(&[401, 403, 404, 503]);
 
 /// `POST /api/v1/admin/users/{id}/suspend`.
 pub async fn suspend(
@@ -400,19 +356,14 @@ async fn set(state: AppState, auth: AuthUser, id: &str, on: bool) -> ApiResult<J
     Ok(Json(json!({ "suspended": on })))
 }
 
-const AUDIT_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/admin/audit",
-    tag: "moderation",
-    summary: "The audit log, newest first: one entry per change an admin made",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("AuditPage"),
-    errors: &[400, 401, 403, 503],
-};
+const AUDIT_OP: Op = Op::get(
+    "/api/v1/admin/audit",
+    "moderation",
+    "The audit log, newest first: one entry per change an admin made",
+)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("AuditPage"))
+.errors(&[400, 401, 403, 503]);
 
 /// `GET /api/v1/admin/audit`.
 pub async fn audit(

@@ -1,6 +1,6 @@
 //! Bookmarks: a user's private list of statuses (`store::bookmarks`).
 
-use super::openapi::{Auth, Op, Params, Reply};
+use super::openapi::{Op, Params, Reply};
 use super::paging::{statuses_json, user_paging};
 use super::routes::Routes;
 use super::visibility::{only_visible, visible};
@@ -28,20 +28,13 @@ const REPLY_BOOKMARKED: Reply = Reply::Inline(
     r#"{"type":"object","required":["bookmarked"],"properties":{"bookmarked":{"type":"boolean"}}}"#,
 );
 
-const CREATE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/statuses/{id}/bookmark",
-    tag: "bookmarks",
-    summary:
-        "Bookmark a status (idempotent; at most 10,000 bookmarks, then 400 too_many_bookmarks)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: REPLY_BOOKMARKED,
-    errors: &[400, 401, 403, 404, 429, 503],
-};
+const CREATE_OP: Op = Op::post(
+    "/api/v1/statuses/{id}/bookmark",
+    "bookmarks",
+    "Bookmark a status (idempotent; at most 10,000 bookmarks, then 400 too_many_bookmarks)",
+)
+.reply(REPLY_BOOKMARKED)
+.errors(&[400, 401, 403, 404, 429, 503]);
 
 /// Bookmarks status `id` for the caller (`on`: only one they may see) or
 /// removes the bookmark; answers `{bookmarked}`.
@@ -67,19 +60,13 @@ pub async fn create(
     set(state, auth, id, true).await
 }
 
-const DESTROY_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/statuses/{id}/bookmark",
-    tag: "bookmarks",
-    summary: "Remove a bookmark (idempotent; any status id, one since deleted or hidden too)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: REPLY_BOOKMARKED,
-    errors: &[400, 401, 403, 429, 503],
-};
+const DESTROY_OP: Op = Op::delete(
+    "/api/v1/statuses/{id}/bookmark",
+    "bookmarks",
+    "Remove a bookmark (idempotent; any status id, one since deleted or hidden too)",
+)
+.reply(REPLY_BOOKMARKED)
+.errors(&[400, 401, 403, 429, 503]);
 
 /// `DELETE /api/v1/statuses/{id}/bookmark`: touches only the caller's own
 /// bookmarks, so any status id answers `{bookmarked: false}` (one gone or
@@ -92,21 +79,9 @@ pub async fn destroy(
     set(state, auth, id, false).await
 }
 
-const LIST_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/bookmarks",
-    tag: "bookmarks",
-    summary: "Your bookmarks, newest bookmark first; statuses since deleted or no longer visible drop out",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Inline(
+const LIST_OP: Op = Op::get("/api/v1/bookmarks", "bookmarks", "Your bookmarks, newest bookmark first; statuses since deleted or no longer visible drop out").params(Params::FollowPaging).reply(Reply::Inline(
         r##"{"type":"object","required":["statuses","next_cursor"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]}}}"##,
-    ),
-    errors: &[400, 401, 503],
-};
+    )).errors(&[400, 401, 503]);
 
 /// `GET /api/v1/bookmarks`: a page of the caller's bookmarks, each judged
 /// now; those of statuses gone are forgotten on the way.

@@ -2,7 +2,7 @@
 //! messages, mark read, leave.
 
 use super::extract::idempotency_key;
-use super::openapi::{Auth, Op, Params, Reply};
+use super::openapi::{Op, Params, Reply};
 use super::paging::{paging, user_paging};
 use super::routes::Routes;
 use super::{detached, path_id, JsonBody, JsonId};
@@ -125,19 +125,7 @@ fn not_found(e: StoreError) -> ApiError {
     }
 }
 
-const CREATE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/conversations",
-    tag: "conversations",
-    summary: "Start a conversation with its first message (200 with the existing one for a direct pair that has one)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("NewConversationBody"),
-    status: 201,
-    params: Params::None,
-    reply: Reply::Schema("Conversation"),
-    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
-};
+const CREATE_OP: Op = Op::post("/api/v1/conversations", "conversations", "Start a conversation with its first message (200 with the existing one for a direct pair that has one)").body("NewConversationBody").status(201).reply(Reply::Schema("Conversation")).errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/conversations`.
 pub async fn create(
@@ -296,19 +284,14 @@ async fn consent(state: &AppState, uid: u64, others: &[u64]) -> ApiResult<()> {
     Ok(())
 }
 
-const LIST_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/conversations",
-    tag: "conversations",
-    summary: "Your conversations, newest activity first, with unread counts",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("ConversationPage"),
-    errors: &[400, 401, 503],
-};
+const LIST_OP: Op = Op::get(
+    "/api/v1/conversations",
+    "conversations",
+    "Your conversations, newest activity first, with unread counts",
+)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("ConversationPage"))
+.errors(&[400, 401, 503]);
 
 /// `GET /api/v1/conversations`.
 pub async fn list(
@@ -327,19 +310,13 @@ pub async fn list(
     }))
 }
 
-const SHOW_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/conversations/{id}",
-    tag: "conversations",
-    summary: "A conversation you are in",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Conversation"),
-    errors: &[401, 404, 503],
-};
+const SHOW_OP: Op = Op::get(
+    "/api/v1/conversations/{id}",
+    "conversations",
+    "A conversation you are in",
+)
+.reply(Reply::Schema("Conversation"))
+.errors(&[401, 404, 503]);
 
 /// `GET /api/v1/conversations/{id}`.
 pub async fn show(
@@ -365,19 +342,14 @@ async fn members_with(state: &AppState, cid: u64, uid: u64) -> ApiResult<Vec<u64
     }
 }
 
-const MESSAGES_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/conversations/{id}/messages",
-    tag: "conversations",
-    summary: "A conversation's messages, newest first",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::Paging,
-    reply: Reply::List("Message"),
-    errors: &[400, 401, 404, 503],
-};
+const MESSAGES_OP: Op = Op::get(
+    "/api/v1/conversations/{id}/messages",
+    "conversations",
+    "A conversation's messages, newest first",
+)
+.params(Params::Paging)
+.reply(Reply::List("Message"))
+.errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/conversations/{id}/messages`.
 pub async fn messages(
@@ -392,19 +364,15 @@ pub async fn messages(
     Ok(Json(state.store.messages(cid, page, count).await?))
 }
 
-const SEND_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/conversations/{id}/messages",
-    tag: "conversations",
-    summary: "Send a message (honours Idempotency-Key, as posts do)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("MessageBody"),
-    status: 201,
-    params: Params::None,
-    reply: Reply::Schema("Message"),
-    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
-};
+const SEND_OP: Op = Op::post(
+    "/api/v1/conversations/{id}/messages",
+    "conversations",
+    "Send a message (honours Idempotency-Key, as posts do)",
+)
+.body("MessageBody")
+.status(201)
+.reply(Reply::Schema("Message"))
+.errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/conversations/{id}/messages`.
 pub async fn send(
@@ -461,19 +429,13 @@ pub async fn send(
     Ok((StatusCode::CREATED, Json(message)))
 }
 
-const READ_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/conversations/{id}/read",
-    tag: "conversations",
-    summary: "Mark a conversation read (unread: 0)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Conversation"),
-    errors: &[401, 404, 503],
-};
+const READ_OP: Op = Op::post(
+    "/api/v1/conversations/{id}/read",
+    "conversations",
+    "Mark a conversation read (unread: 0)",
+)
+.reply(Reply::Schema("Conversation"))
+.errors(&[401, 404, 503]);
 
 /// `POST /api/v1/conversations/{id}/read`.
 pub async fn read(
@@ -496,19 +458,13 @@ pub async fn read(
     ))
 }
 
-const LEAVE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/conversations/{id}/leave",
-    tag: "conversations",
-    summary: "Leave a group conversation (a direct one: 400)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 204,
-    params: Params::None,
-    reply: Reply::Empty,
-    errors: &[400, 401, 404, 503],
-};
+const LEAVE_OP: Op = Op::post(
+    "/api/v1/conversations/{id}/leave",
+    "conversations",
+    "Leave a group conversation (a direct one: 400)",
+)
+.status(204)
+.errors(&[400, 401, 404, 503]);
 
 /// `POST /api/v1/conversations/{id}/leave`.
 pub async fn leave(

@@ -2,7 +2,7 @@
 //! show the demo world to visitors who have not logged in. Only with
 //! `firehose serve --demo`; 404 otherwise.
 
-use super::openapi::{Auth, Op, Params, Reply};
+use super::openapi::{Auth, Op, Reply};
 use super::routes::Routes;
 use crate::demo::viewer::SCOPES;
 use crate::error::{ApiError, ApiResult};
@@ -16,21 +16,9 @@ pub fn routes() -> Routes {
     Routes::new().route(DEMO_OP, demo)
 }
 
-const DEMO_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/demo",
-    tag: "operations",
-    summary: "With `serve --demo` only: a shared read-only token (scopes read and firehose) for watching the demo world; 404 without --demo",
-    auth: Auth::None,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(
+const DEMO_OP: Op = Op::get("/api/v1/demo", "operations", "With `serve --demo` only: a shared read-only token (scopes read and firehose) for watching the demo world; 404 without --demo").auth(Auth::None).reply(Reply::Inline(
         r#"{"type":"object","required":["token","user_id","login","scopes","expires_at"],"properties":{"token":{"type":"string"},"user_id":{"type":"string"},"login":{"type":"string"},"scopes":{"type":"array","items":{"type":"string"}},"expires_at":{"type":"integer"}}}"#,
-    ),
-    errors: &[404, 503],
-};
+    )).errors(&[404, 503]);
 
 /// `GET /api/v1/demo`: the viewer's pass (`demo::viewer`), the same for
 /// every caller until it is renewed.

@@ -4,7 +4,7 @@
 
 use super::extract::idempotency_key;
 use super::mentions::resolve_mentions;
-use super::openapi::{Auth, Op, Params, Reply};
+use super::openapi::{Auth, Op, Reply};
 use super::routes::Routes;
 use super::visibility::visible;
 use super::{detached, path_id, JsonBody};
@@ -42,19 +42,7 @@ pub struct EditStatus {
     pub message: String,
 }
 
-const EDIT_OP: Op = Op {
-    method: "patch",
-    path: "/api/v1/statuses/{id}",
-    tag: "statuses",
-    summary: "Edit your status: within 60 minutes of posting (then 403 edit_window_passed), at most 10 times (then 400 too_many_edits); honours Idempotency-Key",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("EditStatus"),
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Status"),
-    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
-};
+const EDIT_OP: Op = Op::patch("/api/v1/statuses/{id}", "statuses", "Edit your status: within 60 minutes of posting (then 403 edit_window_passed), at most 10 times (then 400 too_many_edits); honours Idempotency-Key").body("EditStatus").reply(Reply::Schema("Status")).errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `PATCH /api/v1/statuses/{id}`: the status as edited, with `edited_at`.
 pub async fn edit(
@@ -143,21 +131,9 @@ fn refusal(why: EditRefused) -> ApiError {
     }
 }
 
-const HISTORY_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/statuses/{id}/history",
-    tag: "statuses",
-    summary: "A status's versions, oldest first: as posted, then each edit (one if never edited)",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(
+const HISTORY_OP: Op = Op::get("/api/v1/statuses/{id}/history", "statuses", "A status's versions, oldest first: as posted, then each edit (one if never edited)").auth(Auth::Optional).reply(Reply::Inline(
         r#"{"type":"object","required":["versions"],"properties":{"versions":{"type":"array","items":{"type":"object","required":["message","hashtags","mentions","at"],"properties":{"message":{"type":"string"},"hashtags":{"type":"array","items":{"type":"string"}},"mentions":{"type":"array","items":{"type":"string"}},"at":{"type":"number"}}}}}}"#,
-    ),
-    errors: &[401, 403, 404, 503],
-};
+    )).errors(&[401, 403, 404, 503]);
 
 /// `GET /api/v1/statuses/{id}/history`: for whoever may see the status.
 pub async fn history(

@@ -61,19 +61,14 @@ async fn request_list(
     UserPage::of(&state, page).await
 }
 
-const REQUESTS_IN_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/follow_requests",
-    tag: "follows",
-    summary: "Who asked to follow you (a private account), oldest first",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("UserPage"),
-    errors: &[400, 401, 503],
-};
+const REQUESTS_IN_OP: Op = Op::get(
+    "/api/v1/follow_requests",
+    "follows",
+    "Who asked to follow you (a private account), oldest first",
+)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("UserPage"))
+.errors(&[400, 401, 503]);
 
 /// `GET /api/v1/follow_requests`: who asked to follow the caller.
 pub async fn requests_in(
@@ -84,19 +79,14 @@ pub async fn requests_in(
     request_list(state, auth, q, Requests::Incoming).await
 }
 
-const REQUESTS_OUT_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/follow_requests/outgoing",
-    tag: "follows",
-    summary: "Whom you asked to follow, oldest first",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("UserPage"),
-    errors: &[400, 401, 503],
-};
+const REQUESTS_OUT_OP: Op = Op::get(
+    "/api/v1/follow_requests/outgoing",
+    "follows",
+    "Whom you asked to follow, oldest first",
+)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("UserPage"))
+.errors(&[400, 401, 503]);
 
 /// `GET /api/v1/follow_requests/outgoing`: whom the caller asked to follow.
 pub async fn requests_out(
@@ -107,21 +97,15 @@ pub async fn requests_out(
     request_list(state, auth, q, Requests::Outgoing).await
 }
 
-const AUTHORIZE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/follow_requests/{id}/authorize",
-    tag: "follows",
-    summary: "Approve a follow request: the requester follows you",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(
-        r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"}}}"#,
-    ),
-    errors: &[401, 403, 404, 429, 503],
-};
+const AUTHORIZE_OP: Op = Op::post(
+    "/api/v1/follow_requests/{id}/authorize",
+    "follows",
+    "Approve a follow request: the requester follows you",
+)
+.reply(Reply::Inline(
+    r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"}}}"#,
+))
+.errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/follow_requests/{id}/authorize`: the requester follows the
 /// caller from now on; 404 when there is no such request.
@@ -133,21 +117,15 @@ pub async fn authorize(
     decide(state, auth, id, true).await
 }
 
-const REJECT_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/follow_requests/{id}/reject",
-    tag: "follows",
-    summary: "Reject a follow request",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(
-        r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"}}}"#,
-    ),
-    errors: &[401, 403, 404, 429, 503],
-};
+const REJECT_OP: Op = Op::post(
+    "/api/v1/follow_requests/{id}/reject",
+    "follows",
+    "Reject a follow request",
+)
+.reply(Reply::Inline(
+    r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"}}}"#,
+))
+.errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/follow_requests/{id}/reject`: 404 when there is no such request.
 pub async fn reject(
@@ -185,7 +163,7 @@ async fn decide(
     Ok(Json(json!({"following": approve})))
 }
 
-const CREATE_OP: Op = Op { method: "post", path: "/api/v1/users/{id}/follow", tag: "follows", summary: "Follow a user (409 when already following); a private account gets a follow request (requested: true)", auth: Auth::Bearer, query: &[], body: None, status: 200, params: Params::None, reply: Reply::Inline(r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#), errors: &[401, 403, 404, 409, 429, 503] };
+const CREATE_OP: Op = Op::post("/api/v1/users/{id}/follow", "follows", "Follow a user (409 when already following); a private account gets a follow request (requested: true)").reply(Reply::Inline(r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#)).errors(&[401, 403, 404, 409, 429, 503]);
 
 /// `POST /api/v1/users/{id}/follow`: 409 when already following.
 pub async fn create(
@@ -235,21 +213,9 @@ async fn follow_or_ask(store: &Store, uid: u64, target: u64) -> Result<Followed,
     })
 }
 
-const DESTROY_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/users/{id}/follow",
-    tag: "follows",
-    summary: "Unfollow a user, or cancel a follow request (then requested: false)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(
+const DESTROY_OP: Op = Op::delete("/api/v1/users/{id}/follow", "follows", "Unfollow a user, or cancel a follow request (then requested: false)").reply(Reply::Inline(
         r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#,
-    ),
-    errors: &[401, 403, 404, 429, 503],
-};
+    )).errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/users/{id}/follow`: idempotent.
 pub async fn destroy(
@@ -353,19 +319,10 @@ async fn batch(
     Ok(Json(BatchReply { results }))
 }
 
-const CREATE_MANY_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/follows",
-    tag: "follows",
-    summary: "Follow up to 1000 users",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("Batch"),
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("BatchReply"),
-    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
-};
+const CREATE_MANY_OP: Op = Op::post("/api/v1/follows", "follows", "Follow up to 1000 users")
+    .body("Batch")
+    .reply(Reply::Schema("BatchReply"))
+    .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/follows`: follow many.
 pub async fn create_many(
@@ -376,19 +333,10 @@ pub async fn create_many(
     batch(state, auth, body, true).await
 }
 
-const DESTROY_MANY_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/follows",
-    tag: "follows",
-    summary: "Unfollow up to 1000 users",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("Batch"),
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("BatchReply"),
-    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
-};
+const DESTROY_MANY_OP: Op = Op::delete("/api/v1/follows", "follows", "Unfollow up to 1000 users")
+    .body("Batch")
+    .reply(Reply::Schema("BatchReply"))
+    .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `DELETE /api/v1/follows`: unfollow many.
 pub async fn destroy_many(
@@ -414,19 +362,15 @@ async fn list(
     UserPage::of(&state, page).await
 }
 
-const FOLLOWERS_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/users/{id}/followers",
-    tag: "follows",
-    summary: "Followers, oldest follow first",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("UserPage"),
-    errors: &[400, 401, 404, 503],
-};
+const FOLLOWERS_OP: Op = Op::get(
+    "/api/v1/users/{id}/followers",
+    "follows",
+    "Followers, oldest follow first",
+)
+.auth(Auth::Optional)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("UserPage"))
+.errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/users/{id}/followers`.
 pub async fn followers(
@@ -438,19 +382,15 @@ pub async fn followers(
     list(state, id, q, FollowList::Followers).await
 }
 
-const FOLLOWING_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/users/{id}/following",
-    tag: "follows",
-    summary: "Followed users, oldest follow first",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("UserPage"),
-    errors: &[400, 401, 404, 503],
-};
+const FOLLOWING_OP: Op = Op::get(
+    "/api/v1/users/{id}/following",
+    "follows",
+    "Followed users, oldest follow first",
+)
+.auth(Auth::Optional)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("UserPage"))
+.errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/users/{id}/following`.
 pub async fn following(

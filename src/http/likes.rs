@@ -52,21 +52,9 @@ async fn set(
     Ok(Json(LikeReply { liked: like, likes }))
 }
 
-const CREATE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/statuses/{id}/like",
-    tag: "likes",
-    summary: "Like a status (idempotent)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(
+const CREATE_OP: Op = Op::post("/api/v1/statuses/{id}/like", "likes", "Like a status (idempotent)").reply(Reply::Inline(
         r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#,
-    ),
-    errors: &[401, 403, 404, 429, 503],
-};
+    )).errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/statuses/{id}/like`: idempotent.
 pub async fn create(
@@ -77,21 +65,9 @@ pub async fn create(
     set(state, auth, id, true).await
 }
 
-const DESTROY_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/statuses/{id}/like",
-    tag: "likes",
-    summary: "Stop liking a status (idempotent)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(
+const DESTROY_OP: Op = Op::delete("/api/v1/statuses/{id}/like", "likes", "Stop liking a status (idempotent)").reply(Reply::Inline(
         r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#,
-    ),
-    errors: &[401, 403, 404, 429, 503],
-};
+    )).errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/statuses/{id}/like`: idempotent.
 pub async fn destroy(
@@ -102,19 +78,15 @@ pub async fn destroy(
     set(state, auth, id, false).await
 }
 
-const LIKED_BY_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/statuses/{id}/liked_by",
-    tag: "likes",
-    summary: "Who likes a status, oldest like first",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("UserPage"),
-    errors: &[400, 401, 404, 503],
-};
+const LIKED_BY_OP: Op = Op::get(
+    "/api/v1/statuses/{id}/liked_by",
+    "likes",
+    "Who likes a status, oldest like first",
+)
+.auth(Auth::Optional)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("UserPage"))
+.errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/statuses/{id}/liked_by`: users, oldest like first.
 pub async fn liked_by(
@@ -130,19 +102,15 @@ pub async fn liked_by(
     UserPage::of(&state, page).await
 }
 
-const USER_LIKES_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/users/{id}/likes",
-    tag: "likes",
-    summary: "Statuses a user likes, newest like first",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::Paging,
-    reply: Reply::List("Status"),
-    errors: &[400, 401, 404, 503],
-};
+const USER_LIKES_OP: Op = Op::get(
+    "/api/v1/users/{id}/likes",
+    "likes",
+    "Statuses a user likes, newest like first",
+)
+.auth(Auth::Optional)
+.params(Params::Paging)
+.reply(Reply::List("Status"))
+.errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/users/{id}/likes`: the statuses a user likes, newest like
 /// first (those the caller may see).

@@ -4,7 +4,7 @@
 //! `http::stream` (`/api/v1/stream/list`).
 
 use super::extract::idempotency_key;
-use super::openapi::{Auth, Op, Params, Reply};
+use super::openapi::{Op, Params, Reply};
 use super::paging::{json_page, paging, user_paging, UserPage};
 use super::routes::Routes;
 use super::visibility::only_visible_hiding;
@@ -89,19 +89,15 @@ fn check_title(title: &str) -> ApiResult<()> {
     Ok(())
 }
 
-const CREATE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/lists",
-    tag: "lists",
-    summary: "Make a list (at most 100 a user, then 400 too_many_lists; honours Idempotency-Key)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("NewList"),
-    status: 201,
-    params: Params::None,
-    reply: Reply::Schema("List"),
-    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
-};
+const CREATE_OP: Op = Op::post(
+    "/api/v1/lists",
+    "lists",
+    "Make a list (at most 100 a user, then 400 too_many_lists; honours Idempotency-Key)",
+)
+.body("NewList")
+.status(201)
+.reply(Reply::Schema("List"))
+.errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/lists`.
 pub async fn create(
@@ -121,21 +117,9 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(list_json(&list))).into_response())
 }
 
-const INDEX_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/lists",
-    tag: "lists",
-    summary: "Your lists, oldest first",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(
+const INDEX_OP: Op = Op::get("/api/v1/lists", "lists", "Your lists, oldest first").reply(Reply::Inline(
         r##"{"type":"object","required":["lists"],"properties":{"lists":{"type":"array","items":{"$ref":"#/components/schemas/List"}}}}"##,
-    ),
-    errors: &[401, 503],
-};
+    )).errors(&[401, 503]);
 
 /// `GET /api/v1/lists`.
 pub async fn index(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
@@ -145,19 +129,13 @@ pub async fn index(State(state): State<AppState>, auth: AuthUser) -> ApiResult<J
     ))
 }
 
-const SHOW_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/lists/{id}",
-    tag: "lists",
-    summary: "One of your lists (another user's is 404)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("List"),
-    errors: &[401, 404, 503],
-};
+const SHOW_OP: Op = Op::get(
+    "/api/v1/lists/{id}",
+    "lists",
+    "One of your lists (another user's is 404)",
+)
+.reply(Reply::Schema("List"))
+.errors(&[401, 404, 503]);
 
 /// `GET /api/v1/lists/{id}`.
 pub async fn show(
@@ -169,19 +147,10 @@ pub async fn show(
     Ok(Json(list_json(&state.store.list(auth.uid, lid).await?)))
 }
 
-const UPDATE_OP: Op = Op {
-    method: "patch",
-    path: "/api/v1/lists/{id}",
-    tag: "lists",
-    summary: "Rename one of your lists",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("NewList"),
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("List"),
-    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
-};
+const UPDATE_OP: Op = Op::patch("/api/v1/lists/{id}", "lists", "Rename one of your lists")
+    .body("NewList")
+    .reply(Reply::Schema("List"))
+    .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `PATCH /api/v1/lists/{id}`.
 pub async fn update(
@@ -198,19 +167,13 @@ pub async fn update(
     Ok(Json(list_json(&list)))
 }
 
-const DESTROY_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/lists/{id}",
-    tag: "lists",
-    summary: "Delete one of your lists (its open streams end with list_deleted)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 204,
-    params: Params::None,
-    reply: Reply::Empty,
-    errors: &[401, 403, 404, 429, 503],
-};
+const DESTROY_OP: Op = Op::delete(
+    "/api/v1/lists/{id}",
+    "lists",
+    "Delete one of your lists (its open streams end with list_deleted)",
+)
+.status(204)
+.errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/lists/{id}`.
 pub async fn destroy(
@@ -233,19 +196,7 @@ pub struct ListBatch {
     pub ids: Vec<JsonId>,
 }
 
-const ADD_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/lists/{id}/members",
-    tag: "lists",
-    summary: "Add up to 100 users to a list (at most 5,000 members, then 400 too_many_members); per id, whether they are a member after the call",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("ListBatch"),
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("BatchReply"),
-    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
-};
+const ADD_OP: Op = Op::post("/api/v1/lists/{id}/members", "lists", "Add up to 100 users to a list (at most 5,000 members, then 400 too_many_members); per id, whether they are a member after the call").body("ListBatch").reply(Reply::Schema("BatchReply")).errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/lists/{id}/members`.
 pub async fn add_members(
@@ -257,19 +208,14 @@ pub async fn add_members(
     change(state, auth, id, body, MemberChange::Add).await
 }
 
-const REMOVE_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/lists/{id}/members",
-    tag: "lists",
-    summary: "Take up to 100 users out of a list; per id, whether they are a member after the call",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("ListBatch"),
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("BatchReply"),
-    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
-};
+const REMOVE_OP: Op = Op::delete(
+    "/api/v1/lists/{id}/members",
+    "lists",
+    "Take up to 100 users out of a list; per id, whether they are a member after the call",
+)
+.body("ListBatch")
+.reply(Reply::Schema("BatchReply"))
+.errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `DELETE /api/v1/lists/{id}/members`.
 pub async fn remove_members(
@@ -344,19 +290,14 @@ async fn change(
     Ok(Json(json!({ "results": results })))
 }
 
-const MEMBERS_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/lists/{id}/members",
-    tag: "lists",
-    summary: "A list's members, oldest member first",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("UserPage"),
-    errors: &[400, 401, 404, 503],
-};
+const MEMBERS_OP: Op = Op::get(
+    "/api/v1/lists/{id}/members",
+    "lists",
+    "A list's members, oldest member first",
+)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("UserPage"))
+.errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/lists/{id}/members`.
 pub async fn members(
@@ -374,19 +315,14 @@ pub async fn members(
     UserPage::of(&state, page).await
 }
 
-const TIMELINE_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/timelines/list/{id}",
-    tag: "timelines",
-    summary: "A list's timeline: its members' statuses, newest first, paged as the home timeline",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::Paging,
-    reply: Reply::List("Status"),
-    errors: &[400, 401, 404, 503],
-};
+const TIMELINE_OP: Op = Op::get(
+    "/api/v1/timelines/list/{id}",
+    "timelines",
+    "A list's timeline: its members' statuses, newest first, paged as the home timeline",
+)
+.params(Params::Paging)
+.reply(Reply::List("Status"))
+.errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/timelines/list/{id}`: what the caller may see of it, less
 /// anyone they block or mute or who blocks them.

@@ -1,17 +1,15 @@
 //! The HTTP API: one module per resource, each with its own `routes()` (every
 //! handler registered with its OpenAPI operation) and handlers named by verb;
-//! what they share in modules of its own: `extract` (bodies, ids, query
-//! parameters), `paging`, `visibility`, `routes` and `openapi`. This module
+//! what they share in `shared` (`extract`: bodies, ids, query
+//! parameters; `paging`, `visibility`, `routes`, `openapi`, `cors`). This module
 //! holds the router and its one middleware layer.
 
 pub mod account;
 pub mod admin;
 pub mod bookmarks;
 pub mod conversations;
-pub mod cors;
 pub mod demo;
 pub mod edits;
-pub mod extract;
 pub mod follows;
 pub mod groups;
 pub mod history;
@@ -19,21 +17,20 @@ pub mod likes;
 pub mod lists;
 pub mod mentions;
 pub mod notifications;
-pub mod openapi;
 pub mod ops;
-pub mod paging;
 pub mod relations;
 pub mod reports;
-pub mod routes;
 pub mod rule_items;
 pub mod rules;
 pub mod sessions;
+mod shared;
 pub mod statuses;
 pub mod stream;
 pub mod timelines;
 pub mod trends;
 pub mod users;
-pub mod visibility;
+
+pub use shared::{cors, extract, openapi, paging, routes, visibility};
 
 use crate::error::ApiError;
 use crate::state::AppState;

@@ -1,7 +1,7 @@
 //! Operations: health, readiness, metrics, the OpenAPI document, the API
 //! reference and the browser page.
 
-use super::openapi::{Auth, Op, Params, Reply};
+use super::openapi::{Auth, Op, Reply};
 use super::routes::Routes;
 use crate::error::ApiError;
 use crate::metrics::global as metrics;
@@ -52,19 +52,9 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 
 macro_rules! asset_op {
     ($name:ident, $path:literal, $summary:literal, $type:literal) => {
-        const $name: Op = Op {
-            method: "get",
-            path: $path,
-            tag: "operations",
-            summary: $summary,
-            auth: Auth::None,
-            query: &[],
-            body: None,
-            status: 200,
-            params: Params::None,
-            reply: Reply::Text($type),
-            errors: &[],
-        };
+        const $name: Op = Op::get($path, "operations", $summary)
+            .auth(Auth::None)
+            .reply(Reply::Text($type));
     };
 }
 
@@ -147,40 +137,23 @@ pub async fn docs_css() -> Response {
     asset("text/css; charset=utf-8", include_str!("assets/docs.css"))
 }
 
-const HEALTHZ_OP: Op = Op {
-    method: "get",
-    path: "/healthz",
-    tag: "operations",
-    summary: "The process is up",
-    auth: Auth::None,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(r#"{"type":"object","properties":{"status":{"type":"string"}}}"#),
-    errors: &[],
-};
+const HEALTHZ_OP: Op = Op::get("/healthz", "operations", "The process is up")
+    .auth(Auth::None)
+    .reply(Reply::Inline(
+        r#"{"type":"object","properties":{"status":{"type":"string"}}}"#,
+    ));
 
 /// `GET /healthz`: the process is up.
 pub async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
 
-const READYZ_OP: Op = Op {
-    method: "get",
-    path: "/readyz",
-    tag: "operations",
-    summary: "Redis is reachable (503 if not)",
-    auth: Auth::None,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(
+const READYZ_OP: Op = Op::get("/readyz", "operations", "Redis is reachable (503 if not)")
+    .auth(Auth::None)
+    .reply(Reply::Inline(
         r#"{"type":"object","properties":{"status":{"type":"string"},"redis":{"type":"string"}}}"#,
-    ),
-    errors: &[503],
-};
+    ))
+    .errors(&[503]);
 
 /// `GET /readyz`: 200 when Redis answers and the event subscription is up
 /// (pinged every 2 s), 503 when either is not.
@@ -199,19 +172,9 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     Json(json!({"status": "ready", "redis": "ok", "events": "subscribed"})).into_response()
 }
 
-const PROMETHEUS_OP: Op = Op {
-    method: "get",
-    path: "/metrics",
-    tag: "operations",
-    summary: "Prometheus metrics",
-    auth: Auth::None,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Text("text/plain; version=0.0.4"),
-    errors: &[],
-};
+const PROMETHEUS_OP: Op = Op::get("/metrics", "operations", "Prometheus metrics")
+    .auth(Auth::None)
+    .reply(Reply::Text("text/plain; version=0.0.4"));
 
 /// `GET /metrics`: the metrics in the text format a scraper reads (every
 /// Prometheus reads both): OpenMetrics when the `Accept` header asks for
@@ -260,57 +223,35 @@ pub async fn prometheus(State(state): State<AppState>, headers: HeaderMap) -> Re
 
 /// `/openapi.json`, registered by `http::routes` with the document of
 /// every other route.
-pub const OPENAPI_OP: Op = Op {
-    method: "get",
-    path: "/openapi.json",
-    tag: "operations",
-    summary: "This document",
-    auth: Auth::None,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(r#"{"type":"object"}"#),
-    errors: &[],
-};
+pub const OPENAPI_OP: Op = Op::get("/openapi.json", "operations", "This document")
+    .auth(Auth::None)
+    .reply(Reply::Inline(r#"{"type":"object"}"#));
 
 /// `GET /openapi.json`: `document`, made once from every route.
 pub fn openapi(document: axum::body::Bytes) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], document).into_response()
 }
 
-const DOCS_OP: Op = Op {
-    method: "get",
-    path: "/docs",
-    tag: "operations",
-    summary: "A readable API reference built from this document",
-    auth: Auth::None,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Text("text/html"),
-    errors: &[],
-};
+const DOCS_OP: Op = Op::get(
+    "/docs",
+    "operations",
+    "A readable API reference built from this document",
+)
+.auth(Auth::None)
+.reply(Reply::Text("text/html"));
 
 /// `GET /docs`: a readable API reference rendered in the browser from /openapi.json.
 pub async fn docs() -> Response {
     html(include_str!("assets/docs.html"))
 }
 
-const PAGE_OP: Op = Op {
-    method: "get",
-    path: "/",
-    tag: "operations",
-    summary: "The browser page: sign up, post, follow and watch a live stream",
-    auth: Auth::None,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Text("text/html"),
-    errors: &[],
-};
+const PAGE_OP: Op = Op::get(
+    "/",
+    "operations",
+    "The browser page: sign up, post, follow and watch a live stream",
+)
+.auth(Auth::None)
+.reply(Reply::Text("text/html"));
 
 /// `GET /`: the browser page.
 pub async fn page() -> Response {

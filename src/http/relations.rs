@@ -1,6 +1,6 @@
 //! Blocks and mutes: set and lift them, list them.
 
-use super::openapi::{Auth, Op, Params, Reply};
+use super::openapi::{Op, Params, Reply};
 use super::paging::{user_paging, UserPage};
 use super::routes::Routes;
 use super::{detached, path_id};
@@ -62,19 +62,7 @@ const REPLY_MUTING: Reply = Reply::Inline(
     r#"{"type":"object","required":["muting"],"properties":{"muting":{"type":"boolean"}}}"#,
 );
 
-const BLOCK_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/users/{id}/block",
-    tag: "relations",
-    summary: "Block a user (idempotent): follows both ways and follow requests end; neither sees the other's statuses",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: REPLY_BLOCKING,
-    errors: &[400, 401, 403, 404, 429, 503],
-};
+const BLOCK_OP: Op = Op::post("/api/v1/users/{id}/block", "relations", "Block a user (idempotent): follows both ways and follow requests end; neither sees the other's statuses").reply(REPLY_BLOCKING).errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/users/{id}/block`.
 pub async fn block(
@@ -85,19 +73,13 @@ pub async fn block(
     set(state, auth, id, Relation::Block, true).await
 }
 
-const UNBLOCK_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/users/{id}/block",
-    tag: "relations",
-    summary: "Lift a block (idempotent); no follow comes back",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: REPLY_BLOCKING,
-    errors: &[400, 401, 403, 404, 429, 503],
-};
+const UNBLOCK_OP: Op = Op::delete(
+    "/api/v1/users/{id}/block",
+    "relations",
+    "Lift a block (idempotent); no follow comes back",
+)
+.reply(REPLY_BLOCKING)
+.errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/users/{id}/block`.
 pub async fn unblock(
@@ -108,19 +90,7 @@ pub async fn unblock(
     set(state, auth, id, Relation::Block, false).await
 }
 
-const MUTE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/users/{id}/mute",
-    tag: "relations",
-    summary: "Mute a user (idempotent): their statuses and reposts leave your home, user stream and mentions",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: REPLY_MUTING,
-    errors: &[400, 401, 403, 404, 429, 503],
-};
+const MUTE_OP: Op = Op::post("/api/v1/users/{id}/mute", "relations", "Mute a user (idempotent): their statuses and reposts leave your home, user stream and mentions").reply(REPLY_MUTING).errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/users/{id}/mute`.
 pub async fn mute(
@@ -131,19 +101,13 @@ pub async fn mute(
     set(state, auth, id, Relation::Mute, true).await
 }
 
-const UNMUTE_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/users/{id}/mute",
-    tag: "relations",
-    summary: "Lift a mute (idempotent): a followed user's statuses come back to your home",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: REPLY_MUTING,
-    errors: &[400, 401, 403, 404, 429, 503],
-};
+const UNMUTE_OP: Op = Op::delete(
+    "/api/v1/users/{id}/mute",
+    "relations",
+    "Lift a mute (idempotent): a followed user's statuses come back to your home",
+)
+.reply(REPLY_MUTING)
+.errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/users/{id}/mute`.
 pub async fn unmute(
@@ -154,19 +118,14 @@ pub async fn unmute(
     set(state, auth, id, Relation::Mute, false).await
 }
 
-const BLOCKS_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/blocks",
-    tag: "relations",
-    summary: "Whom you block, newest block first",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("UserPage"),
-    errors: &[400, 401, 503],
-};
+const BLOCKS_OP: Op = Op::get(
+    "/api/v1/blocks",
+    "relations",
+    "Whom you block, newest block first",
+)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("UserPage"))
+.errors(&[400, 401, 503]);
 
 /// `GET /api/v1/blocks`.
 pub async fn blocks(
@@ -177,19 +136,14 @@ pub async fn blocks(
     list(state, auth, q, Relation::Block).await
 }
 
-const MUTES_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/mutes",
-    tag: "relations",
-    summary: "Whom you mute, newest mute first",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("UserPage"),
-    errors: &[400, 401, 503],
-};
+const MUTES_OP: Op = Op::get(
+    "/api/v1/mutes",
+    "relations",
+    "Whom you mute, newest mute first",
+)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("UserPage"))
+.errors(&[400, 401, 503]);
 
 /// `GET /api/v1/mutes`.
 pub async fn mutes(

@@ -1,7 +1,7 @@
 //! Reports of abuse and spam, filed by any user about a status or a user
 //! they can see; admins work the queue (`admin.rs`).
 
-use super::openapi::{Auth, Op, Params, Reply};
+use super::openapi::{Op, Reply};
 use super::routes::Routes;
 use super::visibility::visible;
 use super::{JsonBody, JsonId};
@@ -64,19 +64,15 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
     Value::deserialize(d).map(Some)
 }
 
-const CREATE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/reports",
-    tag: "moderation",
-    summary: "Report a status or a user you can see",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("NewReport"),
-    status: 201,
-    params: Params::None,
-    reply: Reply::Schema("Report"),
-    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
-};
+const CREATE_OP: Op = Op::post(
+    "/api/v1/reports",
+    "moderation",
+    "Report a status or a user you can see",
+)
+.body("NewReport")
+.status(201)
+.reply(Reply::Schema("Report"))
+.errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/reports`.
 pub async fn create(

@@ -1,6 +1,6 @@
 //! Sessions: log in (a JWT bound to a Redis session), log out, inspect.
 
-use super::openapi::{Auth, Op, Params, Reply};
+use super::openapi::{Auth, Op, Reply};
 use super::routes::Routes;
 use super::{no_store, JsonBody};
 use crate::auth::{AuthUser, SCOPE_FIREHOSE, SCOPE_READ, SCOPE_WRITE};
@@ -60,19 +60,12 @@ pub struct LoginReply {
 
 type NoStore = [(HeaderName, HeaderValue); 1];
 
-const CREATE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/sessions",
-    tag: "sessions",
-    summary: "Log in with login or email",
-    auth: Auth::None,
-    query: &[],
-    body: Some("Login"),
-    status: 201,
-    params: Params::None,
-    reply: Reply::Schema("LoginReply"),
-    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
-};
+const CREATE_OP: Op = Op::post("/api/v1/sessions", "sessions", "Log in with login or email")
+    .auth(Auth::None)
+    .body("Login")
+    .status(201)
+    .reply(Reply::Schema("LoginReply"))
+    .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/sessions`: log in with login or email and password.
 pub async fn create(
@@ -135,19 +128,13 @@ pub async fn create(
     ))
 }
 
-const DESTROY_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/sessions/current",
-    tag: "sessions",
-    summary: "Log out: the token stops working and its streams close",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 204,
-    params: Params::None,
-    reply: Reply::Empty,
-    errors: &[401, 403, 503],
-};
+const DESTROY_OP: Op = Op::delete(
+    "/api/v1/sessions/current",
+    "sessions",
+    "Log out: the token stops working and its streams close",
+)
+.status(204)
+.errors(&[401, 403, 503]);
 
 /// The demo's shared viewer (`serve --demo`) has one session for every
 /// visitor: none of them may end it for the others (403).
@@ -179,19 +166,13 @@ pub struct SessionInfo {
     pub viewed: Vec<String>,
 }
 
-const SHOW_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/sessions/current",
-    tag: "sessions",
-    summary: "The current session: scopes and recently viewed statuses",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("SessionInfo"),
-    errors: &[401, 503],
-};
+const SHOW_OP: Op = Op::get(
+    "/api/v1/sessions/current",
+    "sessions",
+    "The current session: scopes and recently viewed statuses",
+)
+.reply(Reply::Schema("SessionInfo"))
+.errors(&[401, 503]);
 
 /// `GET /api/v1/sessions/current`: the session's scopes and viewed statuses.
 pub async fn show(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<SessionInfo>> {
@@ -223,19 +204,13 @@ pub struct SessionList {
     pub sessions: Vec<SessionListed>,
 }
 
-const LIST_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/sessions",
-    tag: "sessions",
-    summary: "Your live sessions, newest first (which one is current, when each was created and last seen)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("SessionList"),
-    errors: &[401, 503],
-};
+const LIST_OP: Op = Op::get(
+    "/api/v1/sessions",
+    "sessions",
+    "Your live sessions, newest first (which one is current, when each was created and last seen)",
+)
+.reply(Reply::Schema("SessionList"))
+.errors(&[401, 503]);
 
 /// `GET /api/v1/sessions`: the caller's live sessions, newest first.
 pub async fn list(
@@ -257,19 +232,7 @@ pub async fn list(
     Ok(([no_store()], Json(SessionList { sessions })))
 }
 
-const END_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/sessions/{id}",
-    tag: "sessions",
-    summary: "End one of your sessions in every process: its token answers 401, its streams get disconnect revoked",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 204,
-    params: Params::None,
-    reply: Reply::Empty,
-    errors: &[401, 403, 404, 503],
-};
+const END_OP: Op = Op::delete("/api/v1/sessions/{id}", "sessions", "End one of your sessions in every process: its token answers 401, its streams get disconnect revoked").status(204).errors(&[401, 403, 404, 503]);
 
 /// `DELETE /api/v1/sessions/{id}`: ends one of the caller's sessions; 404
 /// for an id that is not one of them.

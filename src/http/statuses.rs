@@ -70,19 +70,14 @@ async fn repost_root(state: &AppState, auth: &AuthUser, id: &str) -> ApiResult<S
     }
 }
 
-const REPOST_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/statuses/{id}/repost",
-    tag: "statuses",
-    summary: "Repost a status: 201 with the repost (200 with the existing one if already reposted)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 201,
-    params: Params::None,
-    reply: Reply::Schema("Status"),
-    errors: &[401, 403, 404, 429, 503],
-};
+const REPOST_OP: Op = Op::post(
+    "/api/v1/statuses/{id}/repost",
+    "statuses",
+    "Repost a status: 201 with the repost (200 with the existing one if already reposted)",
+)
+.status(201)
+.reply(Reply::Schema("Status"))
+.errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/statuses/{id}/repost`: 201 with the new repost, or 200 with
 /// the caller's existing repost of it. A repost of a repost reposts the
@@ -154,21 +149,9 @@ pub async fn repost(
     })
 }
 
-const UNREPOST_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/statuses/{id}/repost",
-    tag: "statuses",
-    summary: "Undo your repost of a status (idempotent)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Inline(
+const UNREPOST_OP: Op = Op::delete("/api/v1/statuses/{id}/repost", "statuses", "Undo your repost of a status (idempotent)").reply(Reply::Inline(
         r#"{"type":"object","required":["reposted","reposts"],"properties":{"reposted":{"type":"boolean"},"reposts":{"type":"integer","minimum":0}}}"#,
-    ),
-    errors: &[401, 403, 404, 429, 503],
-};
+    )).errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/statuses/{id}/repost`: undoes the caller's repost of the
 /// status (idempotent).
@@ -217,21 +200,9 @@ pub struct Context {
     pub parent_missing: bool,
 }
 
-const CONTEXT_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/statuses/{id}/context",
-    tag: "statuses",
-    summary: "The conversation: ancestors and descendants (paginated), oldest first",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Inline(
+const CONTEXT_OP: Op = Op::get("/api/v1/statuses/{id}/context", "statuses", "The conversation: ancestors and descendants (paginated), oldest first").auth(Auth::Optional).params(Params::FollowPaging).reply(Reply::Inline(
         r##"{"type":"object","required":["ancestors","descendants"],"properties":{"ancestors":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"descendants":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"parent_missing":{"type":"boolean"}}}"##,
-    ),
-    errors: &[400, 401, 404, 503],
-};
+    )).errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/statuses/{id}/context`: the conversation around a status,
 /// as the caller may see it.
@@ -348,19 +319,11 @@ fn validate(body: &CreateStatus) -> ApiResult<()> {
     Ok(())
 }
 
-const CREATE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/statuses",
-    tag: "statuses",
-    summary: "Post a status",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("CreateStatus"),
-    status: 201,
-    params: Params::None,
-    reply: Reply::Schema("Status"),
-    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
-};
+const CREATE_OP: Op = Op::post("/api/v1/statuses", "statuses", "Post a status")
+    .body("CreateStatus")
+    .status(201)
+    .reply(Reply::Schema("Status"))
+    .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/statuses`: post a status. With an `Idempotency-Key` used
 /// by the same user in the last 24 hours, answers the first answer again
@@ -390,19 +353,14 @@ pub async fn create(
     })
 }
 
-const SHOW_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/statuses/{id}",
-    tag: "statuses",
-    summary: "A status (recorded as viewed when a token is sent)",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Status"),
-    errors: &[401, 403, 404, 503],
-};
+const SHOW_OP: Op = Op::get(
+    "/api/v1/statuses/{id}",
+    "statuses",
+    "A status (recorded as viewed when a token is sent)",
+)
+.auth(Auth::Optional)
+.reply(Reply::Schema("Status"))
+.errors(&[401, 403, 404, 503]);
 
 /// `GET /api/v1/statuses/{id}`: one status; with a token, it is recorded in
 /// the session's recently viewed statuses.
@@ -422,19 +380,9 @@ pub async fn show(
     Ok(Json(status))
 }
 
-const DESTROY_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/statuses/{id}",
-    tag: "statuses",
-    summary: "Delete your status",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 204,
-    params: Params::None,
-    reply: Reply::Empty,
-    errors: &[401, 403, 404, 429, 503],
-};
+const DESTROY_OP: Op = Op::delete("/api/v1/statuses/{id}", "statuses", "Delete your status")
+    .status(204)
+    .errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/statuses/{id}`: delete one of your statuses.
 pub async fn destroy(

@@ -24,19 +24,14 @@ pub fn routes() -> Routes {
         .route(TAG_OP, tag)
 }
 
-const MENTIONS_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/timelines/mentions",
-    tag: "timelines",
-    summary: "Statuses mentioning you, newest first",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::Paging,
-    reply: Reply::List("Status"),
-    errors: &[400, 401, 503],
-};
+const MENTIONS_OP: Op = Op::get(
+    "/api/v1/timelines/mentions",
+    "timelines",
+    "Statuses mentioning you, newest first",
+)
+.params(Params::Paging)
+.reply(Reply::List("Status"))
+.errors(&[400, 401, 503]);
 
 /// `GET /api/v1/timelines/mentions`: statuses mentioning the caller, newest first.
 pub async fn mentions(
@@ -55,19 +50,15 @@ pub async fn mentions(
     ))
 }
 
-const TAG_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/timelines/tag/{tag}",
-    tag: "timelines",
-    summary: "Statuses carrying #tag (any case, without #), newest first",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::OrderedPaging,
-    reply: Reply::List("Status"),
-    errors: &[400, 401, 503],
-};
+const TAG_OP: Op = Op::get(
+    "/api/v1/timelines/tag/{tag}",
+    "timelines",
+    "Statuses carrying #tag (any case, without #), newest first",
+)
+.auth(Auth::Optional)
+.params(Params::OrderedPaging)
+.reply(Reply::List("Status"))
+.errors(&[400, 401, 503]);
 
 /// `GET /api/v1/timelines/tag/{tag}`: statuses carrying `#tag` (any case,
 /// with or without the `#`), newest first or ranked (`order=top`).
@@ -107,19 +98,14 @@ pub async fn tag(
     ))
 }
 
-const HOME_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/timelines/home",
-    tag: "timelines",
-    summary: "Your home timeline, newest first",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::OrderedPaging,
-    reply: Reply::List("Status"),
-    errors: &[400, 401, 503],
-};
+const HOME_OP: Op = Op::get(
+    "/api/v1/timelines/home",
+    "timelines",
+    "Your home timeline, newest first",
+)
+.params(Params::OrderedPaging)
+.reply(Reply::List("Status"))
+.errors(&[400, 401, 503]);
 
 /// `GET /api/v1/timelines/home`: newest first, or ranked (`order=top`).
 pub async fn home(
@@ -146,19 +132,15 @@ pub async fn home(
     Ok(json_page(&statuses))
 }
 
-const PROFILE_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/users/{id}/statuses",
-    tag: "timelines",
-    summary: "A user's profile timeline, newest first",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::Paging,
-    reply: Reply::List("Status"),
-    errors: &[400, 401, 403, 404, 503],
-};
+const PROFILE_OP: Op = Op::get(
+    "/api/v1/users/{id}/statuses",
+    "timelines",
+    "A user's profile timeline, newest first",
+)
+.auth(Auth::Optional)
+.params(Params::Paging)
+.reply(Reply::List("Status"))
+.errors(&[400, 401, 403, 404, 503]);
 
 /// `GET /api/v1/users/{id}/statuses`: a user's own statuses, newest first.
 pub async fn profile(

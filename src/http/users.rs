@@ -151,19 +151,12 @@ fn validate_email(email: &str) -> ApiResult<()> {
     Ok(())
 }
 
-const CREATE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/users",
-    tag: "users",
-    summary: "Sign up",
-    auth: Auth::None,
-    query: &[],
-    body: Some("CreateUser"),
-    status: 201,
-    params: Params::None,
-    reply: Reply::Schema("User"),
-    errors: &[400, 408, 409, 413, 415, 429, 503],
-};
+const CREATE_OP: Op = Op::post("/api/v1/users", "users", "Sign up")
+    .auth(Auth::None)
+    .body("CreateUser")
+    .status(201)
+    .reply(Reply::Schema("User"))
+    .errors(&[400, 408, 409, 413, 415, 429, 503]);
 
 /// `POST /api/v1/users`: sign up.
 pub async fn create(
@@ -210,19 +203,10 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(user)))
 }
 
-const SHOW_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/users/{id}",
-    tag: "users",
-    summary: "A user",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("User"),
-    errors: &[401, 404, 503],
-};
+const SHOW_OP: Op = Op::get("/api/v1/users/{id}", "users", "A user")
+    .auth(Auth::Optional)
+    .reply(Reply::Schema("User"))
+    .errors(&[401, 404, 503]);
 
 /// `GET /api/v1/users/{id}`.
 pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<User>> {
@@ -230,19 +214,7 @@ pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiR
     Ok(Json(state.store.user(uid).await?))
 }
 
-const LOOKUP_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/users/lookup",
-    tag: "users",
-    summary: "Find a user by exactly one of login, email or any unique field; email= and any= count against a limit of 30 a minute per user",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::Lookup,
-    reply: Reply::Schema("User"),
-    errors: &[400, 401, 404, 429, 503],
-};
+const LOOKUP_OP: Op = Op::get("/api/v1/users/lookup", "users", "Find a user by exactly one of login, email or any unique field; email= and any= count against a limit of 30 a minute per user").params(Params::Lookup).reply(Reply::Schema("User")).errors(&[400, 401, 404, 429, 503]);
 
 /// `GET /api/v1/users/lookup?login=|email=|any=`.
 pub async fn lookup(
@@ -282,19 +254,9 @@ pub async fn lookup(
     Ok(Json(state.store.user(uid).await?))
 }
 
-const ME_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/me",
-    tag: "users",
-    summary: "The caller, with email",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("User"),
-    errors: &[401, 503],
-};
+const ME_OP: Op = Op::get("/api/v1/me", "users", "The caller, with email")
+    .reply(Reply::Schema("User"))
+    .errors(&[401, 503]);
 
 /// `GET /api/v1/me`: the caller, with the email.
 pub async fn me(
@@ -327,19 +289,14 @@ pub struct UpdateMe {
     pub private: Option<bool>,
 }
 
-const UPDATE_ME_OP: Op = Op {
-    method: "patch",
-    path: "/api/v1/me",
-    tag: "users",
-    summary: "Change your login, email, name or the private flag",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("UpdateMe"),
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("User"),
-    errors: &[400, 401, 403, 408, 409, 413, 415, 429, 503],
-};
+const UPDATE_ME_OP: Op = Op::patch(
+    "/api/v1/me",
+    "users",
+    "Change your login, email, name or the private flag",
+)
+.body("UpdateMe")
+.reply(Reply::Schema("User"))
+.errors(&[400, 401, 403, 408, 409, 413, 415, 429, 503]);
 
 /// `PATCH /api/v1/me`: change the name or the private flag.
 pub async fn update_me(

@@ -2,7 +2,7 @@
 //! sockets' frames are made with (`crate::stream::zstd`).
 
 use crate::error::{ApiError, ApiResult};
-use crate::http::openapi::{Auth, Op, Params, Reply};
+use crate::http::openapi::{Auth, Op, Reply};
 use crate::state::AppState;
 use axum::extract::{Query, State};
 use axum::http::header;
@@ -12,22 +12,10 @@ use std::collections::HashMap;
 /// The response header naming a dictionary.
 pub const ID_HEADER: &str = "zstd-dictionary-id";
 
-pub(super) const DICTIONARY_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/stream/zstd-dictionary",
-    tag: "streams",
-    summary: "The zstd dictionary of compress=zstd WebSocket streams (the current one, or ?id= one of the last four); its id in Zstd-Dictionary-Id",
-    auth: Auth::None,
-    query: &[(
+pub(super) const DICTIONARY_OP: Op = Op::get("/api/v1/stream/zstd-dictionary", "streams", "The zstd dictionary of compress=zstd WebSocket streams (the current one, or ?id= one of the last four); its id in Zstd-Dictionary-Id").auth(Auth::None).query(&[(
         "id",
         "A dictionary's id, as a frame's header names it (default: the current one).",
-    )],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Text("application/octet-stream"),
-    errors: &[400, 404, 503],
-};
+    )]).reply(Reply::Text("application/octet-stream")).errors(&[400, 404, 503]);
 
 /// `GET /api/v1/stream/zstd-dictionary`.
 pub async fn dictionary(

@@ -12,7 +12,7 @@ pub mod open;
 pub mod ws_session;
 
 use crate::error::ApiResult;
-use crate::http::openapi::{Auth, Op, Params, Reply, PARTED, RESUME};
+use crate::http::openapi::{Auth, Op, Reply, PARTED, RESUME};
 use crate::http::routes::Routes;
 use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
@@ -27,13 +27,7 @@ use open::{is_upgrade, plain_encoder, prepare, Kind, Opened};
 use std::convert::Infallible;
 
 /// OpenAPI: `ws_session::multiplexed`.
-const MULTIPLEXED_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/stream",
-    tag: "streams",
-    summary: "Multiplexed WebSocket: subscribe/unsubscribe control messages",
-    auth: Auth::Stream,
-    query: &[
+const MULTIPLEXED_OP: Op = Op::get("/api/v1/stream", "streams", "Multiplexed WebSocket: subscribe/unsubscribe control messages").auth(Auth::Stream).query(&[
         (
             "access_token",
             "The JWT, for clients that cannot set headers.",
@@ -42,13 +36,7 @@ const MULTIPLEXED_OP: Op = Op {
             "compress",
             "zstd: each event as one binary message, a zstd frame made with the dictionary at /api/v1/stream/zstd-dictionary.",
         ),
-    ],
-    body: None,
-    status: 101,
-    params: Params::None,
-    reply: Reply::Stream,
-    errors: &[400, 401, 403, 429, 503],
-};
+    ]).status(101).reply(Reply::Stream).errors(&[400, 401, 403, 429, 503]);
 
 /// Routes of this resource, each with its OpenAPI operation.
 pub fn routes() -> Routes {
@@ -64,151 +52,138 @@ pub fn routes() -> Routes {
         .route(dictionary::DICTIONARY_OP, dictionary::dictionary)
 }
 
-const FIREHOSE_OP: Op = Op { method: "get", path: "/api/v1/stream/firehose", tag: "streams", summary: "Every public event (scope firehose). SSE, NDJSON (Accept: application/x-ndjson) or WebSocket", auth: Auth::Stream, query: PARTED, body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
+const FIREHOSE_OP: Op = Op::get(
+    "/api/v1/stream/firehose",
+    "streams",
+    "Every public event (scope firehose). SSE, NDJSON (Accept: application/x-ndjson) or WebSocket",
+)
+.auth(Auth::Stream)
+.query(PARTED)
+.reply(Reply::Stream)
+.errors(&[400, 401, 403, 429, 503]);
 
 /// `GET /api/v1/stream/firehose`: every public event (scope `firehose`).
 pub async fn firehose(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Firehose).await
 }
 
-const SAMPLE_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/stream/sample",
-    tag: "streams",
-    summary: "A sample of public statuses, the same for every client at one rate",
-    auth: Auth::Stream,
-    query: &[
-        ("rate", "Fraction in (0, 1], default 0.01."),
-        (
-            "access_token",
-            "The JWT, for clients that cannot set headers.",
-        ),
-        ("last_event_id", "Resume after this id."),
-        ("count", "Replay the newest N first."),
-        (
-            "since",
-            "Open at the first buffered event at or after this time.",
-        ),
-        ("partition", "This consumer's partition, 1 to partitions."),
-        (
-            "partitions",
-            "How many partitions the sample is split into (1-32).",
-        ),
-    ],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Stream,
-    errors: &[400, 401, 403, 429, 503],
-};
+const SAMPLE_OP: Op = Op::get(
+    "/api/v1/stream/sample",
+    "streams",
+    "A sample of public statuses, the same for every client at one rate",
+)
+.auth(Auth::Stream)
+.query(&[
+    ("rate", "Fraction in (0, 1], default 0.01."),
+    (
+        "access_token",
+        "The JWT, for clients that cannot set headers.",
+    ),
+    ("last_event_id", "Resume after this id."),
+    ("count", "Replay the newest N first."),
+    (
+        "since",
+        "Open at the first buffered event at or after this time.",
+    ),
+    ("partition", "This consumer's partition, 1 to partitions."),
+    (
+        "partitions",
+        "How many partitions the sample is split into (1-32).",
+    ),
+])
+.reply(Reply::Stream)
+.errors(&[400, 401, 403, 429, 503]);
 
 /// `GET /api/v1/stream/sample?rate=`: the same sample of public statuses for every client at one rate.
 pub async fn sample(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Sample).await
 }
 
-const FILTER_OP: Op = Op { method: "get", path: "/api/v1/stream/filter", tag: "streams", summary: "Public statuses matching follow, track, locations or ad-hoc rules", auth: Auth::Stream, query: &[("follow", "Comma-separated user ids (<= 5000)."), ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."), ("locations", "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian."), ("rules", "A JSON array of 1-100 filter rules, each {value, tag?} or a string; events then carry matching_rules."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first."), ("since", "Open at the first buffered event at or after this time.")], body: None, status: 200, params: Params::None, reply: Reply::Stream, errors: &[400, 401, 403, 429, 503] };
+const FILTER_OP: Op = Op::get("/api/v1/stream/filter", "streams", "Public statuses matching follow, track, locations or ad-hoc rules").auth(Auth::Stream).query(&[("follow", "Comma-separated user ids (<= 5000)."), ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."), ("locations", "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian."), ("rules", "A JSON array of 1-100 filter rules, each {value, tag?} or a string; events then carry matching_rules."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first."), ("since", "Open at the first buffered event at or after this time.")]).reply(Reply::Stream).errors(&[400, 401, 403, 429, 503]);
 
 /// `GET /api/v1/stream/filter?follow=&track=&locations=`.
 pub async fn filter(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Filter).await
 }
 
-const USER_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/stream/user",
-    tag: "streams",
-    summary: "What your home timeline gets, plus follows of and by you",
-    auth: Auth::Stream,
-    query: RESUME,
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Stream,
-    errors: &[400, 401, 403, 429, 503],
-};
+const USER_OP: Op = Op::get(
+    "/api/v1/stream/user",
+    "streams",
+    "What your home timeline gets, plus follows of and by you",
+)
+.auth(Auth::Stream)
+.query(RESUME)
+.reply(Reply::Stream)
+.errors(&[400, 401, 403, 429, 503]);
 
 /// `GET /api/v1/stream/user`: what the caller's home timeline gets, plus follows of and by them.
 pub async fn user(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::User).await
 }
 
-const SEARCH_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/stream/search",
-    tag: "streams",
-    summary: "Public statuses matching any of your filter rules, each with matching_rules",
-    auth: Auth::Stream,
-    query: PARTED,
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Stream,
-    errors: &[400, 401, 403, 429, 503],
-};
+const SEARCH_OP: Op = Op::get(
+    "/api/v1/stream/search",
+    "streams",
+    "Public statuses matching any of your filter rules, each with matching_rules",
+)
+.auth(Auth::Stream)
+.query(PARTED)
+.reply(Reply::Stream)
+.errors(&[400, 401, 403, 429, 503]);
 
 /// `GET /api/v1/stream/search`: public statuses matching the caller's rules.
 pub async fn search(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Search).await
 }
 
-const GROUP_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/stream/group",
-    tag: "streams",
-    summary: "A group's status and delete events (those who may read the group)",
-    auth: Auth::Stream,
-    query: &[
-        ("id", "The group (required)."),
-        (
-            "access_token",
-            "The JWT, for clients that cannot set headers.",
-        ),
-        ("last_event_id", "Resume after this id."),
-        ("count", "Replay the newest N first."),
-        (
-            "since",
-            "Open at the first buffered event at or after this time.",
-        ),
-    ],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Stream,
-    errors: &[400, 401, 403, 404, 429, 503],
-};
+const GROUP_OP: Op = Op::get(
+    "/api/v1/stream/group",
+    "streams",
+    "A group's status and delete events (those who may read the group)",
+)
+.auth(Auth::Stream)
+.query(&[
+    ("id", "The group (required)."),
+    (
+        "access_token",
+        "The JWT, for clients that cannot set headers.",
+    ),
+    ("last_event_id", "Resume after this id."),
+    ("count", "Replay the newest N first."),
+    (
+        "since",
+        "Open at the first buffered event at or after this time.",
+    ),
+])
+.reply(Reply::Stream)
+.errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `GET /api/v1/stream/group?id=G`: a group's statuses and their deletes.
 pub async fn group(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Group).await
 }
 
-const LIST_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/stream/list",
-    tag: "streams",
-    summary:
-        "Statuses of a list's members as they are posted, and their deletes (the list's owner only)",
-    auth: Auth::Stream,
-    query: &[
-        ("id", "The list (required)."),
-        (
-            "access_token",
-            "The JWT, for clients that cannot set headers.",
-        ),
-        ("last_event_id", "Resume after this id."),
-        ("count", "Replay the newest N first."),
-        (
-            "since",
-            "Open at the first buffered event at or after this time.",
-        ),
-    ],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Stream,
-    errors: &[400, 401, 403, 404, 429, 503],
-};
+const LIST_OP: Op = Op::get(
+    "/api/v1/stream/list",
+    "streams",
+    "Statuses of a list's members as they are posted, and their deletes (the list's owner only)",
+)
+.auth(Auth::Stream)
+.query(&[
+    ("id", "The list (required)."),
+    (
+        "access_token",
+        "The JWT, for clients that cannot set headers.",
+    ),
+    ("last_event_id", "Resume after this id."),
+    ("count", "Replay the newest N first."),
+    (
+        "since",
+        "Open at the first buffered event at or after this time.",
+    ),
+])
+.reply(Reply::Stream)
+.errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `GET /api/v1/stream/list?id=L`: the statuses of a list's members and
 /// their deletes.

@@ -3,6 +3,8 @@
 //! reject), the group timeline and removing its statuses. Posting into a
 //! group is `POST /api/v1/statuses` with `group_id` (`statuses.rs`).
 
+pub mod members;
+
 use super::openapi::{Auth, Op, Params, Reply};
 use super::paging::{json_page, paging, user_paging};
 use super::routes::Routes;
@@ -20,6 +22,10 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use members::{
+    add, authorize, members, reject, remove, requests, set_role, ADD_OP, AUTHORIZE_OP, MEMBERS_OP,
+    REJECT_OP, REMOVE_OP, REQUESTS_OP, ROLE_OP,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -179,19 +185,15 @@ pub struct NewGroup {
     pub kind: String,
 }
 
-const CREATE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/groups",
-    tag: "groups",
-    summary: "Create a group (you are its owner)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("NewGroup"),
-    status: 201,
-    params: Params::None,
-    reply: Reply::Schema("Group"),
-    errors: &[400, 401, 403, 408, 413, 415, 429, 503],
-};
+const CREATE_OP: Op = Op::post(
+    "/api/v1/groups",
+    "groups",
+    "Create a group (you are its owner)",
+)
+.body("NewGroup")
+.status(201)
+.reply(Reply::Schema("Group"))
+.errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/groups`.
 pub async fn create(
@@ -243,19 +245,14 @@ pub struct GroupPage {
     pub next_cursor: Option<String>,
 }
 
-const LIST_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/groups",
-    tag: "groups",
-    summary: "Your groups (those you are in or asked to join)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("GroupPage"),
-    errors: &[400, 401, 503],
-};
+const LIST_OP: Op = Op::get(
+    "/api/v1/groups",
+    "groups",
+    "Your groups (those you are in or asked to join)",
+)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("GroupPage"))
+.errors(&[400, 401, 503]);
 
 /// `GET /api/v1/groups`.
 pub async fn list(
@@ -271,19 +268,10 @@ pub async fn list(
     }))
 }
 
-const SHOW_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/groups/{id}",
-    tag: "groups",
-    summary: "A group, to anyone",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Group"),
-    errors: &[401, 404, 503],
-};
+const SHOW_OP: Op = Op::get("/api/v1/groups/{id}", "groups", "A group, to anyone")
+    .auth(Auth::Optional)
+    .reply(Reply::Schema("Group"))
+    .errors(&[401, 404, 503]);
 
 /// `GET /api/v1/groups/{id}`.
 pub async fn show(
@@ -295,19 +283,13 @@ pub async fn show(
     Ok(Json(find(&state, gid, viewer.map(|v| v.uid)).await?))
 }
 
-const JOIN_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/groups/{id}/join",
-    tag: "groups",
-    summary: "Join (a private group: ask to); idempotent",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Membership"),
-    errors: &[401, 403, 404, 429, 503],
-};
+const JOIN_OP: Op = Op::post(
+    "/api/v1/groups/{id}/join",
+    "groups",
+    "Join (a private group: ask to); idempotent",
+)
+.reply(Reply::Schema("Membership"))
+.errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/groups/{id}/join`.
 pub async fn join(
@@ -325,19 +307,13 @@ pub async fn join(
     change(&state, &group, auth.uid, auth.uid, Change::Join).await
 }
 
-const LEAVE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/groups/{id}/leave",
-    tag: "groups",
-    summary: "Leave (or cancel your request); idempotent; the last owner: 409",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Membership"),
-    errors: &[401, 403, 404, 409, 429, 503],
-};
+const LEAVE_OP: Op = Op::post(
+    "/api/v1/groups/{id}/leave",
+    "groups",
+    "Leave (or cancel your request); idempotent; the last owner: 409",
+)
+.reply(Reply::Schema("Membership"))
+.errors(&[401, 403, 404, 409, 429, 503]);
 
 /// `POST /api/v1/groups/{id}/leave`.
 pub async fn leave(
@@ -361,292 +337,17 @@ async fn readable(state: &AppState, viewer: Option<&AuthUser>, gid: u64) -> ApiR
     }
 }
 
-const MEMBERS_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/groups/{id}/members",
-    tag: "groups",
-    summary: "Members, each with their role (a private group's: members only)",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("MemberPage"),
-    errors: &[400, 401, 404, 503],
-};
-
-/// A page of users with their roles.
-async fn member_page(
-    state: &AppState,
-    rows: Vec<(u64, Option<String>)>,
-    next_cursor: Option<String>,
-) -> ApiResult<Json<Value>> {
-    let ids: Vec<u64> = rows.iter().map(|(id, _)| *id).collect();
-    let users = state.store.users(&ids).await?;
-    let roles: HashMap<u64, Option<String>> = rows.into_iter().collect();
-    let users: Vec<Value> = users
-        .into_iter()
-        .map(|u| {
-            let id: u64 = u.id.parse().unwrap_or(0);
-            let mut v = serde_json::to_value(&u).unwrap_or(Value::Null);
-            if let Some(obj) = v.as_object_mut() {
-                obj.insert("role".into(), json!(roles.get(&id).cloned().flatten()));
-            }
-            v
-        })
-        .collect();
-    Ok(Json(json!({"users": users, "next_cursor": next_cursor})))
-}
-
-/// `GET /api/v1/groups/{id}/members`.
-pub async fn members(
-    State(state): State<AppState>,
-    MaybeUser(viewer): MaybeUser,
-    Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
-    let gid = group_id(&id)?;
-    let (cursor, count) = user_paging(&q)?;
-    readable(&state, viewer.as_ref(), gid).await?;
-    let (rows, next) = state
-        .store
-        .group_member_page(gid, false, &cursor, count)
-        .await?;
-    member_page(&state, rows, next).await
-}
-
-/// Body of `POST /api/v1/groups/{id}/members`.
-#[derive(Debug, Deserialize)]
-pub struct AddMember {
-    /// Who to add.
-    pub user_id: JsonId,
-}
-
-const ADD_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/groups/{id}/members",
-    tag: "groups",
-    summary: "Add a user as a member (owners, moderators); idempotent",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("AddMember"),
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Membership"),
-    errors: &[400, 401, 403, 404, 408, 413, 415, 429, 503],
-};
-
-/// `POST /api/v1/groups/{id}/members`.
-pub async fn add(
-    State(state): State<AppState>,
-    auth: AuthUser,
-    Path(id): Path<String>,
-    JsonBody(body): JsonBody<AddMember>,
-) -> ApiResult<Json<Membership>> {
-    auth.require(SCOPE_WRITE)?;
-    let gid = group_id(&id)?;
-    let target = body
-        .user_id
-        .parse()
-        .filter(|id| *id > 0)
-        .ok_or_else(|| ApiError::not_found("No such user."))?;
-    state.rate.write(auth.uid).await?;
-    let group = find(&state, gid, Some(auth.uid)).await?;
-    if !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
-        return Err(refused(Refused::Forbidden));
-    }
-    if !state.store.user_exists(target).await? {
-        return Err(ApiError::not_found("No such user."));
-    }
-    // Someone who blocks the caller cannot be added by them.
-    if state.store.relation_bits(auth.uid, target).await? & hides::BLOCKED_BY != 0 {
-        return Err(ApiError::forbidden("That user blocks you."));
-    }
-    let current = state.store.group_standing(gid, target).await?;
-    if current.is_some_and(|s| s.role.is_none() && !s.requested) {
-        room_for(&state, target).await?;
-    }
-    change(&state, &group, auth.uid, target, Change::Add).await
-}
-
-/// Body of `PATCH /api/v1/groups/{id}/members/{uid}`.
-#[derive(Debug, Deserialize)]
-pub struct SetRole {
-    /// `owner`, `moderator` or `member`.
-    pub role: String,
-}
-
-const ROLE_OP: Op = Op {
-    method: "patch",
-    path: "/api/v1/groups/{id}/members/{uid}",
-    tag: "groups",
-    summary: "Set a member's role (owners only); the last owner: 409",
-    auth: Auth::Bearer,
-    query: &[],
-    body: Some("SetRole"),
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Membership"),
-    errors: &[400, 401, 403, 404, 408, 409, 413, 415, 429, 503],
-};
-
-/// `PATCH /api/v1/groups/{id}/members/{uid}`.
-pub async fn set_role(
-    State(state): State<AppState>,
-    auth: AuthUser,
-    Path((id, uid)): Path<(String, String)>,
-    JsonBody(body): JsonBody<SetRole>,
-) -> ApiResult<Json<Membership>> {
-    auth.require(SCOPE_WRITE)?;
-    let gid = group_id(&id)?;
-    let target = path_id(&uid, "member")?;
-    let Some(role) = ROLES.iter().find(|r| **r == body.role) else {
-        return Err(ApiError::invalid(
-            "invalid_role",
-            "role must be owner, moderator or member.",
-        ));
-    };
-    state.rate.write(auth.uid).await?;
-    let group = find(&state, gid, Some(auth.uid)).await?;
-    change(&state, &group, auth.uid, target, Change::Role(role)).await
-}
-
-const REMOVE_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/groups/{id}/members/{uid}",
-    tag: "groups",
-    summary: "Remove a member (owners; moderators remove members only); the last owner: 409",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Membership"),
-    errors: &[401, 403, 404, 409, 429, 503],
-};
-
-/// `DELETE /api/v1/groups/{id}/members/{uid}`.
-pub async fn remove(
-    State(state): State<AppState>,
-    auth: AuthUser,
-    Path((id, uid)): Path<(String, String)>,
-) -> ApiResult<Json<Membership>> {
-    auth.require(SCOPE_WRITE)?;
-    let gid = group_id(&id)?;
-    let target = path_id(&uid, "member")?;
-    state.rate.write(auth.uid).await?;
-    let group = find(&state, gid, Some(auth.uid)).await?;
-    change(&state, &group, auth.uid, target, Change::Remove).await
-}
-
-const REQUESTS_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/groups/{id}/requests",
-    tag: "groups",
-    summary: "Pending join requests, oldest first (owners, moderators)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::FollowPaging,
-    reply: Reply::Schema("MemberPage"),
-    errors: &[400, 401, 403, 404, 503],
-};
-
-/// `GET /api/v1/groups/{id}/requests`.
-pub async fn requests(
-    State(state): State<AppState>,
-    auth: AuthUser,
-    Path(id): Path<String>,
-    Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
-    let gid = group_id(&id)?;
-    let (cursor, count) = user_paging(&q)?;
-    let group = find(&state, gid, Some(auth.uid)).await?;
-    if !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
-        return Err(refused(Refused::Forbidden));
-    }
-    let (rows, next) = state
-        .store
-        .group_member_page(gid, true, &cursor, count)
-        .await?;
-    member_page(&state, rows, next).await
-}
-
-const AUTHORIZE_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/groups/{id}/requests/{uid}/authorize",
-    tag: "groups",
-    summary: "Accept a join request (owners, moderators); 404 if none",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Membership"),
-    errors: &[401, 403, 404, 429, 503],
-};
-
-/// `POST /api/v1/groups/{id}/requests/{uid}/authorize`.
-pub async fn authorize(
-    State(state): State<AppState>,
-    auth: AuthUser,
-    Path((id, uid)): Path<(String, String)>,
-) -> ApiResult<Json<Membership>> {
-    decide(state, auth, &id, &uid, Change::Authorize).await
-}
-
-const REJECT_OP: Op = Op {
-    method: "post",
-    path: "/api/v1/groups/{id}/requests/{uid}/reject",
-    tag: "groups",
-    summary: "Refuse a join request (owners, moderators); 404 if none",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::None,
-    reply: Reply::Schema("Membership"),
-    errors: &[401, 403, 404, 429, 503],
-};
-
-/// `POST /api/v1/groups/{id}/requests/{uid}/reject`.
-pub async fn reject(
-    State(state): State<AppState>,
-    auth: AuthUser,
-    Path((id, uid)): Path<(String, String)>,
-) -> ApiResult<Json<Membership>> {
-    decide(state, auth, &id, &uid, Change::Reject).await
-}
-
-async fn decide(
-    state: AppState,
-    auth: AuthUser,
-    id: &str,
-    uid: &str,
-    what: Change,
-) -> ApiResult<Json<Membership>> {
-    auth.require(SCOPE_WRITE)?;
-    let gid = group_id(id)?;
-    let target = path_id(uid, "request")?;
-    state.rate.write(auth.uid).await?;
-    let group = find(&state, gid, Some(auth.uid)).await?;
-    change(&state, &group, auth.uid, target, what).await
-}
-
-const STATUSES_OP: Op = Op {
-    method: "get",
-    path: "/api/v1/groups/{id}/statuses",
-    tag: "groups",
-    summary: "The group timeline, newest first (a private group's: members only)",
-    auth: Auth::Optional,
-    query: &[],
-    body: None,
-    status: 200,
-    params: Params::Paging,
-    reply: Reply::Inline(r##"{"type":"array","items":{"$ref":"#/components/schemas/Status"}}"##),
-    errors: &[400, 401, 404, 503],
-};
+const STATUSES_OP: Op = Op::get(
+    "/api/v1/groups/{id}/statuses",
+    "groups",
+    "The group timeline, newest first (a private group's: members only)",
+)
+.auth(Auth::Optional)
+.params(Params::Paging)
+.reply(Reply::Inline(
+    r##"{"type":"array","items":{"$ref":"#/components/schemas/Status"}}"##,
+))
+.errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/groups/{id}/statuses`.
 pub async fn statuses(
@@ -667,19 +368,13 @@ pub async fn statuses(
     ))
 }
 
-const REMOVE_STATUS_OP: Op = Op {
-    method: "delete",
-    path: "/api/v1/groups/{id}/statuses/{sid}",
-    tag: "groups",
-    summary: "Remove a status of the group (its author, an owner or a moderator)",
-    auth: Auth::Bearer,
-    query: &[],
-    body: None,
-    status: 204,
-    params: Params::None,
-    reply: Reply::Empty,
-    errors: &[401, 403, 404, 429, 503],
-};
+const REMOVE_STATUS_OP: Op = Op::delete(
+    "/api/v1/groups/{id}/statuses/{sid}",
+    "groups",
+    "Remove a status of the group (its author, an owner or a moderator)",
+)
+.status(204)
+.errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/groups/{id}/statuses/{sid}`: as its author's delete.
 pub async fn remove_status(

@@ -49,6 +49,90 @@ pub struct Op {
     pub errors: &'static [u16],
 }
 
+impl Op {
+    /// An operation answering 200 with no body to a caller with a bearer
+    /// token, taking no parameters and naming no error status: each method
+    /// below changes one of these.
+    pub const fn new(
+        method: &'static str,
+        path: &'static str,
+        tag: &'static str,
+        summary: &'static str,
+    ) -> Op {
+        Op {
+            method,
+            path,
+            tag,
+            summary,
+            auth: Auth::Bearer,
+            query: &[],
+            body: None,
+            status: 200,
+            params: Params::None,
+            reply: Reply::Empty,
+            errors: &[],
+        }
+    }
+
+    /// A `GET` ([`Op::new`]).
+    pub const fn get(path: &'static str, tag: &'static str, summary: &'static str) -> Op {
+        Op::new("get", path, tag, summary)
+    }
+
+    /// A `POST` ([`Op::new`]).
+    pub const fn post(path: &'static str, tag: &'static str, summary: &'static str) -> Op {
+        Op::new("post", path, tag, summary)
+    }
+
+    /// A `PATCH` ([`Op::new`]).
+    pub const fn patch(path: &'static str, tag: &'static str, summary: &'static str) -> Op {
+        Op::new("patch", path, tag, summary)
+    }
+
+    /// A `DELETE` ([`Op::new`]).
+    pub const fn delete(path: &'static str, tag: &'static str, summary: &'static str) -> Op {
+        Op::new("delete", path, tag, summary)
+    }
+
+    /// Who may call it.
+    pub const fn auth(self, auth: Auth) -> Op {
+        Op { auth, ..self }
+    }
+
+    /// Its plain query parameters.
+    pub const fn query(self, query: &'static [(&'static str, &'static str)]) -> Op {
+        Op { query, ..self }
+    }
+
+    /// The schema of its request body.
+    pub const fn body(self, schema: &'static str) -> Op {
+        Op {
+            body: Some(schema),
+            ..self
+        }
+    }
+
+    /// The status of a success.
+    pub const fn status(self, status: u16) -> Op {
+        Op { status, ..self }
+    }
+
+    /// Its structured query parameters.
+    pub const fn params(self, params: Params) -> Op {
+        Op { params, ..self }
+    }
+
+    /// What a success answers.
+    pub const fn reply(self, reply: Reply) -> Op {
+        Op { reply, ..self }
+    }
+
+    /// Every error status it can answer.
+    pub const fn errors(self, errors: &'static [u16]) -> Op {
+        Op { errors, ..self }
+    }
+}
+
 /// Structured query parameters.
 #[derive(Clone, Copy)]
 pub enum Params {

@@ -1,0 +1,240 @@
+//! A group's members and join requests: the member list, adding a member,
+//! setting a role, removing one, and authorizing or rejecting requests.
+
+use super::*;
+
+pub(super) const MEMBERS_OP: Op = Op::get(
+    "/api/v1/groups/{id}/members",
+    "groups",
+    "Members, each with their role (a private group's: members only)",
+)
+.auth(Auth::Optional)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("MemberPage"))
+.errors(&[400, 401, 404, 503]);
+
+/// A page of users with their roles.
+async fn member_page(
+    state: &AppState,
+    rows: Vec<(u64, Option<String>)>,
+    next_cursor: Option<String>,
+) -> ApiResult<Json<Value>> {
+    let ids: Vec<u64> = rows.iter().map(|(id, _)| *id).collect();
+    let users = state.store.users(&ids).await?;
+    let roles: HashMap<u64, Option<String>> = rows.into_iter().collect();
+    let users: Vec<Value> = users
+        .into_iter()
+        .map(|u| {
+            let id: u64 = u.id.parse().unwrap_or(0);
+            let mut v = serde_json::to_value(&u).unwrap_or(Value::Null);
+            if let Some(obj) = v.as_object_mut() {
+                obj.insert("role".into(), json!(roles.get(&id).cloned().flatten()));
+            }
+            v
+        })
+        .collect();
+    Ok(Json(json!({"users": users, "next_cursor": next_cursor})))
+}
+
+/// `GET /api/v1/groups/{id}/members`.
+pub async fn members(
+    State(state): State<AppState>,
+    MaybeUser(viewer): MaybeUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let gid = group_id(&id)?;
+    let (cursor, count) = user_paging(&q)?;
+    readable(&state, viewer.as_ref(), gid).await?;
+    let (rows, next) = state
+        .store
+        .group_member_page(gid, false, &cursor, count)
+        .await?;
+    member_page(&state, rows, next).await
+}
+
+/// Body of `POST /api/v1/groups/{id}/members`.
+#[derive(Debug, Deserialize)]
+pub struct AddMember {
+    /// Who to add.
+    pub user_id: JsonId,
+}
+
+pub(super) const ADD_OP: Op = Op::post(
+    "/api/v1/groups/{id}/members",
+    "groups",
+    "Add a user as a member (owners, moderators); idempotent",
+)
+.body("AddMember")
+.reply(Reply::Schema("Membership"))
+.errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
+
+/// `POST /api/v1/groups/{id}/members`.
+pub async fn add(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<AddMember>,
+) -> ApiResult<Json<Membership>> {
+    auth.require(SCOPE_WRITE)?;
+    let gid = group_id(&id)?;
+    let target = body
+        .user_id
+        .parse()
+        .filter(|id| *id > 0)
+        .ok_or_else(|| ApiError::not_found("No such user."))?;
+    state.rate.write(auth.uid).await?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    if !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
+        return Err(refused(Refused::Forbidden));
+    }
+    if !state.store.user_exists(target).await? {
+        return Err(ApiError::not_found("No such user."));
+    }
+    // Someone who blocks the caller cannot be added by them.
+    if state.store.relation_bits(auth.uid, target).await? & hides::BLOCKED_BY != 0 {
+        return Err(ApiError::forbidden("That user blocks you."));
+    }
+    let current = state.store.group_standing(gid, target).await?;
+    if current.is_some_and(|s| s.role.is_none() && !s.requested) {
+        room_for(&state, target).await?;
+    }
+    change(&state, &group, auth.uid, target, Change::Add).await
+}
+
+/// Body of `PATCH /api/v1/groups/{id}/members/{uid}`.
+#[derive(Debug, Deserialize)]
+pub struct SetRole {
+    /// `owner`, `moderator` or `member`.
+    pub role: String,
+}
+
+pub(super) const ROLE_OP: Op = Op::patch(
+    "/api/v1/groups/{id}/members/{uid}",
+    "groups",
+    "Set a member's role (owners only); the last owner: 409",
+)
+.body("SetRole")
+.reply(Reply::Schema("Membership"))
+.errors(&[400, 401, 403, 404, 408, 409, 413, 415, 429, 503]);
+
+/// `PATCH /api/v1/groups/{id}/members/{uid}`.
+pub async fn set_role(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path((id, uid)): Path<(String, String)>,
+    JsonBody(body): JsonBody<SetRole>,
+) -> ApiResult<Json<Membership>> {
+    auth.require(SCOPE_WRITE)?;
+    let gid = group_id(&id)?;
+    let target = path_id(&uid, "member")?;
+    let Some(role) = ROLES.iter().find(|r| **r == body.role) else {
+        return Err(ApiError::invalid(
+            "invalid_role",
+            "role must be owner, moderator or member.",
+        ));
+    };
+    state.rate.write(auth.uid).await?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    change(&state, &group, auth.uid, target, Change::Role(role)).await
+}
+
+pub(super) const REMOVE_OP: Op = Op::delete(
+    "/api/v1/groups/{id}/members/{uid}",
+    "groups",
+    "Remove a member (owners; moderators remove members only); the last owner: 409",
+)
+.reply(Reply::Schema("Membership"))
+.errors(&[401, 403, 404, 409, 429, 503]);
+
+/// `DELETE /api/v1/groups/{id}/members/{uid}`.
+pub async fn remove(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path((id, uid)): Path<(String, String)>,
+) -> ApiResult<Json<Membership>> {
+    auth.require(SCOPE_WRITE)?;
+    let gid = group_id(&id)?;
+    let target = path_id(&uid, "member")?;
+    state.rate.write(auth.uid).await?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    change(&state, &group, auth.uid, target, Change::Remove).await
+}
+
+pub(super) const REQUESTS_OP: Op = Op::get(
+    "/api/v1/groups/{id}/requests",
+    "groups",
+    "Pending join requests, oldest first (owners, moderators)",
+)
+.params(Params::FollowPaging)
+.reply(Reply::Schema("MemberPage"))
+.errors(&[400, 401, 403, 404, 503]);
+
+/// `GET /api/v1/groups/{id}/requests`.
+pub async fn requests(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path(id): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let gid = group_id(&id)?;
+    let (cursor, count) = user_paging(&q)?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    if !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
+        return Err(refused(Refused::Forbidden));
+    }
+    let (rows, next) = state
+        .store
+        .group_member_page(gid, true, &cursor, count)
+        .await?;
+    member_page(&state, rows, next).await
+}
+
+pub(super) const AUTHORIZE_OP: Op = Op::post(
+    "/api/v1/groups/{id}/requests/{uid}/authorize",
+    "groups",
+    "Accept a join request (owners, moderators); 404 if none",
+)
+.reply(Reply::Schema("Membership"))
+.errors(&[401, 403, 404, 429, 503]);
+
+/// `POST /api/v1/groups/{id}/requests/{uid}/authorize`.
+pub async fn authorize(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path((id, uid)): Path<(String, String)>,
+) -> ApiResult<Json<Membership>> {
+    decide(state, auth, &id, &uid, Change::Authorize).await
+}
+
+pub(super) const REJECT_OP: Op = Op::post(
+    "/api/v1/groups/{id}/requests/{uid}/reject",
+    "groups",
+    "Refuse a join request (owners, moderators); 404 if none",
+)
+.reply(Reply::Schema("Membership"))
+.errors(&[401, 403, 404, 429, 503]);
+
+/// `POST /api/v1/groups/{id}/requests/{uid}/reject`.
+pub async fn reject(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Path((id, uid)): Path<(String, String)>,
+) -> ApiResult<Json<Membership>> {
+    decide(state, auth, &id, &uid, Change::Reject).await
+}
+
+async fn decide(
+    state: AppState,
+    auth: AuthUser,
+    id: &str,
+    uid: &str,
+    what: Change,
+) -> ApiResult<Json<Membership>> {
+    auth.require(SCOPE_WRITE)?;
+    let gid = group_id(id)?;
+    let target = path_id(uid, "request")?;
+    state.rate.write(auth.uid).await?;
+    let group = find(&state, gid, Some(auth.uid)).await?;
+    change(&state, &group, auth.uid, target, what).await
+}
