@@ -16,6 +16,13 @@ use firehose_filters::rules::{anchors, Anchor, Expr};
 use firehose_filters::{FilterSpec, Rule};
 use std::sync::Arc;
 
+/// Searches judging events at once, over the process: the rest wait their
+/// turn, so that searches take at most about one core from the streams.
+static JUDGING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// Events judged between two turns given to other tasks.
+const JUDGE_CHUNK: usize = 64;
+
 /// One rule, ready to run over the history.
 pub struct Search {
     want: Want,
@@ -74,7 +81,18 @@ impl Search {
             .await
             .map_err(|e| StoreError::Internal(format!("history: {e}")))?;
         let mut matched = Vec::new();
-        for (_, json) in &step.events {
+        // One search judges at a time, giving way to other tasks every
+        // [`JUDGE_CHUNK`] events: a step's few thousand events judged in one
+        // go held an async thread for milliseconds, and ten searches at once
+        // held both, which starved the live streams.
+        let turn = JUDGING
+            .acquire()
+            .await
+            .map_err(|e| StoreError::Internal(e.to_string()))?;
+        for (i, (_, json)) in step.events.iter().enumerate() {
+            if i % JUDGE_CHUNK == JUDGE_CHUNK - 1 {
+                tokio::task::yield_now().await;
+            }
             let Some(Incoming::Event(f)) = frame::parse(json) else {
                 continue;
             };
@@ -88,6 +106,7 @@ impl Search {
                 matched.push(f);
             }
         }
+        drop(turn);
         let kept = self.sight.keep(matched).await?;
         Ok(Found {
             statuses: kept.into_iter().map(|f| (f.id, f)).collect(),
