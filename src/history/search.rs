@@ -20,9 +20,6 @@ use std::sync::Arc;
 /// turn, so that searches take at most about one core from the streams.
 static JUDGING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
-/// Events judged between two turns given to other tasks.
-const JUDGE_CHUNK: usize = 64;
-
 /// One rule, ready to run over the history.
 pub struct Search {
     want: Want,
@@ -82,7 +79,7 @@ impl Search {
             .map_err(|e| StoreError::Internal(format!("history: {e}")))?;
         let mut matched = Vec::new();
         // One search judges at a time, giving way to other tasks every
-        // [`JUDGE_CHUNK`] events: a step's few thousand events judged in one
+        // [`frame::PARSE_TURN`] events: a step's few thousand events judged in one
         // go held an async thread for milliseconds, and ten searches at once
         // held both, which starved the live streams.
         let turn = JUDGING
@@ -90,7 +87,7 @@ impl Search {
             .await
             .map_err(|e| StoreError::Internal(e.to_string()))?;
         for (i, (_, json)) in step.events.iter().enumerate() {
-            if i % JUDGE_CHUNK == JUDGE_CHUNK - 1 {
+            if i % frame::PARSE_TURN == frame::PARSE_TURN - 1 {
                 tokio::task::yield_now().await;
             }
             let Some(Incoming::Event(f)) = frame::parse(json) else {

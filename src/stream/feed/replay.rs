@@ -211,7 +211,12 @@ impl Feed {
             return Ok(());
         };
         let mut matched = Vec::new();
-        for (_, json) in &events {
+        for (i, (_, json)) in events.iter().enumerate() {
+            if i % frame::PARSE_TURN == frame::PARSE_TURN - 1 {
+                // A block of the history is 1,024 events: the live
+                // streams' tasks get turns while it is judged.
+                tokio::task::yield_now().await;
+            }
             if let Some(Incoming::Event(f)) = frame::parse(json) {
                 if let Some(f) = job.want.judge(&f) {
                     if !job.hides.hides_any(f.actors(), hide_mask(job.stream))

@@ -14,6 +14,12 @@ use std::sync::{Arc, OnceLock};
 
 pub use crate::store::events::EventId;
 
+/// Events parsed and judged between two turns given to other tasks on
+/// every path that parses many at once (replays, history searches): a
+/// page judged in one go held an async thread for milliseconds, which the
+/// live streams waited behind.
+pub const PARSE_TURN: usize = 64;
+
 /// Whether resuming after `after` misses events the buffer no longer holds:
 /// some entry newer than `after` was deleted, or entries were trimmed and
 /// `after` is older than the oldest one kept. (A resume point that is exactly
