@@ -66,7 +66,7 @@ const DESTROY_OP: Op = Op::delete(
     "Remove a bookmark (idempotent; any status id, one since deleted or hidden too)",
 )
 .reply(REPLY_BOOKMARKED)
-.errors(&[400, 401, 403, 429, 503]);
+.errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/statuses/{id}/bookmark`: touches only the caller's own
 /// bookmarks, so any status id answers `{bookmarked: false}` (one gone or
