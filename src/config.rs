@@ -27,7 +27,7 @@ pub enum Command {
     /// Seed a demo world and keep posting, so a live firehose is there to watch.
     Demo(DemoArgs),
     /// Print a stream in the terminal, reconnecting and resuming by itself.
-    Tail(crate::tail::TailArgs),
+    Tail(crate::tail::args::TailArgs),
 }
 
 /// Output format of the logs.

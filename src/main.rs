@@ -94,7 +94,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve(cfg) => serve(cfg).await,
         Command::Worker(cfg) => {
             let (cfg, redis) = with_redis(cfg).await?;
-            let result = app::run_workers(cfg, app::shutdown_signal()).await;
+            let result = app::run_workers(cfg, firehose::shutdown::signal()).await;
             if let Some(r) = redis {
                 r.stop().await;
             }
@@ -118,7 +118,7 @@ async fn serve(cfg: Config) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(cfg.listen)
         .await
         .with_context(|| format!("binding {}", cfg.listen))?;
-    let result = app::run(cfg, listener, app::shutdown_signal()).await;
+    let result = app::run(cfg, listener, firehose::shutdown::signal()).await;
     if let Some(r) = redis {
         r.stop().await;
     }

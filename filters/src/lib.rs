@@ -19,6 +19,7 @@
 
 pub mod bloom;
 pub mod geo;
+pub mod hash;
 pub mod index;
 pub mod parse;
 pub mod rules;
@@ -26,18 +27,12 @@ pub mod sample;
 pub mod summary;
 pub mod table;
 pub mod track;
+pub mod view;
 
 pub use geo::BBox;
-pub use index::{Event, Index, Rule, StatusView, SubId};
+pub use hash::{FxBuild, FxHashMap};
+pub use index::rule::Rule;
+pub use index::Index;
 pub use parse::{box_shape_error, parse_coords, parse_filter, parse_rate, FilterSpec, ParseError};
 pub use track::Phrase;
-
-/// The hasher of the index's side maps (subscriptions, phrases, hash
-/// collisions, followed sets): rustc's Fx hash, from `rustc-hash`. Their keys
-/// are user ids and words chosen by clients; HashDoS is not a concern at
-/// these sizes because every map is bounded by the server-side limits on
-/// filters and connections. (The hot lookups go through `table`'s own maps,
-/// keyed by `track::word_hash`.)
-pub type FxBuild = rustc_hash::FxBuildHasher;
-/// A `HashMap` keyed with the Fx hash.
-pub type FxHashMap<K, V> = rustc_hash::FxHashMap<K, V>;
+pub use view::{Event, StatusView, SubId};

@@ -5,8 +5,8 @@
 //! [`MAX_BOXES`] bounding boxes. Every error names the parameter at fault.
 
 use crate::geo::BBox;
-use crate::index::StatusView;
 use crate::track::{Phrase, Words};
+use crate::view::StatusView;
 use std::fmt;
 
 /// Most user ids one `follow` parameter may list.

@@ -13,7 +13,7 @@
 //! larger entries (the geo grid's cells).
 
 use crate::bloom::{id_hash, Prefilter};
-use crate::index::SubId;
+use crate::view::SubId;
 
 /// One slot: `key == 0` marks it empty (key 0 itself lives beside the table).
 #[derive(Debug, Clone, Copy, Default)]

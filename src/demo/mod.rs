@@ -33,7 +33,7 @@ const SERVE_CELEBRITIES: usize = 3;
 pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     tokio::select! {
         done = populate(args) => done,
-        _ = crate::app::shutdown_signal() => {
+        _ = crate::shutdown::signal() => {
             let _ = writeln!(std::io::stderr(), "\nstopped");
             Ok(())
         }

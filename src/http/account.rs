@@ -2,9 +2,9 @@
 //! holds away as NDJSON (its name, email and privacy are `PATCH
 //! /api/v1/me`, in `users`).
 
-use super::extract::JsonBody;
-use super::openapi::{Op, Reply};
-use super::routes::Routes;
+use super::shared::extract::JsonBody;
+use super::shared::openapi::{Op, Reply};
+use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::rate_limits::ClientAddr;
@@ -146,7 +146,9 @@ pub async fn destroy(
     drop(admission);
     let store = state.store.clone();
     let uid = auth.uid;
-    let owed = super::detached(async move { Ok(store.delete_account(uid).await?) }).await?;
+    let owed =
+        super::shared::extract::detached(async move { Ok(store.delete_account(uid).await?) })
+            .await?;
     let store = state.store.clone();
     let rest = tokio::spawn(async move {
         if let Err(e) = store.complete_op(&owed).await {

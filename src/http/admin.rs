@@ -5,10 +5,10 @@
 //! 403. Every change is one audit entry; a call that changes nothing adds
 //! none.
 
-use super::openapi::{Op, Params, Reply};
-use super::paging::user_paging;
-use super::routes::Routes;
-use super::{detached, path_id, JsonBody};
+use super::shared::extract::{detached, path_id, JsonBody};
+use super::shared::openapi::{Op, Params, Reply};
+use super::shared::paging::user_paging;
+use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_ADMIN};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, AuditAction, Report, User};

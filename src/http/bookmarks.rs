@@ -1,10 +1,10 @@
 //! Bookmarks: a user's private list of statuses (`store::bookmarks`).
 
-use super::openapi::{Op, Params, Reply};
-use super::paging::{statuses_json, user_paging};
-use super::routes::Routes;
-use super::visibility::{only_visible, visible};
-use super::{detached, path_id};
+use super::shared::extract::{detached, path_id};
+use super::shared::openapi::{Op, Params, Reply};
+use super::shared::paging::{statuses_json, user_paging};
+use super::shared::routes::Routes;
+use super::shared::visibility::{only_visible, visible};
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;

@@ -1,11 +1,11 @@
 //! Conversations: start one (direct or group), list them, page and send
 //! messages, mark read, leave.
 
-use super::extract::idempotency_key;
-use super::openapi::{Op, Params, Reply};
-use super::paging::{paging, user_paging};
-use super::routes::Routes;
-use super::{detached, path_id, JsonBody, JsonId};
+use super::shared::extract::idempotency_key;
+use super::shared::extract::{detached, path_id, JsonBody, JsonId};
+use super::shared::openapi::{Op, Params, Reply};
+use super::shared::paging::{paging, user_paging};
+use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::hides;
@@ -47,7 +47,7 @@ pub fn routes() -> Routes {
 /// The schema of a message's text.
 fn text_schema() -> serde_json::Value {
     serde_json::json!({"type": "string", "minLength": 1, "maxLength": MAX_TEXT_CHARS,
-        "pattern": super::openapi::readable_pattern(),
+        "pattern": super::shared::openapi::readable_pattern(),
         "description": "1-1000 characters (Unicode scalar values), not only white space."})
 }
 
@@ -61,7 +61,7 @@ fn new_conversation_schema() -> serde_json::Value {
                 "description": "The other participants (not the caller; repeats count once): one makes a direct conversation, 2-50 a group one."},
             "text": text_schema(),
             "title": {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_TITLE_CHARS,
-                "pattern": super::openapi::readable_pattern(),
+                "pattern": super::shared::openapi::readable_pattern(),
                 "description": "A group conversation's title (400 on a direct one)."},
         },
     })

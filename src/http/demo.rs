@@ -2,8 +2,8 @@
 //! show the demo world to visitors who have not logged in. Only with
 //! `firehose serve --demo`; 404 otherwise.
 
-use super::openapi::{Auth, Op, Reply};
-use super::routes::Routes;
+use super::shared::openapi::{Auth, Op, Reply};
+use super::shared::routes::Routes;
 use crate::demo::viewer::SCOPES;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;

@@ -2,12 +2,12 @@
 //! most ten times (`store`'s edit chain), and anyone who may see the status
 //! reads its versions.
 
-use super::extract::idempotency_key;
 use super::mentions::resolve_mentions;
-use super::openapi::{Auth, Op, Reply};
-use super::routes::Routes;
-use super::visibility::visible;
-use super::{detached, path_id, JsonBody};
+use super::shared::extract::idempotency_key;
+use super::shared::extract::{detached, path_id, JsonBody};
+use super::shared::openapi::{Auth, Op, Reply};
+use super::shared::routes::Routes;
+use super::shared::visibility::visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, Status};
@@ -29,7 +29,7 @@ pub fn routes() -> Routes {
             "EditStatus",
             json!({"type": "object", "required": ["message"], "properties": {
                 "message": {"type": "string", "minLength": 1, "maxLength": super::statuses::MAX_MESSAGE_CHARS,
-                    "pattern": super::openapi::readable_pattern(),
+                    "pattern": super::shared::openapi::readable_pattern(),
                     "description": "1-280 characters (Unicode scalar values), not only white space."},
             }}),
         )

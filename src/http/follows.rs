@@ -1,9 +1,9 @@
 //! Following: follow and unfollow one user or many, list followers.
 
-use super::openapi::{Auth, Op, Params, Reply};
-use super::paging::{user_paging, UserPage};
-use super::routes::Routes;
-use super::{detached, path_id, JsonBody, JsonId};
+use super::shared::extract::{detached, path_id, JsonBody, JsonId};
+use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::paging::{user_paging, UserPage};
+use super::shared::routes::Routes;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::now;
@@ -40,7 +40,7 @@ pub fn routes() -> Routes {
                 "type": "object", "required": ["ids"],
                 "properties": {
                     "ids": {"type": "array", "maxItems": 1000,
-                        "items": {"type": ["string", "integer"], "maxLength": super::MAX_ID_CHARS},
+                        "items": {"type": ["string", "integer"], "maxLength": super::shared::extract::MAX_ID_CHARS},
                         "description": "User ids (strings or numbers); unknown ones answer false."},
                 },
             }),

@@ -1,12 +1,12 @@
 //! The history on disk (`crate::history`): how far back it reaches, and
 //! a filter rule run over it (search and counts).
 
-use super::extract::known_params;
-use super::openapi::{Op, Params, Reply};
-use super::paging::statuses_json;
-use super::routes::Routes;
 use super::rule_items::check_items;
-use super::visibility::only_visible_hiding;
+use super::shared::extract::known_params;
+use super::shared::openapi::{Op, Params, Reply};
+use super::shared::paging::statuses_json;
+use super::shared::routes::Routes;
+use super::shared::visibility::only_visible_hiding;
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ApiResult};
 use crate::history::search::{Found, Search};

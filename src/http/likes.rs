@@ -1,10 +1,10 @@
 //! Likes: like and unlike a status, who likes it, what a user likes.
 
-use super::openapi::{Auth, Op, Params, Reply};
-use super::paging::{json_page, paging, user_paging, UserPage};
-use super::routes::Routes;
-use super::visibility::{only_visible, visible, visible_with_author};
-use super::{detached, path_id};
+use super::shared::extract::{detached, path_id};
+use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::paging::{json_page, paging, user_paging, UserPage};
+use super::shared::routes::Routes;
+use super::shared::visibility::{only_visible, visible, visible_with_author};
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;

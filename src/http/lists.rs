@@ -3,12 +3,12 @@
 //! sees a list: another user's list id is 404. The list stream is
 //! `http::stream` (`/api/v1/stream/list`).
 
-use super::extract::idempotency_key;
-use super::openapi::{Op, Params, Reply};
-use super::paging::{json_page, paging, user_paging, UserPage};
-use super::routes::Routes;
-use super::visibility::only_visible_hiding;
-use super::{detached, path_id, JsonBody, JsonId};
+use super::shared::extract::idempotency_key;
+use super::shared::extract::{detached, path_id, JsonBody, JsonId};
+use super::shared::openapi::{Op, Params, Reply};
+use super::shared::paging::{json_page, paging, user_paging, UserPage};
+use super::shared::routes::Routes;
+use super::shared::visibility::only_visible_hiding;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::hides;
@@ -48,14 +48,14 @@ pub fn routes() -> Routes {
         .schema(
             "NewList",
             json!({"type": "object", "required": ["title"], "properties": {
-                "title": {"type": "string", "minLength": 1, "maxLength": MAX_TITLE_CHARS, "pattern": super::openapi::readable_pattern()},
+                "title": {"type": "string", "minLength": 1, "maxLength": MAX_TITLE_CHARS, "pattern": super::shared::openapi::readable_pattern()},
             }}),
         )
         .schema(
             "ListBatch",
             json!({"type": "object", "required": ["ids"], "properties": {
                 "ids": {"type": "array", "maxItems": MAX_MEMBERS_A_CALL,
-                    "items": {"type": ["string", "integer"], "maxLength": super::MAX_ID_CHARS},
+                    "items": {"type": ["string", "integer"], "maxLength": super::shared::extract::MAX_ID_CHARS},
                     "description": "User ids (strings or numbers)."},
             }}),
         )

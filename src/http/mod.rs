@@ -23,14 +23,12 @@ pub mod reports;
 pub mod rule_items;
 pub mod rules;
 pub mod sessions;
-mod shared;
+pub mod shared;
 pub mod statuses;
 pub mod stream;
 pub mod timelines;
 pub mod trends;
 pub mod users;
-
-pub use shared::{cors, extract, openapi, paging, routes, visibility};
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -39,6 +37,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use shared::{cors, openapi};
 use std::time::Instant;
 use tracing::Instrument;
 
@@ -58,8 +57,8 @@ pub fn router(state: AppState) -> Router {
 
 /// Every route of the API with its OpenAPI operation, `/openapi.json`
 /// (serving the document made of them all) included.
-pub fn routes() -> routes::Routes {
-    let routes = routes::Routes::new()
+pub fn routes() -> shared::routes::Routes {
+    let routes = shared::routes::Routes::new()
         .merge(users::routes())
         .merge(account::routes())
         .merge(sessions::routes())
@@ -254,5 +253,3 @@ async fn observe(
     }
     response
 }
-
-pub use extract::{detached, known_params, no_store, path_id, JsonBody, JsonId, MAX_ID_CHARS};

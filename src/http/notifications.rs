@@ -4,10 +4,10 @@
 //! reader blocks or mutes or who blocks them, from an account gone or
 //! suspended, or about a status the reader may not see now.
 
-use super::openapi::{Op, Reply};
-use super::paging::{count_param, uint};
-use super::routes::Routes;
-use super::{known_params, JsonBody, JsonId};
+use super::shared::extract::{known_params, JsonBody, JsonId};
+use super::shared::openapi::{Op, Reply};
+use super::shared::paging::{count_param, uint};
+use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::hides;
@@ -48,7 +48,7 @@ pub fn routes() -> Routes {
         .schema(
             "ReadMarker",
             json!({"type": "object", "required": ["up_to"], "properties": {
-                "up_to": {"type": ["string", "integer"], "maxLength": super::MAX_ID_CHARS,
+                "up_to": {"type": ["string", "integer"], "maxLength": super::shared::extract::MAX_ID_CHARS,
                     "description": "A notification id: everything up to it is read."},
             }}),
         )

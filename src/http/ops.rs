@@ -1,8 +1,8 @@
 //! Operations: health, readiness, metrics, the OpenAPI document, the API
 //! reference and the browser page.
 
-use super::openapi::{Auth, Op, Reply};
-use super::routes::Routes;
+use super::shared::openapi::{Auth, Op, Reply};
+use super::shared::routes::Routes;
 use crate::error::ApiError;
 use crate::metrics::global as metrics;
 use crate::state::AppState;

@@ -1,9 +1,9 @@
 //! Blocks and mutes: set and lift them, list them.
 
-use super::openapi::{Op, Params, Reply};
-use super::paging::{user_paging, UserPage};
-use super::routes::Routes;
-use super::{detached, path_id};
+use super::shared::extract::{detached, path_id};
+use super::shared::openapi::{Op, Params, Reply};
+use super::shared::paging::{user_paging, UserPage};
+use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::now;

@@ -1,10 +1,10 @@
 //! Reports of abuse and spam, filed by any user about a status or a user
 //! they can see; admins work the queue (`admin.rs`).
 
-use super::openapi::{Op, Reply};
-use super::routes::Routes;
-use super::visibility::visible;
-use super::{JsonBody, JsonId};
+use super::shared::extract::{JsonBody, JsonId};
+use super::shared::openapi::{Op, Reply};
+use super::shared::routes::Routes;
+use super::shared::visibility::visible;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::Report;
@@ -38,7 +38,7 @@ pub fn routes() -> Routes {
                     "user_id": {"oneOf": [{"type": "string", "pattern": "^[0-9]{1,20}$"}, {"type": "integer", "minimum": 0}]},
                     "reason": {"type": "string", "enum": REASONS},
                     "comment": {"type": ["string", "null"], "maxLength": MAX_COMMENT_CHARS,
-                        "pattern": super::openapi::readable_pattern()},
+                        "pattern": super::shared::openapi::readable_pattern()},
                 }}),
         )
         .route(CREATE_OP, create)

@@ -1,11 +1,11 @@
 //! Filter rules kept per user: add (with duplicates answered, a dry run,
 //! the per-user cap), delete, list. Items are checked by `rule_items`.
 
-use super::extract::JsonBody;
-use super::known_params;
-use super::openapi::{Op, Reply};
-use super::routes::Routes;
 use super::rule_items::{check_items, MAX_TAG_CHARS};
+use super::shared::extract::known_params;
+use super::shared::extract::JsonBody;
+use super::shared::openapi::{Op, Reply};
+use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;

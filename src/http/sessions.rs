@@ -1,8 +1,8 @@
 //! Sessions: log in (a JWT bound to a Redis session), log out, inspect.
 
-use super::openapi::{Auth, Op, Reply};
-use super::routes::Routes;
-use super::{no_store, JsonBody};
+use super::shared::extract::{no_store, JsonBody};
+use super::shared::openapi::{Auth, Op, Reply};
+use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_FIREHOSE, SCOPE_READ, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, User};

@@ -1,11 +1,11 @@
 //! Statuses: post, read, delete.
 
-use super::extract::idempotency_key;
 use super::mentions::resolve_mentions;
-use super::openapi::{Auth, Op, Params, Reply};
-use super::routes::Routes;
-use super::visibility::visible;
-use super::{detached, path_id, JsonBody, JsonId};
+use super::shared::extract::idempotency_key;
+use super::shared::extract::{detached, path_id, JsonBody, JsonId};
+use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::routes::Routes;
+use super::shared::visibility::visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, Status};
@@ -42,7 +42,7 @@ fn create_status_schema() -> serde_json::Value {
         "type": "object", "required": ["message"],
         "properties": {
             "message": {"type": "string", "minLength": 1, "maxLength": MAX_MESSAGE_CHARS,
-                "pattern": super::openapi::readable_pattern(),
+                "pattern": super::shared::openapi::readable_pattern(),
                 "description": "1-280 characters (Unicode scalar values), not only white space."},
             "lat": {"type": ["number", "null"], "minimum": -90, "maximum": 90},
             "lon": {"type": ["number", "null"], "minimum": -180, "maximum": 180},
@@ -213,7 +213,7 @@ pub async fn context(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Context>> {
     let sid = path_id(&id, "status")?;
-    let (cursor, count) = super::paging::user_paging(&q)?;
+    let (cursor, count) = super::shared::paging::user_paging(&q)?;
     let status = visible(&state, viewer.as_ref(), sid).await?;
     let mut ancestors = Vec::new();
     let mut parent = status.parent_id();
@@ -234,7 +234,7 @@ pub async fn context(
     let found = state.store.statuses(&ids).await?;
     let cached: Vec<_> = found.into_iter().filter_map(|(_, s)| s).collect();
     let shown = state.store.shown(cached).await?;
-    let mut shown = super::visibility::only_visible(&state, viewer.as_ref(), shown).await?;
+    let mut shown = super::shared::visibility::only_visible(&state, viewer.as_ref(), shown).await?;
     shown.sort_by_key(|s| s.0.status.id.parse::<u64>().unwrap_or(0));
     // Descendants are in id order, so a page starts after the last id
     // shown: replies posted or deleted meanwhile move nothing across it.

@@ -1,10 +1,12 @@
 //! Timelines: the caller's home timeline and any user's profile timeline.
 
-use super::openapi::{Auth, Op, Params, Reply};
-use super::paging::{json_page, order, paging, ranked_json, Order};
-use super::path_id;
-use super::routes::Routes;
-use super::visibility::{blocked_by, only_visible, only_visible_hiding, privacy_allows_user};
+use super::shared::extract::path_id;
+use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::paging::{json_page, order, paging, ranked_json, Order};
+use super::shared::routes::Routes;
+use super::shared::visibility::{
+    blocked_by, only_visible, only_visible_hiding, privacy_allows_user,
+};
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;

@@ -1,8 +1,8 @@
 //! Trending hashtags over a sliding window.
 
-use super::openapi::{Auth, Op, Params, Reply};
-use super::paging::uint;
-use super::routes::Routes;
+use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::paging::uint;
+use super::shared::routes::Routes;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use axum::extract::{Query, State};
@@ -35,7 +35,7 @@ pub async fn tags(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Vec<Trend>>> {
-    super::known_params(&q, &["window", "limit"])?;
+    super::shared::extract::known_params(&q, &["window", "limit"])?;
     let window = match q.get("window") {
         None => 3600,
         Some(w) => uint(w)

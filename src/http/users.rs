@@ -1,8 +1,8 @@
 //! Users: sign-up, profiles, lookup by any unique field.
 
-use super::openapi::{Auth, Op, Params, Reply};
-use super::routes::Routes;
-use super::{no_store, path_id, JsonBody};
+use super::shared::extract::{no_store, path_id, JsonBody};
+use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, User};
@@ -36,7 +36,7 @@ pub fn routes() -> Routes {
 /// A display name's schema: 1-50 characters, not only white space, no
 /// control characters (what [`validate_name`] enforces).
 fn name_schema() -> serde_json::Value {
-    use super::openapi::{CC, FMT, WS};
+    use super::shared::openapi::{CC, FMT, WS};
     serde_json::json!({"type": "string", "minLength": 1, "maxLength": 50,
         "pattern": format!("^[^{CC}]*[^{CC}{WS}{FMT}][^{CC}]*$"),
         "description": "1-50 characters, not only white space, no control characters."})
@@ -45,7 +45,7 @@ fn name_schema() -> serde_json::Value {
 /// `CreateUser` with the constraints the validators enforce (schemathesis
 /// holds the two together in the test suite).
 fn create_user_schema() -> serde_json::Value {
-    use super::openapi::{CC, WS};
+    use super::shared::openapi::{CC, WS};
     serde_json::json!({
         "type": "object", "required": ["login", "name", "email", "password"],
         "properties": {
@@ -63,7 +63,7 @@ fn create_user_schema() -> serde_json::Value {
 
 /// `UpdateMe`: every field optional (null as absent).
 fn update_me_schema() -> serde_json::Value {
-    use super::openapi::{CC, WS};
+    use super::shared::openapi::{CC, WS};
     let mut name = name_schema();
     name["type"] = serde_json::json!(["string", "null"]);
     serde_json::json!({
@@ -222,7 +222,7 @@ pub async fn lookup(
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<User>> {
-    super::known_params(&q, &["login", "email", "any"])?;
+    super::shared::extract::known_params(&q, &["login", "email", "any"])?;
     let given: Vec<(&str, &String)> = ["login", "email", "any"]
         .iter()
         .filter_map(|k| q.get(*k).map(|v| (*k, v)))

@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Message, Notification, Status, User};
+use super::social::{Message, Notification};
+use super::status::Status;
+use super::user::User;
 
 /// An event as it is published on the events channel and kept in the replay
 /// buffer (without its `id`, which is the buffer entry's id; see
@@ -394,7 +396,7 @@ fn kind_at_front(json: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Counts;
+    use crate::model::status::Counts;
 
     fn status() -> Status {
         Status {

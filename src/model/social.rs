@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Status, User};
+use super::status::Status;
+use super::user::User;
 
 /// A notification, as its user reads it (`GET /api/v1/notifications`, the
 /// `notification` event).

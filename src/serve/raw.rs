@@ -98,7 +98,11 @@ pub(super) async fn plain_stream(
                 }
             }
         };
-        match wire::send(&mut writer, timeout, |buf| enc.batch(feed, &out, buf)).await {
+        match wire::send(&mut writer, timeout, |buf| {
+            enc.batch(|| feed.try_next(), &out, buf)
+        })
+        .await
+        {
             Some(n) => inc(&metrics().events_sent, n),
             None => break,
         }

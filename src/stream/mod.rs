@@ -23,11 +23,13 @@
 //!   rights: deletes, privacy, suspension, groups and conversations left).
 //! - [`limits`]: the per-user concurrent-stream limit, leased in Redis.
 
+pub mod coding;
 pub mod deflate;
 pub mod direct;
 pub mod feed;
 pub mod frame;
 pub mod hub;
+pub mod out;
 pub mod queue;
 pub mod replay_sight;
 pub mod rule_set;
@@ -38,6 +40,7 @@ pub mod ws_codec;
 pub mod zstd;
 pub mod zstd_body;
 
-pub use feed::{Feed, Out};
+pub use feed::Feed;
 pub use frame::{EventId, Frame};
 pub use hub::Hub;
+pub use out::Out;

@@ -8,7 +8,7 @@
 //! `token_expiring` warning says when) and moves to it the same way.
 //! `warning` and `disconnect` events go to stderr. Ctrl-C ends it with 0.
 
-mod args;
+pub mod args;
 mod body;
 mod http;
 mod print;
@@ -32,7 +32,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 pub async fn run(args: TailArgs) -> anyhow::Result<()> {
     tokio::select! {
         done = follow(&args) => done,
-        _ = crate::app::shutdown_signal() => Ok(()),
+        _ = crate::shutdown::signal() => Ok(()),
     }
 }
 

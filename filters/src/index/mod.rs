@@ -10,18 +10,19 @@
 //! overlap.
 
 mod route;
-mod rule;
+pub(crate) mod rule;
 mod slots;
 mod terms;
 
-pub use rule::{Event, Rule, StatusView, SubId};
+pub use crate::view::{Event, StatusView, SubId};
+pub use rule::Rule;
 
 use crate::bloom::Prefilter;
 use crate::geo::GeoIndex;
+use crate::hash::FxHashMap;
 use crate::sample;
 use crate::table::{SubsMap, U64Map};
 use crate::track::{word_hash, Phrase, Words};
-use crate::FxHashMap;
 use slots::*;
 use std::collections::HashSet;
 
@@ -52,7 +53,7 @@ pub struct Index {
     user_of: SubsMap,
     /// Filter subscriptions by `track` or `locations`: every public delete
     /// reaches them.
-    by_content: HashSet<SubId, crate::FxBuild>,
+    by_content: HashSet<SubId, crate::hash::FxBuild>,
     /// Working space of track matching, one per event of a batch.
     scratch: Vec<Scratch>,
 }
@@ -132,7 +133,7 @@ impl Index {
             }
             Rule::User { uid, following } => {
                 self.user_of.push(uid, sub);
-                let mut set: HashSet<u64, crate::FxBuild> = following.into_iter().collect();
+                let mut set: HashSet<u64, crate::hash::FxBuild> = following.into_iter().collect();
                 set.insert(uid);
                 for &author in &set {
                     self.home.push(author, sub);

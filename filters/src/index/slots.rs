@@ -1,8 +1,8 @@
 //! The index's compact slots: subscribers of a key, tracked phrases and
 //! terms laid out so that a candidate word costs one read.
 
-use super::rule::SubId;
 use crate::parse::FilterSpec;
+use crate::view::SubId;
 use std::collections::HashSet;
 
 /// Subscribers of one key. Most keys have one, kept inline so that a lookup
@@ -201,6 +201,6 @@ pub(super) enum Compiled {
     Filter(FilterSpec),
     User {
         uid: u64,
-        following: HashSet<u64, crate::FxBuild>,
+        following: HashSet<u64, crate::hash::FxBuild>,
     },
 }

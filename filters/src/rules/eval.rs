@@ -1,8 +1,8 @@
 //! A rule checked against one status directly: the reference semantics
 //! (the compiled index must give the same answers).
 
+use super::expr::{Expr, Term, UserRef};
 use super::parse::word_slices;
-use super::{Expr, Term, UserRef};
 use crate::sample;
 use std::borrow::Cow;
 

@@ -6,7 +6,8 @@
 //! an `OR` files each alternative's anchors, a conjunction one part's.
 
 use super::eval::Prepared;
-use super::{Expr, RuleStatus, Term, UserRef};
+use super::eval::RuleStatus;
+use super::expr::{Expr, Term, UserRef};
 use crate::geo::{BBox, GeoIndex};
 use rustc_hash::FxHashMap;
 use std::hash::Hash;

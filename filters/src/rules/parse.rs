@@ -1,7 +1,7 @@
 //! The rule grammar: tokens with their columns, then OR of ANDs of
 //! (negated) operands and parenthesised groups.
 
-use super::{Expr, RuleError, Term, UserRef, KM_PER_MILE, MAX_RADIUS_KM};
+use super::expr::{Expr, RuleError, Term, UserRef, KM_PER_MILE, MAX_RADIUS_KM};
 use crate::geo::BBox;
 
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,21 @@
 //! A group's members and join requests: the member list, adding a member,
 //! setting a role, removing one, and authorizing or rejecting requests.
 
-use super::*;
+use super::support::{change, find, group_id, readable, refused, room_for};
+use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
+use crate::error::{ApiError, ApiResult};
+use crate::hides;
+use crate::http::shared::extract::{path_id, JsonBody, JsonId};
+use crate::http::shared::openapi::{Auth, Op, Params, Reply};
+use crate::http::shared::paging::user_paging;
+use crate::model::Membership;
+use crate::state::AppState;
+use crate::store::groups::{Change, Refused, ROLES};
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::HashMap;
 
 pub(super) const MEMBERS_OP: Op = Op::get(
     "/api/v1/groups/{id}/members",

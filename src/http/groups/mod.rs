@@ -4,18 +4,18 @@
 //! group is `POST /api/v1/statuses` with `group_id` (`statuses.rs`).
 
 pub mod members;
+mod support;
 
-use super::openapi::{Auth, Op, Params, Reply};
-use super::paging::{json_page, paging, user_paging};
-use super::routes::Routes;
-use super::visibility::{may_read_group, only_visible};
-use super::{detached, path_id, JsonBody, JsonId};
+use super::shared::extract::{detached, path_id, JsonBody};
+use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::paging::{json_page, paging, user_paging};
+use super::shared::routes::Routes;
+use super::shared::visibility::only_visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
-use crate::hides;
 use crate::model::{now, Group, Membership};
 use crate::state::AppState;
-use crate::store::groups::{Change, Refused, Standing, KINDS, ROLES};
+use crate::store::groups::{Change, KINDS, ROLES};
 use crate::store::statuses::Timeline;
 use crate::store::StoreError;
 use axum::extract::{Path, Query, State};
@@ -27,8 +27,9 @@ use members::{
     REJECT_OP, REMOVE_OP, REQUESTS_OP, ROLE_OP,
 };
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::HashMap;
+use support::{change, find, group_id, no_group, readable, room_for};
 
 /// Longest group name, in characters.
 pub const MAX_NAME_CHARS: usize = 50;
@@ -43,7 +44,7 @@ pub fn routes() -> Routes {
         .schema(
             "NewGroup",
             json!({"type": "object", "required": ["name", "kind"], "properties": {
-                "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": super::openapi::readable_pattern()},
+                "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": super::shared::openapi::readable_pattern()},
                 "description": {"type": ["string", "null"], "maxLength": MAX_DESCRIPTION_CHARS},
                 "kind": {"type": "string", "enum": KINDS},
             }}),
@@ -88,90 +89,6 @@ pub fn routes() -> Routes {
         .route(REJECT_OP, reject)
         .route(STATUSES_OP, statuses)
         .route(REMOVE_STATUS_OP, remove_status)
-}
-
-fn group_id(raw: &str) -> ApiResult<u64> {
-    path_id(raw, "group")
-}
-
-fn no_group() -> ApiError {
-    ApiError::not_found("No such group.")
-}
-
-/// The group as `viewer` sees it, or 404.
-async fn find(state: &AppState, gid: u64, viewer: Option<u64>) -> ApiResult<Group> {
-    state.store.group(gid, viewer).await.map_err(|e| match e {
-        StoreError::NotFound(_) => no_group(),
-        e => e.into(),
-    })
-}
-
-/// A refused change, in the contract's terms.
-fn refused(r: Refused) -> ApiError {
-    match r {
-        Refused::Missing => no_group(),
-        Refused::Forbidden => ApiError::forbidden("Your role in this group does not allow that."),
-        Refused::NotMember => ApiError::not_found("That user is not a member of the group."),
-        Refused::NoRequest => ApiError::not_found("That user has no pending request."),
-        Refused::LastOwner => ApiError::conflict(
-            "last_owner",
-            "A group keeps at least one owner: make another member an owner first.",
-        ),
-        Refused::Full => ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "group_full",
-            "The group has as many members as it may.",
-        )
-        .retry_after(3600),
-    }
-}
-
-fn membership(gid: u64, uid: u64, s: &Standing) -> Json<Membership> {
-    Json(Membership {
-        group_id: gid.to_string(),
-        user_id: uid.to_string(),
-        member: s.role.is_some(),
-        role: s.role.clone(),
-        requested: s.requested,
-    })
-}
-
-/// Applies a change, telling every stream when it ends a member's
-/// reading of a private group.
-async fn change(
-    state: &AppState,
-    group: &Group,
-    actor: u64,
-    target: u64,
-    what: Change,
-) -> ApiResult<Json<Membership>> {
-    let gid: u64 = group.id.parse().unwrap_or(0);
-    let store = state.store.clone();
-    let max = state.cfg.max_group_members;
-    let outcome =
-        detached(async move { Ok(store.change_group(gid, actor, target, what, max).await?) })
-            .await?;
-    let standing = outcome.map_err(refused)?;
-    if group.kind == "private" && standing.role.is_none() {
-        state.store.announce_group_left(gid, target).await?;
-    }
-    Ok(membership(gid, target, &standing))
-}
-
-/// Whether `uid` may be in one more group.
-async fn room_for(state: &AppState, uid: u64) -> ApiResult<()> {
-    if state.store.group_count(uid).await? >= state.cfg.max_groups_per_user {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "group_limit",
-            format!(
-                "A user is in at most {} groups; leave one first.",
-                state.cfg.max_groups_per_user
-            ),
-        )
-        .retry_after(3600));
-    }
-    Ok(())
 }
 
 /// Body of `POST /api/v1/groups`.
@@ -326,15 +243,6 @@ pub async fn leave(
     state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
     change(&state, &group, auth.uid, auth.uid, Change::Leave).await
-}
-
-/// The group, when `viewer` may read its content (404 otherwise, as if
-/// it did not exist).
-async fn readable(state: &AppState, viewer: Option<&AuthUser>, gid: u64) -> ApiResult<()> {
-    match may_read_group(state, viewer, gid).await? {
-        Some(true) => Ok(()),
-        _ => Err(no_group()),
-    }
 }
 
 const STATUSES_OP: Op = Op::get(

@@ -37,7 +37,7 @@ pub fn count_param(q: &HashMap<String, String>, default: usize) -> ApiResult<usi
 
 /// Parses `count` (1-200, default 30) and `page` (>= 1) or `max_id`.
 pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
-    crate::http::known_params(q, &["count", "page", "max_id"])?;
+    crate::http::shared::extract::known_params(q, &["count", "page", "max_id"])?;
     let count = count_param(q, 30)?;
     let page = match (q.get("page"), q.get("max_id")) {
         (Some(_), Some(_)) => {
@@ -100,7 +100,7 @@ pub fn statuses_json(statuses: &[Shown]) -> Vec<u8> {
 /// Parses the paging of a list of users: `cursor` (default 0) and `count`
 /// (1-200, default 20); no other parameter.
 pub fn user_paging(q: &HashMap<String, String>) -> ApiResult<(Cursor, usize)> {
-    crate::http::known_params(q, &["count", "cursor"])?;
+    crate::http::shared::extract::known_params(q, &["count", "cursor"])?;
     let count = count_param(q, 20)?;
     let cursor = match q.get("cursor").map(String::as_str) {
         None => Cursor::Start,

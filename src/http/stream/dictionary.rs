@@ -2,7 +2,7 @@
 //! sockets' frames are made with (`crate::stream::zstd`).
 
 use crate::error::{ApiError, ApiResult};
-use crate::http::openapi::{Auth, Op, Reply};
+use crate::http::shared::openapi::{Auth, Op, Reply};
 use crate::state::AppState;
 use axum::extract::{Query, State};
 use axum::http::header;
@@ -22,7 +22,7 @@ pub async fn dictionary(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
-    crate::http::extract::known_params(&q, &["id"])?;
+    crate::http::shared::extract::known_params(&q, &["id"])?;
     let (id, bytes, cache) = match q.get("id") {
         Some(raw) => {
             let id: u32 =

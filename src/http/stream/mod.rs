@@ -12,8 +12,8 @@ pub mod open;
 pub mod ws_session;
 
 use crate::error::ApiResult;
-use crate::http::openapi::{Auth, Op, Reply, PARTED, RESUME};
-use crate::http::routes::Routes;
+use crate::http::shared::openapi::{Auth, Op, Reply, PARTED, RESUME};
+use crate::http::shared::routes::Routes;
 use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
 use crate::stream::stream_limits::StreamGuard;
@@ -228,7 +228,7 @@ fn body_response(feed: Feed, guard: StreamGuard, mut encoder: Encoder) -> Respon
             let mut buf = Vec::new();
             let done = match feed.next().await {
                 Some(out) => {
-                    let n = encoder.batch(&mut feed, &out, &mut buf);
+                    let n = encoder.batch(|| feed.try_next(), &out, &mut buf);
                     inc(&metrics().events_sent, n);
                     false
                 }

@@ -8,7 +8,7 @@
 use crate::auth::{AuthUser, StreamUser, SCOPE_FIREHOSE};
 use crate::error::{ApiError, ApiResult};
 use crate::http::rule_items::check_items;
-use crate::http::visibility::may_read_group;
+use crate::http::shared::visibility::may_read_group;
 use crate::state::AppState;
 use crate::stream::feed::{Replay, MAX_COUNT};
 use crate::stream::rule_set::{self, RuleSet, MAX_ADHOC_RULES};
@@ -356,7 +356,7 @@ pub async fn readable_group(
             "Name the group: id=<group id> (group on a WebSocket).",
         ));
     };
-    let gid = crate::http::path_id(raw, "group")?;
+    let gid = crate::http::shared::extract::path_id(raw, "group")?;
     match may_read_group(state, Some(auth), gid).await? {
         Some(true) => Ok(gid),
         _ => Err(ApiError::not_found("No such group.")),
@@ -372,7 +372,7 @@ async fn own_list(state: &AppState, auth: &AuthUser, raw: Option<&str>) -> ApiRe
             "Name the list: id=<list id> (list on a WebSocket).",
         ));
     };
-    let lid = crate::http::path_id(raw, "list")?;
+    let lid = crate::http::shared::extract::path_id(raw, "list")?;
     let members = state.store.list_members(auth.uid, lid).await?;
     let following = state.store.following_ids(auth.uid).await?;
     Ok(ListView {
@@ -446,7 +446,7 @@ pub fn plain_encoder(headers: &HeaderMap, max_zstd: usize) -> Encoder {
         .iter()
         .filter_map(|v| v.to_str().ok())
         .collect();
-    let (coding, fallback) = crate::stream::deflate::plain_coding(&accepted);
+    let (coding, fallback) = crate::stream::coding::plain_coding(&accepted);
     Encoder::plain(plain_transport(headers), coding, max_zstd, fallback)
 }
 
@@ -528,8 +528,11 @@ pub async fn open_plain(
     }
     let mut encoder = plain_encoder(&parts.headers, state.cfg.max_zstd_streams);
     encoder.allow_origin(
-        crate::http::cors::allow(&state.cfg.cors_origins, parts.headers.get(header::ORIGIN))
-            .and_then(|v| v.to_str().ok().map(str::to_string)),
+        crate::http::shared::cors::allow(
+            &state.cfg.cors_origins,
+            parts.headers.get(header::ORIGIN),
+        )
+        .and_then(|v| v.to_str().ok().map(str::to_string)),
     );
     Some(
         prepare(state, parts, kind, encoder.transport())

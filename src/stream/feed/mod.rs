@@ -7,22 +7,24 @@
 //! or below the last id read is dropped as already considered.
 
 mod replay;
+mod replay_job;
 
-use replay::{resume_gap, ReplayJob};
+pub use crate::stream::out::Out;
+use replay_job::{resume_gap, ReplayJob};
 
 use super::direct::Direct;
-use super::frame::{self, Control, ControlFrame, EventId, Frame, Incoming};
-use super::hub::{ClientConn, Hub, SHUTDOWN};
+use super::frame::{Control, EventId};
+use super::hub::conn::ClientConn;
+use super::hub::msg::SHUTDOWN;
+use super::hub::Hub;
 use super::queue::Delivery;
 use super::replay_sight::ReplaySight;
 use super::want::Want;
 use super::wire::Transport;
 use crate::hides::Hides;
 use crate::history::History;
-use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::StoreResult;
-use crate::stream::hub::hide_mask;
 use firehose_filters::SubId;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -50,22 +52,6 @@ pub enum Replay {
     /// Everything matching from this time (ms since the epoch) on: the
     /// buffer's ids begin with the millisecond they were added.
     Since(u64),
-}
-
-/// What the transport writes next.
-#[derive(Debug)]
-pub enum Out {
-    /// An event, for the named subscription.
-    Event(Arc<Frame>, &'static str),
-    /// A control event.
-    Control(Arc<ControlFrame>),
-    /// Time for a keep-alive (SSE comment, NDJSON blank line, WebSocket
-    /// ping), with the stream's position when it has one: every event it
-    /// matches up to that id was written before it.
-    Keepalive(Option<EventId>),
-    /// Bytes already encoded: the rest of a write the hub began
-    /// ([`Delivery::Rest`]).
-    Raw(Vec<u8>),
 }
 
 /// One live subscription of a connection.

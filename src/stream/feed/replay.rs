@@ -3,71 +3,24 @@
 //! history on disk and then the replay buffer, judged by what the reader
 //! may see now, before the live events queued meanwhile.
 
-use super::*;
+use super::replay_job::{resume_gap, Reading, ReplayJob};
+use super::Feed;
+use crate::hides::Hides;
+use crate::history::History;
+use crate::metrics::{global as metrics, inc};
+use crate::store::StoreResult;
+use crate::stream::frame::{self, EventId, Frame, Incoming};
+use crate::stream::hub::msg::SHUTDOWN;
+use crate::stream::hub::viewers::hide_mask;
+use crate::stream::out::Out;
+use crate::stream::want::Want;
+use std::sync::Arc;
 
 /// Buffer entries read per replay round trip.
 const PAGE: usize = 1000;
 /// Buffer entries read per page of a resume (`last_event_id`): at most this
 /// many events of a replay are held per connection at a time.
 const REPLAY_PAGE: usize = 256;
-
-/// A resume still being read from the buffer.
-pub(super) struct ReplayJob {
-    pub(super) stream: &'static str,
-    /// What the subscription wants (a user rule follows the replayed
-    /// follows; filter rules as they were when it began).
-    want: Want,
-    /// The user's relations as the subscription began: what they hide is
-    /// not replayed either.
-    hides: Arc<Hides>,
-    /// The last id read.
-    cursor: EventId,
-    /// Still reading the history on disk (then the replay buffer).
-    from_history: bool,
-    /// Counts the replay among those reading the history while it does.
-    _reading: Option<Reading>,
-    /// The next block of the history, read while this one is judged and
-    /// written (at most one ahead: two blocks per replaying connection).
-    prefetch: Option<Prefetch>,
-    /// What the reader may see now.
-    sight: ReplaySight,
-}
-
-/// A read of the history begun ahead: the position it reads after, and
-/// the read.
-type Prefetch = (
-    EventId,
-    tokio::task::JoinHandle<std::io::Result<crate::history::Page>>,
-);
-
-/// A replay reading the history, counted in `firehose_history_replays`
-/// while it lives.
-struct Reading;
-
-impl Reading {
-    fn start() -> Reading {
-        metrics().history_replays.inc();
-        Reading
-    }
-}
-
-impl Drop for Reading {
-    fn drop(&mut self) {
-        metrics().history_replays.dec();
-    }
-}
-
-/// A `warning` `resume_gap` control event; `oldest`: the time of the
-/// oldest event still held.
-pub(super) fn resume_gap(message: &str, oldest: Option<f64>) -> Control {
-    Control::Warning {
-        code: "resume_gap",
-        message: message.to_string(),
-        percent_full: None,
-        expires_at: None,
-        oldest,
-    }
-}
 
 impl Feed {
     pub(super) async fn replay_after(

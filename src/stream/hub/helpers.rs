@@ -2,7 +2,7 @@
 //! every core) and the pace that decides whether deliveries go through them.
 
 use super::conn::{stalled, ClientConn};
-use super::Cmd;
+use super::msg::Cmd;
 use crate::stream::frame::{EventId, Frame};
 use crate::stream::queue::Delivery;
 use std::sync::atomic::Ordering;

@@ -9,28 +9,30 @@
 //! connection, whatever the number of connections.
 
 mod catch_up;
-mod conn;
+pub mod conn;
 mod deliver;
 mod dispatcher;
 mod groups;
 mod helpers;
 mod keepalive;
 mod lists;
+pub mod msg;
 mod rules;
 mod sessions;
 mod split;
 mod subscriber;
 #[cfg(test)]
 mod tests;
-mod viewers;
+pub mod viewers;
 
 pub use conn::ClientConn;
+use msg::Cmd;
+pub use msg::SHUTDOWN;
 pub use viewers::hide_mask;
 
 use crate::hides::Hides;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
-use crate::stream::rule_set::RuleSet;
 use crate::stream::want::Want;
 use dispatcher::Dispatcher;
 use firehose_filters::SubId;
@@ -39,44 +41,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
-
-enum Cmd {
-    Open {
-        conn: Arc<ClientConn>,
-    },
-    Register {
-        conn: Arc<ClientConn>,
-        sub: SubId,
-        want: Want,
-        stream: &'static str,
-        /// The user's hiding relations, read before registering.
-        hides: Hides,
-        ack: oneshot::Sender<()>,
-    },
-    /// A user's search rules, reloaded after a change.
-    Rules {
-        uid: u64,
-        set: Arc<RuleSet>,
-    },
-    Unregister {
-        sub: SubId,
-    },
-    Close {
-        conn: u64,
-    },
-    /// A connection's token refreshed: its new session and expiry.
-    Refresh {
-        conn: u64,
-        session: String,
-        expires_at: tokio::time::Instant,
-        ack: oneshot::Sender<bool>,
-    },
-}
-
-enum Msg {
-    Raw(String),
-    Resubscribed,
-}
 
 /// Handle to the hub: cheap to clone.
 #[derive(Clone)]
@@ -228,6 +192,3 @@ impl Hub {
         let _ = self.cmds.send(Cmd::Close { conn });
     }
 }
-
-/// The code and reason every stream ends with when the server shuts down.
-pub const SHUTDOWN: (&str, &str) = ("shutdown", "The server is shutting down.");

@@ -1,7 +1,7 @@
 //! The subscriber: the process's one event subscription, reconnected with
 //! backoff; each message (each line of a batch) goes to the dispatcher.
 
-use super::Msg;
+use super::msg::Msg;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::Store;

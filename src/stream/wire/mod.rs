@@ -6,12 +6,13 @@
 //! client negotiated permessage-deflate. Used by the raw socket
 //! (`serve.rs`), the hyper body and the WebSocket loop (`http/stream/`).
 
+use super::coding::Coding;
 use super::deflate::{Deflated, Gzip};
 use super::frame::{ControlFrame, EventId, Frame, DEFLATED_FORMS};
+use super::out::Out;
 use super::ws_codec::{self, op};
 use super::zstd::Dictionaries;
 use super::zstd_body::ZstdBody;
-use super::{Feed, Out};
 use std::cell::RefCell;
 use std::future::poll_fn;
 use std::pin::Pin;
@@ -180,17 +181,6 @@ fn deflated_once(transport: Transport, keepalive: bool) -> &'static Deflated {
 
 /// The ping a WebSocket keep-alive sends.
 const PING: [u8; 4] = [0x80 | op::PING, 2, b'f', b'h'];
-
-/// How a plain body is encoded (`Content-Encoding`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Coding {
-    /// As it is.
-    Identity,
-    /// gzip: shared deflated pieces.
-    Gzip,
-    /// zstd: one frame of the connection's own, flushed after every output.
-    Zstd,
-}
 
 /// One connection's encoding: its transport and compression.
 #[derive(Debug)]
@@ -464,12 +454,17 @@ impl Encoder {
         }
     }
 
-    /// Appends `first` and whatever else the feed has ready (up to
-    /// [`MAX_BATCH`]); returns the events among them.
-    pub fn batch(&mut self, feed: &mut Feed, first: &Out, out: &mut Vec<u8>) -> u64 {
+    /// Appends `first` and whatever else `ready` hands over at once (up to
+    /// [`MAX_BATCH`]: a feed's `try_next`); returns the events among them.
+    pub fn batch(
+        &mut self,
+        mut ready: impl FnMut() -> Option<Out>,
+        first: &Out,
+        out: &mut Vec<u8>,
+    ) -> u64 {
         let mut events = u64::from(self.push(first, out));
         for _ in 1..MAX_BATCH {
-            let Some(next) = feed.try_next() else { break };
+            let Some(next) = ready() else { break };
             events += u64::from(self.push(&next, out));
         }
         events

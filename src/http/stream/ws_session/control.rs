@@ -2,7 +2,20 @@
 //! and `refresh` (a new token on a live socket), each answered with a
 //! control event or an `error` naming what was wrong.
 
-use super::*;
+use crate::auth::AuthUser;
+use crate::error::ApiError;
+use crate::http::shared::extract::JsonId;
+use crate::http::stream::open::{still_reads, Ask, Kind};
+use crate::state::AppState;
+use crate::stream::frame::Control;
+use crate::stream::want::{group_stream, is_group_stream, is_list_stream, list_stream};
+
+/// A keyed stream's subscription name of an id, and its test of a name.
+type KeyedStream = (fn(u64) -> &'static str, fn(&str) -> bool);
+use super::who::Who;
+use crate::stream::Feed;
+use firehose_filters::box_shape_error;
+use serde::Deserialize;
 
 /// A control message of the multiplexed WebSocket. Its stream parameters
 /// are the query string's, as JSON: arrays instead of comma lists.

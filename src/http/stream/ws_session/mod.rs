@@ -7,22 +7,17 @@
 //! (`serve.rs`), or hyper's upgraded connection after a kept-alive one.
 
 mod control;
+mod who;
 
-use super::open::{
-    client_addr, is_upgrade, keepalive, new_feed, prepare, still_reads, Ask, Kind, Opened,
-};
-use crate::auth::{AuthUser, StreamUser};
+use super::open::{client_addr, is_upgrade, keepalive, new_feed, prepare, Kind, Opened};
+use crate::auth::StreamUser;
 use crate::error::{ApiError, ApiResult};
-use crate::http::JsonId;
 use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
-use crate::stream::frame::Control;
 use crate::stream::stream_limits::StreamGuard;
-use crate::stream::want::{group_stream, is_group_stream, is_list_stream, list_stream};
 use control::{handle_control, ws_error};
+use who::Who;
 
-/// A keyed stream's subscription name of an id, and its test of a name.
-type KeyedStream = (fn(u64) -> &'static str, fn(&str) -> bool);
 use crate::stream::wire::{self, Encoder, Transport};
 use crate::stream::ws_codec::{self, close, op, Handshake, Message, Reader};
 use crate::stream::{Feed, Out};
@@ -30,8 +25,6 @@ use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
 use axum::response::{IntoResponse, Response};
-use firehose_filters::box_shape_error;
-use serde::Deserialize;
 use std::future::poll_fn;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -40,24 +33,6 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::time::Instant;
-
-/// Who runs a socket: a multiplexed socket's user (its subscriptions read
-/// the scopes and account; a refreshed token replaces it), or for a stream
-/// path upgraded only the user's id (all a refresh checks), so that such
-/// a socket holds no more than it uses.
-enum Who {
-    Subscriber(AuthUser),
-    Reader(u64),
-}
-
-impl Who {
-    fn uid(&self) -> u64 {
-        match self {
-            Who::Subscriber(auth) => auth.uid,
-            Who::Reader(uid) => *uid,
-        }
-    }
-}
 
 /// A WebSocket accepted: everything its loop needs.
 pub struct WsOpened {
@@ -353,7 +328,10 @@ where
             }
             out => out,
         };
-        let sent = wire::send(&mut io, timeout, |buf| enc.batch(feed, &out, buf)).await;
+        let sent = wire::send(&mut io, timeout, |buf| {
+            enc.batch(|| feed.try_next(), &out, buf)
+        })
+        .await;
         match sent {
             Some(n) => inc(&metrics().events_sent, n),
             None => break Ending::Gone,

@@ -1,0 +1,544 @@
+//! The house's layout, checked: no two source files import each other, directly
+//! or around a circle, in `src/` or in `filters/src/`.
+//!
+//! A file imports another when it names a path into it: a `use` item or a path
+//! in code that starts at `crate::`, `super::`, `self::` or at one of its own
+//! child modules. The path's deepest module is the file imported, so a `use
+//! super::Store` imports the parent module's file even when `Store` is defined
+//! elsewhere and re-exported there: a `mod.rs` that re-exports its children
+//! must not be imported back by them. A `mod name;` declaration is not an
+//! import. Only std is used here, so this test builds in seconds.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// One crate's module tree: the module path (`["store", "keys"]`) of each file.
+struct Crate {
+    files: BTreeMap<Vec<String>, PathBuf>,
+    /// The modules compiled only under `#[cfg(test)]`: their imports are not
+    /// the house's.
+    tests: BTreeSet<Vec<String>>,
+}
+
+impl Crate {
+    fn read(root_file: &Path) -> Self {
+        let mut krate = Self {
+            files: BTreeMap::new(),
+            tests: BTreeSet::new(),
+        };
+        walk(root_file, Vec::new(), true, false, &mut krate);
+        krate
+    }
+}
+
+/// Records `file` as module `path` and descends into its `mod name;` items.
+fn walk(file: &Path, path: Vec<String>, owns_dir: bool, test: bool, krate: &mut Crate) {
+    let text = fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    let dir = if owns_dir {
+        file.parent().expect("a file has a folder").to_path_buf()
+    } else {
+        file.with_extension("")
+    };
+    for (child, child_test) in declared_modules(&strip(&text)) {
+        let flat = dir.join(format!("{child}.rs"));
+        let nested = dir.join(&child).join("mod.rs");
+        let (child_file, child_owns) = if flat.exists() {
+            (flat, false)
+        } else if nested.exists() {
+            (nested, true)
+        } else {
+            panic!("{}: no file for `mod {child};`", file.display());
+        };
+        let mut child_path = path.clone();
+        child_path.push(child);
+        walk(
+            &child_file,
+            child_path,
+            child_owns,
+            test || child_test,
+            krate,
+        );
+    }
+    if test {
+        krate.tests.insert(path.clone());
+    }
+    krate.files.insert(path, file.to_path_buf());
+}
+
+/// Comments and string literals blanked out, so neither can import anything.
+fn strip(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &text[i..];
+        if rest.starts_with("//") {
+            let end = rest.find('\n').unwrap_or(rest.len());
+            i += end;
+        } else if rest.starts_with("/*") {
+            let end = rest.find("*/").map_or(rest.len(), |e| e + 2);
+            out.push(' ');
+            i += end;
+        } else if let Some(len) = raw_string_len(rest) {
+            out.push_str("\"\"");
+            i += len;
+        } else if bytes[i] == b'"' {
+            let mut j = i + 1;
+            while j < bytes.len() && bytes[j] != b'"' {
+                j += if bytes[j] == b'\\' { 2 } else { 1 };
+            }
+            out.push_str("\"\"");
+            i = j + 1;
+        } else if bytes[i] == b'\'' && char_literal_len(rest).is_some() {
+            out.push_str("' '");
+            i += char_literal_len(rest).unwrap_or(1);
+        } else {
+            let c = rest.chars().next().expect("not at the end");
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// The length of a raw string literal (`r"…"`, `r#"…"#`, `br"…"`) at the start.
+fn raw_string_len(rest: &str) -> Option<usize> {
+    let after_b = rest.strip_prefix('b').unwrap_or(rest);
+    let after_r = after_b.strip_prefix('r')?;
+    let hashes = after_r.len() - after_r.trim_start_matches('#').len();
+    let body = after_r[hashes..].strip_prefix('"')?;
+    let close = format!("\"{}", "#".repeat(hashes));
+    let end = body.find(&close)?;
+    Some(rest.len() - body.len() + end + close.len())
+}
+
+/// The length of a char literal (`'a'`, `'\n'`, `'\''`) at the start, if it is
+/// one rather than a lifetime.
+fn char_literal_len(rest: &str) -> Option<usize> {
+    let mut chars = rest.char_indices().skip(1);
+    let (_, first) = chars.next()?;
+    if first == '\\' {
+        let close = rest[2..].find('\'')?;
+        return Some(close + 3);
+    }
+    let (at, next) = chars.next()?;
+    (next == '\'').then_some(at + 1)
+}
+
+/// `mod name;` items (not inline `mod name { … }` blocks), each with whether
+/// it is compiled only for tests.
+fn declared_modules(code: &str) -> Vec<(String, bool)> {
+    let mut found = Vec::new();
+    let mut after_cfg_test = false;
+    for line in code.lines() {
+        let cfg_test = after_cfg_test || line.contains("#[cfg(test)]");
+        after_cfg_test = line.trim() == "#[cfg(test)]";
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(at) = words.iter().position(|w| *w == "mod") else {
+            continue;
+        };
+        let before_ok = words[..at].iter().all(|w| {
+            w.starts_with("pub") || w.starts_with("#[") || w.ends_with(']') || w.ends_with(')')
+        });
+        if let Some(name) = words.get(at + 1).and_then(|w| w.strip_suffix(';')) {
+            if before_ok {
+                found.push((name.to_string(), cfg_test));
+            }
+        }
+    }
+    found
+}
+
+/// Every path a file names, at its offset: its `use` trees expanded, and the
+/// paths in code.
+fn named_paths(code: &str) -> Vec<(usize, Vec<String>)> {
+    let mut paths = Vec::new();
+    let mut from = 0;
+    while let Some(at) = find_word(&code[from..], "use") {
+        let start = from + at;
+        let tail = &code[start + 3..];
+        let Some(end) = tail.find(';') else { break };
+        let spaced = tail[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+        let tree: String = spaced
+            .replace(" as ", "@")
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        let mut expanded = Vec::new();
+        expand(&tree, &mut Vec::new(), &mut expanded);
+        paths.extend(expanded.into_iter().map(|path| (start, path)));
+        from = start + 3 + end;
+    }
+    paths.extend(path_tokens(code));
+    paths
+}
+
+/// The inline `mod name { … }` blocks: their byte ranges, and whether each is
+/// compiled only for tests.
+fn inline_modules(code: &str) -> Vec<(std::ops::Range<usize>, bool)> {
+    let mut blocks = Vec::new();
+    let mut from = 0;
+    while let Some(at) = find_word(&code[from..], "mod") {
+        let start = from + at;
+        from = start + 3;
+        let rest = code[from..].trim_start();
+        let name_len = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        if name_len == 0 || !rest[name_len..].trim_start().starts_with('{') {
+            continue;
+        }
+        let open = from + (code[from..].len() - rest.len()) + name_len;
+        let open = open + code[open..].find('{').expect("seen above");
+        let mut depth = 0;
+        let mut close = code.len();
+        for (i, c) in code[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = open + i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let before = code[..start].trim_end();
+        let before = ["pub(crate)", "pub(super)", "pub"]
+            .iter()
+            .find_map(|v| before.strip_suffix(v))
+            .unwrap_or(before);
+        let test = before.trim_end().ends_with("#[cfg(test)]");
+        blocks.push((open..close, test));
+    }
+    blocks
+}
+
+/// The start of `word` standing alone (not inside a longer identifier).
+fn find_word(text: &str, word: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(at) = text[from..].find(word) {
+        let start = from + at;
+        let end = start + word.len();
+        let ident = |c: char| c.is_alphanumeric() || c == '_';
+        let before = text[..start].chars().next_back().is_some_and(ident);
+        let after = text[end..].chars().next().is_some_and(ident);
+        if !before && !after {
+            return Some(start);
+        }
+        from = end;
+    }
+    None
+}
+
+/// Expands a `use` tree (`a::{b, c::d}`) into its paths.
+fn expand(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    let (head, group) = match tree.find('{') {
+        Some(open) => (
+            &tree[..open],
+            Some(&tree[open + 1..tree.rfind('}').unwrap_or(tree.len())]),
+        ),
+        None => (tree, None),
+    };
+    let depth = prefix.len();
+    for segment in head.split("::").filter(|s| !s.is_empty()) {
+        let name = segment.split('@').next().unwrap_or(segment);
+        prefix.push(name.to_string());
+    }
+    match group {
+        Some(inner) => {
+            for part in split_top(inner) {
+                expand(part, prefix, out);
+            }
+        }
+        None => out.push(prefix.clone()),
+    }
+    prefix.truncate(depth);
+}
+
+/// Splits a group's members at the commas outside nested braces.
+fn split_top(inner: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts.into_iter().filter(|p| !p.is_empty()).collect()
+}
+
+/// The `a::b::c` paths written in code, each at its offset, as its segments.
+fn path_tokens(code: &str) -> Vec<(usize, Vec<String>)> {
+    let mut paths = Vec::new();
+    let bytes = code.as_bytes();
+    let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        if !ident(bytes[i]) || (i > 0 && (ident(bytes[i - 1]) || bytes[i - 1] == b':')) {
+            i += 1;
+            continue;
+        }
+        let mut segments = Vec::new();
+        let mut j = i;
+        loop {
+            let start = j;
+            while j < bytes.len() && ident(bytes[j]) {
+                j += 1;
+            }
+            segments.push(code[start..j].to_string());
+            if bytes.get(j) == Some(&b':')
+                && bytes.get(j + 1) == Some(&b':')
+                && bytes.get(j + 2).is_some_and(|c| ident(*c))
+            {
+                j += 2;
+            } else {
+                break;
+            }
+        }
+        if segments.len() > 1 {
+            paths.push((i, segments));
+        }
+        i = j.max(i + 1);
+    }
+    paths
+}
+
+/// The file a path imports, seen from module `here` and `inline` modules
+/// deep inside its file: the path's deepest module (none for this same file).
+fn resolve(krate: &Crate, here: &[String], inline: usize, path: &[String]) -> Option<PathBuf> {
+    let mut module: Vec<String> = here.to_vec();
+    let mut rest = path;
+    match rest.first().map(String::as_str) {
+        Some("crate") => {
+            module.clear();
+            rest = &rest[1..];
+        }
+        Some("self") if inline > 0 => return None,
+        Some("self") => rest = &rest[1..],
+        Some("super") => {
+            let ups = rest.iter().take_while(|s| *s == "super").count();
+            if ups <= inline {
+                return None;
+            }
+            for _ in inline..ups {
+                module.pop()?;
+            }
+            rest = &rest[ups..];
+        }
+        Some(_) if inline > 0 => return None,
+        Some(first) => {
+            let mut child = here.to_vec();
+            child.push(first.to_string());
+            if !krate.files.contains_key(&child) {
+                return None;
+            }
+        }
+        None => return None,
+    }
+    for segment in rest {
+        let mut deeper = module.clone();
+        deeper.push(segment.clone());
+        if !krate.files.contains_key(&deeper) {
+            break;
+        }
+        module = deeper;
+    }
+    krate.files.get(&module).cloned()
+}
+
+/// The circles (strongly connected components of two files or more).
+fn circles(edges: &BTreeMap<PathBuf, BTreeSet<PathBuf>>) -> Vec<Vec<PathBuf>> {
+    struct Tarjan<'a> {
+        edges: &'a BTreeMap<PathBuf, BTreeSet<PathBuf>>,
+        index: BTreeMap<&'a PathBuf, usize>,
+        low: BTreeMap<&'a PathBuf, usize>,
+        stack: Vec<&'a PathBuf>,
+        on_stack: BTreeSet<&'a PathBuf>,
+        found: Vec<Vec<PathBuf>>,
+    }
+    impl<'a> Tarjan<'a> {
+        fn visit(&mut self, v: &'a PathBuf) {
+            let n = self.index.len();
+            self.index.insert(v, n);
+            self.low.insert(v, n);
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            for w in self.edges.get(v).into_iter().flatten() {
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.low[v].min(self.low[w]);
+                    self.low.insert(v, low);
+                } else if self.on_stack.contains(w) {
+                    let low = self.low[v].min(self.index[w]);
+                    self.low.insert(v, low);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack.remove(w);
+                    component.push(w.clone());
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.found.push(component);
+                }
+            }
+        }
+    }
+    let mut tarjan = Tarjan {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in edges.keys() {
+        if !tarjan.index.contains_key(v) {
+            tarjan.visit(v);
+        }
+    }
+    tarjan.found
+}
+
+/// Each file's imports of other files of the same crate, with the paths named.
+fn imports(krate: &Crate) -> BTreeMap<PathBuf, BTreeMap<PathBuf, BTreeSet<String>>> {
+    let mut all = BTreeMap::new();
+    for (module, file) in &krate.files {
+        if krate.tests.contains(module) {
+            continue;
+        }
+        let code = strip(&fs::read_to_string(file).expect("read above"));
+        let blocks = inline_modules(&code);
+        let mut mine: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
+        for (at, path) in named_paths(&code) {
+            let around = blocks.iter().filter(|(range, _)| range.contains(&at));
+            if around.clone().any(|(_, test)| *test) {
+                continue;
+            }
+            if let Some(target) = resolve(krate, module, around.count(), &path) {
+                if &target != file {
+                    mine.entry(target).or_default().insert(path.join("::"));
+                }
+            }
+        }
+        all.insert(file.clone(), mine);
+    }
+    all
+}
+
+#[test]
+fn no_file_imports_itself_around_a_circle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut report = String::new();
+    for lib in ["src/lib.rs", "filters/src/lib.rs"] {
+        let krate = Crate::read(&root.join(lib));
+        assert!(
+            krate.files.len() > 10,
+            "{lib}: the module tree was not read"
+        );
+        let named = imports(&krate);
+        let edges = named
+            .iter()
+            .map(|(from, to)| (from.clone(), to.keys().cloned().collect()))
+            .collect();
+        for circle in circles(&edges) {
+            report.push_str(&format!("a circle of {} files:\n", circle.len()));
+            for from in &circle {
+                for (to, paths) in &named[from] {
+                    if circle.contains(to) {
+                        let short =
+                            |p: &PathBuf| p.strip_prefix(root).unwrap_or(p).display().to_string();
+                        let names: Vec<&str> = paths.iter().map(String::as_str).take(3).collect();
+                        report.push_str(&format!(
+                            "  {} -> {}: {}\n",
+                            short(from),
+                            short(to),
+                            names.join(", ")
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "files import each other around circles:\n{report}"
+    );
+}
+
+#[test]
+fn the_reader_sees_the_imports_it_is_meant_to() {
+    let code = strip(
+        "use crate::a::{b::C, d};\n// use crate::x;\nlet s = \"crate::y::z\"; super::e::f();",
+    );
+    let mut paths: Vec<Vec<String>> = named_paths(&code)
+        .into_iter()
+        .map(|(_, path)| path)
+        .collect();
+    paths.sort();
+    let joined: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert!(joined.contains(&"crate::a::b::C".to_string()), "{joined:?}");
+    assert!(joined.contains(&"crate::a::d".to_string()), "{joined:?}");
+    assert!(joined.contains(&"super::e::f".to_string()), "{joined:?}");
+    assert!(
+        !joined.iter().any(|p| p.contains('x') || p.contains('y')),
+        "{joined:?}"
+    );
+    let mut files = BTreeMap::new();
+    files.insert(vec![], PathBuf::from("lib.rs"));
+    files.insert(vec!["a".to_string()], PathBuf::from("a/mod.rs"));
+    files.insert(
+        vec!["a".to_string(), "b".to_string()],
+        PathBuf::from("a/b.rs"),
+    );
+    let krate = Crate {
+        files,
+        tests: BTreeSet::new(),
+    };
+    let here = ["a".to_string(), "b".to_string()];
+    let to = |p: &str| {
+        resolve(
+            &krate,
+            &here,
+            0,
+            &p.split("::").map(String::from).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(to("super::Store"), Some(PathBuf::from("a/mod.rs")));
+    let segments: Vec<String> = ["super", "x"].map(String::from).to_vec();
+    assert_eq!(
+        resolve(&krate, &here, 1, &segments),
+        None,
+        "an inline module's super is its file"
+    );
+    let code = strip("fn a() {}\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n");
+    let blocks = inline_modules(&code);
+    assert_eq!(blocks.len(), 1);
+    assert!(blocks[0].1, "the block is compiled for tests only");
+    assert_eq!(to("crate::a::b::C"), Some(PathBuf::from("a/b.rs")));
+    assert_eq!(to("std::fmt"), None);
+    let mut edges = BTreeMap::new();
+    edges.insert(PathBuf::from("x"), BTreeSet::from([PathBuf::from("y")]));
+    edges.insert(PathBuf::from("y"), BTreeSet::from([PathBuf::from("x")]));
+    edges.insert(PathBuf::from("z"), BTreeSet::from([PathBuf::from("x")]));
+    assert_eq!(
+        circles(&edges),
+        vec![vec![PathBuf::from("x"), PathBuf::from("y")]]
+    );
+}
