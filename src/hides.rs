@@ -5,6 +5,7 @@
 //! `relation` events.
 
 use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
 
 /// The user blocks the other.
 pub const BLOCKS: u8 = 1;
@@ -168,5 +169,26 @@ mod tests {
         assert!(!h.is_empty());
         assert!(h.apply(9, 0, 8));
         assert!(h.is_empty());
+    }
+}
+
+/// A relation a user sets on another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Relation {
+    /// Neither sees the other; follows both ways end.
+    Block,
+    /// The other's statuses stay off the user's home, user stream and
+    /// mentions.
+    Mute,
+}
+
+impl Relation {
+    /// The bit it sets on the source's side.
+    pub(crate) fn bit(self) -> u8 {
+        match self {
+            Relation::Block => BLOCKS,
+            Relation::Mute => MUTES,
+        }
     }
 }

@@ -5,8 +5,8 @@
 
 use crate::model::{now, Status};
 use crate::password::Passwords;
-use crate::store::statuses::PostOptions;
 use crate::store::users::NewUser;
+use crate::store::writes::posting::PostOptions;
 use crate::store::{Store, StoreError};
 use crate::text;
 use anyhow::Context;

@@ -11,7 +11,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{now, Status};
 use crate::state::AppState;
 use crate::store::follows::Cursor;
-use crate::store::statuses::{PostOptions, Posted};
+use crate::store::writes::posting::{PostOptions, Posted};
 use crate::store::StoreError;
 use crate::text;
 use axum::extract::{Path, Query, State};

@@ -8,7 +8,8 @@
 //! the page but kept (a follow approved again brings it back).
 
 use super::paging::{Cursor, IdPage};
-use super::{Store, StoreError, StoreResult};
+use super::plumbing::error::{StoreError, StoreResult};
+use super::plumbing::handle::Store;
 use crate::model::now;
 use redis::AsyncCommands;
 

@@ -9,24 +9,15 @@
 //! answered (or whose request died after `op_begin`) is stored once and
 //! announced once.
 
+use super::outbox::payloads::NewConversation;
 use super::outbox::{Begun, Op, Owed};
 use super::paging::{Cursor, IdPage, Page};
-use super::{parse_id, Store, StoreError, StoreResult};
+use super::plumbing::error::{parse_id, StoreError, StoreResult};
+use super::plumbing::handle::Store;
 use crate::model::{Conversation, Message};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-
-/// What a message that starts a conversation also makes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NewConversation {
-    /// `direct` or `group`.
-    pub kind: String,
-    /// A group's title.
-    pub title: Option<String>,
-    /// Every participant, the sender included.
-    pub members: Vec<u64>,
-}
 
 /// A message to send.
 #[derive(Debug, Clone)]

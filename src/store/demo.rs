@@ -2,7 +2,8 @@
 //! restart goes on with the same world instead of making another, and
 //! which account is its read-only viewer.
 
-use super::{Store, StoreResult};
+use super::plumbing::error::StoreResult;
+use super::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 impl Store {

@@ -10,7 +10,9 @@
 //! ([`EventId`]), so ids order as the buffer does and an id written before
 //! batches existed names the same event.
 
-use super::{Store, StoreResult};
+use super::plumbing::conn::Target;
+use super::plumbing::error::StoreResult;
+use super::plumbing::handle::Store;
 use crate::model::Event;
 use std::fmt;
 
@@ -126,6 +128,24 @@ impl EventPinger {
 }
 
 impl Store {
+    /// A pub/sub connection of its own, subscribed to the event channel.
+    ///
+    /// On a cluster, the events are published by scripts on the node that
+    /// owns the `{g}` slot, and a PUBLISH there reaches subscribers on every
+    /// node (over the cluster bus); the subscription is made on that owner,
+    /// found with CLUSTER SLOTS through the seeds in turn, so events arrive
+    /// without the extra hop (and in the order they were published). A new
+    /// subscription after a failover finds the new owner.
+    pub async fn subscribe_events(&self) -> StoreResult<EventSubscription> {
+        let client = match &self.target {
+            Target::Single(client) => client.clone(),
+            Target::Cluster(nodes) => self.slot_owner(nodes).await?,
+        };
+        let mut pubsub = client.get_async_pubsub().await?;
+        pubsub.subscribe(self.keys.channel()).await?;
+        Ok(EventSubscription::new(pubsub))
+    }
+
     /// Appends an event to the buffer and publishes it in one atomic step.
     pub async fn emit(&self, body: &str) -> StoreResult<String> {
         let mut conn = self.conn();
@@ -145,7 +165,7 @@ impl Store {
     /// (at most [`MOST_EVENTS`](super::emitter::MOST_EVENTS) at a time:
     /// larger batches go out in several).
     pub async fn emit_many(&self, bodies: &[String]) -> StoreResult<()> {
-        for chunk in bodies.chunks(super::emitter::MOST_EVENTS) {
+        for chunk in bodies.chunks(super::writes::emitter::MOST_EVENTS) {
             let mut conn = self.conn();
             let mut inv = self.scripts.emit_many.prepare_invoke();
             inv.key(self.keys.events())

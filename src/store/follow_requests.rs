@@ -3,7 +3,8 @@
 
 use super::outbox::Op;
 use super::paging::{Cursor, IdPage};
-use super::{Store, StoreResult};
+use super::plumbing::error::StoreResult;
+use super::plumbing::handle::Store;
 use crate::model::now;
 use redis::AsyncCommands;
 

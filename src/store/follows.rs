@@ -5,10 +5,12 @@
 //! Each step touches one user's keys only, and any step may be retried.
 
 use super::events::body;
-use super::keys::OUTBOX_PARTS;
-use super::outbox::{pair_part, Op};
+use super::outbox::Op;
 pub use super::paging::{Cursor, IdPage};
-use super::{parse_id, Store, StoreError, StoreResult};
+use super::plumbing::error::{parse_id, StoreError, StoreResult};
+use super::plumbing::handle::Store;
+use super::plumbing::keys::pair_part;
+use super::plumbing::keys::OUTBOX_PARTS;
 use crate::model::{Event, HOME_CAP};
 use futures::StreamExt;
 use redis::AsyncCommands;

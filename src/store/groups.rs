@@ -9,7 +9,8 @@
 //! interrupted change is dropped then).
 
 use super::paging::{Cursor, IdPage};
-use super::{Store, StoreError, StoreResult};
+use super::plumbing::error::{StoreError, StoreResult};
+use super::plumbing::handle::Store;
 use crate::model::Group;
 use redis::AsyncCommands;
 use std::collections::HashMap;

@@ -8,7 +8,8 @@
 //! clock skew between servers shifts when a dead server's slots lapse by
 //! that skew, nothing more.
 
-use super::{Store, StoreResult};
+use super::plumbing::error::StoreResult;
+use super::plumbing::handle::Store;
 use std::time::Duration;
 
 /// Milliseconds since the Unix epoch.

@@ -3,7 +3,8 @@
 use super::events::body;
 use super::outbox::Op;
 use super::paging::{Cursor, IdPage};
-use super::{Store, StoreError, StoreResult};
+use super::plumbing::error::{StoreError, StoreResult};
+use super::plumbing::handle::Store;
 use crate::model::{now, Event};
 
 impl Store {

@@ -11,10 +11,11 @@
 //! announced to every hub (`list_changed`, with the list's version) so that
 //! open streams of the list follow it.
 
-use super::ids::posted_of;
 use super::paging::{Cursor, IdPage};
+use super::plumbing::error::{parse_id, StoreError, StoreResult};
+use super::plumbing::handle::Store;
 use super::statuses::Shown;
-use super::{parse_id, Store, StoreError, StoreResult};
+use super::writes::ids::posted_of;
 use crate::model::{now, timeline_score, Event, IdString, HOME_CAP};
 use redis::AsyncCommands;
 

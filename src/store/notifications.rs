@@ -5,7 +5,8 @@
 //! from the events in the buffer; the notifier's position and lease are in
 //! `{g}`.
 
-use super::{parse_id, Store, StoreError, StoreResult};
+use super::plumbing::error::{parse_id, StoreError, StoreResult};
+use super::plumbing::handle::Store;
 use crate::model::{timeline_score, Notification, Status, User};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -65,7 +66,7 @@ impl Store {
         let mut pipe = redis::pipe();
         for (uid, n) in adds {
             let json = serde_json::to_string(n).map_err(|e| StoreError::Internal(e.to_string()))?;
-            let score = super::ids::posted_of(n.number()).map_or(0, timeline_score);
+            let score = super::writes::ids::posted_of(n.number()).map_or(0, timeline_score);
             pipe.cmd("EVAL")
                 .arg(NOTIFY_ADD)
                 .arg(3)

@@ -8,8 +8,10 @@
 //! no status missing), so a ranked page costs one small Redis round trip,
 //! the scores of at most 1,000 rows and the page's statuses.
 
-use super::cache::CachedStatus;
-use super::{parse_id, Store, StoreResult};
+use super::caches::cache::CachedStatus;
+use super::caches::rank_cache::{Row, HALF_TTL};
+use super::plumbing::error::{parse_id, StoreResult};
+use super::plumbing::handle::Store;
 use crate::model::{now, Counts, HOME_CAP};
 use redis::AsyncCommands;
 use rustc_hash::FxHashSet;
@@ -18,9 +20,6 @@ use std::time::{Duration, Instant};
 
 /// How old the counts a ranking uses may be.
 pub const RANK_COUNTS_TTL: Duration = Duration::from_secs(5);
-/// Half of it for the counts when rows are read, half for the rows' age,
-/// so no count shown is older than [`RANK_COUNTS_TTL`].
-const HALF_TTL: Duration = Duration::from_millis(2500);
 
 /// Which timeline to rank.
 #[derive(Debug, Clone)]
@@ -40,69 +39,6 @@ pub fn score(counts: Counts, posted: f64, at: f64) -> f64 {
     let engagement =
         1.0 + counts.likes as f64 + 2.0 * counts.reposts as f64 + counts.replies as f64;
     engagement / (2.0 + age_hours).powf(1.5)
-}
-
-/// One entry of a ranked timeline, as a ranking needs it: which status it
-/// shows, the status it ranks as, that one's time and counts, and the
-/// counts shown with the entry.
-#[derive(Debug, Clone, Copy)]
-struct Row {
-    entry: u64,
-    posted: f64,
-    counts: Counts,
-    shown: Counts,
-}
-
-/// A timeline's rows, and the version of the timeline they were read at
-/// (its newest entry and its length: any add, removal or trim changes one).
-struct Rows {
-    version: (Option<u64>, usize),
-    built: Instant,
-    rows: Arc<Vec<Row>>,
-}
-
-/// Rankable rows of recently ranked timelines (per process): a ranked page
-/// reads only the timeline's version from Redis while its rows are younger
-/// than half [`RANK_COUNTS_TTL`] (their counts were at most as old when
-/// read) and the timeline has not changed, scores them afresh and reads the page's statuses alone.
-#[derive(Default)]
-pub(crate) struct RankCache {
-    rows: std::sync::Mutex<rustc_hash::FxHashMap<String, Rows>>,
-}
-
-/// Timelines whose rows are kept (each up to 1,000 rows of 48 bytes: at
-/// most ~50 MB).
-const RANK_CACHE_TIMELINES: usize = 1000;
-
-impl RankCache {
-    fn get(&self, key: &str, version: (Option<u64>, usize), at: Instant) -> Option<Arc<Vec<Row>>> {
-        let rows = self.rows.lock().ok()?;
-        let r = rows.get(key)?;
-        (r.version == version && at.duration_since(r.built) < HALF_TTL).then(|| r.rows.clone())
-    }
-
-    fn put(&self, key: &str, version: (Option<u64>, usize), built: Instant, rows: Arc<Vec<Row>>) {
-        let Ok(mut all) = self.rows.lock() else {
-            return;
-        };
-        if all.len() >= RANK_CACHE_TIMELINES && !all.contains_key(key) {
-            // Drop what is too old to serve; if none is, an arbitrary one.
-            all.retain(|_, r| built.duration_since(r.built) < HALF_TTL);
-            if all.len() >= RANK_CACHE_TIMELINES {
-                if let Some(k) = all.keys().next().cloned() {
-                    all.remove(&k);
-                }
-            }
-        }
-        all.insert(
-            key.to_string(),
-            Rows {
-                version,
-                built,
-                rows,
-            },
-        );
-    }
 }
 
 impl Store {

@@ -6,36 +6,16 @@
 //! cleaned, then one `relation` event (internal: the hubs update their
 //! copies) and the unfollow events of the follows the block ended.
 
+use super::caches::view_cache::Kind;
 use super::outbox::Op;
 use super::paging::{Cursor, IdPage};
-use super::view_cache::Kind;
-use super::{Store, StoreError, StoreResult};
+use super::plumbing::error::{StoreError, StoreResult};
+use super::plumbing::handle::Store;
+use crate::hides::Relation;
 use crate::hides::{self, Hides};
 use crate::model::User;
 use redis::AsyncCommands;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-
-/// A relation a user sets on another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Relation {
-    /// Neither sees the other; follows both ways end.
-    Block,
-    /// The other's statuses stay off the user's home, user stream and
-    /// mentions.
-    Mute,
-}
-
-impl Relation {
-    /// The bit it sets on the source's side.
-    pub(crate) fn bit(self) -> u8 {
-        match self {
-            Relation::Block => hides::BLOCKS,
-            Relation::Mute => hides::MUTES,
-        }
-    }
-}
 
 impl Store {
     /// Sets (`on`) or lifts `source`'s block or mute of `target`. Returns

@@ -3,7 +3,8 @@
 //! duplicates and an order ZSET (oldest first). Ids are status ids: unique,
 //! never reused.
 
-use super::{Store, StoreError, StoreResult};
+use super::plumbing::error::{StoreError, StoreResult};
+use super::plumbing::handle::Store;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 

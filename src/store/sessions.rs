@@ -22,9 +22,11 @@
 //! every process), as an outbox op ([`Store::end_sessions`]) so that a crash
 //! between them is finished by a worker.
 
-use super::keys::{user_part, OUTBOX_PARTS};
+pub use super::caches::cache::SessionUser;
 use super::outbox::Op;
-use super::{parse_id, Store, StoreResult};
+use super::plumbing::error::{parse_id, StoreResult};
+use super::plumbing::handle::Store;
+use super::plumbing::keys::{user_part, OUTBOX_PARTS};
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
 
@@ -40,15 +42,6 @@ pub const SESSIONS_PER_USER: usize = 100;
 /// Seconds of use within which the clean-up's index is not moved again: a
 /// session's score there is at most this much older than its authority's.
 pub const RECENT_GRAIN: f64 = 60.0;
-
-/// What an authenticated request learns about its session's user.
-#[derive(Debug, Clone)]
-pub struct SessionUser {
-    /// The user's login.
-    pub login: String,
-    /// Whether the account is private.
-    pub private: bool,
-}
 
 impl Store {
     /// Records a new session for `uid` and returns its id.
@@ -402,7 +395,9 @@ impl Store {
     /// The chain of [`Op::EndSessions`].
     pub(crate) async fn run_end_sessions(&self, owed: &super::outbox::Owed) -> StoreResult<usize> {
         let Op::EndSessions { sessions, cutoff } = &owed.op else {
-            return Err(super::StoreError::Internal("not a session end".into()));
+            return Err(super::plumbing::error::StoreError::Internal(
+                "not a session end".into(),
+            ));
         };
         let n = self.close_sessions(sessions, *cutoff).await?;
         self.finish_with(owed, Vec::new()).await?;
@@ -547,6 +542,8 @@ impl Store {
             .query_async(&mut conn)
             .await?;
         let kept: Option<String> = conn.get(self.keys.jwt_secret()).await?;
-        kept.ok_or_else(|| super::StoreError::Internal("the JWT secret vanished".into()))
+        kept.ok_or_else(|| {
+            super::plumbing::error::StoreError::Internal("the JWT secret vanished".into())
+        })
     }
 }

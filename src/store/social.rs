@@ -1,6 +1,7 @@
 //! Reads for conversations.
 
-use super::{Store, StoreResult};
+use super::plumbing::error::StoreResult;
+use super::plumbing::handle::Store;
 
 /// Most statuses a conversation's descendants are gathered from.
 pub const MAX_DESCENDANTS: usize = 10_000;

@@ -1,40 +1,16 @@
 //! Statuses: post, delete, read, and the profile and home timelines.
 
-use super::cache::CachedStatus;
+use super::caches::cache::CachedStatus;
 use super::outbox::{Begun, Op, Owed, PostEnd};
 pub use super::paging::Page;
-use super::post_whole::Whole;
-use super::{parse_id, Store, StoreError, StoreResult};
+use super::plumbing::error::{parse_id, StoreError, StoreResult};
+use super::plumbing::handle::Store;
+use super::writes::post_whole::Whole;
+use super::writes::posting::{PostOptions, Posted};
 use crate::model::{timeline_score, Counts, Status, HOME_CAP};
 use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::sync::Arc;
-
-/// How a status is posted.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PostOptions<'a> {
-    /// The author's account is private: the status reaches only user
-    /// streams and homes of followers.
-    pub private: bool,
-    /// The first answer is kept under this key for 24 h.
-    pub idempotency_key: Option<&'a str>,
-    /// The mentioned users who may see the status: it enters their mentions
-    /// timelines and they get a `mention` event.
-    pub mentioned: &'a [u64],
-    /// For a repost: tell the original's author (a `repost` event).
-    pub notify_original: bool,
-}
-
-/// What [`Store::post_status`] did.
-#[derive(Debug, Clone)]
-pub enum Posted {
-    /// Stored, and its events emitted.
-    Created,
-    /// The idempotency key was used before: the first answer (status JSON).
-    Duplicate(String),
-    /// A repost of a status the user had reposted already: that repost's id.
-    Reposted(u64),
-}
 
 /// A status as answered: its cached part and its current counts.
 pub type Shown = (Arc<CachedStatus>, Counts);
@@ -376,7 +352,7 @@ impl Store {
                         .arg((start + chunk).min(HOME_CAP as isize) - 1)
                         .invoke_async(&mut conn)
                         .await?;
-                    super::home_cache::split_ids(&joined).into()
+                    super::caches::home_cache::split_ids(&joined).into()
                 }
             };
             let n = ids.len();
@@ -444,7 +420,7 @@ impl Store {
         max: u64,
         count: usize,
     ) -> StoreResult<Vec<String>> {
-        let score = match super::ids::posted_of(max) {
+        let score = match super::writes::ids::posted_of(max) {
             Some(posted) => timeline_score(posted).to_string(),
             None => match self.status(max).await {
                 Ok(s) => s.posted.to_string(),

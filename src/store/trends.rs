@@ -2,53 +2,12 @@
 //! trending partition (`keys::trend_part`; written by `trend.lua` and
 //! `post_whole.lua`), and read here.
 
-use super::keys::TREND_PARTS;
-use super::{Store, StoreResult};
+use super::caches::trend_memo::Top;
+use super::plumbing::error::StoreResult;
+use super::plumbing::handle::Store;
+use super::plumbing::keys::TREND_PARTS;
 use crate::model::now;
 use redis::AsyncCommands;
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-/// How long a process serves a trending answer it read (the window's sum
-/// in each partition is kept as long, so an answer is at most twice this
-/// old).
-const MEMO_FOR: Duration = Duration::from_secs(1);
-
-/// Answers kept: one per (window, limit) asked in the last second, at most
-/// this many (a few KB each).
-const MEMO_MOST: usize = 256;
-
-/// One trending answer.
-type Top = Vec<(String, u64)>;
-
-/// The trending answers of the last second, by (window, limit).
-#[derive(Default)]
-pub(crate) struct TrendMemo {
-    answers: Mutex<HashMap<(u64, usize), (Instant, Top)>>,
-}
-
-impl TrendMemo {
-    fn get(&self, key: (u64, usize)) -> Option<Top> {
-        let answers = self.answers.lock().ok()?;
-        let (at, top) = answers.get(&key)?;
-        (at.elapsed() < MEMO_FOR).then(|| top.clone())
-    }
-
-    fn put(&self, key: (u64, usize), top: &Top) {
-        let Ok(mut answers) = self.answers.lock() else {
-            return;
-        };
-        if answers.len() >= MEMO_MOST {
-            answers.retain(|_, (at, _)| at.elapsed() < MEMO_FOR);
-            if answers.len() >= MEMO_MOST {
-                answers.clear();
-            }
-        }
-        answers.insert(key, (Instant::now(), top.clone()));
-    }
-}
-
 impl Store {
     /// The most used hashtags of public statuses in the last `window`
     /// seconds, with their counts: in each trending partition, the

@@ -1,9 +1,10 @@
 //! Users: registration (unique login and email), lookup by any unique field,
 //! profiles.
 
+use super::caches::view_cache::Kind;
 use super::outbox::Op;
-use super::view_cache::Kind;
-use super::{parse_id, Store, StoreError, StoreResult};
+use super::plumbing::error::{parse_id, StoreError, StoreResult};
+use super::plumbing::handle::Store;
 use crate::model::User;
 use redis::AsyncCommands;
 use std::collections::HashMap;

@@ -392,7 +392,7 @@ async fn a_block_killed_between_its_events_and_its_retirement_is_announced_once(
     // are set aside from the block's.
     let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
     let (ua, ub): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
-    let part = firehose::store::outbox::pair_part(ua, ub);
+    let part = firehose::store::keys::pair_part(ua, ub);
     let marks_before: Vec<String> = app.redis.conn().hkeys(keys.emitted()).unwrap();
     let notes_before: Vec<String> = app
         .redis

@@ -383,7 +383,7 @@ async fn a_batch_abandoned_by_a_dead_worker_is_reclaimed_and_finished() {
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
     let mut conn = store.blocking_connection(Duration::from_secs(1)).unwrap();
     // The task is in the queue of the author's outbox partition, not `{g}`'s.
-    let queue = Some(firehose::store::outbox::user_part(idc.parse().unwrap()));
+    let queue = Some(firehose::store::keys::user_part(idc.parse().unwrap()));
     let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
     let len = |key: String| -> u64 {
         redis::cmd("XLEN")
@@ -438,7 +438,7 @@ async fn tasks_queued_by_a_process_without_workers_are_worked_by_another() {
     let followers = bulk_users(&app, "rf", 1500).await;
     bulk_follow(&app, &followers, idc.parse().unwrap()).await;
     let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
-    let part = firehose::store::outbox::user_part(idc.parse().unwrap());
+    let part = firehose::store::keys::user_part(idc.parse().unwrap());
     let len = |key: String| -> u64 {
         redis::cmd("XLEN")
             .arg(key)

@@ -748,7 +748,7 @@ async fn relation_changes_stamped_under_the_global_counter_still_apply_after_the
     let (b, _) = app.user("stamped_other").await;
     let p = &app.cfg.key_prefix;
     let (ua, ub): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
-    let part = firehose::store::outbox::pair_part(ua, ub);
+    let part = firehose::store::keys::pair_part(ua, ub);
     let keys = firehose::store::keys::Keys::new(p);
     {
         // As the first layout left them: the global counter at 5000, and a

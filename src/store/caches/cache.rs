@@ -10,7 +10,6 @@
 //! (`home_cache`, kept true by Redis's invalidation pushes).
 
 use crate::model::{Counts, Status};
-use crate::store::sessions::SessionUser;
 use bytes::Bytes;
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::{HashMap, VecDeque};
@@ -433,4 +432,13 @@ mod tests {
             "a zero time to live keeps nothing"
         );
     }
+}
+
+/// What an authenticated request learns about its session's user.
+#[derive(Debug, Clone)]
+pub struct SessionUser {
+    /// The user's login.
+    pub login: String,
+    /// Whether the account is private.
+    pub private: bool,
 }

@@ -13,8 +13,8 @@
 //! over the link. Not used on a Redis Cluster.
 
 use crate::metrics;
-use crate::store::tracked::Tracked;
-use crate::store::StoreResult;
+use crate::store::caches::tracked::Tracked;
+use crate::store::plumbing::error::StoreResult;
 use redis::{Client, Script};
 use std::sync::Arc;
 

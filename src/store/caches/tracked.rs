@@ -72,9 +72,9 @@ pub enum Passage {
 impl Passage {
     /// The caller's answer when the wait did not pass: `Ok` to read Redis
     /// directly, `Err` when Redis did not answer in time.
-    pub fn fallback(self) -> Result<(), crate::store::StoreError> {
+    pub fn fallback(self) -> Result<(), crate::store::plumbing::error::StoreError> {
         match self {
-            Passage::TimedOut => Err(crate::store::StoreError::Unavailable(
+            Passage::TimedOut => Err(crate::store::plumbing::error::StoreError::Unavailable(
                 "Redis did not answer the cache's connection in time".into(),
             )),
             _ => Ok(()),

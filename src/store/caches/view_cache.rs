@@ -16,8 +16,8 @@
 use crate::hides::Hides;
 use crate::metrics;
 use crate::model::User;
-use crate::store::tracked::{Link, Passage, Tracked};
-use crate::store::StoreResult;
+use crate::store::caches::tracked::{Link, Passage, Tracked};
+use crate::store::plumbing::error::StoreResult;
 use redis::Client;
 use std::collections::HashMap;
 use std::sync::Arc;

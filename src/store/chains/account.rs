@@ -8,12 +8,13 @@
 
 use super::delete::Homes;
 use crate::hides;
+use crate::hides::Relation;
 use crate::model::now;
 use crate::model::HOME_CAP;
 use crate::store::groups::Change;
 use crate::store::outbox::{Op, Owed};
-use crate::store::relations::Relation;
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use futures::StreamExt;
 use redis::AsyncCommands;
 use std::collections::HashSet;

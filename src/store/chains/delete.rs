@@ -7,7 +7,8 @@ use crate::store::events::body;
 use crate::store::fanout::FanoutKind;
 use crate::store::outbox::Finish;
 use crate::store::outbox::{Op, Owed};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 

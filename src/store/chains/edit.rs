@@ -10,7 +10,8 @@ use super::{unique_tags, Count, INDEX_CAP};
 use crate::model::{timeline_score, Event, IdString, Status};
 use crate::store::events::body;
 use crate::store::outbox::{Begun, Finish, Op, Owed};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 

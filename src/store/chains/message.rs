@@ -7,7 +7,8 @@ use crate::model::{Event, IdString, Message};
 use crate::store::conversations::Sent;
 use crate::store::events::body;
 use crate::store::outbox::{Finish, Op, Owed};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 
 impl Store {
     /// A message's steps; returns where it went.

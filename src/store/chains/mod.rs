@@ -15,8 +15,9 @@ mod rename;
 mod request;
 mod signup;
 
-use super::keys::trend_groups;
-use super::{Store, StoreResult};
+use super::plumbing::error::StoreResult;
+use super::plumbing::handle::Store;
+use super::plumbing::keys::trend_groups;
 
 /// Most entries kept in a mentions or hashtag timeline.
 pub(crate) const INDEX_CAP: usize = 10_000;

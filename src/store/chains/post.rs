@@ -7,8 +7,9 @@ use crate::store::events::body;
 use crate::store::fanout::FanoutKind;
 use crate::store::outbox::{Finish, PostEnd};
 use crate::store::outbox::{Op, Owed};
-use crate::store::parse_id;
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::plumbing::error::parse_id;
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 impl Store {

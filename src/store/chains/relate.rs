@@ -2,12 +2,13 @@
 //! block the target's side, the homes cleaned (or, after an unmute,
 //! refilled), then the `relation` event and the unfollows a block caused.
 
+use crate::hides::Relation;
 use crate::hides::{self, Change};
 use crate::model::{Event, HOME_CAP};
 use crate::store::events::body;
 use crate::store::outbox::{Op, Owed};
-use crate::store::relations::Relation;
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 /// What `relate.lua` answered for one side.

@@ -10,7 +10,8 @@
 use crate::model::{Event, IdString};
 use crate::store::events::body;
 use crate::store::outbox::{Op, Owed};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use futures::StreamExt;
 use redis::AsyncCommands;
 

@@ -4,7 +4,8 @@
 use crate::model::Event;
 use crate::store::events::body;
 use crate::store::outbox::{Op, Owed};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 impl Store {

@@ -6,7 +6,8 @@
 use crate::model::{Event, User};
 use crate::store::events::body;
 use crate::store::outbox::{Op, Owed};
-use crate::store::{Store, StoreError, StoreResult};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 
 impl Store {
     /// A sign-up's steps: its names, the user's keys (fields set only if

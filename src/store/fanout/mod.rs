@@ -38,9 +38,10 @@
 
 mod queue;
 
-use super::conn::RedisConn;
-pub use super::fanout_hints::Queue;
-use super::{Store, StoreResult};
+use super::plumbing::conn::RedisConn;
+use super::plumbing::error::StoreResult;
+use super::plumbing::handle::Store;
+pub use super::writes::fanout_hints::Queue;
 use crate::model::{now, timeline_score, trims_homes, HOME_CAP};
 use redis::AsyncCommands;
 

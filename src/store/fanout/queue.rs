@@ -5,9 +5,10 @@
 
 use super::{FanoutKind, FanoutTask, Queue, Step, GROUP};
 use crate::model::now;
-use crate::store::conn::RedisConn;
 use crate::store::outbox::places;
-use crate::store::{Store, StoreResult};
+use crate::store::plumbing::conn::RedisConn;
+use crate::store::plumbing::error::StoreResult;
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 impl Store {

@@ -45,11 +45,13 @@
 //! out last, so a client that gets an event can read what it refers to.
 
 mod op;
+pub mod payloads;
 
-use super::emitter;
-use super::keys::OUTBOX_PARTS;
-pub use super::keys::{like_part, pair_part, user_part};
-use super::{Store, StoreError, StoreResult};
+use super::plumbing::error::{StoreError, StoreResult};
+use super::plumbing::handle::Store;
+use super::plumbing::keys::OUTBOX_PARTS;
+
+use super::writes::emitter;
 use crate::model::now;
 pub use op::{Op, Owed};
 use redis::AsyncCommands;

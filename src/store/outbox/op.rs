@@ -2,7 +2,7 @@
 //! payload, which decides its partition) and the entry as a run holds it
 //! ([`Owed`]).
 
-use super::{like_part, pair_part, user_part};
+use crate::store::plumbing::keys::{like_part, pair_part, user_part};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -95,7 +95,7 @@ pub enum Op {
         /// Whom.
         target: u64,
         /// `block` or `mute`.
-        kind: crate::store::relations::Relation,
+        kind: crate::hides::Relation,
         /// Set (true) or lifted.
         on: bool,
         /// Time of the change.
@@ -118,7 +118,7 @@ pub enum Op {
         /// When it was sent.
         at: f64,
         /// Set when the message starts a conversation.
-        start: Option<crate::store::conversations::NewConversation>,
+        start: Option<crate::store::outbox::payloads::NewConversation>,
         /// The sender's idempotency key, if one was sent.
         idempotency_key: Option<String>,
     },
@@ -285,8 +285,8 @@ impl Owed {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::conn::slot;
-    use crate::store::keys::{Keys, OUTBOX_PARTS};
+    use crate::store::plumbing::conn::slot;
+    use crate::store::plumbing::keys::{Keys, OUTBOX_PARTS};
 
     #[test]
     fn partitions_lie_one_in_each_equal_range_of_slots() {
@@ -331,7 +331,7 @@ mod tests {
         let block = Op::Relate {
             source: 9,
             target: 3,
-            kind: crate::store::relations::Relation::Block,
+            kind: crate::hides::Relation::Block,
             on: true,
             at: 0.0,
         };

@@ -194,3 +194,10 @@ mod tests {
         assert_eq!(slot(b"123456789"), 0x31C3);
     }
 }
+
+/// Where Redis is: one server, or the seed nodes of a cluster.
+#[derive(Clone)]
+pub(crate) enum Target {
+    Single(redis::Client),
+    Cluster(Vec<String>),
+}

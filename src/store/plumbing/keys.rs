@@ -37,7 +37,7 @@ pub struct Keys {
 /// The trending partition of a hashtag (lowercased, without `#`): its
 /// CRC16 (the slot function's) over the partitions, stable across versions.
 pub fn trend_part(tag: &str) -> usize {
-    crate::store::conn::slot(tag.as_bytes()) as usize % TREND_PARTS
+    crate::store::plumbing::conn::slot(tag.as_bytes()) as usize % TREND_PARTS
 }
 
 /// `tags` grouped by trending partition, each group in the order given.
@@ -89,7 +89,7 @@ fn part_tags(letter: char, n: usize) -> Arc<[String]> {
         .map(|k| {
             (0u32..)
                 .map(|j| format!("{letter}{j}"))
-                .find(|tag| crate::store::conn::slot(tag.as_bytes()) / width == k)
+                .find(|tag| crate::store::plumbing::conn::slot(tag.as_bytes()) / width == k)
                 .expect("every range of slots has a tag")
         })
         .collect()

@@ -57,8 +57,9 @@
 
 use crate::model::now;
 use crate::store::chains::TREND_BUCKET_TTL;
-use crate::store::keys::{trend_groups, user_part, OUTBOX_PARTS};
-use crate::store::{parse_id, Store, StoreResult};
+use crate::store::plumbing::error::{parse_id, StoreResult};
+use crate::store::plumbing::handle::Store;
+use crate::store::plumbing::keys::{trend_groups, user_part, OUTBOX_PARTS};
 use futures::future::try_join_all;
 use redis::AsyncCommands;
 use std::time::Duration;

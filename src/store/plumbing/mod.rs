@@ -1,8 +1,12 @@
-//! The Redis plumbing under every entity: connections to one server or a
-//! cluster (`conn`), every key name (`keys`), waiting for replicas (`replicas`)
-//! and the data moves made before serving (`migrate`).
+//! The Redis plumbing under every entity: the handle (`handle::Store`), its
+//! errors (`error`) and Lua scripts (`scripts`), connections to one server or
+//! a cluster (`conn`), every key name (`keys`), waiting for replicas
+//! (`replicas`) and the data moves made before serving (`migrate`).
 
 pub mod conn;
+pub mod error;
+pub mod handle;
 pub mod keys;
 pub mod migrate;
 pub(crate) mod replicas;
+pub mod scripts;

@@ -16,8 +16,9 @@
 //! in flight per master confirms every write finished before it was sent
 //! (a group commit): under load a round covers many writes.
 
-use crate::store::conn::{slot, RedisConn};
-use crate::store::{StoreError, StoreResult, Target};
+use crate::store::plumbing::conn::Target;
+use crate::store::plumbing::conn::{slot, RedisConn};
+use crate::store::plumbing::error::{StoreError, StoreResult};
 use redis::aio::MultiplexedConnection;
 use redis::{Client, ConnectionAddr, IntoConnectionInfo, Value};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

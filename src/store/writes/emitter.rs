@@ -15,8 +15,9 @@
 //! being handled join it. So a lone write goes out at once and a busy
 //! process sends larger batches.
 
-use crate::store::conn::RedisConn;
-use crate::store::{Scripts, StoreError, StoreResult};
+use crate::store::plumbing::conn::RedisConn;
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::scripts::Scripts;
 use std::sync::{Arc, OnceLock};
 use tokio::sync::{mpsc, oneshot};
 

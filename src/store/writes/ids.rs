@@ -28,7 +28,6 @@
 //! each issues up to 64 ids a millisecond (a burst beyond borrows the next
 //! millisecond, so ids stay unique and ordered).
 
-use crate::store::{Store, StoreError, StoreResult};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -36,19 +35,19 @@ use std::time::{Duration, Instant};
 pub const EPOCH_MS: u64 = 1_420_070_400_000;
 /// The smallest snowflake: every id below it came from the old counter.
 pub const FIRST: u64 = 1 << 40;
-const INSTANCE_BITS: u32 = 6;
-const SEQUENCE_BITS: u32 = 6;
+pub(crate) const INSTANCE_BITS: u32 = 6;
+pub(crate) const SEQUENCE_BITS: u32 = 6;
 /// How many processes may issue ids at once.
 pub const INSTANCES: u64 = 1 << INSTANCE_BITS;
-const SEQUENCES: u64 = 1 << SEQUENCE_BITS;
+pub(crate) const SEQUENCES: u64 = 1 << SEQUENCE_BITS;
 /// How long Redis keeps an instance lease unless renewed.
-const LEASE_TTL: Duration = Duration::from_secs(60);
+pub(crate) const LEASE_TTL: Duration = Duration::from_secs(60);
 /// Ids are issued only until this long before Redis's expiry (measured
 /// from before the SET was sent), so clock drift between here and Redis
 /// cannot let two processes hold one number.
-const LEASE_MARGIN: Duration = Duration::from_secs(15);
+pub(crate) const LEASE_MARGIN: Duration = Duration::from_secs(15);
 /// A lease with less than this left is renewed before the next id.
-const RENEW_WHEN_LEFT: Duration = Duration::from_secs(25);
+pub(crate) const RENEW_WHEN_LEFT: Duration = Duration::from_secs(25);
 
 /// The millisecond a snowflake was made at (since the Unix epoch), or
 /// `None` for an id of the old counter.
@@ -72,26 +71,26 @@ pub fn posted_of(id: u64) -> Option<f64> {
 /// A process's id generator: its lease and its last millisecond.
 pub struct IdGen {
     /// Added to the wall clock (tests run processes whose clocks differ).
-    offset_ms: i64,
-    state: Mutex<Sequence>,
-    lease: Mutex<Option<Lease>>,
+    pub(crate) offset_ms: i64,
+    pub(crate) state: Mutex<Sequence>,
+    pub(crate) lease: Mutex<Option<Lease>>,
     /// One lease request at a time.
-    leasing: tokio::sync::Mutex<()>,
+    pub(crate) leasing: tokio::sync::Mutex<()>,
     /// This process's lease value (so a renewal renews only its own).
-    token: String,
+    pub(crate) token: String,
 }
 
 #[derive(Default)]
-struct Sequence {
-    last_ms: u64,
-    seq: u64,
+pub(crate) struct Sequence {
+    pub(crate) last_ms: u64,
+    pub(crate) seq: u64,
 }
 
 #[derive(Clone, Copy)]
-struct Lease {
-    instance: u64,
+pub(crate) struct Lease {
+    pub(crate) instance: u64,
     /// Ids may be issued until then.
-    valid_until: Instant,
+    pub(crate) valid_until: Instant,
 }
 
 impl IdGen {
@@ -110,7 +109,7 @@ impl IdGen {
         }
     }
 
-    fn now_ms(&self) -> u64 {
+    pub(crate) fn now_ms(&self) -> u64 {
         let wall = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
@@ -119,7 +118,7 @@ impl IdGen {
     }
 
     /// The next id of `instance`, and its `posted` time.
-    fn issue(&self, instance: u64) -> (u64, f64) {
+    pub(crate) fn issue(&self, instance: u64) -> (u64, f64) {
         let now = self.now_ms().max(EPOCH_MS);
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if now > s.last_ms {
@@ -142,118 +141,10 @@ impl IdGen {
 
     /// The lease, if ids may be issued under it now, and whether it is due
     /// for renewal.
-    fn usable(&self) -> Option<(Lease, bool)> {
+    pub(crate) fn usable(&self) -> Option<(Lease, bool)> {
         let lease = (*self.lease.lock().unwrap_or_else(|e| e.into_inner()))?;
         let now = Instant::now();
         (now < lease.valid_until).then(|| (lease, lease.valid_until - now < RENEW_WHEN_LEFT))
-    }
-}
-
-impl Store {
-    /// A fresh user id: a snowflake from the same generator as status ids,
-    /// so a sign-up takes no shared counter (users signed up before
-    /// 2026-11-27 keep the ids the `{g}` counter gave them, all below
-    /// [`FIRST`]).
-    pub async fn next_user_id(&self) -> StoreResult<u64> {
-        Ok(self.next_status_id().await?.0)
-    }
-
-    /// A fresh status id and its `posted` time (see the module header).
-    pub async fn next_status_id(&self) -> StoreResult<(u64, f64)> {
-        let instance = match self.ids.usable() {
-            Some((lease, false)) => lease.instance,
-            _ => self.lease_instance().await?,
-        };
-        Ok(self.ids.issue(instance))
-    }
-
-    /// Renews this process's instance lease, or takes a free number.
-    async fn lease_instance(&self) -> StoreResult<u64> {
-        let _one = self.ids.leasing.lock().await;
-        let held = match self.ids.usable() {
-            Some((lease, false)) => return Ok(lease.instance),
-            Some((lease, true)) => Some(lease.instance),
-            None => self
-                .ids
-                .lease
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .map(|l| l.instance),
-        };
-        let ttl_ms = LEASE_TTL.as_millis() as u64;
-        let mut conn = self.conn();
-        if let Some(instance) = held {
-            let asked = Instant::now();
-            let renewed: redis::RedisResult<i64> = self
-                .scripts
-                .lease_renew
-                .key(self.keys.id_instance(instance))
-                .arg(&self.ids.token)
-                .arg(ttl_ms)
-                .invoke_async(&mut conn)
-                .await;
-            match renewed {
-                Ok(1) => return Ok(self.keep_lease(instance, asked)),
-                Ok(_) => tracing::warn!(instance, "id instance lease lost; taking another"),
-                // Redis did not answer: a lease still valid serves on.
-                Err(e) => match self.ids.usable() {
-                    Some((lease, _)) => return Ok(lease.instance),
-                    None => return Err(e.into()),
-                },
-            }
-        }
-        let start = rand::random::<u64>() % INSTANCES;
-        for i in 0..INSTANCES {
-            let instance = (start + i) % INSTANCES;
-            let asked = Instant::now();
-            let taken: Option<String> = redis::cmd("SET")
-                .arg(self.keys.id_instance(instance))
-                .arg(&self.ids.token)
-                .arg("NX")
-                .arg("PX")
-                .arg(ttl_ms)
-                .query_async(&mut conn)
-                .await?;
-            if taken.is_some() {
-                tracing::info!(instance, "id instance leased");
-                return Ok(self.keep_lease(instance, asked));
-            }
-        }
-        Err(StoreError::Unavailable(format!(
-            "all {INSTANCES} id instances are leased by other processes"
-        )))
-    }
-
-    /// Gives this process's status-id number back (at shutdown), so a
-    /// restart does not wait for the lease to lapse. No id is issued after.
-    pub async fn release_id_lease(&self) -> StoreResult<()> {
-        let lease = self
-            .ids
-            .lease
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        let Some(lease) = lease else {
-            return Ok(());
-        };
-        let mut conn = self.conn();
-        let _: i64 = self
-            .scripts
-            .lease_release
-            .key(self.keys.id_instance(lease.instance))
-            .arg(&self.ids.token)
-            .invoke_async(&mut conn)
-            .await?;
-        Ok(())
-    }
-
-    fn keep_lease(&self, instance: u64, asked: Instant) -> u64 {
-        let lease = Lease {
-            instance,
-            valid_until: asked + LEASE_TTL - LEASE_MARGIN,
-        };
-        *self.ids.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
-        instance
     }
 }
 
@@ -262,7 +153,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_grow_with_time_stay_exact_as_doubles_and_name_their_millisecond() {
+    pub(crate) fn ids_grow_with_time_stay_exact_as_doubles_and_name_their_millisecond() {
         let ids = IdGen::new(0);
         let mut last = 0;
         for _ in 0..10_000 {
@@ -278,7 +169,7 @@ mod tests {
     }
 
     #[test]
-    fn a_clock_that_goes_back_or_a_burst_keeps_ids_ordered() {
+    pub(crate) fn a_clock_that_goes_back_or_a_burst_keeps_ids_ordered() {
         let ids = IdGen::new(0);
         let (first, _) = ids.issue(1);
         // A clock an hour behind issues after the last millisecond.
@@ -301,7 +192,7 @@ mod tests {
     }
 
     #[test]
-    fn ids_of_one_era_have_one_length() {
+    pub(crate) fn ids_of_one_era_have_one_length() {
         let len = |ms: u64| (((ms - EPOCH_MS) << 12) | 4095).to_string().len();
         // 2023-01-01 and 2080-01-01.
         assert_eq!(len(1_672_531_200_000), 16);

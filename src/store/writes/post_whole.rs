@@ -6,10 +6,11 @@
 use crate::model::{trims_homes, Event, Status, HOME_CAP};
 use crate::store::chains::{unique_tags, INDEX_CAP, TREND_BUCKET_TTL};
 use crate::store::events::body;
-use crate::store::keys::trend_groups;
 use crate::store::outbox::IDEMPOTENCY_TTL;
-use crate::store::statuses::{PostOptions, Posted};
-use crate::store::{parse_id, Store, StoreError, StoreResult};
+use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
+use crate::store::plumbing::keys::trend_groups;
+use crate::store::writes::posting::{PostOptions, Posted};
 use std::collections::HashMap;
 
 impl Store {

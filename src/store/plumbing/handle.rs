@@ -1,0 +1,366 @@
+//! The handle to Redis ([`Store`]): its connection, caches and settings, and
+//! how it opens.
+
+use super::error::{StoreError, StoreResult};
+use super::scripts::Scripts;
+use crate::config::Config;
+use crate::store::caches::{cache, home_cache, view_cache};
+use crate::store::caches::{rank_cache, suspended, trend_memo};
+use crate::store::plumbing::conn::Target;
+use crate::store::plumbing::conn::{LazyCluster, RedisConn};
+use crate::store::plumbing::keys::Keys;
+use crate::store::plumbing::{conn, replicas};
+use crate::store::writes::{emitter, fanout_hints, ids};
+use redis::aio::ConnectionManager;
+use redis::Client;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Handle to Redis: cheap to clone, reconnects by itself.
+#[derive(Clone)]
+pub struct Store {
+    pub(crate) conn: RedisConn,
+    pub(crate) target: Target,
+    pub(crate) keys: Keys,
+    pub(crate) scripts: Arc<Scripts>,
+    pub(crate) replay_maxlen: u64,
+    pub(crate) fanout_inline: usize,
+    pub(crate) fanout_batch: usize,
+    /// Seconds a request owns the outbox entry of its write before a
+    /// worker may take the work over.
+    pub(crate) outbox_lease: f64,
+    pub(crate) cache: Arc<cache::StatusCache>,
+    pub(crate) counts_cache: Arc<cache::CountsCache>,
+    pub(crate) trend_memo: Arc<trend_memo::TrendMemo>,
+    /// Rows of recently ranked timelines (`ranking`).
+    pub(crate) rank_cache: Arc<rank_cache::RankCache>,
+    /// Fault tests only: a pause in the middle of a suspension.
+    pub(crate) pause_suspend: Duration,
+    /// Fault tests only: a pause between a session's end and its revocation.
+    pub(crate) pause_session_end: Duration,
+    /// Fault tests only: a pause between a sign-up's two name claims.
+    pub(crate) pause_signup: Duration,
+    /// Fault tests only: a pause between a partitioned op's events and
+    /// its retirement.
+    pub(crate) pause_retire: Duration,
+    /// Until when (unix seconds; 0: never) idempotency keys where the first
+    /// layout kept them may answer (`store::migrate` reads it).
+    pub(crate) legacy_idem_until: Arc<std::sync::atomic::AtomicU64>,
+    /// Which fan-out queues may hold work (this process's workers wait on it).
+    pub(crate) fanout_hints: Arc<fanout_hints::FanoutHints>,
+    /// The group commit of partitioned writes' events.
+    pub(crate) emitter: Arc<emitter::Emitter>,
+    pub(crate) session_cache: Arc<cache::SessionCache>,
+    /// The suspended users this process knows of (`moderation`).
+    pub(crate) suspended: suspended::Suspended,
+    pub(crate) home_cache: home_cache::HomeCache,
+    pub(crate) view_cache: view_cache::ViewCache,
+    /// Status ids (a process's instance lease and sequence).
+    pub(crate) ids: Arc<ids::IdGen>,
+    /// Most users one user may block, and mute.
+    pub(crate) max_blocks: usize,
+    pub(crate) max_mutes: usize,
+    /// Most messages a conversation keeps, and conversations a user is in.
+    pub(crate) max_conversation_messages: usize,
+    pub(crate) max_conversations: usize,
+    /// Seconds a deleted account's login stays reserved.
+    pub(crate) login_reservation: u64,
+    /// Replicas a write waits for (`--redis-wait-replicas`).
+    pub(crate) replication: Arc<replicas::Replication>,
+}
+
+/// The seed node URLs of a `--redis-cluster` list (comma-separated).
+pub fn cluster_nodes(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+impl Store {
+    /// Connects lazily: the first command opens the connection, and a lost
+    /// connection is reopened with backoff, so the server starts and recovers
+    /// without Redis and answers 503 meanwhile.
+    ///
+    /// With `cfg.redis_cluster` set, `url` is ignored and the store runs on
+    /// that Redis Cluster.
+    pub fn open(url: &str, cfg: &Config) -> StoreResult<Store> {
+        let (conn, target, homes, views) = match cfg.redis_cluster.as_deref() {
+            Some(list) => {
+                let nodes = cluster_nodes(list);
+                if nodes.is_empty() {
+                    return Err(StoreError::Internal("--redis-cluster names no node".into()));
+                }
+                let conn = RedisConn::Cluster(LazyCluster::new(&nodes, Duration::from_secs(5))?);
+                (
+                    conn,
+                    Target::Cluster(nodes),
+                    home_cache::HomeCache::new(None, 0),
+                    view_cache::ViewCache::new(None, 0),
+                )
+            }
+            None => {
+                let client = Client::open(url)?;
+                let manager_cfg = redis::aio::ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(Duration::from_secs(2)))
+                    .set_response_timeout(Some(Duration::from_secs(5)))
+                    .set_number_of_retries(2)
+                    .set_max_delay(Duration::from_millis(500));
+                let conn = ConnectionManager::new_lazy_with_config(client.clone(), manager_cfg)?;
+                let homes = home_cache::HomeCache::new(Some(&client), cfg.home_cache);
+                let views = view_cache::ViewCache::new(Some(&client), cfg.view_cache);
+                (
+                    RedisConn::Single(conn),
+                    Target::Single(client),
+                    homes,
+                    views,
+                )
+            }
+        };
+        Ok(Store {
+            conn,
+            target,
+            keys: Keys::new(&cfg.key_prefix),
+            scripts: Arc::new(Scripts::load()),
+            replay_maxlen: cfg.replay_maxlen,
+            fanout_inline: cfg.fanout_inline.max(1),
+            fanout_batch: cfg.fanout_batch.max(1),
+            outbox_lease: cfg.outbox_lease.max(0.1),
+            cache: Arc::new(cache::StatusCache::new(cfg.status_cache)),
+            counts_cache: Arc::new(cache::CountsCache::default()),
+            trend_memo: Arc::new(trend_memo::TrendMemo::default()),
+            rank_cache: Arc::default(),
+            pause_suspend: Duration::from_millis(cfg.test_pause_suspend_ms),
+            pause_session_end: Duration::from_millis(cfg.test_pause_session_end_ms),
+            pause_signup: Duration::from_millis(cfg.test_pause_signup_ms),
+            pause_retire: Duration::from_millis(cfg.test_pause_retire_ms),
+            legacy_idem_until: Arc::default(),
+            fanout_hints: Arc::default(),
+            emitter: Arc::default(),
+            suspended: suspended::Suspended::default(),
+            session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
+                cfg.session_cache_ttl.clamp(0.0, 3600.0),
+            ))),
+            home_cache: homes,
+            view_cache: views,
+            ids: Arc::new(ids::IdGen::new(cfg.clock_offset_ms)),
+            max_blocks: cfg.max_blocks,
+            max_mutes: cfg.max_mutes,
+            max_conversation_messages: cfg.max_conversation_messages,
+            max_conversations: cfg.max_conversations_per_user,
+            login_reservation: cfg.login_reservation_days.saturating_mul(86_400),
+            replication: Arc::new(replicas::Replication::new(
+                cfg.redis_wait_replicas,
+                cfg.redis_wait_timeout_ms,
+                &cfg.key_prefix,
+            )),
+        })
+    }
+
+    /// Which fan-out queues may hold work (the workers wait on it).
+    pub fn fanout_hints(&self) -> Arc<fanout_hints::FanoutHints> {
+        self.fanout_hints.clone()
+    }
+
+    /// The status cache (the hub evicts deleted statuses from it).
+    pub fn status_cache(&self) -> &cache::StatusCache {
+        &self.cache
+    }
+
+    /// Recently read status counts (the hub evicts changed ones).
+    pub fn counts_cache(&self) -> &cache::CountsCache {
+        &self.counts_cache
+    }
+
+    /// Sessions recently found alive (the hub revokes ended ones and
+    /// suspends it while its subscription is down).
+    pub fn session_cache(&self) -> &cache::SessionCache {
+        &self.session_cache
+    }
+
+    /// The key builder.
+    pub fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// A connection of its own for blocking reads (the fan-out workers'
+    /// XREADGROUP ... BLOCK), so they never hold up request traffic: it
+    /// waits up to `block` longer than a request would for an answer.
+    pub fn blocking_connection(&self, block: Duration) -> StoreResult<RedisConn> {
+        let timeout = block + Duration::from_secs(5);
+        Ok(match &self.target {
+            Target::Single(client) => {
+                let config = redis::aio::ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(Duration::from_secs(2)))
+                    .set_response_timeout(Some(timeout))
+                    .set_number_of_retries(1);
+                RedisConn::Single(ConnectionManager::new_lazy_with_config(
+                    client.clone(),
+                    config,
+                )?)
+            }
+            Target::Cluster(nodes) => RedisConn::Cluster(LazyCluster::new(nodes, timeout)?),
+        })
+    }
+
+    /// A connection handle for one call.
+    pub(crate) fn conn(&self) -> RedisConn {
+        self.conn.clone()
+    }
+
+    /// Waits until the replicas hold every write finished so far
+    /// (`--redis-wait-replicas`; at once when that is 0). `Unavailable`
+    /// when a replica did not confirm in time.
+    pub async fn confirm_replicated(&self) -> StoreResult<()> {
+        self.replication.confirm(&self.conn, &self.target).await
+    }
+
+    /// Whether writes wait for replicas.
+    pub fn waits_for_replicas(&self) -> bool {
+        self.replication.enabled()
+    }
+
+    /// Whether the store runs on a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.target, Target::Cluster(_))
+    }
+
+    /// A client for the master that owns the `{g}` slot, asked of the seeds
+    /// in turn (starting from a different one at every call).
+    pub(crate) async fn slot_owner(&self, nodes: &[String]) -> StoreResult<Client> {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let slot = i64::from(conn::slot(self.keys.events().as_bytes()));
+        let start = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut last_err = None;
+        for i in 0..nodes.len() {
+            let seed = &nodes[(start + i) % nodes.len()];
+            let asked = async {
+                let client = Client::open(seed.as_str())?;
+                let mut c = client.get_multiplexed_async_connection().await?;
+                let ranges: Vec<redis::Value> = redis::cmd("CLUSTER")
+                    .arg("SLOTS")
+                    .query_async(&mut c)
+                    .await?;
+                Ok::<_, redis::RedisError>((client, ranges))
+            };
+            let (seed_client, ranges) =
+                match tokio::time::timeout(Duration::from_secs(2), asked).await {
+                    Ok(Ok(found)) => found,
+                    Ok(Err(e)) => {
+                        last_err = Some(StoreError::Redis(e));
+                        continue;
+                    }
+                    Err(_) => continue,
+                };
+            for range in ranges {
+                let Ok((lo, hi, master)) =
+                    redis::from_redis_value::<(i64, i64, Vec<redis::Value>)>(match range {
+                        redis::Value::Array(mut v) if v.len() >= 3 => {
+                            v.truncate(3);
+                            redis::Value::Array(v)
+                        }
+                        other => other,
+                    })
+                else {
+                    continue;
+                };
+                if !(lo..=hi).contains(&slot) {
+                    continue;
+                }
+                let host: Option<String> = master
+                    .first()
+                    .and_then(|v| redis::from_redis_value(v.clone()).ok());
+                let port: Option<u16> = master
+                    .get(1)
+                    .and_then(|v| redis::from_redis_value(v.clone()).ok());
+                if let (Some(host), Some(port)) = (host, port) {
+                    return Ok(Client::open(with_host(seed, &host, port))?);
+                }
+            }
+            // The seed answered but named no owner: subscribe there.
+            return Ok(seed_client);
+        }
+        Err(last_err.unwrap_or(StoreError::Internal("no seed node answered".into())))
+    }
+
+    /// PING: whether Redis answers.
+    pub async fn ping(&self) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: String = redis::cmd("PING").query_async(&mut conn).await?;
+        Ok(())
+    }
+
+    /// A Redis configuration parameter (CONFIG GET), if the server reports it.
+    /// On a cluster, the first seed node's.
+    pub async fn config_get(&self, name: &str) -> StoreResult<Option<String>> {
+        let pair: Vec<String> = self
+            .one_node(redis::cmd("CONFIG").arg("GET").arg(name))
+            .await?;
+        Ok(pair.into_iter().nth(1))
+    }
+
+    /// A node-level command (INFO, CONFIG) answered by the server, or on a
+    /// cluster by the first seed node.
+    async fn one_node<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> StoreResult<T> {
+        match &self.target {
+            Target::Single(_) => Ok(cmd.query_async(&mut self.conn()).await?),
+            Target::Cluster(nodes) => {
+                let client = Client::open(nodes[0].as_str())?;
+                let mut conn = client.get_multiplexed_async_connection().await?;
+                Ok(cmd.query_async(&mut conn).await?)
+            }
+        }
+    }
+
+    /// The `redis_version` INFO field (on a cluster, the first seed node's).
+    pub async fn server_version(&self) -> StoreResult<String> {
+        let info: String = self.one_node(redis::cmd("INFO").arg("server")).await?;
+        Ok(info
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:"))
+            .unwrap_or("unknown")
+            .trim()
+            .to_string())
+    }
+}
+
+/// `seed` (a `redis://` URL) pointed at `host:port` instead, keeping its
+/// scheme, credentials, database and parameters: how the event subscription
+/// reaches the `{g}` owner with the seed's AUTH.
+fn with_host(seed: &str, host: &str, port: u16) -> String {
+    let (scheme, rest) = seed.split_once("://").unwrap_or(("redis", seed));
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let userinfo = authority
+        .rsplit_once('@')
+        .map_or(String::new(), |(u, _)| format!("{u}@"));
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    format!("{scheme}://{userinfo}{host}:{port}{tail}")
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::with_host;
+
+    #[test]
+    fn the_owner_url_keeps_the_seeds_credentials_and_database() {
+        assert_eq!(
+            with_host("redis://127.0.0.1:7000", "10.0.0.2", 7001),
+            "redis://10.0.0.2:7001"
+        );
+        assert_eq!(
+            with_host("redis://app:s3cret@h1:7000/0?protocol=resp3", "h2", 7002),
+            "redis://app:s3cret@h2:7002/0?protocol=resp3"
+        );
+        assert_eq!(
+            with_host("redis://:pw@[::1]:7000", "::2", 7003),
+            "redis://:pw@[::2]:7003"
+        );
+        assert_eq!(with_host("h1:7000", "h2", 1), "redis://h2:1");
+    }
+}

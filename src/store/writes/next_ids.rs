@@ -1,0 +1,114 @@
+//! Fresh user and status ids from the store's generator ([`IdGen`]).
+
+use super::ids::*;
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
+use std::time::Instant;
+
+impl Store {
+    /// A fresh user id: a snowflake from the same generator as status ids,
+    /// so a sign-up takes no shared counter (users signed up before
+    /// 2026-11-27 keep the ids the `{g}` counter gave them, all below
+    /// [`FIRST`]).
+    pub async fn next_user_id(&self) -> StoreResult<u64> {
+        Ok(self.next_status_id().await?.0)
+    }
+
+    /// A fresh status id and its `posted` time (see the module header).
+    pub async fn next_status_id(&self) -> StoreResult<(u64, f64)> {
+        let instance = match self.ids.usable() {
+            Some((lease, false)) => lease.instance,
+            _ => self.lease_instance().await?,
+        };
+        Ok(self.ids.issue(instance))
+    }
+
+    /// Renews this process's instance lease, or takes a free number.
+    async fn lease_instance(&self) -> StoreResult<u64> {
+        let _one = self.ids.leasing.lock().await;
+        let held = match self.ids.usable() {
+            Some((lease, false)) => return Ok(lease.instance),
+            Some((lease, true)) => Some(lease.instance),
+            None => self
+                .ids
+                .lease
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .map(|l| l.instance),
+        };
+        let ttl_ms = LEASE_TTL.as_millis() as u64;
+        let mut conn = self.conn();
+        if let Some(instance) = held {
+            let asked = Instant::now();
+            let renewed: redis::RedisResult<i64> = self
+                .scripts
+                .lease_renew
+                .key(self.keys.id_instance(instance))
+                .arg(&self.ids.token)
+                .arg(ttl_ms)
+                .invoke_async(&mut conn)
+                .await;
+            match renewed {
+                Ok(1) => return Ok(self.keep_lease(instance, asked)),
+                Ok(_) => tracing::warn!(instance, "id instance lease lost; taking another"),
+                // Redis did not answer: a lease still valid serves on.
+                Err(e) => match self.ids.usable() {
+                    Some((lease, _)) => return Ok(lease.instance),
+                    None => return Err(e.into()),
+                },
+            }
+        }
+        let start = rand::random::<u64>() % INSTANCES;
+        for i in 0..INSTANCES {
+            let instance = (start + i) % INSTANCES;
+            let asked = Instant::now();
+            let taken: Option<String> = redis::cmd("SET")
+                .arg(self.keys.id_instance(instance))
+                .arg(&self.ids.token)
+                .arg("NX")
+                .arg("PX")
+                .arg(ttl_ms)
+                .query_async(&mut conn)
+                .await?;
+            if taken.is_some() {
+                tracing::info!(instance, "id instance leased");
+                return Ok(self.keep_lease(instance, asked));
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "all {INSTANCES} id instances are leased by other processes"
+        )))
+    }
+
+    /// Gives this process's status-id number back (at shutdown), so a
+    /// restart does not wait for the lease to lapse. No id is issued after.
+    pub async fn release_id_lease(&self) -> StoreResult<()> {
+        let lease = self
+            .ids
+            .lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(lease) = lease else {
+            return Ok(());
+        };
+        let mut conn = self.conn();
+        let _: i64 = self
+            .scripts
+            .lease_release
+            .key(self.keys.id_instance(lease.instance))
+            .arg(&self.ids.token)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    fn keep_lease(&self, instance: u64, asked: Instant) -> u64 {
+        let lease = Lease {
+            instance,
+            valid_until: asked + LEASE_TTL - LEASE_MARGIN,
+        };
+        *self.ids.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
+        instance
+    }
+}
