@@ -7,7 +7,8 @@
 //! super::Store` imports the parent module's file even when `Store` is defined
 //! elsewhere and re-exported there: a `mod.rs` that re-exports its children
 //! must not be imported back by them. A `mod name;` declaration is not an
-//! import. Only std is used here, so this test builds in seconds.
+//! import; a path a serde attribute names in a string (`with = "a::b"`)
+//! does. Only std is used here, so this test builds in seconds.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -66,40 +67,65 @@ fn walk(file: &Path, path: Vec<String>, owns_dir: bool, test: bool, krate: &mut 
     krate.files.insert(path, file.to_path_buf());
 }
 
-/// Comments and string literals blanked out, so neither can import anything.
+/// Comments and literals blanked out (each byte a space, line breaks kept, so
+/// offsets stay those of the text), so none of them can import anything.
 fn strip(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
+    let blank = |out: &mut String, skipped: &str| {
+        out.extend(skipped.bytes().map(|b| if b == b'\n' { '\n' } else { ' ' }));
+    };
     let mut i = 0;
     while i < bytes.len() {
         let rest = &text[i..];
-        if rest.starts_with("//") {
-            let end = rest.find('\n').unwrap_or(rest.len());
-            i += end;
+        let len = if rest.starts_with("//") {
+            rest.find('\n').unwrap_or(rest.len())
         } else if rest.starts_with("/*") {
-            let end = rest.find("*/").map_or(rest.len(), |e| e + 2);
-            out.push(' ');
-            i += end;
+            rest.find("*/").map_or(rest.len(), |e| e + 2)
         } else if let Some(len) = raw_string_len(rest) {
-            out.push_str("\"\"");
-            i += len;
+            len
         } else if bytes[i] == b'"' {
             let mut j = i + 1;
             while j < bytes.len() && bytes[j] != b'"' {
                 j += if bytes[j] == b'\\' { 2 } else { 1 };
             }
-            out.push_str("\"\"");
-            i = j + 1;
-        } else if bytes[i] == b'\'' && char_literal_len(rest).is_some() {
-            out.push_str("' '");
-            i += char_literal_len(rest).unwrap_or(1);
+            (j + 1).min(bytes.len()) - i
+        } else if let Some(len) = char_literal_len(rest).filter(|_| bytes[i] == b'\'') {
+            len
         } else {
             let c = rest.chars().next().expect("not at the end");
             out.push(c);
             i += c.len_utf8();
-        }
+            continue;
+        };
+        blank(&mut out, &text[i..i + len]);
+        i += len;
     }
     out
+}
+
+/// The paths serde attributes name in strings (`#[serde(with = "a::b")]`),
+/// each at its offset.
+fn serde_paths(text: &str) -> Vec<(usize, Vec<String>)> {
+    let mut paths = Vec::new();
+    for key in ["with = \"", "serialize_with = \"", "deserialize_with = \""] {
+        let mut from = 0;
+        while let Some(at) = text[from..].find(key) {
+            let start = from + at + key.len();
+            let Some(len) = text[start..].find('"') else {
+                break;
+            };
+            let path: Vec<String> = text[start..start + len]
+                .split("::")
+                .map(String::from)
+                .collect();
+            if path.len() > 1 && text[..from + at].trim_end().ends_with(['(', ',']) {
+                paths.push((start, path));
+            }
+            from = start + len;
+        }
+    }
+    paths
 }
 
 /// The length of a raw string literal (`r"…"`, `r#"…"#`, `br"…"`) at the start.
@@ -423,10 +449,11 @@ fn imports(krate: &Crate) -> BTreeMap<PathBuf, BTreeMap<PathBuf, BTreeSet<String
         if krate.tests.contains(module) {
             continue;
         }
-        let code = strip(&fs::read_to_string(file).expect("read above"));
+        let text = fs::read_to_string(file).expect("read above");
+        let code = strip(&text);
         let blocks = inline_modules(&code);
         let mut mine: BTreeMap<PathBuf, BTreeSet<String>> = BTreeMap::new();
-        for (at, path) in named_paths(&code) {
+        for (at, path) in named_paths(&code).into_iter().chain(serde_paths(&text)) {
             let around = blocks.iter().filter(|(range, _)| range.contains(&at));
             if around.clone().any(|(_, test)| *test) {
                 continue;
@@ -487,6 +514,14 @@ fn the_reader_sees_the_imports_it_is_meant_to() {
     let code = strip(
         "use crate::a::{b::C, d};\n// use crate::x;\nlet s = \"crate::y::z\"; super::e::f();",
     );
+    let attr = "#[serde(with = \"crate::q::r\")]";
+    let named: Vec<String> = serde_paths(attr)
+        .into_iter()
+        .map(|(_, p)| p.join("::"))
+        .collect();
+    assert_eq!(named, ["crate::q::r"]);
+    let text = "a /* b */ \"c\" d";
+    assert_eq!(strip(text).len(), text.len(), "offsets are kept");
     let mut paths: Vec<Vec<String>> = named_paths(&code)
         .into_iter()
         .map(|(_, path)| path)

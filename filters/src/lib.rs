@@ -16,6 +16,11 @@
 //! - [`bloom`]: the prefilters that keep most lookups in cache.
 //! - [`sample`]: the deterministic sampling rule shared by every sample client.
 //! - [`summary`]: what a block of statuses holds, so a search can pass it over.
+//! - [`rules`]: the filter-rule language (X's v2 rules plus boxes): the
+//!   syntax tree, the reference `Expr::matches`, and `RuleIndex`, rules filed
+//!   under their anchors.
+//! - [`view`]: what the index is shown of an event; [`hash`]: the side maps'
+//!   hasher.
 
 pub mod bloom;
 pub mod geo;

@@ -51,10 +51,10 @@ pub enum Event {
         /// When.
         at: f64,
         /// The deleted status.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         status_id: u64,
         /// Its author.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         uid: u64,
         /// The author's account (or the status's group) is private.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -68,10 +68,10 @@ pub enum Event {
         /// When.
         at: f64,
         /// The follower.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         source: u64,
         /// The followed user.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         target: u64,
     },
     /// `source` stopped following `target`.
@@ -79,10 +79,10 @@ pub enum Event {
         /// When.
         at: f64,
         /// The former follower.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         source: u64,
         /// The user no longer followed.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         target: u64,
     },
     /// A user signed up.
@@ -99,7 +99,7 @@ pub enum Event {
         /// The status mentioning them.
         status: Status,
         /// The mentioned user.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         target: u64,
         /// The author's account is private.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -112,7 +112,7 @@ pub enum Event {
         /// The repost.
         status: Status,
         /// The author of the reposted status.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         target: u64,
         /// The reposter's account is private.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -123,13 +123,13 @@ pub enum Event {
         /// When.
         at: f64,
         /// The liked status.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         status_id: u64,
         /// Who liked it.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         source: u64,
         /// Its author.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         target: u64,
         /// The status is a private account's.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -140,10 +140,10 @@ pub enum Event {
         /// When.
         at: f64,
         /// Who asks.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         source: u64,
         /// The private account.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         target: u64,
         /// Always true: a request concerns a private account.
         private: bool,
@@ -164,7 +164,7 @@ pub enum Event {
         /// When.
         at: f64,
         /// Whose.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         uid: u64,
         /// The notification.
         notification: Box<Notification>,
@@ -174,7 +174,7 @@ pub enum Event {
         /// When.
         at: f64,
         /// Whose.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         uid: u64,
         /// The notification.
         notification_id: String,
@@ -185,13 +185,13 @@ pub enum Event {
         /// When.
         at: f64,
         /// The status.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         status_id: u64,
         /// Who liked it.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         source: u64,
         /// Its author.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         target: u64,
     },
     /// `source` asked to join the private group `group_id` (their request
@@ -201,10 +201,10 @@ pub enum Event {
         /// When the request was made (the same for every retry of it).
         at: f64,
         /// The group.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         group_id: u64,
         /// Who asks.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         source: u64,
     },
     /// An admin resolved `reporter`'s report: for the notifier, which
@@ -215,10 +215,10 @@ pub enum Event {
         /// The report.
         report_id: String,
         /// Who reported.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         reporter: u64,
         /// The admin who resolved it.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         admin: u64,
     },
     /// Statuses changed in place (their author's new login): every hub
@@ -232,7 +232,7 @@ pub enum Event {
     /// Internal: never sent to a client.
     Suspended {
         /// The user.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         uid: u64,
         /// Suspended (true) or lifted (false).
         on: bool,
@@ -241,10 +241,10 @@ pub enum Event {
     /// their group streams of it. Internal: never sent to a client.
     GroupLeft {
         /// The group.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         group_id: u64,
         /// The former member.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         uid: u64,
     },
     /// A list's members changed, or the list was deleted: every hub
@@ -252,10 +252,10 @@ pub enum Event {
     /// never sent to a client.
     ListChanged {
         /// The list's owner.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         owner: u64,
         /// The list.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         list_id: u64,
         /// The list's version after the change (it only grows).
         version: u64,
@@ -273,7 +273,7 @@ pub enum Event {
     /// user's open search streams. Internal: never sent to a client.
     RulesChanged {
         /// Whose rules.
-        #[serde(with = "id_string")]
+        #[serde(with = "super::id_string")]
         uid: u64,
         /// The rules' version after the change (it only grows).
         version: u64,
@@ -353,22 +353,7 @@ impl Event {
 
 /// A user id that is a JSON string and a number in Rust.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub struct IdString(#[serde(with = "id_string")] pub u64);
-
-/// Ids are JSON strings in every public shape (they outgrow a double's
-/// 53 bits), numbers in Rust.
-pub(crate) mod id_string {
-    use serde::{de::Error, Deserialize, Deserializer, Serializer};
-
-    pub(crate) fn serialize<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(id)
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        let text = std::borrow::Cow::<'de, str>::deserialize(d)?;
-        text.parse().map_err(D::Error::custom)
-    }
-}
+pub struct IdString(#[serde(with = "super::id_string")] pub u64);
 
 /// The fields of [`Event::Status`], read without the enum's buffering.
 #[derive(Deserialize)]

@@ -7,13 +7,13 @@
 
 mod clock;
 mod event;
+pub(crate) mod id_string;
 mod social;
 mod status;
 mod timeline;
 mod user;
 
 pub use clock::now;
-pub(crate) use event::id_string;
 pub use event::{Event, IdString};
 pub use social::{AuditAction, Conversation, Group, Membership, Message, Notification, Report};
 pub use status::{Counts, Status};

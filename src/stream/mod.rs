@@ -21,7 +21,14 @@
 //! - [`want`]: what one subscription wants, and its check for a replay.
 //! - [`replay_sight`]: what a replay may serve now (the reader's present
 //!   rights: deletes, privacy, suspension, groups and conversations left).
-//! - [`limits`]: the per-user concurrent-stream limit, leased in Redis.
+//! - [`stream_limits`]: the per-user concurrent-stream limit, leased in Redis.
+//! - [`out`]: what a feed hands its encoder; [`coding`]: a plain body's
+//!   `Content-Encoding`; [`deflate`], [`zstd`], [`zstd_body`], [`ws_codec`]:
+//!   the codecs, each event compressed once for every socket.
+//!
+//! Layering: `wire` encodes what it is handed (a source of [`out::Out`]),
+//! never a `Feed`; a feed names the hub's connection and the wire, not the
+//! other way round.
 
 pub mod coding;
 pub mod deflate;

@@ -1,7 +1,7 @@
 //! The HTTP that `firehose tail` speaks: the stream's request and the head
 //! of its response, and the login that fetches a token.
 
-use super::args::TailArgs;
+use crate::config::tail::TailArgs;
 use anyhow::{bail, Context};
 use serde_json::Value;
 use std::time::Duration;

@@ -8,13 +8,12 @@
 //! `token_expiring` warning says when) and moves to it the same way.
 //! `warning` and `disconnect` events go to stderr. Ctrl-C ends it with 0.
 
-pub mod args;
 mod body;
 mod http;
 mod print;
 mod token;
 
-pub use args::TailArgs;
+pub use crate::config::tail::TailArgs;
 
 use anyhow::bail;
 use body::Body;

@@ -1,7 +1,7 @@
 //! Where `firehose tail` gets its tokens: the one it was given, and a
 //! fresh one from `--token-command` or `--login` before each expires.
 
-use super::args::TailArgs;
+use crate::config::tail::TailArgs;
 use anyhow::{bail, Context};
 use serde_json::Value;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

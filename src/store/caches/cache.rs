@@ -1,13 +1,20 @@
 //! Bounded in-process caches: statuses, their counts for a second, and
 //! sessions found alive for a second.
 //!
-//! Statuses never change after they are posted; they only disappear. So a
-//! cached status is valid until its delete, and the hub evicts it when the
-//! delete event arrives (every server process sees every event). A deleted id
-//! is remembered for a while so that a read that fetched the status just
-//! before the delete cannot put it back. Timelines are not cached here: they are
-//! read from Redis on every request, but for the heads of homes
-//! (`home_cache`, kept true by Redis's invalidation pushes).
+//! A status's JSON is serialized once and changes in place only by an edit
+//! or its author's login change: the writing process evicts it, and every
+//! process's hub evicts it on the `update`, `delete` or internal
+//! `statuses_changed` event. A deleted id is remembered for a while so that
+//! a read that fetched the status just before the delete cannot put it back.
+//! The cached JSON stops before the counts (always its last fields): every
+//! answer appends the counts read in the same pipeline as the page, or from
+//! the counts cache (at most 1 s old, evicted by this process's writes).
+//! Sessions found alive are trusted for `--session-cache-ttl`: ended ones are
+//! revoked by their `session_revoked` events and by the process that ends
+//! them; a generation checked under the shard lock keeps a read that raced a
+//! revocation out, and while the hub's subscription is down the cache is
+//! empty and off. Timelines are not cached here: they are read from Redis on
+//! every request, but for the heads of homes (`home_cache`).
 
 use crate::model::{Counts, Status};
 use bytes::Bytes;

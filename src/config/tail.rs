@@ -1,4 +1,4 @@
-//! `firehose tail`'s command line.
+//! `firehose tail`'s command line (here, beside every other flag).
 
 use clap::Args;
 

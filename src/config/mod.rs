@@ -1,5 +1,7 @@
 //! Command line and environment configuration.
 
+pub mod tail;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -27,7 +29,7 @@ pub enum Command {
     /// Seed a demo world and keep posting, so a live firehose is there to watch.
     Demo(DemoArgs),
     /// Print a stream in the terminal, reconnecting and resuming by itself.
-    Tail(crate::tail::args::TailArgs),
+    Tail(tail::TailArgs),
 }
 
 /// Output format of the logs.
