@@ -53,8 +53,11 @@ pub async fn run(history: History, store: Store, published: Arc<Notify>, mut shu
                 if let Some((newest, _)) = page.events.last() {
                     let newest = *newest;
                     // `last`'s own entry gone: the buffer was trimmed past
-                    // it, and events between may never have been read.
+                    // it, and events between may never have been read,
+                    // unless what was read is the very next entry.
+                    let next_entry = page.events[0].0.starts_entry_after(last);
                     let lost = !held
+                        && !next_entry
                         && match store.buffer_info().await {
                             Ok(info) => crate::stream::frame::is_gap(last, &info),
                             Err(_) => true,

@@ -48,6 +48,14 @@ impl EventId {
     pub fn last_of_entry(&self) -> EventId {
         EventId(self.0, self.1, u32::MAX)
     }
+
+    /// Whether this is the first event of the entry right after `other`'s
+    /// (the next sequence number of the same millisecond): no entry can lie
+    /// between the two, so a reader holding all of `other`'s entry misses
+    /// nothing by going on here.
+    pub fn starts_entry_after(&self, other: EventId) -> bool {
+        self.0 == other.0 && other.1.checked_add(1) == Some(self.1) && self.2 == 0
+    }
 }
 
 impl fmt::Display for EventId {
@@ -390,6 +398,16 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::EventId;
+
+    #[test]
+    fn only_the_next_sequence_of_the_same_millisecond_starts_the_next_entry() {
+        let at = |s: &str| EventId::parse(s).unwrap();
+        assert!(at("5-1").starts_entry_after(at("5-0")));
+        assert!(at("5-1").starts_entry_after(at("5-0.3")));
+        assert!(!at("5-2").starts_entry_after(at("5-0")), "5-1 may have been trimmed");
+        assert!(!at("6-0").starts_entry_after(at("5-0")), "5-1 may have existed");
+        assert!(!at("5-1.1").starts_entry_after(at("5-0")));
+    }
 
     #[test]
     fn ids_of_a_batch_entry_order_between_its_neighbours_and_read_back() {
