@@ -404,8 +404,14 @@ mod tests {
         let at = |s: &str| EventId::parse(s).unwrap();
         assert!(at("5-1").starts_entry_after(at("5-0")));
         assert!(at("5-1").starts_entry_after(at("5-0.3")));
-        assert!(!at("5-2").starts_entry_after(at("5-0")), "5-1 may have been trimmed");
-        assert!(!at("6-0").starts_entry_after(at("5-0")), "5-1 may have existed");
+        assert!(
+            !at("5-2").starts_entry_after(at("5-0")),
+            "5-1 may have been trimmed"
+        );
+        assert!(
+            !at("6-0").starts_entry_after(at("5-0")),
+            "5-1 may have existed"
+        );
         assert!(!at("5-1.1").starts_entry_after(at("5-0")));
     }
 
