@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # History search and counts, two builds side by side: servers A (BEFORE) and
 # B (AFTER) on one Redis, each with its own history of the same STATUSES
-# (default 60,000) statuses (`replayed status <i> #bench`, posted through A),
-# then each query's `counts` timed on A and B in turn, RUNS (default 5) times,
-# the median printed. The queries: a rule every status matches (`#bench`), and
-# 60 numbers ORed, one in every ~1,000 statuses (no block can be passed over,
-# 60 statuses match).
+# (default 60,000) statuses (`replayed status <i> #bench`, one in 100 with the
+# word `zebra` too, posted through A), then each query's `counts` timed on A
+# and B in turn, RUNS (default 5) times, the median printed. The queries: a
+# rule every status matches (`#bench`); `zebra` (in every block, so no block
+# can be passed over, and in one status in 100); and 60 numbers ORed, one in
+# every ~1,000 statuses (no block passed over, 60 statuses match).
 #
 #   BEFORE=/tmp/firehose-before AFTER=target/release/firehose bench/history_search.sh
 set -euo pipefail
@@ -30,7 +31,7 @@ start() { # bin port name
 }
 start "$before" 8243 a
 start "$after" 8244 b
-target/release/replay_rate --addr 127.0.0.1:8243 --statuses "${STATUSES:-60000}" --runs 1 | awk 'NR == 1'
+target/release/replay_rate --addr 127.0.0.1:8243 --statuses "${STATUSES:-60000}" --rare-every 100 --runs 1 | awk 'NR == 1'
 curl -s -X POST -H 'Content-Type: application/json' http://127.0.0.1:8243/api/v1/users \
   -d '{"login":"searcher","name":"S","email":"searcher@example.com","password":"password123"}' >/dev/null
 token=$(curl -s -X POST -H 'Content-Type: application/json' http://127.0.0.1:8243/api/v1/sessions \
@@ -38,12 +39,13 @@ token=$(curl -s -X POST -H 'Content-Type: application/json' http://127.0.0.1:824
 sleep 5
 numbers=$(seq 7 1000 59007 | paste -sd' ' | sed 's/ / OR /g')
 every=$(python3 -c 'import urllib.parse,sys; print(urllib.parse.quote(sys.argv[1]))' "#bench")
-rare=$(python3 -c 'import urllib.parse,sys; print(urllib.parse.quote(sys.argv[1]))' "$numbers")
+word=zebra
+numbers=$(python3 -c 'import urllib.parse,sys; print(urllib.parse.quote(sys.argv[1]))' "$numbers")
 time_of() { # port query
   curl -s -o "$dir/answer" -w '%{time_total}' -H "Authorization: Bearer $token" \
     "http://127.0.0.1:$1/api/v1/history/counts?query=$2&bucket=hour"
 }
-for name in every rare; do
+for name in every word numbers; do
   query=${!name}
   a=() b=()
   for _ in $(seq "${RUNS:-5}"); do

@@ -2,7 +2,9 @@
 //! judged as the reader may see them now. The matching is the live search
 //! stream's own (`Want::judge` with the rule as the subscription's one
 //! rule), so a rule finds in the past what it would have delivered live;
-//! blocks whose summary holds none of the rule's anchors are not read.
+//! blocks whose summary holds none of the rule's anchors are not read, and
+//! in a block read, an event whose text holds none of them is not parsed
+//! ([`Prefilter`]).
 
 use super::History;
 use crate::hides::Hides;
@@ -12,6 +14,7 @@ use crate::stream::frame::{self, Frame, Incoming};
 use crate::stream::replay_sight::ReplaySight;
 use crate::stream::rule_set::RuleSet;
 use crate::stream::want::Want;
+use aho_corasick::AhoCorasick;
 use firehose_filters::rules::{anchors, Anchor, Expr};
 use firehose_filters::{FilterSpec, Rule};
 use std::sync::Arc;
@@ -24,6 +27,7 @@ static JUDGING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 pub struct Search {
     want: Want,
     anchors: Option<Arc<Vec<Anchor>>>,
+    prefilter: Prefilter,
     /// The reader's blocks, either way: what they hide is never found.
     hides: Arc<Hides>,
     sight: ReplaySight,
@@ -48,6 +52,7 @@ impl Search {
         let set = RuleSet::new(vec![(expr, "0".to_string(), None)], None);
         Search {
             want: Want::rules(Rule::Filter(FilterSpec::default()), Arc::new(set)),
+            prefilter: Prefilter::of(anchors.as_deref().map(Vec::as_slice)),
             anchors,
             hides,
             sight,
@@ -90,6 +95,9 @@ impl Search {
             if i % frame::PARSE_TURN == frame::PARSE_TURN - 1 {
                 tokio::task::yield_now().await;
             }
+            if !self.prefilter.may_match(json) {
+                continue;
+            }
             let Some(Incoming::Event(f)) = frame::parse(json) else {
                 continue;
             };
@@ -110,5 +118,83 @@ impl Search {
             cursor: step.cursor,
             done: step.done,
         })
+    }
+}
+
+/// What an event's raw JSON must hold for the rule to match it: one of
+/// the rule's anchors, when every anchor is a word (`#tag`, `@login` with
+/// their sigil) of ASCII letters, digits and `_`. A status the rule matches
+/// holds one of its anchors among its message's words (what block
+/// summaries rely on too), and a word of the message is in the JSON as
+/// written, in any case: letters are never escaped. The one non-ASCII
+/// character whose lowercase is an ASCII letter alone is the Kelvin sign
+/// (`K` lowercases to `k`), so a JSON holding one (or any `\u212…`
+/// escape) is always parsed. (`İ` lowercases to `i` and a combining dot,
+/// which no ASCII word holds.) A rule with any other anchor (authors,
+/// places, non-ASCII words) has no prefilter.
+struct Prefilter(Option<AhoCorasick>);
+
+impl Prefilter {
+    fn of(anchors: Option<&[Anchor]>) -> Prefilter {
+        let words: Option<Vec<&str>> = anchors.and_then(|anchors| {
+            anchors
+                .iter()
+                .map(|a| match a {
+                    Anchor::Word(w) if !w.is_empty() && w.is_ascii() => Some(w.as_str()),
+                    _ => None,
+                })
+                .collect()
+        });
+        let built = words.filter(|w| !w.is_empty()).and_then(|words| {
+            AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .build(words)
+                .ok()
+        });
+        Prefilter(built)
+    }
+
+    /// Whether the rule may match the event whose JSON this is.
+    fn may_match(&self, json: &str) -> bool {
+        match &self.0 {
+            None => true,
+            Some(words) => {
+                words.is_match(json) || json.contains('\u{212A}') || json.contains("\\u212")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prefilter(rule: &str) -> Prefilter {
+        let expr = firehose_filters::rules::check_rule(rule).expect("a valid rule");
+        Prefilter::of(anchors(&expr).as_deref())
+    }
+
+    #[test]
+    fn an_event_without_any_anchor_in_its_text_is_not_parsed() {
+        let json = r#"{"type":"status","status":{"message":"Learning RUST today #Lang"}}"#;
+        assert!(prefilter("rust").may_match(json), "any case");
+        assert!(prefilter("#lang").may_match(json));
+        assert!(prefilter("go OR rust").may_match(json));
+        assert!(prefilter("\"learning rust\" -is:reply").may_match(json));
+        assert!(!prefilter("python").may_match(json));
+        assert!(!prefilter("python OR #go").may_match(json));
+    }
+
+    #[test]
+    fn a_kelvin_sign_or_a_rule_with_other_anchors_is_always_parsed() {
+        let kelvin = "{\"type\":\"status\",\"status\":{\"message\":\"\u{212A}ing\"}}";
+        assert!(prefilter("king").may_match(kelvin), "K lowercases to k");
+        let json = r#"{"type":"status","status":{"message":"nothing here"}}"#;
+        assert!(
+            prefilter("café").may_match(json),
+            "a non-ASCII word: no prefilter"
+        );
+        assert!(prefilter("bounding_box:[0 0 1 1]").may_match(json));
+        assert!(prefilter("rust OR bounding_box:[0 0 1 1]").may_match(json));
     }
 }

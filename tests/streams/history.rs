@@ -320,6 +320,7 @@ async fn a_history_search_finds_what_the_live_stream_delivered_for_the_rule() {
         "from:bob is:repost",
         "quetzal OR #zebra",
         "sample:50 hello",
+        "king",
     ];
     // One reader per rule, each with the rule live.
     let mut live = Vec::new();
@@ -352,7 +353,12 @@ async fn a_history_search_finds_what_the_live_stream_delivered_for_the_rule() {
                 &bob,
                 json!({"message": format!("far away {i}"), "lat": 40.0, "lon": -74.0}),
             ),
-            4 => (&bob, json!({"message": format!("a quetzal {i}")})),
+            // Upper case, and a Kelvin sign (`K`, a word `king` once
+            // lowercased): the search's raw-text prefilter must keep both.
+            4 => (
+                &bob,
+                json!({"message": format!("a QUETZAL and a \u{212A}ing {i}")}),
+            ),
             5 => (
                 &alice,
                 json!({"message": format!("#Zebra crossing, hello {i}")}),
@@ -390,6 +396,9 @@ async fn a_history_search_finds_what_the_live_stream_delivered_for_the_rule() {
             }
         }
         delivered.reverse();
+        if ["king", "quetzal OR #zebra"].contains(&rule) {
+            assert!(!delivered.is_empty(), "{rule}: the live stream matched it");
+        }
         let found = search_all(&app, &token, rule, 3).await;
         assert_eq!(
             found, delivered,

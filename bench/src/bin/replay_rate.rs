@@ -33,6 +33,10 @@ struct Args {
     /// Runs of each replay.
     #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// Every this many statuses carry the word `zebra` as well (0: none): a
+    /// word in every block of the history but in few of its statuses.
+    #[arg(long, default_value_t = 0)]
+    rare_every: usize,
 }
 
 /// Reads an NDJSON stream until it has been quiet for 300 ms after its
@@ -73,7 +77,12 @@ async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     futures::stream::iter(0..args.statuses)
         .map(|i| {
-            let mut body = json!({"message": format!("replayed status {i} #bench")});
+            let rare = args.rare_every > 0 && i % args.rare_every == 0;
+            let message = format!(
+                "replayed status {i} #bench{}",
+                if rare { " zebra" } else { "" }
+            );
+            let mut body = json!({"message": message});
             if i % 4 == 0 {
                 body["lat"] = json!(48.0 + (i % 100) as f64 / 100.0);
                 body["lon"] = json!(2.0);
