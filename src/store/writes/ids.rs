@@ -35,19 +35,19 @@ use std::time::{Duration, Instant};
 pub const EPOCH_MS: u64 = 1_420_070_400_000;
 /// The smallest snowflake: every id below it came from the old counter.
 pub const FIRST: u64 = 1 << 40;
-pub(crate) const INSTANCE_BITS: u32 = 6;
-pub(crate) const SEQUENCE_BITS: u32 = 6;
+const INSTANCE_BITS: u32 = 6;
+const SEQUENCE_BITS: u32 = 6;
 /// How many processes may issue ids at once.
 pub const INSTANCES: u64 = 1 << INSTANCE_BITS;
-pub(crate) const SEQUENCES: u64 = 1 << SEQUENCE_BITS;
+const SEQUENCES: u64 = 1 << SEQUENCE_BITS;
 /// How long Redis keeps an instance lease unless renewed.
-pub(crate) const LEASE_TTL: Duration = Duration::from_secs(60);
+pub(super) const LEASE_TTL: Duration = Duration::from_secs(60);
 /// Ids are issued only until this long before Redis's expiry (measured
 /// from before the SET was sent), so clock drift between here and Redis
 /// cannot let two processes hold one number.
-pub(crate) const LEASE_MARGIN: Duration = Duration::from_secs(15);
+const LEASE_MARGIN: Duration = Duration::from_secs(15);
 /// A lease with less than this left is renewed before the next id.
-pub(crate) const RENEW_WHEN_LEFT: Duration = Duration::from_secs(25);
+const RENEW_WHEN_LEFT: Duration = Duration::from_secs(25);
 
 /// The millisecond a snowflake was made at (since the Unix epoch), or
 /// `None` for an id of the old counter.
@@ -71,26 +71,26 @@ pub fn posted_of(id: u64) -> Option<f64> {
 /// A process's id generator: its lease and its last millisecond.
 pub struct IdGen {
     /// Added to the wall clock (tests run processes whose clocks differ).
-    pub(crate) offset_ms: i64,
-    pub(crate) state: Mutex<Sequence>,
-    pub(crate) lease: Mutex<Option<Lease>>,
+    offset_ms: i64,
+    state: Mutex<Sequence>,
+    lease: Mutex<Option<Lease>>,
     /// One lease request at a time.
-    pub(crate) leasing: tokio::sync::Mutex<()>,
+    pub(super) leasing: tokio::sync::Mutex<()>,
     /// This process's lease value (so a renewal renews only its own).
-    pub(crate) token: String,
+    pub(super) token: String,
 }
 
 #[derive(Default)]
-pub(crate) struct Sequence {
-    pub(crate) last_ms: u64,
-    pub(crate) seq: u64,
+struct Sequence {
+    last_ms: u64,
+    seq: u64,
 }
 
 #[derive(Clone, Copy)]
-pub(crate) struct Lease {
-    pub(crate) instance: u64,
+pub(super) struct Lease {
+    pub(super) instance: u64,
     /// Ids may be issued until then.
-    pub(crate) valid_until: Instant,
+    valid_until: Instant,
 }
 
 impl IdGen {
@@ -109,7 +109,7 @@ impl IdGen {
         }
     }
 
-    pub(crate) fn now_ms(&self) -> u64 {
+    fn now_ms(&self) -> u64 {
         let wall = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default()
@@ -118,7 +118,7 @@ impl IdGen {
     }
 
     /// The next id of `instance`, and its `posted` time.
-    pub(crate) fn issue(&self, instance: u64) -> (u64, f64) {
+    pub(super) fn issue(&self, instance: u64) -> (u64, f64) {
         let now = self.now_ms().max(EPOCH_MS);
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if now > s.last_ms {
@@ -141,10 +141,38 @@ impl IdGen {
 
     /// The lease, if ids may be issued under it now, and whether it is due
     /// for renewal.
-    pub(crate) fn usable(&self) -> Option<(Lease, bool)> {
+    pub(super) fn usable(&self) -> Option<(Lease, bool)> {
         let lease = (*self.lease.lock().unwrap_or_else(|e| e.into_inner()))?;
         let now = Instant::now();
         (now < lease.valid_until).then(|| (lease, lease.valid_until - now < RENEW_WHEN_LEFT))
+    }
+
+    /// The instance of the lease held, usable or not.
+    pub(super) fn held(&self) -> Option<u64> {
+        self.lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .map(|l| l.instance)
+    }
+
+    /// Keeps a lease on `instance` taken or renewed by a call sent at
+    /// `asked`; returns the instance.
+    pub(super) fn keep(&self, instance: u64, asked: Instant) -> u64 {
+        let lease = Lease {
+            instance,
+            valid_until: asked + LEASE_TTL - LEASE_MARGIN,
+        };
+        *self.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
+        instance
+    }
+
+    /// Gives the lease up (no id is issued after): its instance, if held.
+    pub(super) fn give_back(&self) -> Option<u64> {
+        self.lease
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .map(|l| l.instance)
     }
 }
 
@@ -153,7 +181,7 @@ mod tests {
     use super::*;
 
     #[test]
-    pub(crate) fn ids_grow_with_time_stay_exact_as_doubles_and_name_their_millisecond() {
+    fn ids_grow_with_time_stay_exact_as_doubles_and_name_their_millisecond() {
         let ids = IdGen::new(0);
         let mut last = 0;
         for _ in 0..10_000 {
@@ -169,7 +197,7 @@ mod tests {
     }
 
     #[test]
-    pub(crate) fn a_clock_that_goes_back_or_a_burst_keeps_ids_ordered() {
+    fn a_clock_that_goes_back_or_a_burst_keeps_ids_ordered() {
         let ids = IdGen::new(0);
         let (first, _) = ids.issue(1);
         // A clock an hour behind issues after the last millisecond.
@@ -192,7 +220,7 @@ mod tests {
     }
 
     #[test]
-    pub(crate) fn ids_of_one_era_have_one_length() {
+    fn ids_of_one_era_have_one_length() {
         let len = |ms: u64| (((ms - EPOCH_MS) << 12) | 4095).to_string().len();
         // 2023-01-01 and 2080-01-01.
         assert_eq!(len(1_672_531_200_000), 16);

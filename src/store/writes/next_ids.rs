@@ -1,6 +1,6 @@
 //! Fresh user and status ids from the store's generator ([`IdGen`]).
 
-use super::ids::*;
+use super::ids::{INSTANCES, LEASE_TTL};
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
 use std::time::Instant;
@@ -9,7 +9,7 @@ impl Store {
     /// A fresh user id: a snowflake from the same generator as status ids,
     /// so a sign-up takes no shared counter (users signed up before
     /// 2026-11-27 keep the ids the `{g}` counter gave them, all below
-    /// [`FIRST`]).
+    /// [`FIRST`](super::ids::FIRST)).
     pub async fn next_user_id(&self) -> StoreResult<u64> {
         Ok(self.next_status_id().await?.0)
     }
@@ -29,12 +29,7 @@ impl Store {
         let held = match self.ids.usable() {
             Some((lease, false)) => return Ok(lease.instance),
             Some((lease, true)) => Some(lease.instance),
-            None => self
-                .ids
-                .lease
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .map(|l| l.instance),
+            None => self.ids.held(),
         };
         let ttl_ms = LEASE_TTL.as_millis() as u64;
         let mut conn = self.conn();
@@ -49,7 +44,7 @@ impl Store {
                 .invoke_async(&mut conn)
                 .await;
             match renewed {
-                Ok(1) => return Ok(self.keep_lease(instance, asked)),
+                Ok(1) => return Ok(self.ids.keep(instance, asked)),
                 Ok(_) => tracing::warn!(instance, "id instance lease lost; taking another"),
                 // Redis did not answer: a lease still valid serves on.
                 Err(e) => match self.ids.usable() {
@@ -72,7 +67,7 @@ impl Store {
                 .await?;
             if taken.is_some() {
                 tracing::info!(instance, "id instance leased");
-                return Ok(self.keep_lease(instance, asked));
+                return Ok(self.ids.keep(instance, asked));
             }
         }
         Err(StoreError::Unavailable(format!(
@@ -83,32 +78,17 @@ impl Store {
     /// Gives this process's status-id number back (at shutdown), so a
     /// restart does not wait for the lease to lapse. No id is issued after.
     pub async fn release_id_lease(&self) -> StoreResult<()> {
-        let lease = self
-            .ids
-            .lease
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        let Some(lease) = lease else {
+        let Some(instance) = self.ids.give_back() else {
             return Ok(());
         };
         let mut conn = self.conn();
         let _: i64 = self
             .scripts
             .lease_release
-            .key(self.keys.id_instance(lease.instance))
+            .key(self.keys.id_instance(instance))
             .arg(&self.ids.token)
             .invoke_async(&mut conn)
             .await?;
         Ok(())
-    }
-
-    fn keep_lease(&self, instance: u64, asked: Instant) -> u64 {
-        let lease = Lease {
-            instance,
-            valid_until: asked + LEASE_TTL - LEASE_MARGIN,
-        };
-        *self.ids.lease.lock().unwrap_or_else(|e| e.into_inner()) = Some(lease);
-        instance
     }
 }
