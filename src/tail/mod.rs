@@ -13,7 +13,7 @@ mod http;
 mod print;
 mod token;
 
-pub use crate::config::tail::TailArgs;
+use crate::config::tail::TailArgs;
 
 use anyhow::bail;
 use body::Body;

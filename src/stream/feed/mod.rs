@@ -9,7 +9,7 @@
 mod replay;
 mod replay_job;
 
-pub use crate::stream::out::Out;
+use crate::stream::out::Out;
 use replay_job::{resume_gap, ReplayJob};
 
 use super::direct::Direct;

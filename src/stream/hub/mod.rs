@@ -26,9 +26,7 @@ mod tests;
 pub mod viewers;
 
 pub use conn::ClientConn;
-use msg::Cmd;
-pub use msg::SHUTDOWN;
-pub use viewers::hide_mask;
+use msg::{Cmd, SHUTDOWN};
 
 use crate::hides::Hides;
 use crate::shutdown::Shutdown;
