@@ -16,14 +16,20 @@
 //! older than the change, so they ask here.
 //!
 //! A [`Sight`] remembers each answer for its life (one request, or one
-//! replay), so a page of a thousand statuses by a few authors costs a few
+//! replay, which trims it between pages: [`Sight::trim`]), so a page of a thousand statuses by a few authors costs a few
 //! reads, and [`Sight::prefetch`] reads what a page needs in one pipeline.
 
 use crate::hides::{self, Hides};
 use crate::model::{Status, User};
+use crate::store::statuses::StatusNow;
 use crate::store::{Store, StoreError, StoreResult};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
+
+/// The answers of each kind a [`Sight`] remembers across a replay's pages
+/// before [`Sight::trim`] forgets them: 65,536 accounts at ~40 bytes each
+/// (with the map's overhead), about 3 MiB per replaying reader at most.
+pub const SIGHT_CAP: usize = 65_536;
 
 /// What a path shows of private accounts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,8 +53,8 @@ pub struct Sight {
     accounts: FxHashMap<u64, Option<bool>>,
     /// Private account -> whether the reader follows it.
     follows: FxHashMap<u64, bool>,
-    /// Status -> whether it still exists.
-    alive: FxHashMap<u64, bool>,
+    /// Status -> whether it still exists (and when it was last edited).
+    statuses: FxHashMap<u64, Option<StatusNow>>,
     /// Private group -> whether the reader is a member.
     groups: FxHashMap<u64, bool>,
     /// Group -> whether the reader may read it.
@@ -68,7 +74,7 @@ impl Sight {
             reach,
             accounts: FxHashMap::default(),
             follows: FxHashMap::default(),
-            alive: FxHashMap::default(),
+            statuses: FxHashMap::default(),
             groups: FxHashMap::default(),
             readable_groups: FxHashMap::default(),
             conversations: FxHashMap::default(),
@@ -101,13 +107,13 @@ impl Sight {
         let mut sids: Vec<u64> = statuses
             .iter()
             .copied()
-            .filter(|s| !self.alive.contains_key(s))
+            .filter(|s| !self.statuses.contains_key(s))
             .collect();
         sids.sort_unstable();
         sids.dedup();
         if !sids.is_empty() {
-            let alive = self.store.statuses_alive(&sids).await?;
-            self.alive.extend(sids.into_iter().zip(alive));
+            let now = self.store.statuses_now(&sids).await?;
+            self.statuses.extend(sids.into_iter().zip(now));
         }
         let mut uids: Vec<u64> = authors
             .iter()
@@ -139,11 +145,41 @@ impl Sight {
 
     /// Whether status `sid` still exists.
     pub async fn alive(&mut self, sid: u64) -> StoreResult<bool> {
-        if let Some(alive) = self.alive.get(&sid) {
-            return Ok(*alive);
+        if let Some(now) = self.statuses.get(&sid) {
+            return Ok(now.is_some());
         }
         self.prefetch(&[sid], &[]).await?;
-        Ok(self.alive.get(&sid).copied().unwrap_or(false))
+        Ok(self.statuses.get(&sid).is_some_and(Option::is_some))
+    }
+
+    /// What was read of status `sid` (by [`Sight::prefetch`] or
+    /// [`Sight::alive`]): `None` if nothing yet, `Some(None)` if it no
+    /// longer exists.
+    pub fn status_now(&self, sid: u64) -> Option<Option<StatusNow>> {
+        self.statuses.get(&sid).copied()
+    }
+
+    /// Forgets the statuses read so far, and the accounts, follows, groups
+    /// and conversations too once any of them holds [`SIGHT_CAP`] answers:
+    /// a replay calls it between pages, so that what it remembers is
+    /// bounded however long it runs (a status is seldom asked of twice
+    /// across pages; an author often is).
+    pub fn trim(&mut self) {
+        self.statuses.clear();
+        let held = [
+            self.accounts.len(),
+            self.follows.len(),
+            self.groups.len(),
+            self.readable_groups.len(),
+            self.conversations.len(),
+        ];
+        if held.into_iter().any(|n| n >= SIGHT_CAP) {
+            self.accounts.clear();
+            self.follows.clear();
+            self.groups.clear();
+            self.readable_groups.clear();
+            self.conversations.clear();
+        }
     }
 
     /// Whether the reader may see what `author` posts: the account exists

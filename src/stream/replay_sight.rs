@@ -41,8 +41,10 @@ impl ReplaySight {
     }
 
     /// Keeps the frames the reader may see now, in order; what they need
-    /// is read first in one pipeline each.
+    /// is read first in one pipeline each. What was read for the page
+    /// before is forgotten first (bounded, however long the replay).
     pub async fn keep(&mut self, frames: Vec<Arc<Frame>>) -> StoreResult<Vec<Arc<Frame>>> {
+        self.sight.trim();
         let mut sids = Vec::new();
         let mut uids = Vec::new();
         for f in &frames {
@@ -76,14 +78,19 @@ impl ReplaySight {
         self.current_versions(kept).await
     }
 
-    /// The frames with each status as it is now (one edited since the
-    /// event carries its latest version).
+    /// The frames with each status as it is now: one edited since the
+    /// event carries its latest version. Each status's last edit is known
+    /// from the page's prefetch; only those edited since are read whole.
     async fn current_versions(&self, frames: Vec<Arc<Frame>>) -> StoreResult<Vec<Arc<Frame>>> {
-        let sids: Vec<u64> = frames
-            .iter()
-            .filter_map(|f| status_of(&f.event))
-            .filter_map(|s| s.id.parse().ok())
-            .collect();
+        let edited = |f: &Frame| {
+            let status = status_of(&f.event)?;
+            let sid: u64 = status.id.parse().ok()?;
+            match self.sight.status_now(sid) {
+                Some(Some(now)) if now.edited_at == status.edited_at => None,
+                _ => Some(sid),
+            }
+        };
+        let sids: Vec<u64> = frames.iter().filter_map(|f| edited(f)).collect();
         if sids.is_empty() {
             return Ok(frames);
         }
