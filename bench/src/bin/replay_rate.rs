@@ -37,6 +37,10 @@ struct Args {
     /// word in every block of the history but in few of its statuses.
     #[arg(long, default_value_t = 0)]
     rare_every: usize,
+    /// Only the replays whose label starts with this (`since=0, track`:
+    /// the catch-up alone).
+    #[arg(long, default_value = "")]
+    only: String,
 }
 
 /// Reads an NDJSON stream until it has been quiet for 300 ms after its
@@ -51,13 +55,21 @@ async fn replay(http: &reqwest::Client, url: &str, token: &str) -> anyhow::Resul
         .await?;
     let mut body = resp.bytes_stream();
     let (mut events, mut last) = (0usize, 0.0f64);
+    // The start of a line a chunk ended in, so that a line split across
+    // chunks is counted once.
+    let mut partial: Vec<u8> = Vec::new();
     loop {
         let chunk = tokio::time::timeout(std::time::Duration::from_millis(300), body.next()).await;
         let Ok(Some(Ok(chunk))) = chunk else { break };
-        events += chunk
+        partial.extend_from_slice(&chunk);
+        let Some(end) = partial.iter().rposition(|b| *b == b'\n') else {
+            continue;
+        };
+        events += partial[..end]
             .split(|b| *b == b'\n')
             .filter(|line| line.starts_with(b"{\"id\""))
             .count();
+        partial.drain(..=end);
         last = started.elapsed().as_secs_f64();
     }
     Ok((events, last))
@@ -117,6 +129,9 @@ async fn main() -> anyhow::Result<()> {
             "/api/v1/stream/filter?locations=1,47,3,50&since=0",
         ),
     ] {
+        if !what.starts_with(args.only.as_str()) {
+            continue;
+        }
         let mut rates = Vec::new();
         let mut n = 0;
         for _ in 0..args.runs.max(1) {
