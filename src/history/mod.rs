@@ -8,7 +8,8 @@
 //! `last_event_id=`, `since=`; the history search) go through [`History`]:
 //! an in-memory index of every block (its first and last ids, where it
 //! lies) under a lock held only to look a block up, then a positioned
-//! read of the block off the async threads, at most [`MAX_READERS`] at once.
+//! read of the block on the history's own threads, at a lower priority than
+//! the live streams' ([`readers`]), at most [`MAX_READERS`] at once.
 //!
 //! Events the archiver has read and not yet written (up to a second's
 //! worth) are readable too, so the history reaches as far as the archiver
@@ -31,6 +32,7 @@
 
 pub mod archiver;
 pub mod block;
+pub mod readers;
 pub mod scan;
 pub mod search;
 pub mod segment;
@@ -59,11 +61,12 @@ pub struct Gap {
     pub before: EventId,
 }
 
-/// What one read of the history gave.
-#[derive(Debug, Default)]
-pub struct Page {
+/// What one read of the history gave: its events as `T` (by default each
+/// event's id and JSON; see [`History::read_after_as`]).
+#[derive(Debug)]
+pub struct Page<T = (EventId, String)> {
     /// Events after the position read from, oldest first.
-    pub events: Vec<(EventId, String)>,
+    pub events: Vec<T>,
     /// The position to read from next: every event up to it was served or
     /// reported as a gap.
     pub cursor: EventId,
@@ -71,6 +74,17 @@ pub struct Page {
     pub gap: Option<Gap>,
     /// The history holds nothing after the position read from.
     pub end: bool,
+}
+
+impl<T> Default for Page<T> {
+    fn default() -> Page<T> {
+        Page {
+            events: Vec::new(),
+            cursor: EventId::ZERO,
+            gap: None,
+            end: false,
+        }
+    }
 }
 
 /// What `GET /api/v1/history` tells.
@@ -143,6 +157,8 @@ struct Inner {
     settings: Settings,
     index: RwLock<Index>,
     readers: tokio::sync::Semaphore,
+    /// The threads block reads run on.
+    threads: readers::Readers,
     /// Whether the last write succeeded.
     writable: AtomicBool,
     write_errors: AtomicU64,
@@ -232,6 +248,7 @@ impl History {
             settings,
             index: RwLock::new(index),
             readers: tokio::sync::Semaphore::new(MAX_READERS),
+            threads: readers::Readers::start().map_err(io)?,
             writable: AtomicBool::new(true),
             write_errors: AtomicU64::new(0),
             damaged: AtomicU64::new(0),
@@ -297,6 +314,19 @@ impl History {
     /// the pending ones), with the gap before them if there is one. Block
     /// reads queue behind [`MAX_READERS`] others.
     pub async fn read_after(&self, after: EventId) -> std::io::Result<Page> {
+        self.read_after_as(after, |id, json| Some((id, json.to_owned())))
+            .await
+    }
+
+    /// [`History::read_after`], each event made into a `T` by `make` (an
+    /// event it gives `None` for is left out) on the thread that read and
+    /// decompressed its block: a replay parses its frames there, off the
+    /// threads the live streams run on.
+    pub async fn read_after_as<T: Send + 'static>(
+        &self,
+        after: EventId,
+        make: fn(EventId, &str) -> Option<T>,
+    ) -> std::io::Result<Page<T>> {
         let located = self.locate(after);
         let (file, block) = match located {
             Located::End => {
@@ -306,7 +336,18 @@ impl History {
                     ..Page::default()
                 })
             }
-            Located::Pending(page) => return Ok(page),
+            Located::Pending(page) => {
+                return Ok(Page {
+                    events: page
+                        .events
+                        .into_iter()
+                        .filter_map(|(id, json)| make(id, &json))
+                        .collect(),
+                    cursor: page.cursor,
+                    gap: page.gap,
+                    end: page.end,
+                })
+            }
             Located::Block(file, block) => (file, block),
         };
         let gap = gap_before(after, &block.header);
@@ -316,15 +357,25 @@ impl History {
             .acquire()
             .await
             .map_err(std::io::Error::other)?;
-        let read = tokio::task::spawn_blocking(move || {
-            segment::read_body(&file, &block).map(|body| block::events(&block.header, &body))
-        })
-        .await
-        .map_err(std::io::Error::other)?;
+        let read = self
+            .0
+            .threads
+            .run(move || {
+                segment::read_body(&file, &block).map(|body| {
+                    let mut events = Vec::with_capacity(block.header.count as usize);
+                    block::visit(&block.header, &body, |id, json| {
+                        if id > after {
+                            events.extend(make(id, json));
+                        }
+                    })
+                    .map(|()| events)
+                })
+            })
+            .await?;
         let cursor = block.header.last;
         match read {
             Ok(Some(events)) => Ok(Page {
-                events: events.into_iter().filter(|(id, _)| *id > after).collect(),
+                events,
                 cursor,
                 gap,
                 end: false,

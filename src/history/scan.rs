@@ -17,11 +17,12 @@ const STEP_BLOCKS: usize = 256;
 const STEP_READS: usize = 4;
 
 /// What one step of a scan gave.
-#[derive(Debug, Default)]
-pub struct Step {
-    /// Events of the blocks read (and of what is pending), newest first,
-    /// all older than the position the step began at.
-    pub events: Vec<(EventId, String)>,
+#[derive(Debug)]
+pub struct Step<T> {
+    /// What was made of the events of the blocks read (and of what is
+    /// pending), newest first, all older than the position the step began
+    /// at.
+    pub events: Vec<T>,
     /// Every event newer than this and older than where the step began was
     /// looked at (in `events` or in a block passed over).
     pub cursor: EventId,
@@ -35,13 +36,16 @@ pub struct Step {
 impl History {
     /// One step of a scan towards the oldest: events older than `before`
     /// and newer than `floor`, from blocks whose summary may match
-    /// `anchors` (every block when `anchors` is `None`).
-    pub async fn scan_step(
+    /// `anchors` (every block when `anchors` is `None`), each made into a
+    /// `T` by `make` (`None`: left out) on the thread that read its block,
+    /// without a copy of its JSON.
+    pub async fn scan_step<T: Send + 'static>(
         &self,
         before: EventId,
         floor: EventId,
         anchors: Option<Arc<Vec<Anchor>>>,
-    ) -> std::io::Result<Step> {
+        make: impl Fn(EventId, &str) -> Option<T> + Send + 'static,
+    ) -> std::io::Result<Step<T>> {
         let (blocks, pending, more) = self.blocks_before(before, floor);
         let _turn = self
             .0
@@ -50,43 +54,53 @@ impl History {
             .await
             .map_err(std::io::Error::other)?;
         let floor_id = floor;
-        tokio::task::spawn_blocking(move || {
-            let mut step = Step {
-                events: pending,
-                cursor: floor_id,
-                done: true,
-                ..Step::default()
-            };
-            for (i, (file, meta)) in blocks.iter().enumerate() {
-                if step.read == STEP_READS {
-                    step.done = false;
-                    step.cursor = blocks[i - 1].1.header.first.max(floor_id);
-                    return Ok(step);
-                }
-                if let Some(anchors) = &anchors {
-                    let summary = segment::read_summary(file, meta)?;
-                    if Summary::decode(&summary).is_some_and(|s| !s.may_match(anchors)) {
-                        step.skipped += 1;
-                        continue;
+        self.0
+            .threads
+            .run(move || {
+                let mut step = Step {
+                    events: pending
+                        .iter()
+                        .filter_map(|(id, json)| make(*id, json))
+                        .collect(),
+                    cursor: floor_id,
+                    done: true,
+                    skipped: 0,
+                    read: 0,
+                };
+                for (i, (file, meta)) in blocks.iter().enumerate() {
+                    if step.read == STEP_READS {
+                        step.done = false;
+                        step.cursor = blocks[i - 1].1.header.first.max(floor_id);
+                        return Ok(step);
+                    }
+                    if let Some(anchors) = &anchors {
+                        let summary = segment::read_summary(file, meta)?;
+                        if Summary::decode(&summary).is_some_and(|s| !s.may_match(anchors)) {
+                            step.skipped += 1;
+                            continue;
+                        }
+                    }
+                    step.read += 1;
+                    let body = segment::read_body(file, meta)?;
+                    // A damaged block holds nothing a search can serve.
+                    let mut made = Vec::new();
+                    let whole = block::visit(&meta.header, &body, |id, json| {
+                        if id < before && id > floor_id {
+                            made.extend(make(id, json));
+                        }
+                    });
+                    if whole.is_some() {
+                        made.reverse();
+                        step.events.extend(made);
                     }
                 }
-                step.read += 1;
-                let body = segment::read_body(file, meta)?;
-                // A damaged block holds nothing a search can serve.
-                if let Some(mut events) = block::events(&meta.header, &body) {
-                    events.retain(|(id, _)| *id < before && *id > floor_id);
-                    events.reverse();
-                    step.events.extend(events);
+                if let (true, Some((_, oldest))) = (more, blocks.last()) {
+                    step.done = false;
+                    step.cursor = oldest.header.first.max(floor_id);
                 }
-            }
-            if let (true, Some((_, oldest))) = (more, blocks.last()) {
-                step.done = false;
-                step.cursor = oldest.header.first.max(floor_id);
-            }
-            Ok(step)
-        })
-        .await
-        .map_err(std::io::Error::other)?
+                Ok(step)
+            })
+            .await?
     }
 
     /// The blocks with events older than `before` and newer than `floor`,

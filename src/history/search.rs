@@ -23,6 +23,10 @@ use std::sync::Arc;
 /// turn, so that searches take at most about one core from the streams.
 static JUDGING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
+/// Events judged between the turns a search gives other tasks (they come
+/// parsed: judging one is the rule's match).
+const JUDGE_TURN: usize = 4 * frame::PARSE_TURN;
+
 /// One rule, ready to run over the history.
 pub struct Search {
     want: Want,
@@ -78,31 +82,33 @@ impl Search {
             }
             a => a.clone(),
         };
+        // Events are parsed where their block is read, and only those the
+        // prefilter lets by.
+        let prefilter = self.prefilter.clone();
         let step = history
-            .scan_step(before, floor, anchors)
+            .scan_step(before, floor, anchors, move |_, json| {
+                if !prefilter.may_match(json) {
+                    return None;
+                }
+                match frame::parse(json) {
+                    Some(Incoming::Event(f)) if f.rule_status().is_some() => Some(f),
+                    _ => None,
+                }
+            })
             .await
             .map_err(|e| StoreError::Internal(format!("history: {e}")))?;
         let mut matched = Vec::new();
         // One search judges at a time, giving way to other tasks every
-        // [`frame::PARSE_TURN`] events: a step's few thousand events judged in one
-        // go held an async thread for milliseconds, and ten searches at once
-        // held both, which starved the live streams.
+        // [`JUDGE_TURN`] events: a step's few thousand events parsed and
+        // judged in one go held an async thread for milliseconds, and ten
+        // searches at once held both, which starved the live streams.
         let turn = JUDGING
             .acquire()
             .await
             .map_err(|e| StoreError::Internal(e.to_string()))?;
-        for (i, (_, json)) in step.events.iter().enumerate() {
-            if i % frame::PARSE_TURN == frame::PARSE_TURN - 1 {
+        for (i, f) in step.events.into_iter().enumerate() {
+            if i % JUDGE_TURN == JUDGE_TURN - 1 {
                 tokio::task::yield_now().await;
-            }
-            if !self.prefilter.may_match(json) {
-                continue;
-            }
-            let Some(Incoming::Event(f)) = frame::parse(json) else {
-                continue;
-            };
-            if f.rule_status().is_none() {
-                continue;
             }
             if self.hides.hides_any(f.actors(), crate::hides::BLOCK_EITHER) {
                 continue;
@@ -132,6 +138,7 @@ impl Search {
 /// escape) is always parsed. (`İ` lowercases to `i` and a combining dot,
 /// which no ASCII word holds.) A rule with any other anchor (authors,
 /// places, non-ASCII words) has no prefilter.
+#[derive(Clone)]
 struct Prefilter(Option<AhoCorasick>);
 
 impl Prefilter {

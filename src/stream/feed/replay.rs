@@ -16,6 +16,19 @@ use crate::stream::out::Out;
 use crate::stream::want::Want;
 use std::sync::Arc;
 
+/// Events judged between the turns a replay gives the live streams (its
+/// events come parsed: judging one is a filter's match).
+const JUDGE_TURN: usize = 4 * frame::PARSE_TURN;
+
+/// An event of the buffer or the history as a frame (`None`: not an
+/// event, or not one this build reads).
+fn event_frame(_id: EventId, json: &str) -> Option<Arc<Frame>> {
+    match frame::parse(json) {
+        Some(Incoming::Event(f)) => Some(f),
+        _ => None,
+    }
+}
+
 /// Buffer entries read per replay round trip.
 const PAGE: usize = 1000;
 /// Buffer entries read per page of a resume (`last_event_id`): at most this
@@ -97,7 +110,7 @@ impl Feed {
         &mut self,
         cursor: EventId,
         from_history: bool,
-    ) -> StoreResult<(Vec<(EventId, String)>, EventId, bool, bool)> {
+    ) -> StoreResult<(Vec<Arc<Frame>>, EventId, bool, bool)> {
         if let (true, Some(history)) = (from_history, self.history.clone()) {
             let ahead = self.replays.front_mut().and_then(|job| job.prefetch.take());
             let read = match ahead {
@@ -105,14 +118,15 @@ impl Feed {
                     Ok(page) => page,
                     Err(e) => Err(std::io::Error::other(e)),
                 },
-                _ => history.read_after(cursor).await,
+                _ => history.read_after_as(cursor, event_frame).await,
             };
             let page =
                 read.map_err(|e| crate::store::StoreError::Internal(format!("history: {e}")))?;
             if !page.end {
                 // The next block is read while this one is judged and written.
                 let (next, ahead) = (page.cursor, history.clone());
-                let read = tokio::spawn(async move { ahead.read_after(next).await });
+                let read =
+                    tokio::spawn(async move { ahead.read_after_as(next, event_frame).await });
                 if let Some(job) = self.replays.front_mut() {
                     job.prefetch = Some((next, read));
                 }
@@ -144,7 +158,14 @@ impl Feed {
         }
         let page = self.hub.store().events_after(cursor, REPLAY_PAGE).await?;
         let next = page.events.last().map_or(cursor, |(id, _)| *id);
-        Ok((page.events, next, page.more, false))
+        let mut frames = Vec::with_capacity(page.events.len());
+        for (i, (id, json)) in page.events.into_iter().enumerate() {
+            if i % frame::PARSE_TURN == frame::PARSE_TURN - 1 {
+                tokio::task::yield_now().await;
+            }
+            frames.extend(event_frame(id, &json));
+        }
+        Ok((frames, next, page.more, false))
     }
 
     /// Reads the next page of the first replay into `pending`; once a page
@@ -164,19 +185,17 @@ impl Feed {
             return Ok(());
         };
         let mut matched = Vec::new();
-        for (i, (_, json)) in events.iter().enumerate() {
-            if i % frame::PARSE_TURN == frame::PARSE_TURN - 1 {
+        for (i, f) in events.iter().enumerate() {
+            if i % JUDGE_TURN == JUDGE_TURN - 1 {
                 // A block of the history is 1,024 events: the live
                 // streams' tasks get turns while it is judged.
                 tokio::task::yield_now().await;
             }
-            if let Some(Incoming::Event(f)) = frame::parse(json) {
-                if let Some(f) = job.want.judge(&f) {
-                    if !job.hides.hides_any(f.actors(), hide_mask(job.stream))
-                        && !self.hub.store().suspended().any(f.actors())
-                    {
-                        matched.push(f);
-                    }
+            if let Some(f) = job.want.judge(f) {
+                if !job.hides.hides_any(f.actors(), hide_mask(job.stream))
+                    && !self.hub.store().suspended().any(f.actors())
+                {
+                    matched.push(f);
                 }
             }
         }

@@ -34,7 +34,9 @@ pub(super) struct ReplayJob {
 /// the read.
 pub(super) type Prefetch = (
     EventId,
-    tokio::task::JoinHandle<std::io::Result<crate::history::Page>>,
+    tokio::task::JoinHandle<
+        std::io::Result<crate::history::Page<Arc<crate::stream::frame::Frame>>>,
+    >,
 );
 
 /// A replay reading the history, counted in `firehose_history_replays`
