@@ -248,7 +248,7 @@ impl History {
             settings,
             index: RwLock::new(index),
             readers: tokio::sync::Semaphore::new(MAX_READERS),
-            threads: readers::Readers::start().map_err(io)?,
+            threads: readers::Readers::shared().map_err(io)?,
             writable: AtomicBool::new(true),
             write_errors: AtomicU64::new(0),
             damaged: AtomicU64::new(0),

@@ -7,8 +7,9 @@
 //!
 //! [`Readers`] is a fixed set of `MAX_READERS` threads, one for each read
 //! the history lets run at once (so a read waiting on the disk holds up no
-//! other), started with the history and fed through one queue; a job's
-//! answer comes back on a oneshot channel.
+//! other), started once per process when a history is first opened
+//! ([`Readers::shared`]) and fed through one queue; a job's answer comes
+//! back on a oneshot channel.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -33,8 +34,21 @@ impl std::fmt::Debug for Readers {
 }
 
 impl Readers {
-    /// Starts the threads. They end when the last `Readers` is dropped.
-    pub fn start() -> std::io::Result<Readers> {
+    /// The process's reader threads, started on the first call.
+    pub fn shared() -> std::io::Result<Readers> {
+        static SHARED: std::sync::OnceLock<Readers> = std::sync::OnceLock::new();
+        if let Some(readers) = SHARED.get() {
+            return Ok(readers.clone());
+        }
+        // Two first calls at once: one set wins, the other's threads end
+        // as its queue closes.
+        let started = Readers::start()?;
+        Ok(SHARED.get_or_init(|| started).clone())
+    }
+
+    /// Starts a set of threads. They end when the last `Readers` of the
+    /// set is dropped.
+    fn start() -> std::io::Result<Readers> {
         let threads = super::MAX_READERS;
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
