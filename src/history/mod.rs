@@ -45,9 +45,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-/// Block reads in flight at once over every replay and search; the rest
-/// wait their turn.
-pub const MAX_READERS: usize = 8;
+pub use readers::MAX_READERS;
 /// The file in the history's directory that names the store it copies.
 const STORE_FILE: &str = "store-id";
 /// The lock file: one process per directory.

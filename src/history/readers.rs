@@ -14,6 +14,10 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
+/// Block reads in flight at once over every replay and search (one
+/// thread each); the rest wait their turn.
+pub const MAX_READERS: usize = 8;
+
 /// The nice value of the reader threads (0 is the process's; 19 the
 /// lowest priority): at 10, a busy reader thread gets about a tenth of
 /// the CPU a busy live thread gets.
@@ -49,7 +53,7 @@ impl Readers {
     /// Starts a set of threads. They end when the last `Readers` of the
     /// set is dropped.
     fn start() -> std::io::Result<Readers> {
-        let threads = super::MAX_READERS;
+        let threads = MAX_READERS;
         let (jobs, queue) = mpsc::channel::<Job>();
         let queue = Arc::new(Mutex::new(queue));
         for i in 0..threads {
