@@ -133,7 +133,7 @@ pub async fn outbox_sweeper(store: Store, every: Duration, mut shutdown: Shutdow
                     Some(owed) => match store.complete_op(owed).await {
                         Ok(()) => n += 1,
                         Err(e) => tracing::warn!(
-                            op = owed.n,
+                            op = owed.entry.n,
                             error = %e,
                             "an unfinished write failed again"
                         ),
@@ -141,7 +141,7 @@ pub async fn outbox_sweeper(store: Store, every: Duration, mut shutdown: Shutdow
                     None => {
                         // Only the number: an op may hold a password hash.
                         tracing::warn!(
-                            op = crate::store::outbox::Owed::number(&claim.raw),
+                            op = crate::store::outbox::Entry::number(&claim.raw),
                             "dropping an outbox entry that cannot be parsed"
                         );
                         store.drop_op(&claim).await?;

@@ -9,6 +9,8 @@
 //! answered (or whose request died after `op_begin`) is stored once and
 //! announced once.
 
+use super::chains::message::MessageOp;
+pub use super::chains::message::Sent;
 use super::outbox::payloads::NewConversation;
 use super::outbox::{Begun, Op, Owed};
 use super::paging::{Cursor, IdPage, Page};
@@ -16,7 +18,6 @@ use super::plumbing::error::{parse_id, StoreError, StoreResult};
 use super::plumbing::handle::Store;
 use crate::model::{Conversation, Message};
 use redis::AsyncCommands;
-use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// A message to send.
@@ -36,15 +37,6 @@ pub struct Outgoing<'a> {
     pub idempotency_key: Option<&'a str>,
 }
 
-/// A message sent: where it went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Sent {
-    /// The conversation (for a direct pair, the pair's one).
-    pub conversation_id: u64,
-    /// The message.
-    pub message_id: u64,
-}
-
 /// A conversation's HASH, participants and the viewer's unread count.
 type ConvRow = (HashMap<String, String>, Vec<String>, Option<u64>);
 
@@ -56,7 +48,7 @@ impl Store {
         // Message ids are status ids (time-ordered, no shared counter), so
         // `max_id` pages messages as it pages timelines.
         let (mid, at) = self.next_status_id().await?;
-        let op = Op::Message {
+        let message = MessageOp {
             cid: out.cid,
             mid,
             uid: out.uid,
@@ -66,6 +58,7 @@ impl Store {
             start: out.start,
             idempotency_key: out.idempotency_key.map(String::from),
         };
+        let op = Op::Message(message.clone());
         let mut legacy = None;
         if let Some(k) = out.idempotency_key {
             legacy = self.legacy_answer(out.uid, &format!("m:{k}")).await?;
@@ -76,7 +69,7 @@ impl Store {
         let (first, in_legacy) = match legacy {
             Some(first) => (first, true),
             None => match self.begin_op(&op, key.as_deref()).await? {
-                Begun::Started(owed) => return self.run_message(&owed).await,
+                Begun::Started(owed) => return self.run_message(&owed.entry, &message).await,
                 Begun::Duplicate(first) => (first, false),
             },
         };
@@ -88,7 +81,12 @@ impl Store {
         // idempotent) and answer with it.
         let owed = Owed::decode_pending(pending, in_legacy, self.lease_deadline())
             .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
-        self.run_message(&owed).await
+        let Op::Message(first) = &owed.op else {
+            return Err(StoreError::Internal(
+                "idempotency key of a non-message".into(),
+            ));
+        };
+        self.run_message(&owed.entry, first).await
     }
 
     /// Most conversations a user may be in.

@@ -1,6 +1,7 @@
 //! Follow requests to private accounts: asked, listed, authorized, rejected
 //! or cancelled.
 
+use super::chains::request::RequestOp;
 use super::outbox::Op;
 use super::paging::{Cursor, IdPage};
 use super::plumbing::error::StoreResult;
@@ -30,15 +31,14 @@ impl Store {
     }
 
     async fn request_step(&self, source: u64, target: u64, ask: bool) -> StoreResult<bool> {
-        let owed = self
-            .start_op(Op::Request {
-                source,
-                target,
-                ask,
-                at: now(),
-            })
-            .await?;
-        self.run_request(&owed).await
+        let op = RequestOp {
+            source,
+            target,
+            ask,
+            at: now(),
+        };
+        let owed = self.start_op(Op::Request(op.clone())).await?;
+        self.run_request(&owed.entry, &op).await
     }
 
     /// Whether `source` has asked to follow `target`.

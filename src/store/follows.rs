@@ -4,25 +4,18 @@
 //! home timeline gains or loses the followee's newest statuses (step 3).
 //! Each step touches one user's keys only, and any step may be retried.
 
-use super::events::body;
+use super::chains::follow::FollowOp;
+pub use super::chains::follow::FOLLOW_COPY_BUDGET;
 use super::outbox::Op;
 pub use super::paging::{Cursor, IdPage};
 use super::plumbing::error::{parse_id, StoreError, StoreResult};
 use super::plumbing::handle::Store;
-use super::plumbing::keys::pair_part;
-use super::plumbing::keys::OUTBOX_PARTS;
-use crate::model::{Event, HOME_CAP};
 use futures::StreamExt;
 use redis::AsyncCommands;
 
 /// Follows on one Redis: at most this many targets per `follow_whole.lua`
 /// call.
 pub const FOLLOW_CHUNK: usize = 16;
-/// Follows on one Redis: a `follow_whole.lua` call stops after the target
-/// whose statuses took the statuses copied into (or taken out of) the home
-/// past this many, so a call moves at most this plus [`HOME_CAP`] (twice
-/// that for an unfollow), a few milliseconds of Redis.
-pub const FOLLOW_COPY_BUDGET: usize = 2000;
 /// Follows on a cluster: at most this many chains of one batch in flight.
 pub const FOLLOW_CONCURRENCY: usize = 16;
 
@@ -56,15 +49,14 @@ impl Store {
         if !self.user_exists(target).await? {
             return Err(StoreError::NotFound("user"));
         }
-        let owed = self
-            .start_op(Op::Follow {
-                source,
-                target,
-                follow,
-                at: now,
-            })
-            .await?;
-        self.run_follow(&owed).await
+        let op = FollowOp {
+            source,
+            target,
+            follow,
+            at: now,
+        };
+        let owed = self.start_op(Op::Follow(op.clone())).await?;
+        self.run_follow(&owed.entry, &op).await
     }
 
     /// Makes `source` follow (or unfollow) each of `targets`, distinct ids
@@ -93,75 +85,6 @@ impl Store {
             .buffered(FOLLOW_CONCURRENCY)
             .collect()
             .await)
-    }
-
-    /// [`Store::set_follows`] on one Redis for one chunk: `follow_whole.lua`,
-    /// every step of every change in one atomic script (one round trip, no
-    /// outbox entry). Works the first targets of the chunk, at least one,
-    /// until [`FOLLOW_COPY_BUDGET`] is spent, and answers for those. Reposts
-    /// of users hidden from the follower that the backfill copied are taken
-    /// out after, as a fan-out batch does.
-    async fn follow_whole(
-        &self,
-        source: u64,
-        targets: &[u64],
-        follow: bool,
-        at: f64,
-    ) -> StoreResult<Vec<StoreResult<bool>>> {
-        let mut conn = self.conn();
-        let mut call = self.scripts.follow_whole.prepare_invoke();
-        call.key(self.keys.user(source))
-            .key(self.keys.following(source))
-            .key(self.keys.follow_applied(source))
-            .key(self.keys.hide(source))
-            .key(self.keys.home(source))
-            .key(self.keys.events());
-        for &target in targets {
-            call.key(self.keys.user(target))
-                .key(self.keys.followers(target))
-                .key(self.keys.follower_seq(target))
-                .key(self.keys.hide(target))
-                .key(self.keys.profile(target))
-                .key(self.keys.deleted(target))
-                .key(self.keys.part_next_op(pair_part(source, target)));
-        }
-        call.arg(source)
-            .arg(if follow { "1" } else { "0" })
-            .arg(at)
-            .arg(HOME_CAP)
-            .arg(self.replay_maxlen)
-            .arg(self.keys.channel())
-            .arg(OUTBOX_PARTS)
-            .arg(targets.len())
-            .arg(FOLLOW_COPY_BUDGET);
-        for &target in targets {
-            let event = body(&if follow {
-                Event::Follow { at, source, target }
-            } else {
-                Event::Unfollow { at, source, target }
-            });
-            call.arg(target).arg(event).arg(pair_part(source, target));
-        }
-        let (hidden, outcomes, copied): (Vec<u64>, Vec<i64>, Vec<u64>) =
-            call.invoke_async(&mut conn).await?;
-        if outcomes.is_empty() || outcomes.len() > targets.len() {
-            return Err(StoreError::Internal(format!(
-                "follow_whole: {} outcomes for {} users",
-                outcomes.len(),
-                targets.len()
-            )));
-        }
-        if !hidden.is_empty() && !copied.is_empty() {
-            self.settle_backfill(source, &copied, &hidden).await?;
-        }
-        Ok(outcomes
-            .into_iter()
-            .map(|outcome| match outcome {
-                -1 => Err(StoreError::NotFound("user")),
-                -2 => Err(StoreError::follow_blocked()),
-                changed => Ok(changed == 1),
-            })
-            .collect())
     }
 
     /// Whether `source` follows `target`.

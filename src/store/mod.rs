@@ -5,27 +5,30 @@
 //!   cluster), [`keys`] (every key name), `replicas`
 //!   (`--redis-wait-replicas`), [`migrate`].
 //! - Entities, one module each (this folder), each an `impl Store` of its
-//!   own: [`users`], [`sessions`], [`statuses`], [`follows`],
+//!   own: [`users`], [`sessions`], [`statuses`], [`edits`], [`follows`],
 //!   [`follow_requests`], [`likes`], [`bookmarks`], [`lists`],
 //!   [`notifications`], [`conversations`] (and [`social`], their reads),
 //!   [`groups`], [`relations`] (blocks, mutes), [`moderation`], [`rules`],
 //!   [`trends`], [`ranking`], [`leases`] (stream slots), [`rate`] (rate
 //!   limits), [`events`] (the replay buffer), [`zstd_dicts`], [`demo`];
 //!   [`paging`] is how they page.
-//! - Writes that span slots: [`outbox`] (the op log and the payloads ops
-//!   carry), [`chains`] (each write's chain of single-slot steps), [`fanout`]
-//!   (the durable fan-out queues), and [`writes`]: [`ids`] (snowflakes),
-//!   [`emitter`] (the group commit of events), [`fanout_hints`], `posting`
-//!   and `post_whole` (a post in one script on one Redis).
+//! - Writes that span slots: [`outbox`] (the op log: its entries, how one
+//!   is finished, the `Op` enum that only delegates), [`chains`] (each
+//!   op's payload type with its chain of single-slot steps in one file, and
+//!   for a post its one-script path too), [`fanout`] (the durable fan-out
+//!   queues), and [`writes`]: [`ids`] (snowflakes), [`emitter`] (the group
+//!   commit of events), [`fanout_hints`], `posting`, `undo` (what an
+//!   account's deletion starts).
 //! - [`caches`]: [`cache`] (statuses, counts, sessions), [`home_cache`],
 //!   [`view_cache`] and [`tracked`] under them, kept true by Redis's
 //!   invalidation pushes; the per-process `rank_cache`, `trend_memo` and
 //!   `suspended`.
 //!
 //! Layering inside: `plumbing` and `caches` name no entity; an entity names
-//! the plumbing, the caches and the outbox, never its parent `mod.rs` (this
-//! file only declares and re-exports), so no two files import each other
-//! (`tests/layout.rs`). Each Lua script is a `lua/<name>.lua` file whose
+//! the plumbing, the caches, the outbox and the chains, never its parent
+//! `mod.rs` (this file only declares and re-exports); a chain names its
+//! entry (`outbox::entry`) and `outbox::finish`, never the `Op` enum that
+//! names it; so no two files import each other (`tests/layout.rs`). Each Lua script is a `lua/<name>.lua` file whose
 //! header says why it is atomic and which keys it touches, named once in
 //! [`Scripts`].
 
@@ -34,6 +37,7 @@ pub mod caches;
 pub mod chains;
 pub mod conversations;
 pub mod demo;
+pub mod edits;
 pub mod events;
 pub mod fanout;
 pub mod follow_requests;

@@ -8,11 +8,12 @@
 //! process; their sessions end.
 
 use super::caches::suspended::Suspended;
-use super::outbox::{Finish, Op, Owed};
+use super::chains::suspend::SuspendOp;
+use super::outbox::Op;
 use super::paging::{Cursor, IdPage};
 use super::plumbing::error::{StoreError, StoreResult};
 use super::plumbing::handle::Store;
-use crate::model::{now, AuditAction, Event, Report};
+use crate::model::{now, AuditAction, Report};
 use redis::AsyncCommands;
 use std::collections::HashSet;
 
@@ -204,7 +205,7 @@ impl Store {
     }
 
     /// Writes audit entry `id` (the same id twice is one entry).
-    async fn audit_put(
+    pub(crate) async fn audit_put(
         &self,
         id: u64,
         admin: u64,
@@ -277,68 +278,15 @@ impl Store {
         }
         // The audit entry's id is drawn now, so a rerun writes the same one.
         let (audit_id, _) = self.next_status_id().await?;
-        let owed = self
-            .start_op(Op::Suspend {
-                uid,
-                on,
-                admin,
-                audit: audit.then_some(audit_id),
-                keep,
-            })
-            .await?;
-        self.run_suspend(&owed).await
-    }
-
-    /// A suspension's steps (idempotent: a rerun finishes what a dead one
-    /// began and records nothing twice).
-    pub(crate) async fn run_suspend(&self, owed: &Owed) -> StoreResult<bool> {
-        let Op::Suspend {
+        let op = SuspendOp {
             uid,
             on,
             admin,
-            audit,
+            audit: audit.then_some(audit_id),
             keep,
-        } = owed.op
-        else {
-            return Err(StoreError::Internal("not a suspension".into()));
         };
-        let mut conn = self.conn();
-        let changed: i64 = self
-            .scripts
-            .user_suspend
-            .key(self.keys.user(uid))
-            .arg(if on { "1" } else { "0" })
-            .arg(owed.n)
-            .invoke_async(&mut conn)
-            .await?;
-        if changed < 0 {
-            self.finish_op(owed, Finish::default()).await?;
-            return Err(StoreError::NotFound("user"));
-        }
-        if !self.pause_suspend.is_zero() {
-            tokio::time::sleep(self.pause_suspend).await;
-        }
-        if on {
-            let _: () = conn.sadd(self.keys.suspended(), uid).await?;
-        } else {
-            let _: () = conn.srem(self.keys.suspended(), uid).await?;
-        }
-        self.suspended.set(uid, on);
-        // The event before the sessions end, so that every hub ends the
-        // user's streams with `suspended` (not `revoked`); a rerun emits it
-        // again, which changes nothing.
-        self.emit(&to_json(&Event::Suspended { uid, on })?).await?;
-        if on {
-            let sessions = self.all_sessions_of(uid).await?;
-            self.close_sessions(&sessions, None).await?;
-        }
-        if let (1, Some(id)) = (changed, audit) {
-            let action = if on { "suspend_user" } else { "unsuspend_user" };
-            self.audit_put(id, admin, action, &uid.to_string(), None, keep)
-                .await?;
-        }
-        self.finish_with(owed, Vec::new()).await?;
-        Ok(changed == 1)
+        let owed = self.start_op(Op::Suspend(op.clone())).await?;
+        self.run_suspend(&owed.entry, &op).await
     }
 
     /// Whether `uid` is suspended (from Redis).

@@ -7,6 +7,7 @@
 //! copies) and the unfollow events of the follows the block ended.
 
 use super::caches::view_cache::Kind;
+use super::chains::relate::RelateOp;
 use super::outbox::Op;
 use super::paging::{Cursor, IdPage};
 use super::plumbing::error::{StoreError, StoreResult};
@@ -32,16 +33,15 @@ impl Store {
         if !self.user_exists(target).await? {
             return Err(StoreError::NotFound("user"));
         }
-        let owed = self
-            .start_op(Op::Relate {
-                source,
-                target,
-                kind,
-                on,
-                at,
-            })
-            .await?;
-        self.run_relate(&owed).await
+        let op = RelateOp {
+            source,
+            target,
+            kind,
+            on,
+            at,
+        };
+        let owed = self.start_op(Op::Relate(op.clone())).await?;
+        self.run_relate(&owed.entry, &op).await
     }
 
     /// The relation bits `viewer` holds about `other` (`crate::hides`).

@@ -23,6 +23,7 @@
 //! between them is finished by a worker.
 
 pub use super::caches::cache::SessionUser;
+use super::chains::end_sessions::EndSessionsOp;
 use super::outbox::Op;
 use super::plumbing::error::{parse_id, StoreResult};
 use super::plumbing::handle::Store;
@@ -321,8 +322,9 @@ impl Store {
         if sessions.is_empty() {
             return Ok(0);
         }
-        let owed = self.start_op(Op::EndSessions { sessions, cutoff }).await?;
-        self.run_end_sessions(&owed).await
+        let op = EndSessionsOp { sessions, cutoff };
+        let owed = self.start_op(Op::EndSessions(op.clone())).await?;
+        self.run_end_sessions(&owed.entry, &op).await
     }
 
     /// Ends sessions, each step idempotent (a chain that runs it may run
@@ -390,18 +392,6 @@ impl Store {
             self.session_cache.revoke(sid);
         }
         Ok(ended.len())
-    }
-
-    /// The chain of [`Op::EndSessions`].
-    pub(crate) async fn run_end_sessions(&self, owed: &super::outbox::Owed) -> StoreResult<usize> {
-        let Op::EndSessions { sessions, cutoff } = &owed.op else {
-            return Err(super::plumbing::error::StoreError::Internal(
-                "not a session end".into(),
-            ));
-        };
-        let n = self.close_sessions(sessions, *cutoff).await?;
-        self.finish_with(owed, Vec::new()).await?;
-        Ok(n)
     }
 }
 

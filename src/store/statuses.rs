@@ -1,11 +1,12 @@
 //! Statuses: post, delete, read, and the profile and home timelines.
 
 use super::caches::cache::CachedStatus;
-use super::outbox::{Begun, Op, Owed, PostEnd};
+use super::chains::delete::DeleteOp;
+use super::chains::post::{PostEnd, PostOp, Whole};
+use super::outbox::{Begun, Op, Owed};
 pub use super::paging::Page;
 use super::plumbing::error::{parse_id, StoreError, StoreResult};
 use super::plumbing::handle::Store;
-use super::writes::post_whole::Whole;
 use super::writes::posting::{PostOptions, Posted};
 use crate::model::{timeline_score, Counts, Status, HOME_CAP};
 use redis::AsyncCommands;
@@ -78,23 +79,22 @@ impl Store {
                 None => {}
             }
         }
-        let op = Op::Post {
+        let post = PostOp {
             fields,
             private: opts.private,
             mentioned: opts.mentioned.to_vec(),
             notify_original: opts.notify_original,
             idempotency_key: opts.idempotency_key.map(String::from),
         };
+        let op = Op::Post(post.clone());
         let key = opts.idempotency_key.map(|k| self.keys.idempotency(uid, k));
         let owed = match self.begin_op(&op, key.as_deref()).await? {
             Begun::Started(owed) => *owed,
             Begun::Duplicate(first) => return self.first_answer(first, false).await,
         };
-        match self.run_post(&owed).await? {
+        match self.run_post(&owed.entry, &post).await? {
             PostEnd::Created => {
-                if let Op::Post { fields, .. } = &owed.op {
-                    self.remember_posted(fields);
-                }
+                self.remember_posted(&post.fields);
                 Ok(Posted::Created)
             }
             PostEnd::Reposted(id) => Ok(Posted::Reposted(id)),
@@ -125,10 +125,10 @@ impl Store {
         let owed = Owed::decode_pending(pending, legacy, self.lease_deadline())
             .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
         self.complete_op(&owed).await?;
-        let Op::Post { fields, .. } = &owed.op else {
+        let Op::Post(post) = &owed.op else {
             return Err(StoreError::Internal("idempotency key of a non-post".into()));
         };
-        let first = Status::from_hash(fields)
+        let first = Status::from_hash(&post.fields)
             .and_then(|s| serde_json::to_string(&s).ok())
             .unwrap_or_default();
         Ok(Posted::Duplicate(first))
@@ -153,15 +153,14 @@ impl Store {
                 "Only the author may delete a status.".into(),
             ));
         }
-        let owed = self
-            .start_op(Op::Delete {
-                sid,
-                uid,
-                private,
-                at: now,
-            })
-            .await?;
-        self.run_delete(&owed).await
+        let op = DeleteOp {
+            sid,
+            uid,
+            private,
+            at: now,
+        };
+        let owed = self.start_op(Op::Delete(op.clone())).await?;
+        self.run_delete(&owed.entry, &op).await
     }
 
     /// The repost of `sid` by `uid`, if there is one.

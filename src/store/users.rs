@@ -2,10 +2,13 @@
 //! profiles.
 
 use super::caches::view_cache::Kind;
-use super::outbox::Op;
+use super::chains::account::DeleteAccountOp;
+use super::chains::rename::RenameOp;
+use super::chains::signup::UserOp;
+use super::outbox::{Op, Owed};
 use super::plumbing::error::{parse_id, StoreError, StoreResult};
 use super::plumbing::handle::Store;
-use crate::model::User;
+use crate::model::{now, User};
 use redis::AsyncCommands;
 use std::collections::HashMap;
 
@@ -23,6 +26,23 @@ pub struct NewUser<'a> {
 }
 
 impl Store {
+    /// Deletes `uid`'s account: closes it at once (the user is 404, every
+    /// session ends, the email is free, the login reserved) and returns the
+    /// op whose [`Store::complete_op`] undoes the rest.
+    pub async fn delete_account(&self, uid: u64) -> StoreResult<Owed> {
+        let user = self.user(uid).await?;
+        let email = self.email(uid).await?.unwrap_or_default();
+        let op = DeleteAccountOp {
+            uid,
+            login: user.login,
+            email,
+            at: now(),
+        };
+        let owed = self.start_op(Op::DeleteAccount(op.clone())).await?;
+        self.close_account(&owed.entry, &op).await?;
+        Ok(owed)
+    }
+
     /// Whether a login or email (any case) is already taken.
     pub async fn is_taken(&self, value: &str) -> StoreResult<bool> {
         let mut conn = self.conn();
@@ -76,17 +96,16 @@ impl Store {
     /// sign-up announced (`chains/signup.rs`).
     pub async fn create_user(&self, new: &NewUser<'_>, signup: f64) -> StoreResult<User> {
         let uid = self.next_user_id().await?;
-        let owed = self
-            .start_op(Op::User {
-                uid,
-                login: new.login.to_string(),
-                name: new.name.to_string(),
-                email: new.email.to_string(),
-                password: new.password_hash.to_string(),
-                at: signup,
-            })
-            .await?;
-        self.run_user(&owed).await?;
+        let op = UserOp {
+            uid,
+            login: new.login.to_string(),
+            name: new.name.to_string(),
+            email: new.email.to_string(),
+            password: new.password_hash.to_string(),
+            at: signup,
+        };
+        let owed = self.start_op(Op::User(op.clone())).await?;
+        self.run_user(&owed.entry, &op).await?;
         Ok(User {
             id: uid.to_string(),
             login: new.login.to_string(),
@@ -204,15 +223,14 @@ impl Store {
     /// (both as typed): `Conflict` when another user holds `new` (ignoring
     /// case, among every login and email). The old value is free at once.
     pub async fn rename(&self, uid: u64, field: &str, old: &str, new: &str) -> StoreResult<()> {
-        let owed = self
-            .start_op(super::outbox::Op::Rename {
-                uid,
-                field: field.to_string(),
-                old: old.to_string(),
-                new: new.to_string(),
-            })
-            .await?;
-        self.run_rename(&owed).await
+        let op = RenameOp {
+            uid,
+            field: field.to_string(),
+            old: old.to_string(),
+            new: new.to_string(),
+        };
+        let owed = self.start_op(Op::Rename(op.clone())).await?;
+        self.run_rename(&owed.entry, &op).await
     }
 
     /// The user's `dm_policy` (`everyone` when never set).

@@ -80,14 +80,14 @@ async fn a_like_left_half_done_by_an_earlier_version_never_undoes_a_later_unlike
     let (fan, ft) = app.user("left_fan").await;
     let sid = app.say(&at, "liked before the upgrade").await;
     let (uid, status): (u64, u64) = (fan.parse().unwrap(), sid.parse().unwrap());
-    let left = firehose::store::outbox::Op::Like {
+    let left = firehose::store::outbox::Op::Like(firehose::store::chains::like::LikeOp {
         uid,
         sid: status,
         author: author.parse().unwrap(),
         private: false,
         like: true,
         at: firehose::model::now() - 60.0,
-    };
+    });
     let k = firehose::store::keys::like_part(uid, status);
     let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
     // Numbered as the earlier version numbered it: drawn from the

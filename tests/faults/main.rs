@@ -536,18 +536,20 @@ async fn an_unfinished_write_that_keeps_failing_holds_up_no_other() {
     let member = |n: u64, op: &firehose::store::outbox::Op| {
         format!("{n}|{}", serde_json::to_string(op).unwrap())
     };
-    let bad = firehose::store::outbox::Op::DeleteAccount {
-        uid: poison,
-        login: "poison".into(),
-        email: String::new(),
-        at: 1.0,
-    };
-    let good = firehose::store::outbox::Op::Delete {
+    let bad = firehose::store::outbox::Op::DeleteAccount(
+        firehose::store::chains::account::DeleteAccountOp {
+            uid: poison,
+            login: "poison".into(),
+            email: String::new(),
+            at: 1.0,
+        },
+    );
+    let good = firehose::store::outbox::Op::Delete(firehose::store::chains::delete::DeleteOp {
         sid: sid.parse().unwrap(),
         uid,
         private: false,
         at: 2.0,
-    };
+    });
     let outbox = keys.part_outbox(part);
     let _: () = conn.zadd(&outbox, member(999_000_001, &bad), 1.0).unwrap();
     let _: () = conn.zadd(&outbox, member(999_000_002, &good), 2.0).unwrap();

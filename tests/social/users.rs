@@ -403,14 +403,14 @@ async fn sign_ups_take_no_global_counter_and_those_left_in_the_global_outbox_are
         .unwrap();
     assert_eq!((counter, outbox), (false, 0));
 
-    let left = firehose::store::outbox::Op::User {
+    let left = firehose::store::outbox::Op::User(firehose::store::chains::signup::UserOp {
         uid: 77,
         login: "left_behind".into(),
         name: "Left".into(),
         email: "left_behind@example.com".into(),
         password: "x".into(),
         at: firehose::model::now(),
-    };
+    });
     let member = format!("7|{}", serde_json::to_string(&left).unwrap());
     let _: () = redis::cmd("ZADD")
         .arg(format!("{p}:{{g}}:outbox"))

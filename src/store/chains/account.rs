@@ -6,18 +6,30 @@
 //! repeats nothing. A feature that gives a user something to hold (a group
 //! membership, filter rules) adds its pass to [`Store::run_account_delete`].
 
-use super::delete::Homes;
-use crate::hides;
-use crate::hides::Relation;
-use crate::model::now;
 use crate::model::HOME_CAP;
 use crate::store::groups::Change;
-use crate::store::outbox::{Op, Owed};
+use crate::store::outbox::entry::Entry;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
 use futures::StreamExt;
 use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
+
+/// An account deleted (`chains/account.rs`): everything it holds
+/// undone as its own actions would undo it.
+/// (`Op::DeleteAccount`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeleteAccountOp {
+    /// The user.
+    pub uid: u64,
+    /// Their login, as typed (reserved for a while).
+    pub login: String,
+    /// Their email, as typed (freed at once).
+    pub email: String,
+    /// Time of the deletion.
+    pub at: f64,
+}
 
 /// Entries undone per round (then the op's lease is renewed).
 const ROUND: isize = 100;
@@ -26,7 +38,7 @@ const PARALLEL: usize = 8;
 
 /// A chain whose target is already gone (or refused) is done as far as
 /// the deletion is concerned.
-fn settled(result: StoreResult<()>) -> StoreResult<()> {
+pub(crate) fn settled(result: StoreResult<()>) -> StoreResult<()> {
     match result {
         Err(StoreError::NotFound(_) | StoreError::Forbidden(_) | StoreError::Conflict(..)) => {
             Ok(())
@@ -36,39 +48,22 @@ fn settled(result: StoreResult<()>) -> StoreResult<()> {
 }
 
 impl Store {
-    /// Deletes `uid`'s account: closes it at once (the user is 404, every
-    /// session ends, the email is free, the login reserved) and returns the
-    /// op whose [`Store::complete_op`] undoes the rest.
-    pub async fn delete_account(&self, uid: u64) -> StoreResult<Owed> {
-        let user = self.user(uid).await?;
-        let email = self.email(uid).await?.unwrap_or_default();
-        let owed = self
-            .start_op(Op::DeleteAccount {
-                uid,
-                login: user.login,
-                email,
-                at: now(),
-            })
-            .await?;
-        self.close_account(&owed).await?;
-        Ok(owed)
-    }
-
     /// The steps that make the account gone at once; idempotent.
-    async fn close_account(&self, owed: &Owed) -> StoreResult<()> {
-        let Op::DeleteAccount {
+    pub(crate) async fn close_account(
+        &self,
+        entry: &Entry,
+        op: &DeleteAccountOp,
+    ) -> StoreResult<()> {
+        let DeleteAccountOp {
             uid,
             ref login,
             ref email,
             at,
-        } = owed.op
-        else {
-            return Err(StoreError::Internal("not an account deletion".into()));
-        };
+        } = *op;
         let mut conn = self.conn();
         // Marked: the user is 404 and no new follow, like or message
         // reaches them from here on.
-        let _: () = conn.hset(self.keys.user(uid), "deleted", owed.n).await?;
+        let _: () = conn.hset(self.keys.user(uid), "deleted", entry.n).await?;
         let until = if self.login_reservation == 0 {
             0
         } else {
@@ -88,11 +83,13 @@ impl Store {
 
     /// The whole deletion: closed (again: idempotent), emptied, its keys
     /// removed, the op retired.
-    pub(crate) async fn run_account_delete(&self, owed: &Owed) -> StoreResult<()> {
-        let Op::DeleteAccount { uid, at, .. } = owed.op else {
-            return Err(StoreError::Internal("not an account deletion".into()));
-        };
-        self.close_account(owed).await?;
+    pub(crate) async fn run_account_delete(
+        &self,
+        entry: &Entry,
+        op: &DeleteAccountOp,
+    ) -> StoreResult<()> {
+        let DeleteAccountOp { uid, at, .. } = *op;
+        self.close_account(entry, op).await?;
         let private = {
             let mut conn = self.conn();
             let p: Option<String> = conn.hget(self.keys.user(uid), "private").await?;
@@ -107,7 +104,7 @@ impl Store {
         let homed = self.homed_statuses(uid).await?;
         let homed = &homed;
         let profile = self.keys.profile(uid);
-        self.undo_rounds(owed, &profile, true, |round| async move {
+        self.undo_rounds(entry, &profile, true, |round| async move {
             let delete = |sid| self.delete_for_account(sid, uid, private, at);
             self.undo_all(round.clone(), &delete).await?;
             let shown: Vec<u64> = round.into_iter().filter(|s| homed.contains(s)).collect();
@@ -116,35 +113,40 @@ impl Store {
         .await?;
         // Then what they posted in groups (in no home).
         let group_statuses = self.keys.user_group_statuses(uid);
-        self.undo_each(owed, &group_statuses, true, |sid| {
+        self.undo_each(entry, &group_statuses, true, |sid| {
             self.delete_for_account(sid, uid, private, at)
         })
         .await?;
         // Then the follows: the deletes above went where the author's own
         // would have.
-        self.undo_each(owed, &self.keys.followers(uid), false, |f| async move {
+        self.undo_each(entry, &self.keys.followers(uid), false, |f| async move {
             self.undo_follow(f, uid, at).await
         })
         .await?;
-        self.undo_each(owed, &self.keys.following(uid), false, |t| async move {
+        self.undo_each(entry, &self.keys.following(uid), false, |t| async move {
             self.undo_follow(uid, t, at).await
         })
         .await?;
-        self.undo_each(owed, &self.keys.requests(uid), false, |s| async move {
+        self.undo_each(entry, &self.keys.requests(uid), false, |s| async move {
             self.drop_request(s, uid).await.map(|_| ())
         })
         .await?;
-        self.undo_each(owed, &self.keys.requested(uid), false, |t| async move {
+        self.undo_each(entry, &self.keys.requested(uid), false, |t| async move {
             self.drop_request(uid, t).await.map(|_| ())
         })
         .await?;
-        self.undo_each(owed, &self.keys.user_groups(uid), false, |gid| async move {
-            self.change_group(gid, uid, uid, Change::Purge, usize::MAX)
-                .await
-                .map(|_| ())
-        })
+        self.undo_each(
+            entry,
+            &self.keys.user_groups(uid),
+            false,
+            |gid| async move {
+                self.change_group(gid, uid, uid, Change::Purge, usize::MAX)
+                    .await
+                    .map(|_| ())
+            },
+        )
         .await?;
-        self.undo_each(owed, &self.keys.likes(uid), true, |sid| async move {
+        self.undo_each(entry, &self.keys.likes(uid), true, |sid| async move {
             let status = self.status(sid).await?;
             let author: u64 = status.uid.parse().unwrap_or(0);
             let author_private = self.user(author).await.map(|u| u.private).unwrap_or(false);
@@ -154,7 +156,7 @@ impl Store {
         })
         .await?;
         self.undo_relations(uid, at).await?;
-        self.undo_each(owed, &self.keys.user_convs(uid), false, |cid| async move {
+        self.undo_each(entry, &self.keys.user_convs(uid), false, |cid| async move {
             self.leave(cid, uid, true).await
         })
         .await?;
@@ -199,21 +201,7 @@ impl Store {
             .arg(k.notification_marker(uid))
             .query_async(&mut conn)
             .await?;
-        self.finish_with(owed, Vec::new()).await
-    }
-
-    /// Unfollows on behalf of a deletion (no check that the users exist:
-    /// the deleted one is marked, not gone yet).
-    async fn undo_follow(&self, source: u64, target: u64, at: f64) -> StoreResult<()> {
-        let o = self
-            .start_op(Op::Follow {
-                source,
-                target,
-                follow: false,
-                at,
-            })
-            .await?;
-        self.run_follow(&o).await.map(|_| ())
+        self.finish_with(entry, Vec::new()).await
     }
 
     /// The statuses whose deletes must reach the followers' homes: the
@@ -230,103 +218,6 @@ impl Store {
         Ok(newest.into_iter().chain(round).collect())
     }
 
-    /// Deletes one of the account's statuses as its author would, but for
-    /// the followers' homes (the caller clears those a round at a time,
-    /// [`Store::unhome_everywhere`]). A status
-    /// already marked by another delete (a run a process died during) has
-    /// that delete finished here, before the follows go: found by its
-    /// number in the author's outbox partition and run to its end (a worker
-    /// that takes it over meanwhile does no harm: the chain is idempotent
-    /// and only the run that retires it emits). One no longer in the outbox
-    /// was retired, its steps all done.
-    async fn delete_for_account(
-        &self,
-        sid: u64,
-        uid: u64,
-        private: bool,
-        at: f64,
-    ) -> StoreResult<()> {
-        let op = Op::Delete {
-            sid,
-            uid,
-            private,
-            at,
-        };
-        let part = op.part();
-        let o = self.start_op(op).await?;
-        match self.run_delete_reaching(&o, Homes::Skip).await {
-            Err(StoreError::NotFound(_)) => {}
-            other => return other,
-        }
-        let mut conn = self.conn();
-        let mark: Option<u64> = conn.hget(self.keys.status(sid), "deleted").await?;
-        let Some(m) = mark.filter(|m| *m != o.n) else {
-            return Ok(());
-        };
-        let outbox = self.outbox_of(part);
-        let pattern = format!("{m}|*");
-        let mut cursor = "0".to_string();
-        loop {
-            let (next, found): (String, Vec<String>) = redis::cmd("ZSCAN")
-                .arg(&outbox)
-                .arg(&cursor)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(500)
-                .query_async(&mut conn)
-                .await?;
-            // Members and scores alternate.
-            let earlier = found
-                .iter()
-                .step_by(2)
-                .filter_map(|member| Owed::decode_in(member, part))
-                .find(|e| matches!(e.op, Op::Delete { sid: s, .. } if s == sid));
-            if let Some(earlier) = earlier {
-                let earlier = Owed {
-                    deadline: self.lease_deadline(),
-                    ..earlier
-                };
-                return settled(self.run_delete_reaching(&earlier, Homes::Skip).await);
-            }
-            if next == "0" {
-                return Ok(());
-            }
-            cursor = next;
-        }
-    }
-
-    /// Lifts every block and mute the user set, and every block set on them.
-    async fn undo_relations(&self, uid: u64, at: f64) -> StoreResult<()> {
-        let relations = self.hides(uid).await?;
-        let mut lifts = Vec::new();
-        for other in relations.others(hides::FEED) {
-            let bits = relations.bits(other);
-            if bits & hides::BLOCKS != 0 {
-                lifts.push((uid, other, Relation::Block));
-            }
-            if bits & hides::MUTES != 0 {
-                lifts.push((uid, other, Relation::Mute));
-            }
-            if bits & hides::BLOCKED_BY != 0 {
-                lifts.push((other, uid, Relation::Block));
-            }
-        }
-        for (source, target, kind) in lifts {
-            let o = self
-                .start_op(Op::Relate {
-                    source,
-                    target,
-                    kind,
-                    on: false,
-                    at,
-                })
-                .await?;
-            settled(self.run_relate(&o).await.map(|_| ()))?;
-        }
-        Ok(())
-    }
-
     /// Undoes every member of the user's ZSET `key` with `undo`, a round at
     /// a time (newest first when `newest`), until none is left. A round is
     /// moved out of the set into the set's own round ZSET (`undo_take.lua`)
@@ -336,7 +227,7 @@ impl Store {
     /// after every round.
     async fn undo_each<F, Fut>(
         &self,
-        owed: &Owed,
+        entry: &Entry,
         key: &str,
         newest: bool,
         undo: F,
@@ -345,14 +236,14 @@ impl Store {
         F: Fn(u64) -> Fut,
         Fut: std::future::Future<Output = StoreResult<()>>,
     {
-        self.undo_rounds(owed, key, newest, |round| self.undo_all(round, &undo))
+        self.undo_rounds(entry, key, newest, |round| self.undo_all(round, &undo))
             .await
     }
 
     /// [`Store::undo_each`] with a round's work in one call, `each_round`.
     async fn undo_rounds<G, Fut>(
         &self,
-        owed: &Owed,
+        entry: &Entry,
         key: &str,
         newest: bool,
         each_round: G,
@@ -378,7 +269,7 @@ impl Store {
             }
             each_round(round).await?;
             let _: () = conn.del(&round_key).await?;
-            self.extend_op(owed).await?;
+            self.extend_op(entry).await?;
         }
     }
 

@@ -5,12 +5,27 @@ use super::{unique_tags, Count};
 use crate::model::{timeline_score, Event, Status, HOME_CAP};
 use crate::store::events::body;
 use crate::store::fanout::FanoutKind;
-use crate::store::outbox::Finish;
-use crate::store::outbox::{Op, Owed};
+use crate::store::outbox::entry::Entry;
+use crate::store::outbox::finish::Finish;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+
+/// A delete by `uid` of status `sid`.
+/// (`Op::Delete`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeleteOp {
+    /// The status.
+    pub sid: u64,
+    /// Who deletes it (only its author may).
+    pub uid: u64,
+    /// Whether the status was private.
+    pub private: bool,
+    /// Time of the delete.
+    pub at: f64,
+}
 
 /// How long a deleted status's tombstone is kept, in seconds.
 const TOMBSTONE_TTL: u64 = 86_400;
@@ -31,40 +46,42 @@ impl Store {
     /// the author's timelines, the parent's replies, the indices, the
     /// trending bucket, the repost mapping, the reposts of it, the
     /// tombstone, the first followers' homes; then its event.
-    pub(crate) async fn run_delete(&self, owed: &Owed) -> StoreResult<()> {
-        self.run_delete_reaching(owed, Homes::Queued).await
+    pub(crate) async fn run_delete(&self, entry: &Entry, op: &DeleteOp) -> StoreResult<()> {
+        self.run_delete_reaching(entry, op, Homes::Queued).await
     }
 
     /// [`Store::run_delete`], reaching the followers' `homes` as asked.
-    pub(crate) async fn run_delete_reaching(&self, owed: &Owed, homes: Homes) -> StoreResult<()> {
-        let Op::Delete {
+    pub(crate) async fn run_delete_reaching(
+        &self,
+        entry: &Entry,
+        op: &DeleteOp,
+        homes: Homes,
+    ) -> StoreResult<()> {
+        let DeleteOp {
             sid,
             uid,
             private,
             at,
-        } = owed.op
-        else {
-            return Err(StoreError::Internal("not a delete".into()));
-        };
+        } = *op;
         let mut conn = self.conn();
         let reply: Vec<String> = self
             .scripts
             .delete_mark
             .key(self.keys.status(sid))
             .arg(uid)
-            .arg(owed.n)
+            .arg(entry.n)
             .invoke_async(&mut conn)
             .await?;
         match reply.first().map(String::as_str) {
             Some("ok") => {}
             Some("forbidden") => {
-                self.finish_op(owed, Finish::default()).await?;
+                self.finish_op(entry, Finish::default()).await?;
                 return Err(StoreError::Forbidden(
                     "Only the author may delete a status.".into(),
                 ));
             }
             _ => {
-                self.finish_op(owed, Finish::default()).await?;
+                self.finish_op(entry, Finish::default()).await?;
                 return Err(StoreError::NotFound("status"));
             }
         }
@@ -88,7 +105,7 @@ impl Store {
                 .key(self.keys.likers(sid))
                 .key(self.keys.like_seq(sid))
                 .key(self.keys.reposters(sid))
-                .arg(owed.n)
+                .arg(entry.n)
                 .arg(TOMBSTONE_TTL)
                 .invoke_async(&mut conn)
                 .await?;
@@ -102,7 +119,7 @@ impl Store {
             (None, Homes::Queued) => self.fanout_inline(FanoutKind::Delete, sid, uid, at).await?,
         };
         self.finish_op(
-            owed,
+            entry,
             Finish {
                 events: vec![body(&Event::Delete {
                     at,

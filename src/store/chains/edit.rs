@@ -9,11 +9,38 @@
 use super::{unique_tags, Count, INDEX_CAP};
 use crate::model::{timeline_score, Event, IdString, Status};
 use crate::store::events::body;
-use crate::store::outbox::{Begun, Finish, Op, Owed};
-use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::outbox::entry::Entry;
+use crate::store::outbox::finish::Finish;
+use crate::store::plumbing::error::StoreResult;
 use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
+
+/// An edit of status `sid` by `uid` (`chains/edit.rs`).
+/// (`Op::Edit`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EditOp {
+    /// The status.
+    pub sid: u64,
+    /// Who edits it (only its author may).
+    pub uid: u64,
+    /// The new text.
+    pub message: String,
+    /// Its hashtags.
+    pub hashtags: Vec<String>,
+    /// The logins it mentions that belong to users.
+    pub mentions: Vec<String>,
+    /// Mentioned users who may see it (its mentions timelines).
+    pub mentioned: Vec<u64>,
+    /// Whether the author's account is private.
+    pub private: bool,
+    /// Time of the edit.
+    pub at: f64,
+    /// The author's idempotency key (`edit:<sid>:<key>`), if one was sent.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
 
 /// How long after posting a status may be edited, in seconds.
 pub const EDIT_WINDOW: f64 = 3600.0;
@@ -55,59 +82,9 @@ pub(crate) fn trend_member(sid: u64, edits: u64) -> String {
 }
 
 impl Store {
-    /// Edits status `sid` by `uid` (see [`Store::run_edit`]). With an
-    /// idempotency key this author used for an edit of this status within
-    /// [`IDEMPOTENCY_TTL`](crate::store::outbox::IDEMPOTENCY_TTL), edits
-    /// nothing (finishing the first edit if it is still under way) and
-    /// answers the status as it is.
-    #[allow(clippy::too_many_arguments)]
-    pub async fn edit_status(
-        &self,
-        sid: u64,
-        uid: u64,
-        message: &str,
-        hashtags: Vec<String>,
-        mentions: Vec<String>,
-        mentioned: Vec<u64>,
-        private: bool,
-        at: f64,
-        idempotency: Option<&str>,
-    ) -> StoreResult<Edited> {
-        let idempotency_key = idempotency.map(|k| format!("edit:{sid}:{k}"));
-        let op = Op::Edit {
-            sid,
-            uid,
-            message: message.to_string(),
-            hashtags,
-            mentions,
-            mentioned,
-            private,
-            at,
-            idempotency_key: idempotency_key.clone(),
-        };
-        let key = idempotency_key.map(|k| self.keys.idempotency(uid, &k));
-        let owed = match self.begin_op(&op, key.as_deref()).await? {
-            Begun::Started(owed) => *owed,
-            Begun::Duplicate(first) => {
-                if let Some(pending) = first.strip_prefix("pending|") {
-                    if let Some(owed) = Owed::decode_pending(pending, false, self.lease_deadline())
-                    {
-                        self.complete_op(&owed).await?;
-                    }
-                }
-                return match self.status(sid).await {
-                    Ok(status) => Ok(Edited::Done(Box::new(status))),
-                    Err(StoreError::NotFound(_)) => Ok(Edited::Refused(EditRefused::Missing)),
-                    Err(e) => Err(e),
-                };
-            }
-        };
-        self.run_edit(&owed).await
-    }
-
     /// Runs an edit's steps.
-    pub(crate) async fn run_edit(&self, owed: &Owed) -> StoreResult<Edited> {
-        let Op::Edit {
+    pub(crate) async fn run_edit(&self, entry: &Entry, op: &EditOp) -> StoreResult<Edited> {
+        let EditOp {
             sid,
             uid,
             message,
@@ -117,10 +94,7 @@ impl Store {
             private,
             at,
             idempotency_key,
-        } = &owed.op
-        else {
-            return Err(StoreError::Internal("not an edit".into()));
-        };
+        } = op;
         let (sid, uid, at) = (*sid, *uid, *at);
         let version = serde_json::json!({
             "message": message, "hashtags": hashtags, "mentions": mentions, "at": at,
@@ -133,7 +107,7 @@ impl Store {
             .key(self.keys.status(sid))
             .key(self.keys.status_versions(sid))
             .arg(uid)
-            .arg(owed.n)
+            .arg(entry.n)
             .arg(message)
             .arg(serde_json::to_string(hashtags).unwrap_or_default())
             .arg(serde_json::to_string(mentions).unwrap_or_default())
@@ -153,7 +127,7 @@ impl Store {
             _ => Some(EditRefused::Missing),
         };
         if let Some(why) = refused {
-            self.finish_op(owed, Finish::default()).await?;
+            self.finish_op(entry, Finish::default()).await?;
             return Ok(Edited::Refused(why));
         }
         self.cache.forget(sid);
@@ -170,7 +144,7 @@ impl Store {
         let h: HashMap<String, String> = conn.hgetall(self.keys.status(sid)).await?;
         let Some(status) = Status::from_hash(&h).filter(|_| !h.contains_key("deleted")) else {
             // Deleted meanwhile: the delete took it out of every index.
-            self.finish_op(owed, Finish::default()).await?;
+            self.finish_op(entry, Finish::default()).await?;
             return Ok(Edited::Refused(EditRefused::Missing));
         };
         self.edit_indices(
@@ -217,7 +191,7 @@ impl Store {
                 Count::Out,
             )
             .await?;
-            self.finish_op(owed, Finish::default()).await?;
+            self.finish_op(entry, Finish::default()).await?;
             return Ok(Edited::Refused(EditRefused::Missing));
         }
         let event = body(&Event::Update {
@@ -233,9 +207,9 @@ impl Store {
         });
         let answer = idempotency_key
             .as_deref()
-            .map(|k| (self.answer_key(owed, uid, k), "edited".to_string()));
+            .map(|k| (self.answer_key(entry, uid, k), "edited".to_string()));
         self.finish_op(
-            owed,
+            entry,
             Finish {
                 events: vec![event],
                 answer,

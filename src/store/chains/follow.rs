@@ -1,26 +1,48 @@
-//! The follow chain: the follower's `following` (the authority), the
-//! followee's `followers`, the follower's home, then the event.
+//! Following, both ways: the op a follow records ([`FollowOp`]) and its
+//! chain (the follower's `following`, the authority; the followee's
+//! `followers`; the follower's home; then the event), and on one Redis a
+//! chunk of follows in one atomic script, `follow_whole.lua`
+//! ([`Store::follow_whole`]). `store::follows` chooses.
 
-use crate::model::Event;
+use crate::model::{Event, HOME_CAP};
 use crate::store::events::body;
-use crate::store::outbox::{Op, Owed};
+use crate::store::outbox::entry::Entry;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
+use crate::store::plumbing::keys::{pair_part, OUTBOX_PARTS};
+use serde::{Deserialize, Serialize};
+
+/// Follows on one Redis: a `follow_whole.lua` call stops after the target
+/// whose statuses took the statuses copied into (or taken out of) the home
+/// past this many, so a call moves at most this plus [`HOME_CAP`] (twice
+/// that for an unfollow), a few milliseconds of Redis.
+pub const FOLLOW_COPY_BUDGET: usize = 2000;
+
+/// A follow or unfollow.
+/// (`Op::Follow`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FollowOp {
+    /// The follower.
+    pub source: u64,
+    /// The followee.
+    pub target: u64,
+    /// Follow (true) or unfollow.
+    pub follow: bool,
+    /// Time of the change.
+    pub at: f64,
+}
 
 impl Store {
     /// A follow change's steps: the follower's `following` (the authority),
     /// the followee's `followers`, the follower's home; then its event when
     /// it changed anything. Returns whether it did.
-    pub(crate) async fn run_follow(&self, owed: &Owed) -> StoreResult<bool> {
-        let Op::Follow {
+    pub(crate) async fn run_follow(&self, entry: &Entry, op: &FollowOp) -> StoreResult<bool> {
+        let FollowOp {
             source,
             target,
             follow,
             at,
-        } = owed.op
-        else {
-            return Err(StoreError::Internal("not a follow".into()));
-        };
+        } = *op;
         let mut conn = self.conn();
         let (changed, applied, _count): (i64, i64, i64) = self
             .scripts
@@ -32,15 +54,15 @@ impl Store {
             .arg(target)
             .arg(if follow { "1" } else { "0" })
             .arg(at)
-            .arg(owed.n)
+            .arg(entry.n)
             .invoke_async(&mut conn)
             .await?;
         if applied == -1 {
-            self.finish_with(owed, Vec::new()).await?;
+            self.finish_with(entry, Vec::new()).await?;
             return Err(StoreError::follow_blocked());
         }
         if applied == 1 {
-            self.follow_steps(source, target, follow, owed.n as i64, at)
+            self.follow_steps(source, target, follow, entry.n as i64, at)
                 .await?;
         }
         let events = if changed == 1 {
@@ -53,7 +75,78 @@ impl Store {
         } else {
             Vec::new()
         };
-        self.finish_with(owed, events).await?;
+        self.finish_with(entry, events).await?;
         Ok(changed == 1)
+    }
+}
+
+impl Store {
+    /// [`Store::set_follows`] on one Redis for one chunk: `follow_whole.lua`,
+    /// every step of every change in one atomic script (one round trip, no
+    /// outbox entry). Works the first targets of the chunk, at least one,
+    /// until [`FOLLOW_COPY_BUDGET`] is spent, and answers for those. Reposts
+    /// of users hidden from the follower that the backfill copied are taken
+    /// out after, as a fan-out batch does.
+    pub(crate) async fn follow_whole(
+        &self,
+        source: u64,
+        targets: &[u64],
+        follow: bool,
+        at: f64,
+    ) -> StoreResult<Vec<StoreResult<bool>>> {
+        let mut conn = self.conn();
+        let mut call = self.scripts.follow_whole.prepare_invoke();
+        call.key(self.keys.user(source))
+            .key(self.keys.following(source))
+            .key(self.keys.follow_applied(source))
+            .key(self.keys.hide(source))
+            .key(self.keys.home(source))
+            .key(self.keys.events());
+        for &target in targets {
+            call.key(self.keys.user(target))
+                .key(self.keys.followers(target))
+                .key(self.keys.follower_seq(target))
+                .key(self.keys.hide(target))
+                .key(self.keys.profile(target))
+                .key(self.keys.deleted(target))
+                .key(self.keys.part_next_op(pair_part(source, target)));
+        }
+        call.arg(source)
+            .arg(if follow { "1" } else { "0" })
+            .arg(at)
+            .arg(HOME_CAP)
+            .arg(self.replay_maxlen)
+            .arg(self.keys.channel())
+            .arg(OUTBOX_PARTS)
+            .arg(targets.len())
+            .arg(FOLLOW_COPY_BUDGET);
+        for &target in targets {
+            let event = body(&if follow {
+                Event::Follow { at, source, target }
+            } else {
+                Event::Unfollow { at, source, target }
+            });
+            call.arg(target).arg(event).arg(pair_part(source, target));
+        }
+        let (hidden, outcomes, copied): (Vec<u64>, Vec<i64>, Vec<u64>) =
+            call.invoke_async(&mut conn).await?;
+        if outcomes.is_empty() || outcomes.len() > targets.len() {
+            return Err(StoreError::Internal(format!(
+                "follow_whole: {} outcomes for {} users",
+                outcomes.len(),
+                targets.len()
+            )));
+        }
+        if !hidden.is_empty() && !copied.is_empty() {
+            self.settle_backfill(source, &copied, &hidden).await?;
+        }
+        Ok(outcomes
+            .into_iter()
+            .map(|outcome| match outcome {
+                -1 => Err(StoreError::NotFound("user")),
+                -2 => Err(StoreError::follow_blocked()),
+                changed => Ok(changed == 1),
+            })
+            .collect())
     }
 }

@@ -1,29 +1,48 @@
-//! The like chain: the status's likers (the authority), then the user's
-//! list of likes, then the event.
+//! Liking, both ways: the op a like records ([`LikeOp`]) and its chain
+//! (the status's likers, the authority; the user's list of likes; then the
+//! event), and on one Redis the whole like in one atomic script,
+//! `like_whole.lua` ([`Store::like_whole`]). `store::likes` chooses.
 
-use crate::model::Event;
+use crate::model::{now, Event};
 use crate::store::events::body;
-use crate::store::outbox::{Finish, Op, Owed};
+use crate::store::outbox::entry::Entry;
+use crate::store::outbox::finish::Finish;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+
+/// A like or unlike.
+/// (`Op::Like`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LikeOp {
+    /// Who likes.
+    pub uid: u64,
+    /// The status.
+    pub sid: u64,
+    /// Its author (for the event).
+    pub author: u64,
+    /// Whether the status is private (for the event).
+    pub private: bool,
+    /// Like (true) or unlike.
+    pub like: bool,
+    /// Time of the change.
+    pub at: f64,
+}
 
 impl Store {
     /// A like change's steps: the status's likers (the authority), the
     /// user's list of likes made to agree with it; then the like event.
     /// Returns whether it changed and the likes now.
-    pub(crate) async fn run_like(&self, owed: &Owed) -> StoreResult<(bool, u64)> {
-        let Op::Like {
+    pub(crate) async fn run_like(&self, entry: &Entry, op: &LikeOp) -> StoreResult<(bool, u64)> {
+        let LikeOp {
             uid,
             sid,
             author,
             private,
             like,
             at,
-        } = owed.op
-        else {
-            return Err(StoreError::Internal("not a like".into()));
-        };
+        } = *op;
         let mut conn = self.conn();
         let reply: redis::Value = self
             .scripts
@@ -32,14 +51,14 @@ impl Store {
             .key(self.keys.likers(sid))
             .key(self.keys.like_seq(sid))
             .arg(uid)
-            .arg(owed.n)
+            .arg(entry.n)
             .arg(at)
             .arg(if like { "1" } else { "0" })
             .invoke_async(&mut conn)
             .await?;
         self.counts_cache.forget(sid);
         let Ok((changed, likes)) = redis::from_redis_value::<(i64, u64)>(reply) else {
-            self.finish_op(owed, Finish::default()).await?;
+            self.finish_op(entry, Finish::default()).await?;
             return Err(StoreError::NotFound("status"));
         };
         // The user's list follows the likers set: written, then checked
@@ -73,7 +92,56 @@ impl Store {
                 target: author,
             }));
         }
-        self.finish_with(owed, events).await?;
+        self.finish_with(entry, events).await?;
+        Ok((changed == 1, likes))
+    }
+}
+
+impl Store {
+    /// [`Store::set_like`] on one Redis: `like_whole.lua`, every step in one
+    /// atomic script (one round trip, no outbox entry).
+    pub(crate) async fn like_whole(
+        &self,
+        uid: u64,
+        sid: u64,
+        author: u64,
+        private: bool,
+        like: bool,
+    ) -> StoreResult<(bool, u64)> {
+        let at = now();
+        let event = body(&Event::Like {
+            at,
+            status_id: sid,
+            source: uid,
+            target: author,
+            private,
+        });
+        let mut conn = self.conn();
+        let reply: redis::Value = self
+            .scripts
+            .like_whole
+            .key(self.keys.status(sid))
+            .key(self.keys.likers(sid))
+            .key(self.keys.likes(uid))
+            .key(self.keys.events())
+            .arg(uid)
+            .arg(sid)
+            .arg(at)
+            .arg(if like { "1" } else { "0" })
+            .arg(self.replay_maxlen)
+            .arg(self.keys.channel())
+            .arg(event)
+            .arg(body(&Event::Unlike {
+                at,
+                status_id: sid,
+                source: uid,
+                target: author,
+            }))
+            .invoke_async(&mut conn)
+            .await?;
+        self.counts_cache.forget(sid);
+        let (changed, likes) = redis::from_redis_value::<(i64, u64)>(reply)
+            .map_err(|_| StoreError::NotFound("status"))?;
         Ok((changed == 1, likes))
     }
 }

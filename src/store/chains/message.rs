@@ -4,16 +4,50 @@
 //! event and the idempotent answer.
 
 use crate::model::{Event, IdString, Message};
-use crate::store::conversations::Sent;
 use crate::store::events::body;
-use crate::store::outbox::{Finish, Op, Owed};
+use crate::store::outbox::entry::Entry;
+use crate::store::outbox::finish::Finish;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
+use serde::{Deserialize, Serialize};
+
+/// A message sent (and, for its first message, the conversation
+/// started): `store::conversations`.
+/// (`Op::Message`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageOp {
+    /// The conversation (for a new direct one, the id proposed: the
+    /// pair's claim decides).
+    pub cid: u64,
+    /// The message id.
+    pub mid: u64,
+    /// The sender.
+    pub uid: u64,
+    /// The sender's login.
+    pub login: String,
+    /// The text.
+    pub text: String,
+    /// When it was sent.
+    pub at: f64,
+    /// Set when the message starts a conversation.
+    pub start: Option<crate::store::outbox::payloads::NewConversation>,
+    /// The sender's idempotency key, if one was sent.
+    pub idempotency_key: Option<String>,
+}
+
+/// A message sent: where it went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sent {
+    /// The conversation (for a direct pair, the pair's one).
+    pub conversation_id: u64,
+    /// The message.
+    pub message_id: u64,
+}
 
 impl Store {
     /// A message's steps; returns where it went.
-    pub(crate) async fn run_message(&self, owed: &Owed) -> StoreResult<Sent> {
-        let Op::Message {
+    pub(crate) async fn run_message(&self, entry: &Entry, op: &MessageOp) -> StoreResult<Sent> {
+        let MessageOp {
             cid,
             mid,
             uid,
@@ -22,10 +56,7 @@ impl Store {
             at,
             ref start,
             ref idempotency_key,
-        } = owed.op
-        else {
-            return Err(StoreError::Internal("not a message".into()));
-        };
+        } = *op;
         let mut conn = self.conn();
         // A direct pair has one conversation: the first claim wins, and a
         // message proposing another goes into the winner's.
@@ -86,7 +117,7 @@ impl Store {
         let members: Vec<u64> = match reply.first().map(String::as_str) {
             Some("ok" | "again") => reply[1..].iter().filter_map(|m| m.parse().ok()).collect(),
             Some("full") => {
-                self.finish_with(owed, Vec::new()).await?;
+                self.finish_with(entry, Vec::new()).await?;
                 return Err(StoreError::Limit(
                     "conversation_full",
                     format!(
@@ -96,7 +127,7 @@ impl Store {
                 ));
             }
             _ => {
-                self.finish_with(owed, Vec::new()).await?;
+                self.finish_with(entry, Vec::new()).await?;
                 return Err(StoreError::NotFound("conversation"));
             }
         };
@@ -118,7 +149,7 @@ impl Store {
         };
         let answer = match idempotency_key {
             Some(key) => Some((
-                self.answer_key(owed, uid, &format!("m:{key}")),
+                self.answer_key(entry, uid, &format!("m:{key}")),
                 serde_json::to_string(&sent).map_err(|e| StoreError::Internal(e.to_string()))?,
             )),
             None => None,
@@ -129,7 +160,7 @@ impl Store {
             participants: members.into_iter().map(IdString).collect(),
         };
         self.finish_op(
-            owed,
+            entry,
             Finish {
                 events: vec![body(&event)],
                 tasks: Vec::new(),

@@ -1,19 +1,26 @@
-//! Each write's chain of single-slot steps, one module a chain. The outbox
-//! (`outbox`) records a write before its first step and retires it, with
-//! its events, after the last; every step here is idempotent, so a worker
-//! may run a chain again from the start.
+//! Each write's chain of single-slot steps, one module a chain, each with
+//! the payload its op records in the outbox (`FollowOp`, `PostOp`, ...):
+//! the request's path and a worker's run the same function with the same
+//! payload. The outbox (`outbox`) records a write before its first step
+//! and retires it, with its events, after the last; every step here is
+//! idempotent, so a worker may run a chain again from the start. A chain
+//! takes its entry (`outbox::entry`) and its payload, and names neither
+//! the `Op` enum nor another chain's payload; the entity modules start
+//! writes (build the op, record it, run its chain).
 
-mod account;
-mod delete;
-pub(super) mod edit;
-mod follow;
-mod like;
-mod message;
-mod post;
-mod relate;
-mod rename;
-mod request;
-mod signup;
+pub mod account;
+pub mod delete;
+pub mod edit;
+pub mod end_sessions;
+pub mod follow;
+pub mod like;
+pub mod message;
+pub mod post;
+pub mod relate;
+pub mod rename;
+pub mod request;
+pub mod signup;
+pub mod suspend;
 
 use super::plumbing::error::StoreResult;
 use super::plumbing::handle::Store;

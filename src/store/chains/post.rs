@@ -1,32 +1,65 @@
-//! The post chain: the repost mapping, the status, the author's timelines,
-//! the indices, the first followers' homes, then the events.
+//! Posting, both ways: the op a chained post records ([`PostOp`]) and its
+//! chain (the repost mapping, the status, the author's timelines, the
+//! indices, the first followers' homes, then the events); and a post on
+//! one Redis in one atomic script, `post_whole.lua` (no outbox entry, no
+//! chain: [`Store::post_whole`]). Group statuses, replies to private
+//! statuses, posts of authors past `--fanout-inline` followers, and every
+//! post on a cluster take the chain. `store::statuses` chooses.
 
-use super::{unique_tags, Count, INDEX_CAP};
+use super::{unique_tags, Count, INDEX_CAP, TREND_BUCKET_TTL};
 use crate::model::{timeline_score, trims_homes, Event, Status, HOME_CAP};
 use crate::store::events::body;
 use crate::store::fanout::FanoutKind;
-use crate::store::outbox::{Finish, PostEnd};
-use crate::store::outbox::{Op, Owed};
+use crate::store::outbox::entry::Entry;
+use crate::store::outbox::finish::{Finish, IDEMPOTENCY_TTL};
 use crate::store::plumbing::error::parse_id;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
+use crate::store::plumbing::keys::trend_groups;
+use crate::store::writes::posting::{PostOptions, Posted};
 use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// A post: the status HASH fields and how it is posted.
+/// (`Op::Post`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PostOp {
+    /// The status's HASH fields.
+    pub fields: HashMap<String, String>,
+    /// Whether only followers (and user streams) may see it.
+    pub private: bool,
+    /// Mentioned users who may see it.
+    pub mentioned: Vec<u64>,
+    /// For a repost: tell the original's author.
+    pub notify_original: bool,
+    /// The author's idempotency key, if one was sent.
+    pub idempotency_key: Option<String>,
+}
+
+/// How a post chain ended.
+#[derive(Debug)]
+pub enum PostEnd {
+    /// Posted.
+    Created,
+    /// The user had reposted the original already: that repost.
+    Reposted(u64),
+    /// The original (of a repost) or the author is gone.
+    Missing(&'static str),
+}
 
 impl Store {
     /// A post's steps: the repost mapping, the status, the author's
     /// timelines, the parent's replies, the mentions and hashtag timelines,
     /// the trending bucket, the first followers' homes; then its events.
-    pub(crate) async fn run_post(&self, owed: &Owed) -> StoreResult<PostEnd> {
-        let Op::Post {
+    pub(crate) async fn run_post(&self, entry: &Entry, op: &PostOp) -> StoreResult<PostEnd> {
+        let PostOp {
             fields,
             private,
             mentioned,
             notify_original,
             idempotency_key,
-        } = &owed.op
-        else {
-            return Err(StoreError::Internal("not a post".into()));
-        };
+        } = op;
         let status = Status::from_hash(fields)
             .ok_or_else(|| StoreError::Internal("a post op without a status".into()))?;
         let private = *private || status.audience.is_some() || status.group_private;
@@ -40,7 +73,7 @@ impl Store {
         let tags = unique_tags(&status.hashtags);
         let mut conn = self.conn();
         let quit = |end: PostEnd| async move {
-            self.finish_op(owed, Finish::default()).await?;
+            self.finish_op(entry, Finish::default()).await?;
             Ok(end)
         };
         if let Some(original) = original {
@@ -162,13 +195,13 @@ impl Store {
         }
         let answer = match idempotency_key {
             Some(key) => Some((
-                self.answer_key(owed, uid, key),
+                self.answer_key(entry, uid, key),
                 serde_json::to_string(&status).map_err(|e| StoreError::Internal(e.to_string()))?,
             )),
             None => None,
         };
         self.finish_op(
-            owed,
+            entry,
             Finish {
                 events,
                 tasks,
@@ -178,4 +211,157 @@ impl Store {
         .await?;
         Ok(PostEnd::Created)
     }
+}
+
+impl Store {
+    /// Whether [`Store::post_whole`] may take this post.
+    pub(crate) fn posts_whole(&self, status: &Status) -> bool {
+        !self.is_cluster()
+            && (status.repost_of.is_none() || status.repost_of_uid.is_some())
+            && status.group_id.is_none()
+            && status.audience.is_none()
+            && !status.group_private
+    }
+
+    /// Posts `status` whole. `None`: the author has more followers than
+    /// the inline fan-out reaches, nothing was written, and the caller
+    /// takes the chain. An Idempotency-Key used before gives
+    /// [`Whole::Duplicate`] with its first answer (which may be a chain's
+    /// `pending|` entry, for the caller to finish).
+    pub(crate) async fn post_whole(
+        &self,
+        status: &Status,
+        opts: &PostOptions<'_>,
+        fields: &HashMap<String, String>,
+    ) -> StoreResult<Option<Whole>> {
+        let sid = parse_id(&status.id)?;
+        let uid = parse_id(&status.uid)?;
+        let parent = status.parent_id();
+        let original = status.original_id();
+        let original_uid: Option<u64> =
+            status.repost_of_uid.as_deref().and_then(|t| t.parse().ok());
+        let tags = unique_tags(&status.hashtags);
+        let trending: &[String] = if opts.private { &[] } else { &tags };
+        let indexed: Vec<String> = opts
+            .mentioned
+            .iter()
+            .map(|m| self.keys.mentions(*m))
+            .chain(tags.iter().map(|t| self.keys.tag(t)))
+            .collect();
+        let at = status.posted;
+        let mut events = vec![body(&Event::Status {
+            at,
+            status: status.clone(),
+            private: opts.private,
+            audience: None,
+        })];
+        for &target in opts.mentioned {
+            events.push(body(&Event::Mention {
+                at,
+                status: status.clone(),
+                target,
+                private: opts.private,
+            }));
+        }
+        if let Some(target) = original_uid.filter(|_| opts.notify_original) {
+            events.push(body(&Event::Repost {
+                at,
+                status: status.clone(),
+                target,
+                private: opts.private,
+            }));
+        }
+        let minute = (at / 60.0) as u64;
+        let mut inv = self.scripts.post_whole.prepare_invoke();
+        inv.key(self.keys.status(sid))
+            .key(self.keys.user(uid))
+            .key(self.keys.profile(uid))
+            .key(self.keys.home(uid))
+            .key(self.keys.followers(uid))
+            .key(self.keys.events());
+        match parent {
+            Some(p) => inv.key(self.keys.status(p)).key(self.keys.replies(p)),
+            None => inv.key(self.keys.status(sid)).key(self.keys.status(sid)),
+        };
+        let idempotency = opts.idempotency_key.map(|k| self.keys.idempotency(uid, k));
+        inv.key(idempotency.unwrap_or_else(|| self.keys.status(sid)));
+        match original {
+            Some(o) => inv.key(self.keys.status(o)).key(self.keys.reposters(o)),
+            None => inv.key(self.keys.status(sid)).key(self.keys.status(sid)),
+        };
+        for key in &indexed {
+            inv.key(key);
+        }
+        let groups = trend_groups(trending);
+        for (p, _) in &groups {
+            inv.key(self.keys.trend_bucket(*p, minute))
+                .key(self.keys.trend_seen(*p, minute));
+        }
+        inv.arg(sid)
+            .arg(at)
+            .arg(uid)
+            .arg(if trims_homes(sid) { HOME_CAP } else { 0 })
+            .arg(INDEX_CAP)
+            .arg(self.fanout_inline)
+            .arg(self.replay_maxlen)
+            .arg(self.keys.channel())
+            .arg(self.keys.home(0))
+            .arg(self.keys.hide(0))
+            .arg(if parent.is_some() { "1" } else { "0" })
+            .arg(indexed.len())
+            .arg(groups.len())
+            .arg(TREND_BUCKET_TTL)
+            .arg(fields.iter().filter(|(k, _)| *k != "id").count())
+            .arg(events.len())
+            .arg(original_uid.map_or(String::new(), |o| o.to_string()))
+            .arg(self.keys.hidden_by(0));
+        for (_, group) in &groups {
+            inv.arg(group.len());
+            for t in group {
+                inv.arg(t);
+            }
+        }
+        for (k, v) in fields.iter().filter(|(k, _)| *k != "id") {
+            inv.arg(k).arg(v);
+        }
+        for e in &events {
+            inv.arg(e);
+        }
+        let answer = match opts.idempotency_key {
+            Some(_) => {
+                serde_json::to_string(status).map_err(|e| StoreError::Internal(e.to_string()))?
+            }
+            None => String::new(),
+        };
+        inv.arg(answer).arg(IDEMPOTENCY_TTL);
+        let mut conn = self.conn();
+        let reply: redis::Value = inv.invoke_async(&mut conn).await?;
+        for id in parent.into_iter().chain(original) {
+            self.counts_cache.forget(id);
+        }
+        if let Ok((word, first)) = redis::from_redis_value::<(String, String)>(reply.clone()) {
+            match word.as_str() {
+                "dup" => return Ok(Some(Whole::Duplicate(first))),
+                "reposted" => {
+                    let id = first.parse().unwrap_or(0);
+                    return Ok(Some(Whole::Done(Posted::Reposted(id))));
+                }
+                _ => {}
+            }
+        }
+        match redis::from_redis_value::<String>(reply) {
+            Ok(word) if word == "chain" => Ok(None),
+            Ok(word) if word == "nouser" => Err(StoreError::NotFound("user")),
+            Ok(word) if word == "missing" => Err(StoreError::NotFound("status")),
+            _ => Ok(Some(Whole::Done(Posted::Created))),
+        }
+    }
+}
+
+/// What [`Store::post_whole`] did.
+pub(crate) enum Whole {
+    /// The post is made (or refused).
+    Done(Posted),
+    /// Its Idempotency-Key was used before: the key's first value.
+    Duplicate(String),
 }

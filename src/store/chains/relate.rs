@@ -6,10 +6,27 @@ use crate::hides::Relation;
 use crate::hides::{self, Change};
 use crate::model::{Event, HOME_CAP};
 use crate::store::events::body;
-use crate::store::outbox::{Op, Owed};
+use crate::store::outbox::entry::Entry;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+
+/// A block or mute set or lifted (`store::relations`).
+/// (`Op::Relate`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RelateOp {
+    /// Who blocks or mutes.
+    pub source: u64,
+    /// Whom.
+    pub target: u64,
+    /// `block` or `mute`.
+    pub kind: crate::hides::Relation,
+    /// Set (true) or lifted.
+    pub on: bool,
+    /// Time of the change.
+    pub at: f64,
+}
 
 /// What `relate.lua` answered for one side.
 struct Side {
@@ -26,17 +43,14 @@ struct Side {
 impl Store {
     /// A block or mute change's steps; returns whether the relation holds
     /// when it is done.
-    pub(crate) async fn run_relate(&self, owed: &Owed) -> StoreResult<bool> {
-        let Op::Relate {
+    pub(crate) async fn run_relate(&self, entry: &Entry, op: &RelateOp) -> StoreResult<bool> {
+        let RelateOp {
             source,
             target,
             kind,
             on,
             at,
-        } = owed.op
-        else {
-            return Err(StoreError::Internal("not a block or mute".into()));
-        };
+        } = *op;
         let block = kind == Relation::Block;
         let (list, cap) = match kind {
             Relation::Block => (self.keys.blocks(source), self.max_blocks),
@@ -48,7 +62,7 @@ impl Store {
                 target,
                 kind.bit(),
                 on,
-                owed.n,
+                entry.n,
                 Some((&list, -at, cap)),
                 block,
             )
@@ -56,11 +70,11 @@ impl Store {
         match src.outcome {
             1 => {}
             -2 => {
-                self.finish_with(owed, Vec::new()).await?;
+                self.finish_with(entry, Vec::new()).await?;
                 return Err(StoreError::NotFound("user"));
             }
             -1 => {
-                self.finish_with(owed, Vec::new()).await?;
+                self.finish_with(entry, Vec::new()).await?;
                 let (code, what) = match kind {
                     Relation::Block => ("block_limit", "block"),
                     Relation::Mute => ("mute_limit", "mute"),
@@ -72,7 +86,7 @@ impl Store {
             }
             _ => {
                 // A later change of this relation won: it says what holds.
-                self.finish_with(owed, Vec::new()).await?;
+                self.finish_with(entry, Vec::new()).await?;
                 return Ok(src.bits & kind.bit() != 0);
             }
         }
@@ -86,7 +100,7 @@ impl Store {
         let (mut s_to_t, mut t_to_s) = (src.cut_following, src.cut_follower);
         if block {
             let tgt = self
-                .relate_side(target, source, hides::BLOCKED_BY, on, owed.n, None, true)
+                .relate_side(target, source, hides::BLOCKED_BY, on, entry.n, None, true)
                 .await?;
             if tgt.outcome == 1 {
                 changes.push(Change {
@@ -118,7 +132,7 @@ impl Store {
                 target: source,
             }));
         }
-        self.finish_with(owed, events).await?;
+        self.finish_with(entry, events).await?;
         Ok(src.bits & kind.bit() != 0)
     }
 

@@ -9,11 +9,26 @@
 
 use crate::model::{Event, IdString};
 use crate::store::events::body;
-use crate::store::outbox::{Op, Owed};
+use crate::store::outbox::entry::Entry;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
 use futures::StreamExt;
 use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+
+/// A login or email change.
+/// (`Op::Rename`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RenameOp {
+    /// The user.
+    pub uid: u64,
+    /// `login` or `email`.
+    pub field: String,
+    /// The value before, as typed.
+    pub old: String,
+    /// The value after, as typed.
+    pub new: String,
+}
 
 /// Statuses read per page while a login change relabels them.
 const RELABEL_PAGE: isize = 500;
@@ -22,16 +37,13 @@ const RELABEL_EVENT: usize = 500;
 
 impl Store {
     /// Runs a rename's steps; `Conflict` when the new value is taken.
-    pub(crate) async fn run_rename(&self, owed: &Owed) -> StoreResult<()> {
-        let Op::Rename {
+    pub(crate) async fn run_rename(&self, entry: &Entry, op: &RenameOp) -> StoreResult<()> {
+        let RenameOp {
             uid,
             field,
             old,
             new,
-        } = &owed.op
-        else {
-            return Err(StoreError::Internal("not a rename".into()));
-        };
+        } = op;
         let mut conn = self.conn();
         // The new value is taken before the old is freed, so the user
         // always holds one of them (a rerun finds the new one theirs).
@@ -40,7 +52,7 @@ impl Store {
             self.release_name(old, *uid, None).await?;
         }
         if !claimed {
-            self.finish_with(owed, Vec::new()).await?;
+            self.finish_with(entry, Vec::new()).await?;
             let (code, what) = if field == "login" {
                 ("login_taken", "That login")
             } else {
@@ -73,7 +85,7 @@ impl Store {
                 }));
             }
         }
-        self.finish_with(owed, events).await
+        self.finish_with(entry, events).await
     }
 
     /// Writes `login` into every status of `uid`'s (a page of the profile

@@ -3,25 +3,38 @@
 
 use crate::model::Event;
 use crate::store::events::body;
-use crate::store::outbox::{Op, Owed};
+use crate::store::outbox::entry::Entry;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+
+/// A follow request asked (`ask`) or withdrawn (rejected, cancelled,
+/// authorized).
+/// (`Op::Request`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestOp {
+    /// Who asks.
+    pub source: u64,
+    /// The private account.
+    pub target: u64,
+    /// Asked (true) or dropped.
+    pub ask: bool,
+    /// Time of the change.
+    pub at: f64,
+}
 
 impl Store {
     /// A follow request's steps: the private account's incoming requests,
     /// the asker's outgoing ones; then, for a new request, its event.
     /// Returns whether the incoming set changed.
-    pub(crate) async fn run_request(&self, owed: &Owed) -> StoreResult<bool> {
-        let Op::Request {
+    pub(crate) async fn run_request(&self, entry: &Entry, op: &RequestOp) -> StoreResult<bool> {
+        let RequestOp {
             source,
             target,
             ask,
             at,
-        } = owed.op
-        else {
-            return Err(StoreError::Internal("not a follow request".into()));
-        };
+        } = *op;
         let mut conn = self.conn();
         let changed: i64 = if ask {
             let added: i64 = self
@@ -46,7 +59,7 @@ impl Store {
                 // A block stands between them: nothing of the request stays.
                 let _: i64 = conn.zrem(self.keys.requests(target), source).await?;
                 let _: i64 = conn.zrem(self.keys.requested(source), target).await?;
-                self.finish_with(owed, Vec::new()).await?;
+                self.finish_with(entry, Vec::new()).await?;
                 return Err(StoreError::follow_blocked());
             }
             added
@@ -65,7 +78,7 @@ impl Store {
         } else {
             Vec::new()
         };
-        self.finish_with(owed, events).await?;
+        self.finish_with(entry, events).await?;
         Ok(changed == 1)
     }
 }

@@ -5,26 +5,43 @@
 
 use crate::model::{Event, User};
 use crate::store::events::body;
-use crate::store::outbox::{Op, Owed};
+use crate::store::outbox::entry::Entry;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
+use serde::{Deserialize, Serialize};
+
+/// A sign-up (`uid` first: versions before 2026-11-27 filled it in
+/// in the `{g}` outbox's entry).
+/// (`Op::User`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UserOp {
+    /// The new user's id.
+    pub uid: u64,
+    /// Login as typed.
+    pub login: String,
+    /// Display name.
+    pub name: String,
+    /// Email as typed.
+    pub email: String,
+    /// The argon2id PHC string (kept in Redis only, never logged).
+    pub password: String,
+    /// Sign-up time.
+    pub at: f64,
+}
 
 impl Store {
     /// A sign-up's steps: its names, the user's keys (fields set only if
     /// absent, so a late second run never resets counters), then the event.
     /// `Conflict` (and the entry retired, nothing kept) when a name is taken.
-    pub(crate) async fn run_user(&self, owed: &Owed) -> StoreResult<()> {
-        let Op::User {
+    pub(crate) async fn run_user(&self, entry: &Entry, op: &UserOp) -> StoreResult<()> {
+        let UserOp {
             uid,
             login,
             name,
             email,
             password,
             at,
-        } = &owed.op
-        else {
-            return Err(StoreError::Internal("not a sign-up".into()));
-        };
+        } = op;
         // Logins hold no '@' and emails do, so the two claims of two
         // sign-ups never wait on each other crosswise: one of them wins.
         let login_free = self.claim_name(login, *uid).await?;
@@ -40,7 +57,7 @@ impl Store {
             None
         };
         if let Some((code, message)) = taken {
-            self.finish_with(owed, Vec::new()).await?;
+            self.finish_with(entry, Vec::new()).await?;
             return Err(StoreError::Conflict(code, message.into()));
         }
         let mut conn = self.conn();
@@ -74,7 +91,7 @@ impl Store {
             dm_policy: None,
             suspended: None,
         };
-        self.finish_with(owed, vec![body(&Event::User { at: *at, user })])
+        self.finish_with(entry, vec![body(&Event::User { at: *at, user })])
             .await?;
         Ok(())
     }

@@ -44,6 +44,8 @@
 //! between steps is finished later, and a retry repeats nothing. Events go
 //! out last, so a client that gets an event can read what it refers to.
 
+pub mod entry;
+pub mod finish;
 mod op;
 pub mod payloads;
 
@@ -51,18 +53,11 @@ use super::plumbing::error::{StoreError, StoreResult};
 use super::plumbing::handle::Store;
 use super::plumbing::keys::OUTBOX_PARTS;
 
-use super::writes::emitter;
 use crate::model::now;
+pub use entry::Entry;
+pub use finish::{Finish, EMIT_GRACE, IDEMPOTENCY_TTL};
 pub use op::{Op, Owed};
 use redis::AsyncCommands;
-
-/// How long an `Idempotency-Key` of `POST /api/v1/statuses` is remembered, in seconds.
-pub const IDEMPOTENCY_TTL: u64 = 24 * 3600;
-
-/// Seconds after the end of its lease within which a run of a partitioned
-/// op may still emit its events (later, it fails and a worker claims the
-/// entry again).
-pub const EMIT_GRACE: f64 = 30.0;
 
 /// Seconds a mark in `emitted` outlives the latest moment a run of its op
 /// may emit (for clocks that differ between processes).
@@ -78,28 +73,6 @@ pub(crate) enum Begun {
     /// The idempotency key was used: the first answer, or the entry of the
     /// first write still under way.
     Duplicate(String),
-}
-
-/// What finishing a write gives back.
-#[derive(Debug, Default)]
-pub(crate) struct Finish {
-    /// Event bodies (JSON without `id`), emitted in order.
-    pub events: Vec<String>,
-    /// Fan-out tasks to queue.
-    pub tasks: Vec<String>,
-    /// The answer kept under the idempotency key.
-    pub answer: Option<(String, String)>,
-}
-
-/// How a post chain ended.
-#[derive(Debug)]
-pub(crate) enum PostEnd {
-    /// Posted.
-    Created,
-    /// The user had reposted the original already: that repost.
-    Reposted(u64),
-    /// The original (of a repost) or the author is gone.
-    Missing(&'static str),
 }
 
 impl Store {
@@ -136,108 +109,9 @@ impl Store {
             .await?;
         match reply.0.as_str() {
             "ok" => Owed::decode_in(&reply.1, part)
-                .map(|owed| Begun::Started(Box::new(Owed { deadline, ..owed })))
+                .map(|owed| Begun::Started(Box::new(owed.leased(deadline))))
                 .ok_or_else(|| StoreError::Internal("op_begin gave a bad member".into())),
             _ => Ok(Begun::Duplicate(reply.1)),
-        }
-    }
-
-    /// Retires an outbox entry; only if this call retired it, emits the
-    /// events, queues the tasks and keeps the answer. Returns the first
-    /// event's id when it did.
-    pub(crate) async fn finish_op(&self, owed: &Owed, f: Finish) -> StoreResult<Option<String>> {
-        if let Some(k) = owed.part {
-            return self.finish_in_part(owed, k, f).await;
-        }
-        let mut conn = self.conn();
-        let mut inv = self.scripts.op_finish.prepare_invoke();
-        inv.key(self.keys.outbox())
-            .key(self.keys.events())
-            .key(self.keys.fanout());
-        match &f.answer {
-            Some((key, _)) => inv.key(key),
-            None => inv.key(self.keys.outbox()),
-        };
-        inv.arg(&owed.member)
-            .arg(self.replay_maxlen)
-            .arg(self.keys.channel())
-            .arg(f.events.len());
-        for e in &f.events {
-            inv.arg(e);
-        }
-        inv.arg(f.tasks.len());
-        for t in &f.tasks {
-            inv.arg(t);
-        }
-        inv.arg(f.answer.as_ref().map_or("", |(_, a)| a.as_str()));
-        let (retired, eid): (i64, String) = inv.invoke_async(&mut conn).await?;
-        if retired == 1 && !f.tasks.is_empty() {
-            self.fanout_hints.hint(None);
-        }
-        Ok((retired == 1).then_some(eid))
-    }
-
-    /// [`Store::finish_op`] for an entry of partition `k`: its events
-    /// (once: `emit_once.lua`, in `{g}`, in the process's next batch:
-    /// `store::emitter`), then the entry retired in its
-    /// partition with its answer kept and its fan-out tasks queued on the
-    /// partition's queue (`op_retire.lua`; this process's workers are woken
-    /// for them). Returns the first event's id when this call emitted them.
-    async fn finish_in_part(
-        &self,
-        owed: &Owed,
-        k: usize,
-        f: Finish,
-    ) -> StoreResult<Option<String>> {
-        let mut conn = self.conn();
-        let mut first = None;
-        let emits = !f.events.is_empty();
-        if emits {
-            if now() > owed.deadline + EMIT_GRACE {
-                return Err(StoreError::Unavailable(
-                    "the write outlived its lease; a worker finishes it".into(),
-                ));
-            }
-            let sink = || emitter::Sink {
-                conn: self.conn(),
-                scripts: self.scripts.clone(),
-                emitted: self.keys.emitted(),
-                events: self.keys.events(),
-                channel: self.keys.channel(),
-                maxlen: self.replay_maxlen,
-            };
-            first = self.emitter.emit(sink, owed.n, f.events).await?;
-        }
-        self.pause_before_retire().await;
-        let outbox = self.keys.part_outbox(k);
-        let mut inv = self.scripts.op_retire.prepare_invoke();
-        inv.key(&outbox).key(self.keys.part_retired(k));
-        match &f.answer {
-            Some((key, _)) => inv.key(key),
-            None => inv.key(&outbox),
-        };
-        inv.key(self.keys.part_fanout(k))
-            .arg(&owed.member)
-            .arg(owed.n)
-            .arg(now())
-            .arg(if emits { "1" } else { "0" })
-            .arg(f.answer.as_ref().map_or("", |(_, a)| a.as_str()));
-        for t in &f.tasks {
-            inv.arg(t);
-        }
-        let retired: i64 = inv.invoke_async(&mut conn).await?;
-        if retired == 1 && !f.tasks.is_empty() {
-            self.fanout_hints.hint(Some(k));
-        }
-        Ok(first)
-    }
-
-    /// The key an op's idempotent answer goes to: in the op's partition,
-    /// or where the first layout kept it for an entry of the `{g}` outbox.
-    pub(crate) fn answer_key(&self, owed: &Owed, uid: u64, key: &str) -> String {
-        match owed.part {
-            Some(_) => self.keys.idempotency(uid, key),
-            None => self.keys.legacy_idempotency(uid, key),
         }
     }
 
@@ -255,44 +129,25 @@ impl Store {
         Ok(conn.get(self.keys.legacy_idempotency(uid, key)).await?)
     }
 
-    /// Fault tests only: waits `--test-pause-retire-ms`.
-    async fn pause_before_retire(&self) {
-        if !self.pause_retire.is_zero() {
-            tokio::time::sleep(self.pause_retire).await;
-        }
-    }
-
-    /// Retires an entry emitting these events (no fan-out, no answer).
-    pub(crate) async fn finish_with(&self, owed: &Owed, events: Vec<String>) -> StoreResult<()> {
-        self.finish_op(
-            owed,
-            Finish {
-                events,
-                ..Finish::default()
-            },
-        )
-        .await?;
-        Ok(())
-    }
-
     /// Runs an outbox entry's chain to its end. Safe to run more than once
     /// for the same entry, concurrently too (every step is idempotent and
     /// only the call that retires the entry emits and queues).
     pub async fn complete_op(&self, owed: &Owed) -> StoreResult<()> {
+        let e = &owed.entry;
         let result = match &owed.op {
-            Op::User { .. } => self.run_user(owed).await.map(|_| ()),
-            Op::Post { .. } => self.run_post(owed).await.map(|_| ()),
-            Op::Delete { .. } => self.run_delete(owed).await.map(|_| ()),
-            Op::Edit { .. } => self.run_edit(owed).await.map(|_| ()),
-            Op::Follow { .. } => self.run_follow(owed).await.map(|_| ()),
-            Op::Like { .. } => self.run_like(owed).await.map(|_| ()),
-            Op::Request { .. } => self.run_request(owed).await.map(|_| ()),
-            Op::Rename { .. } => self.run_rename(owed).await,
-            Op::Relate { .. } => self.run_relate(owed).await.map(|_| ()),
-            Op::Message { .. } => self.run_message(owed).await.map(|_| ()),
-            Op::DeleteAccount { .. } => self.run_account_delete(owed).await,
-            Op::Suspend { .. } => self.run_suspend(owed).await.map(|_| ()),
-            Op::EndSessions { .. } => self.run_end_sessions(owed).await.map(|_| ()),
+            Op::User(op) => self.run_user(e, op).await.map(|_| ()),
+            Op::Post(op) => self.run_post(e, op).await.map(|_| ()),
+            Op::Delete(op) => self.run_delete(e, op).await.map(|_| ()),
+            Op::Edit(op) => self.run_edit(e, op).await.map(|_| ()),
+            Op::Follow(op) => self.run_follow(e, op).await.map(|_| ()),
+            Op::Like(op) => self.run_like(e, op).await.map(|_| ()),
+            Op::Request(op) => self.run_request(e, op).await.map(|_| ()),
+            Op::Rename(op) => self.run_rename(e, op).await,
+            Op::Relate(op) => self.run_relate(e, op).await.map(|_| ()),
+            Op::Message(op) => self.run_message(e, op).await.map(|_| ()),
+            Op::DeleteAccount(op) => self.run_account_delete(e, op).await,
+            Op::Suspend(op) => self.run_suspend(e, op).await.map(|_| ()),
+            Op::EndSessions(op) => self.run_end_sessions(e, op).await.map(|_| ()),
         };
         match result {
             Err(
@@ -355,7 +210,7 @@ impl Store {
                 members
                     .into_iter()
                     .map(|raw| Claimed {
-                        owed: Owed::decode_in(&raw, part).map(|owed| Owed { deadline, ..owed }),
+                        owed: Owed::decode_in(&raw, part).map(|owed| owed.leased(deadline)),
                         raw,
                         part,
                     })
@@ -390,21 +245,6 @@ impl Store {
         let mut conn = self.conn();
         let _: () = conn
             .zrem(self.outbox_of(claimed.part), &claimed.raw)
-            .await?;
-        Ok(())
-    }
-
-    /// Pushes an entry's lease out again (a long chain, an account's
-    /// deletion, renews it as it goes, so no worker takes it over while
-    /// it runs).
-    pub(crate) async fn extend_op(&self, owed: &Owed) -> StoreResult<()> {
-        let mut conn = self.conn();
-        let _: i64 = redis::cmd("ZADD")
-            .arg(self.outbox_of(owed.part))
-            .arg("XX")
-            .arg(self.lease_deadline())
-            .arg(&owed.member)
-            .query_async(&mut conn)
             .await?;
         Ok(())
     }

@@ -259,7 +259,7 @@ impl Store {
             let likes = members
                 .iter()
                 .filter_map(|m| crate::store::outbox::Owed::decode_in(m, part))
-                .filter(|owed| matches!(owed.op, crate::store::outbox::Op::Like { .. }));
+                .filter(|owed| matches!(owed.op, crate::store::outbox::Op::Like(_)));
             for owed in likes {
                 self.complete_op(&owed).await?;
             }

@@ -1,0 +1,32 @@
+//! The chain that ends sessions: at their authority, then in the index
+//! with their revocation (`store::sessions` starts it).
+
+use crate::store::outbox::entry::Entry;
+use crate::store::plumbing::error::StoreResult;
+use crate::store::plumbing::handle::Store;
+use serde::{Deserialize, Serialize};
+
+/// Sessions ended (`store::sessions`): at their authority, then in the
+/// index with their revocation.
+/// (`Op::EndSessions`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EndSessionsOp {
+    /// Each session's user and id.
+    pub sessions: Vec<(u64, String)>,
+    /// For the idle clean-up: end only those not seen since.
+    pub cutoff: Option<f64>,
+}
+
+impl Store {
+    /// Ends the op's sessions, then retires its entry. Returns how many
+    /// ended (again, on a rerun).
+    pub(crate) async fn run_end_sessions(
+        &self,
+        entry: &Entry,
+        op: &EndSessionsOp,
+    ) -> StoreResult<usize> {
+        let n = self.close_sessions(&op.sessions, op.cutoff).await?;
+        self.finish_with(entry, Vec::new()).await?;
+        Ok(n)
+    }
+}

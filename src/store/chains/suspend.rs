@@ -1,0 +1,82 @@
+//! The suspension chain: the flag, the set the hubs load, the event, the
+//! sessions, the audit entry (`store::moderation` starts it).
+
+use crate::model::Event;
+use crate::store::outbox::entry::Entry;
+use crate::store::outbox::finish::Finish;
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+
+/// An account suspended (`on`) or its suspension lifted by an admin
+/// (`store::moderation`): the flag, the set the hubs load, the
+/// sessions, the audit entry (when `audit`), then the event.
+/// (`Op::Suspend`'s payload, as recorded in the outbox.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuspendOp {
+    /// The user.
+    pub uid: u64,
+    /// Suspend (true) or lift.
+    pub on: bool,
+    /// The admin.
+    pub admin: u64,
+    /// The id of the audit entry the change is (none when a report's
+    /// resolution records it).
+    pub audit: Option<u64>,
+    /// Audit entries kept.
+    pub keep: usize,
+}
+
+impl Store {
+    /// A suspension's steps (idempotent: a rerun finishes what a dead one
+    /// began and records nothing twice).
+    pub(crate) async fn run_suspend(&self, entry: &Entry, op: &SuspendOp) -> StoreResult<bool> {
+        let SuspendOp {
+            uid,
+            on,
+            admin,
+            audit,
+            keep,
+        } = *op;
+        let mut conn = self.conn();
+        let changed: i64 = self
+            .scripts
+            .user_suspend
+            .key(self.keys.user(uid))
+            .arg(if on { "1" } else { "0" })
+            .arg(entry.n)
+            .invoke_async(&mut conn)
+            .await?;
+        if changed < 0 {
+            self.finish_op(entry, Finish::default()).await?;
+            return Err(StoreError::NotFound("user"));
+        }
+        if !self.pause_suspend.is_zero() {
+            tokio::time::sleep(self.pause_suspend).await;
+        }
+        if on {
+            let _: () = conn.sadd(self.keys.suspended(), uid).await?;
+        } else {
+            let _: () = conn.srem(self.keys.suspended(), uid).await?;
+        }
+        self.suspended.set(uid, on);
+        // The event before the sessions end, so that every hub ends the
+        // user's streams with `suspended` (not `revoked`); a rerun emits it
+        // again, which changes nothing.
+        let event = serde_json::to_string(&Event::Suspended { uid, on })
+            .map_err(|e| StoreError::Internal(e.to_string()))?;
+        self.emit(&event).await?;
+        if on {
+            let sessions = self.all_sessions_of(uid).await?;
+            self.close_sessions(&sessions, None).await?;
+        }
+        if let (1, Some(id)) = (changed, audit) {
+            let action = if on { "suspend_user" } else { "unsuspend_user" };
+            self.audit_put(id, admin, action, &uid.to_string(), None, keep)
+                .await?;
+        }
+        self.finish_with(entry, Vec::new()).await?;
+        Ok(changed == 1)
+    }
+}

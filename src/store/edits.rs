@@ -1,0 +1,63 @@
+//! Editing a status: the request's way in. It records the edit in the
+//! outbox (an idempotency key answers a repeat) and runs its chain
+//! (`chains/edit.rs`, which a worker runs too if the request dies).
+
+use super::chains::edit::{EditOp, EditRefused, Edited};
+use super::outbox::{Begun, Op, Owed};
+use super::plumbing::error::{StoreError, StoreResult};
+use super::plumbing::handle::Store;
+
+impl Store {
+    /// Edits status `sid` by `uid` (see [`Store::run_edit`]). With an
+    /// idempotency key this author used for an edit of this status within
+    /// [`IDEMPOTENCY_TTL`](crate::store::outbox::IDEMPOTENCY_TTL), edits
+    /// nothing (finishing the first edit if it is still under way) and
+    /// answers the status as it is.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn edit_status(
+        &self,
+        sid: u64,
+        uid: u64,
+        message: &str,
+        hashtags: Vec<String>,
+        mentions: Vec<String>,
+        mentioned: Vec<u64>,
+        private: bool,
+        at: f64,
+        idempotency: Option<&str>,
+    ) -> StoreResult<Edited> {
+        let idempotency_key = idempotency.map(|k| format!("edit:{sid}:{k}"));
+        let op = Op::Edit(EditOp {
+            sid,
+            uid,
+            message: message.to_string(),
+            hashtags,
+            mentions,
+            mentioned,
+            private,
+            at,
+            idempotency_key: idempotency_key.clone(),
+        });
+        let key = idempotency_key.map(|k| self.keys.idempotency(uid, &k));
+        let owed = match self.begin_op(&op, key.as_deref()).await? {
+            Begun::Started(owed) => *owed,
+            Begun::Duplicate(first) => {
+                if let Some(pending) = first.strip_prefix("pending|") {
+                    if let Some(owed) = Owed::decode_pending(pending, false, self.lease_deadline())
+                    {
+                        self.complete_op(&owed).await?;
+                    }
+                }
+                return match self.status(sid).await {
+                    Ok(status) => Ok(Edited::Done(Box::new(status))),
+                    Err(StoreError::NotFound(_)) => Ok(Edited::Refused(EditRefused::Missing)),
+                    Err(e) => Err(e),
+                };
+            }
+        };
+        let Op::Edit(op) = &owed.op else {
+            return Err(StoreError::Internal("not an edit".into()));
+        };
+        self.run_edit(&owed.entry, op).await
+    }
+}

@@ -1,0 +1,164 @@
+//! Finishing an outbox entry: its events emitted once, its fan-out
+//! queued, its answer kept, the entry retired (see `outbox`'s module doc
+//! for the two layouts), and the lease a long chain renews as it goes.
+
+use super::entry::Entry;
+use crate::model::now;
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
+use crate::store::writes::emitter;
+
+/// Seconds after the end of its lease within which a run of a partitioned
+/// op may still emit its events (later, it fails and a worker claims the
+/// entry again).
+pub const EMIT_GRACE: f64 = 30.0;
+
+/// How long an `Idempotency-Key` of `POST /api/v1/statuses` is remembered, in seconds.
+pub const IDEMPOTENCY_TTL: u64 = 24 * 3600;
+
+/// What finishing a write gives back.
+#[derive(Debug, Default)]
+pub struct Finish {
+    /// Event bodies (JSON without `id`), emitted in order.
+    pub events: Vec<String>,
+    /// Fan-out tasks to queue.
+    pub tasks: Vec<String>,
+    /// The answer kept under the idempotency key.
+    pub answer: Option<(String, String)>,
+}
+
+impl Store {
+    /// Retires an outbox entry; only if this call retired it, emits the
+    /// events, queues the tasks and keeps the answer. Returns the first
+    /// event's id when it did.
+    pub(crate) async fn finish_op(&self, entry: &Entry, f: Finish) -> StoreResult<Option<String>> {
+        if let Some(k) = entry.part {
+            return self.finish_in_part(entry, k, f).await;
+        }
+        let mut conn = self.conn();
+        let mut inv = self.scripts.op_finish.prepare_invoke();
+        inv.key(self.keys.outbox())
+            .key(self.keys.events())
+            .key(self.keys.fanout());
+        match &f.answer {
+            Some((key, _)) => inv.key(key),
+            None => inv.key(self.keys.outbox()),
+        };
+        inv.arg(&entry.member)
+            .arg(self.replay_maxlen)
+            .arg(self.keys.channel())
+            .arg(f.events.len());
+        for e in &f.events {
+            inv.arg(e);
+        }
+        inv.arg(f.tasks.len());
+        for t in &f.tasks {
+            inv.arg(t);
+        }
+        inv.arg(f.answer.as_ref().map_or("", |(_, a)| a.as_str()));
+        let (retired, eid): (i64, String) = inv.invoke_async(&mut conn).await?;
+        if retired == 1 && !f.tasks.is_empty() {
+            self.fanout_hints.hint(None);
+        }
+        Ok((retired == 1).then_some(eid))
+    }
+
+    /// [`Store::finish_op`] for an entry of partition `k`: its events
+    /// (once: `emit_once.lua`, in `{g}`, in the process's next batch:
+    /// `store::emitter`), then the entry retired in its
+    /// partition with its answer kept and its fan-out tasks queued on the
+    /// partition's queue (`op_retire.lua`; this process's workers are woken
+    /// for them). Returns the first event's id when this call emitted them.
+    async fn finish_in_part(
+        &self,
+        entry: &Entry,
+        k: usize,
+        f: Finish,
+    ) -> StoreResult<Option<String>> {
+        let mut conn = self.conn();
+        let mut first = None;
+        let emits = !f.events.is_empty();
+        if emits {
+            if now() > entry.deadline + EMIT_GRACE {
+                return Err(StoreError::Unavailable(
+                    "the write outlived its lease; a worker finishes it".into(),
+                ));
+            }
+            let sink = || emitter::Sink {
+                conn: self.conn(),
+                scripts: self.scripts.clone(),
+                emitted: self.keys.emitted(),
+                events: self.keys.events(),
+                channel: self.keys.channel(),
+                maxlen: self.replay_maxlen,
+            };
+            first = self.emitter.emit(sink, entry.n, f.events).await?;
+        }
+        self.pause_before_retire().await;
+        let outbox = self.keys.part_outbox(k);
+        let mut inv = self.scripts.op_retire.prepare_invoke();
+        inv.key(&outbox).key(self.keys.part_retired(k));
+        match &f.answer {
+            Some((key, _)) => inv.key(key),
+            None => inv.key(&outbox),
+        };
+        inv.key(self.keys.part_fanout(k))
+            .arg(&entry.member)
+            .arg(entry.n)
+            .arg(now())
+            .arg(if emits { "1" } else { "0" })
+            .arg(f.answer.as_ref().map_or("", |(_, a)| a.as_str()));
+        for t in &f.tasks {
+            inv.arg(t);
+        }
+        let retired: i64 = inv.invoke_async(&mut conn).await?;
+        if retired == 1 && !f.tasks.is_empty() {
+            self.fanout_hints.hint(Some(k));
+        }
+        Ok(first)
+    }
+
+    /// The key an op's idempotent answer goes to: in the op's partition,
+    /// or where the first layout kept it for an entry of the `{g}` outbox.
+    pub(crate) fn answer_key(&self, entry: &Entry, uid: u64, key: &str) -> String {
+        match entry.part {
+            Some(_) => self.keys.idempotency(uid, key),
+            None => self.keys.legacy_idempotency(uid, key),
+        }
+    }
+
+    /// Retires an entry emitting these events (no fan-out, no answer).
+    pub(crate) async fn finish_with(&self, entry: &Entry, events: Vec<String>) -> StoreResult<()> {
+        self.finish_op(
+            entry,
+            Finish {
+                events,
+                ..Finish::default()
+            },
+        )
+        .await?;
+        Ok(())
+    }
+
+    /// Pushes an entry's lease out again (a long chain, an account's
+    /// deletion, renews it as it goes, so no worker takes it over while
+    /// it runs).
+    pub(crate) async fn extend_op(&self, entry: &Entry) -> StoreResult<()> {
+        let mut conn = self.conn();
+        let _: i64 = redis::cmd("ZADD")
+            .arg(self.outbox_of(entry.part))
+            .arg("XX")
+            .arg(self.lease_deadline())
+            .arg(&entry.member)
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Fault tests only: waits `--test-pause-retire-ms`.
+    async fn pause_before_retire(&self) {
+        if !self.pause_retire.is_zero() {
+            tokio::time::sleep(self.pause_retire).await;
+        }
+    }
+}

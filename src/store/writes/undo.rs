@@ -1,0 +1,132 @@
+//! The writes an account's deletion starts on the user's behalf
+//! (`chains/account.rs`): its unfollows, its statuses' deletes, its blocks
+//! and mutes lifted, each as the write it would be, an op of its own run
+//! to its end.
+
+use crate::hides::{self, Relation};
+use crate::store::chains::account::settled;
+use crate::store::chains::delete::{DeleteOp, Homes};
+use crate::store::chains::follow::FollowOp;
+use crate::store::chains::relate::RelateOp;
+use crate::store::outbox::{Op, Owed};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
+use redis::AsyncCommands;
+
+impl Store {
+    /// Unfollows on behalf of a deletion (no check that the users exist:
+    /// the deleted one is marked, not gone yet).
+    pub(crate) async fn undo_follow(&self, source: u64, target: u64, at: f64) -> StoreResult<()> {
+        let op = FollowOp {
+            source,
+            target,
+            follow: false,
+            at,
+        };
+        let o = self.start_op(Op::Follow(op.clone())).await?;
+        self.run_follow(&o.entry, &op).await.map(|_| ())
+    }
+
+    /// Deletes one of the account's statuses as its author would, but for
+    /// the followers' homes (the caller clears those a round at a time,
+    /// [`Store::unhome_everywhere`]). A status
+    /// already marked by another delete (a run a process died during) has
+    /// that delete finished here, before the follows go: found by its
+    /// number in the author's outbox partition and run to its end (a worker
+    /// that takes it over meanwhile does no harm: the chain is idempotent
+    /// and only the run that retires it emits). One no longer in the outbox
+    /// was retired, its steps all done.
+    pub(crate) async fn delete_for_account(
+        &self,
+        sid: u64,
+        uid: u64,
+        private: bool,
+        at: f64,
+    ) -> StoreResult<()> {
+        let delete = DeleteOp {
+            sid,
+            uid,
+            private,
+            at,
+        };
+        let op = Op::Delete(delete.clone());
+        let part = op.part();
+        let o = self.start_op(op).await?;
+        match self
+            .run_delete_reaching(&o.entry, &delete, Homes::Skip)
+            .await
+        {
+            Err(StoreError::NotFound(_)) => {}
+            other => return other,
+        }
+        let mut conn = self.conn();
+        let mark: Option<u64> = conn.hget(self.keys.status(sid), "deleted").await?;
+        let Some(m) = mark.filter(|m| *m != o.entry.n) else {
+            return Ok(());
+        };
+        let outbox = self.outbox_of(part);
+        let pattern = format!("{m}|*");
+        let mut cursor = "0".to_string();
+        loop {
+            let (next, found): (String, Vec<String>) = redis::cmd("ZSCAN")
+                .arg(&outbox)
+                .arg(&cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(500)
+                .query_async(&mut conn)
+                .await?;
+            // Members and scores alternate.
+            let earlier = found
+                .iter()
+                .step_by(2)
+                .filter_map(|member| Owed::decode_in(member, part))
+                .find(|e| matches!(&e.op, Op::Delete(d) if d.sid == sid));
+            if let Some(earlier) = earlier {
+                let earlier = earlier.leased(self.lease_deadline());
+                let Op::Delete(op) = &earlier.op else {
+                    return Ok(());
+                };
+                return settled(
+                    self.run_delete_reaching(&earlier.entry, op, Homes::Skip)
+                        .await,
+                );
+            }
+            if next == "0" {
+                return Ok(());
+            }
+            cursor = next;
+        }
+    }
+
+    /// Lifts every block and mute the user set, and every block set on them.
+    pub(crate) async fn undo_relations(&self, uid: u64, at: f64) -> StoreResult<()> {
+        let relations = self.hides(uid).await?;
+        let mut lifts = Vec::new();
+        for other in relations.others(hides::FEED) {
+            let bits = relations.bits(other);
+            if bits & hides::BLOCKS != 0 {
+                lifts.push((uid, other, Relation::Block));
+            }
+            if bits & hides::MUTES != 0 {
+                lifts.push((uid, other, Relation::Mute));
+            }
+            if bits & hides::BLOCKED_BY != 0 {
+                lifts.push((other, uid, Relation::Block));
+            }
+        }
+        for (source, target, kind) in lifts {
+            let op = RelateOp {
+                source,
+                target,
+                kind,
+                on: false,
+                at,
+            };
+            let o = self.start_op(Op::Relate(op.clone())).await?;
+            settled(self.run_relate(&o.entry, &op).await.map(|_| ()))?;
+        }
+        Ok(())
+    }
+}
