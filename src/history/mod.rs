@@ -335,16 +335,25 @@ impl History {
                 })
             }
             Located::Pending(page) => {
+                // Up to a block's worth (more while the disk refuses
+                // writes): made on the reader threads too.
+                let (cursor, gap, end) = (page.cursor, page.gap, page.end);
+                let events = self
+                    .0
+                    .threads
+                    .run(move || {
+                        page.events
+                            .into_iter()
+                            .filter_map(|(id, json)| make(id, &json))
+                            .collect()
+                    })
+                    .await?;
                 return Ok(Page {
-                    events: page
-                        .events
-                        .into_iter()
-                        .filter_map(|(id, json)| make(id, &json))
-                        .collect(),
-                    cursor: page.cursor,
-                    gap: page.gap,
-                    end: page.end,
-                })
+                    events,
+                    cursor,
+                    gap,
+                    end,
+                });
             }
             Located::Block(file, block) => (file, block),
         };
