@@ -187,19 +187,11 @@ pub fn build(
     Ok(Built { header, bytes })
 }
 
-/// The events of a block whose body (summary and payload) is `body`;
-/// `None` when the body is damaged (its CRC, its compression or its
-/// records are wrong).
-pub fn events(header: &Header, body: &[u8]) -> Option<Vec<(EventId, String)>> {
-    let mut out = Vec::with_capacity(header.count as usize);
-    visit(header, body, |id, json| out.push((id, json.to_owned())))?;
-    Some(out)
-}
-
-/// Each event of a block whose body is `body`, in order, handed to `each`
-/// without a copy of its own; `None` when the body is damaged (then some
-/// events may have been handed over already: the caller drops what it
-/// made of them).
+/// Each event of a block whose body (summary and payload) is `body`, in
+/// order, handed to `each` without a copy of its own; `None` when the body
+/// is damaged (its CRC, its compression or its records are wrong: then
+/// some events may have been handed over already, and the caller drops
+/// what it made of them).
 pub fn visit(header: &Header, body: &[u8], mut each: impl FnMut(EventId, &str)) -> Option<()> {
     if body.len() as u64 != header.body_len() || crc32fast::hash(body) != header.body_crc {
         return None;
@@ -264,6 +256,12 @@ fn unpacked<R>(payload: &[u8], raw_len: usize, read: impl FnOnce(&[u8]) -> R) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn events(header: &Header, body: &[u8]) -> Option<Vec<(EventId, String)>> {
+        let mut out = Vec::new();
+        visit(header, body, |id, json| out.push((id, json.to_owned())))?;
+        Some(out)
+    }
 
     fn sample() -> Vec<(EventId, String)> {
         (0..50)

@@ -154,7 +154,7 @@ impl Settings {
 struct Inner {
     settings: Settings,
     index: RwLock<Index>,
-    readers: tokio::sync::Semaphore,
+    readers: Arc<tokio::sync::Semaphore>,
     /// The threads block reads run on.
     threads: readers::Readers,
     /// Whether the last write succeeded.
@@ -245,7 +245,7 @@ impl History {
         Ok(History(Arc::new(Inner {
             settings,
             index: RwLock::new(index),
-            readers: tokio::sync::Semaphore::new(MAX_READERS),
+            readers: Arc::new(tokio::sync::Semaphore::new(MAX_READERS)),
             threads: readers::Readers::shared().map_err(io)?,
             writable: AtomicBool::new(true),
             write_errors: AtomicU64::new(0),
@@ -308,18 +308,20 @@ impl History {
         self.last().is_some_and(|last| last > after)
     }
 
-    /// The events after `after`: those of the first block holding any (or
-    /// the pending ones), with the gap before them if there is one. Block
-    /// reads queue behind [`MAX_READERS`] others.
-    pub async fn read_after(&self, after: EventId) -> std::io::Result<Page> {
+    /// The events after `after` as their ids and JSON (the unit tests'
+    /// view of [`History::read_after_as`]).
+    #[cfg(test)]
+    async fn read_after(&self, after: EventId) -> std::io::Result<Page> {
         self.read_after_as(after, |id, json| Some((id, json.to_owned())))
             .await
     }
 
-    /// [`History::read_after`], each event made into a `T` by `make` (an
-    /// event it gives `None` for is left out) on the thread that read and
-    /// decompressed its block: a replay parses its frames there, off the
-    /// threads the live streams run on.
+    /// The events after `after`: those of the first block holding any (or
+    /// the pending ones), with the gap before them if there is one, each
+    /// made into a `T` by `make` (an event it gives `None` for is left
+    /// out) on the thread that read and decompressed its block: a replay
+    /// parses its frames there, off the threads the live streams run on.
+    /// Block reads queue behind [`MAX_READERS`] others.
     pub async fn read_after_as<T: Send + 'static>(
         &self,
         after: EventId,
@@ -339,9 +341,7 @@ impl History {
                 // writes): made on the reader threads too.
                 let (cursor, gap, end) = (page.cursor, page.gap, page.end);
                 let events = self
-                    .0
-                    .threads
-                    .run(move || {
+                    .on_reader(move || {
                         page.events
                             .into_iter()
                             .filter_map(|(id, json)| make(id, &json))
@@ -358,16 +358,8 @@ impl History {
             Located::Block(file, block) => (file, block),
         };
         let gap = gap_before(after, &block.header);
-        let _turn = self
-            .0
-            .readers
-            .acquire()
-            .await
-            .map_err(std::io::Error::other)?;
         let read = self
-            .0
-            .threads
-            .run(move || {
+            .on_reader(move || {
                 segment::read_body(&file, &block).map(|body| {
                     let mut events = Vec::with_capacity(block.header.count as usize);
                     block::visit(&block.header, &body, |id, json| {
@@ -404,6 +396,31 @@ impl History {
                 })
             }
         }
+    }
+
+    /// Runs `job` (a block's read and what is made of it) on the reader
+    /// threads once one of the [`MAX_READERS`] turns is free. The job holds
+    /// its turn until it has run, even if the caller went away meanwhile
+    /// (a client that hung up): at most that many reads are ever under way.
+    async fn on_reader<T: Send + 'static>(
+        &self,
+        job: impl FnOnce() -> T + Send + 'static,
+    ) -> std::io::Result<T> {
+        let turn = self
+            .0
+            .readers
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(std::io::Error::other)?;
+        self.0
+            .threads
+            .run(move || {
+                let made = job();
+                drop(turn);
+                made
+            })
+            .await
     }
 
     /// The first block with an event after `after`, or the pending events.

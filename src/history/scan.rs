@@ -47,60 +47,52 @@ impl History {
         make: impl Fn(EventId, &str) -> Option<T> + Send + 'static,
     ) -> std::io::Result<Step<T>> {
         let (blocks, pending, more) = self.blocks_before(before, floor);
-        let _turn = self
-            .0
-            .readers
-            .acquire()
-            .await
-            .map_err(std::io::Error::other)?;
         let floor_id = floor;
-        self.0
-            .threads
-            .run(move || {
-                let mut step = Step {
-                    events: pending
-                        .iter()
-                        .filter_map(|(id, json)| make(*id, json))
-                        .collect(),
-                    cursor: floor_id,
-                    done: true,
-                    skipped: 0,
-                    read: 0,
-                };
-                for (i, (file, meta)) in blocks.iter().enumerate() {
-                    if step.read == STEP_READS {
-                        step.done = false;
-                        step.cursor = blocks[i - 1].1.header.first.max(floor_id);
-                        return Ok(step);
-                    }
-                    if let Some(anchors) = &anchors {
-                        let summary = segment::read_summary(file, meta)?;
-                        if Summary::decode(&summary).is_some_and(|s| !s.may_match(anchors)) {
-                            step.skipped += 1;
-                            continue;
-                        }
-                    }
-                    step.read += 1;
-                    let body = segment::read_body(file, meta)?;
-                    // A damaged block holds nothing a search can serve.
-                    let mut made = Vec::new();
-                    let whole = block::visit(&meta.header, &body, |id, json| {
-                        if id < before && id > floor_id {
-                            made.extend(make(id, json));
-                        }
-                    });
-                    if whole.is_some() {
-                        made.reverse();
-                        step.events.extend(made);
-                    }
-                }
-                if let (true, Some((_, oldest))) = (more, blocks.last()) {
+        self.on_reader(move || {
+            let mut step = Step {
+                events: pending
+                    .iter()
+                    .filter_map(|(id, json)| make(*id, json))
+                    .collect(),
+                cursor: floor_id,
+                done: true,
+                skipped: 0,
+                read: 0,
+            };
+            for (i, (file, meta)) in blocks.iter().enumerate() {
+                if step.read == STEP_READS {
                     step.done = false;
-                    step.cursor = oldest.header.first.max(floor_id);
+                    step.cursor = blocks[i - 1].1.header.first.max(floor_id);
+                    return Ok(step);
                 }
-                Ok(step)
-            })
-            .await?
+                if let Some(anchors) = &anchors {
+                    let summary = segment::read_summary(file, meta)?;
+                    if Summary::decode(&summary).is_some_and(|s| !s.may_match(anchors)) {
+                        step.skipped += 1;
+                        continue;
+                    }
+                }
+                step.read += 1;
+                let body = segment::read_body(file, meta)?;
+                // A damaged block holds nothing a search can serve.
+                let mut made = Vec::new();
+                let whole = block::visit(&meta.header, &body, |id, json| {
+                    if id < before && id > floor_id {
+                        made.extend(make(id, json));
+                    }
+                });
+                if whole.is_some() {
+                    made.reverse();
+                    step.events.extend(made);
+                }
+            }
+            if let (true, Some((_, oldest))) = (more, blocks.last()) {
+                step.done = false;
+                step.cursor = oldest.header.first.max(floor_id);
+            }
+            Ok(step)
+        })
+        .await?
     }
 
     /// The blocks with events older than `before` and newer than `floor`,
