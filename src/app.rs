@@ -6,7 +6,8 @@ use crate::http;
 use crate::password::Passwords;
 use crate::shutdown::{self, Shutdown};
 use crate::state::{AppState, Shared};
-use crate::store::Store;
+use crate::store::layout::foreign_layout_error;
+use crate::store::{Store, StoreError};
 use crate::stream::stream_limits::StreamLimits;
 use crate::stream::Hub;
 use crate::workers;
@@ -24,18 +25,19 @@ fn open_store(cfg: &Config) -> anyhow::Result<Store> {
 }
 
 /// What a process needs of Redis before it serves, retried until Redis
-/// answers: the data moves of `store::migrate` made, and the JWT secret
-/// (the configured one, or the one kept in Redis), since nothing can be
-/// signed or checked without it.
+/// answers: the data's key layout checked (`store::layout`: a foreign one
+/// stops the process), and the JWT secret (the configured one, or the one
+/// kept in Redis), since nothing can be signed or checked without it.
 async fn prepare(cfg: &Config, store: &Store, shutdown: &mut Shutdown) -> anyhow::Result<String> {
     let mut backoff = std::time::Duration::from_millis(100);
     loop {
         let ready = async {
-            store.migrate().await?;
-            store.jwt_secret(cfg.jwt_secret()).await
+            let foreign = store.foreign_layout().await?;
+            Ok::<_, StoreError>((foreign, store.jwt_secret(cfg.jwt_secret()).await?))
         };
         match ready.await {
-            Ok(secret) => return Ok(secret),
+            Ok((Some(found), _)) => anyhow::bail!(foreign_layout_error(&found)),
+            Ok((None, secret)) => return Ok(secret),
             Err(e) => tracing::warn!(error = %e, "cannot prepare the data in Redis yet"),
         }
         tokio::select! {

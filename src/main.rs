@@ -144,7 +144,9 @@ async fn token(args: TokenArgs) -> anyhow::Result<()> {
     if args.grant_firehose {
         store.set_firehose_allowed(args.user, true).await?;
     }
-    store.migrate().await?;
+    if let Some(found) = store.foreign_layout().await? {
+        bail!(firehose::store::layout::foreign_layout_error(&found));
+    }
     let sid = store
         .create_session(args.user, firehose::model::now())
         .await?;

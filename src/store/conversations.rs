@@ -59,19 +59,12 @@ impl Store {
             idempotency_key: out.idempotency_key.map(String::from),
         };
         let op = Op::Message(message.clone());
-        let mut legacy = None;
-        if let Some(k) = out.idempotency_key {
-            legacy = self.legacy_answer(out.uid, &format!("m:{k}")).await?;
-        }
         let key = out
             .idempotency_key
             .map(|k| self.keys.idempotency(out.uid, &format!("m:{k}")));
-        let (first, in_legacy) = match legacy {
-            Some(first) => (first, true),
-            None => match self.begin_op(&op, key.as_deref()).await? {
-                Begun::Started(owed) => return self.run_message(&owed.entry, &message).await,
-                Begun::Duplicate(first) => (first, false),
-            },
+        let first = match self.begin_op(&op, key.as_deref()).await? {
+            Begun::Started(owed) => return self.run_message(&owed.entry, &message).await,
+            Begun::Duplicate(first) => first,
         };
         let Some(pending) = first.strip_prefix("pending|") else {
             return serde_json::from_str(&first)
@@ -79,7 +72,7 @@ impl Store {
         };
         // The first send is under way (or died): finish it (every step is
         // idempotent) and answer with it.
-        let owed = Owed::decode_pending(pending, in_legacy, self.lease_deadline())
+        let owed = Owed::decode_pending(pending, self.lease_deadline())
             .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
         let Op::Message(first) = &owed.op else {
             return Err(StoreError::Internal(

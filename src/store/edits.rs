@@ -43,8 +43,7 @@ impl Store {
             Begun::Started(owed) => *owed,
             Begun::Duplicate(first) => {
                 if let Some(pending) = first.strip_prefix("pending|") {
-                    if let Some(owed) = Owed::decode_pending(pending, false, self.lease_deadline())
-                    {
+                    if let Some(owed) = Owed::decode_pending(pending, self.lease_deadline()) {
                         self.complete_op(&owed).await?;
                     }
                 }

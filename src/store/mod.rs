@@ -3,7 +3,7 @@
 //! - `plumbing/`: the handle ([`Store`]: connection, caches, settings),
 //!   [`StoreError`], the Lua [`Scripts`], [`conn`] (one server or a
 //!   cluster), [`keys`] (every key name), `replicas`
-//!   (`--redis-wait-replicas`), [`migrate`].
+//!   (`--redis-wait-replicas`), [`layout`] (the check made before serving).
 //! - Entities, one module each (this folder), each an `impl Store` of its
 //!   own: [`users`], [`sessions`], [`statuses`], [`edits`], [`follows`],
 //!   [`follow_requests`], [`likes`], [`bookmarks`], [`lists`],
@@ -65,7 +65,7 @@ pub mod writes;
 pub mod zstd_dicts;
 
 pub use caches::{cache, home_cache, tracked, view_cache};
-pub use plumbing::{conn, keys, migrate};
+pub use plumbing::{conn, keys, layout};
 pub use writes::{emitter, fanout_hints, ids};
 
 pub use plumbing::error::{StoreError, StoreResult};

@@ -62,11 +62,6 @@ impl Store {
             "mention_uids".into(),
             serde_json::to_string(opts.mentioned).unwrap_or_default(),
         );
-        if let Some(key) = opts.idempotency_key {
-            if let Some(first) = self.legacy_answer(uid, key).await? {
-                return self.first_answer(first, true).await;
-            }
-        }
         if self.posts_whole(status) {
             match self.post_whole(status, opts, &fields).await? {
                 Some(Whole::Done(posted)) => {
@@ -75,7 +70,7 @@ impl Store {
                     }
                     return Ok(posted);
                 }
-                Some(Whole::Duplicate(first)) => return self.first_answer(first, false).await,
+                Some(Whole::Duplicate(first)) => return self.first_answer(first).await,
                 None => {}
             }
         }
@@ -90,7 +85,7 @@ impl Store {
         let key = opts.idempotency_key.map(|k| self.keys.idempotency(uid, k));
         let owed = match self.begin_op(&op, key.as_deref()).await? {
             Begun::Started(owed) => *owed,
-            Begun::Duplicate(first) => return self.first_answer(first, false).await,
+            Begun::Duplicate(first) => return self.first_answer(first).await,
         };
         match self.run_post(&owed.entry, &post).await? {
             PostEnd::Created => {
@@ -116,13 +111,12 @@ impl Store {
 
     /// The answer to a post whose Idempotency-Key was used before: the
     /// first answer, or, when the first write is under way (or died), that
-    /// write finished first and its status. `legacy`: read where the first
-    /// layout kept idempotency keys.
-    async fn first_answer(&self, first: String, legacy: bool) -> StoreResult<Posted> {
+    /// write finished first and its status.
+    async fn first_answer(&self, first: String) -> StoreResult<Posted> {
         let Some(pending) = first.strip_prefix("pending|") else {
             return Ok(Posted::Duplicate(first));
         };
-        let owed = Owed::decode_pending(pending, legacy, self.lease_deadline())
+        let owed = Owed::decode_pending(pending, self.lease_deadline())
             .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
         self.complete_op(&owed).await?;
         let Op::Post(post) = &owed.op else {

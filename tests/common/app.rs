@@ -235,23 +235,6 @@ impl TestApp {
         jwt.mint(uid, &sid, scopes, 3600).0
     }
 
-    /// Forgets that the data moves were made (`store::migrate`), as if the
-    /// data were an earlier version's.
-    pub(crate) fn forget_migrations(&self) {
-        let mut conn = self.redis.conn();
-        let _: () = redis::cmd("DEL")
-            .arg(format!("{}:{{g}}:migrated", self.cfg.key_prefix))
-            .query(&mut conn)
-            .unwrap();
-    }
-
-    /// Makes the data moves, as a process does before it serves; returns
-    /// how many things moved.
-    pub(crate) async fn migrate(&self) -> u64 {
-        let store = firehose::store::Store::open(&self.redis.url(), &self.cfg).unwrap();
-        store.migrate().await.unwrap()
-    }
-
     /// Waits until `check` holds, polling; panics with `what` after 20 s.
     pub(crate) async fn eventually<F, Fut>(&self, what: &str, mut check: F)
     where

@@ -8,7 +8,7 @@ mod privacy;
 mod reposts;
 mod trends;
 
-use common::{ids, ServerProcess, TestApp};
+use common::{ids, TestApp};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 

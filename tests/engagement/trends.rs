@@ -68,16 +68,6 @@ async fn trends_are_counted_in_each_hashtags_partition_and_merged_in_order() {
     );
     let (_, top) = app.get("/api/v1/trends/tags?window=60&limit=2", None).await;
     assert_eq!(trend_counts(&top), vec![(a.clone(), 3), (b.clone(), 2)]);
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
-    let minute = firehose::model::now() as u64 / 60;
-    let mut conn = app.redis.conn();
-    for m in [minute - 1, minute] {
-        let old: bool = redis::cmd("EXISTS")
-            .arg(keys.legacy_trend_bucket(m))
-            .query(&mut conn)
-            .unwrap();
-        assert!(!old, "nothing is counted in the one trending slot");
-    }
     app.delete(&format!("/api/v1/statuses/{both}"), Some(&at))
         .await;
     let after = trends_once_they_hold(&app, "window=60", (&a, 2)).await;
@@ -86,107 +76,6 @@ async fn trends_are_counted_in_each_hashtags_partition_and_merged_in_order() {
         after,
         vec![(a, 2), (c, 1), (b, 1)],
         "out of both partitions"
-    );
-}
-
-/// Trending buckets the first layout kept in one slot (`{trends}`) are
-/// moved to the hashtags' partitions before this version serves (data
-/// move 8): their counts trend as before, a move started again after one
-/// that died half way adds nothing twice, and deleting a status counted
-/// before the move takes its tags out.
-#[tokio::test]
-async fn trending_buckets_kept_in_one_slot_are_moved_to_the_partitions() {
-    let app = TestApp::start().await;
-    let (_, at) = app.user("old_trender").await;
-    let sid = app.say(&at, "posted before the upgrade").await;
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
-    let mut conn = app.redis.conn();
-    let status_key = format!("{}:status:{{s{sid}}}", app.cfg.key_prefix);
-    let posted: f64 = redis::cmd("HGET")
-        .arg(&status_key)
-        .arg("posted")
-        .query(&mut conn)
-        .unwrap();
-    let minute = posted as u64 / 60;
-    // What the first layout held: this status counted for #oldtag, and
-    // other statuses for #oldtag and #othertag, in the status's minute.
-    let (bucket, seen) = (
-        keys.legacy_trend_bucket(minute),
-        keys.legacy_trend_seen(minute),
-    );
-    let _: () = redis::pipe()
-        .cmd("ZADD")
-        .arg(&bucket)
-        .arg(3)
-        .arg("oldtag")
-        .arg(2)
-        .arg("othertag")
-        .ignore()
-        .cmd("SADD")
-        .arg(&seen)
-        .arg(&sid)
-        .arg("1")
-        .arg("2")
-        .ignore()
-        .cmd("EXPIRE")
-        .arg(&bucket)
-        .arg(3600)
-        .ignore()
-        .cmd("EXPIRE")
-        .arg(&seen)
-        .arg(3600)
-        .ignore()
-        .query(&mut conn)
-        .unwrap();
-    // Its hashtag, as the first layout's post stored it (the delete takes
-    // the status's tags from there).
-    let _: () = redis::cmd("HSET")
-        .arg(&status_key)
-        .arg("hashtags")
-        .arg(r#"["oldtag"]"#)
-        .query(&mut conn)
-        .unwrap();
-    // A move that died after it had moved #oldtag's partition and before
-    // it dropped the old bucket: the next one must not count it again.
-    let p = firehose::store::keys::trend_part("oldtag");
-    let q = firehose::store::keys::trend_part("othertag");
-    let script = redis::Script::new(include_str!("../../src/store/lua/trend_move.lua"));
-    let mut call = script.prepare_invoke();
-    call.key(keys.trend_bucket(p, minute))
-        .key(keys.trend_seen(p, minute))
-        .arg(3_600_000)
-        .arg(if p == q { 2 } else { 1 })
-        .arg("oldtag")
-        .arg(3);
-    if p == q {
-        call.arg("othertag").arg(2);
-    }
-    let moved: i64 = call.arg(&sid).arg("1").arg("2").invoke(&mut conn).unwrap();
-    assert_eq!(moved, 1);
-    app.forget_migrations();
-    app.migrate().await;
-    app.forget_migrations();
-    app.migrate().await;
-    let exists: bool = redis::cmd("EXISTS").arg(&bucket).query(&mut conn).unwrap();
-    assert!(!exists, "the old bucket is dropped");
-    let ttl: i64 = redis::cmd("TTL")
-        .arg(keys.trend_bucket(p, minute))
-        .query(&mut conn)
-        .unwrap();
-    assert!((3500..=3600).contains(&ttl), "the time it had left: {ttl}");
-    let (_, trends) = app.get("/api/v1/trends/tags?window=300", None).await;
-    assert_eq!(
-        trend_counts(&trends),
-        vec![("oldtag".to_string(), 3), ("othertag".to_string(), 2)],
-        "moved once, though a move died half way and two ran"
-    );
-    app.delete(&format!("/api/v1/statuses/{sid}"), Some(&at))
-        .await;
-    let after = trends_once_they_hold(&app, "window=300", ("oldtag", 2)).await;
-    assert_eq!(
-        after,
-        vec![("othertag".to_string(), 2), ("oldtag".to_string(), 2)],
-        "the delete took the moved count out (ties by tag, descending)"
     );
 }
 

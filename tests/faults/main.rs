@@ -462,62 +462,6 @@ async fn a_block_killed_between_its_events_and_its_retirement_is_announced_once(
     second.kill9().await;
 }
 
-/// The first layout kept idempotency keys in `{g}`; this one keeps them in
-/// the author's outbox partition. On a store the first layout wrote, a
-/// process started after the move answers a post that repeats such a key
-/// with its first answer for a day, and creates nothing; new keys go to the
-/// partition.
-#[tokio::test]
-async fn an_idempotency_key_kept_where_the_first_layout_kept_it_still_answers_after_the_move() {
-    let app = TestApp::start().await;
-    let (uid, token) = app.user("keeps_keys").await;
-    let post = |url: String, key: &'static str| {
-        let req = reqwest::Client::new()
-            .post(url)
-            .bearer_auth(&token)
-            .header("idempotency-key", key)
-            .json(&json!({"message": "said once"}));
-        async move {
-            let resp = req.send().await.unwrap();
-            let status = resp.status();
-            (status, resp.json::<serde_json::Value>().await.unwrap())
-        }
-    };
-    let (status, first) = post(app.url("/api/v1/statuses"), "k-new").await;
-    assert_eq!(status, reqwest::StatusCode::CREATED);
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
-    let uid_n: u64 = uid.parse().unwrap();
-    {
-        // As the first layout left them: its global counter set, and the
-        // first answer under key `k-old` in `{g}`.
-        let mut conn = app.redis.conn();
-        let _: () = conn.set(keys.next_op(), 100).unwrap();
-        let _: () = redis::cmd("SET")
-            .arg(keys.legacy_idempotency(uid_n, "k-old"))
-            .arg(first.to_string())
-            .arg("EX")
-            .arg(3600)
-            .query(&mut conn)
-            .unwrap();
-        let held: bool = conn.exists(keys.idempotency(uid_n, "k-new")).unwrap();
-        assert!(held, "a new key is kept in the author's partition");
-    }
-    app.forget_migrations();
-    app.migrate().await;
-    let later = ServerProcess::serve(&app.redis, &[]).await;
-    let (status, again) = post(later.url("/api/v1/statuses"), "k-old").await;
-    assert_eq!(status, reqwest::StatusCode::CREATED);
-    assert_eq!(
-        again, first,
-        "the first layout's key answers the first status"
-    );
-    let (_, me) = app.get(&format!("/api/v1/users/{uid}"), None).await;
-    assert_eq!(me["posts"], 1, "nothing new was created");
-    let (_, fresh) = post(later.url("/api/v1/statuses"), "k-fresh").await;
-    assert_ne!(fresh["id"], first["id"]);
-    later.kill9().await;
-}
-
 #[tokio::test]
 async fn an_unfinished_write_that_keeps_failing_holds_up_no_other() {
     let app = TestApp::start_with(|c| c.outbox_lease = 1.0).await;
@@ -646,4 +590,40 @@ async fn a_server_killed_mid_burst_of_likes_leaves_one_notification_per_like() {
     assert_eq!(notified, likers);
     assert!(likers >= answered.len());
     let _ = author_id;
+}
+
+/// A process stamps the data with its key layout, and one that finds data
+/// in another layout refuses to serve (it exits with the reason) instead
+/// of reading or changing keys where it does not look.
+#[tokio::test]
+async fn a_process_refuses_data_in_a_foreign_key_layout() {
+    let app = TestApp::start().await;
+    let layout = format!("{}:{{g}}:layout", app.cfg.key_prefix);
+    let stamped: String = app.redis.conn().get(&layout).unwrap();
+    assert_eq!(stamped, firehose::store::layout::LAYOUT.to_string());
+    let (_, tok) = app.user("stays").await;
+    let sid = app.say(&tok, "written in layout one").await;
+
+    let _: () = app.redis.conn().set(&layout, "99").unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_firehose"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(app.redis.args())
+        .arg("--data-dir")
+        .arg(app.redis.data_dir())
+        .env("FIREHOSE_JWT_SECRET", "test-secret-test-secret-test-secret")
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(30), out)
+        .await
+        .expect("the process exits instead of serving")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("key layout 99"), "{stderr}");
+    let kept: String = app.redis.conn().get(&layout).unwrap();
+    assert_eq!(kept, "99", "the stamp is left as found");
+    let (status, _) = app
+        .get(&format!("/api/v1/statuses/{sid}"), Some(&tok))
+        .await;
+    assert_eq!(status, 200, "nothing was changed");
 }

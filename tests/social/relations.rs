@@ -592,20 +592,9 @@ async fn a_post_skips_the_homes_of_followers_whose_relations_hide_its_author() {
     let s3 = app.say(&at, "three").await;
     assert!(in_home(&f, &s3), "a stale entry keeps a status out");
 
-    // Relations set before the index (as on data an earlier version
-    // wrote): the data move builds it.
+    // A mute set now enters the index at once.
     set(&app, &mt, &a, "mute", true).await;
-    let _: () = redis::cmd("DEL")
-        .arg(key(&a))
-        .query(&mut app.redis.conn())
-        .unwrap();
-    app.forget_migrations();
-    app.migrate().await;
-    assert!(hidden_by(&app, &a, &m), "rebuilt by the move");
-    assert!(
-        !hidden_by(&app, &a, &f),
-        "the move adds only relations that hide"
-    );
+    assert!(hidden_by(&app, &a, &m), "indexed by the mute");
     let s5 = app.say(&at, "five").await;
     assert!(!in_home(&m, &s5) && in_home(&f, &s5));
 }
@@ -735,69 +724,6 @@ async fn a_block_racing_follows_and_a_fanout_leaves_nothing_of_the_blocker() {
     assert_eq!(counts(&app, &b).await.1, 1, "B follows only C");
     let (_, following) = app.get(&format!("/api/v1/users/{b}/following"), None).await;
     assert_eq!(user_ids(&following), vec![c.clone()]);
-}
-
-/// Blocks, mutes, follows and likes are numbered by their outbox
-/// partition's counter (`store::outbox`). The first layout drew every
-/// number from one global counter and stamped them on each pair; after the
-/// move, every new change is numbered above those stamps, so it applies.
-#[tokio::test]
-async fn relation_changes_stamped_under_the_global_counter_still_apply_after_the_move() {
-    let app = TestApp::start().await;
-    let (a, at) = app.user("stamped_before").await;
-    let (b, _) = app.user("stamped_other").await;
-    let p = &app.cfg.key_prefix;
-    let (ua, ub): (u64, u64) = (a.parse().unwrap(), b.parse().unwrap());
-    let part = firehose::store::keys::pair_part(ua, ub);
-    let keys = firehose::store::keys::Keys::new(p);
-    {
-        // As the first layout left them: the global counter at 5000, and a
-        // mute change of this pair (lifted) stamped with that number.
-        let mut conn = app.redis.conn();
-        let _: () = redis::cmd("SET")
-            .arg(keys.next_op())
-            .arg(5000)
-            .query(&mut conn)
-            .unwrap();
-        let _: () = redis::cmd("HSET")
-            .arg(format!("{p}:user:{{{a}}}:hide"))
-            .arg(format!("o4:{b}"))
-            .arg(5000)
-            .query(&mut conn)
-            .unwrap();
-        let _: () = redis::cmd("DEL")
-            .arg(keys.part_next_op(part))
-            .query(&mut conn)
-            .unwrap();
-    }
-    app.forget_migrations();
-    app.migrate().await;
-    let mut conn = app.redis.conn();
-    let counter: u64 = redis::cmd("GET")
-        .arg(keys.part_next_op(part))
-        .query(&mut conn)
-        .unwrap();
-    assert_eq!(counter, 5000, "the pair's counter starts at the global one");
-    assert_eq!(
-        set(&app, &at, &b, "mute", true).await,
-        json!({"muting": true}),
-        "a mute numbered after the move applies"
-    );
-    let (_, mutes) = app.get("/api/v1/mutes", Some(&at)).await;
-    assert_eq!(user_ids(&mutes), vec![b.clone()]);
-    let stamp: u64 = redis::cmd("HGET")
-        .arg(format!("{p}:user:{{{a}}}:hide"))
-        .arg(format!("o4:{b}"))
-        .query(&mut conn)
-        .unwrap();
-    assert!(
-        stamp > 5000,
-        "stamped {stamp}, above the first layout's numbers"
-    );
-    assert_eq!(
-        stamp % firehose::store::keys::OUTBOX_PARTS as u64,
-        part as u64
-    );
 }
 
 /// Likes and unlikes `sid` as `token` until one is answered with the

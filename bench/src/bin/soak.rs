@@ -395,15 +395,13 @@ async fn main() -> anyhow::Result<()> {
     let drain_deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let keys = firehose::store::keys::Keys::new(PREFIX);
-        let mut outbox: u64 = redis.zcard(keys.outbox()).await?;
+        let (mut outbox, mut queue) = (0u64, 0u64);
         for k in 0..firehose::store::keys::OUTBOX_PARTS {
             let part: u64 = redis.zcard(keys.part_outbox(k)).await?;
             outbox += part;
+            let tasks: u64 = redis.xlen(keys.part_fanout(k)).await.unwrap_or(0);
+            queue += tasks;
         }
-        let queue: u64 = redis
-            .xlen(format!("{PREFIX}:{{g}}:fanout"))
-            .await
-            .unwrap_or(0);
         if outbox == 0 && queue == 0 {
             break;
         }

@@ -207,7 +207,7 @@ impl Store {
         });
         let answer = idempotency_key
             .as_deref()
-            .map(|k| (self.answer_key(entry, uid, k), "edited".to_string()));
+            .map(|k| (self.keys.idempotency(uid, k), "edited".to_string()));
         self.finish_op(
             entry,
             Finish {

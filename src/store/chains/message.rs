@@ -149,7 +149,7 @@ impl Store {
         };
         let answer = match idempotency_key {
             Some(key) => Some((
-                self.answer_key(entry, uid, &format!("m:{key}")),
+                self.keys.idempotency(uid, &format!("m:{key}")),
                 serde_json::to_string(&sent).map_err(|e| StoreError::Internal(e.to_string()))?,
             )),
             None => None,

@@ -195,7 +195,7 @@ impl Store {
         }
         let answer = match idempotency_key {
             Some(key) => Some((
-                self.answer_key(entry, uid, key),
+                self.keys.idempotency(uid, key),
                 serde_json::to_string(&status).map_err(|e| StoreError::Internal(e.to_string()))?,
             )),
             None => None,

@@ -12,9 +12,7 @@
 //! so an idle worker sends nothing. If the request dies or its client hangs
 //! up first, the entry's lease runs out and a worker's sweeper runs the
 //! chain again ([`Store::complete_op`]); only whoever retires the entry
-//! queues the ranges, so nothing is queued twice. The first layout's queue
-//! in `{g}` (where `op_finish.lua` still queues the tasks of a `{g}` outbox
-//! entry) is worked the same way.
+//! queues the ranges, so nothing is queued twice.
 //!
 //! A range runs between two cursors (score and member of a follower in the
 //! ZSET's order), not ranks, so followers who come and go meanwhile shift
@@ -154,7 +152,7 @@ impl Store {
     }
 
     /// Reaches the first followers inline and cuts the rest into ranges:
-    /// returns the tasks to queue (by `op_finish`, with the write's events).
+    /// returns the tasks to queue (by `op_retire`, as the entry retires).
     pub(crate) async fn fanout_inline(
         &self,
         kind: FanoutKind,

@@ -5,10 +5,10 @@
 
 use super::{FanoutKind, FanoutTask, Queue, Step, GROUP};
 use crate::model::now;
-use crate::store::outbox::places;
 use crate::store::plumbing::conn::RedisConn;
 use crate::store::plumbing::error::StoreResult;
 use crate::store::plumbing::handle::Store;
+use crate::store::plumbing::keys::OUTBOX_PARTS;
 use redis::AsyncCommands;
 
 impl Store {
@@ -113,12 +113,9 @@ impl Store {
             .await?;
         Ok(Step::Done(reached))
     }
-    /// The fan-out queue of `queue` (`None`: the first layout's, in `{g}`).
+    /// The fan-out queue of partition `queue`.
     pub(crate) fn fanout_of(&self, queue: Queue) -> String {
-        match queue {
-            Some(k) => self.keys.part_fanout(k),
-            None => self.keys.fanout(),
-        }
+        self.keys.part_fanout(queue)
     }
 
     /// Tasks queued or in progress, in every queue (read one queue after
@@ -126,7 +123,7 @@ impl Store {
     pub async fn fanout_depth(&self) -> StoreResult<u64> {
         let mut conn = self.conn();
         let mut depth = 0;
-        for queue in places() {
+        for queue in 0..OUTBOX_PARTS {
             let n: u64 = conn.xlen(self.fanout_of(queue)).await?;
             depth += n;
         }
@@ -138,7 +135,7 @@ impl Store {
     pub async fn fanout_lag(&self) -> StoreResult<f64> {
         let mut conn = self.conn();
         let mut oldest: Option<f64> = None;
-        for queue in places() {
+        for queue in 0..OUTBOX_PARTS {
             let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
                 .arg(self.fanout_of(queue))
                 .arg("-")

@@ -5,7 +5,7 @@
 -- still does not. Checking the authoritative `following` ZSET inside the same
 -- script makes the step atomic and safe to retry or to run late: a stale
 -- step 3 of an earlier follow cannot refill the home of a user who has since
--- unfollowed. The change's event goes out with op_finish, once. One slot:
+-- unfollowed. The change's event goes out when its entry retires, once. One slot:
 -- the follower's keys.
 --
 -- A followee the follower mutes adds nothing (a mute keeps their statuses

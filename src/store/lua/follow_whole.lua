@@ -1,6 +1,7 @@
 -- follow_whole: one user follows (or unfollows) up to a chunk of users,
 -- every step of each change, on one Redis (not a cluster, where each change
--- is the chain follow_source, follow_target, follow_home and op_finish,
+-- is the chain follow_source, follow_target, follow_home, emit_once and
+-- op_retire,
 -- driven from the outbox).
 --
 -- Atomic: one script changes both users' sets and counters and the

@@ -1,16 +1,15 @@
 -- like_whole: a like or unlike, every step of it, on one Redis (not a
 -- cluster, where the same change is a chain of single-slot steps: like.lua
--- and op_finish.lua, driven from the outbox).
+-- emit_once.lua and op_retire.lua, driven from the outbox).
 --
 -- Atomic: one script changes the likers, the status's count, the user's
 -- list of likes and emits the event, so there is nothing to finish after a
 -- crash and no outbox entry. Not one slot: it names keys of the status,
 -- the user and `{g}`, which only a single Redis allows (Store::set_like
 -- runs it only there, and every like change on one Redis goes through it,
--- an account deletion's too: no chain step of a like is drawn there, and
--- those an earlier version left are finished before this one serves, by
--- data move 7, so the like's sequence that orders chain steps is neither
--- read nor written here).
+-- an account deletion's too: no chain step of a like is drawn there, so
+-- the like's sequence that orders chain steps is neither read nor written
+-- here).
 --
 -- KEYS[1] status HASH  KEYS[2] likers ZSET  KEYS[3] the user's likes ZSET
 -- KEYS[4] events STREAM

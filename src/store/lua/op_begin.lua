@@ -4,16 +4,15 @@
 --
 -- Atomic: the op number, the outbox entry and (with an idempotency key) the
 -- key's claim are taken together, so two requests with one key cannot both
--- begin. One slot: every key is the outbox's, a global `{g}` key for a
--- sign-up or one of a partition's (store::outbox; an idempotency key lives
--- in its author's partition, where the post or message is recorded).
+-- begin. One slot: every key is one outbox partition's (store::outbox; an
+-- idempotency key lives in its author's partition, where the post or
+-- message is recorded).
 --
 -- KEYS[1] outbox ZSET  KEYS[2] op counter  KEYS[3] idempotency STRING (the
 -- counter again when there is no key)
 -- ARGV[1] op JSON  ARGV[2] lease deadline  ARGV[3] "1" with an idempotency
--- key  ARGV[4] its TTL (s)  ARGV[5] stride, ARGV[6] offset: the op number
--- is counter * stride + offset (the partition count and the partition's
--- index; 1 and 0 for `{g}`)
+-- key  ARGV[4] its TTL (s)  ARGV[5] the partition count  ARGV[6] the
+-- partition's index: the op number is counter * ARGV[5] + ARGV[6]
 -- Returns {"ok", member} (member = "<n>|<op JSON>") or {"dup", value}, the
 -- value being the first answer or "pending|<member>" while that first write
 -- is under way.

@@ -2,7 +2,7 @@
 -- reply to a private status, from an author with at most --fanout-inline
 -- followers), every step of it, on one Redis. On a cluster, and for the other posts, the same change is
 -- the post chain (repost_claim, status_put, author_post, replies_count,
--- trend, the fan-out and op_finish, driven from the outbox).
+-- trend, the fan-out, emit_once and op_retire, driven from the outbox).
 --
 -- Atomic: one script writes the status, the author's timelines and count,
 -- the parent's replies, the mention and hashtag timelines, the trending
@@ -132,8 +132,7 @@ end
 -- keeps it with the bits), read once instead of every follower's `hide`
 -- HASH; only a follower in it has the HASH read, which decides, so an
 -- entry the SET kept too long would cost a read and nothing else. It lacks
--- none: relate.lua changes it in the script that changes the bits, and the
--- data move (store::migrate, move 5) built it for relations set before.
+-- none: relate.lua changes it in the script that changes the bits.
 local function split(template)
   local a, b = string.find(template, '{0}', 1, true)
   return template:sub(1, a), template:sub(b)

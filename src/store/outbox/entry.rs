@@ -10,8 +10,8 @@ pub struct Entry {
     pub member: String,
     /// The op number.
     pub n: u64,
-    /// Its outbox partition (`None`: the `{g}` outbox).
-    pub part: Option<usize>,
+    /// Its outbox partition.
+    pub part: usize,
     /// When this run's lease on the entry ends (as this process took it;
     /// infinite when not known).
     pub deadline: f64,

@@ -1,6 +1,6 @@
 //! Finishing an outbox entry: its events emitted once, its fan-out
-//! queued, its answer kept, the entry retired (see `outbox`'s module doc
-//! for the two layouts), and the lease a long chain renews as it goes.
+//! queued, its answer kept, the entry retired (see `outbox`'s module
+//! doc), and the lease a long chain renews as it goes.
 
 use super::entry::Entry;
 use crate::model::now;
@@ -8,8 +8,8 @@ use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
 use crate::store::writes::emitter;
 
-/// Seconds after the end of its lease within which a run of a partitioned
-/// op may still emit its events (later, it fails and a worker claims the
+/// Seconds after the end of its lease within which a run of an op may
+/// still emit its events (later, it fails and a worker claims the
 /// entry again).
 pub const EMIT_GRACE: f64 = 30.0;
 
@@ -28,53 +28,13 @@ pub struct Finish {
 }
 
 impl Store {
-    /// Retires an outbox entry; only if this call retired it, emits the
-    /// events, queues the tasks and keeps the answer. Returns the first
-    /// event's id when it did.
+    /// Finishes an outbox entry: its events (once: `emit_once.lua`, in
+    /// `{g}`, in the process's next batch: `store::emitter`), then the
+    /// entry retired in its partition with its answer kept and its fan-out
+    /// tasks queued on the partition's queue (`op_retire.lua`; this
+    /// process's workers are woken for them). Returns the first event's id
+    /// when this call emitted them.
     pub(crate) async fn finish_op(&self, entry: &Entry, f: Finish) -> StoreResult<Option<String>> {
-        if let Some(k) = entry.part {
-            return self.finish_in_part(entry, k, f).await;
-        }
-        let mut conn = self.conn();
-        let mut inv = self.scripts.op_finish.prepare_invoke();
-        inv.key(self.keys.outbox())
-            .key(self.keys.events())
-            .key(self.keys.fanout());
-        match &f.answer {
-            Some((key, _)) => inv.key(key),
-            None => inv.key(self.keys.outbox()),
-        };
-        inv.arg(&entry.member)
-            .arg(self.replay_maxlen)
-            .arg(self.keys.channel())
-            .arg(f.events.len());
-        for e in &f.events {
-            inv.arg(e);
-        }
-        inv.arg(f.tasks.len());
-        for t in &f.tasks {
-            inv.arg(t);
-        }
-        inv.arg(f.answer.as_ref().map_or("", |(_, a)| a.as_str()));
-        let (retired, eid): (i64, String) = inv.invoke_async(&mut conn).await?;
-        if retired == 1 && !f.tasks.is_empty() {
-            self.fanout_hints.hint(None);
-        }
-        Ok((retired == 1).then_some(eid))
-    }
-
-    /// [`Store::finish_op`] for an entry of partition `k`: its events
-    /// (once: `emit_once.lua`, in `{g}`, in the process's next batch:
-    /// `store::emitter`), then the entry retired in its
-    /// partition with its answer kept and its fan-out tasks queued on the
-    /// partition's queue (`op_retire.lua`; this process's workers are woken
-    /// for them). Returns the first event's id when this call emitted them.
-    async fn finish_in_part(
-        &self,
-        entry: &Entry,
-        k: usize,
-        f: Finish,
-    ) -> StoreResult<Option<String>> {
         let mut conn = self.conn();
         let mut first = None;
         let emits = !f.events.is_empty();
@@ -95,6 +55,7 @@ impl Store {
             first = self.emitter.emit(sink, entry.n, f.events).await?;
         }
         self.pause_before_retire().await;
+        let k = entry.part;
         let outbox = self.keys.part_outbox(k);
         let mut inv = self.scripts.op_retire.prepare_invoke();
         inv.key(&outbox).key(self.keys.part_retired(k));
@@ -113,18 +74,9 @@ impl Store {
         }
         let retired: i64 = inv.invoke_async(&mut conn).await?;
         if retired == 1 && !f.tasks.is_empty() {
-            self.fanout_hints.hint(Some(k));
+            self.fanout_hints.hint(k);
         }
         Ok(first)
-    }
-
-    /// The key an op's idempotent answer goes to: in the op's partition,
-    /// or where the first layout kept it for an entry of the `{g}` outbox.
-    pub(crate) fn answer_key(&self, entry: &Entry, uid: u64, key: &str) -> String {
-        match entry.part {
-            Some(_) => self.keys.idempotency(uid, key),
-            None => self.keys.legacy_idempotency(uid, key),
-        }
     }
 
     /// Retires an entry emitting these events (no fan-out, no answer).
@@ -146,7 +98,7 @@ impl Store {
     pub(crate) async fn extend_op(&self, entry: &Entry) -> StoreResult<()> {
         let mut conn = self.conn();
         let _: i64 = redis::cmd("ZADD")
-            .arg(self.outbox_of(entry.part))
+            .arg(self.keys.part_outbox(entry.part))
             .arg("XX")
             .arg(self.lease_deadline())
             .arg(&entry.member)

@@ -5,8 +5,8 @@
 //! a follow, a like, a follow request) runs the same way:
 //!
 //! 1. `op_begin.lua` records the whole write as an [`Op`] in an outbox
-//!    ZSET, scored by a lease deadline, and numbers it. Every write but a
-//!    sign-up goes to one of [`OUTBOX_PARTS`] partitions, each in a slot
+//!    ZSET, scored by a lease deadline, and numbers it. Every write goes
+//!    to one of [`OUTBOX_PARTS`] partitions, each in a slot
 //!    of its own, chosen by what it changes ([`Op::part`]): every change
 //!    between one pair of users (follows, follow requests, blocks, mutes)
 //!    lands in the pair's partition, a like in its user's and status's, so
@@ -16,20 +16,16 @@
 //!    deletes, messages, account changes, a sign-up under the snowflake id
 //!    it took) go to the user's, where their Idempotency-Key lives and is
 //!    claimed with the entry. Numbers are `counter * OUTBOX_PARTS +
-//!    partition`, unique everywhere. The `{g}` outbox takes no new entry:
-//!    versions before 2026-11-27 recorded sign-ups there (with the user id
-//!    from a `{g}` counter), and entries left there are still finished.
+//!    partition`, unique everywhere.
 //! 2. The steps run one slot at a time (`status_put.lua` on the status,
 //!    `author_post.lua` on the author, `replies_count.lua` on the parent,
 //!    `trend.lua` on `{trends}`, the fan-out on each follower, ...). Each is
 //!    idempotent, so running it twice changes nothing more.
-//! 3. `op_finish.lua` retires a `{g}` entry and, only in the call that
-//!    retired it, emits the write's events, queues its fan-out ranges and
-//!    keeps the answer under its idempotency key. A partitioned entry's
-//!    events and fan-out ranges go out first (`emit_once.lua`, in `{g}`:
-//!    only if the op's mark in `emitted` is new), then `op_retire.lua`
-//!    retires it in its partition, keeps its answer and notes its number
-//!    in the partition's `retired` ZSET.
+//! 3. The entry's events go out first (`emit_once.lua`, in `{g}`: only if
+//!    the op's mark in `emitted` is new), then `op_retire.lua` retires it
+//!    in its partition, keeps its answer under its idempotency key, queues
+//!    its fan-out ranges and notes its number in the partition's `retired`
+//!    ZSET.
 //!    A rerun (a worker finishing a dead request's chain) finds the mark
 //!    and emits nothing, however long after the first run it comes. A run
 //!    emits only within [`EMIT_GRACE`] seconds of its lease's end (else it
@@ -81,15 +77,8 @@ impl Store {
     pub(crate) async fn begin_op(&self, op: &Op, idempotency: Option<&str>) -> StoreResult<Begun> {
         let json = serde_json::to_string(op).map_err(|e| StoreError::Internal(e.to_string()))?;
         let part = op.part();
-        let (outbox, counter, stride, offset) = match part {
-            Some(k) => (
-                self.keys.part_outbox(k),
-                self.keys.part_next_op(k),
-                OUTBOX_PARTS,
-                k,
-            ),
-            None => (self.keys.outbox(), self.keys.next_op(), 1, 0),
-        };
+        let outbox = self.keys.part_outbox(part);
+        let counter = self.keys.part_next_op(part);
         let deadline = self.lease_deadline();
         let mut conn = self.conn();
         let mut inv = self.scripts.op_begin.prepare_invoke();
@@ -103,8 +92,8 @@ impl Store {
             .arg(deadline)
             .arg(if idempotency.is_some() { "1" } else { "0" })
             .arg(IDEMPOTENCY_TTL)
-            .arg(stride)
-            .arg(offset)
+            .arg(OUTBOX_PARTS)
+            .arg(part)
             .invoke_async(&mut conn)
             .await?;
         match reply.0.as_str() {
@@ -113,20 +102,6 @@ impl Store {
                 .ok_or_else(|| StoreError::Internal("op_begin gave a bad member".into())),
             _ => Ok(Begun::Duplicate(reply.1)),
         }
-    }
-
-    /// The first answer kept under `key` where the first layout kept it,
-    /// while such keys may still answer (a day after `store::migrate`'s
-    /// move 4; never on a store that began with this layout).
-    pub(crate) async fn legacy_answer(&self, uid: u64, key: &str) -> StoreResult<Option<String>> {
-        let until = self
-            .legacy_idem_until
-            .load(std::sync::atomic::Ordering::Relaxed);
-        if until == 0 || now() as u64 > until {
-            return Ok(None);
-        }
-        let mut conn = self.conn();
-        Ok(conn.get(self.keys.legacy_idempotency(uid, key)).await?)
     }
 
     /// Runs an outbox entry's chain to its end. Safe to run more than once
@@ -169,7 +144,7 @@ impl Store {
     }
 
     /// Claims outbox entries whose lease ran out, for a worker to complete:
-    /// up to `most` from the `{g}` outbox and from each partition, each as
+    /// up to `most` from each partition, each as
     /// its raw member, its partition and, when it parses, the entry. On the
     /// way, forgets the `emitted` marks of ops retired more than
     /// [`Store::emitted_kept`] seconds ago, and hints the workers at every
@@ -177,13 +152,10 @@ impl Store {
     pub async fn claim_ops(&self, most: usize) -> StoreResult<Vec<Claimed>> {
         let cutoff = now() - self.emitted_kept();
         let deadline = self.lease_deadline();
-        let claims = places().map(|part| async move {
+        let claims = (0..OUTBOX_PARTS).map(|part| async move {
             let mut conn = self.conn();
-            let outbox = self.outbox_of(part);
-            let (retired, batch) = match part {
-                Some(k) => (self.keys.part_retired(k), FORGET_BATCH),
-                None => (outbox.clone(), 0),
-            };
+            let outbox = self.keys.part_outbox(part);
+            let retired = self.keys.part_retired(part);
             let (members, old, queued): (Vec<String>, Vec<String>, u64) = self
                 .scripts
                 .outbox_claim
@@ -194,7 +166,7 @@ impl Store {
                 .arg(deadline)
                 .arg(most)
                 .arg(cutoff)
-                .arg(batch)
+                .arg(FORGET_BATCH)
                 .invoke_async(&mut conn)
                 .await?;
             if queued > 0 {
@@ -231,20 +203,12 @@ impl Store {
         self.outbox_lease + EMIT_GRACE + MARK_MARGIN
     }
 
-    /// The outbox ZSET of `part` (`None`: `{g}`'s).
-    pub(crate) fn outbox_of(&self, part: Option<usize>) -> String {
-        match part {
-            Some(k) => self.keys.part_outbox(k),
-            None => self.keys.outbox(),
-        }
-    }
-
     /// Drops an outbox entry that cannot be parsed (written by a foreign
     /// version), so it is not claimed for ever.
     pub async fn drop_op(&self, claimed: &Claimed) -> StoreResult<()> {
         let mut conn = self.conn();
         let _: () = conn
-            .zrem(self.outbox_of(claimed.part), &claimed.raw)
+            .zrem(self.keys.part_outbox(claimed.part), &claimed.raw)
             .await?;
         Ok(())
     }
@@ -274,20 +238,14 @@ impl Store {
         Ok(depth)
     }
 
-    /// Every outbox ZSET: `{g}`'s and each partition's. Read one after
+    /// Every partition's outbox ZSET. Read one after
     /// another: 33 requests in flight at once to a cluster that has just
     /// restarted were seen to leave the redis crate's cluster connection
     /// timing out for good (`streams_survive_a_redis_restart` on the
     /// cluster).
     fn outboxes(&self) -> impl Iterator<Item = String> + '_ {
-        places().map(|part| self.outbox_of(part))
+        (0..OUTBOX_PARTS).map(|part| self.keys.part_outbox(part))
     }
-}
-
-/// Where the outbox keeps things, in sweep order: `None`, the `{g}` slot
-/// (sign-ups, and what the first layout left), then each partition.
-pub(crate) fn places() -> impl Iterator<Item = Option<usize>> {
-    std::iter::once(None).chain((0..OUTBOX_PARTS).map(Some))
 }
 
 /// An entry a sweep claimed.
@@ -295,8 +253,8 @@ pub(crate) fn places() -> impl Iterator<Item = Option<usize>> {
 pub struct Claimed {
     /// The member as stored.
     pub raw: String,
-    /// Its partition (`None`: `{g}`).
-    pub part: Option<usize>,
+    /// Its partition.
+    pub part: usize,
     /// The entry, when it parses.
     pub owed: Option<Owed>,
 }

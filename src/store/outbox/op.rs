@@ -23,8 +23,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Op {
-    /// A sign-up (`uid` first: versions before 2026-11-27 filled it in
-    /// in the `{g}` outbox's entry).
+    /// A sign-up, under the snowflake id it took.
     User(UserOp),
     /// A post: the status HASH fields and how it is posted.
     Post(PostOp),
@@ -63,11 +62,8 @@ impl Op {
     /// with each other share one: every change between two users, a
     /// user's likes of one status. A user's own writes (a sign-up
     /// included) go to the user's, where their idempotency keys live.
-    /// (`None`, the `{g}` outbox, is where versions before 2026-11-27 kept
-    /// sign-ups, taking the user id from a counter with the entry: entries
-    /// left there are still claimed and finished from there.)
-    pub fn part(&self) -> Option<usize> {
-        Some(match self {
+    pub fn part(&self) -> usize {
+        match self {
             Op::Follow(FollowOp { source, target, .. })
             | Op::Request(RequestOp { source, target, .. })
             | Op::Relate(RelateOp { source, target, .. }) => pair_part(*source, *target),
@@ -85,7 +81,7 @@ impl Op {
             Op::EndSessions(EndSessionsOp { sessions, .. }) => {
                 user_part(sessions.first().map_or(0, |(uid, _)| *uid))
             }
-        })
+        }
     }
 }
 
@@ -99,13 +95,8 @@ pub struct Owed {
 }
 
 impl Owed {
-    /// Parses a member of the `{g}` outbox.
-    pub fn decode(member: &str) -> Option<Owed> {
-        Owed::decode_in(member, None)
-    }
-
     /// Parses a member of outbox `part`.
-    pub fn decode_in(member: &str, part: Option<usize>) -> Option<Owed> {
+    pub fn decode_in(member: &str, part: usize) -> Option<Owed> {
         let (n, json) = member.split_once('|')?;
         Some(Owed {
             entry: Entry {
@@ -118,16 +109,15 @@ impl Owed {
         })
     }
 
-    /// The entry an idempotency key's `pending|<member>` value names: in
-    /// the `{g}` outbox for a key where the first layout kept them
-    /// (`legacy`), else in its op's partition. The run that finishes it
+    /// The entry an idempotency key's `pending|<member>` value names, in
+    /// its op's partition. The run that finishes it
     /// holds no claim, so it runs as if it held one ending at `deadline`
     /// (a lease from when the value was read, before the entry could be
     /// retired): it emits only within that lease and its grace, as a
     /// claimed run does.
-    pub fn decode_pending(member: &str, legacy: bool, deadline: f64) -> Option<Owed> {
-        let mut owed = Owed::decode(member)?;
-        owed.entry.part = if legacy { None } else { owed.op.part() };
+    pub fn decode_pending(member: &str, deadline: f64) -> Option<Owed> {
+        let mut owed = Owed::decode_in(member, 0)?;
+        owed.entry.part = owed.op.part();
         owed.entry.deadline = deadline;
         Some(owed)
     }
@@ -178,7 +168,7 @@ mod tests {
     }
 
     #[test]
-    fn every_write_but_a_sign_up_is_partitioned_and_compared_ones_together() {
+    fn every_write_is_partitioned_and_compared_ones_together() {
         let follow = Op::Follow(FollowOp {
             source: 3,
             target: 9,
@@ -201,14 +191,14 @@ mod tests {
             like: true,
             at: 0.0,
         });
-        assert_eq!(like.part(), Some(like_part(3, 77)));
+        assert_eq!(like.part(), like_part(3, 77));
         let delete = Op::Delete(DeleteOp {
             sid: 77,
             uid: 9,
             private: false,
             at: 0.0,
         });
-        assert_eq!(delete.part(), Some(user_part(9)), "a user's own writes");
+        assert_eq!(delete.part(), user_part(9), "a user's own writes");
         let signup = Op::User(UserOp {
             uid: 5,
             login: "l".into(),
@@ -219,7 +209,7 @@ mod tests {
         });
         assert_eq!(
             signup.part(),
-            Some(user_part(5)),
+            user_part(5),
             "a sign-up is the user's own write"
         );
         let owed = Owed::decode_in(

@@ -43,9 +43,6 @@ pub struct Store {
     /// Fault tests only: a pause between a partitioned op's events and
     /// its retirement.
     pub(crate) pause_retire: Duration,
-    /// Until when (unix seconds; 0: never) idempotency keys where the first
-    /// layout kept them may answer (`store::migrate` reads it).
-    pub(crate) legacy_idem_until: Arc<std::sync::atomic::AtomicU64>,
     /// Which fan-out queues may hold work (this process's workers wait on it).
     pub(crate) fanout_hints: Arc<fanout_hints::FanoutHints>,
     /// The group commit of partitioned writes' events.
@@ -135,7 +132,6 @@ impl Store {
             pause_session_end: Duration::from_millis(cfg.test_pause_session_end_ms),
             pause_signup: Duration::from_millis(cfg.test_pause_signup_ms),
             pause_retire: Duration::from_millis(cfg.test_pause_retire_ms),
-            legacy_idem_until: Arc::default(),
             fanout_hints: Arc::default(),
             emitter: Arc::default(),
             suspended: suspended::Suspended::default(),

@@ -116,20 +116,10 @@ impl Keys {
     pub fn name(&self, value: &str) -> String {
         format!("{}:name:{{{value}}}", self.prefix)
     }
-    /// HASH: the unique values where the first layout kept them, in one
-    /// global slot (moved to [`Keys::name`] by `store::migrate`).
-    pub fn legacy_unique(&self) -> String {
-        format!("{}:{{g}}:unique", self.prefix)
-    }
     /// STRING: the lease on status-id instance number `n` (the holder's
     /// token, expiring), in a slot of its own.
     pub fn id_instance(&self, n: u64) -> String {
         format!("{}:{{ids}}:instance:{n}", self.prefix)
-    }
-    /// Counter for the op numbers of the `{g}` outbox (sign-ups; every
-    /// other write is numbered by its partition's: [`Keys::part_next_op`]).
-    pub fn next_op(&self) -> String {
-        format!("{}:{{g}}:next_op", self.prefix)
     }
     /// HASH: the demo world's record (`users`: how many were seeded,
     /// `viewer`: the read-only viewer's id).
@@ -244,15 +234,6 @@ impl Keys {
             "{}:{{{}}}:trends:sum:{window}:{minute}",
             self.prefix, self.trend_parts[p]
         )
-    }
-    /// ZSET: one minute's bucket where versions before 2026-11-27 (evening)
-    /// kept every hashtag's, in one slot (moved by `store::migrate`'s move 8).
-    pub fn legacy_trend_bucket(&self, minute: u64) -> String {
-        format!("{}:{{trends}}:{minute}", self.prefix)
-    }
-    /// SET: the statuses counted in a [`Keys::legacy_trend_bucket`].
-    pub fn legacy_trend_seen(&self, minute: u64) -> String {
-        format!("{}:{{trends}}:seen:{minute}", self.prefix)
     }
     /// ZSET: who asked to follow the (private) user (user id -> time).
     pub fn requests(&self, uid: u64) -> String {
@@ -482,29 +463,9 @@ impl Keys {
     pub fn status_versions(&self, sid: u64) -> String {
         format!("{}:status:{{s{sid}}}:versions", self.prefix)
     }
-    /// HASH: session id -> user id, where the first layouts kept the
-    /// clean-up's index (moved to [`Keys::session_index`] by
-    /// `store::migrate`).
-    pub fn legacy_sessions(&self) -> String {
-        format!("{}:{{g}}:sessions", self.prefix)
-    }
-    /// ZSET: session id -> last seen, the first layouts' clean-up order
-    /// (moved to [`Keys::session_index`] by `store::migrate`).
-    pub fn legacy_recent(&self) -> String {
-        format!("{}:{{g}}:recent", self.prefix)
-    }
-    /// ZSET: a session's viewed statuses where the first layout kept them
-    /// (moved to [`Keys::user_viewed`] by `store::migrate`).
-    pub fn legacy_viewed(&self, sid: &str) -> String {
-        format!("{}:{{g}}:viewed:{sid}", self.prefix)
-    }
-    /// STRING: how many of `store::migrate`'s data moves are done.
-    pub fn migrated(&self) -> String {
-        format!("{}:{{g}}:migrated", self.prefix)
-    }
-    /// STRING: held (with an expiry) by the process running `store::migrate`.
-    pub fn migrating(&self) -> String {
-        format!("{}:{{g}}:migrating", self.prefix)
+    /// STRING: the key layout the data was written in (`store::layout`).
+    pub fn layout(&self) -> String {
+        format!("{}:{{g}}:layout", self.prefix)
     }
     /// STREAM: the replay buffer of events.
     pub fn events(&self) -> String {
@@ -518,16 +479,6 @@ impl Keys {
     /// Pub/sub channel carrying every event (and session revocations).
     pub fn channel(&self) -> String {
         format!("{}:events", self.prefix)
-    }
-    /// STREAM: the first layout's fan-out queue, in `{g}`: the tasks of
-    /// ops of the `{g}` outbox, drained by the workers like the
-    /// partitions' ([`Keys::part_fanout`]).
-    pub fn fanout(&self) -> String {
-        format!("{}:{{g}}:fanout", self.prefix)
-    }
-    /// ZSET: work committed writes still owe (op -> lease deadline).
-    pub fn outbox(&self) -> String {
-        format!("{}:{{g}}:outbox", self.prefix)
     }
     /// STRING: outbox partition `k`'s op counter (its op numbers are
     /// `counter * OUTBOX_PARTS + k`: unique across partitions).
@@ -568,16 +519,6 @@ impl Keys {
             self.prefix,
             self.parts[user_part(uid)]
         )
-    }
-    /// STRING: [`Keys::idempotency`] where the first layout kept it (`{g}`),
-    /// for writes recorded in the `{g}` outbox then.
-    pub fn legacy_idempotency(&self, uid: u64, key: &str) -> String {
-        format!("{}:{{g}}:idem:{uid}:{key}", self.prefix)
-    }
-    /// STRING: until when (unix seconds) keys of [`Keys::legacy_idempotency`]
-    /// may still answer (set by `store::migrate`'s move 4).
-    pub fn legacy_idempotency_until(&self) -> String {
-        format!("{}:{{g}}:legacy_idem_until", self.prefix)
     }
     /// STRING: the generated JWT secret, when none is configured.
     pub fn jwt_secret(&self) -> String {

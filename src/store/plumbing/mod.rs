@@ -1,12 +1,12 @@
 //! The Redis plumbing under every entity: the handle (`handle::Store`), its
 //! errors (`error`) and Lua scripts (`scripts`), connections to one server or
 //! a cluster (`conn`), every key name (`keys`), waiting for replicas
-//! (`replicas`) and the data moves made before serving (`migrate`).
+//! (`replicas`) and the layout check made before serving (`layout`).
 
 pub mod conn;
 pub mod error;
 pub mod handle;
 pub mod keys;
-pub mod migrate;
+pub mod layout;
 pub(crate) mod replicas;
 pub mod scripts;

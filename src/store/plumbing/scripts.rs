@@ -25,7 +25,6 @@ macro_rules! scripts {
 
 scripts!(
     op_begin,
-    op_finish,
     emit_once,
     op_retire,
     name_claim,
@@ -35,7 +34,6 @@ scripts!(
     author_delete,
     replies_count,
     trend,
-    trend_move,
     repost_claim,
     delete_mark,
     status_bury,

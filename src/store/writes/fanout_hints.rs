@@ -1,7 +1,6 @@
 //! Which fan-out queues may hold work, for this process's workers.
 //!
-//! The fan-out queue is one STREAM per outbox partition (and the first
-//! layout's `{g}` one, drained), so no single blocking read can wait on all
+//! The fan-out queue is one STREAM per outbox partition, so no single blocking read can wait on all
 //! of them on a cluster. Instead the workers wait here, sending nothing
 //! while idle, and are woken by a hint naming a queue: this process queued
 //! tasks there (`op_retire.lua` answered that it did), the outbox sweeper
@@ -15,9 +14,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::Notify;
 
-/// A fan-out queue: `Some(k)` partition `k`'s, `None` the first layout's
-/// `{g}` queue.
-pub type Queue = Option<usize>;
+/// A fan-out queue: partition `k`'s.
+pub type Queue = usize;
 
 /// The queues hinted at, and the workers waiting for one.
 #[derive(Debug, Default)]
@@ -79,15 +77,15 @@ mod tests {
     #[tokio::test]
     async fn hinted_queues_are_taken_in_turn_once_each() {
         let hints = FanoutHints::default();
-        for q in [Some(3), None, Some(1), Some(3)] {
+        for q in [3, 0, 1, 3] {
             hints.hint(q);
         }
         let wait = Duration::from_millis(1);
-        assert_eq!(hints.take(wait).await, Some(None));
-        assert_eq!(hints.take(wait).await, Some(Some(1)));
-        hints.hint(None);
-        assert_eq!(hints.take(wait).await, Some(Some(3)), "after 1 comes 3");
-        assert_eq!(hints.take(wait).await, Some(None), "then round again");
+        assert_eq!(hints.take(wait).await, Some(0));
+        assert_eq!(hints.take(wait).await, Some(1));
+        hints.hint(0);
+        assert_eq!(hints.take(wait).await, Some(3), "after 1 comes 3");
+        assert_eq!(hints.take(wait).await, Some(0), "then round again");
         assert_eq!(hints.take(wait).await, None, "nothing left");
     }
 
@@ -99,11 +97,11 @@ mod tests {
             async move { hints.take(Duration::from_secs(30)).await }
         });
         tokio::time::sleep(Duration::from_millis(50)).await;
-        hints.hint(Some(7));
+        hints.hint(7);
         let taken = tokio::time::timeout(Duration::from_secs(5), waiting)
             .await
             .expect("woken before its wait ran out")
             .unwrap();
-        assert_eq!(taken, Some(Some(7)));
+        assert_eq!(taken, Some(7));
     }
 }

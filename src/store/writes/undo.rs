@@ -64,7 +64,7 @@ impl Store {
         let Some(m) = mark.filter(|m| *m != o.entry.n) else {
             return Ok(());
         };
-        let outbox = self.outbox_of(part);
+        let outbox = self.keys.part_outbox(part);
         let pattern = format!("{m}|*");
         let mut cursor = "0".to_string();
         loop {
