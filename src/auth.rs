@@ -57,7 +57,7 @@ impl AuthUser {
             .sub
             .parse()
             .map_err(|_| ApiError::unauthorized("The token's subject is not a user id."))?;
-        let Some(session) = state.store.session_user(&claims.sid, uid, now()).await? else {
+        let Some(session) = state.store.sessions().user(&claims.sid, uid, now()).await? else {
             return Err(ApiError::unauthorized(
                 "The session has ended; log in again.",
             ));

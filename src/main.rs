@@ -148,7 +148,8 @@ async fn token(args: TokenArgs) -> anyhow::Result<()> {
         bail!(firehose::store::layout::foreign_layout_error(&found));
     }
     let sid = store
-        .create_session(args.user, firehose::model::now())
+        .sessions()
+        .create(args.user, firehose::model::now())
         .await?;
     let secret = store.jwt_secret(cfg.jwt_secret()).await?;
     let jwt = firehose::auth::Jwt::new(&secret);

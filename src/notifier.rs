@@ -39,6 +39,7 @@ pub async fn run(store: Store, published: Arc<Notify>, mut shutdown: Shutdown) {
         if renew {
             let position = held.map(|(_, p)| p);
             held = match store
+                .notifications()
                 .notifier_lease(&holder, LEASE.as_millis() as u64)
                 .await
             {
@@ -84,17 +85,20 @@ const GATHER: Duration = Duration::from_millis(20);
 
 /// Where a notifier that has just taken the lease starts.
 async fn start(store: &Store) -> crate::store::StoreResult<EventId> {
-    match store.notifier_position().await? {
+    match store.notifications().notifier_position().await? {
         Some(p) => Ok(EventId::parse(&p).unwrap_or(EventId::ZERO)),
         // A new store: from the newest entry on (no notifications of the
         // past a buffer happens to hold).
         None => {
-            let newest = store.newest_event_entry().await?;
+            let newest = store.notifications().newest_event_entry().await?;
             let start = newest
                 .as_deref()
                 .and_then(EventId::parse)
                 .map_or(EventId::ZERO, |e| e.last_of_entry());
-            store.set_notifier_position(&start.to_string()).await?;
+            store
+                .notifications()
+                .set_notifier_position(&start.to_string())
+                .await?;
             Ok(start)
         }
     }
@@ -119,7 +123,7 @@ async fn step(store: &Store, position: &mut EventId) -> crate::store::StoreResul
         match change_of(&event, notification_id(*eid)) {
             None => {}
             Some(Change::Staff(gid, n)) => {
-                for uid in store.group_staff(gid, MAX_STAFF_NOTIFIED).await? {
+                for uid in store.groups().staff(gid, MAX_STAFF_NOTIFIED).await? {
                     if n.account != uid.to_string() {
                         changes.push((Change::Add(uid, n.clone()), private));
                     }
@@ -143,7 +147,10 @@ async fn step(store: &Store, position: &mut EventId) -> crate::store::StoreResul
         }
         rest = later;
     }
-    store.set_notifier_position(&last.to_string()).await?;
+    store
+        .notifications()
+        .set_notifier_position(&last.to_string())
+        .await?;
     *position = last;
     Ok(page.more)
 }
@@ -160,7 +167,7 @@ async fn add_run(store: &Store, run: &[(Change, bool)]) -> crate::store::StoreRe
         })
         .collect();
     let pairs: Vec<(u64, &Stored)> = adds.iter().map(|(u, n, _)| (*u, *n)).collect();
-    let added = store.add_notifications(&pairs).await?;
+    let added = store.notifications().add(&pairs).await?;
     let fresh: Vec<(u64, Stored, bool)> = adds
         .iter()
         .zip(added)
@@ -171,7 +178,7 @@ async fn add_run(store: &Store, run: &[(Change, bool)]) -> crate::store::StoreRe
         return Ok(());
     }
     let stored: Vec<Stored> = fresh.iter().map(|(_, n, _)| n.clone()).collect();
-    let shown = store.hydrate_each(&stored).await?;
+    let shown = store.notifications().hydrate_each(&stored).await?;
     let mut bodies = Vec::new();
     for ((uid, _, private), shown) in fresh.into_iter().zip(shown) {
         let Some(shown) = shown else { continue };
@@ -203,7 +210,7 @@ async fn remove_run(store: &Store, run: &[(Change, bool)]) -> crate::store::Stor
             _ => None,
         })
         .collect();
-    let gone = store.remove_notifications(&removes).await?;
+    let gone = store.notifications().remove(&removes).await?;
     let bodies: Vec<String> = removes
         .iter()
         .zip(gone)
@@ -398,7 +405,7 @@ fn private_about(event: &Event) -> bool {
 /// Whether the notifier has made the notifications of every event the
 /// buffer held when this was called, waiting up to `wait` for it.
 pub async fn caught_up(store: &Store, wait: Duration) -> bool {
-    let Ok(Some(newest)) = store.newest_event_entry().await else {
+    let Ok(Some(newest)) = store.notifications().newest_event_entry().await else {
         return true;
     };
     let Some(newest) = EventId::parse(&newest) else {
@@ -407,6 +414,7 @@ pub async fn caught_up(store: &Store, wait: Duration) -> bool {
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         let at = store
+            .notifications()
             .notifier_position()
             .await
             .ok()

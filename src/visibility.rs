@@ -239,7 +239,8 @@ impl Sight {
         }
         let member = self
             .store
-            .group_standing(gid, viewer)
+            .groups()
+            .standing(gid, viewer)
             .await?
             .is_some_and(|s| s.role.is_some());
         self.groups.insert(gid, member);
@@ -252,7 +253,7 @@ impl Sight {
         if let Some(reads) = self.readable_groups.get(&gid) {
             return Ok(*reads);
         }
-        let reads = match self.store.group(gid, self.viewer).await {
+        let reads = match self.store.groups().get(gid, self.viewer).await {
             Ok(g) => g.kind != "private" || (self.reach == Reach::Followers && g.role.is_some()),
             Err(StoreError::NotFound(_)) => false,
             Err(e) => return Err(e),
@@ -271,7 +272,8 @@ impl Sight {
         }
         let member = self
             .store
-            .conversation_members(cid)
+            .conversations()
+            .members(cid)
             .await?
             .is_some_and(|members| members.contains(&viewer));
         self.conversations.insert(cid, member);

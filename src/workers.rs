@@ -179,7 +179,7 @@ pub async fn session_cleaner(
     mut shutdown: Shutdown,
 ) {
     while !shutdown.is_set() {
-        match store.cleanup_sessions(max, now() - idle_ttl as f64).await {
+        match store.sessions().cleanup(max, now() - idle_ttl as f64).await {
             Ok(n) if n > 0 => {
                 inc(&metrics().sessions_cleaned, n as u64);
                 tracing::info!(sessions = n, "session clean-up");

@@ -55,7 +55,7 @@ pub async fn tokens(
 ) -> anyhow::Result<Vec<(u64, String)>> {
     let mut out = Vec::with_capacity(n);
     for uid in users(store, prefix, n).await? {
-        let sid = store.create_session(uid, firehose::model::now()).await?;
+        let sid = store.sessions().create(uid, firehose::model::now()).await?;
         out.push((
             uid,
             jwt.mint(uid, &sid, &["read", "write", "firehose"], 3600).0,

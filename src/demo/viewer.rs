@@ -59,12 +59,18 @@ impl Viewer {
         let at = now();
         if let Some(pass) = held.as_ref() {
             let fresh = pass.expires_at > at as u64 + RENEW_BEFORE;
-            if fresh && store.session_user(&pass.sid, pass.uid, at).await?.is_some() {
+            if fresh
+                && store
+                    .sessions()
+                    .user(&pass.sid, pass.uid, at)
+                    .await?
+                    .is_some()
+            {
                 return Ok(pass.clone());
             }
         }
         let (uid, login) = self.account(store, passwords).await?;
-        let sid = store.create_session(uid, at).await?;
+        let sid = store.sessions().create(uid, at).await?;
         let (token, expires_at) = jwt.mint(uid, &sid, SCOPES, TTL);
         let pass = Pass {
             token,

@@ -105,7 +105,11 @@ pub async fn change_password(
     drop(admission);
     state.store.set_password_hash(auth.uid, &new_hash).await?;
     if body.end_other_sessions != Some(false) {
-        state.store.end_other_sessions(auth.uid, &auth.sid).await?;
+        state
+            .store
+            .sessions()
+            .end_others(auth.uid, &auth.sid)
+            .await?;
     }
     Ok(StatusCode::NO_CONTENT)
 }

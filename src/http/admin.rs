@@ -93,7 +93,11 @@ pub async fn reports(
         }
     };
     let (cursor, count) = user_paging(&q)?;
-    let (reports, next_cursor) = state.store.report_page(which, &cursor, count).await?;
+    let (reports, next_cursor) = state
+        .store
+        .moderation()
+        .report_page(which, &cursor, count)
+        .await?;
     Ok(Json(
         json!({"reports": reports, "next_cursor": next_cursor}),
     ))
@@ -107,6 +111,7 @@ async fn find_report(state: &AppState, raw: &str) -> ApiResult<Report> {
     let id = path_id(raw, "report")?;
     state
         .store
+        .moderation()
         .report(id)
         .await?
         .ok_or_else(|| ApiError::not_found("No such report."))
@@ -188,6 +193,7 @@ pub async fn resolve(
             let keep = state.cfg.max_audit_entries;
             match state
                 .store
+                .moderation()
                 .set_suspended(uid, true, auth.uid, false, keep)
                 .await
             {
@@ -205,6 +211,7 @@ pub async fn resolve(
     let keep = state.cfg.max_audit_entries;
     let outcome = detached(async move {
         Ok(store
+            .moderation()
             .resolve_report(
                 &report,
                 auth.uid,
@@ -270,6 +277,7 @@ pub async fn remove_status(
     }
     state
         .store
+        .moderation()
         .audit_add(
             auth.uid,
             "remove_status",
@@ -347,12 +355,17 @@ async fn set(state: AppState, auth: AuthUser, id: &str, on: bool) -> ApiResult<J
     let store = state.store.clone();
     let keep = state.cfg.max_audit_entries;
     let admin = auth.uid;
-    detached(async move { Ok(store.set_suspended(uid, on, admin, true, keep).await?) })
-        .await
-        .map_err(|e| match e.status {
-            StatusCode::NOT_FOUND => ApiError::not_found("No such user."),
-            _ => e,
-        })?;
+    detached(async move {
+        Ok(store
+            .moderation()
+            .set_suspended(uid, on, admin, true, keep)
+            .await?)
+    })
+    .await
+    .map_err(|e| match e.status {
+        StatusCode::NOT_FOUND => ApiError::not_found("No such user."),
+        _ => e,
+    })?;
     Ok(Json(json!({ "suspended": on })))
 }
 
@@ -373,7 +386,7 @@ pub async fn audit(
 ) -> ApiResult<Json<Value>> {
     admin(&auth)?;
     let (cursor, count) = user_paging(&q)?;
-    let (actions, next_cursor) = state.store.audit_page(&cursor, count).await?;
+    let (actions, next_cursor) = state.store.moderation().audit_page(&cursor, count).await?;
     Ok(Json(
         json!({"actions": actions, "next_cursor": next_cursor}),
     ))

@@ -47,7 +47,7 @@ async fn set(state: AppState, auth: AuthUser, id: String, on: bool) -> ApiResult
     }
     let store = state.store.clone();
     let uid = auth.uid;
-    let on = detached(async move { Ok(store.set_bookmark(uid, sid, on).await?) }).await?;
+    let on = detached(async move { Ok(store.bookmarks().set(uid, sid, on).await?) }).await?;
     Ok(Json(json!({ "bookmarked": on })))
 }
 
@@ -91,14 +91,18 @@ pub async fn list(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
     let (cursor, count) = user_paging(&q)?;
-    let page = state.store.bookmark_page(auth.uid, &cursor, count).await?;
+    let page = state
+        .store
+        .bookmarks()
+        .page(auth.uid, &cursor, count)
+        .await?;
     let found = state.store.statuses(&page.ids).await?;
     let gone: Vec<u64> = found
         .iter()
         .filter(|(_, s)| s.is_none())
         .map(|(sid, _)| *sid)
         .collect();
-    state.store.forget_bookmarks(auth.uid, &gone).await?;
+    state.store.bookmarks().forget_all(auth.uid, &gone).await?;
     let shown = state
         .store
         .shown(found.into_iter().filter_map(|(_, s)| s).collect())

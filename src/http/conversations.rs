@@ -200,7 +200,13 @@ pub async fn create(
         )));
     }
     let existing = match direct {
-        true => state.store.direct_between(auth.uid, others[0]).await?,
+        true => {
+            state
+                .store
+                .conversations()
+                .direct_between(auth.uid, others[0])
+                .await?
+        }
         false => None,
     };
     if existing.is_none() {
@@ -228,7 +234,8 @@ pub async fn create(
     let uid = auth.uid;
     let sent: Sent = detached(async move {
         Ok(store
-            .send_message(Outgoing {
+            .conversations()
+            .send(Outgoing {
                 cid,
                 uid,
                 login: &me.login,
@@ -241,7 +248,8 @@ pub async fn create(
     .await?;
     let conversation = state
         .store
-        .conversation(sent.conversation_id, auth.uid)
+        .conversations()
+        .get(sent.conversation_id, auth.uid)
         .await
         .map_err(not_found)?;
     let status = if existing.is_some() || sent.conversation_id != cid {
@@ -256,8 +264,8 @@ pub async fn create(
 /// `uid`: their `dm_policy` is `everyone`, or they follow `uid`; and none is
 /// at their bound of conversations (nor the caller).
 async fn consent(state: &AppState, uid: u64, others: &[u64]) -> ApiResult<()> {
-    let cap = state.store.max_conversations();
-    if state.store.conversation_count(uid).await? >= cap {
+    let cap = state.store.conversations().max_conversations();
+    if state.store.conversations().count(uid).await? >= cap {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "conversation_limit",
@@ -273,7 +281,7 @@ async fn consent(state: &AppState, uid: u64, others: &[u64]) -> ApiResult<()> {
                 "User {other} takes messages only from those they follow."
             )));
         }
-        if state.store.conversation_count(other).await? >= cap {
+        if state.store.conversations().count(other).await? >= cap {
             return Err(ApiError::new(
                 StatusCode::TOO_MANY_REQUESTS,
                 "conversation_limit",
@@ -303,7 +311,8 @@ pub async fn list(
     let (cursor, count) = user_paging(&q)?;
     let (conversations, next_cursor) = state
         .store
-        .conversation_page(auth.uid, &cursor, count)
+        .conversations()
+        .page(auth.uid, &cursor, count)
         .await?;
     Ok(Json(ConversationPage {
         conversations,
@@ -329,7 +338,8 @@ pub async fn show(
     Ok(Json(
         state
             .store
-            .conversation(cid, auth.uid)
+            .conversations()
+            .get(cid, auth.uid)
             .await
             .map_err(not_found)?,
     ))
@@ -337,7 +347,7 @@ pub async fn show(
 
 /// The participants of `cid` if `uid` is one of them; else 404.
 async fn members_with(state: &AppState, cid: u64, uid: u64) -> ApiResult<Vec<u64>> {
-    match state.store.conversation_members(cid).await? {
+    match state.store.conversations().members(cid).await? {
         Some(members) if members.contains(&uid) => Ok(members),
         _ => Err(ApiError::not_found("No such conversation.")),
     }
@@ -362,7 +372,13 @@ pub async fn messages(
     let (page, count) = paging(&q)?;
     let cid = conversation_id(&id)?;
     members_with(&state, cid, auth.uid).await?;
-    Ok(Json(state.store.messages(cid, page, count).await?))
+    Ok(Json(
+        state
+            .store
+            .conversations()
+            .messages(cid, page, count)
+            .await?,
+    ))
 }
 
 const SEND_OP: Op = Op::post(
@@ -390,7 +406,13 @@ pub async fn send(
     let members = members_with(&state, cid, auth.uid).await?;
     state.rate.write(auth.uid).await?;
     // In a direct conversation a block either way stops sending.
-    if members.len() == 2 && state.store.direct_between(members[0], members[1]).await? == Some(cid)
+    if members.len() == 2
+        && state
+            .store
+            .conversations()
+            .direct_between(members[0], members[1])
+            .await?
+            == Some(cid)
     {
         let other = members
             .iter()
@@ -408,7 +430,8 @@ pub async fn send(
     let uid = auth.uid;
     let sent: Sent = detached(async move {
         Ok(store
-            .send_message(Outgoing {
+            .conversations()
+            .send(Outgoing {
                 cid,
                 uid,
                 login: &me.login,
@@ -425,6 +448,7 @@ pub async fn send(
     })?;
     let message = state
         .store
+        .conversations()
         .message(sent.conversation_id, sent.message_id)
         .await?;
     Ok((StatusCode::CREATED, Json(message)))
@@ -447,13 +471,15 @@ pub async fn read(
     let cid = conversation_id(&id)?;
     state
         .store
+        .conversations()
         .mark_read(cid, auth.uid)
         .await
         .map_err(not_found)?;
     Ok(Json(
         state
             .store
-            .conversation(cid, auth.uid)
+            .conversations()
+            .get(cid, auth.uid)
             .await
             .map_err(not_found)?,
     ))
@@ -476,7 +502,8 @@ pub async fn leave(
     let cid = conversation_id(&id)?;
     state
         .store
-        .leave_conversation(cid, auth.uid)
+        .conversations()
+        .leave(cid, auth.uid)
         .await
         .map_err(not_found)?;
     Ok(StatusCode::NO_CONTENT)

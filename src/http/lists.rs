@@ -111,9 +111,13 @@ pub async fn create(
     let idem = idempotency_key(&headers)?;
     state.rate.write(auth.uid).await?;
     let (store, uid) = (state.store.clone(), auth.uid);
-    let list =
-        detached(async move { Ok(store.create_list(uid, &body.title, idem.as_deref()).await?) })
-            .await?;
+    let list = detached(async move {
+        Ok(store
+            .lists()
+            .create(uid, &body.title, idem.as_deref())
+            .await?)
+    })
+    .await?;
     Ok((StatusCode::CREATED, Json(list_json(&list))).into_response())
 }
 
@@ -123,7 +127,7 @@ const INDEX_OP: Op = Op::get("/api/v1/lists", "lists", "Your lists, oldest first
 
 /// `GET /api/v1/lists`.
 pub async fn index(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
-    let lists = state.store.lists(auth.uid).await?;
+    let lists = state.store.lists().of(auth.uid).await?;
     Ok(Json(
         json!({ "lists": lists.iter().map(list_json).collect::<Vec<_>>() }),
     ))
@@ -144,7 +148,9 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     let lid = path_id(&id, "list")?;
-    Ok(Json(list_json(&state.store.list(auth.uid, lid).await?)))
+    Ok(Json(list_json(
+        &state.store.lists().get(auth.uid, lid).await?,
+    )))
 }
 
 const UPDATE_OP: Op = Op::patch("/api/v1/lists/{id}", "lists", "Rename one of your lists")
@@ -163,7 +169,11 @@ pub async fn update(
     let lid = path_id(&id, "list")?;
     check_title(&body.title)?;
     state.rate.write(auth.uid).await?;
-    let list = state.store.rename_list(auth.uid, lid, &body.title).await?;
+    let list = state
+        .store
+        .lists()
+        .rename(auth.uid, lid, &body.title)
+        .await?;
     Ok(Json(list_json(&list)))
 }
 
@@ -185,7 +195,7 @@ pub async fn destroy(
     let lid = path_id(&id, "list")?;
     state.rate.write(auth.uid).await?;
     let (store, uid) = (state.store.clone(), auth.uid);
-    detached(async move { Ok(store.delete_list(uid, lid).await?) }).await?;
+    detached(async move { Ok(store.lists().delete(uid, lid).await?) }).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -273,8 +283,14 @@ async fn change(
         }
     };
     let store = state.store.clone();
-    detached(async move { Ok(store.change_members(uid, lid, change, &worked).await?) }).await?;
-    let now_members = state.store.are_members(uid, lid, &ids).await?;
+    detached(async move {
+        Ok(store
+            .lists()
+            .change_members(uid, lid, change, &worked)
+            .await?)
+    })
+    .await?;
+    let now_members = state.store.lists().are_members(uid, lid, &ids).await?;
     let member: HashMap<u64, bool> = ids.iter().copied().zip(now_members).collect();
     let results: BTreeMap<String, bool> = body
         .ids
@@ -310,6 +326,7 @@ pub async fn members(
     let (cursor, count) = user_paging(&q)?;
     let page = state
         .store
+        .lists()
         .member_page(auth.uid, lid, &cursor, count)
         .await?;
     UserPage::of(&state, page).await
@@ -334,7 +351,7 @@ pub async fn timeline(
 ) -> ApiResult<Response> {
     let lid = path_id(&id, "list")?;
     let (page, count) = paging(&q)?;
-    let statuses = state.store.list_page(auth.uid, lid, page, count).await?;
+    let statuses = state.store.lists().page(auth.uid, lid, page, count).await?;
     Ok(json_page(
         &only_visible_hiding(&state, Some(&auth), statuses, hides::FEED).await?,
     ))

@@ -35,7 +35,8 @@ pub async fn resolve_mentions(
             sees = sees
                 && state
                     .store
-                    .group_standing(gid, uid)
+                    .groups()
+                    .standing(gid, uid)
                     .await?
                     .is_some_and(|s| s.role.is_some());
         }

@@ -71,7 +71,8 @@ async fn visible(
     loop {
         let stored = state
             .store
-            .notifications_below(auth.uid, below, chunk)
+            .notifications()
+            .below(auth.uid, below, chunk)
             .await?;
         let done = stored.len() < chunk;
         below = stored.last().map(Stored::number);
@@ -88,7 +89,7 @@ async fn visible(
             .copied()
             .zip(state.store.statuses_alive(&vias).await?)
             .collect();
-        let shown = state.store.hydrate_notifications(stored).await?;
+        let shown = state.store.notifications().hydrate(stored).await?;
         let total = shown.len();
         for (i, (s, n)) in shown.into_iter().enumerate() {
             let account: u64 = s.account.parse().unwrap_or(0);
@@ -112,7 +113,7 @@ async fn visible(
                 let staff = match staff_of.get(&gid) {
                     Some(&b) => b,
                     None => {
-                        let role = state.store.group_standing(gid, auth.uid).await?;
+                        let role = state.store.groups().standing(gid, auth.uid).await?;
                         let b = role
                             .and_then(|r| r.role)
                             .is_some_and(|r| r == "owner" || r == "moderator");
@@ -285,7 +286,7 @@ const UNREAD_OP: Op = Op::get("/api/v1/notifications/unread", "notifications", "
 /// `GET /api/v1/notifications/unread`.
 pub async fn unread(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
     crate::notifier::caught_up(&state.store, CATCH_UP).await;
-    let marker = state.store.notification_marker(auth.uid).await?;
+    let marker = state.store.notifications().marker(auth.uid).await?;
     let (all, _) = visible(&state, &auth, None, MAX_NOTIFICATIONS, None).await?;
     let count = all
         .iter()
@@ -316,6 +317,6 @@ pub async fn read(
         .filter(|_| body.up_to.is_whole())
         .ok_or_else(|| ApiError::invalid("invalid_id", "up_to must be a notification id."))?;
     state.rate.write(auth.uid).await?;
-    state.store.mark_notifications_read(auth.uid, id).await?;
+    state.store.notifications().mark_read(auth.uid, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

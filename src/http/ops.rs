@@ -185,7 +185,7 @@ pub async fn prometheus(State(state): State<AppState>, headers: HeaderMap) -> Re
     m.fanout_depth.set(depth.unwrap_or(-1.0));
     m.fanout_lag
         .set(state.store.fanout_lag().await.unwrap_or(-1.0));
-    let sessions = state.store.session_count().await.map(|d| d as f64);
+    let sessions = state.store.sessions().count().await.map(|d| d as f64);
     m.sessions.set(sessions.unwrap_or(-1.0));
     let outbox = state.store.outbox_depth().await.map(|d| d as f64);
     m.outbox_depth.set(outbox.unwrap_or(-1.0));

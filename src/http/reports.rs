@@ -151,6 +151,7 @@ pub async fn create(
     };
     match state
         .store
+        .moderation()
         .add_report(report, state.cfg.max_open_reports)
         .await?
     {

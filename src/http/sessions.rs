@@ -115,7 +115,7 @@ pub async fn create(
     if account.firehose {
         scopes.push(SCOPE_FIREHOSE);
     }
-    let sid = state.store.create_session(uid, now()).await?;
+    let sid = state.store.sessions().create(uid, now()).await?;
     let (token, expires_at) = state.jwt.mint(uid, &sid, &scopes, state.cfg.token_ttl);
     Ok((
         StatusCode::CREATED,
@@ -151,7 +151,7 @@ fn shared_viewer(state: &AppState, auth: &AuthUser) -> ApiResult<()> {
 /// streams opened with it are closed.
 pub async fn destroy(State(state): State<AppState>, auth: AuthUser) -> ApiResult<StatusCode> {
     shared_viewer(&state, &auth)?;
-    state.store.end_session(auth.uid, &auth.sid).await?;
+    state.store.sessions().end(auth.uid, &auth.sid).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -176,7 +176,7 @@ const SHOW_OP: Op = Op::get(
 
 /// `GET /api/v1/sessions/current`: the session's scopes and viewed statuses.
 pub async fn show(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<SessionInfo>> {
-    let viewed = state.store.viewed(auth.uid, &auth.sid).await?;
+    let viewed = state.store.sessions().viewed(auth.uid, &auth.sid).await?;
     Ok(Json(SessionInfo {
         uid: auth.uid.to_string(),
         scopes: auth.scopes.clone(),
@@ -219,7 +219,8 @@ pub async fn list(
 ) -> ApiResult<(NoStore, Json<SessionList>)> {
     let sessions = state
         .store
-        .user_sessions(auth.uid)
+        .sessions()
+        .of_user(auth.uid)
         .await?
         .into_iter()
         .map(|s| SessionListed {
@@ -243,7 +244,7 @@ pub async fn end(
 ) -> ApiResult<StatusCode> {
     shared_viewer(&state, &auth)?;
     let known = id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit());
-    if !known || !state.store.end_user_session(auth.uid, &id).await? {
+    if !known || !state.store.sessions().end_of_user(auth.uid, &id).await? {
         return Err(ApiError::not_found("No such session."));
     }
     Ok(StatusCode::NO_CONTENT)

@@ -374,6 +374,7 @@ pub async fn show(
     if let Some(viewer) = &viewer {
         state
             .store
+            .sessions()
             .record_view(viewer.uid, &viewer.sid, sid, now())
             .await?;
     }
@@ -430,7 +431,7 @@ async fn posting_group(
         (Some(g), _) | (None, Some(g)) => g,
         (None, None) => return Ok(None),
     };
-    let group = match state.store.group(gid, Some(auth.uid)).await {
+    let group = match state.store.groups().get(gid, Some(auth.uid)).await {
         Ok(g) => g,
         Err(crate::store::StoreError::NotFound(_)) => {
             return Err(ApiError::not_found("No such group."))

@@ -16,18 +16,32 @@ use redis::AsyncCommands;
 /// Bookmarks a user keeps at most.
 pub const MAX_BOOKMARKS: usize = 10_000;
 
+/// A user's bookmarks (`Store::bookmarks`).
+#[derive(Clone, Copy)]
+pub struct Bookmarks<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// A user's bookmarks.
+    pub fn bookmarks(&self) -> Bookmarks<'_> {
+        Bookmarks { store: self }
+    }
+}
+
+impl Bookmarks<'_> {
     /// Bookmarks status `sid` for `uid` (`on`) or forgets it; idempotent.
     /// Past [`MAX_BOOKMARKS`] a new one is refused (`too_many_bookmarks`)
     /// and nothing changes.
-    pub async fn set_bookmark(&self, uid: u64, sid: u64, on: bool) -> StoreResult<bool> {
-        let key = self.keys.bookmarks(uid);
-        let mut conn = self.conn();
+    pub async fn set(&self, uid: u64, sid: u64, on: bool) -> StoreResult<bool> {
+        let key = self.store.keys.bookmarks(uid);
+        let mut conn = self.store.conn();
         if !on {
             let _: i64 = conn.zrem(&key, sid).await?;
             return Ok(false);
         }
         let added: i64 = self
+            .store
             .scripts
             .bookmark_add
             .key(&key)
@@ -46,22 +60,19 @@ impl Store {
     }
 
     /// A page of `uid`'s bookmarked status ids, newest bookmark first.
-    pub async fn bookmark_page(
-        &self,
-        uid: u64,
-        cursor: &Cursor,
-        count: usize,
-    ) -> StoreResult<IdPage> {
-        self.id_page(&self.keys.bookmarks(uid), cursor, count).await
+    pub async fn page(&self, uid: u64, cursor: &Cursor, count: usize) -> StoreResult<IdPage> {
+        self.store
+            .id_page(&self.store.keys.bookmarks(uid), cursor, count)
+            .await
     }
 
     /// Drops bookmarks of statuses that are gone.
-    pub async fn forget_bookmarks(&self, uid: u64, sids: &[u64]) -> StoreResult<()> {
+    pub async fn forget_all(&self, uid: u64, sids: &[u64]) -> StoreResult<()> {
         if sids.is_empty() {
             return Ok(());
         }
-        let mut conn = self.conn();
-        let _: i64 = conn.zrem(self.keys.bookmarks(uid), sids).await?;
+        let mut conn = self.store.conn();
+        let _: i64 = conn.zrem(self.store.keys.bookmarks(uid), sids).await?;
         Ok(())
     }
 }

@@ -40,14 +40,27 @@ pub struct Outgoing<'a> {
 /// A conversation's HASH, participants and the viewer's unread count.
 type ConvRow = (HashMap<String, String>, Vec<String>, Option<u64>);
 
+/// Direct conversations and their messages (`Store::conversations`).
+#[derive(Clone, Copy)]
+pub struct Conversations<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// Direct conversations and their messages.
+    pub fn conversations(&self) -> Conversations<'_> {
+        Conversations { store: self }
+    }
+}
+
+impl Conversations<'_> {
     /// Sends a message (starting its conversation when `out.start` says
     /// so). With an idempotency key already used by this sender within a
     /// day, sends nothing and answers where the first went.
-    pub async fn send_message(&self, out: Outgoing<'_>) -> StoreResult<Sent> {
+    pub async fn send(&self, out: Outgoing<'_>) -> StoreResult<Sent> {
         // Message ids are status ids (time-ordered, no shared counter), so
         // `max_id` pages messages as it pages timelines.
-        let (mid, at) = self.next_status_id().await?;
+        let (mid, at) = self.store.next_status_id().await?;
         let message = MessageOp {
             cid: out.cid,
             mid,
@@ -61,9 +74,9 @@ impl Store {
         let op = Op::Message(message.clone());
         let key = out
             .idempotency_key
-            .map(|k| self.keys.idempotency(out.uid, &format!("m:{k}")));
-        let first = match self.begin_op(&op, key.as_deref()).await? {
-            Begun::Started(owed) => return self.run_message(&owed.entry, &message).await,
+            .map(|k| self.store.keys.idempotency(out.uid, &format!("m:{k}")));
+        let first = match self.store.begin_op(&op, key.as_deref()).await? {
+            Begun::Started(owed) => return self.store.run_message(&owed.entry, &message).await,
             Begun::Duplicate(first) => first,
         };
         let Some(pending) = first.strip_prefix("pending|") else {
@@ -72,41 +85,41 @@ impl Store {
         };
         // The first send is under way (or died): finish it (every step is
         // idempotent) and answer with it.
-        let owed = Owed::decode_pending(pending, self.lease_deadline())
+        let owed = Owed::decode_pending(pending, self.store.lease_deadline())
             .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
         let Op::Message(first) = &owed.op else {
             return Err(StoreError::Internal(
                 "idempotency key of a non-message".into(),
             ));
         };
-        self.run_message(&owed.entry, first).await
+        self.store.run_message(&owed.entry, first).await
     }
 
     /// Most conversations a user may be in.
     pub fn max_conversations(&self) -> usize {
-        self.max_conversations
+        self.store.max_conversations
     }
 
     /// The direct conversation of a pair, if they have one.
     pub async fn direct_between(&self, a: u64, b: u64) -> StoreResult<Option<u64>> {
         let (lo, hi) = (a.min(b), a.max(b));
-        let mut conn = self.conn();
-        Ok(conn.hget(self.keys.direct(lo), hi).await?)
+        let mut conn = self.store.conn();
+        Ok(conn.hget(self.store.keys.direct(lo), hi).await?)
     }
 
     /// How many conversations `uid` is listed in.
-    pub async fn conversation_count(&self, uid: u64) -> StoreResult<usize> {
-        let mut conn = self.conn();
-        Ok(conn.zcard(self.keys.user_convs(uid)).await?)
+    pub async fn count(&self, uid: u64) -> StoreResult<usize> {
+        let mut conn = self.store.conn();
+        Ok(conn.zcard(self.store.keys.user_convs(uid)).await?)
     }
 
     /// The participants of a conversation now; `None` if there is no such
     /// conversation.
-    pub async fn conversation_members(&self, cid: u64) -> StoreResult<Option<Vec<u64>>> {
-        let mut conn = self.conn();
+    pub async fn members(&self, cid: u64) -> StoreResult<Option<Vec<u64>>> {
+        let mut conn = self.store.conn();
         let (exists, members): (bool, Vec<String>) = redis::pipe()
-            .exists(self.keys.conv(cid))
-            .zrange(self.keys.conv_members(cid), 0, -1)
+            .exists(self.store.keys.conv(cid))
+            .zrange(self.store.keys.conv_members(cid), 0, -1)
             .query_async(&mut conn)
             .await?;
         if !exists {
@@ -122,8 +135,8 @@ impl Store {
 
     /// Conversation `cid` as `viewer` sees it: `NotFound` unless the viewer
     /// is in it.
-    pub async fn conversation(&self, cid: u64, viewer: u64) -> StoreResult<Conversation> {
-        let mut found = self.conversations(&[cid], viewer).await?;
+    pub async fn get(&self, cid: u64, viewer: u64) -> StoreResult<Conversation> {
+        let mut found = self.many(&[cid], viewer).await?;
         found
             .pop()
             .flatten()
@@ -132,27 +145,23 @@ impl Store {
 
     /// Conversations as `viewer` sees them, in order; `None` for those the
     /// viewer is not in (or that do not exist).
-    async fn conversations(
-        &self,
-        cids: &[u64],
-        viewer: u64,
-    ) -> StoreResult<Vec<Option<Conversation>>> {
+    async fn many(&self, cids: &[u64], viewer: u64) -> StoreResult<Vec<Option<Conversation>>> {
         if cids.is_empty() {
             return Ok(Vec::new());
         }
         let mut pipe = redis::pipe();
         for &cid in cids {
-            pipe.hgetall(self.keys.conv(cid))
-                .zrange(self.keys.conv_members(cid), 0, -1)
-                .hget(self.keys.conv_unread(cid), viewer);
+            pipe.hgetall(self.store.keys.conv(cid))
+                .zrange(self.store.keys.conv_members(cid), 0, -1)
+                .hget(self.store.keys.conv_unread(cid), viewer);
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let rows: Vec<ConvRow> = pipe.query_async(&mut conn).await?;
         // The newest message of each, in a second round (its id is in the HASH).
         let mut pipe = redis::pipe();
         for (&cid, (h, _, _)) in cids.iter().zip(&rows) {
             pipe.hget(
-                self.keys.conv_bodies(cid),
+                self.store.keys.conv_bodies(cid),
                 h.get("last").cloned().unwrap_or_default(),
             );
         }
@@ -170,7 +179,7 @@ impl Store {
                 id: h.get("id").cloned().unwrap_or_default(),
                 kind: h.get("kind").cloned().unwrap_or_default(),
                 title: h.get("title").filter(|t| !t.is_empty()).cloned(),
-                participants: self.users(&ids).await?,
+                participants: self.store.users(&ids).await?,
                 created: num("created"),
                 updated: num("updated"),
                 last_message: last.and_then(|m| serde_json::from_str(&m).ok()),
@@ -183,16 +192,17 @@ impl Store {
     /// A page of `viewer`'s conversations, newest activity first, and the
     /// cursor of the next page. Entries of conversations the viewer has
     /// left meanwhile (a send racing the leave) are dropped here.
-    pub async fn conversation_page(
+    pub async fn page(
         &self,
         viewer: u64,
         cursor: &Cursor,
         count: usize,
     ) -> StoreResult<(Vec<Conversation>, Option<String>)> {
         let IdPage { ids, next_cursor } = self
-            .id_page(&self.keys.user_convs(viewer), cursor, count)
+            .store
+            .id_page(&self.store.keys.user_convs(viewer), cursor, count)
             .await?;
-        let found = self.conversations(&ids, viewer).await?;
+        let found = self.many(&ids, viewer).await?;
         let mut shown = Vec::with_capacity(found.len());
         let mut stale = Vec::new();
         for (cid, c) in ids.iter().zip(found) {
@@ -202,8 +212,8 @@ impl Store {
             }
         }
         if !stale.is_empty() {
-            let mut conn = self.conn();
-            let _: () = conn.zrem(self.keys.user_convs(viewer), stale).await?;
+            let mut conn = self.store.conn();
+            let _: () = conn.zrem(self.store.keys.user_convs(viewer), stale).await?;
         }
         Ok((shown, next_cursor))
     }
@@ -212,13 +222,13 @@ impl Store {
     /// `max_id`, or the `page`-th `count`. The caller has checked that the
     /// viewer is in it.
     pub async fn messages(&self, cid: u64, page: Page, count: usize) -> StoreResult<Vec<Message>> {
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let (top, skip) = match page {
             Page::MaxId(m) => (m.to_string(), 0),
             Page::Number(n) => ("+inf".to_string(), (n - 1).saturating_mul(count as u64)),
         };
         let ids: Vec<String> = redis::cmd("ZREVRANGEBYSCORE")
-            .arg(self.keys.conv_messages(cid))
+            .arg(self.store.keys.conv_messages(cid))
             .arg(top)
             .arg("-inf")
             .arg("LIMIT")
@@ -230,7 +240,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let bodies: Vec<Option<String>> = redis::cmd("HMGET")
-            .arg(self.keys.conv_bodies(cid))
+            .arg(self.store.keys.conv_bodies(cid))
             .arg(&ids)
             .query_async(&mut conn)
             .await?;
@@ -243,20 +253,21 @@ impl Store {
 
     /// One message of a conversation.
     pub async fn message(&self, cid: u64, mid: u64) -> StoreResult<Message> {
-        let mut conn = self.conn();
-        let body: Option<String> = conn.hget(self.keys.conv_bodies(cid), mid).await?;
+        let mut conn = self.store.conn();
+        let body: Option<String> = conn.hget(self.store.keys.conv_bodies(cid), mid).await?;
         body.and_then(|b| serde_json::from_str(&b).ok())
             .ok_or(StoreError::NotFound("message"))
     }
 
     /// Marks `cid` read for `viewer`: `NotFound` unless they are in it.
     pub async fn mark_read(&self, cid: u64, viewer: u64) -> StoreResult<()> {
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let done: i64 = self
+            .store
             .scripts
             .conv_read
-            .key(self.keys.conv_members(cid))
-            .key(self.keys.conv_unread(cid))
+            .key(self.store.keys.conv_members(cid))
+            .key(self.store.keys.conv_unread(cid))
             .arg(viewer)
             .invoke_async(&mut conn)
             .await?;
@@ -268,19 +279,20 @@ impl Store {
 
     /// `viewer` leaves group conversation `cid`: `NotFound` unless they
     /// are in it, `Invalid` for a direct one.
-    pub async fn leave_conversation(&self, cid: u64, viewer: u64) -> StoreResult<()> {
-        self.leave(cid, viewer, false).await
+    pub async fn leave(&self, cid: u64, viewer: u64) -> StoreResult<()> {
+        self.leave_as(cid, viewer, false).await
     }
 
     /// `viewer` leaves `cid`; `any`: a direct one too (a deleted account).
-    pub(crate) async fn leave(&self, cid: u64, viewer: u64, any: bool) -> StoreResult<()> {
-        let mut conn = self.conn();
+    pub(crate) async fn leave_as(&self, cid: u64, viewer: u64, any: bool) -> StoreResult<()> {
+        let mut conn = self.store.conn();
         let outcome: String = self
+            .store
             .scripts
             .conv_leave
-            .key(self.keys.conv(cid))
-            .key(self.keys.conv_members(cid))
-            .key(self.keys.conv_unread(cid))
+            .key(self.store.keys.conv(cid))
+            .key(self.store.keys.conv_members(cid))
+            .key(self.store.keys.conv_unread(cid))
             .arg(viewer)
             .arg(if any { "1" } else { "0" })
             .invoke_async(&mut conn)
@@ -289,7 +301,7 @@ impl Store {
             "ok" => {
                 // Then off the user's list (a crash between the two leaves
                 // an entry that the list's next read drops).
-                let _: () = conn.zrem(self.keys.user_convs(viewer), cid).await?;
+                let _: () = conn.zrem(self.store.keys.user_convs(viewer), cid).await?;
                 Ok(())
             }
             "direct" => Err(StoreError::Invalid(

@@ -92,9 +92,22 @@ pub enum Refused {
     Full,
 }
 
+/// Groups and their members (`Store::groups`).
+#[derive(Clone, Copy)]
+pub struct Groups<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// Groups and their members.
+    pub fn groups(&self) -> Groups<'_> {
+        Groups { store: self }
+    }
+}
+
+impl Groups<'_> {
     /// Creates a group owned by `uid`.
-    pub async fn create_group(
+    pub async fn create(
         &self,
         uid: u64,
         name: &str,
@@ -102,15 +115,18 @@ impl Store {
         kind: &str,
     ) -> StoreResult<u64> {
         // Group ids are status ids: time-ordered, no shared counter.
-        let (gid, created) = self.next_status_id().await?;
-        let mut conn = self.conn();
-        let _: () = conn.zadd(self.keys.user_groups(uid), gid, created).await?;
+        let (gid, created) = self.store.next_status_id().await?;
+        let mut conn = self.store.conn();
+        let _: () = conn
+            .zadd(self.store.keys.user_groups(uid), gid, created)
+            .await?;
         let _: i64 = self
+            .store
             .scripts
             .group_create
-            .key(self.keys.group(gid))
-            .key(self.keys.group_members(gid))
-            .key(self.keys.group_roles(gid))
+            .key(self.store.keys.group(gid))
+            .key(self.store.keys.group_members(gid))
+            .key(self.store.keys.group_roles(gid))
             .arg(gid)
             .arg(name)
             .arg(description)
@@ -124,14 +140,14 @@ impl Store {
 
     /// How many groups `uid` is in or asked to join (their list's length:
     /// an upper bound, stale entries included until read).
-    pub async fn group_count(&self, uid: u64) -> StoreResult<usize> {
-        let mut conn = self.conn();
-        Ok(conn.zcard(self.keys.user_groups(uid)).await?)
+    pub async fn count(&self, uid: u64) -> StoreResult<usize> {
+        let mut conn = self.store.conn();
+        Ok(conn.zcard(self.store.keys.user_groups(uid)).await?)
     }
 
     /// Applies `change` by `actor` to `target` in `gid`, keeping `target`'s
     /// list of groups in step: the target's standing after it, or why not.
-    pub async fn change_group(
+    pub async fn change(
         &self,
         gid: u64,
         actor: u64,
@@ -139,23 +155,26 @@ impl Store {
         change: Change,
         max_members: usize,
     ) -> StoreResult<Result<Standing, Refused>> {
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let now = crate::model::now();
         if change.admits() {
             // Listed first, so a member is never missing from the list.
-            let _: () = conn.zadd(self.keys.user_groups(target), gid, now).await?;
+            let _: () = conn
+                .zadd(self.store.keys.user_groups(target), gid, now)
+                .await?;
         }
         let role = match change {
             Change::Role(r) => r,
             _ => "",
         };
         let reply: (String, String, String) = self
+            .store
             .scripts
             .group_member
-            .key(self.keys.group(gid))
-            .key(self.keys.group_members(gid))
-            .key(self.keys.group_roles(gid))
-            .key(self.keys.group_requests(gid))
+            .key(self.store.keys.group(gid))
+            .key(self.store.keys.group_members(gid))
+            .key(self.store.keys.group_roles(gid))
+            .key(self.store.keys.group_requests(gid))
             .arg(change.name())
             .arg(actor)
             .arg(target)
@@ -171,19 +190,22 @@ impl Store {
         };
         if outcome == "ok" && standing.role.is_none() && !standing.requested {
             // Neither member nor asking: off the list.
-            let _: () = conn.zrem(self.keys.user_groups(target), gid).await?;
+            let _: () = conn.zrem(self.store.keys.user_groups(target), gid).await?;
         }
         if outcome == "ok" && standing.requested && matches!(change, Change::Join) {
             // Its owners and moderators are told (by the notifier), once
             // per request: a retry sends the same request's time again.
-            let asked: Option<f64> = conn.zscore(self.keys.group_requests(gid), target).await?;
-            if let Some(at) = asked {
-                self.emit(&super::events::body(&crate::model::Event::GroupRequest {
-                    at,
-                    group_id: gid,
-                    source: target,
-                }))
+            let asked: Option<f64> = conn
+                .zscore(self.store.keys.group_requests(gid), target)
                 .await?;
+            if let Some(at) = asked {
+                self.store
+                    .emit(&super::events::body(&crate::model::Event::GroupRequest {
+                        at,
+                        group_id: gid,
+                        source: target,
+                    }))
+                    .await?;
             }
         }
         Ok(match outcome.as_str() {
@@ -199,12 +221,12 @@ impl Store {
     }
 
     /// `uid`'s standing in `gid` (`None` for no such group).
-    pub async fn group_standing(&self, gid: u64, uid: u64) -> StoreResult<Option<Standing>> {
-        let mut conn = self.conn();
+    pub async fn standing(&self, gid: u64, uid: u64) -> StoreResult<Option<Standing>> {
+        let mut conn = self.store.conn();
         let (kind, role, requested): (Option<String>, Option<String>, Option<f64>) = redis::pipe()
-            .hget(self.keys.group(gid), "kind")
-            .hget(self.keys.group_roles(gid), uid)
-            .zscore(self.keys.group_requests(gid), uid)
+            .hget(self.store.keys.group(gid), "kind")
+            .hget(self.store.keys.group_roles(gid), uid)
+            .zscore(self.store.keys.group_requests(gid), uid)
             .query_async(&mut conn)
             .await?;
         Ok(kind.map(|_| Standing {
@@ -214,8 +236,8 @@ impl Store {
     }
 
     /// Group `gid` as `viewer` sees it.
-    pub async fn group(&self, gid: u64, viewer: Option<u64>) -> StoreResult<Group> {
-        self.groups(&[gid], viewer)
+    pub async fn get(&self, gid: u64, viewer: Option<u64>) -> StoreResult<Group> {
+        self.many(&[gid], viewer)
             .await?
             .pop()
             .flatten()
@@ -223,18 +245,18 @@ impl Store {
     }
 
     /// Groups as `viewer` sees them, `None` for each that does not exist.
-    async fn groups(&self, gids: &[u64], viewer: Option<u64>) -> StoreResult<Vec<Option<Group>>> {
+    async fn many(&self, gids: &[u64], viewer: Option<u64>) -> StoreResult<Vec<Option<Group>>> {
         if gids.is_empty() {
             return Ok(Vec::new());
         }
         let who = viewer.unwrap_or(0);
         let mut pipe = redis::pipe();
         for &gid in gids {
-            pipe.hgetall(self.keys.group(gid))
-                .hget(self.keys.group_roles(gid), who)
-                .zscore(self.keys.group_requests(gid), who);
+            pipe.hgetall(self.store.keys.group(gid))
+                .hget(self.store.keys.group_roles(gid), who)
+                .zscore(self.store.keys.group_requests(gid), who);
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let rows: Vec<GroupRow> = pipe.query_async(&mut conn).await?;
         Ok(rows
             .into_iter()
@@ -261,16 +283,17 @@ impl Store {
     /// A page of `uid`'s groups (those they are in or asked to join),
     /// oldest first, and the cursor of the next page; entries the groups
     /// no longer bear out are dropped on the way.
-    pub async fn group_page(
+    pub async fn page(
         &self,
         uid: u64,
         cursor: &Cursor,
         count: usize,
     ) -> StoreResult<(Vec<Group>, Option<String>)> {
         let IdPage { ids, next_cursor } = self
-            .id_page(&self.keys.user_groups(uid), cursor, count)
+            .store
+            .id_page(&self.store.keys.user_groups(uid), cursor, count)
             .await?;
-        let found = self.groups(&ids, Some(uid)).await?;
+        let found = self.many(&ids, Some(uid)).await?;
         let mut shown = Vec::with_capacity(found.len());
         let mut stale = Vec::new();
         for (gid, g) in ids.iter().zip(found) {
@@ -280,15 +303,15 @@ impl Store {
             }
         }
         if !stale.is_empty() {
-            let mut conn = self.conn();
-            let _: () = conn.zrem(self.keys.user_groups(uid), stale).await?;
+            let mut conn = self.store.conn();
+            let _: () = conn.zrem(self.store.keys.user_groups(uid), stale).await?;
         }
         Ok((shown, next_cursor))
     }
 
     /// A page of a group's members (or, `requests`, its requesters), in
     /// the order they joined (asked), with their roles.
-    pub async fn group_member_page(
+    pub async fn member_page(
         &self,
         gid: u64,
         requests: bool,
@@ -296,17 +319,17 @@ impl Store {
         count: usize,
     ) -> StoreResult<(Vec<(u64, Option<String>)>, Option<String>)> {
         let key = if requests {
-            self.keys.group_requests(gid)
+            self.store.keys.group_requests(gid)
         } else {
-            self.keys.group_members(gid)
+            self.store.keys.group_members(gid)
         };
-        let IdPage { ids, next_cursor } = self.id_page(&key, cursor, count).await?;
+        let IdPage { ids, next_cursor } = self.store.id_page(&key, cursor, count).await?;
         if ids.is_empty() {
             return Ok((Vec::new(), next_cursor));
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let roles: Vec<Option<String>> = redis::cmd("HMGET")
-            .arg(self.keys.group_roles(gid))
+            .arg(self.store.keys.group_roles(gid))
             .arg(&ids)
             .query_async(&mut conn)
             .await?;
@@ -314,9 +337,9 @@ impl Store {
     }
 
     /// Up to `n` of the owners and moderators of `gid`.
-    pub async fn group_staff(&self, gid: u64, n: usize) -> StoreResult<Vec<u64>> {
-        let mut conn = self.conn();
-        let roles: Vec<(u64, String)> = conn.hgetall(self.keys.group_roles(gid)).await?;
+    pub async fn staff(&self, gid: u64, n: usize) -> StoreResult<Vec<u64>> {
+        let mut conn = self.store.conn();
+        let roles: Vec<(u64, String)> = conn.hgetall(self.store.keys.group_roles(gid)).await?;
         Ok(roles
             .into_iter()
             .filter(|(_, r)| r == "owner" || r == "moderator")
@@ -327,23 +350,18 @@ impl Store {
 
     /// Tells every process's hub that `uid` no longer reads private group
     /// `gid` (their group streams of it end).
-    pub async fn announce_group_left(&self, gid: u64, uid: u64) -> StoreResult<()> {
+    pub async fn announce_left(&self, gid: u64, uid: u64) -> StoreResult<()> {
         let body = serde_json::to_string(&crate::model::Event::GroupLeft { group_id: gid, uid })
             .map_err(|e| StoreError::Internal(e.to_string()))?;
-        self.emit(&body).await?;
+        self.store.emit(&body).await?;
         Ok(())
     }
 
     /// Adds a posted status to its group's timeline (newest
     /// [`INDEX_CAP`](super::chains::INDEX_CAP) kept).
-    pub(crate) async fn group_timeline_add(
-        &self,
-        gid: u64,
-        sid: u64,
-        score: u64,
-    ) -> StoreResult<()> {
-        let key = self.keys.group_timeline(gid);
-        let mut conn = self.conn();
+    pub(crate) async fn timeline_add(&self, gid: u64, sid: u64, score: u64) -> StoreResult<()> {
+        let key = self.store.keys.group_timeline(gid);
+        let mut conn = self.store.conn();
         let _: () = redis::pipe()
             .zadd(&key, sid, score)
             .ignore()
@@ -355,9 +373,9 @@ impl Store {
     }
 
     /// Takes a deleted status out of its group's timeline.
-    pub(crate) async fn group_timeline_remove(&self, gid: u64, sid: u64) -> StoreResult<()> {
-        let mut conn = self.conn();
-        let _: () = conn.zrem(self.keys.group_timeline(gid), sid).await?;
+    pub(crate) async fn timeline_remove(&self, gid: u64, sid: u64) -> StoreResult<()> {
+        let mut conn = self.store.conn();
+        let _: () = conn.zrem(self.store.keys.group_timeline(gid), sid).await?;
         Ok(())
     }
 }

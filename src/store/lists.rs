@@ -5,7 +5,7 @@
 //! list's HASH and members ZSET), so each change is one script in one slot
 //! and another user's list id names no key at all (404). A list timeline
 //! is read, not written: the members' profile timelines merged at read
-//! time ([`Store::list_page`]), so a post costs nothing more for being
+//! time ([`Lists::page`]), so a post costs nothing more for being
 //! listed and a page is exact under concurrent writes (a page by `max_id`
 //! holds what the members' profiles hold below it). A change of members is
 //! announced to every hub (`list_changed`, with the list's version) so that
@@ -55,24 +55,33 @@ pub enum MemberChange {
     Remove,
 }
 
+/// A user's lists (`Store::lists`).
+#[derive(Clone, Copy)]
+pub struct Lists<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// A user's lists.
+    pub fn lists(&self) -> Lists<'_> {
+        Lists { store: self }
+    }
+}
+
+impl Lists<'_> {
     /// Makes a list titled `title` for `uid` (with `idem`, a retry answers
     /// the first call's list). Past [`MAX_LISTS`], `too_many_lists`.
-    pub async fn create_list(
-        &self,
-        uid: u64,
-        title: &str,
-        idem: Option<&str>,
-    ) -> StoreResult<ListInfo> {
-        let (lid, _) = self.next_status_id().await?;
-        let lists = self.keys.lists(uid);
-        let idem_key = idem.map_or_else(|| lists.clone(), |k| self.keys.list_idem(uid, k));
-        let mut conn = self.conn();
+    pub async fn create(&self, uid: u64, title: &str, idem: Option<&str>) -> StoreResult<ListInfo> {
+        let (lid, _) = self.store.next_status_id().await?;
+        let lists = self.store.keys.lists(uid);
+        let idem_key = idem.map_or_else(|| lists.clone(), |k| self.store.keys.list_idem(uid, k));
+        let mut conn = self.store.conn();
         let made: redis::Value = self
+            .store
             .scripts
             .list_create
             .key(&lists)
-            .key(self.keys.list(uid, lid))
+            .key(self.store.keys.list(uid, lid))
             .key(&idem_key)
             .arg(lid)
             .arg(title)
@@ -92,15 +101,15 @@ impl Store {
                 format!("A user keeps at most {MAX_LISTS} lists; delete one first."),
             ));
         }
-        self.list(uid, made).await
+        self.get(uid, made).await
     }
 
     /// `uid`'s list `lid` (`NotFound` when they have none by that id).
-    pub async fn list(&self, uid: u64, lid: u64) -> StoreResult<ListInfo> {
-        let mut conn = self.conn();
+    pub async fn get(&self, uid: u64, lid: u64) -> StoreResult<ListInfo> {
+        let mut conn = self.store.conn();
         let (title, members): (Option<String>, u64) = redis::pipe()
-            .hget(self.keys.list(uid, lid), "title")
-            .zcard(self.keys.list_members(uid, lid))
+            .hget(self.store.keys.list(uid, lid), "title")
+            .zcard(self.store.keys.list_members(uid, lid))
             .query_async(&mut conn)
             .await?;
         let title = title.ok_or(StoreError::NotFound("list"))?;
@@ -112,9 +121,9 @@ impl Store {
     }
 
     /// Every list of `uid`'s, oldest first.
-    pub async fn lists(&self, uid: u64) -> StoreResult<Vec<ListInfo>> {
-        let mut conn = self.conn();
-        let ids: Vec<String> = conn.zrange(self.keys.lists(uid), 0, -1).await?;
+    pub async fn of(&self, uid: u64) -> StoreResult<Vec<ListInfo>> {
+        let mut conn = self.store.conn();
+        let ids: Vec<String> = conn.zrange(self.store.keys.lists(uid), 0, -1).await?;
         let ids: Vec<u64> = ids
             .iter()
             .map(|s| parse_id(s))
@@ -124,8 +133,8 @@ impl Store {
         }
         let mut pipe = redis::pipe();
         for &lid in &ids {
-            pipe.hget(self.keys.list(uid, lid), "title")
-                .zcard(self.keys.list_members(uid, lid));
+            pipe.hget(self.store.keys.list(uid, lid), "title")
+                .zcard(self.store.keys.list_members(uid, lid));
         }
         let found: Vec<(Option<String>, u64)> = pipe.query_async(&mut conn).await?;
         Ok(ids
@@ -142,37 +151,39 @@ impl Store {
     }
 
     /// Renames `uid`'s list `lid`.
-    pub async fn rename_list(&self, uid: u64, lid: u64, title: &str) -> StoreResult<ListInfo> {
-        let mut conn = self.conn();
+    pub async fn rename(&self, uid: u64, lid: u64, title: &str) -> StoreResult<ListInfo> {
+        let mut conn = self.store.conn();
         let done: i64 = self
+            .store
             .scripts
             .list_title
-            .key(self.keys.list(uid, lid))
+            .key(self.store.keys.list(uid, lid))
             .arg(title)
             .invoke_async(&mut conn)
             .await?;
         if done == 0 {
             return Err(StoreError::NotFound("list"));
         }
-        self.list(uid, lid).await
+        self.get(uid, lid).await
     }
 
     /// Deletes `uid`'s list `lid`; its open streams end.
-    pub async fn delete_list(&self, uid: u64, lid: u64) -> StoreResult<()> {
-        let mut conn = self.conn();
+    pub async fn delete(&self, uid: u64, lid: u64) -> StoreResult<()> {
+        let mut conn = self.store.conn();
         let version: i64 = self
+            .store
             .scripts
             .list_drop
-            .key(self.keys.lists(uid))
-            .key(self.keys.list(uid, lid))
-            .key(self.keys.list_members(uid, lid))
+            .key(self.store.keys.lists(uid))
+            .key(self.store.keys.list(uid, lid))
+            .key(self.store.keys.list_members(uid, lid))
             .arg(lid)
             .invoke_async(&mut conn)
             .await?;
         if version < 0 {
             return Err(StoreError::NotFound("list"));
         }
-        self.announce_list(uid, lid, version as u64, &[], MemberChange::Remove, true)
+        self.announce(uid, lid, version as u64, &[], MemberChange::Remove, true)
             .await
     }
 
@@ -188,13 +199,13 @@ impl Store {
         ids: &[u64],
     ) -> StoreResult<Vec<u64>> {
         if ids.is_empty() {
-            self.list(uid, lid).await?;
+            self.get(uid, lid).await?;
             return Ok(Vec::new());
         }
-        let mut conn = self.conn();
-        let mut call = self.scripts.list_members.prepare_invoke();
-        call.key(self.keys.list(uid, lid))
-            .key(self.keys.list_members(uid, lid))
+        let mut conn = self.store.conn();
+        let mut call = self.store.scripts.list_members.prepare_invoke();
+        call.key(self.store.keys.list(uid, lid))
+            .key(self.store.keys.list_members(uid, lid))
             .arg(match change {
                 MemberChange::Add => "add",
                 MemberChange::Remove => "remove",
@@ -220,14 +231,14 @@ impl Store {
         let version = answer.first().copied().unwrap_or(0).max(0) as u64;
         let changed: Vec<u64> = answer.iter().skip(1).map(|&i| i as u64).collect();
         if !changed.is_empty() {
-            self.announce_list(uid, lid, version, &changed, change, false)
+            self.announce(uid, lid, version, &changed, change, false)
                 .await?;
         }
         Ok(changed)
     }
 
     /// Tells every process's hub of a change to a list.
-    async fn announce_list(
+    async fn announce(
         &self,
         owner: u64,
         lid: u64,
@@ -250,7 +261,7 @@ impl Store {
             deleted,
         })
         .map_err(|e| StoreError::Internal(e.to_string()))?;
-        self.emit(&body).await?;
+        self.store.emit(&body).await?;
         Ok(())
     }
 
@@ -259,9 +270,9 @@ impl Store {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let scores: Vec<Option<f64>> = redis::cmd("ZMSCORE")
-            .arg(self.keys.list_members(uid, lid))
+            .arg(self.store.keys.list_members(uid, lid))
             .arg(ids)
             .query_async(&mut conn)
             .await?;
@@ -270,11 +281,11 @@ impl Store {
 
     /// Every member of `uid`'s list `lid`, with the list's version
     /// (`NotFound` for no such list).
-    pub async fn list_members(&self, uid: u64, lid: u64) -> StoreResult<Members> {
-        let mut conn = self.conn();
+    pub async fn members(&self, uid: u64, lid: u64) -> StoreResult<Members> {
+        let mut conn = self.store.conn();
         let (version, ids): (Option<u64>, Vec<String>) = redis::pipe()
-            .hget(self.keys.list(uid, lid), "version")
-            .zrange(self.keys.list_members(uid, lid), 0, -1)
+            .hget(self.store.keys.list(uid, lid), "version")
+            .zrange(self.store.keys.list_members(uid, lid), 0, -1)
             .query_async(&mut conn)
             .await?;
         let version = version.ok_or(StoreError::NotFound("list"))?;
@@ -295,17 +306,18 @@ impl Store {
         cursor: &Cursor,
         count: usize,
     ) -> StoreResult<IdPage> {
-        self.list(uid, lid).await?;
-        self.id_page(&self.keys.list_members(uid, lid), cursor, count)
+        self.get(uid, lid).await?;
+        self.store
+            .id_page(&self.store.keys.list_members(uid, lid), cursor, count)
             .await
     }
 
     /// Deletes every list of `uid`'s (their account is going).
-    pub(crate) async fn drop_lists(&self, uid: u64) -> StoreResult<()> {
-        let mut conn = self.conn();
-        let ids: Vec<String> = conn.zrange(self.keys.lists(uid), 0, -1).await?;
+    pub(crate) async fn drop_all(&self, uid: u64) -> StoreResult<()> {
+        let mut conn = self.store.conn();
+        let ids: Vec<String> = conn.zrange(self.store.keys.lists(uid), 0, -1).await?;
         for id in ids {
-            match self.delete_list(uid, parse_id(&id)?).await {
+            match self.delete(uid, parse_id(&id)?).await {
                 Ok(()) | Err(StoreError::NotFound(_)) => {}
                 Err(e) => return Err(e),
             }
@@ -317,14 +329,14 @@ impl Store {
     /// (their profile timelines: posts and reposts, not group statuses),
     /// newest first, paged by `page` (the newest [`HOME_CAP`], as a home)
     /// or `max_id` (at most that id). Visibility is the caller's to judge.
-    pub async fn list_page(
+    pub async fn page(
         &self,
         uid: u64,
         lid: u64,
         page: super::paging::Page,
         count: usize,
     ) -> StoreResult<Vec<Shown>> {
-        let members = self.list_members(uid, lid).await?.ids;
+        let members = self.members(uid, lid).await?.ids;
         let (skip, max) = match page {
             super::paging::Page::Number(n) => {
                 let skip = (n.saturating_sub(1)).saturating_mul(count as u64);
@@ -338,8 +350,9 @@ impl Store {
         let want = (skip + count).min(HOME_CAP + count);
         let ids = self.merged_profiles(&members, max, want).await?;
         let ids: Vec<u64> = ids.into_iter().skip(skip).take(count).collect();
-        let found = self.statuses(&ids).await?;
-        self.shown(found.into_iter().filter_map(|(_, s)| s).collect())
+        let found = self.store.statuses(&ids).await?;
+        self.store
+            .shown(found.into_iter().filter_map(|(_, s)| s).collect())
             .await
     }
 
@@ -414,14 +427,14 @@ impl Store {
                 _ => "+inf".to_string(),
             };
             pipe.cmd("ZREVRANGEBYSCORE")
-                .arg(self.keys.profile(member))
+                .arg(self.store.keys.profile(member))
                 .arg(top)
                 .arg("-inf")
                 .arg("LIMIT")
                 .arg(0)
                 .arg(n + SLACK);
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let raw: Vec<Vec<String>> = pipe.query_async(&mut conn).await?;
         let below = |id: u64, bound: u64| if inclusive { id <= bound } else { id < bound };
         let mut out = Vec::with_capacity(open.len());
@@ -435,7 +448,8 @@ impl Store {
             if read == n + SLACK && ids.len() < n {
                 // The bound's second is crowded: read this one by place.
                 let exact = self
-                    .ids_up_to(&self.keys.profile(member), bound, n + 1)
+                    .store
+                    .ids_up_to(&self.store.keys.profile(member), bound, n + 1)
                     .await?;
                 ids = exact
                     .iter()

@@ -56,23 +56,37 @@ pub enum Resolved {
     Missing,
 }
 
+/// Reports, the audit log and suspensions (`Store::moderation`).
+#[derive(Clone, Copy)]
+pub struct Moderation<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// Reports, the audit log and suspensions.
+    pub fn moderation(&self) -> Moderation<'_> {
+        Moderation { store: self }
+    }
+}
+
+impl Moderation<'_> {
     /// Files a report; `None` when the open queue holds `max_open` already.
     pub async fn add_report(
         &self,
         mut report: Report,
         max_open: usize,
     ) -> StoreResult<Option<Report>> {
-        let (id, created) = self.next_status_id().await?;
+        let (id, created) = self.store.next_status_id().await?;
         report.id = id.to_string();
         report.created = created;
         let json = to_json(&report)?;
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let added: i64 = self
+            .store
             .scripts
             .report_add
-            .key(self.keys.reports())
-            .key(self.keys.reports_open())
+            .key(self.store.keys.reports())
+            .key(self.store.keys.reports_open())
             .arg(id)
             .arg(json)
             // Ids are time-ordered snowflakes below 2^53: newest first,
@@ -86,8 +100,8 @@ impl Store {
 
     /// A report by id.
     pub async fn report(&self, id: u64) -> StoreResult<Option<Report>> {
-        let mut conn = self.conn();
-        let json: Option<String> = conn.hget(self.keys.reports(), id).await?;
+        let mut conn = self.store.conn();
+        let json: Option<String> = conn.hget(self.store.keys.reports(), id).await?;
         Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
     }
 
@@ -99,11 +113,11 @@ impl Store {
         count: usize,
     ) -> StoreResult<(Vec<Report>, Option<String>)> {
         let key = match state {
-            ReportState::Open => self.keys.reports_open(),
-            ReportState::Resolved => self.keys.reports_resolved(),
+            ReportState::Open => self.store.keys.reports_open(),
+            ReportState::Resolved => self.store.keys.reports_resolved(),
         };
-        let IdPage { ids, next_cursor } = self.id_page(&key, cursor, count).await?;
-        let rows = self.hash_rows(&self.keys.reports(), &ids).await?;
+        let IdPage { ids, next_cursor } = self.store.id_page(&key, cursor, count).await?;
+        let rows = self.hash_rows(&self.store.keys.reports(), &ids).await?;
         Ok((
             rows.iter()
                 .filter_map(|j| serde_json::from_str(j).ok())
@@ -116,7 +130,7 @@ impl Store {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let rows: Vec<Option<String>> = redis::cmd("HMGET")
             .arg(key)
             .arg(ids)
@@ -147,7 +161,7 @@ impl Store {
         resolved.resolved_by = Some(admin.to_string());
         resolved.resolved_at = Some(at);
         resolved.note = note;
-        let (audit_id, _) = self.next_status_id().await?;
+        let (audit_id, _) = self.store.next_status_id().await?;
         let entry = AuditAction {
             id: audit_id.to_string(),
             at,
@@ -156,15 +170,16 @@ impl Store {
             target,
             report: Some(report.id.clone()),
         };
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let outcome: String = self
+            .store
             .scripts
             .report_resolve
-            .key(self.keys.reports())
-            .key(self.keys.reports_open())
-            .key(self.keys.reports_resolved())
-            .key(self.keys.audit())
-            .key(self.keys.audit_order())
+            .key(self.store.keys.reports())
+            .key(self.store.keys.reports_open())
+            .key(self.store.keys.reports_resolved())
+            .key(self.store.keys.audit())
+            .key(self.store.keys.audit_order())
             .arg(&report.id)
             .arg(to_json(&resolved)?)
             .arg(-(audit_id as f64))
@@ -176,13 +191,14 @@ impl Store {
         if outcome == "ok" {
             // The reporter is told (by the notifier).
             if let Ok(reporter) = report.reporter.parse() {
-                self.emit(&super::events::body(&crate::model::Event::ReportResolved {
-                    at,
-                    report_id: report.id.clone(),
-                    reporter,
-                    admin,
-                }))
-                .await?;
+                self.store
+                    .emit(&super::events::body(&crate::model::Event::ReportResolved {
+                        at,
+                        report_id: report.id.clone(),
+                        reporter,
+                        admin,
+                    }))
+                    .await?;
             }
         }
         Ok(match outcome.as_str() {
@@ -200,7 +216,7 @@ impl Store {
         target: &str,
         keep: usize,
     ) -> StoreResult<()> {
-        let (id, _) = self.next_status_id().await?;
+        let (id, _) = self.store.next_status_id().await?;
         self.audit_put(id, admin, action, target, None, keep).await
     }
 
@@ -223,12 +239,13 @@ impl Store {
             target: target.into(),
             report,
         };
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let _: i64 = self
+            .store
             .scripts
             .audit_add
-            .key(self.keys.audit())
-            .key(self.keys.audit_order())
+            .key(self.store.keys.audit())
+            .key(self.store.keys.audit_order())
             .arg(id)
             .arg(to_json(&entry)?)
             .arg(-(id as f64))
@@ -245,9 +262,10 @@ impl Store {
         count: usize,
     ) -> StoreResult<(Vec<AuditAction>, Option<String>)> {
         let IdPage { ids, next_cursor } = self
-            .id_page(&self.keys.audit_order(), cursor, count)
+            .store
+            .id_page(&self.store.keys.audit_order(), cursor, count)
             .await?;
-        let rows = self.hash_rows(&self.keys.audit(), &ids).await?;
+        let rows = self.hash_rows(&self.store.keys.audit(), &ids).await?;
         Ok((
             rows.iter()
                 .filter_map(|j| serde_json::from_str(j).ok())
@@ -272,12 +290,12 @@ impl Store {
     ) -> StoreResult<bool> {
         if self.is_suspended(uid).await? == on {
             // Nothing to change (a missing user is refused by the chain).
-            if self.user_any(uid).await.is_ok() {
+            if self.store.user_any(uid).await.is_ok() {
                 return Ok(false);
             }
         }
         // The audit entry's id is drawn now, so a rerun writes the same one.
-        let (audit_id, _) = self.next_status_id().await?;
+        let (audit_id, _) = self.store.next_status_id().await?;
         let op = SuspendOp {
             uid,
             on,
@@ -285,23 +303,25 @@ impl Store {
             audit: audit.then_some(audit_id),
             keep,
         };
-        let owed = self.start_op(Op::Suspend(op.clone())).await?;
-        self.run_suspend(&owed.entry, &op).await
+        let owed = self.store.start_op(Op::Suspend(op.clone())).await?;
+        self.store.run_suspend(&owed.entry, &op).await
     }
 
     /// Whether `uid` is suspended (from Redis).
     pub async fn is_suspended(&self, uid: u64) -> StoreResult<bool> {
-        let mut conn = self.conn();
-        let v: Option<String> = conn.hget(self.keys.user(uid), "suspended").await?;
+        let mut conn = self.store.conn();
+        let v: Option<String> = conn.hget(self.store.keys.user(uid), "suspended").await?;
         Ok(v.as_deref() == Some("1"))
     }
 
     /// Every suspended user (for a hub starting or catching up).
     pub async fn suspended_ids(&self) -> StoreResult<HashSet<u64>> {
-        let mut conn = self.conn();
-        Ok(conn.smembers(self.keys.suspended()).await?)
+        let mut conn = self.store.conn();
+        Ok(conn.smembers(self.store.keys.suspended()).await?)
     }
+}
 
+impl Store {
     /// The suspended users this process knows of.
     pub fn suspended(&self) -> &Suspended {
         &self.suspended

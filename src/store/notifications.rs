@@ -54,12 +54,25 @@ impl Stored {
     }
 }
 
+/// A user's notifications (`Store::notifications`).
+#[derive(Clone, Copy)]
+pub struct Notifications<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// A user's notifications.
+    pub fn notifications(&self) -> Notifications<'_> {
+        Notifications { store: self }
+    }
+}
+
+impl Notifications<'_> {
     /// Adds each `(uid, n)` unless `uid` has one of its key already: for
     /// each, whether this call added it. One round trip for all (scripts
     /// sent whole, `EVAL`, so a pipeline never meets a script cache that
     /// lacks them).
-    pub async fn add_notifications(&self, adds: &[(u64, &Stored)]) -> StoreResult<Vec<bool>> {
+    pub async fn add(&self, adds: &[(u64, &Stored)]) -> StoreResult<Vec<bool>> {
         if adds.is_empty() {
             return Ok(Vec::new());
         }
@@ -70,26 +83,23 @@ impl Store {
             pipe.cmd("EVAL")
                 .arg(NOTIFY_ADD)
                 .arg(3)
-                .arg(self.keys.notifications(*uid))
-                .arg(self.keys.notification_data(*uid))
-                .arg(self.keys.notification_keys(*uid))
+                .arg(self.store.keys.notifications(*uid))
+                .arg(self.store.keys.notification_data(*uid))
+                .arg(self.store.keys.notification_keys(*uid))
                 .arg(&n.key)
                 .arg(&n.id)
                 .arg(score)
                 .arg(json)
                 .arg(MAX_NOTIFICATIONS);
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let added: Vec<i64> = pipe.query_async(&mut conn).await?;
         Ok(added.into_iter().map(|a| a == 1).collect())
     }
 
     /// Takes away each `(uid, key)` notification: for each, its id if there
     /// was one. One round trip for all.
-    pub async fn remove_notifications(
-        &self,
-        removes: &[(u64, &str)],
-    ) -> StoreResult<Vec<Option<String>>> {
+    pub async fn remove(&self, removes: &[(u64, &str)]) -> StoreResult<Vec<Option<String>>> {
         if removes.is_empty() {
             return Ok(Vec::new());
         }
@@ -98,38 +108,33 @@ impl Store {
             pipe.cmd("EVAL")
                 .arg(NOTIFY_REMOVE)
                 .arg(3)
-                .arg(self.keys.notifications(*uid))
-                .arg(self.keys.notification_data(*uid))
-                .arg(self.keys.notification_keys(*uid))
+                .arg(self.store.keys.notifications(*uid))
+                .arg(self.store.keys.notification_data(*uid))
+                .arg(self.store.keys.notification_keys(*uid))
                 .arg(*key);
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         Ok(pipe.query_async(&mut conn).await?)
     }
 
     /// Up to `n` of `uid`'s notifications with ids below `below` (all:
     /// `None`), newest first.
-    pub async fn notifications_below(
-        &self,
-        uid: u64,
-        below: Option<u64>,
-        n: usize,
-    ) -> StoreResult<Vec<Stored>> {
-        let key = self.keys.notifications(uid);
+    pub async fn below(&self, uid: u64, below: Option<u64>, n: usize) -> StoreResult<Vec<Stored>> {
+        let key = self.store.keys.notifications(uid);
         let ids: Vec<String> = match below {
             None => {
-                let mut conn = self.conn();
+                let mut conn = self.store.conn();
                 conn.zrevrange(&key, 0, n as isize - 1).await?
             }
             Some(0 | 1) => return Ok(Vec::new()),
-            Some(b) => self.ids_up_to(&key, b - 1, n).await?,
+            Some(b) => self.store.ids_up_to(&key, b - 1, n).await?,
         };
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let found: Vec<Option<String>> = redis::cmd("HMGET")
-            .arg(self.keys.notification_data(uid))
+            .arg(self.store.keys.notification_data(uid))
             .arg(&ids)
             .query_async(&mut conn)
             .await?;
@@ -141,19 +146,20 @@ impl Store {
     }
 
     /// `uid`'s read marker (0: nothing read).
-    pub async fn notification_marker(&self, uid: u64) -> StoreResult<u64> {
-        let mut conn = self.conn();
-        let m: Option<String> = conn.get(self.keys.notification_marker(uid)).await?;
+    pub async fn marker(&self, uid: u64) -> StoreResult<u64> {
+        let mut conn = self.store.conn();
+        let m: Option<String> = conn.get(self.store.keys.notification_marker(uid)).await?;
         Ok(m.and_then(|m| m.parse().ok()).unwrap_or(0))
     }
 
     /// Moves `uid`'s read marker to `id` unless it is past it already.
-    pub async fn mark_notifications_read(&self, uid: u64, id: u64) -> StoreResult<u64> {
-        let mut conn = self.conn();
+    pub async fn mark_read(&self, uid: u64, id: u64) -> StoreResult<u64> {
+        let mut conn = self.store.conn();
         let now: String = self
+            .store
             .scripts
             .notify_read
-            .key(self.keys.notification_marker(uid))
+            .key(self.store.keys.notification_marker(uid))
             .arg(id.to_string())
             .invoke_async(&mut conn)
             .await?;
@@ -162,10 +168,7 @@ impl Store {
 
     /// The accounts and statuses `stored` name, read in two pipelines;
     /// those of accounts gone or suspended are left out.
-    pub async fn hydrate_notifications(
-        &self,
-        stored: Vec<Stored>,
-    ) -> StoreResult<Vec<(Stored, Notification)>> {
+    pub async fn hydrate(&self, stored: Vec<Stored>) -> StoreResult<Vec<(Stored, Notification)>> {
         let shown = self.hydrate_each(&stored).await?;
         Ok(stored
             .into_iter()
@@ -184,7 +187,7 @@ impl Store {
         uids.sort_unstable();
         uids.dedup();
         let mut users: std::collections::HashMap<String, User> = std::collections::HashMap::new();
-        for u in self.users(&uids).await? {
+        for u in self.store.users(&uids).await? {
             users.insert(u.id.clone(), u);
         }
         let mut sids: Vec<u64> = stored
@@ -194,7 +197,7 @@ impl Store {
         sids.sort_unstable();
         sids.dedup();
         let mut statuses: std::collections::HashMap<u64, Status> = std::collections::HashMap::new();
-        for (sid, s) in self.statuses(&sids).await? {
+        for (sid, s) in self.store.statuses(&sids).await? {
             if let Some(s) = s {
                 statuses.insert(sid, s.status.clone());
             }
@@ -222,22 +225,22 @@ impl Store {
 
     /// Where the notifier has got to in the buffer (`None`: nowhere yet).
     pub async fn notifier_position(&self) -> StoreResult<Option<String>> {
-        let mut conn = self.conn();
-        Ok(conn.get(self.keys.notifier_position()).await?)
+        let mut conn = self.store.conn();
+        Ok(conn.get(self.store.keys.notifier_position()).await?)
     }
 
     /// The notifier has made the notifications of every event up to `id`.
     pub async fn set_notifier_position(&self, id: &str) -> StoreResult<()> {
-        let mut conn = self.conn();
-        let _: () = conn.set(self.keys.notifier_position(), id).await?;
+        let mut conn = self.store.conn();
+        let _: () = conn.set(self.store.keys.notifier_position(), id).await?;
         Ok(())
     }
 
     /// Takes or keeps the notifier's lease for `holder` for `ms`; whether
     /// `holder` has it.
     pub async fn notifier_lease(&self, holder: &str, ms: u64) -> StoreResult<bool> {
-        let mut conn = self.conn();
-        let key = self.keys.notifier_lease();
+        let mut conn = self.store.conn();
+        let key = self.store.keys.notifier_lease();
         let taken: Option<String> = redis::cmd("SET")
             .arg(&key)
             .arg(holder)
@@ -259,9 +262,9 @@ impl Store {
 
     /// The id of the newest entry in the buffer, if any.
     pub async fn newest_event_entry(&self) -> StoreResult<Option<String>> {
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let rows: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
-            .arg(self.keys.events())
+            .arg(self.store.keys.events())
             .arg("+")
             .arg("-")
             .arg("COUNT")

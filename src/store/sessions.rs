@@ -19,7 +19,7 @@
 //! index entry whose session nobody holds, which the clean-up drops. It ends
 //! authority first (`session_end.lua`: from then on its token answers 401),
 //! then index, then revocation (`drop_sessions.lua`: its streams close in
-//! every process), as an outbox op ([`Store::end_sessions`]) so that a crash
+//! every process), as an outbox op ([`Sessions::end_many`]) so that a crash
 //! between them is finished by a worker.
 
 pub use super::caches::cache::SessionUser;
@@ -44,24 +44,37 @@ pub const SESSIONS_PER_USER: usize = 100;
 /// session's score there is at most this much older than its authority's.
 pub const RECENT_GRAIN: f64 = 60.0;
 
+/// Sessions: tokens' authority, their index and clean-up (`Store::sessions`).
+#[derive(Clone, Copy)]
+pub struct Sessions<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// Sessions: tokens' authority, their index and clean-up.
+    pub fn sessions(&self) -> Sessions<'_> {
+        Sessions { store: self }
+    }
+}
+
+impl Sessions<'_> {
     /// Records a new session for `uid` and returns its id.
-    pub async fn create_session(&self, uid: u64, now: f64) -> StoreResult<String> {
+    pub async fn create(&self, uid: u64, now: f64) -> StoreResult<String> {
         let sid = new_session_id();
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let _: () = conn
             .zadd(
-                self.keys.session_index(user_part(uid)),
+                self.store.keys.session_index(user_part(uid)),
                 entry(uid, &sid),
                 now,
             )
             .await?;
-        let mine = self.keys.user_sessions(uid);
+        let mine = self.store.keys.user_sessions(uid);
         let (n,): (u64,) = redis::pipe()
             .atomic()
             .zadd(&mine, &sid, now)
             .ignore()
-            .zadd(self.keys.live_sessions(uid), &sid, now)
+            .zadd(self.store.keys.live_sessions(uid), &sid, now)
             .ignore()
             .zcard(&mine)
             .query_async(&mut conn)
@@ -71,26 +84,21 @@ impl Store {
                 .zrange(&mine, 0, (n as usize - SESSIONS_PER_USER) as isize - 1)
                 .await?;
             let pairs: Vec<(u64, String)> = oldest.into_iter().map(|s| (uid, s)).collect();
-            self.end_sessions(pairs, None).await?;
+            self.end_many(pairs, None).await?;
         }
         Ok(sid)
     }
 
-    /// [`Store::touch_session`] through the session cache: a session found
+    /// [`Sessions::touch`] through the session cache: a session found
     /// alive less than a second ago (and not revoked since) is not asked
     /// about again.
-    pub async fn session_user(
-        &self,
-        sid: &str,
-        uid: u64,
-        now: f64,
-    ) -> StoreResult<Option<SessionUser>> {
-        let cache = &self.session_cache;
+    pub async fn user(&self, sid: &str, uid: u64, now: f64) -> StoreResult<Option<SessionUser>> {
+        let cache = &self.store.session_cache;
         if let Some(user) = cache.get(sid, uid) {
             return Ok(Some(user));
         }
         let seen = cache.generation();
-        let user = self.touch_session(sid, uid, now).await?;
+        let user = self.touch(sid, uid, now).await?;
         if let (Some(seen), Some(user)) = (seen, &user) {
             cache.put(seen, sid, uid, user.clone());
         }
@@ -101,14 +109,9 @@ impl Store {
     /// (one round trip to the user's slot; the clean-up's index is moved
     /// too when the session's last use was in an earlier minute). `None` when
     /// the session has ended (logged out, cleaned up) or is not `uid`'s.
-    pub async fn touch_session(
-        &self,
-        sid: &str,
-        uid: u64,
-        now: f64,
-    ) -> StoreResult<Option<SessionUser>> {
-        let mut conn = self.conn();
-        let live = self.keys.live_sessions(uid);
+    pub async fn touch(&self, sid: &str, uid: u64, now: f64) -> StoreResult<Option<SessionUser>> {
+        let mut conn = self.store.conn();
+        let live = self.store.keys.live_sessions(uid);
         let (before, (login, private)): (Option<f64>, (Option<String>, Option<String>)) =
             redis::pipe()
                 .zscore(&live, sid)
@@ -120,7 +123,7 @@ impl Store {
                 .arg(sid)
                 .ignore()
                 .cmd("HMGET")
-                .arg(self.keys.user(uid))
+                .arg(self.store.keys.user(uid))
                 .arg("login")
                 .arg("private")
                 .query_async(&mut conn)
@@ -139,21 +142,23 @@ impl Store {
     /// back, and never for a session the index no longer has).
     async fn raise_recent(&self, uid: u64, sid: &str, seen: f64) -> StoreResult<()> {
         let _: () = redis::cmd("ZADD")
-            .arg(self.keys.session_index(user_part(uid)))
+            .arg(self.store.keys.session_index(user_part(uid)))
             .arg("XX")
             .arg("GT")
             .arg(seen)
             .arg(entry(uid, sid))
-            .query_async(&mut self.conn())
+            .query_async(&mut self.store.conn())
             .await?;
         Ok(())
     }
 
     /// Ends `uid`'s session `sid` at once (logout): its token stops
     /// working and its streams close.
-    pub async fn end_session(&self, uid: u64, sid: &str) -> StoreResult<bool> {
+    pub async fn end(&self, uid: u64, sid: &str) -> StoreResult<bool> {
         Ok(self
-            .end_sessions(vec![(uid, sid.to_string())], None)
+            .store
+            .sessions()
+            .end_many(vec![(uid, sid.to_string())], None)
             .await?
             > 0)
     }
@@ -166,12 +171,13 @@ impl Store {
         status_id: u64,
         now: f64,
     ) -> StoreResult<()> {
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let _: i64 = self
+            .store
             .scripts
             .record_view
-            .key(self.keys.live_sessions(uid))
-            .key(self.keys.user_viewed(uid, sid))
+            .key(self.store.keys.live_sessions(uid))
+            .key(self.store.keys.user_viewed(uid, sid))
             .arg(sid)
             .arg(now)
             .arg(status_id)
@@ -183,9 +189,9 @@ impl Store {
 
     /// The statuses session `sid` of `uid` viewed, most recent first.
     pub async fn viewed(&self, uid: u64, sid: &str) -> StoreResult<Vec<u64>> {
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let ids: Vec<String> = conn
-            .zrevrange(self.keys.user_viewed(uid, sid), 0, -1)
+            .zrevrange(self.store.keys.user_viewed(uid, sid), 0, -1)
             .await?;
         ids.iter().map(|s| parse_id(s)).collect()
     }
@@ -197,11 +203,11 @@ impl Store {
     /// cluster that has just restarted leave the redis crate's cluster
     /// connection timing out for good (`streams_survive_a_redis_restart`
     /// on the cluster, as `Store::outbox_depth` found first).
-    pub async fn session_count(&self) -> StoreResult<u64> {
-        let mut conn = self.conn();
+    pub async fn count(&self) -> StoreResult<u64> {
+        let mut conn = self.store.conn();
         let mut n = 0;
         for k in 0..OUTBOX_PARTS {
-            let count: u64 = conn.zcard(self.keys.session_index(k)).await?;
+            let count: u64 = conn.zcard(self.store.keys.session_index(k)).await?;
             n += count;
         }
         Ok(n)
@@ -220,9 +226,9 @@ impl Store {
     /// read in order and the readings merged (the `n` oldest of all are
     /// among the `n` oldest of each): a command per partition for each
     /// reading, one after another.
-    pub async fn cleanup_sessions(&self, max: u64, idle_cutoff: f64) -> StoreResult<usize> {
+    pub async fn cleanup(&self, max: u64, idle_cutoff: f64) -> StoreResult<usize> {
         let mut ended = 0;
-        let n = self.session_count().await?;
+        let n = self.count().await?;
         if n > max {
             let extra = ((n - max) as usize).min(CLEANUP_BATCH);
             let heads = self
@@ -245,7 +251,7 @@ impl Store {
                 let mut ranked: Vec<_> = pairs.into_iter().zip(seen).collect();
                 ranked.sort_by(|a, b| a.1.unwrap_or(f64::MIN).total_cmp(&b.1.unwrap_or(f64::MIN)));
                 let chosen = ranked.into_iter().take(extra).map(|(p, _)| p).collect();
-                ended += self.end_sessions(chosen, None).await?;
+                ended += self.end_many(chosen, None).await?;
             }
         }
         let idle = self
@@ -255,7 +261,7 @@ impl Store {
             )
             .await?;
         let idle = self.indexed(idle).await?;
-        ended += self.end_sessions(idle, Some(idle_cutoff)).await?;
+        ended += self.end_many(idle, Some(idle_cutoff)).await?;
         Ok(ended)
     }
 
@@ -267,11 +273,11 @@ impl Store {
         range: &[String],
         most: usize,
     ) -> StoreResult<Vec<(usize, String, f64)>> {
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let mut all: Vec<(usize, String, f64)> = Vec::new();
         for k in 0..OUTBOX_PARTS {
             let part: Vec<(String, f64)> = redis::cmd("ZRANGE")
-                .arg(self.keys.session_index(k))
+                .arg(self.store.keys.session_index(k))
                 .arg(range)
                 .arg("WITHSCORES")
                 .query_async(&mut conn)
@@ -287,12 +293,12 @@ impl Store {
     /// that name none are removed from the index.
     async fn indexed(&self, entries: Vec<(usize, String, f64)>) -> StoreResult<Vec<(u64, String)>> {
         let mut pairs = Vec::new();
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         for (k, member, _) in entries {
             match parse_entry(&member) {
                 Some(pair) => pairs.push(pair),
                 None => {
-                    let _: () = conn.zrem(self.keys.session_index(k), member).await?;
+                    let _: () = conn.zrem(self.store.keys.session_index(k), member).await?;
                 }
             }
         }
@@ -306,15 +312,15 @@ impl Store {
         }
         let mut pipe = redis::pipe();
         for (uid, sid) in sessions {
-            pipe.zscore(self.keys.live_sessions(*uid), sid);
+            pipe.zscore(self.store.keys.live_sessions(*uid), sid);
         }
-        Ok(pipe.query_async(&mut self.conn()).await?)
+        Ok(pipe.query_async(&mut self.store.conn()).await?)
     }
 
     /// Ends sessions (with `cutoff`, only those not seen since), as an
     /// outbox op: authority, then index and revocation. Returns how many
     /// ended.
-    pub(crate) async fn end_sessions(
+    pub(crate) async fn end_many(
         &self,
         sessions: Vec<(u64, String)>,
         cutoff: Option<f64>,
@@ -323,14 +329,14 @@ impl Store {
             return Ok(0);
         }
         let op = EndSessionsOp { sessions, cutoff };
-        let owed = self.start_op(Op::EndSessions(op.clone())).await?;
-        self.run_end_sessions(&owed.entry, &op).await
+        let owed = self.store.start_op(Op::EndSessions(op.clone())).await?;
+        self.store.run_end_sessions(&owed.entry, &op).await
     }
 
     /// Ends sessions, each step idempotent (a chain that runs it may run
     /// again): at their authority, then in the index with their revocation.
     /// Returns how many ended (again, on a rerun).
-    pub(crate) async fn close_sessions(
+    pub(crate) async fn close(
         &self,
         sessions: &[(u64, String)],
         cutoff: Option<f64>,
@@ -339,18 +345,19 @@ impl Store {
         for (uid, sid) in sessions {
             by_user.entry(*uid).or_default().push(sid);
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let mut ended: Vec<(u64, String)> = Vec::new();
         let mut kept: Vec<(u64, String, f64)> = Vec::new();
         let cut = cutoff.map_or("+inf".to_string(), |c| c.to_string());
         for (uid, sids) in by_user {
             let (gone, used): (Vec<String>, Vec<(String, f64)>) = self
+                .store
                 .scripts
                 .session_end
-                .key(self.keys.live_sessions(uid))
-                .key(self.keys.user_sessions(uid))
+                .key(self.store.keys.live_sessions(uid))
+                .key(self.store.keys.user_sessions(uid))
                 .arg(&cut)
-                .arg(self.keys.user_viewed_stem(uid))
+                .arg(self.store.keys.user_viewed_stem(uid))
                 .arg(&sids)
                 .invoke_async(&mut conn)
                 .await?;
@@ -363,8 +370,8 @@ impl Store {
         if ended.is_empty() {
             return Ok(0);
         }
-        if !self.pause_session_end.is_zero() {
-            tokio::time::sleep(self.pause_session_end).await;
+        if !self.store.pause_session_end.is_zero() {
+            tokio::time::sleep(self.store.pause_session_end).await;
         }
         let mut by_part: BTreeMap<usize, Vec<String>> = BTreeMap::new();
         for (uid, sid) in &ended {
@@ -374,22 +381,23 @@ impl Store {
                 .push(entry(*uid, sid));
         }
         for (k, entries) in by_part {
-            let _: () = conn.zrem(self.keys.session_index(k), entries).await?;
+            let _: () = conn.zrem(self.store.keys.session_index(k), entries).await?;
         }
         let sids: Vec<&str> = ended.iter().map(|(_, sid)| sid.as_str()).collect();
         let _: usize = self
+            .store
             .scripts
             .drop_sessions
-            .key(self.keys.events())
-            .arg(self.keys.channel())
-            .arg(self.replay_maxlen)
+            .key(self.store.keys.events())
+            .arg(self.store.keys.channel())
+            .arg(self.store.replay_maxlen)
             .arg(&sids)
             .invoke_async(&mut conn)
             .await?;
         // The hub revokes them too when their events arrive; this process
         // does not wait for that.
         for sid in sids {
-            self.session_cache.revoke(sid);
+            self.store.session_cache.revoke(sid);
         }
         Ok(ended.len())
     }
@@ -406,20 +414,20 @@ pub struct SessionEntry {
     pub last_seen: f64,
 }
 
-impl Store {
+impl Sessions<'_> {
     /// The live sessions of `uid`, newest first. Entries of the user's
     /// list whose session has ended are dropped from it on the way.
-    pub async fn user_sessions(&self, uid: u64) -> StoreResult<Vec<SessionEntry>> {
-        let mut conn = self.conn();
+    pub async fn of_user(&self, uid: u64) -> StoreResult<Vec<SessionEntry>> {
+        let mut conn = self.store.conn();
         let listed: Vec<(String, f64)> = conn
-            .zrevrange_withscores(self.keys.user_sessions(uid), 0, -1)
+            .zrevrange_withscores(self.store.keys.user_sessions(uid), 0, -1)
             .await?;
         if listed.is_empty() {
             return Ok(Vec::new());
         }
         let ids: Vec<&str> = listed.iter().map(|(id, _)| id.as_str()).collect();
         let seen: Vec<Option<f64>> = redis::cmd("ZMSCORE")
-            .arg(self.keys.live_sessions(uid))
+            .arg(self.store.keys.live_sessions(uid))
             .arg(&ids)
             .query_async(&mut conn)
             .await?;
@@ -436,7 +444,9 @@ impl Store {
             }
         }
         if !ended.is_empty() {
-            let _: () = conn.zrem(self.keys.user_sessions(uid), &ended).await?;
+            let _: () = conn
+                .zrem(self.store.keys.user_sessions(uid), &ended)
+                .await?;
         }
         Ok(live)
     }
@@ -444,37 +454,41 @@ impl Store {
     /// Ends `uid`'s session `sid` (its token answers 401 and its streams
     /// get `disconnect` in every process); false when it is not one of the
     /// user's live sessions.
-    pub async fn end_user_session(&self, uid: u64, sid: &str) -> StoreResult<bool> {
-        let mut conn = self.conn();
-        let seen: Option<f64> = conn.zscore(self.keys.live_sessions(uid), sid).await?;
+    pub async fn end_of_user(&self, uid: u64, sid: &str) -> StoreResult<bool> {
+        let mut conn = self.store.conn();
+        let seen: Option<f64> = conn.zscore(self.store.keys.live_sessions(uid), sid).await?;
         if seen.is_none() {
             return Ok(false);
         }
         Ok(self
-            .end_sessions(vec![(uid, sid.to_string())], None)
+            .store
+            .sessions()
+            .end_many(vec![(uid, sid.to_string())], None)
             .await?
             > 0)
     }
 
     /// Ends every live session of `uid` but `keep`; returns how many.
-    pub async fn end_other_sessions(&self, uid: u64, keep: &str) -> StoreResult<usize> {
+    pub async fn end_others(&self, uid: u64, keep: &str) -> StoreResult<usize> {
         let others: Vec<(u64, String)> = self
-            .user_sessions(uid)
+            .store
+            .sessions()
+            .of_user(uid)
             .await?
             .into_iter()
             .filter(|s| s.id != keep)
             .map(|s| (uid, s.id))
             .collect();
-        self.end_sessions(others, None).await
+        self.end_many(others, None).await
     }
 
     /// Every session `uid` has, live or not yet listed as ended (for a
     /// chain that ends them all: an account's deletion, a suspension).
-    pub(crate) async fn all_sessions_of(&self, uid: u64) -> StoreResult<Vec<(u64, String)>> {
-        let mut conn = self.conn();
+    pub(crate) async fn all_of(&self, uid: u64) -> StoreResult<Vec<(u64, String)>> {
+        let mut conn = self.store.conn();
         let (listed, live): (Vec<String>, Vec<String>) = redis::pipe()
-            .zrange(self.keys.user_sessions(uid), 0, -1)
-            .zrange(self.keys.live_sessions(uid), 0, -1)
+            .zrange(self.store.keys.user_sessions(uid), 0, -1)
+            .zrange(self.store.keys.live_sessions(uid), 0, -1)
             .query_async(&mut conn)
             .await?;
         let mut all: Vec<String> = listed.into_iter().chain(live).collect();

@@ -228,7 +228,8 @@ impl TestApp {
         let store = firehose::store::Store::open(&self.redis.url(), &self.cfg).unwrap();
         let uid: u64 = uid.parse().unwrap();
         let sid = store
-            .create_session(uid, firehose::model::now())
+            .sessions()
+            .create(uid, firehose::model::now())
             .await
             .unwrap();
         let jwt = firehose::auth::Jwt::new(self.cfg.jwt_secret().unwrap());

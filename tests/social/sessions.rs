@@ -460,7 +460,7 @@ async fn the_clean_up_ends_the_least_recently_used_session_not_the_oldest_login(
     // index moves once a minute of use).
     assert_eq!(app.get("/api/v1/me", Some(&first)).await.0, StatusCode::OK);
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
-    assert_eq!(store.cleanup_sessions(2, 0.0).await.unwrap(), 1);
+    assert_eq!(store.sessions().cleanup(2, 0.0).await.unwrap(), 1);
     assert_eq!(
         app.get("/api/v1/me", Some(&second)).await.0,
         StatusCode::UNAUTHORIZED

@@ -263,7 +263,7 @@ async fn follow_all(store: &Store, followers: &[u64], target: u64) -> anyhow::Re
 }
 
 async fn token(store: &Store, jwt: &firehose::auth::Jwt, uid: u64) -> anyhow::Result<String> {
-    let sid = store.create_session(uid, firehose::model::now()).await?;
+    let sid = store.sessions().create(uid, firehose::model::now()).await?;
     Ok(jwt.mint(uid, &sid, &["read", "write"], 3600).0)
 }
 

@@ -403,7 +403,7 @@ async fn main() -> anyhow::Result<()> {
         let jwt = &jwt;
         let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
         async move {
-            let sid = store.create_session(uid, firehose::model::now()).await?;
+            let sid = store.sessions().create(uid, firehose::model::now()).await?;
             let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
             anyhow::Ok(jwt.mint(uid, &sid, &scopes, 7200).0)
         }

@@ -136,7 +136,8 @@ impl Refresher {
     async fn token(&self, uid: u64) -> Option<String> {
         let sid = self
             .store
-            .create_session(uid, firehose::model::now())
+            .sessions()
+            .create(uid, firehose::model::now())
             .await
             .ok()?;
         Some(

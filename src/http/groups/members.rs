@@ -62,7 +62,8 @@ pub async fn members(
     readable(&state, viewer.as_ref(), gid).await?;
     let (rows, next) = state
         .store
-        .group_member_page(gid, false, &cursor, count)
+        .groups()
+        .member_page(gid, false, &cursor, count)
         .await?;
     member_page(&state, rows, next).await
 }
@@ -109,7 +110,7 @@ pub async fn add(
     if state.store.relation_bits(auth.uid, target).await? & hides::BLOCKED_BY != 0 {
         return Err(ApiError::forbidden("That user blocks you."));
     }
-    let current = state.store.group_standing(gid, target).await?;
+    let current = state.store.groups().standing(gid, target).await?;
     if current.is_some_and(|s| s.role.is_none() && !s.requested) {
         room_for(&state, target).await?;
     }
@@ -199,7 +200,8 @@ pub async fn requests(
     }
     let (rows, next) = state
         .store
-        .group_member_page(gid, true, &cursor, count)
+        .groups()
+        .member_page(gid, true, &cursor, count)
         .await?;
     member_page(&state, rows, next).await
 }

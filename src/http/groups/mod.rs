@@ -145,7 +145,8 @@ pub async fn create(
     let uid = auth.uid;
     let gid = detached(async move {
         Ok(store
-            .create_group(uid, &body.name, &description, &body.kind)
+            .groups()
+            .create(uid, &body.name, &description, &body.kind)
             .await?)
     })
     .await?;
@@ -178,7 +179,7 @@ pub async fn list(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<GroupPage>> {
     let (cursor, count) = user_paging(&q)?;
-    let (groups, next_cursor) = state.store.group_page(auth.uid, &cursor, count).await?;
+    let (groups, next_cursor) = state.store.groups().page(auth.uid, &cursor, count).await?;
     Ok(Json(GroupPage {
         groups,
         next_cursor,

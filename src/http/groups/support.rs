@@ -22,10 +22,15 @@ pub(super) fn no_group() -> ApiError {
 
 /// The group as `viewer` sees it, or 404.
 pub(super) async fn find(state: &AppState, gid: u64, viewer: Option<u64>) -> ApiResult<Group> {
-    state.store.group(gid, viewer).await.map_err(|e| match e {
-        StoreError::NotFound(_) => no_group(),
-        e => e.into(),
-    })
+    state
+        .store
+        .groups()
+        .get(gid, viewer)
+        .await
+        .map_err(|e| match e {
+            StoreError::NotFound(_) => no_group(),
+            e => e.into(),
+        })
 }
 
 /// A refused change, in the contract's terms.
@@ -71,18 +76,18 @@ pub(super) async fn change(
     let store = state.store.clone();
     let max = state.cfg.max_group_members;
     let outcome =
-        detached(async move { Ok(store.change_group(gid, actor, target, what, max).await?) })
+        detached(async move { Ok(store.groups().change(gid, actor, target, what, max).await?) })
             .await?;
     let standing = outcome.map_err(refused)?;
     if group.kind == "private" && standing.role.is_none() {
-        state.store.announce_group_left(gid, target).await?;
+        state.store.groups().announce_left(gid, target).await?;
     }
     Ok(membership(gid, target, &standing))
 }
 
 /// Whether `uid` may be in one more group.
 pub(super) async fn room_for(state: &AppState, uid: u64) -> ApiResult<()> {
-    if state.store.group_count(uid).await? >= state.cfg.max_groups_per_user {
+    if state.store.groups().count(uid).await? >= state.cfg.max_groups_per_user {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
             "group_limit",

@@ -157,7 +157,7 @@ pub async fn may_read_group(
     viewer: Option<&AuthUser>,
     gid: u64,
 ) -> ApiResult<Option<bool>> {
-    let group = match state.store.group(gid, viewer.map(|v| v.uid)).await {
+    let group = match state.store.groups().get(gid, viewer.map(|v| v.uid)).await {
         Ok(g) => g,
         Err(StoreError::NotFound(_)) => return Ok(None),
         Err(e) => return Err(e.into()),

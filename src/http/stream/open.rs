@@ -373,7 +373,7 @@ async fn own_list(state: &AppState, auth: &AuthUser, raw: Option<&str>) -> ApiRe
         ));
     };
     let lid = crate::http::shared::extract::path_id(raw, "list")?;
-    let members = state.store.list_members(auth.uid, lid).await?;
+    let members = state.store.lists().members(auth.uid, lid).await?;
     let following = state.store.following_ids(auth.uid).await?;
     Ok(ListView {
         id: lid,
@@ -389,7 +389,7 @@ async fn own_list(state: &AppState, auth: &AuthUser, raw: Option<&str>) -> ApiRe
 /// the hub).
 pub async fn still_reads(state: &AppState, auth: &AuthUser, want: &Want) -> ApiResult<bool> {
     if let Some(view) = &want.list {
-        return match state.store.list(auth.uid, view.id).await {
+        return match state.store.lists().get(auth.uid, view.id).await {
             Ok(_) => Ok(true),
             Err(crate::store::StoreError::NotFound(_)) => Ok(false),
             Err(e) => Err(e.into()),

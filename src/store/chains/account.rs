@@ -75,8 +75,8 @@ impl Store {
         self.release_name(email, uid, None).await?;
         self.release_name(login, uid, (until > 0).then_some(until))
             .await?;
-        let sessions = self.all_sessions_of(uid).await?;
-        self.close_sessions(&sessions, None).await?;
+        let sessions = self.sessions().all_of(uid).await?;
+        self.sessions().close(&sessions, None).await?;
         let _: () = conn.del(self.keys.user_sessions(uid)).await?;
         Ok(())
     }
@@ -140,7 +140,8 @@ impl Store {
             &self.keys.user_groups(uid),
             false,
             |gid| async move {
-                self.change_group(gid, uid, uid, Change::Purge, usize::MAX)
+                self.groups()
+                    .change(gid, uid, uid, Change::Purge, usize::MAX)
                     .await
                     .map(|_| ())
             },
@@ -157,10 +158,10 @@ impl Store {
         .await?;
         self.undo_relations(uid, at).await?;
         self.undo_each(entry, &self.keys.user_convs(uid), false, |cid| async move {
-            self.leave(cid, uid, true).await
+            self.conversations().leave_as(cid, uid, true).await
         })
         .await?;
-        self.drop_lists(uid).await?;
+        self.lists().drop_all(uid).await?;
         // What is left is the user's own keys, all in their slot.
         let k = &self.keys;
         let mut conn = self.conn();

@@ -148,7 +148,7 @@ impl Store {
     ) -> StoreResult<()> {
         let mut conn = self.conn();
         if let Some(gid) = status.group_id.as_deref().and_then(|g| g.parse().ok()) {
-            self.group_timeline_remove(gid, sid).await?;
+            self.groups().timeline_remove(gid, sid).await?;
             let _: () = conn.zrem(self.keys.user_group_statuses(uid), sid).await?;
         }
         let likers: Vec<u64> = conn.zrange(self.keys.likers(sid), 0, -1).await?;

@@ -25,7 +25,7 @@ impl Store {
         entry: &Entry,
         op: &EndSessionsOp,
     ) -> StoreResult<usize> {
-        let n = self.close_sessions(&op.sessions, op.cutoff).await?;
+        let n = self.sessions().close(&op.sessions, op.cutoff).await?;
         self.finish_with(entry, Vec::new()).await?;
         Ok(n)
     }

@@ -105,7 +105,7 @@ impl Store {
                 let _: () = conn
                     .zadd(self.keys.user_group_statuses(uid), sid, score)
                     .await?;
-                self.group_timeline_add(gid, sid, score).await?
+                self.groups().timeline_add(gid, sid, score).await?
             }
             None => {
                 let posts: i64 = self

@@ -68,12 +68,13 @@ impl Store {
             .map_err(|e| StoreError::Internal(e.to_string()))?;
         self.emit(&event).await?;
         if on {
-            let sessions = self.all_sessions_of(uid).await?;
-            self.close_sessions(&sessions, None).await?;
+            let sessions = self.sessions().all_of(uid).await?;
+            self.sessions().close(&sessions, None).await?;
         }
         if let (1, Some(id)) = (changed, audit) {
             let action = if on { "suspend_user" } else { "unsuspend_user" };
-            self.audit_put(id, admin, action, &uid.to_string(), None, keep)
+            self.moderation()
+                .audit_put(id, admin, action, &uid.to_string(), None, keep)
                 .await?;
         }
         self.finish_with(entry, Vec::new()).await?;

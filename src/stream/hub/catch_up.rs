@@ -17,7 +17,7 @@ impl Dispatcher {
     /// After (re)subscribing: replays what the buffer holds past the last
     /// dispatched event, warning every connection if part of it was trimmed.
     pub(super) async fn catch_up(&mut self, shutdown: &mut Shutdown) {
-        match self.store.suspended_ids().await {
+        match self.store.moderation().suspended_ids().await {
             Ok(ids) => self.store.suspended().replace(ids),
             Err(e) => tracing::warn!(error = %e, "could not read the suspended users"),
         }
