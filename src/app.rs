@@ -62,7 +62,7 @@ async fn open_history(
         .history_dir
         .clone()
         .unwrap_or_else(|| cfg.data_dir.join(format!("history-{port}")));
-    let name = store.event_stream_name().await?;
+    let name = store.events().stream_name().await?;
     let settings = crate::history::Settings {
         dir,
         retention_secs: cfg.history_secs,

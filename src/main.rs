@@ -133,7 +133,8 @@ async fn token(args: TokenArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| embedded::DEFAULT_URL.to_string());
     let store = firehose::store::Store::open(&url, cfg)?;
     let user = store
-        .user_any(args.user)
+        .users()
+        .get_any(args.user)
         .await
         .context("no such user (or Redis is unreachable)")?;
     for scope in &args.scopes {
@@ -142,7 +143,7 @@ async fn token(args: TokenArgs) -> anyhow::Result<()> {
         }
     }
     if args.grant_firehose {
-        store.set_firehose_allowed(args.user, true).await?;
+        store.users().set_firehose_allowed(args.user, true).await?;
     }
     if let Some(found) = store.foreign_layout().await? {
         bail!(firehose::store::layout::foreign_layout_error(&found));

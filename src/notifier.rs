@@ -109,7 +109,7 @@ async fn start(store: &Store) -> crate::store::StoreResult<EventId> {
 /// changes go out in order, each run of additions (or of removals) in one
 /// pipeline, their events in one buffer entry.
 async fn step(store: &Store, position: &mut EventId) -> crate::store::StoreResult<bool> {
-    let (page, _) = store.events_following(*position, READ_ENTRIES).await?;
+    let (page, _) = store.events().following(*position, READ_ENTRIES).await?;
     let Some((last, _)) = page.events.last() else {
         return Ok(false);
     };
@@ -195,7 +195,7 @@ async fn add_run(store: &Store, run: &[(Change, bool)]) -> crate::store::StoreRe
         }));
     }
     if !bodies.is_empty() {
-        store.emit_many(&bodies).await?;
+        store.events().emit_many(&bodies).await?;
     }
     Ok(())
 }
@@ -223,7 +223,7 @@ async fn remove_run(store: &Store, run: &[(Change, bool)]) -> crate::store::Stor
         })
         .collect();
     if !bodies.is_empty() {
-        store.emit_many(&bodies).await?;
+        store.events().emit_many(&bodies).await?;
     }
     Ok(())
 }

@@ -84,7 +84,7 @@ impl Sight {
     /// [`Sight::new`] with the viewer's relations read now.
     pub async fn of(store: Store, viewer: Option<u64>, reach: Reach) -> StoreResult<Sight> {
         let relations = match viewer {
-            Some(v) => Arc::new(store.hides(v).await?),
+            Some(v) => Arc::new(store.relations().hides(v).await?),
             None => Arc::default(),
         };
         Ok(Sight::new(store, viewer, relations, reach))
@@ -112,7 +112,7 @@ impl Sight {
         sids.sort_unstable();
         sids.dedup();
         if !sids.is_empty() {
-            let now = self.store.statuses_now(&sids).await?;
+            let now = self.store.statuses().current(&sids).await?;
             self.statuses.extend(sids.into_iter().zip(now));
         }
         let mut uids: Vec<u64> = authors
@@ -126,7 +126,7 @@ impl Sight {
             for uid in &uids {
                 self.accounts.insert(*uid, None);
             }
-            for user in self.store.users(&uids).await? {
+            for user in self.store.users().many(&uids).await? {
                 if let Ok(uid) = user.id.parse::<u64>() {
                     self.accounts.insert(uid, Some(user.private));
                 }
@@ -286,7 +286,7 @@ impl Sight {
         if let Some(private) = self.accounts.get(&uid) {
             return Ok(*private);
         }
-        let private = match self.store.user(uid).await {
+        let private = match self.store.users().get(uid).await {
             Ok(user) => Some(user.private),
             Err(StoreError::NotFound(_)) => None,
             Err(e) => return Err(e),
@@ -303,7 +303,7 @@ impl Sight {
         if let Some(follows) = self.follows.get(&author) {
             return Ok(*follows);
         }
-        let follows = self.store.is_following(viewer, author).await?;
+        let follows = self.store.follows().is_following(viewer, author).await?;
         self.follows.insert(author, follows);
         Ok(follows)
     }

@@ -23,7 +23,7 @@ pub async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<
     let ids: Vec<anyhow::Result<u64>> = futures::stream::iter(0..n)
         .map(|i| async move {
             let login = format!("{prefix}{i}");
-            if let Some(id) = store.lookup(&login).await? {
+            if let Some(id) = store.users().lookup(&login).await? {
                 return Ok(id);
             }
             let email = format!("{login}@example.test");
@@ -34,7 +34,8 @@ pub async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<
                 password_hash: "x",
             };
             Ok(store
-                .create_user(&new, firehose::model::now())
+                .users()
+                .create(&new, firehose::model::now())
                 .await?
                 .id
                 .parse()?)

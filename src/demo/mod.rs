@@ -138,7 +138,7 @@ pub fn spawn(
 }
 
 async fn open_world(store: &Store, users: usize) -> anyhow::Result<World> {
-    if let Some(seeded) = store.demo_world().await? {
+    if let Some(seeded) = store.demo().world().await? {
         return World::find(store, seeded, SERVE_CELEBRITIES).await;
     }
     tracing::info!(users, "seeding the demo world");
@@ -148,6 +148,6 @@ async fn open_world(store: &Store, users: usize) -> anyhow::Result<World> {
         progress: false,
     };
     let world = World::seed(store, shape).await?;
-    store.set_demo_world(world.users()).await?;
+    store.demo().set_world(world.users()).await?;
     Ok(world)
 }

@@ -98,8 +98,8 @@ impl Viewer {
 }
 
 async fn account(store: &Store, passwords: &Passwords) -> StoreResult<(u64, String)> {
-    if let Some(uid) = store.demo_viewer().await? {
-        if let Ok(user) = store.user(uid).await {
+    if let Some(uid) = store.demo().viewer().await? {
+        if let Ok(user) = store.users().get(uid).await {
             return Ok((uid, user.login));
         }
     }
@@ -115,18 +115,18 @@ async fn account(store: &Store, passwords: &Passwords) -> StoreResult<(u64, Stri
         email: &format!("{login}@demo.example"),
         password_hash: &hash,
     };
-    let user = store.create_user(&new, now()).await?;
+    let user = store.users().create(&new, now()).await?;
     let uid: u64 = user
         .id
         .parse()
         .map_err(|_| StoreError::Internal("a user id".into()))?;
     // Another process may have made one meanwhile: the first recorded
     // wins, unless it is the gone account this one replaces.
-    if let Some(first) = store.set_demo_viewer(uid, false).await? {
-        if let Ok(user) = store.user(first).await {
+    if let Some(first) = store.demo().set_viewer(uid, false).await? {
+        if let Ok(user) = store.users().get(first).await {
             return Ok((first, user.login));
         }
-        store.set_demo_viewer(uid, true).await?;
+        store.demo().set_viewer(uid, true).await?;
     }
     Ok((uid, login))
 }

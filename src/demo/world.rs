@@ -191,9 +191,11 @@ impl World {
                         email: &email,
                         password_hash: &hash,
                     };
-                    let id = match store.create_user(&new, now()).await {
+                    let id = match store.users().create(&new, now()).await {
                         Ok(u) => u.id.parse().ok(),
-                        Err(StoreError::Conflict(..)) => store.lookup(login).await.ok().flatten(),
+                        Err(StoreError::Conflict(..)) => {
+                            store.users().lookup(login).await.ok().flatten()
+                        }
                         Err(e) => return Err(e),
                     };
                     pb.inc(1);
@@ -229,6 +231,7 @@ impl World {
         let mut uids = Vec::with_capacity(users);
         for login in &logins {
             let uid = store
+                .users()
                 .lookup(login)
                 .await?
                 .with_context(|| format!("demo user {login} is gone"))?;
@@ -279,7 +282,7 @@ impl World {
             .map(|(a, b)| {
                 let (store, pb) = (self.store.clone(), pb.clone());
                 async move {
-                    let r = store.set_follow(a, b, true, at).await;
+                    let r = store.follows().set(a, b, true, at).await;
                     pb.inc(1);
                     r
                 }
@@ -310,7 +313,7 @@ impl World {
             (50..65, Some(t)) => self.reply(author, t).await.map(|_| Act::Reply),
             (65..90, Some((sid, to))) => {
                 let (liker, to) = (self.uids[author], self.uids[to]);
-                self.store.set_like(liker, sid, to, false, true).await?;
+                self.store.likes().set(liker, sid, to, false, true).await?;
                 Ok(Act::Like)
             }
             (90.., Some(t)) => self.repost(author, t).await.map(|_| Act::Repost),
@@ -322,12 +325,12 @@ impl World {
     /// [`KEEP_PER_USER`]; whether one went.
     async fn trim(&mut self, author: usize) -> Result<bool, StoreError> {
         let uid = self.uids[author];
-        let (n, oldest) = self.store.demo_oldest(uid).await?;
+        let (n, oldest) = self.store.demo().oldest(uid).await?;
         let Some(sid) = oldest.filter(|_| n > KEEP_PER_USER) else {
             return Ok(false);
         };
         self.recent.retain(|&(s, _)| s != sid);
-        match self.store.delete_status(sid, uid, false, now()).await {
+        match self.store.statuses().delete(sid, uid, false, now()).await {
             Ok(()) | Err(StoreError::NotFound(_)) => Ok(true),
             Err(e) => Err(e),
         }
@@ -397,7 +400,7 @@ impl World {
         let (sid, posted) = self.store.next_status_id().await?;
         status.id = sid.to_string();
         status.posted = posted;
-        self.store.post_status(&status, &opts).await?;
+        self.store.statuses().post(&status, &opts).await?;
         Ok(sid)
     }
 
@@ -432,7 +435,13 @@ impl World {
 
     async fn repost(&mut self, author: usize, (sid, to): (u64, usize)) -> Result<(), StoreError> {
         let reposter = self.uids[author];
-        if self.store.repost_by(sid, reposter).await?.is_some() {
+        if self
+            .store
+            .statuses()
+            .repost_by(sid, reposter)
+            .await?
+            .is_some()
+        {
             return Ok(());
         }
         let mut status = self.draft(author, String::new());

@@ -45,7 +45,7 @@ pub async fn run(history: History, store: Store, published: Arc<Notify>, mut shu
     let mut oldest_pending: Option<Instant> = None;
     let mut failing_since: Option<Instant> = None;
     loop {
-        let read = store.events_following(last, READ_ENTRIES).await;
+        let read = store.events().following(last, READ_ENTRIES).await;
         let mut more = false;
         match read {
             Ok((page, held)) => {
@@ -58,7 +58,7 @@ pub async fn run(history: History, store: Store, published: Arc<Notify>, mut shu
                     let next_entry = page.events[0].0.starts_entry_after(last);
                     let lost = !held
                         && !next_entry
-                        && match store.buffer_info().await {
+                        && match store.events().buffer_info().await {
                             Ok(info) => crate::stream::frame::is_gap(last, &info),
                             Err(_) => true,
                         };

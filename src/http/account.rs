@@ -91,7 +91,7 @@ pub async fn change_password(
         return Err(wrong_password());
     }
     crate::password::validate(&body.new_password)?;
-    let hash = state.store.password_hash(auth.uid).await?;
+    let hash = state.store.users().password_hash(auth.uid).await?;
     let admission = state.passwords.admit()?;
     let verified = state.passwords.verify(body.current_password, hash).await;
     if !verified {
@@ -103,7 +103,11 @@ pub async fn change_password(
         .await
         .ok_or_else(ApiError::internal)?;
     drop(admission);
-    state.store.set_password_hash(auth.uid, &new_hash).await?;
+    state
+        .store
+        .users()
+        .set_password_hash(auth.uid, &new_hash)
+        .await?;
     if body.end_other_sessions != Some(false) {
         state
             .store
@@ -142,7 +146,7 @@ pub async fn destroy(
     if body.password.len() > 1024 {
         return Err(wrong_password());
     }
-    let hash = state.store.password_hash(auth.uid).await?;
+    let hash = state.store.users().password_hash(auth.uid).await?;
     let admission = state.passwords.admit()?;
     if !state.passwords.verify(body.password, hash).await {
         return Err(wrong_password());
@@ -151,7 +155,7 @@ pub async fn destroy(
     let store = state.store.clone();
     let uid = auth.uid;
     let owed =
-        super::shared::extract::detached(async move { Ok(store.delete_account(uid).await?) })
+        super::shared::extract::detached(async move { Ok(store.users().delete(uid).await?) })
             .await?;
     let store = state.store.clone();
     let rest = tokio::spawn(async move {
@@ -175,8 +179,8 @@ const EXPORT_OP: Op = Op::get("/api/v1/me/export", "users", "Everything your acc
 /// first within each type. Read from Redis a page at a time as the client
 /// takes it, so an account of any size costs a page of memory.
 pub async fn export(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Response> {
-    let mut user = state.store.user(auth.uid).await?;
-    user.email = state.store.email(auth.uid).await?;
+    let mut user = state.store.users().get(auth.uid).await?;
+    user.email = state.store.users().email(auth.uid).await?;
     let mut first = serde_json::to_value(&user).unwrap_or_default();
     first["type"] = "user".into();
     let mut head = first.to_string().into_bytes();
@@ -246,6 +250,7 @@ impl Export {
     ) -> Result<(), crate::store::StoreError> {
         let page = self
             .store
+            .statuses()
             .timeline(Timeline::Profile(self.uid), Page::MaxId(max), EXPORT_PAGE)
             .await?;
         let last = page
@@ -289,7 +294,7 @@ impl Export {
                 } else {
                     "follower"
                 };
-                for user in self.store.users(&ids).await? {
+                for user in self.store.users().many(&ids).await? {
                     let line =
                         serde_json::json!({"type": kind, "id": user.id, "login": user.login});
                     out.extend_from_slice(line.to_string().as_bytes());

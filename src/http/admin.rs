@@ -236,19 +236,20 @@ pub async fn resolve(
 /// Deletes status `sid` as its author would: `Ok(false)` when it is gone
 /// already.
 async fn remove(state: &AppState, sid: u64) -> ApiResult<bool> {
-    let status = match state.store.status(sid).await {
+    let status = match state.store.statuses().get(sid).await {
         Ok(s) => s,
         Err(StoreError::NotFound(_)) => return Ok(false),
         Err(e) => return Err(e.into()),
     };
     let author: u64 = status.uid.parse().unwrap_or(0);
-    let private = match state.store.user_any(author).await {
+    let private = match state.store.users().get_any(author).await {
         Ok(u) => u.private,
         Err(StoreError::NotFound(_)) => false,
         Err(e) => return Err(e.into()),
     };
     let store = state.store.clone();
-    match detached(async move { Ok(store.delete_status(sid, author, private, now()).await?) }).await
+    match detached(async move { Ok(store.statuses().delete(sid, author, private, now()).await?) })
+        .await
     {
         Ok(()) => Ok(true),
         Err(e) if e.status == StatusCode::NOT_FOUND => Ok(false),
@@ -304,7 +305,7 @@ pub async fn user(
 ) -> ApiResult<Json<User>> {
     admin(&auth)?;
     let uid = path_id(&id, "user")?;
-    match state.store.user_any(uid).await {
+    match state.store.users().get_any(uid).await {
         Ok(u) => Ok(Json(u)),
         Err(StoreError::NotFound(_)) => Err(ApiError::not_found("No such user.")),
         Err(e) => Err(e.into()),

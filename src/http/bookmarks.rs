@@ -96,7 +96,7 @@ pub async fn list(
         .bookmarks()
         .page(auth.uid, &cursor, count)
         .await?;
-    let found = state.store.statuses(&page.ids).await?;
+    let found = state.store.statuses().many(&page.ids).await?;
     let gone: Vec<u64> = found
         .iter()
         .filter(|(_, s)| s.is_none())
@@ -105,6 +105,7 @@ pub async fn list(
     state.store.bookmarks().forget_all(auth.uid, &gone).await?;
     let shown = state
         .store
+        .statuses()
         .shown(found.into_iter().filter_map(|(_, s)| s).collect())
         .await?;
     let shown = only_visible(&state, Some(&auth), shown).await?;

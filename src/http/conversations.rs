@@ -185,12 +185,12 @@ pub async fn create(
     };
     state.rate.write(auth.uid).await?;
     for &other in &others {
-        if !state.store.user_exists(other).await? {
+        if !state.store.users().exists(other).await? {
             return Err(ApiError::not_found(format!("No such user: {other}.")));
         }
     }
     // A block either way closes messaging; the caller's relations hold both.
-    let relations = state.store.hides(auth.uid).await?;
+    let relations = state.store.relations().hides(auth.uid).await?;
     if let Some(other) = others
         .iter()
         .find(|o| relations.bits(**o) & hides::BLOCK_EITHER != 0)
@@ -212,7 +212,7 @@ pub async fn create(
     if existing.is_none() {
         consent(&state, auth.uid, &others).await?;
     }
-    let me = state.store.user(auth.uid).await?;
+    let me = state.store.users().get(auth.uid).await?;
     let (cid, start) = match existing {
         Some(cid) => (cid, None),
         None => {
@@ -274,8 +274,8 @@ async fn consent(state: &AppState, uid: u64, others: &[u64]) -> ApiResult<()> {
         .retry_after(3600));
     }
     for &other in others {
-        if state.store.dm_policy(other).await? == "following"
-            && !state.store.is_following(other, uid).await?
+        if state.store.users().dm_policy(other).await? == "following"
+            && !state.store.follows().is_following(other, uid).await?
         {
             return Err(ApiError::forbidden(format!(
                 "User {other} takes messages only from those they follow."
@@ -419,13 +419,13 @@ pub async fn send(
             .copied()
             .find(|m| *m != auth.uid)
             .unwrap_or(0);
-        if state.store.relation_bits(auth.uid, other).await? & hides::BLOCK_EITHER != 0 {
+        if state.store.relations().bits(auth.uid, other).await? & hides::BLOCK_EITHER != 0 {
             return Err(ApiError::forbidden(
                 "You cannot message this user: a block stands between you.",
             ));
         }
     }
-    let me = state.store.user(auth.uid).await?;
+    let me = state.store.users().get(auth.uid).await?;
     let store = state.store.clone();
     let uid = auth.uid;
     let sent: Sent = detached(async move {

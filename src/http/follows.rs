@@ -56,7 +56,8 @@ async fn request_list(
     let (cursor, count) = user_paging(&q)?;
     let page = state
         .store
-        .request_page(auth.uid, which, &cursor, count)
+        .follow_requests()
+        .page(auth.uid, which, &cursor, count)
         .await?;
     UserPage::of(&state, page).await
 }
@@ -145,7 +146,12 @@ async fn decide(
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid).await?;
     let requester = path_id(&id, "follow request")?;
-    if !state.store.has_requested(requester, auth.uid).await? {
+    if !state
+        .store
+        .follow_requests()
+        .has_requested(requester, auth.uid)
+        .await?
+    {
         return Err(ApiError::not_found("No such follow request."));
     }
     let store = state.store.clone();
@@ -154,9 +160,9 @@ async fn decide(
         // Follow first: a crash in between leaves the request, and
         // authorizing again completes it.
         if approve {
-            store.set_follow(requester, owner, true, now()).await?;
+            store.follows().set(requester, owner, true, now()).await?;
         }
-        store.drop_request(requester, owner).await?;
+        store.follow_requests().withdraw(requester, owner).await?;
         Ok(())
     })
     .await?;
@@ -199,14 +205,14 @@ enum Followed {
 
 /// Follows `target`, or asks to when the account is private.
 async fn follow_or_ask(store: &Store, uid: u64, target: u64) -> Result<Followed, StoreError> {
-    if uid != target && !store.is_following(uid, target).await? {
-        let user = store.user(target).await?;
+    if uid != target && !store.follows().is_following(uid, target).await? {
+        let user = store.users().get(target).await?;
         if user.private {
-            store.request_follow(uid, target).await?;
+            store.follow_requests().ask(uid, target).await?;
             return Ok(Followed::Asked);
         }
     }
-    Ok(if store.set_follow(uid, target, true, now()).await? {
+    Ok(if store.follows().set(uid, target, true, now()).await? {
         Followed::Now
     } else {
         Followed::Already
@@ -229,10 +235,10 @@ pub async fn destroy(
     let store = state.store.clone();
     let uid = auth.uid;
     let cancelled = detached(async move {
-        if store.drop_request(uid, target).await? {
+        if store.follow_requests().withdraw(uid, target).await? {
             return Ok(true);
         }
-        store.set_follow(uid, target, false, now()).await?;
+        store.follows().set(uid, target, false, now()).await?;
         Ok(false)
     })
     .await?;
@@ -297,7 +303,8 @@ async fn batch(
     let store = state.store.clone();
     let worked = targets.clone();
     let changed: Vec<StoreResult<bool>> =
-        detached(async move { Ok(store.set_follows(uid, &worked, follow, at).await?) }).await?;
+        detached(async move { Ok(store.follows().set_many(uid, &worked, follow, at).await?) })
+            .await?;
     let mut by_target = HashMap::new();
     for (target, result) in targets.into_iter().zip(changed) {
         by_target.insert(
@@ -355,10 +362,14 @@ async fn list(
 ) -> ApiResult<Json<UserPage>> {
     let uid = path_id(&id, "user")?;
     let (cursor, count) = user_paging(&q)?;
-    if !state.store.user_exists(uid).await? {
+    if !state.store.users().exists(uid).await? {
         return Err(ApiError::not_found("No such user."));
     }
-    let page = state.store.follow_page(uid, which, &cursor, count).await?;
+    let page = state
+        .store
+        .follows()
+        .page(uid, which, &cursor, count)
+        .await?;
     UserPage::of(&state, page).await
 }
 

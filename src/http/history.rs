@@ -133,7 +133,7 @@ async fn prepare(
     )
     .await?;
     let expr = checked.remove(0).expr;
-    let hides = Arc::new(state.store.hides(auth.uid).await?);
+    let hides = Arc::new(state.store.relations().hides(auth.uid).await?);
     let sight = ReplaySight::new(Sight::new(
         state.store.clone(),
         Some(auth.uid),
@@ -152,7 +152,7 @@ fn history(state: &AppState) -> Option<&History> {
 /// before is searched too (the archiver is woken by its publish and
 /// reads it within milliseconds).
 async fn caught_up(state: &AppState, history: &History) -> ApiResult<()> {
-    let Some(newest) = state.store.newest_event_id().await? else {
+    let Some(newest) = state.store.events().newest_id().await? else {
         return Ok(());
     };
     let deadline = Instant::now() + Duration::from_secs(1);
@@ -241,9 +241,10 @@ pub async fn search(
         }
     }
     let ids: Vec<u64> = found.iter().map(|(_, sid)| *sid).collect();
-    let statuses = state.store.statuses(&ids).await?;
+    let statuses = state.store.statuses().many(&ids).await?;
     let shown = state
         .store
+        .statuses()
         .shown(statuses.into_iter().filter_map(|(_, s)| s).collect())
         .await?;
     // Neither a user who blocks the reader nor one the reader blocks.

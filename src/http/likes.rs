@@ -46,9 +46,13 @@ async fn set(
     let author: u64 = status.uid.parse().unwrap_or(0);
     let private = author_user.private;
     let store = state.store.clone();
-    let (_, likes) =
-        detached(async move { Ok(store.set_like(auth.uid, sid, author, private, like).await?) })
-            .await?;
+    let (_, likes) = detached(async move {
+        Ok(store
+            .likes()
+            .set(auth.uid, sid, author, private, like)
+            .await?)
+    })
+    .await?;
     Ok(Json(LikeReply { liked: like, likes }))
 }
 
@@ -98,7 +102,7 @@ pub async fn liked_by(
     let sid = path_id(&id, "status")?;
     let (cursor, count) = user_paging(&q)?;
     visible(&state, viewer.as_ref(), sid).await?;
-    let page = state.store.likers(sid, &cursor, count).await?;
+    let page = state.store.likes().likers(sid, &cursor, count).await?;
     UserPage::of(&state, page).await
 }
 
@@ -122,11 +126,12 @@ pub async fn user_likes(
 ) -> ApiResult<Response> {
     let uid = path_id(&id, "user")?;
     let (page, count) = paging(&q)?;
-    if !state.store.user_exists(uid).await? {
+    if !state.store.users().exists(uid).await? {
         return Err(ApiError::not_found("No such user."));
     }
     let statuses = state
         .store
+        .statuses()
         .timeline(Timeline::Likes(uid), page, count)
         .await?;
     Ok(json_page(

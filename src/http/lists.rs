@@ -273,8 +273,8 @@ async fn change(
     let worked = match change {
         MemberChange::Remove => ids.clone(),
         MemberChange::Add => {
-            let relations = state.store.hides(uid).await?;
-            let exist = state.store.users_exist(&ids).await?;
+            let relations = state.store.relations().hides(uid).await?;
+            let exist = state.store.users().exist(&ids).await?;
             ids.iter()
                 .zip(exist)
                 .filter(|(id, exists)| *exists && relations.bits(**id) & hides::BLOCKED_BY == 0)

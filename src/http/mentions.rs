@@ -21,15 +21,15 @@ pub async fn resolve_mentions(
     let mut mentions = Vec::new();
     let mut mentioned = Vec::new();
     for login in text::mentions(message) {
-        let Some(uid) = state.store.lookup(&login).await? else {
+        let Some(uid) = state.store.users().lookup(&login).await? else {
             continue;
         };
         mentions.push(login);
         let mut sees = !author.private
             || uid == author.uid
-            || state.store.is_following(uid, author.uid).await?;
+            || state.store.follows().is_following(uid, author.uid).await?;
         if let Some(p) = audience.and_then(|p| p.parse::<u64>().ok()) {
-            sees = sees && (uid == p || state.store.is_following(uid, p).await?);
+            sees = sees && (uid == p || state.store.follows().is_following(uid, p).await?);
         }
         if let Some(gid) = private_group {
             sees = sees

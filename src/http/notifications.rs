@@ -87,7 +87,7 @@ async fn visible(
         let alive: HashMap<u64, bool> = vias
             .iter()
             .copied()
-            .zip(state.store.statuses_alive(&vias).await?)
+            .zip(state.store.statuses().alive(&vias).await?)
             .collect();
         let shown = state.store.notifications().hydrate(stored).await?;
         let total = shown.len();

@@ -50,7 +50,7 @@ async fn set(
     let store = state.store.clone();
     let uid = auth.uid;
     let holds =
-        detached(async move { Ok(store.set_relation(uid, target, kind, on, now()).await?) })
+        detached(async move { Ok(store.relations().set(uid, target, kind, on, now()).await?) })
             .await?;
     Ok(Json(json!({ field: holds })))
 }
@@ -163,7 +163,8 @@ async fn list(
     let (cursor, count) = user_paging(&q)?;
     let page = state
         .store
-        .relation_page(auth.uid, kind, &cursor, count)
+        .relations()
+        .page(auth.uid, kind, &cursor, count)
         .await?;
     UserPage::of(&state, page).await
 }

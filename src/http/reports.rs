@@ -115,7 +115,7 @@ pub async fn create(
         }
         (None, Some(u)) => {
             let uid = id(u).ok_or_else(|| ApiError::not_found("No such user."))?;
-            match state.store.user(uid).await {
+            match state.store.users().get(uid).await {
                 Ok(user) => (user.id, None),
                 Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("No such user.")),
                 Err(e) => return Err(e.into()),

@@ -87,7 +87,7 @@ pub async fn check_items(
         // Logins must name users (resolved once, now).
         for (login, _) in expr.logins() {
             if let std::collections::hash_map::Entry::Vacant(e) = known.entry(login) {
-                let id = state.store.lookup(e.key()).await?;
+                let id = state.store.users().lookup(e.key()).await?;
                 e.insert(id);
             }
         }

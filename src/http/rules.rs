@@ -99,7 +99,7 @@ async fn add_rules(
         .into_iter()
         .map(|c| (c.value, c.tag))
         .collect();
-    let added = state.store.add_rules(auth.uid, &checked, dry_run).await?;
+    let added = state.store.rules().add(auth.uid, &checked, dry_run).await?;
     let status = if added.created > 0 {
         StatusCode::CREATED
     } else {
@@ -139,7 +139,7 @@ async fn delete_rules(
         _ => return Err(malformed("delete must be {\"ids\": [id, ...]}, not empty.")),
     };
     state.rate.write(auth.uid).await?;
-    let (deleted, not_found) = state.store.delete_rules(auth.uid, &ids, dry_run).await?;
+    let (deleted, not_found) = state.store.rules().delete(auth.uid, &ids, dry_run).await?;
     Ok((
         StatusCode::OK,
         Json(json!({"meta": {"deleted": deleted, "not_found": not_found}})),
@@ -153,5 +153,7 @@ const LIST_OP: Op = Op::get("/api/v1/stream/rules", "streams", "Your filter rule
 
 /// `GET /api/v1/stream/rules`.
 pub async fn list(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
-    Ok(Json(json!({"data": state.store.rules(auth.uid).await?})))
+    Ok(Json(
+        json!({"data": state.store.rules().all(auth.uid).await?}),
+    ))
 }

@@ -84,12 +84,12 @@ pub async fn create(
     if body.identifier.is_empty() || body.identifier.len() > 254 || body.password.len() > 1024 {
         return Err(bad());
     }
-    let uid = state.store.lookup(&body.identifier).await?;
+    let uid = state.store.users().lookup(&body.identifier).await?;
     if let Some(uid) = uid {
         state.rate.guesses_left(uid).await?;
     }
     let hash = match uid {
-        Some(uid) => state.store.password_hash(uid).await?,
+        Some(uid) => state.store.users().password_hash(uid).await?,
         None => None,
     };
     let admission = state.passwords.admit()?;
@@ -101,7 +101,7 @@ pub async fn create(
         }
         return Err(bad());
     };
-    let account = state.store.login_account(uid).await?;
+    let account = state.store.users().login_account(uid).await?;
     if account.suspended {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,

@@ -92,7 +92,7 @@ pub async fn repost(
     let original = repost_root(&state, &auth, &id).await?;
     let root: u64 = original.id.parse().unwrap_or(0);
     let author: u64 = original.uid.parse().unwrap_or(0);
-    if state.store.user(author).await?.private || original.audience.is_some() {
+    if state.store.users().get(author).await?.private || original.audience.is_some() {
         return Err(ApiError::forbidden(
             "A private account's statuses (and replies to them) cannot be reposted.",
         ));
@@ -103,9 +103,10 @@ pub async fn repost(
         ));
     }
     // A private reposter's repost is news only to those who may see it.
-    let notify_original = !auth.private || state.store.is_following(author, auth.uid).await?;
-    if let Some(existing) = state.store.repost_by(root, auth.uid).await? {
-        if let Ok(status) = state.store.status(existing).await {
+    let notify_original =
+        !auth.private || state.store.follows().is_following(author, auth.uid).await?;
+    if let Some(existing) = state.store.statuses().repost_by(root, auth.uid).await? {
+        if let Ok(status) = state.store.statuses().get(existing).await {
             return Ok(Json(status).into_response());
         }
     }
@@ -137,13 +138,13 @@ pub async fn repost(
             notify_original,
             ..Default::default()
         };
-        let posted = store.post_status(&status, &opts).await?;
+        let posted = store.statuses().post(&status, &opts).await?;
         Ok((posted, status))
     })
     .await?;
     Ok(match outcome {
         (Posted::Reposted(existing), _) => {
-            Json(state.store.status(existing).await?).into_response()
+            Json(state.store.statuses().get(existing).await?).into_response()
         }
         (_, status) => (StatusCode::CREATED, Json(status)).into_response(),
     })
@@ -164,19 +165,19 @@ pub async fn unrepost(
     state.rate.write(auth.uid).await?;
     let original = repost_root(&state, &auth, &id).await?;
     let root: u64 = original.id.parse().unwrap_or(0);
-    if let Some(existing) = state.store.repost_by(root, auth.uid).await? {
+    if let Some(existing) = state.store.statuses().repost_by(root, auth.uid).await? {
         let store = state.store.clone();
         let private = auth.private;
         let uid = auth.uid;
         detached(async move {
-            match store.delete_status(existing, uid, private, now()).await {
+            match store.statuses().delete(existing, uid, private, now()).await {
                 Ok(()) | Err(StoreError::NotFound(_)) => Ok(()),
                 Err(e) => Err(e.into()),
             }
         })
         .await?;
     }
-    let reposts = state.store.status(root).await?.counts.reposts;
+    let reposts = state.store.statuses().get(root).await?.counts.reposts;
     Ok(Json(
         serde_json::json!({"reposted": false, "reposts": reposts}),
     ))
@@ -231,9 +232,9 @@ pub async fn context(
     }
     ancestors.reverse();
     let ids = state.store.descendants(sid).await?;
-    let found = state.store.statuses(&ids).await?;
+    let found = state.store.statuses().many(&ids).await?;
     let cached: Vec<_> = found.into_iter().filter_map(|(_, s)| s).collect();
-    let shown = state.store.shown(cached).await?;
+    let shown = state.store.statuses().shown(cached).await?;
     let mut shown = super::shared::visibility::only_visible(&state, viewer.as_ref(), shown).await?;
     shown.sort_by_key(|s| s.0.status.id.parse::<u64>().unwrap_or(0));
     // Descendants are in id order, so a page starts after the last id
@@ -397,7 +398,8 @@ pub async fn destroy(
     let store = state.store.clone();
     detached(async move {
         Ok(store
-            .delete_status(sid, auth.uid, auth.private, now())
+            .statuses()
+            .delete(sid, auth.uid, auth.private, now())
             .await?)
     })
     .await?;
@@ -471,12 +473,12 @@ async fn publish(
             // A reply to a private account's status (or to such a reply) is
             // for those who may see that account.
             let parent_uid: u64 = parent.uid.parse().unwrap_or(0);
-            let audience = if parent_uid != auth.uid && state.store.user(parent_uid).await?.private
-            {
-                Some(parent.uid.clone())
-            } else {
-                parent.audience.clone()
-            };
+            let audience =
+                if parent_uid != auth.uid && state.store.users().get(parent_uid).await?.private {
+                    Some(parent.uid.clone())
+                } else {
+                    parent.audience.clone()
+                };
             (Some(parent.id), Some(parent.uid), audience, parent.group_id)
         }
     };
@@ -520,6 +522,6 @@ async fn publish(
         mentioned: &mentioned,
         notify_original: false,
     };
-    let posted = state.store.post_status(&status, &opts).await?;
+    let posted = state.store.statuses().post(&status, &opts).await?;
     Ok((posted, status))
 }

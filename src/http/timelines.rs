@@ -44,6 +44,7 @@ pub async fn mentions(
     let (page, count) = paging(&q)?;
     let statuses = state
         .store
+        .statuses()
         .timeline(Timeline::Mentions(auth.uid), page, count)
         .await?;
     // Nothing by anyone the caller blocks, is blocked by or mutes.
@@ -93,6 +94,7 @@ pub async fn tag(
     }
     let statuses = state
         .store
+        .statuses()
         .timeline(Timeline::Tag(tag), page, count)
         .await?;
     Ok(json_page(
@@ -130,7 +132,11 @@ pub async fn home(
             .await?;
         return Ok(ranked_json(ranked));
     }
-    let statuses = state.store.home_page(auth.uid, page, count).await?;
+    let statuses = state
+        .store
+        .statuses()
+        .home_page(auth.uid, page, count)
+        .await?;
     Ok(json_page(&statuses))
 }
 
@@ -155,7 +161,7 @@ pub async fn profile(
     let (page, count) = paging(&q)?;
     // No such user (or one being deleted): 404; read once for the
     // privacy check too.
-    let user = state.store.user(uid).await?;
+    let user = state.store.users().get(uid).await?;
     if blocked_by(&state, viewer.as_ref(), uid).await? {
         return Err(ApiError::not_found("No such user's statuses."));
     }
@@ -166,6 +172,7 @@ pub async fn profile(
     }
     let statuses = state
         .store
+        .statuses()
         .timeline(Timeline::Profile(uid), page, count)
         .await?;
     // Reposts of statuses by someone who blocks the caller, and replies to

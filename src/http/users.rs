@@ -170,13 +170,13 @@ pub async fn create(
     crate::password::validate(&body.password)?;
     validate_name(&body.name)?;
     // Cheap early answers; the create script re-checks atomically.
-    if state.store.is_taken(&body.login).await? {
+    if state.store.users().is_taken(&body.login).await? {
         return Err(ApiError::conflict(
             "login_taken",
             "That login is already taken.",
         ));
     }
-    if state.store.is_taken(&body.email).await? {
+    if state.store.users().is_taken(&body.email).await? {
         return Err(ApiError::conflict(
             "email_taken",
             "That email is already registered.",
@@ -190,7 +190,8 @@ pub async fn create(
         .ok_or_else(ApiError::internal)?;
     let user = state
         .store
-        .create_user(
+        .users()
+        .create(
             &NewUser {
                 login: &body.login,
                 name: &body.name,
@@ -211,7 +212,7 @@ const SHOW_OP: Op = Op::get("/api/v1/users/{id}", "users", "A user")
 /// `GET /api/v1/users/{id}`.
 pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<User>> {
     let uid = path_id(&id, "user")?;
-    Ok(Json(state.store.user(uid).await?))
+    Ok(Json(state.store.users().get(uid).await?))
 }
 
 const LOOKUP_OP: Op = Op::get("/api/v1/users/lookup", "users", "Find a user by exactly one of login, email or any unique field; email= and any= count against a limit of 30 a minute per user").params(Params::Lookup).reply(Reply::Schema("User")).errors(&[400, 401, 404, 429, 503]);
@@ -246,12 +247,12 @@ pub async fn lookup(
     let found = if wrong_kind || value.is_empty() {
         None
     } else {
-        state.store.lookup(value).await?
+        state.store.users().lookup(value).await?
     };
     let Some(uid) = found else {
         return Err(ApiError::not_found("No user has that value."));
     };
-    Ok(Json(state.store.user(uid).await?))
+    Ok(Json(state.store.users().get(uid).await?))
 }
 
 const ME_OP: Op = Op::get("/api/v1/me", "users", "The caller, with email")
@@ -266,9 +267,9 @@ pub async fn me(
     [(axum::http::HeaderName, axum::http::HeaderValue); 1],
     Json<User>,
 )> {
-    let mut user = state.store.user(auth.uid).await?;
-    user.email = state.store.email(auth.uid).await?;
-    user.dm_policy = Some(state.store.dm_policy(auth.uid).await?);
+    let mut user = state.store.users().get(auth.uid).await?;
+    user.email = state.store.users().email(auth.uid).await?;
+    user.dm_policy = Some(state.store.users().dm_policy(auth.uid).await?);
     Ok(([no_store()], Json(user)))
 }
 
@@ -328,13 +329,18 @@ pub async fn update_me(
     // or nothing: the new email is held for the user first, so that a
     // login change that succeeds is never followed by an email refused,
     // and given back if the login is refused.
-    let current_login = state.store.user(auth.uid).await?.login;
-    let current_email = state.store.email(auth.uid).await?.unwrap_or_default();
+    let current_login = state.store.users().get(auth.uid).await?.login;
+    let current_email = state
+        .store
+        .users()
+        .email(auth.uid)
+        .await?
+        .unwrap_or_default();
     let new_login = body.login.as_ref().filter(|l| **l != current_login);
     let new_email = body.email.as_ref().filter(|e| **e != current_email);
     let held = match (new_login, new_email) {
         (Some(_), Some(email)) if email.to_lowercase() != current_email.to_lowercase() => {
-            if !state.store.claim_name(email, auth.uid).await? {
+            if !state.store.users().claim_name(email, auth.uid).await? {
                 return Err(ApiError::conflict(
                     "email_taken",
                     "That email is taken (logins and emails are unique ignoring case).",
@@ -347,11 +353,16 @@ pub async fn update_me(
     if let Some(login) = new_login {
         let renamed = state
             .store
+            .users()
             .rename(auth.uid, "login", &current_login, login)
             .await;
         if let Err(e) = renamed {
             if let Some(email) = held {
-                state.store.release_name(email, auth.uid, None).await?;
+                state
+                    .store
+                    .users()
+                    .release_name(email, auth.uid, None)
+                    .await?;
             }
             return Err(e.into());
         }
@@ -359,27 +370,34 @@ pub async fn update_me(
     if let Some(email) = new_email {
         state
             .store
+            .users()
             .rename(auth.uid, "email", &current_email, email)
             .await?;
     }
     let mut user = state
         .store
+        .users()
         .update_profile(auth.uid, body.name.as_deref(), body.private)
         .await?;
     if body.private == Some(false) {
         // A public account has no one to approve: pending requests follow.
-        for requester in state.store.all_requests(auth.uid).await? {
+        for requester in state.store.follow_requests().all(auth.uid).await? {
             state
                 .store
-                .set_follow(requester, auth.uid, true, now())
+                .follows()
+                .set(requester, auth.uid, true, now())
                 .await?;
-            state.store.drop_request(requester, auth.uid).await?;
+            state
+                .store
+                .follow_requests()
+                .withdraw(requester, auth.uid)
+                .await?;
         }
     }
     if let Some(policy) = &body.dm_policy {
-        state.store.set_dm_policy(auth.uid, policy).await?;
+        state.store.users().set_dm_policy(auth.uid, policy).await?;
     }
-    user.email = state.store.email(auth.uid).await?;
-    user.dm_policy = Some(state.store.dm_policy(auth.uid).await?);
+    user.email = state.store.users().email(auth.uid).await?;
+    user.dm_policy = Some(state.store.users().dm_policy(auth.uid).await?);
     Ok(Json(user))
 }

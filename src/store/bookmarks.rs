@@ -33,7 +33,7 @@ impl Bookmarks<'_> {
     /// Bookmarks status `sid` for `uid` (`on`) or forgets it; idempotent.
     /// Past [`MAX_BOOKMARKS`] a new one is refused (`too_many_bookmarks`)
     /// and nothing changes.
-    pub async fn set(&self, uid: u64, sid: u64, on: bool) -> StoreResult<bool> {
+    pub async fn set(self, uid: u64, sid: u64, on: bool) -> StoreResult<bool> {
         let key = self.store.keys.bookmarks(uid);
         let mut conn = self.store.conn();
         if !on {
@@ -60,14 +60,14 @@ impl Bookmarks<'_> {
     }
 
     /// A page of `uid`'s bookmarked status ids, newest bookmark first.
-    pub async fn page(&self, uid: u64, cursor: &Cursor, count: usize) -> StoreResult<IdPage> {
+    pub async fn page(self, uid: u64, cursor: &Cursor, count: usize) -> StoreResult<IdPage> {
         self.store
             .id_page(&self.store.keys.bookmarks(uid), cursor, count)
             .await
     }
 
     /// Drops bookmarks of statuses that are gone.
-    pub async fn forget_all(&self, uid: u64, sids: &[u64]) -> StoreResult<()> {
+    pub async fn forget_all(self, uid: u64, sids: &[u64]) -> StoreResult<()> {
         if sids.is_empty() {
             return Ok(());
         }

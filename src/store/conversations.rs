@@ -57,7 +57,7 @@ impl Conversations<'_> {
     /// Sends a message (starting its conversation when `out.start` says
     /// so). With an idempotency key already used by this sender within a
     /// day, sends nothing and answers where the first went.
-    pub async fn send(&self, out: Outgoing<'_>) -> StoreResult<Sent> {
+    pub async fn send(self, out: Outgoing<'_>) -> StoreResult<Sent> {
         // Message ids are status ids (time-ordered, no shared counter), so
         // `max_id` pages messages as it pages timelines.
         let (mid, at) = self.store.next_status_id().await?;
@@ -96,26 +96,26 @@ impl Conversations<'_> {
     }
 
     /// Most conversations a user may be in.
-    pub fn max_conversations(&self) -> usize {
+    pub fn max_conversations(self) -> usize {
         self.store.max_conversations
     }
 
     /// The direct conversation of a pair, if they have one.
-    pub async fn direct_between(&self, a: u64, b: u64) -> StoreResult<Option<u64>> {
+    pub async fn direct_between(self, a: u64, b: u64) -> StoreResult<Option<u64>> {
         let (lo, hi) = (a.min(b), a.max(b));
         let mut conn = self.store.conn();
         Ok(conn.hget(self.store.keys.direct(lo), hi).await?)
     }
 
     /// How many conversations `uid` is listed in.
-    pub async fn count(&self, uid: u64) -> StoreResult<usize> {
+    pub async fn count(self, uid: u64) -> StoreResult<usize> {
         let mut conn = self.store.conn();
         Ok(conn.zcard(self.store.keys.user_convs(uid)).await?)
     }
 
     /// The participants of a conversation now; `None` if there is no such
     /// conversation.
-    pub async fn members(&self, cid: u64) -> StoreResult<Option<Vec<u64>>> {
+    pub async fn members(self, cid: u64) -> StoreResult<Option<Vec<u64>>> {
         let mut conn = self.store.conn();
         let (exists, members): (bool, Vec<String>) = redis::pipe()
             .exists(self.store.keys.conv(cid))
@@ -135,7 +135,7 @@ impl Conversations<'_> {
 
     /// Conversation `cid` as `viewer` sees it: `NotFound` unless the viewer
     /// is in it.
-    pub async fn get(&self, cid: u64, viewer: u64) -> StoreResult<Conversation> {
+    pub async fn get(self, cid: u64, viewer: u64) -> StoreResult<Conversation> {
         let mut found = self.many(&[cid], viewer).await?;
         found
             .pop()
@@ -145,7 +145,7 @@ impl Conversations<'_> {
 
     /// Conversations as `viewer` sees them, in order; `None` for those the
     /// viewer is not in (or that do not exist).
-    async fn many(&self, cids: &[u64], viewer: u64) -> StoreResult<Vec<Option<Conversation>>> {
+    async fn many(self, cids: &[u64], viewer: u64) -> StoreResult<Vec<Option<Conversation>>> {
         if cids.is_empty() {
             return Ok(Vec::new());
         }
@@ -179,7 +179,7 @@ impl Conversations<'_> {
                 id: h.get("id").cloned().unwrap_or_default(),
                 kind: h.get("kind").cloned().unwrap_or_default(),
                 title: h.get("title").filter(|t| !t.is_empty()).cloned(),
-                participants: self.store.users(&ids).await?,
+                participants: self.store.users().many(&ids).await?,
                 created: num("created"),
                 updated: num("updated"),
                 last_message: last.and_then(|m| serde_json::from_str(&m).ok()),
@@ -193,7 +193,7 @@ impl Conversations<'_> {
     /// cursor of the next page. Entries of conversations the viewer has
     /// left meanwhile (a send racing the leave) are dropped here.
     pub async fn page(
-        &self,
+        self,
         viewer: u64,
         cursor: &Cursor,
         count: usize,
@@ -221,7 +221,7 @@ impl Conversations<'_> {
     /// A page of `cid`'s messages, newest first: `count` at or below a
     /// `max_id`, or the `page`-th `count`. The caller has checked that the
     /// viewer is in it.
-    pub async fn messages(&self, cid: u64, page: Page, count: usize) -> StoreResult<Vec<Message>> {
+    pub async fn messages(self, cid: u64, page: Page, count: usize) -> StoreResult<Vec<Message>> {
         let mut conn = self.store.conn();
         let (top, skip) = match page {
             Page::MaxId(m) => (m.to_string(), 0),
@@ -252,7 +252,7 @@ impl Conversations<'_> {
     }
 
     /// One message of a conversation.
-    pub async fn message(&self, cid: u64, mid: u64) -> StoreResult<Message> {
+    pub async fn message(self, cid: u64, mid: u64) -> StoreResult<Message> {
         let mut conn = self.store.conn();
         let body: Option<String> = conn.hget(self.store.keys.conv_bodies(cid), mid).await?;
         body.and_then(|b| serde_json::from_str(&b).ok())
@@ -260,7 +260,7 @@ impl Conversations<'_> {
     }
 
     /// Marks `cid` read for `viewer`: `NotFound` unless they are in it.
-    pub async fn mark_read(&self, cid: u64, viewer: u64) -> StoreResult<()> {
+    pub async fn mark_read(self, cid: u64, viewer: u64) -> StoreResult<()> {
         let mut conn = self.store.conn();
         let done: i64 = self
             .store
@@ -279,12 +279,12 @@ impl Conversations<'_> {
 
     /// `viewer` leaves group conversation `cid`: `NotFound` unless they
     /// are in it, `Invalid` for a direct one.
-    pub async fn leave(&self, cid: u64, viewer: u64) -> StoreResult<()> {
+    pub async fn leave(self, cid: u64, viewer: u64) -> StoreResult<()> {
         self.leave_as(cid, viewer, false).await
     }
 
     /// `viewer` leaves `cid`; `any`: a direct one too (a deleted account).
-    pub(crate) async fn leave_as(&self, cid: u64, viewer: u64, any: bool) -> StoreResult<()> {
+    pub(crate) async fn leave_as(self, cid: u64, viewer: u64, any: bool) -> StoreResult<()> {
         let mut conn = self.store.conn();
         let outcome: String = self
             .store

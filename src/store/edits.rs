@@ -47,7 +47,7 @@ impl Store {
                         self.complete_op(&owed).await?;
                     }
                 }
-                return match self.status(sid).await {
+                return match self.statuses().get(sid).await {
                     Ok(status) => Ok(Edited::Done(Box::new(status))),
                     Err(StoreError::NotFound(_)) => Ok(Edited::Refused(EditRefused::Missing)),
                     Err(e) => Err(e),

@@ -91,7 +91,7 @@ pub fn body(event: &Event) -> String {
 }
 
 /// The process's subscription to the event channel
-/// ([`Store::subscribe_events`]): its messages, and the pings that show it
+/// ([`Events::subscribe`]): its messages, and the pings that show it
 /// is alive, in two halves so that a task can wait on both at once.
 pub struct EventSubscription {
     /// Each published event's JSON.
@@ -135,7 +135,20 @@ impl EventPinger {
     }
 }
 
+/// The event buffer and channel (`Store::events`).
+#[derive(Clone, Copy)]
+pub struct Events<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// The event buffer and channel.
+    pub fn events(&self) -> Events<'_> {
+        Events { store: self }
+    }
+}
+
+impl Events<'_> {
     /// A pub/sub connection of its own, subscribed to the event channel.
     ///
     /// On a cluster, the events are published by scripts on the node that
@@ -144,25 +157,26 @@ impl Store {
     /// found with CLUSTER SLOTS through the seeds in turn, so events arrive
     /// without the extra hop (and in the order they were published). A new
     /// subscription after a failover finds the new owner.
-    pub async fn subscribe_events(&self) -> StoreResult<EventSubscription> {
-        let client = match &self.target {
+    pub async fn subscribe(self) -> StoreResult<EventSubscription> {
+        let client = match &self.store.target {
             Target::Single(client) => client.clone(),
-            Target::Cluster(nodes) => self.slot_owner(nodes).await?,
+            Target::Cluster(nodes) => self.store.slot_owner(nodes).await?,
         };
         let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe(self.keys.channel()).await?;
+        pubsub.subscribe(self.store.keys.channel()).await?;
         Ok(EventSubscription::new(pubsub))
     }
 
     /// Appends an event to the buffer and publishes it in one atomic step.
-    pub async fn emit(&self, body: &str) -> StoreResult<String> {
-        let mut conn = self.conn();
+    pub async fn emit(self, body: &str) -> StoreResult<String> {
+        let mut conn = self.store.conn();
         let eid: String = self
+            .store
             .scripts
             .emit
-            .key(self.keys.events())
-            .arg(self.replay_maxlen)
-            .arg(self.keys.channel())
+            .key(self.store.keys.events())
+            .arg(self.store.replay_maxlen)
+            .arg(self.store.keys.channel())
             .arg(body)
             .invoke_async(&mut conn)
             .await?;
@@ -172,13 +186,13 @@ impl Store {
     /// Emits `bodies` as one buffer entry and one published message
     /// (at most [`MOST_EVENTS`](super::emitter::MOST_EVENTS) at a time:
     /// larger batches go out in several).
-    pub async fn emit_many(&self, bodies: &[String]) -> StoreResult<()> {
+    pub async fn emit_many(self, bodies: &[String]) -> StoreResult<()> {
         for chunk in bodies.chunks(super::writes::emitter::MOST_EVENTS) {
-            let mut conn = self.conn();
-            let mut inv = self.scripts.emit_many.prepare_invoke();
-            inv.key(self.keys.events())
-                .arg(self.replay_maxlen)
-                .arg(self.keys.channel());
+            let mut conn = self.store.conn();
+            let mut inv = self.store.scripts.emit_many.prepare_invoke();
+            inv.key(self.store.keys.events())
+                .arg(self.store.replay_maxlen)
+                .arg(self.store.keys.channel());
             for b in chunk {
                 inv.arg(b);
             }
@@ -189,7 +203,7 @@ impl Store {
 
     /// The events strictly after `after`, oldest first, from at most
     /// `count` entries (so at least `count` events when `more`).
-    pub async fn events_after(&self, after: EventId, count: usize) -> StoreResult<EventPage> {
+    pub async fn after(self, after: EventId, count: usize) -> StoreResult<EventPage> {
         // From `after`'s own entry: its later events come first. One entry
         // more than asked, since that one may hold nothing after `after`.
         self.read_entries(true, after.entry(), count + 1, |id| *id > after)
@@ -199,19 +213,15 @@ impl Store {
     /// For the history's archiver: the events after `after` from at most
     /// `count` entries, and whether `after`'s own entry is still held (when
     /// it is not, the buffer may have dropped events after it unread).
-    pub async fn events_following(
-        &self,
-        after: EventId,
-        count: usize,
-    ) -> StoreResult<(EventPage, bool)> {
-        let mut conn = self.conn();
+    pub async fn following(self, after: EventId, count: usize) -> StoreResult<(EventPage, bool)> {
+        let mut conn = self.store.conn();
         let from = if after == EventId::ZERO {
             "-".to_string()
         } else {
             after.entry()
         };
         let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-            .arg(self.keys.events())
+            .arg(self.store.keys.events())
             .arg(&from)
             .arg("+")
             .arg("COUNT")
@@ -230,11 +240,7 @@ impl Store {
 
     /// The events of up to `count` entries older than `before`'s entry
     /// (`None`: the newest entries), newest first.
-    pub async fn events_before(
-        &self,
-        before: Option<EventId>,
-        count: usize,
-    ) -> StoreResult<EventPage> {
+    pub async fn before(self, before: Option<EventId>, count: usize) -> StoreResult<EventPage> {
         let end = before.map_or("+".to_string(), |id| format!("({}", id.entry()));
         self.read_entries(false, end, count, |_| true).await
     }
@@ -245,13 +251,13 @@ impl Store {
     /// no event (none of this server's writing) are passed over, so that a
     /// page that says `more` has moved.
     async fn read_entries(
-        &self,
+        self,
         forward: bool,
         mut from: String,
         count: usize,
         keep: impl Fn(&EventId) -> bool,
     ) -> StoreResult<EventPage> {
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let (cmd, to) = if forward {
             ("XRANGE", "+")
         } else {
@@ -259,7 +265,7 @@ impl Store {
         };
         loop {
             let rows: Vec<(String, Vec<String>)> = redis::cmd(cmd)
-                .arg(self.keys.events())
+                .arg(self.store.keys.events())
                 .arg(&from)
                 .arg(to)
                 .arg("COUNT")
@@ -289,10 +295,10 @@ impl Store {
     /// The name of this store's event stream, made at first use: a
     /// process's history on disk copies one store's events, and one that
     /// finds another name in its directory starts afresh.
-    pub async fn event_stream_name(&self) -> StoreResult<String> {
-        let mut conn = self.conn();
+    pub async fn stream_name(self) -> StoreResult<String> {
+        let mut conn = self.store.conn();
         let fresh = format!("{:032x}", rand::random::<u128>());
-        let key = self.keys.event_stream_name();
+        let key = self.store.keys.event_stream_name();
         let _: Option<String> = redis::cmd("SET")
             .arg(&key)
             .arg(&fresh)
@@ -304,9 +310,11 @@ impl Store {
     }
 
     /// The id of the newest event in the buffer, if any.
-    pub async fn newest_event_id(&self) -> StoreResult<Option<EventId>> {
+    pub async fn newest_id(self) -> StoreResult<Option<EventId>> {
         Ok(self
-            .events_before(None, 1)
+            .store
+            .events()
+            .before(None, 1)
             .await?
             .events
             .into_iter()
@@ -345,14 +353,14 @@ pub struct BufferInfo {
     pub max_deleted: Option<String>,
 }
 
-impl Store {
+impl Events<'_> {
     /// The buffer's oldest id and whether anything was trimmed or deleted, so
     /// that a resume point older than the buffer can be told apart.
-    pub async fn buffer_info(&self) -> StoreResult<BufferInfo> {
-        let mut conn = self.conn();
+    pub async fn buffer_info(self) -> StoreResult<BufferInfo> {
+        let mut conn = self.store.conn();
         let info: redis::RedisResult<redis::Value> = redis::cmd("XINFO")
             .arg("STREAM")
-            .arg(self.keys.events())
+            .arg(self.store.keys.events())
             .query_async(&mut conn)
             .await;
         let info = match info {

@@ -18,55 +18,70 @@ pub enum Requests {
     Outgoing,
 }
 
+/// Follow requests to private accounts (`Store::follow_requests`).
+#[derive(Clone, Copy)]
+pub struct FollowRequests<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// Follow requests to private accounts.
+    pub fn follow_requests(&self) -> FollowRequests<'_> {
+        FollowRequests { store: self }
+    }
+}
+
+impl FollowRequests<'_> {
     /// `source` asks to follow `target`. Returns whether the request is new;
     /// the `follow_request` event (for both users' streams) goes out with it.
-    pub async fn request_follow(&self, source: u64, target: u64) -> StoreResult<bool> {
-        self.request_step(source, target, true).await
+    pub async fn ask(self, source: u64, target: u64) -> StoreResult<bool> {
+        self.step(source, target, true).await
     }
 
     /// Drops the request of `source` to follow `target`; whether there was one.
-    pub async fn drop_request(&self, source: u64, target: u64) -> StoreResult<bool> {
-        self.request_step(source, target, false).await
+    pub async fn withdraw(self, source: u64, target: u64) -> StoreResult<bool> {
+        self.step(source, target, false).await
     }
 
-    async fn request_step(&self, source: u64, target: u64, ask: bool) -> StoreResult<bool> {
+    async fn step(self, source: u64, target: u64, ask: bool) -> StoreResult<bool> {
         let op = RequestOp {
             source,
             target,
             ask,
             at: now(),
         };
-        let owed = self.start_op(Op::Request(op.clone())).await?;
-        self.run_request(&owed.entry, &op).await
+        let owed = self.store.start_op(Op::Request(op.clone())).await?;
+        self.store.run_request(&owed.entry, &op).await
     }
 
     /// Whether `source` has asked to follow `target`.
-    pub async fn has_requested(&self, source: u64, target: u64) -> StoreResult<bool> {
-        let mut conn = self.conn();
-        let at: Option<f64> = conn.zscore(self.keys.requests(target), source).await?;
+    pub async fn has_requested(self, source: u64, target: u64) -> StoreResult<bool> {
+        let mut conn = self.store.conn();
+        let at: Option<f64> = conn
+            .zscore(self.store.keys.requests(target), source)
+            .await?;
         Ok(at.is_some())
     }
 
     /// Who asked to follow `uid`, or whom `uid` asked, oldest first.
-    pub async fn request_page(
-        &self,
+    pub async fn page(
+        self,
         uid: u64,
         which: Requests,
         cursor: &Cursor,
         count: usize,
     ) -> StoreResult<IdPage> {
         let key = match which {
-            Requests::Incoming => self.keys.requests(uid),
-            Requests::Outgoing => self.keys.requested(uid),
+            Requests::Incoming => self.store.keys.requests(uid),
+            Requests::Outgoing => self.store.keys.requested(uid),
         };
-        self.id_page(&key, cursor, count).await
+        self.store.id_page(&key, cursor, count).await
     }
 
     /// Everyone waiting for `uid`'s answer.
-    pub async fn all_requests(&self, uid: u64) -> StoreResult<Vec<u64>> {
-        let mut conn = self.conn();
-        let ids: Vec<u64> = conn.zrange(self.keys.requests(uid), 0, -1).await?;
+    pub async fn all(self, uid: u64) -> StoreResult<Vec<u64>> {
+        let mut conn = self.store.conn();
+        let ids: Vec<u64> = conn.zrange(self.store.keys.requests(uid), 0, -1).await?;
         Ok(ids)
     }
 }

@@ -28,25 +28,35 @@ pub enum FollowList {
     Following,
 }
 
+/// Follows (`Store::follows`).
+#[derive(Clone, Copy)]
+pub struct Follows<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// Follows.
+    pub fn follows(&self) -> Follows<'_> {
+        Follows { store: self }
+    }
+}
+
+impl Follows<'_> {
     /// Makes `source` follow (`follow = true`) or unfollow `target`. Returns
     /// whether the relationship changed; the follow or unfollow event is
     /// emitted only then.
-    pub async fn set_follow(
-        &self,
-        source: u64,
-        target: u64,
-        follow: bool,
-        now: f64,
-    ) -> StoreResult<bool> {
+    pub async fn set(self, source: u64, target: u64, follow: bool, now: f64) -> StoreResult<bool> {
         if source == target {
             return Err(StoreError::Forbidden("You cannot follow yourself.".into()));
         }
-        if !self.is_cluster() {
-            let mut outcomes = self.follow_whole(source, &[target], follow, now).await?;
+        if !self.store.is_cluster() {
+            let mut outcomes = self
+                .store
+                .follow_whole(source, &[target], follow, now)
+                .await?;
             return outcomes.pop().unwrap_or(Ok(false));
         }
-        if !self.user_exists(target).await? {
+        if !self.store.users().exists(target).await? {
             return Err(StoreError::NotFound("user"));
         }
         let op = FollowOp {
@@ -55,8 +65,8 @@ impl Store {
             follow,
             at: now,
         };
-        let owed = self.start_op(Op::Follow(op.clone())).await?;
-        self.run_follow(&owed.entry, &op).await
+        let owed = self.store.start_op(Op::Follow(op.clone())).await?;
+        self.store.run_follow(&owed.entry, &op).await
     }
 
     /// Makes `source` follow (or unfollow) each of `targets`, distinct ids
@@ -64,55 +74,57 @@ impl Store {
     /// changed, or why it could not (no such user, a block). On one Redis a
     /// chunk of [`FOLLOW_CHUNK`] targets is one `follow_whole.lua` call; on a
     /// cluster each target is its own chain, [`FOLLOW_CONCURRENCY`] at a time.
-    pub async fn set_follows(
-        &self,
+    pub async fn set_many(
+        self,
         source: u64,
         targets: &[u64],
         follow: bool,
         now: f64,
     ) -> StoreResult<Vec<StoreResult<bool>>> {
-        if !self.is_cluster() {
+        if !self.store.is_cluster() {
             let mut outcomes = Vec::with_capacity(targets.len());
             while outcomes.len() < targets.len() {
                 let rest = &targets[outcomes.len()..];
                 let chunk = &rest[..rest.len().min(FOLLOW_CHUNK)];
-                outcomes.extend(self.follow_whole(source, chunk, follow, now).await?);
+                outcomes.extend(self.store.follow_whole(source, chunk, follow, now).await?);
             }
             return Ok(outcomes);
         }
         Ok(futures::stream::iter(targets.to_vec())
-            .map(|target| self.set_follow(source, target, follow, now))
+            .map(|target| self.set(source, target, follow, now))
             .buffered(FOLLOW_CONCURRENCY)
             .collect()
             .await)
     }
 
     /// Whether `source` follows `target`.
-    pub async fn is_following(&self, source: u64, target: u64) -> StoreResult<bool> {
-        let mut conn = self.conn();
-        let score: Option<f64> = conn.zscore(self.keys.following(source), target).await?;
+    pub async fn is_following(self, source: u64, target: u64) -> StoreResult<bool> {
+        let mut conn = self.store.conn();
+        let score: Option<f64> = conn
+            .zscore(self.store.keys.following(source), target)
+            .await?;
         Ok(score.is_some())
     }
 
     /// Everyone `uid` follows (for user streams).
-    pub async fn following_ids(&self, uid: u64) -> StoreResult<Vec<u64>> {
-        let mut conn = self.conn();
-        let ids: Vec<String> = conn.zrange(self.keys.following(uid), 0, -1).await?;
+    pub async fn following_ids(self, uid: u64) -> StoreResult<Vec<u64>> {
+        let mut conn = self.store.conn();
+        let ids: Vec<String> = conn.zrange(self.store.keys.following(uid), 0, -1).await?;
         ids.iter().map(|s| parse_id(s)).collect()
     }
 
     /// A page of a user's followers or followed users.
-    pub async fn follow_page(
-        &self,
+    pub async fn page(
+        self,
         uid: u64,
         list: FollowList,
         cursor: &Cursor,
         count: usize,
     ) -> StoreResult<IdPage> {
         let key = match list {
-            FollowList::Followers => self.keys.followers(uid),
-            FollowList::Following => self.keys.following(uid),
+            FollowList::Followers => self.store.keys.followers(uid),
+            FollowList::Following => self.store.keys.following(uid),
         };
-        self.id_page(&key, cursor, count).await
+        self.store.id_page(&key, cursor, count).await
     }
 }

@@ -108,7 +108,7 @@ impl Store {
 impl Groups<'_> {
     /// Creates a group owned by `uid`.
     pub async fn create(
-        &self,
+        self,
         uid: u64,
         name: &str,
         description: &str,
@@ -140,7 +140,7 @@ impl Groups<'_> {
 
     /// How many groups `uid` is in or asked to join (their list's length:
     /// an upper bound, stale entries included until read).
-    pub async fn count(&self, uid: u64) -> StoreResult<usize> {
+    pub async fn count(self, uid: u64) -> StoreResult<usize> {
         let mut conn = self.store.conn();
         Ok(conn.zcard(self.store.keys.user_groups(uid)).await?)
     }
@@ -148,7 +148,7 @@ impl Groups<'_> {
     /// Applies `change` by `actor` to `target` in `gid`, keeping `target`'s
     /// list of groups in step: the target's standing after it, or why not.
     pub async fn change(
-        &self,
+        self,
         gid: u64,
         actor: u64,
         target: u64,
@@ -200,6 +200,7 @@ impl Groups<'_> {
                 .await?;
             if let Some(at) = asked {
                 self.store
+                    .events()
                     .emit(&super::events::body(&crate::model::Event::GroupRequest {
                         at,
                         group_id: gid,
@@ -221,7 +222,7 @@ impl Groups<'_> {
     }
 
     /// `uid`'s standing in `gid` (`None` for no such group).
-    pub async fn standing(&self, gid: u64, uid: u64) -> StoreResult<Option<Standing>> {
+    pub async fn standing(self, gid: u64, uid: u64) -> StoreResult<Option<Standing>> {
         let mut conn = self.store.conn();
         let (kind, role, requested): (Option<String>, Option<String>, Option<f64>) = redis::pipe()
             .hget(self.store.keys.group(gid), "kind")
@@ -236,7 +237,7 @@ impl Groups<'_> {
     }
 
     /// Group `gid` as `viewer` sees it.
-    pub async fn get(&self, gid: u64, viewer: Option<u64>) -> StoreResult<Group> {
+    pub async fn get(self, gid: u64, viewer: Option<u64>) -> StoreResult<Group> {
         self.many(&[gid], viewer)
             .await?
             .pop()
@@ -245,7 +246,7 @@ impl Groups<'_> {
     }
 
     /// Groups as `viewer` sees them, `None` for each that does not exist.
-    async fn many(&self, gids: &[u64], viewer: Option<u64>) -> StoreResult<Vec<Option<Group>>> {
+    async fn many(self, gids: &[u64], viewer: Option<u64>) -> StoreResult<Vec<Option<Group>>> {
         if gids.is_empty() {
             return Ok(Vec::new());
         }
@@ -284,7 +285,7 @@ impl Groups<'_> {
     /// oldest first, and the cursor of the next page; entries the groups
     /// no longer bear out are dropped on the way.
     pub async fn page(
-        &self,
+        self,
         uid: u64,
         cursor: &Cursor,
         count: usize,
@@ -312,7 +313,7 @@ impl Groups<'_> {
     /// A page of a group's members (or, `requests`, its requesters), in
     /// the order they joined (asked), with their roles.
     pub async fn member_page(
-        &self,
+        self,
         gid: u64,
         requests: bool,
         cursor: &Cursor,
@@ -337,7 +338,7 @@ impl Groups<'_> {
     }
 
     /// Up to `n` of the owners and moderators of `gid`.
-    pub async fn staff(&self, gid: u64, n: usize) -> StoreResult<Vec<u64>> {
+    pub async fn staff(self, gid: u64, n: usize) -> StoreResult<Vec<u64>> {
         let mut conn = self.store.conn();
         let roles: Vec<(u64, String)> = conn.hgetall(self.store.keys.group_roles(gid)).await?;
         Ok(roles
@@ -350,16 +351,16 @@ impl Groups<'_> {
 
     /// Tells every process's hub that `uid` no longer reads private group
     /// `gid` (their group streams of it end).
-    pub async fn announce_left(&self, gid: u64, uid: u64) -> StoreResult<()> {
+    pub async fn announce_left(self, gid: u64, uid: u64) -> StoreResult<()> {
         let body = serde_json::to_string(&crate::model::Event::GroupLeft { group_id: gid, uid })
             .map_err(|e| StoreError::Internal(e.to_string()))?;
-        self.store.emit(&body).await?;
+        self.store.events().emit(&body).await?;
         Ok(())
     }
 
     /// Adds a posted status to its group's timeline (newest
     /// [`INDEX_CAP`](super::chains::INDEX_CAP) kept).
-    pub(crate) async fn timeline_add(&self, gid: u64, sid: u64, score: u64) -> StoreResult<()> {
+    pub(crate) async fn timeline_add(self, gid: u64, sid: u64, score: u64) -> StoreResult<()> {
         let key = self.store.keys.group_timeline(gid);
         let mut conn = self.store.conn();
         let _: () = redis::pipe()
@@ -373,7 +374,7 @@ impl Groups<'_> {
     }
 
     /// Takes a deleted status out of its group's timeline.
-    pub(crate) async fn timeline_remove(&self, gid: u64, sid: u64) -> StoreResult<()> {
+    pub(crate) async fn timeline_remove(self, gid: u64, sid: u64) -> StoreResult<()> {
         let mut conn = self.store.conn();
         let _: () = conn.zrem(self.store.keys.group_timeline(gid), sid).await?;
         Ok(())

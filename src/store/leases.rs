@@ -19,25 +19,39 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Stream slots, held as leases (`Store::stream_leases`).
+#[derive(Clone, Copy)]
+pub struct StreamLeases<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// Stream slots, held as leases.
+    pub fn stream_leases(&self) -> StreamLeases<'_> {
+        StreamLeases { store: self }
+    }
+}
+
+impl StreamLeases<'_> {
     /// Takes one of `uid`'s `max` stream slots as `member` for `ttl`; false
     /// when all are held.
-    pub async fn take_stream_lease(
-        &self,
+    pub async fn take(
+        self,
         uid: u64,
         member: &str,
         max: usize,
         ttl: Duration,
     ) -> StoreResult<bool> {
         let taken: i64 = self
+            .store
             .scripts
             .stream_lease
-            .key(self.keys.stream_leases(uid))
+            .key(self.store.keys.stream_leases(uid))
             .arg(member)
             .arg(now_ms())
             .arg(ttl.as_millis() as u64)
             .arg(max)
-            .invoke_async(&mut self.conn())
+            .invoke_async(&mut self.store.conn())
             .await?;
         Ok(taken == 1)
     }
@@ -45,18 +59,14 @@ impl Store {
     /// Pushes the leases `held` (user, member) forward by `ttl`. A lease
     /// that is gone stays gone (`XX`): its stream ended meanwhile, or Redis
     /// lost its data, which ends every session and so every stream too.
-    pub async fn renew_stream_leases(
-        &self,
-        held: &[(u64, String)],
-        ttl: Duration,
-    ) -> StoreResult<()> {
+    pub async fn renew(self, held: &[(u64, String)], ttl: Duration) -> StoreResult<()> {
         if held.is_empty() {
             return Ok(());
         }
         let until = now_ms() + ttl.as_millis() as u64;
         let mut pipe = redis::pipe();
         for (uid, member) in held {
-            let key = self.keys.stream_leases(*uid);
+            let key = self.store.keys.stream_leases(*uid);
             pipe.cmd("ZADD")
                 .arg(&key)
                 .arg("XX")
@@ -66,16 +76,16 @@ impl Store {
                 .pexpire(&key, ttl.as_millis() as i64)
                 .ignore();
         }
-        let _: () = pipe.query_async(&mut self.conn()).await?;
+        let _: () = pipe.query_async(&mut self.store.conn()).await?;
         Ok(())
     }
 
     /// Gives a stream slot back.
-    pub async fn drop_stream_lease(&self, uid: u64, member: &str) -> StoreResult<()> {
+    pub async fn release(self, uid: u64, member: &str) -> StoreResult<()> {
         let _: () = redis::cmd("ZREM")
-            .arg(self.keys.stream_leases(uid))
+            .arg(self.store.keys.stream_leases(uid))
             .arg(member)
-            .query_async(&mut self.conn())
+            .query_async(&mut self.store.conn())
             .await?;
         Ok(())
     }

@@ -7,22 +7,35 @@ use super::plumbing::error::StoreResult;
 use super::plumbing::handle::Store;
 use crate::model::now;
 
+/// Likes (`Store::likes`).
+#[derive(Clone, Copy)]
+pub struct Likes<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// Likes.
+    pub fn likes(&self) -> Likes<'_> {
+        Likes { store: self }
+    }
+}
+
+impl Likes<'_> {
     /// `uid` likes (`like = true`) or stops liking status `sid` by `author`.
     /// Returns whether it changed and the status's likes now. The like event
     /// (for the author's user stream) goes out once, with the change.
     /// On a cluster, a chain driven from the outbox; on one Redis, one
     /// script ([`Store::like_whole`]).
-    pub async fn set_like(
-        &self,
+    pub async fn set(
+        self,
         uid: u64,
         sid: u64,
         author: u64,
         private: bool,
         like: bool,
     ) -> StoreResult<(bool, u64)> {
-        if !self.is_cluster() {
-            return self.like_whole(uid, sid, author, private, like).await;
+        if !self.store.is_cluster() {
+            return self.store.like_whole(uid, sid, author, private, like).await;
         }
         let op = LikeOp {
             uid,
@@ -32,12 +45,14 @@ impl Store {
             like,
             at: now(),
         };
-        let owed = self.start_op(Op::Like(op.clone())).await?;
-        self.run_like(&owed.entry, &op).await
+        let owed = self.store.start_op(Op::Like(op.clone())).await?;
+        self.store.run_like(&owed.entry, &op).await
     }
 
     /// Who likes a status, oldest like first, `count` from `cursor`.
-    pub async fn likers(&self, sid: u64, cursor: &Cursor, count: usize) -> StoreResult<IdPage> {
-        self.id_page(&self.keys.likers(sid), cursor, count).await
+    pub async fn likers(self, sid: u64, cursor: &Cursor, count: usize) -> StoreResult<IdPage> {
+        self.store
+            .id_page(&self.store.keys.likers(sid), cursor, count)
+            .await
     }
 }

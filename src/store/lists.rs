@@ -71,7 +71,7 @@ impl Store {
 impl Lists<'_> {
     /// Makes a list titled `title` for `uid` (with `idem`, a retry answers
     /// the first call's list). Past [`MAX_LISTS`], `too_many_lists`.
-    pub async fn create(&self, uid: u64, title: &str, idem: Option<&str>) -> StoreResult<ListInfo> {
+    pub async fn create(self, uid: u64, title: &str, idem: Option<&str>) -> StoreResult<ListInfo> {
         let (lid, _) = self.store.next_status_id().await?;
         let lists = self.store.keys.lists(uid);
         let idem_key = idem.map_or_else(|| lists.clone(), |k| self.store.keys.list_idem(uid, k));
@@ -105,7 +105,7 @@ impl Lists<'_> {
     }
 
     /// `uid`'s list `lid` (`NotFound` when they have none by that id).
-    pub async fn get(&self, uid: u64, lid: u64) -> StoreResult<ListInfo> {
+    pub async fn get(self, uid: u64, lid: u64) -> StoreResult<ListInfo> {
         let mut conn = self.store.conn();
         let (title, members): (Option<String>, u64) = redis::pipe()
             .hget(self.store.keys.list(uid, lid), "title")
@@ -121,7 +121,7 @@ impl Lists<'_> {
     }
 
     /// Every list of `uid`'s, oldest first.
-    pub async fn of(&self, uid: u64) -> StoreResult<Vec<ListInfo>> {
+    pub async fn of(self, uid: u64) -> StoreResult<Vec<ListInfo>> {
         let mut conn = self.store.conn();
         let ids: Vec<String> = conn.zrange(self.store.keys.lists(uid), 0, -1).await?;
         let ids: Vec<u64> = ids
@@ -151,7 +151,7 @@ impl Lists<'_> {
     }
 
     /// Renames `uid`'s list `lid`.
-    pub async fn rename(&self, uid: u64, lid: u64, title: &str) -> StoreResult<ListInfo> {
+    pub async fn rename(self, uid: u64, lid: u64, title: &str) -> StoreResult<ListInfo> {
         let mut conn = self.store.conn();
         let done: i64 = self
             .store
@@ -168,7 +168,7 @@ impl Lists<'_> {
     }
 
     /// Deletes `uid`'s list `lid`; its open streams end.
-    pub async fn delete(&self, uid: u64, lid: u64) -> StoreResult<()> {
+    pub async fn delete(self, uid: u64, lid: u64) -> StoreResult<()> {
         let mut conn = self.store.conn();
         let version: i64 = self
             .store
@@ -192,7 +192,7 @@ impl Lists<'_> {
     /// membership changed. An add past [`MAX_MEMBERS`] changes nothing
     /// (`too_many_members`).
     pub async fn change_members(
-        &self,
+        self,
         uid: u64,
         lid: u64,
         change: MemberChange,
@@ -239,7 +239,7 @@ impl Lists<'_> {
 
     /// Tells every process's hub of a change to a list.
     async fn announce(
-        &self,
+        self,
         owner: u64,
         lid: u64,
         version: u64,
@@ -261,12 +261,12 @@ impl Lists<'_> {
             deleted,
         })
         .map_err(|e| StoreError::Internal(e.to_string()))?;
-        self.store.emit(&body).await?;
+        self.store.events().emit(&body).await?;
         Ok(())
     }
 
     /// Which of `ids` are members of `uid`'s list `lid`.
-    pub async fn are_members(&self, uid: u64, lid: u64, ids: &[u64]) -> StoreResult<Vec<bool>> {
+    pub async fn are_members(self, uid: u64, lid: u64, ids: &[u64]) -> StoreResult<Vec<bool>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -281,7 +281,7 @@ impl Lists<'_> {
 
     /// Every member of `uid`'s list `lid`, with the list's version
     /// (`NotFound` for no such list).
-    pub async fn members(&self, uid: u64, lid: u64) -> StoreResult<Members> {
+    pub async fn members(self, uid: u64, lid: u64) -> StoreResult<Members> {
         let mut conn = self.store.conn();
         let (version, ids): (Option<u64>, Vec<String>) = redis::pipe()
             .hget(self.store.keys.list(uid, lid), "version")
@@ -300,7 +300,7 @@ impl Lists<'_> {
 
     /// A page of the members of `uid`'s list `lid`, oldest member first.
     pub async fn member_page(
-        &self,
+        self,
         uid: u64,
         lid: u64,
         cursor: &Cursor,
@@ -313,7 +313,7 @@ impl Lists<'_> {
     }
 
     /// Deletes every list of `uid`'s (their account is going).
-    pub(crate) async fn drop_all(&self, uid: u64) -> StoreResult<()> {
+    pub(crate) async fn drop_all(self, uid: u64) -> StoreResult<()> {
         let mut conn = self.store.conn();
         let ids: Vec<String> = conn.zrange(self.store.keys.lists(uid), 0, -1).await?;
         for id in ids {
@@ -330,7 +330,7 @@ impl Lists<'_> {
     /// newest first, paged by `page` (the newest [`HOME_CAP`], as a home)
     /// or `max_id` (at most that id). Visibility is the caller's to judge.
     pub async fn page(
-        &self,
+        self,
         uid: u64,
         lid: u64,
         page: super::paging::Page,
@@ -350,8 +350,9 @@ impl Lists<'_> {
         let want = (skip + count).min(HOME_CAP + count);
         let ids = self.merged_profiles(&members, max, want).await?;
         let ids: Vec<u64> = ids.into_iter().skip(skip).take(count).collect();
-        let found = self.store.statuses(&ids).await?;
+        let found = self.store.statuses().many(&ids).await?;
         self.store
+            .statuses()
             .shown(found.into_iter().filter_map(|(_, s)| s).collect())
             .await
     }
@@ -364,7 +365,7 @@ impl Lists<'_> {
     /// the cut: exact, and for a list of many members about `want` ids
     /// read in all rather than `want` a member.
     async fn merged_profiles(
-        &self,
+        self,
         members: &[u64],
         max: u64,
         want: usize,
@@ -411,7 +412,7 @@ impl Lists<'_> {
     /// newest first, at most `bound` (`inclusive`) or below it. One
     /// pipeline (one sub-pipeline a slot on a cluster).
     async fn profiles_below(
-        &self,
+        self,
         open: &[(u64, u64)],
         n: usize,
         inclusive: bool,
@@ -449,6 +450,7 @@ impl Lists<'_> {
                 // The bound's second is crowded: read this one by place.
                 let exact = self
                     .store
+                    .statuses()
                     .ids_up_to(&self.store.keys.profile(member), bound, n + 1)
                     .await?;
                 ids = exact

@@ -4,8 +4,12 @@
 //!   [`StoreError`], the Lua [`Scripts`], [`conn`] (one server or a
 //!   cluster), [`keys`] (every key name), `replicas`
 //!   (`--redis-wait-replicas`), [`layout`] (the check made before serving).
-//! - Entities, one module each (this folder), each an `impl Store` of its
-//!   own: [`users`], [`sessions`], [`statuses`], [`edits`], [`follows`],
+//! - Entities, one module each (this folder), most a view of the handle:
+//!   `store.users().get(uid)`, `store.lists().create(..)`, a `Copy` type
+//!   holding `&Store` whose methods take it by value (so a future borrows
+//!   the handle, not the view), so the handle keeps only its plumbing, the
+//!   write path and one accessor per entity: [`users`], [`sessions`],
+//!   [`statuses`], [`edits`], [`follows`],
 //!   [`follow_requests`], [`likes`], [`bookmarks`], [`lists`],
 //!   [`notifications`], [`conversations`] (and [`social`], their reads),
 //!   [`groups`], [`relations`] (blocks, mutes), [`moderation`], [`rules`],

@@ -72,7 +72,7 @@ impl Store {
 impl Moderation<'_> {
     /// Files a report; `None` when the open queue holds `max_open` already.
     pub async fn add_report(
-        &self,
+        self,
         mut report: Report,
         max_open: usize,
     ) -> StoreResult<Option<Report>> {
@@ -99,7 +99,7 @@ impl Moderation<'_> {
     }
 
     /// A report by id.
-    pub async fn report(&self, id: u64) -> StoreResult<Option<Report>> {
+    pub async fn report(self, id: u64) -> StoreResult<Option<Report>> {
         let mut conn = self.store.conn();
         let json: Option<String> = conn.hget(self.store.keys.reports(), id).await?;
         Ok(json.and_then(|j| serde_json::from_str(&j).ok()))
@@ -107,7 +107,7 @@ impl Moderation<'_> {
 
     /// A page of reports in `state`, newest first.
     pub async fn report_page(
-        &self,
+        self,
         state: ReportState,
         cursor: &Cursor,
         count: usize,
@@ -126,7 +126,7 @@ impl Moderation<'_> {
         ))
     }
 
-    async fn hash_rows(&self, key: &str, ids: &[u64]) -> StoreResult<Vec<String>> {
+    async fn hash_rows(self, key: &str, ids: &[u64]) -> StoreResult<Vec<String>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -142,7 +142,7 @@ impl Moderation<'_> {
     /// Resolves report `id` with `action` by `admin`, recording its audit
     /// entry (`audit_action` on `target`) in the same step.
     pub async fn resolve_report(
-        &self,
+        self,
         report: &Report,
         admin: u64,
         how: Resolution,
@@ -192,6 +192,7 @@ impl Moderation<'_> {
             // The reporter is told (by the notifier).
             if let Ok(reporter) = report.reporter.parse() {
                 self.store
+                    .events()
                     .emit(&super::events::body(&crate::model::Event::ReportResolved {
                         at,
                         report_id: report.id.clone(),
@@ -210,7 +211,7 @@ impl Moderation<'_> {
 
     /// Records an audit entry (a change made outside a report).
     pub async fn audit_add(
-        &self,
+        self,
         admin: u64,
         action: &str,
         target: &str,
@@ -222,7 +223,7 @@ impl Moderation<'_> {
 
     /// Writes audit entry `id` (the same id twice is one entry).
     pub(crate) async fn audit_put(
-        &self,
+        self,
         id: u64,
         admin: u64,
         action: &str,
@@ -257,7 +258,7 @@ impl Moderation<'_> {
 
     /// A page of the audit log, newest first.
     pub async fn audit_page(
-        &self,
+        self,
         cursor: &Cursor,
         count: usize,
     ) -> StoreResult<(Vec<AuditAction>, Option<String>)> {
@@ -281,7 +282,7 @@ impl Moderation<'_> {
     /// session ended, the entry, then the `suspended` event that ends the
     /// user's streams in every process with code `suspended`.
     pub async fn set_suspended(
-        &self,
+        self,
         uid: u64,
         on: bool,
         admin: u64,
@@ -290,7 +291,7 @@ impl Moderation<'_> {
     ) -> StoreResult<bool> {
         if self.is_suspended(uid).await? == on {
             // Nothing to change (a missing user is refused by the chain).
-            if self.store.user_any(uid).await.is_ok() {
+            if self.store.users().get_any(uid).await.is_ok() {
                 return Ok(false);
             }
         }
@@ -308,14 +309,14 @@ impl Moderation<'_> {
     }
 
     /// Whether `uid` is suspended (from Redis).
-    pub async fn is_suspended(&self, uid: u64) -> StoreResult<bool> {
+    pub async fn is_suspended(self, uid: u64) -> StoreResult<bool> {
         let mut conn = self.store.conn();
         let v: Option<String> = conn.hget(self.store.keys.user(uid), "suspended").await?;
         Ok(v.as_deref() == Some("1"))
     }
 
     /// Every suspended user (for a hub starting or catching up).
-    pub async fn suspended_ids(&self) -> StoreResult<HashSet<u64>> {
+    pub async fn suspended_ids(self) -> StoreResult<HashSet<u64>> {
         let mut conn = self.store.conn();
         Ok(conn.smembers(self.store.keys.suspended()).await?)
     }

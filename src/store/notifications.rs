@@ -72,7 +72,7 @@ impl Notifications<'_> {
     /// each, whether this call added it. One round trip for all (scripts
     /// sent whole, `EVAL`, so a pipeline never meets a script cache that
     /// lacks them).
-    pub async fn add(&self, adds: &[(u64, &Stored)]) -> StoreResult<Vec<bool>> {
+    pub async fn add(self, adds: &[(u64, &Stored)]) -> StoreResult<Vec<bool>> {
         if adds.is_empty() {
             return Ok(Vec::new());
         }
@@ -99,7 +99,7 @@ impl Notifications<'_> {
 
     /// Takes away each `(uid, key)` notification: for each, its id if there
     /// was one. One round trip for all.
-    pub async fn remove(&self, removes: &[(u64, &str)]) -> StoreResult<Vec<Option<String>>> {
+    pub async fn remove(self, removes: &[(u64, &str)]) -> StoreResult<Vec<Option<String>>> {
         if removes.is_empty() {
             return Ok(Vec::new());
         }
@@ -119,7 +119,7 @@ impl Notifications<'_> {
 
     /// Up to `n` of `uid`'s notifications with ids below `below` (all:
     /// `None`), newest first.
-    pub async fn below(&self, uid: u64, below: Option<u64>, n: usize) -> StoreResult<Vec<Stored>> {
+    pub async fn below(self, uid: u64, below: Option<u64>, n: usize) -> StoreResult<Vec<Stored>> {
         let key = self.store.keys.notifications(uid);
         let ids: Vec<String> = match below {
             None => {
@@ -127,7 +127,7 @@ impl Notifications<'_> {
                 conn.zrevrange(&key, 0, n as isize - 1).await?
             }
             Some(0 | 1) => return Ok(Vec::new()),
-            Some(b) => self.store.ids_up_to(&key, b - 1, n).await?,
+            Some(b) => self.store.statuses().ids_up_to(&key, b - 1, n).await?,
         };
         if ids.is_empty() {
             return Ok(Vec::new());
@@ -146,14 +146,14 @@ impl Notifications<'_> {
     }
 
     /// `uid`'s read marker (0: nothing read).
-    pub async fn marker(&self, uid: u64) -> StoreResult<u64> {
+    pub async fn marker(self, uid: u64) -> StoreResult<u64> {
         let mut conn = self.store.conn();
         let m: Option<String> = conn.get(self.store.keys.notification_marker(uid)).await?;
         Ok(m.and_then(|m| m.parse().ok()).unwrap_or(0))
     }
 
     /// Moves `uid`'s read marker to `id` unless it is past it already.
-    pub async fn mark_read(&self, uid: u64, id: u64) -> StoreResult<u64> {
+    pub async fn mark_read(self, uid: u64, id: u64) -> StoreResult<u64> {
         let mut conn = self.store.conn();
         let now: String = self
             .store
@@ -168,7 +168,7 @@ impl Notifications<'_> {
 
     /// The accounts and statuses `stored` name, read in two pipelines;
     /// those of accounts gone or suspended are left out.
-    pub async fn hydrate(&self, stored: Vec<Stored>) -> StoreResult<Vec<(Stored, Notification)>> {
+    pub async fn hydrate(self, stored: Vec<Stored>) -> StoreResult<Vec<(Stored, Notification)>> {
         let shown = self.hydrate_each(&stored).await?;
         Ok(stored
             .into_iter()
@@ -179,7 +179,7 @@ impl Notifications<'_> {
 
     /// Each of `stored` as its user reads it, `None` for one whose account
     /// is gone or suspended or whose status is gone.
-    pub async fn hydrate_each(&self, stored: &[Stored]) -> StoreResult<Vec<Option<Notification>>> {
+    pub async fn hydrate_each(self, stored: &[Stored]) -> StoreResult<Vec<Option<Notification>>> {
         let mut uids: Vec<u64> = stored
             .iter()
             .filter_map(|s| s.account.parse().ok())
@@ -187,7 +187,7 @@ impl Notifications<'_> {
         uids.sort_unstable();
         uids.dedup();
         let mut users: std::collections::HashMap<String, User> = std::collections::HashMap::new();
-        for u in self.store.users(&uids).await? {
+        for u in self.store.users().many(&uids).await? {
             users.insert(u.id.clone(), u);
         }
         let mut sids: Vec<u64> = stored
@@ -197,7 +197,7 @@ impl Notifications<'_> {
         sids.sort_unstable();
         sids.dedup();
         let mut statuses: std::collections::HashMap<u64, Status> = std::collections::HashMap::new();
-        for (sid, s) in self.store.statuses(&sids).await? {
+        for (sid, s) in self.store.statuses().many(&sids).await? {
             if let Some(s) = s {
                 statuses.insert(sid, s.status.clone());
             }
@@ -224,13 +224,13 @@ impl Notifications<'_> {
     }
 
     /// Where the notifier has got to in the buffer (`None`: nowhere yet).
-    pub async fn notifier_position(&self) -> StoreResult<Option<String>> {
+    pub async fn notifier_position(self) -> StoreResult<Option<String>> {
         let mut conn = self.store.conn();
         Ok(conn.get(self.store.keys.notifier_position()).await?)
     }
 
     /// The notifier has made the notifications of every event up to `id`.
-    pub async fn set_notifier_position(&self, id: &str) -> StoreResult<()> {
+    pub async fn set_notifier_position(self, id: &str) -> StoreResult<()> {
         let mut conn = self.store.conn();
         let _: () = conn.set(self.store.keys.notifier_position(), id).await?;
         Ok(())
@@ -238,7 +238,7 @@ impl Notifications<'_> {
 
     /// Takes or keeps the notifier's lease for `holder` for `ms`; whether
     /// `holder` has it.
-    pub async fn notifier_lease(&self, holder: &str, ms: u64) -> StoreResult<bool> {
+    pub async fn notifier_lease(self, holder: &str, ms: u64) -> StoreResult<bool> {
         let mut conn = self.store.conn();
         let key = self.store.keys.notifier_lease();
         let taken: Option<String> = redis::cmd("SET")
@@ -261,7 +261,7 @@ impl Notifications<'_> {
     }
 
     /// The id of the newest entry in the buffer, if any.
-    pub async fn newest_event_entry(&self) -> StoreResult<Option<String>> {
+    pub async fn newest_event_entry(self) -> StoreResult<Option<String>> {
         let mut conn = self.store.conn();
         let rows: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
             .arg(self.store.keys.events())

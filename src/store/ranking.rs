@@ -80,13 +80,13 @@ impl Store {
         let skip = (page.saturating_sub(1) as usize).saturating_mul(count);
         let chosen: Vec<(f64, u64, usize)> = ranked.into_iter().skip(skip).take(count).collect();
         let ids: Vec<u64> = chosen.iter().map(|(_, id, _)| *id).collect();
-        let found = self.statuses(&ids).await?;
+        let found = self.statuses().many(&ids).await?;
         Ok(chosen
             .into_iter()
             .zip(found)
             .filter_map(|((score, _, i), (_, status))| {
                 // Deleted since, or by a suspended user: not shown.
-                let status = status.filter(|s| !self.by_suspended(&s.status))?;
+                let status = status.filter(|s| !self.statuses().by_suspended(&s.status))?;
                 Some((status, rows[i].shown, score))
             })
             .collect())
@@ -101,14 +101,14 @@ impl Store {
             .iter()
             .map(|s| parse_id(s))
             .collect::<StoreResult<_>>()?;
-        let found = self.statuses(&ids).await?;
+        let found = self.statuses().many(&ids).await?;
         // Each entry ranks as the status it shows or reposts; a home shows
         // a status once (its newest entry).
         let mut entries: Vec<(Arc<CachedStatus>, u64)> = Vec::with_capacity(found.len());
         let mut seen = FxHashSet::default();
         for (_, status) in found {
             let Some(status) = status else { continue };
-            if self.by_suspended(&status.status) {
+            if self.statuses().by_suspended(&status.status) {
                 continue;
             }
             let rank_id = status
@@ -127,7 +127,8 @@ impl Store {
             .map(|(_, r)| *r)
             .collect();
         let posted_of: rustc_hash::FxHashMap<u64, f64> = self
-            .statuses(&originals)
+            .statuses()
+            .many(&originals)
             .await?
             .into_iter()
             .filter_map(|(id, s)| s.map(|s| (id, s.status.posted)))
@@ -170,7 +171,7 @@ impl Store {
             .map(|(id, _)| *id)
             .collect();
         if !missing.is_empty() {
-            let fresh = self.fresh_counts(&missing).await?;
+            let fresh = self.statuses().fresh_counts(&missing).await?;
             let mut fresh = missing.iter().zip(fresh);
             for slot in out.iter_mut().filter(|c| c.is_none()) {
                 if let Some((id, c)) = fresh.next() {

@@ -18,19 +18,32 @@ use crate::model::User;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 
+/// Blocks and mutes (`Store::relations`).
+#[derive(Clone, Copy)]
+pub struct Relations<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// Blocks and mutes.
+    pub fn relations(&self) -> Relations<'_> {
+        Relations { store: self }
+    }
+}
+
+impl Relations<'_> {
     /// Sets (`on`) or lifts `source`'s block or mute of `target`. Returns
     /// whether the relation holds now (a later change of the same pair
     /// that won a race decides).
-    pub async fn set_relation(
-        &self,
+    pub async fn set(
+        self,
         source: u64,
         target: u64,
         kind: Relation,
         on: bool,
         at: f64,
     ) -> StoreResult<bool> {
-        if !self.user_exists(target).await? {
+        if !self.store.users().exists(target).await? {
             return Err(StoreError::NotFound("user"));
         }
         let op = RelateOp {
@@ -40,36 +53,36 @@ impl Store {
             on,
             at,
         };
-        let owed = self.start_op(Op::Relate(op.clone())).await?;
-        self.run_relate(&owed.entry, &op).await
+        let owed = self.store.start_op(Op::Relate(op.clone())).await?;
+        self.store.run_relate(&owed.entry, &op).await
     }
 
     /// The relation bits `viewer` holds about `other` (`crate::hides`).
-    pub async fn relation_bits(&self, viewer: u64, other: u64) -> StoreResult<u8> {
-        let key = self.keys.hide(viewer);
-        if let Some(hides) = self.view_cache.hides(&key).await? {
+    pub async fn bits(self, viewer: u64, other: u64) -> StoreResult<u8> {
+        let key = self.store.keys.hide(viewer);
+        if let Some(hides) = self.store.view_cache.hides(&key).await? {
             return Ok(hides.bits(other));
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let v: Option<String> = conn.hget(key, other).await?;
         Ok(bits_of(v.as_deref()))
     }
 
-    /// User `uid` (as [`Store::user`] reads it) and `viewer`'s relation
-    /// bits toward them ([`Store::relation_bits`]): from the view cache
+    /// User `uid` (as [`Users::get`] reads it) and `viewer`'s relation
+    /// bits toward them ([`Relations::bits`]): from the view cache
     /// after one barrier, or in one round trip.
-    pub async fn user_with_relation(&self, uid: u64, viewer: u64) -> StoreResult<(User, u8)> {
-        let (user_key, hide_key) = (self.keys.user(uid), self.keys.hide(viewer));
-        if !self.view_cache.many(&hide_key) {
+    pub async fn user_with_relation(self, uid: u64, viewer: u64) -> StoreResult<(User, u8)> {
+        let (user_key, hide_key) = (self.store.keys.user(uid), self.store.keys.hide(viewer));
+        if !self.store.view_cache.many(&hide_key) {
             let keys = [(&*user_key, Kind::User), (&*hide_key, Kind::Hides)];
-            if let Some(views) = self.view_cache.get(&keys).await? {
+            if let Some(views) = self.store.view_cache.get(&keys).await? {
                 if let Some(hides) = views[1].hides() {
                     let user = views[0].user(false).ok_or(StoreError::NotFound("user"))?;
                     return Ok((user, hides.bits(uid)));
                 }
             }
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let (h, rel): (HashMap<String, String>, Option<String>) = redis::pipe()
             .hgetall(user_key)
             .hget(hide_key, uid)
@@ -80,19 +93,19 @@ impl Store {
     }
 
     /// Every hiding relation of `uid`, with the counter it was read at.
-    pub async fn hides(&self, uid: u64) -> StoreResult<Hides> {
-        let key = self.keys.hide(uid);
-        if let Some(hides) = self.view_cache.hides(&key).await? {
+    pub async fn hides(self, uid: u64) -> StoreResult<Hides> {
+        let key = self.store.keys.hide(uid);
+        if let Some(hides) = self.store.view_cache.hides(&key).await? {
             return Ok(Hides::clone(&hides));
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let fields: Vec<(String, String)> = conn.hgetall(key).await?;
         Ok(Hides::from_hash(&fields))
     }
 
     /// A page of whom `uid` blocks or mutes, newest first.
-    pub async fn relation_page(
-        &self,
+    pub async fn page(
+        self,
         uid: u64,
         kind: Relation,
         cursor: &Cursor,
@@ -100,10 +113,10 @@ impl Store {
     ) -> StoreResult<IdPage> {
         // Scored by minus the time: score order is newest first.
         let key = match kind {
-            Relation::Block => self.keys.blocks(uid),
-            Relation::Mute => self.keys.mutes(uid),
+            Relation::Block => self.store.keys.blocks(uid),
+            Relation::Mute => self.store.keys.mutes(uid),
         };
-        self.id_page(&key, cursor, count).await
+        self.store.id_page(&key, cursor, count).await
     }
 }
 

@@ -31,30 +31,43 @@ pub struct Added {
     pub created: usize,
 }
 
+/// Users' filter rules (`Store::rules`).
+#[derive(Clone, Copy)]
+pub struct Rules<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// Users' filter rules.
+    pub fn rules(&self) -> Rules<'_> {
+        Rules { store: self }
+    }
+}
+
+impl Rules<'_> {
     /// Adds rules (value, tag) to `uid`'s set: duplicates answer the rule
     /// they repeat; `Limit`-free: beyond [`MAX_RULES`] it is `Invalid`
     /// (`too_many_rules`) and nothing changes.
-    pub async fn add_rules(
-        &self,
+    pub async fn add(
+        self,
         uid: u64,
         items: &[(String, Option<String>)],
         dry_run: bool,
     ) -> StoreResult<Added> {
-        let mut inv = self.scripts.rules_add.prepare_invoke();
-        inv.key(self.keys.rules(uid))
-            .key(self.keys.rule_values(uid))
-            .key(self.keys.rule_order(uid))
+        let mut inv = self.store.scripts.rules_add.prepare_invoke();
+        inv.key(self.store.keys.rules(uid))
+            .key(self.store.keys.rule_values(uid))
+            .key(self.store.keys.rule_order(uid))
             .arg(MAX_RULES)
             .arg(if dry_run { "1" } else { "0" })
             .arg(crate::model::now());
         for (value, tag) in items {
-            let (id, _) = self.next_status_id().await?;
+            let (id, _) = self.store.next_status_id().await?;
             let tag =
                 serde_json::to_string(tag).map_err(|e| StoreError::Internal(e.to_string()))?;
             inv.arg(value).arg(tag).arg(id);
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let reply: Vec<String> = inv.invoke_async(&mut conn).await?;
         if reply.first().map(String::as_str) != Some("ok") {
             return Err(StoreError::Invalid(
@@ -71,7 +84,7 @@ impl Store {
                 Vec::new()
             } else {
                 redis::cmd("HMGET")
-                    .arg(self.keys.rules(uid))
+                    .arg(self.store.keys.rules(uid))
                     .arg(&known)
                     .query_async(&mut conn)
                     .await?
@@ -99,23 +112,23 @@ impl Store {
             }));
         }
         if version > 0 {
-            self.announce_rules(uid, version).await?;
+            self.announce(uid, version).await?;
         }
         Ok(Added { rules, created })
     }
 
     /// Deletes `uid`'s rules with these ids: (deleted, not found).
-    pub async fn delete_rules(
-        &self,
+    pub async fn delete(
+        self,
         uid: u64,
         ids: &[String],
         dry_run: bool,
     ) -> StoreResult<(Vec<String>, Vec<String>)> {
-        let mut conn = self.conn();
-        let mut inv = self.scripts.rules_delete.prepare_invoke();
-        inv.key(self.keys.rules(uid))
-            .key(self.keys.rule_values(uid))
-            .key(self.keys.rule_order(uid))
+        let mut conn = self.store.conn();
+        let mut inv = self.store.scripts.rules_delete.prepare_invoke();
+        inv.key(self.store.keys.rules(uid))
+            .key(self.store.keys.rule_values(uid))
+            .key(self.store.keys.rule_order(uid))
             .arg(if dry_run { "1" } else { "0" });
         for id in ids {
             inv.arg(id);
@@ -127,7 +140,7 @@ impl Store {
             reply.remove(0).parse().unwrap_or(0)
         };
         if version > 0 {
-            self.announce_rules(uid, version).await?;
+            self.announce(uid, version).await?;
         }
         let cut = reply.iter().position(|x| x == "|").unwrap_or(reply.len());
         Ok((
@@ -139,29 +152,29 @@ impl Store {
     /// `uid`'s rules, oldest first, with their version (read first: rules
     /// read with an older version than theirs are reloaded when the newer
     /// version's `rules_changed` event arrives).
-    pub async fn rules_versioned(&self, uid: u64) -> StoreResult<(u64, Vec<StoredRule>)> {
-        let mut conn = self.conn();
-        let version: Option<u64> = conn.hget(self.keys.rule_values(uid), "").await?;
-        Ok((version.unwrap_or(0), self.rules(uid).await?))
+    pub async fn versioned(self, uid: u64) -> StoreResult<(u64, Vec<StoredRule>)> {
+        let mut conn = self.store.conn();
+        let version: Option<u64> = conn.hget(self.store.keys.rule_values(uid), "").await?;
+        Ok((version.unwrap_or(0), self.all(uid).await?))
     }
 
     /// Tells every process's hub that `uid`'s rules are now at `version`.
-    async fn announce_rules(&self, uid: u64, version: u64) -> StoreResult<()> {
+    async fn announce(self, uid: u64, version: u64) -> StoreResult<()> {
         let body = serde_json::to_string(&crate::model::Event::RulesChanged { uid, version })
             .map_err(|e| StoreError::Internal(e.to_string()))?;
-        self.emit(&body).await?;
+        self.store.events().emit(&body).await?;
         Ok(())
     }
 
     /// `uid`'s rules, oldest first.
-    pub async fn rules(&self, uid: u64) -> StoreResult<Vec<StoredRule>> {
-        let mut conn = self.conn();
-        let ids: Vec<String> = conn.zrange(self.keys.rule_order(uid), 0, -1).await?;
+    pub async fn all(self, uid: u64) -> StoreResult<Vec<StoredRule>> {
+        let mut conn = self.store.conn();
+        let ids: Vec<String> = conn.zrange(self.store.keys.rule_order(uid), 0, -1).await?;
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let rows: Vec<Option<String>> = redis::cmd("HMGET")
-            .arg(self.keys.rules(uid))
+            .arg(self.store.keys.rules(uid))
             .arg(&ids)
             .query_async(&mut conn)
             .await?;

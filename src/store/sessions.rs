@@ -59,7 +59,7 @@ impl Store {
 
 impl Sessions<'_> {
     /// Records a new session for `uid` and returns its id.
-    pub async fn create(&self, uid: u64, now: f64) -> StoreResult<String> {
+    pub async fn create(self, uid: u64, now: f64) -> StoreResult<String> {
         let sid = new_session_id();
         let mut conn = self.store.conn();
         let _: () = conn
@@ -92,7 +92,7 @@ impl Sessions<'_> {
     /// [`Sessions::touch`] through the session cache: a session found
     /// alive less than a second ago (and not revoked since) is not asked
     /// about again.
-    pub async fn user(&self, sid: &str, uid: u64, now: f64) -> StoreResult<Option<SessionUser>> {
+    pub async fn user(self, sid: &str, uid: u64, now: f64) -> StoreResult<Option<SessionUser>> {
         let cache = &self.store.session_cache;
         if let Some(user) = cache.get(sid, uid) {
             return Ok(Some(user));
@@ -109,7 +109,7 @@ impl Sessions<'_> {
     /// (one round trip to the user's slot; the clean-up's index is moved
     /// too when the session's last use was in an earlier minute). `None` when
     /// the session has ended (logged out, cleaned up) or is not `uid`'s.
-    pub async fn touch(&self, sid: &str, uid: u64, now: f64) -> StoreResult<Option<SessionUser>> {
+    pub async fn touch(self, sid: &str, uid: u64, now: f64) -> StoreResult<Option<SessionUser>> {
         let mut conn = self.store.conn();
         let live = self.store.keys.live_sessions(uid);
         let (before, (login, private)): (Option<f64>, (Option<String>, Option<String>)) =
@@ -140,7 +140,7 @@ impl Sessions<'_> {
 
     /// Moves a session's place in the index's order up to `seen` (never
     /// back, and never for a session the index no longer has).
-    async fn raise_recent(&self, uid: u64, sid: &str, seen: f64) -> StoreResult<()> {
+    async fn raise_recent(self, uid: u64, sid: &str, seen: f64) -> StoreResult<()> {
         let _: () = redis::cmd("ZADD")
             .arg(self.store.keys.session_index(user_part(uid)))
             .arg("XX")
@@ -154,7 +154,7 @@ impl Sessions<'_> {
 
     /// Ends `uid`'s session `sid` at once (logout): its token stops
     /// working and its streams close.
-    pub async fn end(&self, uid: u64, sid: &str) -> StoreResult<bool> {
+    pub async fn end(self, uid: u64, sid: &str) -> StoreResult<bool> {
         Ok(self
             .store
             .sessions()
@@ -165,7 +165,7 @@ impl Sessions<'_> {
 
     /// Notes that session `sid` of `uid` viewed a status.
     pub async fn record_view(
-        &self,
+        self,
         uid: u64,
         sid: &str,
         status_id: u64,
@@ -188,7 +188,7 @@ impl Sessions<'_> {
     }
 
     /// The statuses session `sid` of `uid` viewed, most recent first.
-    pub async fn viewed(&self, uid: u64, sid: &str) -> StoreResult<Vec<u64>> {
+    pub async fn viewed(self, uid: u64, sid: &str) -> StoreResult<Vec<u64>> {
         let mut conn = self.store.conn();
         let ids: Vec<String> = conn
             .zrevrange(self.store.keys.user_viewed(uid, sid), 0, -1)
@@ -203,7 +203,7 @@ impl Sessions<'_> {
     /// cluster that has just restarted leave the redis crate's cluster
     /// connection timing out for good (`streams_survive_a_redis_restart`
     /// on the cluster, as `Store::outbox_depth` found first).
-    pub async fn count(&self) -> StoreResult<u64> {
+    pub async fn count(self) -> StoreResult<u64> {
         let mut conn = self.store.conn();
         let mut n = 0;
         for k in 0..OUTBOX_PARTS {
@@ -226,7 +226,7 @@ impl Sessions<'_> {
     /// read in order and the readings merged (the `n` oldest of all are
     /// among the `n` oldest of each): a command per partition for each
     /// reading, one after another.
-    pub async fn cleanup(&self, max: u64, idle_cutoff: f64) -> StoreResult<usize> {
+    pub async fn cleanup(self, max: u64, idle_cutoff: f64) -> StoreResult<usize> {
         let mut ended = 0;
         let n = self.count().await?;
         if n > max {
@@ -269,7 +269,7 @@ impl Sessions<'_> {
     /// arguments after the key) picks in each partition of the index: each
     /// as its partition, its member and its score.
     async fn index_entries(
-        &self,
+        self,
         range: &[String],
         most: usize,
     ) -> StoreResult<Vec<(usize, String, f64)>> {
@@ -291,7 +291,7 @@ impl Sessions<'_> {
 
     /// The sessions these index entries name, each with its user; entries
     /// that name none are removed from the index.
-    async fn indexed(&self, entries: Vec<(usize, String, f64)>) -> StoreResult<Vec<(u64, String)>> {
+    async fn indexed(self, entries: Vec<(usize, String, f64)>) -> StoreResult<Vec<(u64, String)>> {
         let mut pairs = Vec::new();
         let mut conn = self.store.conn();
         for (k, member, _) in entries {
@@ -306,7 +306,7 @@ impl Sessions<'_> {
     }
 
     /// Each session's last use as its authority has it (`None`: ended).
-    async fn last_seen_of(&self, sessions: &[(u64, String)]) -> StoreResult<Vec<Option<f64>>> {
+    async fn last_seen_of(self, sessions: &[(u64, String)]) -> StoreResult<Vec<Option<f64>>> {
         if sessions.is_empty() {
             return Ok(Vec::new());
         }
@@ -321,7 +321,7 @@ impl Sessions<'_> {
     /// outbox op: authority, then index and revocation. Returns how many
     /// ended.
     pub(crate) async fn end_many(
-        &self,
+        self,
         sessions: Vec<(u64, String)>,
         cutoff: Option<f64>,
     ) -> StoreResult<usize> {
@@ -337,7 +337,7 @@ impl Sessions<'_> {
     /// again): at their authority, then in the index with their revocation.
     /// Returns how many ended (again, on a rerun).
     pub(crate) async fn close(
-        &self,
+        self,
         sessions: &[(u64, String)],
         cutoff: Option<f64>,
     ) -> StoreResult<usize> {
@@ -417,7 +417,7 @@ pub struct SessionEntry {
 impl Sessions<'_> {
     /// The live sessions of `uid`, newest first. Entries of the user's
     /// list whose session has ended are dropped from it on the way.
-    pub async fn of_user(&self, uid: u64) -> StoreResult<Vec<SessionEntry>> {
+    pub async fn of_user(self, uid: u64) -> StoreResult<Vec<SessionEntry>> {
         let mut conn = self.store.conn();
         let listed: Vec<(String, f64)> = conn
             .zrevrange_withscores(self.store.keys.user_sessions(uid), 0, -1)
@@ -454,7 +454,7 @@ impl Sessions<'_> {
     /// Ends `uid`'s session `sid` (its token answers 401 and its streams
     /// get `disconnect` in every process); false when it is not one of the
     /// user's live sessions.
-    pub async fn end_of_user(&self, uid: u64, sid: &str) -> StoreResult<bool> {
+    pub async fn end_of_user(self, uid: u64, sid: &str) -> StoreResult<bool> {
         let mut conn = self.store.conn();
         let seen: Option<f64> = conn.zscore(self.store.keys.live_sessions(uid), sid).await?;
         if seen.is_none() {
@@ -469,7 +469,7 @@ impl Sessions<'_> {
     }
 
     /// Ends every live session of `uid` but `keep`; returns how many.
-    pub async fn end_others(&self, uid: u64, keep: &str) -> StoreResult<usize> {
+    pub async fn end_others(self, uid: u64, keep: &str) -> StoreResult<usize> {
         let others: Vec<(u64, String)> = self
             .store
             .sessions()
@@ -484,7 +484,7 @@ impl Sessions<'_> {
 
     /// Every session `uid` has, live or not yet listed as ended (for a
     /// chain that ends them all: an account's deletion, a suspension).
-    pub(crate) async fn all_of(&self, uid: u64) -> StoreResult<Vec<(u64, String)>> {
+    pub(crate) async fn all_of(self, uid: u64) -> StoreResult<Vec<(u64, String)>> {
         let mut conn = self.store.conn();
         let (listed, live): (Vec<String>, Vec<String>) = redis::pipe()
             .zrange(self.store.keys.user_sessions(uid), 0, -1)

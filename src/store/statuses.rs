@@ -38,7 +38,20 @@ pub enum Timeline {
     Group(u64),
 }
 
+/// Statuses and the timelines read from them (`Store::statuses`).
+#[derive(Clone, Copy)]
+pub struct Statuses<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// Statuses and the timelines read from them.
+    pub fn statuses(&self) -> Statuses<'_> {
+        Statuses { store: self }
+    }
+}
+
+impl Statuses<'_> {
     /// Stores a status whose id came from [`Store::next_status_id`], emits its
     /// events and fans it out (a chain of single-slot steps driven from the
     /// outbox: see `outbox`; on one Redis a plain post is one script,
@@ -46,11 +59,7 @@ impl Store {
     /// author within [`IDEMPOTENCY_TTL`](super::outbox::IDEMPOTENCY_TTL), creates nothing and returns the
     /// first answer (finishing the first write first if it is still under
     /// way).
-    pub async fn post_status(
-        &self,
-        status: &Status,
-        opts: &PostOptions<'_>,
-    ) -> StoreResult<Posted> {
+    pub async fn post(self, status: &Status, opts: &PostOptions<'_>) -> StoreResult<Posted> {
         let uid = parse_id(&status.uid)?;
         let mut fields: HashMap<String, String> = status
             .to_fields()
@@ -62,8 +71,8 @@ impl Store {
             "mention_uids".into(),
             serde_json::to_string(opts.mentioned).unwrap_or_default(),
         );
-        if self.posts_whole(status) {
-            match self.post_whole(status, opts, &fields).await? {
+        if self.store.posts_whole(status) {
+            match self.store.post_whole(status, opts, &fields).await? {
                 Some(Whole::Done(posted)) => {
                     if matches!(posted, Posted::Created) {
                         self.remember_posted(&fields);
@@ -82,12 +91,14 @@ impl Store {
             idempotency_key: opts.idempotency_key.map(String::from),
         };
         let op = Op::Post(post.clone());
-        let key = opts.idempotency_key.map(|k| self.keys.idempotency(uid, k));
-        let owed = match self.begin_op(&op, key.as_deref()).await? {
+        let key = opts
+            .idempotency_key
+            .map(|k| self.store.keys.idempotency(uid, k));
+        let owed = match self.store.begin_op(&op, key.as_deref()).await? {
             Begun::Started(owed) => *owed,
             Begun::Duplicate(first) => return self.first_answer(first).await,
         };
-        match self.run_post(&owed.entry, &post).await? {
+        match self.store.run_post(&owed.entry, &post).await? {
             PostEnd::Created => {
                 self.remember_posted(&post.fields);
                 Ok(Posted::Created)
@@ -100,25 +111,25 @@ impl Store {
     /// Puts a status just written into the status cache, as a read of its
     /// HASH (`fields`, exactly what was written) would: the likes, replies
     /// and reposts that follow a post then find it without a command.
-    fn remember_posted(&self, fields: &HashMap<String, String>) {
+    fn remember_posted(self, fields: &HashMap<String, String>) {
         if let (Some(status), Some(sid)) = (
             Status::from_hash(fields),
             fields.get("id").and_then(|id| id.parse().ok()),
         ) {
-            self.cache.put(sid, CachedStatus::new(status));
+            self.store.cache.put(sid, CachedStatus::new(status));
         }
     }
 
     /// The answer to a post whose Idempotency-Key was used before: the
     /// first answer, or, when the first write is under way (or died), that
     /// write finished first and its status.
-    async fn first_answer(&self, first: String) -> StoreResult<Posted> {
+    async fn first_answer(self, first: String) -> StoreResult<Posted> {
         let Some(pending) = first.strip_prefix("pending|") else {
             return Ok(Posted::Duplicate(first));
         };
-        let owed = Owed::decode_pending(pending, self.lease_deadline())
+        let owed = Owed::decode_pending(pending, self.store.lease_deadline())
             .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
-        self.complete_op(&owed).await?;
+        self.store.complete_op(&owed).await?;
         let Op::Post(post) = &owed.op else {
             return Err(StoreError::Internal("idempotency key of a non-post".into()));
         };
@@ -130,15 +141,9 @@ impl Store {
 
     /// Deletes a status of `uid`'s: `NotFound` if there is none, `Forbidden`
     /// if someone else wrote it. Emits the delete event and fans it out.
-    pub async fn delete_status(
-        &self,
-        sid: u64,
-        uid: u64,
-        private: bool,
-        now: f64,
-    ) -> StoreResult<()> {
-        let mut conn = self.conn();
-        let h: HashMap<String, String> = conn.hgetall(self.keys.status(sid)).await?;
+    pub async fn delete(self, sid: u64, uid: u64, private: bool, now: f64) -> StoreResult<()> {
+        let mut conn = self.store.conn();
+        let h: HashMap<String, String> = conn.hgetall(self.store.keys.status(sid)).await?;
         let Some(status) = Status::from_hash(&h) else {
             return Err(StoreError::NotFound("status"));
         };
@@ -153,48 +158,48 @@ impl Store {
             private,
             at: now,
         };
-        let owed = self.start_op(Op::Delete(op.clone())).await?;
-        self.run_delete(&owed.entry, &op).await
+        let owed = self.store.start_op(Op::Delete(op.clone())).await?;
+        self.store.run_delete(&owed.entry, &op).await
     }
 
     /// The repost of `sid` by `uid`, if there is one.
-    pub async fn repost_by(&self, sid: u64, uid: u64) -> StoreResult<Option<u64>> {
-        let mut conn = self.conn();
-        let id: Option<String> = conn.hget(self.keys.reposters(sid), uid).await?;
+    pub async fn repost_by(self, sid: u64, uid: u64) -> StoreResult<Option<u64>> {
+        let mut conn = self.store.conn();
+        let id: Option<String> = conn.hget(self.store.keys.reposters(sid), uid).await?;
         Ok(id.and_then(|id| id.parse().ok()))
     }
 
-    /// One status as [`Store::status`] reads it, but with the counts it was
+    /// One status as [`Statuses::get`] reads it, but with the counts it was
     /// cached with, which may be stale: for a writer that needs who wrote it
     /// and where, not how many like it (a cached status costs no command).
-    pub async fn status_uncounted(&self, sid: u64) -> StoreResult<Status> {
-        match self.cache.get(sid) {
+    pub async fn get_uncounted(self, sid: u64) -> StoreResult<Status> {
+        match self.store.cache.get(sid) {
             Some(s) => Ok(s.status.clone()),
-            None => self.status(sid).await,
+            None => self.get(sid).await,
         }
     }
 
     /// One status, with its counts as they are now.
-    pub async fn status(&self, sid: u64) -> StoreResult<Status> {
-        if let Some(s) = self.cache.get(sid) {
+    pub async fn get(self, sid: u64) -> StoreResult<Status> {
+        if let Some(s) = self.store.cache.get(sid) {
             let counts = self.fresh_counts(&[sid]).await?;
             return Ok(s.with_counts(counts.first().copied().unwrap_or_default()));
         }
-        let mut conn = self.conn();
-        let h: HashMap<String, String> = conn.hgetall(self.keys.status(sid)).await?;
+        let mut conn = self.store.conn();
+        let h: HashMap<String, String> = conn.hgetall(self.store.keys.status(sid)).await?;
         let status = Status::from_hash(&h).ok_or(StoreError::NotFound("status"))?;
-        self.cache.put(sid, CachedStatus::new(status.clone()));
+        self.store.cache.put(sid, CachedStatus::new(status.clone()));
         Ok(status)
     }
 
     /// The counts of these statuses, in order (zeros for missing ones):
     /// those read in the last second from the counts cache, the rest in one
     /// pipeline.
-    pub async fn counts(&self, ids: &[u64]) -> StoreResult<Vec<Counts>> {
+    pub async fn counts(self, ids: &[u64]) -> StoreResult<Vec<Counts>> {
         let now = std::time::Instant::now();
         let mut found: Vec<Option<Counts>> = ids
             .iter()
-            .map(|id| self.counts_cache.get(*id, now))
+            .map(|id| self.store.counts_cache.get(*id, now))
             .collect();
         let missing: Vec<u64> = ids
             .iter()
@@ -206,7 +211,7 @@ impl Store {
         for (id, slot) in ids.iter().zip(found.iter_mut()) {
             if slot.is_none() {
                 let counts = read.next().unwrap_or_default();
-                self.counts_cache.put(*id, counts);
+                self.store.counts_cache.put(*id, counts);
                 *slot = Some(counts);
             }
         }
@@ -214,19 +219,19 @@ impl Store {
     }
 
     /// The counts of these statuses read from Redis now, in one pipeline.
-    pub async fn fresh_counts(&self, ids: &[u64]) -> StoreResult<Vec<Counts>> {
+    pub async fn fresh_counts(self, ids: &[u64]) -> StoreResult<Vec<Counts>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
         let mut pipe = redis::pipe();
         for id in ids {
             pipe.cmd("HMGET")
-                .arg(self.keys.status(*id))
+                .arg(self.store.keys.status(*id))
                 .arg("likes")
                 .arg("reposts")
                 .arg("replies");
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let rows: Vec<(Option<u64>, Option<u64>, Option<u64>)> =
             pipe.query_async(&mut conn).await?;
         Ok(rows
@@ -240,7 +245,7 @@ impl Store {
     }
 
     /// Cached statuses with their current counts.
-    pub async fn shown(&self, statuses: Vec<Arc<CachedStatus>>) -> StoreResult<Vec<Shown>> {
+    pub async fn shown(self, statuses: Vec<Arc<CachedStatus>>) -> StoreResult<Vec<Shown>> {
         let ids: Vec<u64> = statuses
             .iter()
             .filter_map(|s| s.status.id.parse().ok())
@@ -250,10 +255,12 @@ impl Store {
     }
 
     /// Whether each of these statuses exists (and is not being deleted), in
-    /// order (see [`Store::statuses_now`]).
-    pub async fn statuses_alive(&self, ids: &[u64]) -> StoreResult<Vec<bool>> {
+    /// order (see [`Statuses::current`]).
+    pub async fn alive(self, ids: &[u64]) -> StoreResult<Vec<bool>> {
         Ok(self
-            .statuses_now(ids)
+            .store
+            .statuses()
+            .current(ids)
             .await?
             .into_iter()
             .map(|now| now.is_some())
@@ -267,11 +274,11 @@ impl Store {
     /// this way without reading or caching the statuses its events already
     /// carry (reading them whole cost a cold replay three quarters of its
     /// time, and flushed the cache the live paths use).
-    pub async fn statuses_now(&self, ids: &[u64]) -> StoreResult<Vec<Option<StatusNow>>> {
+    pub async fn current(self, ids: &[u64]) -> StoreResult<Vec<Option<StatusNow>>> {
         let mut now: Vec<Option<Option<StatusNow>>> = ids
             .iter()
             .map(|&id| {
-                self.cache.get(id).map(|c| {
+                self.store.cache.get(id).map(|c| {
                     Some(StatusNow {
                         edited_at: c.status.edited_at,
                     })
@@ -283,12 +290,12 @@ impl Store {
             let mut pipe = redis::pipe();
             for &i in &missing {
                 pipe.cmd("HMGET")
-                    .arg(self.keys.status(ids[i]))
+                    .arg(self.store.keys.status(ids[i]))
                     .arg("uid")
                     .arg("deleted")
                     .arg("edited_at");
             }
-            let mut conn = self.conn();
+            let mut conn = self.store.conn();
             let found: Vec<(Option<String>, Option<String>, Option<String>)> =
                 pipe.query_async(&mut conn).await?;
             for (&i, (uid, deleted, edited_at)) in missing.iter().zip(found) {
@@ -303,26 +310,25 @@ impl Store {
 
     /// The statuses with these ids, in order (`None` for missing ones); from
     /// the cache where possible, the rest in one pipeline.
-    pub async fn statuses(
-        &self,
-        ids: &[u64],
-    ) -> StoreResult<Vec<(u64, Option<Arc<CachedStatus>>)>> {
-        let mut found: Vec<(u64, Option<Arc<CachedStatus>>)> =
-            ids.iter().map(|&id| (id, self.cache.get(id))).collect();
+    pub async fn many(self, ids: &[u64]) -> StoreResult<Vec<(u64, Option<Arc<CachedStatus>>)>> {
+        let mut found: Vec<(u64, Option<Arc<CachedStatus>>)> = ids
+            .iter()
+            .map(|&id| (id, self.store.cache.get(id)))
+            .collect();
         let missing: Vec<usize> = (0..found.len()).filter(|&i| found[i].1.is_none()).collect();
         if missing.is_empty() {
             return Ok(found);
         }
         let mut pipe = redis::pipe();
         for &i in &missing {
-            pipe.hgetall(self.keys.status(found[i].0));
+            pipe.hgetall(self.store.keys.status(found[i].0));
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let hashes: Vec<HashMap<String, String>> = pipe.query_async(&mut conn).await?;
         for (&i, h) in missing.iter().zip(hashes.iter()) {
             if let Some(status) = Status::from_hash(h) {
                 let cached = CachedStatus::new(status);
-                self.cache.put(found[i].0, cached.clone());
+                self.store.cache.put(found[i].0, cached.clone());
                 found[i].1 = Some(cached);
             }
         }
@@ -334,14 +340,14 @@ impl Store {
     /// only the newest entry counts, across the whole timeline. The home is
     /// read from the top in chunks until the page is full (a home holds at
     /// most 1000 entries), so page 1 costs about one chunk.
-    pub async fn home_page(&self, uid: u64, page: Page, count: usize) -> StoreResult<Vec<Shown>> {
-        let key = self.keys.home(uid);
+    pub async fn home_page(self, uid: u64, page: Page, count: usize) -> StoreResult<Vec<Shown>> {
+        let key = self.store.keys.home(uid);
         // An eighth again the page, so that a repost of a status already
         // shown or a deleted entry seldom costs a second read. (Each id
         // costs Redis ~0.2 µs in the script, so no more than the page
         // needs.)
         let chunk = (count + count / 8 + 2) as isize;
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let mut seen =
             rustc_hash::FxHashSet::with_capacity_and_hasher(2 * chunk as usize, Default::default());
         let mut kept: Vec<Arc<CachedStatus>> = Vec::with_capacity(chunk as usize);
@@ -360,8 +366,9 @@ impl Store {
             // The first chunk from the home cache where it can (page 1
             // needs no more), else from Redis.
             let cached = if start == 0 {
-                self.home_cache
-                    .head(&key, chunk - 1, &self.scripts.home_ids)
+                self.store
+                    .home_cache
+                    .head(&key, chunk - 1, &self.store.scripts.home_ids)
                     .await?
             } else {
                 None
@@ -370,6 +377,7 @@ impl Store {
                 Some(ids) => ids,
                 None => {
                     let joined: String = self
+                        .store
                         .scripts
                         .home_ids
                         .key(&key)
@@ -387,7 +395,7 @@ impl Store {
             let mut next = 0;
             while next < n && kept.len() < skip + count {
                 let upto = (next + skip + count - kept.len()).min(n);
-                for (id, status) in self.statuses(&ids[next..upto]).await? {
+                for (id, status) in self.many(&ids[next..upto]).await? {
                     let Some(status) = status else {
                         gone.push(id);
                         continue;
@@ -421,14 +429,14 @@ impl Store {
 
     /// Whether a suspended user wrote `status` or the status it reposts
     /// (this process's set: then no timeline shows it).
-    pub(crate) fn by_suspended(&self, status: &Status) -> bool {
-        if self.suspended.is_empty() {
+    pub(crate) fn by_suspended(self, status: &Status) -> bool {
+        if self.store.suspended.is_empty() {
             return false;
         }
         let id = |s: &Option<String>| s.as_deref().and_then(|v| v.parse::<u64>().ok());
         let author: u64 = status.uid.parse().unwrap_or(0);
-        self.suspended.contains(author)
-            || id(&status.repost_of_uid).is_some_and(|u| self.suspended.contains(u))
+        self.store.suspended.contains(author)
+            || id(&status.repost_of_uid).is_some_and(|u| self.store.suspended.contains(u))
     }
 
     /// Up to `count` ids of a timeline of statuses, newest first, from
@@ -440,21 +448,22 @@ impl Store {
     /// the second a version scoring fractions was replaced can be one) are
     /// left out.
     pub(crate) async fn ids_up_to(
-        &self,
+        self,
         key: &str,
         max: u64,
         count: usize,
     ) -> StoreResult<Vec<String>> {
         let score = match super::writes::ids::posted_of(max) {
             Some(posted) => timeline_score(posted).to_string(),
-            None => match self.status(max).await {
+            None => match self.get(max).await {
                 Ok(s) => s.posted.to_string(),
                 Err(StoreError::NotFound(_)) => "+inf".to_string(),
                 Err(e) => return Err(e),
             },
         };
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let ids: Vec<String> = self
+            .store
             .scripts
             .ids_up_to
             .key(key)
@@ -475,9 +484,10 @@ impl Store {
     /// longer in the list (unliked meanwhile) cannot be placed: the page is
     /// then the likes of statuses with ids up to `max`, from the newest
     /// 1,000 likes.
-    async fn likes_from(&self, key: &str, max: u64, count: usize) -> StoreResult<Vec<String>> {
-        let mut conn = self.conn();
+    async fn likes_from(self, key: &str, max: u64, count: usize) -> StoreResult<Vec<String>> {
+        let mut conn = self.store.conn();
         let ids: Option<Vec<String>> = self
+            .store
             .scripts
             .page_from
             .key(key)
@@ -499,19 +509,19 @@ impl Store {
     /// A page of a timeline, newest first. Ids whose status has gone (a
     /// delete that raced a fan-out) are dropped from the timeline on the way.
     pub async fn timeline(
-        &self,
+        self,
         which: Timeline,
         page: Page,
         count: usize,
     ) -> StoreResult<Vec<Shown>> {
         let key = match &which {
-            Timeline::Profile(uid) => self.keys.profile(*uid),
-            Timeline::Mentions(uid) => self.keys.mentions(*uid),
-            Timeline::Tag(tag) => self.keys.tag(tag),
-            Timeline::Likes(uid) => self.keys.likes(*uid),
-            Timeline::Group(gid) => self.keys.group_timeline(*gid),
+            Timeline::Profile(uid) => self.store.keys.profile(*uid),
+            Timeline::Mentions(uid) => self.store.keys.mentions(*uid),
+            Timeline::Tag(tag) => self.store.keys.tag(tag),
+            Timeline::Likes(uid) => self.store.keys.likes(*uid),
+            Timeline::Group(gid) => self.store.keys.group_timeline(*gid),
         };
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let ids: Vec<String> = match page {
             Page::Number(n) => {
                 let start = (n.saturating_sub(1))
@@ -526,7 +536,7 @@ impl Store {
             Page::MaxId(max) => self.ids_up_to(&key, max, count).await?,
         };
         let ids: Vec<u64> = ids.iter().filter_map(|s| s.parse().ok()).collect();
-        let found = self.statuses(&ids).await?;
+        let found = self.many(&ids).await?;
         let gone: Vec<u64> = found
             .iter()
             .filter(|(_, s)| s.is_none())

@@ -97,7 +97,8 @@ impl ReplaySight {
         let now: rustc_hash::FxHashMap<u64, Arc<crate::store::cache::CachedStatus>> = self
             .sight
             .store()
-            .statuses(&sids)
+            .statuses()
+            .many(&sids)
             .await?
             .into_iter()
             .filter_map(|(id, s)| Some((id, s?)))

@@ -89,7 +89,7 @@ pub fn filter_part(rule: &Rule) -> bool {
 /// resolved now (one that names no user any more matches nothing). A
 /// stored value that no longer parses (none should) is skipped.
 pub async fn load(store: &Store, uid: u64) -> StoreResult<RuleSet> {
-    let (version, stored) = store.rules_versioned(uid).await?;
+    let (version, stored) = store.rules().versioned(uid).await?;
     let mut logins: HashMap<String, Option<u64>> = HashMap::new();
     let mut rules = Vec::with_capacity(stored.len());
     for rule in stored {
@@ -98,7 +98,7 @@ pub async fn load(store: &Store, uid: u64) -> StoreResult<RuleSet> {
         };
         for (login, _) in expr.logins() {
             if let std::collections::hash_map::Entry::Vacant(e) = logins.entry(login) {
-                let id = store.lookup(e.key()).await?;
+                let id = store.users().lookup(e.key()).await?;
                 e.insert(id);
             }
         }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The per-user concurrent-stream limit, counted in Redis across every
-/// server ([`Store::take_stream_lease`]): this process's leases, renewed
+/// server ([`StreamLeases::take`]): this process's leases, renewed
 /// every third of their length by [`StreamLimits::renew`].
 pub struct StreamLimits {
     store: Store,
@@ -76,7 +76,8 @@ impl StreamLimits {
         };
         if !self
             .store
-            .take_stream_lease(uid, &guard.member, max, self.lease)
+            .stream_leases()
+            .take(uid, &guard.member, max, self.lease)
             .await?
         {
             return Err(ApiError::too_many(format!(
@@ -103,7 +104,7 @@ impl StreamLimits {
                 Ok(held) => held.iter().map(|(m, uid)| (*uid, m.clone())).collect(),
                 Err(_) => continue,
             };
-            if let Err(e) = self.store.renew_stream_leases(&held, self.lease).await {
+            if let Err(e) = self.store.stream_leases().renew(&held, self.lease).await {
                 tracing::warn!(error = %e, leases = held.len(), "cannot renew stream leases");
             }
         }
@@ -128,7 +129,7 @@ impl Drop for StreamGuard {
         let (uid, member) = (self.uid, std::mem::take(&mut self.member));
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                if let Err(e) = store.drop_stream_lease(uid, &member).await {
+                if let Err(e) = store.stream_leases().release(uid, &member).await {
                     // It lapses by itself.
                     tracing::debug!(error = %e, "cannot drop a stream lease");
                 }

@@ -148,7 +148,8 @@ impl Dictionaries {
             None => {
                 let dict = train_from(store).await?;
                 let id = store
-                    .put_zstd_dict(&dict.id.to_string(), &dict.bytes, true)
+                    .zstd_dicts()
+                    .put(&dict.id.to_string(), &dict.bytes, true)
                     .await?;
                 match id == dict.id.to_string() {
                     true => dict,
@@ -169,7 +170,8 @@ impl Dictionaries {
 
 async fn load_current(store: &Store) -> anyhow::Result<Option<Dict>> {
     Ok(store
-        .zstd_dict_current()
+        .zstd_dicts()
+        .current()
         .await?
         .and_then(|(_, bytes)| Dict::new(bytes)))
 }
@@ -197,10 +199,11 @@ pub async fn run(dicts: Arc<Dictionaries>, retrain: Duration, mut shutdown: Shut
         since_training += tick;
         if !retrain.is_zero() && since_training >= retrain {
             since_training = Duration::ZERO;
-            let used = matches!(store.zstd_dict_current_id().await, Ok(Some(_)));
+            let used = matches!(store.zstd_dicts().current_id().await, Ok(Some(_)));
             if used
                 && store
-                    .take_zstd_trainer(&holder, retrain.as_secs())
+                    .zstd_dicts()
+                    .take_trainer(&holder, retrain.as_secs())
                     .await
                     .unwrap_or(false)
             {
@@ -217,7 +220,8 @@ pub async fn run(dicts: Arc<Dictionaries>, retrain: Duration, mut shutdown: Shut
 pub async fn retrain_now(store: &Store) {
     match train_from(store).await {
         Ok(dict) => match store
-            .put_zstd_dict(&dict.id.to_string(), &dict.bytes, false)
+            .zstd_dicts()
+            .put(&dict.id.to_string(), &dict.bytes, false)
             .await
         {
             Ok(_) => tracing::info!(
@@ -233,13 +237,13 @@ pub async fn retrain_now(store: &Store) {
 
 /// Switches to the current dictionary if it changed.
 async fn follow(store: &Store, dicts: &Dictionaries) {
-    let Ok(Some(id)) = store.zstd_dict_current_id().await else {
+    let Ok(Some(id)) = store.zstd_dicts().current_id().await else {
         return;
     };
     if dicts.current().is_some_and(|d| d.id.to_string() == id) {
         return;
     }
-    if let Ok(Some(bytes)) = store.zstd_dict(&id).await {
+    if let Ok(Some(bytes)) = store.zstd_dicts().get(&id).await {
         if let Some(dict) = Dict::new(bytes) {
             dicts.set(dict);
         }
@@ -254,7 +258,7 @@ async fn train_from(store: &Store) -> anyhow::Result<Dict> {
     // Pages of the newest entries until enough samples (or the buffer's
     // start, or 20 pages).
     for _ in 0..20 {
-        let page = store.events_before(before, 1_000).await?;
+        let page = store.events().before(before, 1_000).await?;
         let Some((oldest, _)) = page.events.last() else {
             break;
         };

@@ -326,7 +326,8 @@ pub(crate) async fn bulk_users(app: &TestApp, prefix: &str, n: usize) -> Vec<u64
                     password_hash: "x",
                 };
                 store
-                    .create_user(&new, firehose::model::now())
+                    .users()
+                    .create(&new, firehose::model::now())
                     .await
                     .unwrap()
                     .id
@@ -348,7 +349,8 @@ pub(crate) async fn bulk_follow(app: &TestApp, followers: &[u64], target: u64) {
             let store = store.clone();
             async move {
                 store
-                    .set_follow(f, target, true, firehose::model::now())
+                    .follows()
+                    .set(f, target, true, firehose::model::now())
                     .await
                     .unwrap()
             }

@@ -229,7 +229,8 @@ async fn reposts_racing_unfollows_leave_nothing_behind() {
         let f = *f;
         async move {
             store
-                .set_follow(f, target, false, firehose::model::now())
+                .follows()
+                .set(f, target, false, firehose::model::now())
                 .await
                 .unwrap()
         }

@@ -92,7 +92,13 @@ async fn resume(app: &TestApp, server: &ServerProcess, fh: &str) -> (Vec<String>
 /// Waits until `server`'s history holds the newest event in the buffer.
 async fn archived(app: &TestApp, server: &ServerProcess, token: &str) {
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
-    let newest = store.newest_event_id().await.unwrap().unwrap().to_string();
+    let newest = store
+        .events()
+        .newest_id()
+        .await
+        .unwrap()
+        .unwrap()
+        .to_string();
     app.eventually("the history holds the newest event", || async {
         let h: Value = app
             .http

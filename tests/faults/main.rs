@@ -198,7 +198,7 @@ async fn an_unread_socket_asking_for_the_whole_buffer_again_and_again_stays_boun
             let body = json!({"type": "status", "at": i, "status": {"id": (i + 1).to_string(),
                 "uid": uid, "login": "l", "message": padding, "posted": i, "hashtags": [], "mentions": []}})
             .to_string();
-            async move { store.emit(&body).await.unwrap() }
+            async move { store.events().emit(&body).await.unwrap() }
         })
         .buffered(64)
         .collect::<Vec<_>>()
@@ -423,7 +423,7 @@ async fn a_block_killed_between_its_events_and_its_retirement_is_announced_once(
     .await;
     assert_eq!(relation_events(), 1, "announced once");
     assert_ne!(
-        store.relation_bits(ua, ub).await.unwrap(),
+        store.relations().bits(ua, ub).await.unwrap(),
         0,
         "the block holds"
     );
@@ -553,6 +553,7 @@ async fn a_server_killed_mid_burst_of_likes_leaves_one_notification_per_like() {
     let mut likers = 0;
     for sid in &sids {
         let page = store
+            .likes()
             .likers(
                 sid.parse().unwrap(),
                 &firehose::store::paging::Cursor::Start,

@@ -230,7 +230,8 @@ async fn followers_sharing_one_follow_time_are_each_reached_once() {
             let store = store.clone();
             async move {
                 store
-                    .set_follow(f, target, true, 1_700_000_000.0)
+                    .follows()
+                    .set(f, target, true, 1_700_000_000.0)
                     .await
                     .unwrap()
             }
@@ -263,7 +264,8 @@ async fn unfollows_and_deletes_racing_a_fanout_leave_nothing_behind() {
             let store = store.clone();
             async move {
                 store
-                    .set_follow(f, target, false, firehose::model::now())
+                    .follows()
+                    .set(f, target, false, firehose::model::now())
                     .await
                     .unwrap()
             }

@@ -298,7 +298,8 @@ async fn concurrent_follow_unfollow_pairs_leave_counters_equal_to_set_sizes() {
             let store = store.clone();
             tasks.push(tokio::spawn(async move {
                 store
-                    .set_follow(source, target, follow, firehose::model::now())
+                    .follows()
+                    .set(source, target, follow, firehose::model::now())
                     .await
                     .unwrap();
             }));

@@ -434,6 +434,7 @@ async fn a_login_carries_the_firehose_scope_only_for_an_allowed_account() {
     assert_eq!(scopes(&plain), ["read", "write"]);
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
     store
+        .users()
         .set_firehose_allowed(uid.parse().unwrap(), true)
         .await
         .unwrap();

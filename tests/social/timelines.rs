@@ -100,7 +100,8 @@ async fn home_timelines_keep_the_newest_1000() {
             counts: Default::default(),
         };
         store
-            .post_status(&status, &Default::default())
+            .statuses()
+            .post(&status, &Default::default())
             .await
             .unwrap();
     }

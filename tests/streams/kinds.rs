@@ -513,6 +513,7 @@ async fn a_burst_is_routed_in_order_with_follows_taking_effect_mid_burst() {
     // One event first loads the script, so that none of the burst is
     // retried out of order after a NOSCRIPT reply.
     store
+        .events()
         .emit(&json!({"type": "ping", "at": -1}).to_string())
         .await
         .unwrap();

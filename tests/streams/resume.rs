@@ -184,6 +184,7 @@ async fn an_id_older_than_the_buffer_gets_a_resume_gap_warning_and_carries_on() 
     // Enough events for the approximate trim to drop whole stream nodes.
     for i in 0..300 {
         store
+            .events()
             .emit(&json!({"type": "ping", "at": i}).to_string())
             .await
             .unwrap();

@@ -250,7 +250,8 @@ async fn follow_all(store: &Store, followers: &[u64], target: u64) -> anyhow::Re
     let results: Vec<_> = futures::stream::iter(followers.to_vec())
         .map(|f| async move {
             store
-                .set_follow(f, target, true, firehose::model::now())
+                .follows()
+                .set(f, target, true, firehose::model::now())
                 .await
         })
         .buffer_unordered(64)

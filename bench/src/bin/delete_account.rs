@@ -81,7 +81,12 @@ async fn main() -> anyhow::Result<()> {
     futures::stream::iter(fans.iter().copied())
         .map(|f| {
             let store = store.clone();
-            async move { store.set_follow(f, uid, true, firehose::model::now()).await }
+            async move {
+                store
+                    .follows()
+                    .set(f, uid, true, firehose::model::now())
+                    .await
+            }
         })
         .buffer_unordered(64)
         .for_each(|_| async {})

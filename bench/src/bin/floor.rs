@@ -108,7 +108,7 @@ async fn main() -> anyhow::Result<()> {
     cfg.redis_url = Some(args.redis_url.clone());
     cfg.key_prefix = args.key_prefix.clone();
     let store = Store::open(&args.redis_url, &cfg)?;
-    let mut events = store.subscribe_events().await?.messages;
+    let mut events = store.events().subscribe().await?.messages;
     let listener = TcpListener::bind(&args.listen).await?;
     println!("floor ({:?}) on {}", args.transport, args.listen);
     let (ready_tx, mut ready) = mpsc::unbounded_channel::<TcpStream>();

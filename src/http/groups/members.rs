@@ -34,7 +34,7 @@ async fn member_page(
     next_cursor: Option<String>,
 ) -> ApiResult<Json<Value>> {
     let ids: Vec<u64> = rows.iter().map(|(id, _)| *id).collect();
-    let users = state.store.users(&ids).await?;
+    let users = state.store.users().many(&ids).await?;
     let roles: HashMap<u64, Option<String>> = rows.into_iter().collect();
     let users: Vec<Value> = users
         .into_iter()
@@ -103,11 +103,11 @@ pub async fn add(
     if !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
         return Err(refused(Refused::Forbidden));
     }
-    if !state.store.user_exists(target).await? {
+    if !state.store.users().exists(target).await? {
         return Err(ApiError::not_found("No such user."));
     }
     // Someone who blocks the caller cannot be added by them.
-    if state.store.relation_bits(auth.uid, target).await? & hides::BLOCKED_BY != 0 {
+    if state.store.relations().bits(auth.uid, target).await? & hides::BLOCKED_BY != 0 {
         return Err(ApiError::forbidden("That user blocks you."));
     }
     let current = state.store.groups().standing(gid, target).await?;

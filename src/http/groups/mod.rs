@@ -270,6 +270,7 @@ pub async fn statuses(
     readable(&state, viewer.as_ref(), gid).await?;
     let shown = state
         .store
+        .statuses()
         .timeline(Timeline::Group(gid), page, count)
         .await?;
     Ok(json_page(
@@ -299,7 +300,7 @@ pub async fn remove_status(
     if group.kind == "private" && group.role.is_none() {
         return Err(no_group());
     }
-    let status = match state.store.status(sid).await {
+    let status = match state.store.statuses().get(sid).await {
         Ok(s) if s.group_id.as_deref() == Some(group.id.as_str()) => s,
         Ok(_) | Err(StoreError::NotFound(_)) => {
             return Err(ApiError::not_found("No such status in this group."))
@@ -312,12 +313,13 @@ pub async fn remove_status(
             "Only its author, an owner or a moderator removes a group's status.",
         ));
     }
-    let private = match state.store.user(author).await {
+    let private = match state.store.users().get(author).await {
         Ok(u) => u.private,
         Err(StoreError::NotFound(_)) => false,
         Err(e) => return Err(e.into()),
     };
     let store = state.store.clone();
-    detached(async move { Ok(store.delete_status(sid, author, private, now()).await?) }).await?;
+    detached(async move { Ok(store.statuses().delete(sid, author, private, now()).await?) })
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -124,7 +124,7 @@ impl UserPage {
     /// The users of a page of ids.
     pub async fn of(state: &AppState, page: IdPage) -> ApiResult<Json<UserPage>> {
         Ok(Json(UserPage {
-            users: state.store.users(&page.ids).await?,
+            users: state.store.users().many(&page.ids).await?,
             next_cursor: page.next_cursor,
         }))
     }

@@ -21,7 +21,7 @@ pub async fn blocked_by(
 ) -> ApiResult<bool> {
     match viewer {
         Some(v) if v.uid != author => {
-            Ok(state.store.relation_bits(v.uid, author).await? & hides::UNSEEABLE != 0)
+            Ok(state.store.relations().bits(v.uid, author).await? & hides::UNSEEABLE != 0)
         }
         _ => Ok(false),
     }
@@ -46,7 +46,7 @@ async fn privacy_allows(
     if viewer.is_some_and(|v| v.uid == author) {
         return Ok(true);
     }
-    match state.store.user(author).await {
+    match state.store.users().get(author).await {
         Ok(user) => privacy_allows_user(state, viewer, &user).await,
         // An account being deleted: its statuses are on their way out.
         Err(StoreError::NotFound(_)) => Ok(false),
@@ -66,7 +66,7 @@ pub async fn privacy_allows_user(
         return Ok(true);
     }
     match viewer {
-        Some(v) => Ok(state.store.is_following(v.uid, author).await?),
+        Some(v) => Ok(state.store.follows().is_following(v.uid, author).await?),
         None => Ok(false),
     }
 }
@@ -83,7 +83,7 @@ fn actors(status: &Status) -> [u64; 2] {
 /// The status `sid` if `viewer` may see it; else 404, as if it did not
 /// exist (a private account's statuses are not even acknowledged).
 pub async fn visible(state: &AppState, viewer: Option<&AuthUser>, sid: u64) -> ApiResult<Status> {
-    let status = state.store.status(sid).await.map_err(|e| match e {
+    let status = state.store.statuses().get(sid).await.map_err(|e| match e {
         StoreError::NotFound(_) => ApiError::not_found("No such status."),
         e => e.into(),
     })?;
@@ -106,10 +106,16 @@ pub async fn visible_with_author(
         StoreError::NotFound(_) => ApiError::not_found("No such status."),
         e => e.into(),
     };
-    let status = state.store.status_uncounted(sid).await.map_err(not_found)?;
+    let status = state
+        .store
+        .statuses()
+        .get_uncounted(sid)
+        .await
+        .map_err(not_found)?;
     let author_id: u64 = status.uid.parse().unwrap_or(0);
     let (author, bits) = state
         .store
+        .relations()
         .user_with_relation(author_id, viewer.uid)
         .await
         .map_err(not_found)?;

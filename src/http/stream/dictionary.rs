@@ -33,7 +33,8 @@ pub async fn dictionary(
                 Some(d) => d.bytes.to_vec(),
                 None => state
                     .store
-                    .zstd_dict(&id.to_string())
+                    .zstd_dicts()
+                    .get(&id.to_string())
                     .await?
                     .ok_or_else(|| {
                         ApiError::not_found("No such dictionary (or no longer kept).")

@@ -194,7 +194,7 @@ impl Ask {
             }
             Kind::User => Rule::User {
                 uid: auth.uid,
-                following: state.store.following_ids(auth.uid).await?,
+                following: state.store.follows().following_ids(auth.uid).await?,
             },
             Kind::Search => {
                 rules = Some(Arc::new(rule_set::load(&state.store, auth.uid).await?));
@@ -374,7 +374,7 @@ async fn own_list(state: &AppState, auth: &AuthUser, raw: Option<&str>) -> ApiRe
     };
     let lid = crate::http::shared::extract::path_id(raw, "list")?;
     let members = state.store.lists().members(auth.uid, lid).await?;
-    let following = state.store.following_ids(auth.uid).await?;
+    let following = state.store.follows().following_ids(auth.uid).await?;
     Ok(ListView {
         id: lid,
         owner: auth.uid,

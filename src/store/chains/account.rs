@@ -72,8 +72,9 @@ impl Store {
         // The email is free at once; the login stays reserved for a while,
         // so nobody takes a name others still know. Only values the user
         // still holds change.
-        self.release_name(email, uid, None).await?;
-        self.release_name(login, uid, (until > 0).then_some(until))
+        self.users().release_name(email, uid, None).await?;
+        self.users()
+            .release_name(login, uid, (until > 0).then_some(until))
             .await?;
         let sessions = self.sessions().all_of(uid).await?;
         self.sessions().close(&sessions, None).await?;
@@ -128,11 +129,11 @@ impl Store {
         })
         .await?;
         self.undo_each(entry, &self.keys.requests(uid), false, |s| async move {
-            self.drop_request(s, uid).await.map(|_| ())
+            self.follow_requests().withdraw(s, uid).await.map(|_| ())
         })
         .await?;
         self.undo_each(entry, &self.keys.requested(uid), false, |t| async move {
-            self.drop_request(uid, t).await.map(|_| ())
+            self.follow_requests().withdraw(uid, t).await.map(|_| ())
         })
         .await?;
         self.undo_each(
@@ -148,10 +149,16 @@ impl Store {
         )
         .await?;
         self.undo_each(entry, &self.keys.likes(uid), true, |sid| async move {
-            let status = self.status(sid).await?;
+            let status = self.statuses().get(sid).await?;
             let author: u64 = status.uid.parse().unwrap_or(0);
-            let author_private = self.user(author).await.map(|u| u.private).unwrap_or(false);
-            self.set_like(uid, sid, author, author_private, false)
+            let author_private = self
+                .users()
+                .get(author)
+                .await
+                .map(|u| u.private)
+                .unwrap_or(false);
+            self.likes()
+                .set(uid, sid, author, author_private, false)
                 .await
                 .map(|_| ())
         })

@@ -213,7 +213,7 @@ impl Store {
         let reposts: HashMap<String, String> = conn.hgetall(self.keys.reposters(sid)).await?;
         for (reposter, repost) in reposts {
             if let (Ok(reposter), Ok(repost)) = (reposter.parse(), repost.parse()) {
-                match Box::pin(self.delete_status(repost, reposter, private, at)).await {
+                match Box::pin(self.statuses().delete(repost, reposter, private, at)).await {
                     Ok(()) | Err(StoreError::NotFound(_)) => {}
                     Err(e) => return Err(e),
                 }

@@ -81,7 +81,7 @@ impl Store {
 }
 
 impl Store {
-    /// [`Store::set_follows`] on one Redis for one chunk: `follow_whole.lua`,
+    /// [`Follows::set_many`] on one Redis for one chunk: `follow_whole.lua`,
     /// every step of every change in one atomic script (one round trip, no
     /// outbox entry). Works the first targets of the chunk, at least one,
     /// until [`FOLLOW_COPY_BUDGET`] is spent, and answers for those. Reposts

@@ -98,7 +98,7 @@ impl Store {
 }
 
 impl Store {
-    /// [`Store::set_like`] on one Redis: `like_whole.lua`, every step in one
+    /// [`Likes::set`] on one Redis: `like_whole.lua`, every step in one
     /// atomic script (one round trip, no outbox entry).
     pub(crate) async fn like_whole(
         &self,

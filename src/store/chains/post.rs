@@ -129,7 +129,13 @@ impl Store {
             // counted in that status's replies: the count would reveal
             // what the group hides.
             let counted = !status.group_private
-                || self.status_uncounted(p).await.ok().and_then(|s| s.group_id) == status.group_id;
+                || self
+                    .statuses()
+                    .get_uncounted(p)
+                    .await
+                    .ok()
+                    .and_then(|s| s.group_id)
+                    == status.group_id;
             if counted {
                 self.count_reply(p, sid, score, Count::In).await?;
             }

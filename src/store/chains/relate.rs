@@ -194,7 +194,7 @@ impl Store {
     async fn hide_in_home(&self, viewer: u64, other: u64) -> StoreResult<()> {
         let mut conn = self.conn();
         let ids: Vec<u64> = conn.zrange(self.keys.home(viewer), 0, -1).await?;
-        let found = self.statuses(&ids).await?;
+        let found = self.statuses().many(&ids).await?;
         let other_s = other.to_string();
         let hit: Vec<u64> = found
             .iter()
@@ -251,7 +251,12 @@ impl Store {
                 .iter()
                 .filter_map(|(id, _)| id.parse().ok())
                 .collect();
-            let hidden: Vec<u64> = self.hides(viewer).await?.others(hides::FEED).collect();
+            let hidden: Vec<u64> = self
+                .relations()
+                .hides(viewer)
+                .await?
+                .others(hides::FEED)
+                .collect();
             self.settle_backfill(viewer, &ids, &hidden).await?;
         }
         Ok(())

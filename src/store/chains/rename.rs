@@ -47,9 +47,9 @@ impl Store {
         let mut conn = self.conn();
         // The new value is taken before the old is freed, so the user
         // always holds one of them (a rerun finds the new one theirs).
-        let claimed = self.claim_name(new, *uid).await?;
+        let claimed = self.users().claim_name(new, *uid).await?;
         if claimed && old.to_lowercase() != new.to_lowercase() {
-            self.release_name(old, *uid, None).await?;
+            self.users().release_name(old, *uid, None).await?;
         }
         if !claimed {
             self.finish_with(entry, Vec::new()).await?;

@@ -1,5 +1,5 @@
 //! The sign-up chain (recorded in the user's outbox partition under the
-//! id `Store::create_user` took): the login claimed, then the email (each in its own
+//! id `Users::create` took): the login claimed, then the email (each in its own
 //! slot; a taken one releases the other and ends the sign-up), the user's
 //! keys, then the `user` event.
 
@@ -44,14 +44,14 @@ impl Store {
         } = op;
         // Logins hold no '@' and emails do, so the two claims of two
         // sign-ups never wait on each other crosswise: one of them wins.
-        let login_free = self.claim_name(login, *uid).await?;
+        let login_free = self.users().claim_name(login, *uid).await?;
         if login_free && !self.pause_signup.is_zero() {
             tokio::time::sleep(self.pause_signup).await;
         }
         let taken = if !login_free {
             Some(("login_taken", "That login is already taken."))
-        } else if !self.claim_name(email, *uid).await? {
-            self.release_name(login, *uid, None).await?;
+        } else if !self.users().claim_name(email, *uid).await? {
+            self.users().release_name(login, *uid, None).await?;
             Some(("email_taken", "That email is already registered."))
         } else {
             None

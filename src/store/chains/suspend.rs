@@ -66,7 +66,7 @@ impl Store {
         // again, which changes nothing.
         let event = serde_json::to_string(&Event::Suspended { uid, on })
             .map_err(|e| StoreError::Internal(e.to_string()))?;
-        self.emit(&event).await?;
+        self.events().emit(&event).await?;
         if on {
             let sessions = self.sessions().all_of(uid).await?;
             self.sessions().close(&sessions, None).await?;

@@ -486,7 +486,7 @@ impl Store {
         if hidden.is_empty() {
             return Ok(());
         }
-        let found = self.statuses(ids).await?;
+        let found = self.statuses().many(ids).await?;
         for other in hidden {
             let other_s = other.to_string();
             let reposts: Vec<u64> = found

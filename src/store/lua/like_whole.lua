@@ -5,7 +5,7 @@
 -- Atomic: one script changes the likers, the status's count, the user's
 -- list of likes and emits the event, so there is nothing to finish after a
 -- crash and no outbox entry. Not one slot: it names keys of the status,
--- the user and `{g}`, which only a single Redis allows (Store::set_like
+-- the user and `{g}`, which only a single Redis allows (Likes::set
 -- runs it only there, and every like change on one Redis goes through it,
 -- an account deletion's too: no chain step of a like is drawn there, so
 -- the like's sequence that orders chain steps is neither read nor written

@@ -11,7 +11,7 @@
 -- and no outbox entry; a racing unfollow, mute,
 -- block or delete runs wholly before or after it, so the fan-out needs no
 -- re-check afterwards. Not one slot: it names keys of many users and
--- `{g}`, which only a single Redis allows (Store::post_status runs it only
+-- `{g}`, which only a single Redis allows (Statuses::post runs it only
 -- there).
 --
 -- KEYS[1] status HASH  KEYS[2] author user HASH  KEYS[3] author profile ZSET

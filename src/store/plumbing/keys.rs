@@ -471,7 +471,7 @@ impl Keys {
     pub fn events(&self) -> String {
         format!("{}:{{g}}:events", self.prefix)
     }
-    /// STRING: the name of the event stream (`Store::event_stream_name`),
+    /// STRING: the name of the event stream (`Events::stream_name`),
     /// which processes' histories on disk are copies of.
     pub fn event_stream_name(&self) -> String {
         format!("{}:{{g}}:events:name", self.prefix)

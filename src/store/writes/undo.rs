@@ -102,7 +102,7 @@ impl Store {
 
     /// Lifts every block and mute the user set, and every block set on them.
     pub(crate) async fn undo_relations(&self, uid: u64, at: f64) -> StoreResult<()> {
-        let relations = self.hides(uid).await?;
+        let relations = self.relations().hides(uid).await?;
         let mut lifts = Vec::new();
         for other in relations.others(hides::FEED) {
             let bits = relations.bits(other);

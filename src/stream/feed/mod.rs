@@ -194,7 +194,7 @@ impl Feed {
             .retain(|out| !matches!(out, Out::Event(_, s) if *s == stream));
         // Read before registering: a change after this read reaches the
         // hub after the registration or is in its log of recent changes.
-        let hides = Arc::new(self.hub.store().hides(self.conn.uid).await?);
+        let hides = Arc::new(self.hub.store().relations().hides(self.conn.uid).await?);
         let sub = self.hub.next_id();
         self.hub
             .register(&self.conn, sub, want.clone(), stream, (*hides).clone())

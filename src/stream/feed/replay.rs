@@ -43,7 +43,7 @@ impl Feed {
         hides: Arc<Hides>,
         after: EventId,
     ) -> StoreResult<()> {
-        let newest = self.hub.store().newest_event_id().await?;
+        let newest = self.hub.store().events().newest_id().await?;
         if newest.is_none_or(|newest| after > newest) && after != EventId::ZERO {
             // An id from the future (or from another server's buffer) cannot
             // be placed: replaying after it would drop every event below it.
@@ -63,7 +63,13 @@ impl Feed {
         if let Some(oldest) = self.history.as_ref().and_then(History::oldest) {
             return Some(oldest);
         }
-        let first = self.hub.store().events_after(EventId::ZERO, 1).await.ok()?;
+        let first = self
+            .hub
+            .store()
+            .events()
+            .after(EventId::ZERO, 1)
+            .await
+            .ok()?;
         first.events.first().map(|(id, _)| id.0 as f64 / 1000.0)
     }
 
@@ -78,7 +84,7 @@ impl Feed {
         after: EventId,
     ) -> StoreResult<()> {
         let from_history = self.history.as_ref().is_some_and(|h| h.holds_after(after));
-        if !from_history && frame::is_gap(after, &self.hub.store().buffer_info().await?) {
+        if !from_history && frame::is_gap(after, &self.hub.store().events().buffer_info().await?) {
             let oldest = self.oldest_held().await;
             self.push_control(resume_gap(
                 "Some events after the resume point are no longer held.",
@@ -144,7 +150,7 @@ impl Feed {
             if page.end {
                 // Past the history's end: on into the buffer, which holds
                 // what followed unless the archiver fell a buffer behind.
-                if frame::is_gap(page.cursor, &self.hub.store().buffer_info().await?) {
+                if frame::is_gap(page.cursor, &self.hub.store().events().buffer_info().await?) {
                     let oldest = history.oldest();
                     self.push_control(resume_gap(
                         "Some events after the history's end are no longer in the replay buffer.",
@@ -156,7 +162,7 @@ impl Feed {
             inc(&metrics().history_events_read, page.events.len() as u64);
             return Ok((page.events, page.cursor, true, true));
         }
-        let page = self.hub.store().events_after(cursor, REPLAY_PAGE).await?;
+        let page = self.hub.store().events().after(cursor, REPLAY_PAGE).await?;
         let next = page.events.last().map_or(cursor, |(id, _)| *id);
         let mut frames = Vec::with_capacity(page.events.len());
         for (i, (id, json)) in page.events.into_iter().enumerate() {
@@ -231,7 +237,7 @@ impl Feed {
         let mut cursor: Option<EventId> = None;
         let mut newest: Option<EventId> = None;
         'pages: while found.len() < n {
-            let page = self.hub.store().events_before(cursor, PAGE).await?;
+            let page = self.hub.store().events().before(cursor, PAGE).await?;
             let Some((oldest, _)) = page.events.last() else {
                 break;
             };

@@ -23,13 +23,13 @@ impl Dispatcher {
         }
         let Some(last) = self.last else {
             // First subscription: nothing was dispatched yet, so start live.
-            match self.store.newest_event_id().await {
+            match self.store.events().newest_id().await {
                 Ok(newest) => self.last = newest,
                 Err(e) => tracing::warn!(error = %e, "could not read the replay buffer position"),
             }
             return;
         };
-        match self.store.buffer_info().await {
+        match self.store.events().buffer_info().await {
             Ok(info) if frame::is_gap(last, &info) => {
                 let msg = Control::warning(
                     "resume_gap",
@@ -50,7 +50,7 @@ impl Dispatcher {
             if shutdown.is_set() {
                 return;
             }
-            let page = match self.store.events_after(cursor, 1000).await {
+            let page = match self.store.events().after(cursor, 1000).await {
                 Ok(page) => {
                     failing_since = None;
                     backoff = Duration::from_millis(50);

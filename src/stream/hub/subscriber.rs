@@ -27,7 +27,7 @@ pub(super) async fn subscriber(
     while !shutdown.is_set() {
         let subscription = tokio::select! {
             _ = shutdown.wait() => return,
-            r = tokio::time::timeout(Duration::from_secs(5), store.subscribe_events()) => r,
+            r = tokio::time::timeout(Duration::from_secs(5), store.events().subscribe()) => r,
         };
         let subscription = match subscription {
             Ok(Ok(p)) => p,
