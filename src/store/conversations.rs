@@ -97,7 +97,7 @@ impl Conversations<'_> {
 
     /// Most conversations a user may be in.
     pub fn max_conversations(self) -> usize {
-        self.store.max_conversations
+        self.store.limits.max_conversations
     }
 
     /// The direct conversation of a pair, if they have one.

@@ -1,6 +1,7 @@
 //! The only code that talks to Redis, in sections:
 //!
-//! - `plumbing/`: the handle ([`Store`]: connection, caches, settings),
+//! - `plumbing/`: the handle ([`Store`]: connection, caches, limits and
+//!   fault-test pauses (`settings`)),
 //!   [`StoreError`], the Lua [`Scripts`], [`conn`] (one server or a
 //!   cluster), [`keys`] (every key name), `replicas`
 //!   (`--redis-wait-replicas`), [`layout`] (the check made before serving).
@@ -23,7 +24,8 @@
 //!   queues), and [`writes`]: [`ids`] (snowflakes), [`emitter`] (the group
 //!   commit of events), [`fanout_hints`], `posting`, `undo` (what an
 //!   account's deletion starts).
-//! - [`caches`]: [`cache`] (statuses, counts, sessions), [`home_cache`],
+//! - [`caches`], all in one field of the handle (`caches::set`): [`cache`]
+//!   (statuses, counts, sessions), [`home_cache`],
 //!   [`view_cache`] and [`tracked`] under them, kept true by Redis's
 //!   invalidation pushes; the per-process `rank_cache`, `trend_memo` and
 //!   `suspended`.

@@ -325,7 +325,7 @@ impl Moderation<'_> {
 impl Store {
     /// The suspended users this process knows of.
     pub fn suspended(&self) -> &Suspended {
-        &self.suspended
+        &self.caches.suspended
     }
 }
 

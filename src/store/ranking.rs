@@ -61,11 +61,11 @@ impl Store {
             .await?;
         let version = (head.first().and_then(|h| h.parse().ok()), len);
         let started = Instant::now();
-        let rows = match self.rank_cache.get(&key, version, started) {
+        let rows = match self.caches.ranked.get(&key, version, started) {
             Some(rows) => rows,
             None => {
                 let rows = Arc::new(self.rank_rows(&key, dedupe).await?);
-                self.rank_cache.put(&key, version, started, rows.clone());
+                self.caches.ranked.put(&key, version, started, rows.clone());
                 rows
             }
         };
@@ -162,7 +162,7 @@ impl Store {
         let at = Instant::now();
         let mut out: Vec<Option<Counts>> = ids
             .iter()
-            .map(|id| self.counts_cache.get_within(*id, at, HALF_TTL))
+            .map(|id| self.caches.counts.get_within(*id, at, HALF_TTL))
             .collect();
         let missing: Vec<u64> = ids
             .iter()
@@ -175,7 +175,7 @@ impl Store {
             let mut fresh = missing.iter().zip(fresh);
             for slot in out.iter_mut().filter(|c| c.is_none()) {
                 if let Some((id, c)) = fresh.next() {
-                    self.counts_cache.put(*id, c);
+                    self.caches.counts.put(*id, c);
                     *slot = Some(c);
                 }
             }

@@ -60,7 +60,7 @@ impl Relations<'_> {
     /// The relation bits `viewer` holds about `other` (`crate::hides`).
     pub async fn bits(self, viewer: u64, other: u64) -> StoreResult<u8> {
         let key = self.store.keys.hide(viewer);
-        if let Some(hides) = self.store.view_cache.hides(&key).await? {
+        if let Some(hides) = self.store.caches.views.hides(&key).await? {
             return Ok(hides.bits(other));
         }
         let mut conn = self.store.conn();
@@ -73,9 +73,9 @@ impl Relations<'_> {
     /// after one barrier, or in one round trip.
     pub async fn user_with_relation(self, uid: u64, viewer: u64) -> StoreResult<(User, u8)> {
         let (user_key, hide_key) = (self.store.keys.user(uid), self.store.keys.hide(viewer));
-        if !self.store.view_cache.many(&hide_key) {
+        if !self.store.caches.views.many(&hide_key) {
             let keys = [(&*user_key, Kind::User), (&*hide_key, Kind::Hides)];
-            if let Some(views) = self.store.view_cache.get(&keys).await? {
+            if let Some(views) = self.store.caches.views.get(&keys).await? {
                 if let Some(hides) = views[1].hides() {
                     let user = views[0].user(false).ok_or(StoreError::NotFound("user"))?;
                     return Ok((user, hides.bits(uid)));
@@ -95,7 +95,7 @@ impl Relations<'_> {
     /// Every hiding relation of `uid`, with the counter it was read at.
     pub async fn hides(self, uid: u64) -> StoreResult<Hides> {
         let key = self.store.keys.hide(uid);
-        if let Some(hides) = self.store.view_cache.hides(&key).await? {
+        if let Some(hides) = self.store.caches.views.hides(&key).await? {
             return Ok(Hides::clone(&hides));
         }
         let mut conn = self.store.conn();

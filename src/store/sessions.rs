@@ -28,6 +28,7 @@ use super::outbox::Op;
 use super::plumbing::error::{parse_id, StoreResult};
 use super::plumbing::handle::Store;
 use super::plumbing::keys::{user_part, OUTBOX_PARTS};
+use crate::store::plumbing::settings::Pauses;
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
 
@@ -93,7 +94,7 @@ impl Sessions<'_> {
     /// alive less than a second ago (and not revoked since) is not asked
     /// about again.
     pub async fn user(self, sid: &str, uid: u64, now: f64) -> StoreResult<Option<SessionUser>> {
-        let cache = &self.store.session_cache;
+        let cache = &self.store.caches.sessions;
         if let Some(user) = cache.get(sid, uid) {
             return Ok(Some(user));
         }
@@ -370,9 +371,7 @@ impl Sessions<'_> {
         if ended.is_empty() {
             return Ok(0);
         }
-        if !self.store.pause_session_end.is_zero() {
-            tokio::time::sleep(self.store.pause_session_end).await;
-        }
+        Pauses::hold(self.store.pauses.session_end).await;
         let mut by_part: BTreeMap<usize, Vec<String>> = BTreeMap::new();
         for (uid, sid) in &ended {
             by_part
@@ -397,7 +396,7 @@ impl Sessions<'_> {
         // The hub revokes them too when their events arrive; this process
         // does not wait for that.
         for sid in sids {
-            self.store.session_cache.revoke(sid);
+            self.store.caches.sessions.revoke(sid);
         }
         Ok(ended.len())
     }

@@ -116,7 +116,7 @@ impl Statuses<'_> {
             Status::from_hash(fields),
             fields.get("id").and_then(|id| id.parse().ok()),
         ) {
-            self.store.cache.put(sid, CachedStatus::new(status));
+            self.store.caches.status.put(sid, CachedStatus::new(status));
         }
     }
 
@@ -173,7 +173,7 @@ impl Statuses<'_> {
     /// cached with, which may be stale: for a writer that needs who wrote it
     /// and where, not how many like it (a cached status costs no command).
     pub async fn get_uncounted(self, sid: u64) -> StoreResult<Status> {
-        match self.store.cache.get(sid) {
+        match self.store.caches.status.get(sid) {
             Some(s) => Ok(s.status.clone()),
             None => self.get(sid).await,
         }
@@ -181,14 +181,17 @@ impl Statuses<'_> {
 
     /// One status, with its counts as they are now.
     pub async fn get(self, sid: u64) -> StoreResult<Status> {
-        if let Some(s) = self.store.cache.get(sid) {
+        if let Some(s) = self.store.caches.status.get(sid) {
             let counts = self.fresh_counts(&[sid]).await?;
             return Ok(s.with_counts(counts.first().copied().unwrap_or_default()));
         }
         let mut conn = self.store.conn();
         let h: HashMap<String, String> = conn.hgetall(self.store.keys.status(sid)).await?;
         let status = Status::from_hash(&h).ok_or(StoreError::NotFound("status"))?;
-        self.store.cache.put(sid, CachedStatus::new(status.clone()));
+        self.store
+            .caches
+            .status
+            .put(sid, CachedStatus::new(status.clone()));
         Ok(status)
     }
 
@@ -199,7 +202,7 @@ impl Statuses<'_> {
         let now = std::time::Instant::now();
         let mut found: Vec<Option<Counts>> = ids
             .iter()
-            .map(|id| self.store.counts_cache.get(*id, now))
+            .map(|id| self.store.caches.counts.get(*id, now))
             .collect();
         let missing: Vec<u64> = ids
             .iter()
@@ -211,7 +214,7 @@ impl Statuses<'_> {
         for (id, slot) in ids.iter().zip(found.iter_mut()) {
             if slot.is_none() {
                 let counts = read.next().unwrap_or_default();
-                self.store.counts_cache.put(*id, counts);
+                self.store.caches.counts.put(*id, counts);
                 *slot = Some(counts);
             }
         }
@@ -278,7 +281,7 @@ impl Statuses<'_> {
         let mut now: Vec<Option<Option<StatusNow>>> = ids
             .iter()
             .map(|&id| {
-                self.store.cache.get(id).map(|c| {
+                self.store.caches.status.get(id).map(|c| {
                     Some(StatusNow {
                         edited_at: c.status.edited_at,
                     })
@@ -313,7 +316,7 @@ impl Statuses<'_> {
     pub async fn many(self, ids: &[u64]) -> StoreResult<Vec<(u64, Option<Arc<CachedStatus>>)>> {
         let mut found: Vec<(u64, Option<Arc<CachedStatus>>)> = ids
             .iter()
-            .map(|&id| (id, self.store.cache.get(id)))
+            .map(|&id| (id, self.store.caches.status.get(id)))
             .collect();
         let missing: Vec<usize> = (0..found.len()).filter(|&i| found[i].1.is_none()).collect();
         if missing.is_empty() {
@@ -328,7 +331,7 @@ impl Statuses<'_> {
         for (&i, h) in missing.iter().zip(hashes.iter()) {
             if let Some(status) = Status::from_hash(h) {
                 let cached = CachedStatus::new(status);
-                self.store.cache.put(found[i].0, cached.clone());
+                self.store.caches.status.put(found[i].0, cached.clone());
                 found[i].1 = Some(cached);
             }
         }
@@ -367,7 +370,8 @@ impl Statuses<'_> {
             // needs no more), else from Redis.
             let cached = if start == 0 {
                 self.store
-                    .home_cache
+                    .caches
+                    .homes
                     .head(&key, chunk - 1, &self.store.scripts.home_ids)
                     .await?
             } else {
@@ -430,13 +434,13 @@ impl Statuses<'_> {
     /// Whether a suspended user wrote `status` or the status it reposts
     /// (this process's set: then no timeline shows it).
     pub(crate) fn by_suspended(self, status: &Status) -> bool {
-        if self.store.suspended.is_empty() {
+        if self.store.caches.suspended.is_empty() {
             return false;
         }
         let id = |s: &Option<String>| s.as_deref().and_then(|v| v.parse::<u64>().ok());
         let author: u64 = status.uid.parse().unwrap_or(0);
-        self.store.suspended.contains(author)
-            || id(&status.repost_of_uid).is_some_and(|u| self.store.suspended.contains(u))
+        self.store.caches.suspended.contains(author)
+            || id(&status.repost_of_uid).is_some_and(|u| self.store.caches.suspended.contains(u))
     }
 
     /// Up to `count` ids of a timeline of statuses, newest first, from

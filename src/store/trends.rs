@@ -17,7 +17,7 @@ impl Store {
     /// disjoint hashtags, so the top `limit` of their tops is the top of
     /// all. The answer is kept in the process for a second.
     pub async fn trending(&self, window: u64, limit: usize) -> StoreResult<Top> {
-        if let Some(top) = self.trend_memo.get((window, limit)) {
+        if let Some(top) = self.caches.trends.get((window, limit)) {
             return Ok(top);
         }
         let now = now();
@@ -73,7 +73,7 @@ impl Store {
         all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
         all.truncate(limit);
         let top: Top = all.into_iter().map(|(tag, n)| (tag, n as u64)).collect();
-        self.trend_memo.put((window, limit), &top);
+        self.caches.trends.put((window, limit), &top);
         Ok(top)
     }
 }

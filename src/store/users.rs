@@ -141,7 +141,7 @@ impl Users<'_> {
     /// The user with this id.
     pub async fn get(self, uid: u64) -> StoreResult<User> {
         let key = self.store.keys.user(uid);
-        if let Some(views) = self.store.view_cache.get(&[(&key, Kind::User)]).await? {
+        if let Some(views) = self.store.caches.views.get(&[(&key, Kind::User)]).await? {
             return views[0].user(false).ok_or(StoreError::NotFound("user"));
         }
         let mut conn = self.store.conn();
@@ -153,7 +153,7 @@ impl Users<'_> {
     /// operator's tools).
     pub async fn get_any(self, uid: u64) -> StoreResult<User> {
         let key = self.store.keys.user(uid);
-        if let Some(views) = self.store.view_cache.get(&[(&key, Kind::User)]).await? {
+        if let Some(views) = self.store.caches.views.get(&[(&key, Kind::User)]).await? {
             return views[0].user(true).ok_or(StoreError::NotFound("user"));
         }
         let mut conn = self.store.conn();
@@ -299,7 +299,7 @@ impl Users<'_> {
         }
         if private.is_some() {
             // Requests of this process see the new flag at once.
-            self.store.session_cache.forget_user(uid);
+            self.store.caches.sessions.forget_user(uid);
         }
         self.get(uid).await
     }

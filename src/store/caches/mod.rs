@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod home_cache;
 pub mod rank_cache;
+pub(crate) mod set;
 pub mod suspended;
 pub mod tracked;
 pub mod trend_memo;

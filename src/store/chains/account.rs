@@ -64,10 +64,10 @@ impl Store {
         // Marked: the user is 404 and no new follow, like or message
         // reaches them from here on.
         let _: () = conn.hset(self.keys.user(uid), "deleted", entry.n).await?;
-        let until = if self.login_reservation == 0 {
+        let until = if self.limits.login_reservation == 0 {
             0
         } else {
-            at as u64 + self.login_reservation
+            at as u64 + self.limits.login_reservation
         };
         // The email is free at once; the login stays reserved for a while,
         // so nobody takes a name others still know. Only values the user

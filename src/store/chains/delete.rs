@@ -91,7 +91,7 @@ impl Store {
             .map(|kv| (kv[0].clone(), kv[1].clone()))
             .collect();
         h.remove("deleted");
-        self.cache.forget(sid);
+        self.caches.status.forget(sid);
         let group = h.get("group_id").and_then(|g| g.parse::<u64>().ok());
         let private = private || h.get("group_private").is_some_and(|v| v == "1");
         // Only the tombstone left: an earlier run did every step but the last.
@@ -111,8 +111,8 @@ impl Store {
                 .await?;
             let _: i64 = conn.del(self.keys.status_versions(sid)).await?;
         }
-        self.cache.forget(sid);
-        self.counts_cache.forget(sid);
+        self.caches.status.forget(sid);
+        self.caches.counts.forget(sid);
         // A group's status was in no home.
         let tasks = match (group, homes) {
             (Some(_), _) | (None, Homes::Skip) => Vec::new(),
@@ -175,7 +175,7 @@ impl Store {
         if let Some(p) = parent {
             self.count_reply(p, sid, timeline_score(status.posted), Count::Out)
                 .await?;
-            self.counts_cache.forget(p);
+            self.caches.counts.forget(p);
         }
         let mentioned: Vec<u64> = h
             .get("mention_uids")
@@ -207,7 +207,7 @@ impl Store {
         }
         if let Some(original) = status.original_id() {
             let _: Vec<String> = self.repost_claim(original, uid, sid, false).await?;
-            self.counts_cache.forget(original);
+            self.caches.counts.forget(original);
         }
         // Reposts of a deleted status go with it, each a delete of its own.
         let reposts: HashMap<String, String> = conn.hgetall(self.keys.reposters(sid)).await?;

@@ -130,7 +130,7 @@ impl Store {
             self.finish_op(entry, Finish::default()).await?;
             return Ok(Edited::Refused(why));
         }
-        self.cache.forget(sid);
+        self.caches.status.forget(sid);
         let previous = reply.get(1).cloned().unwrap_or_default();
         let old_tags: Vec<String> = reply
             .get(2)
@@ -173,7 +173,7 @@ impl Store {
             )
             .await?;
         }
-        self.cache.forget(sid);
+        self.caches.status.forget(sid);
         // A delete that marked the status meanwhile took out what it saw;
         // what this edit put in after that goes too, and no update is sent.
         let gone: (bool, bool) = redis::pipe()

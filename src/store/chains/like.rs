@@ -56,7 +56,7 @@ impl Store {
             .arg(if like { "1" } else { "0" })
             .invoke_async(&mut conn)
             .await?;
-        self.counts_cache.forget(sid);
+        self.caches.counts.forget(sid);
         let Ok((changed, likes)) = redis::from_redis_value::<(i64, u64)>(reply) else {
             self.finish_op(entry, Finish::default()).await?;
             return Err(StoreError::NotFound("status"));
@@ -139,7 +139,7 @@ impl Store {
             }))
             .invoke_async(&mut conn)
             .await?;
-        self.counts_cache.forget(sid);
+        self.caches.counts.forget(sid);
         let (changed, likes) = redis::from_redis_value::<(i64, u64)>(reply)
             .map_err(|_| StoreError::NotFound("status"))?;
         Ok((changed == 1, likes))

@@ -98,7 +98,7 @@ impl Store {
             .arg(uid)
             .arg(&json)
             .arg(at)
-            .arg(self.max_conversation_messages);
+            .arg(self.limits.max_conversation_messages);
         match start {
             Some(new) => {
                 inv.arg("1")
@@ -122,7 +122,7 @@ impl Store {
                     "conversation_full",
                     format!(
                         "This conversation holds its most messages ({}); start another.",
-                        self.max_conversation_messages
+                        self.limits.max_conversation_messages
                     ),
                 ));
             }

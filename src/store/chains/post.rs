@@ -162,7 +162,7 @@ impl Store {
                 .await?;
         }
         for id in parent.into_iter().chain(original) {
-            self.counts_cache.forget(id);
+            self.caches.counts.forget(id);
         }
         let tasks = match group {
             Some(_) => Vec::new(),
@@ -343,7 +343,7 @@ impl Store {
         let mut conn = self.conn();
         let reply: redis::Value = inv.invoke_async(&mut conn).await?;
         for id in parent.into_iter().chain(original) {
-            self.counts_cache.forget(id);
+            self.caches.counts.forget(id);
         }
         if let Ok((word, first)) = redis::from_redis_value::<(String, String)>(reply.clone()) {
             match word.as_str() {

@@ -53,8 +53,8 @@ impl Store {
         } = *op;
         let block = kind == Relation::Block;
         let (list, cap) = match kind {
-            Relation::Block => (self.keys.blocks(source), self.max_blocks),
-            Relation::Mute => (self.keys.mutes(source), self.max_mutes),
+            Relation::Block => (self.keys.blocks(source), self.limits.max_blocks),
+            Relation::Mute => (self.keys.mutes(source), self.limits.max_mutes),
         };
         let src = self
             .relate_side(

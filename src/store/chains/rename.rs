@@ -70,7 +70,7 @@ impl Store {
         };
         // Requests of this process carry the new login at once (others
         // within the session cache's second).
-        self.session_cache.forget_user(*uid);
+        self.caches.sessions.forget_user(*uid);
         let mut events = Vec::new();
         if field == "login" {
             // Every status the user wrote shows the new login from now on;
@@ -121,7 +121,7 @@ impl Store {
                 w?;
             }
             for sid in &page {
-                self.cache.forget(*sid);
+                self.caches.status.forget(*sid);
             }
             all.extend(page);
         }

@@ -8,6 +8,7 @@ use crate::store::events::body;
 use crate::store::outbox::entry::Entry;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
+use crate::store::plumbing::settings::Pauses;
 use serde::{Deserialize, Serialize};
 
 /// A sign-up (`uid` first: versions before 2026-11-27 filled it in
@@ -45,8 +46,8 @@ impl Store {
         // Logins hold no '@' and emails do, so the two claims of two
         // sign-ups never wait on each other crosswise: one of them wins.
         let login_free = self.users().claim_name(login, *uid).await?;
-        if login_free && !self.pause_signup.is_zero() {
-            tokio::time::sleep(self.pause_signup).await;
+        if login_free {
+            Pauses::hold(self.pauses.signup).await;
         }
         let taken = if !login_free {
             Some(("login_taken", "That login is already taken."))

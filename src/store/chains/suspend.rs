@@ -6,6 +6,7 @@ use crate::store::outbox::entry::Entry;
 use crate::store::outbox::finish::Finish;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
+use crate::store::plumbing::settings::Pauses;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
@@ -52,15 +53,13 @@ impl Store {
             self.finish_op(entry, Finish::default()).await?;
             return Err(StoreError::NotFound("user"));
         }
-        if !self.pause_suspend.is_zero() {
-            tokio::time::sleep(self.pause_suspend).await;
-        }
+        Pauses::hold(self.pauses.suspend).await;
         if on {
             let _: () = conn.sadd(self.keys.suspended(), uid).await?;
         } else {
             let _: () = conn.srem(self.keys.suspended(), uid).await?;
         }
-        self.suspended.set(uid, on);
+        self.caches.suspended.set(uid, on);
         // The event before the sessions end, so that every hub ends the
         // user's streams with `suspended` (not `revoked`); a rerun emits it
         // again, which changes nothing.

@@ -6,6 +6,7 @@ use super::entry::Entry;
 use crate::model::now;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
+use crate::store::plumbing::settings::Pauses;
 use crate::store::writes::emitter;
 
 /// Seconds after the end of its lease within which a run of an op may
@@ -54,7 +55,7 @@ impl Store {
             };
             first = self.emitter.emit(sink, entry.n, f.events).await?;
         }
-        self.pause_before_retire().await;
+        Pauses::hold(self.pauses.retire).await;
         let k = entry.part;
         let outbox = self.keys.part_outbox(k);
         let mut inv = self.scripts.op_retire.prepare_invoke();
@@ -105,12 +106,5 @@ impl Store {
             .query_async(&mut conn)
             .await?;
         Ok(())
-    }
-
-    /// Fault tests only: waits `--test-pause-retire-ms`.
-    async fn pause_before_retire(&self) {
-        if !self.pause_retire.is_zero() {
-            tokio::time::sleep(self.pause_retire).await;
-        }
     }
 }

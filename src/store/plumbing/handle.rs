@@ -3,9 +3,10 @@
 
 use super::error::{StoreError, StoreResult};
 use super::scripts::Scripts;
+use super::settings::{Limits, Pauses};
 use crate::config::Config;
-use crate::store::caches::{cache, home_cache, view_cache};
-use crate::store::caches::{rank_cache, suspended, trend_memo};
+use crate::store::caches::cache;
+use crate::store::caches::set::Caches;
 use crate::store::plumbing::conn::Target;
 use crate::store::plumbing::conn::{LazyCluster, RedisConn};
 use crate::store::plumbing::keys::Keys;
@@ -29,39 +30,18 @@ pub struct Store {
     /// Seconds a request owns the outbox entry of its write before a
     /// worker may take the work over.
     pub(crate) outbox_lease: f64,
-    pub(crate) cache: Arc<cache::StatusCache>,
-    pub(crate) counts_cache: Arc<cache::CountsCache>,
-    pub(crate) trend_memo: Arc<trend_memo::TrendMemo>,
-    /// Rows of recently ranked timelines (`ranking`).
-    pub(crate) rank_cache: Arc<rank_cache::RankCache>,
-    /// Fault tests only: a pause in the middle of a suspension.
-    pub(crate) pause_suspend: Duration,
-    /// Fault tests only: a pause between a session's end and its revocation.
-    pub(crate) pause_session_end: Duration,
-    /// Fault tests only: a pause between a sign-up's two name claims.
-    pub(crate) pause_signup: Duration,
-    /// Fault tests only: a pause between a partitioned op's events and
-    /// its retirement.
-    pub(crate) pause_retire: Duration,
+    /// Every in-process cache (`caches`).
+    pub(crate) caches: Caches,
+    /// What one user may hold.
+    pub(crate) limits: Limits,
+    /// Fault tests only: where writes wait.
+    pub(crate) pauses: Pauses,
     /// Which fan-out queues may hold work (this process's workers wait on it).
     pub(crate) fanout_hints: Arc<fanout_hints::FanoutHints>,
     /// The group commit of partitioned writes' events.
     pub(crate) emitter: Arc<emitter::Emitter>,
-    pub(crate) session_cache: Arc<cache::SessionCache>,
-    /// The suspended users this process knows of (`moderation`).
-    pub(crate) suspended: suspended::Suspended,
-    pub(crate) home_cache: home_cache::HomeCache,
-    pub(crate) view_cache: view_cache::ViewCache,
     /// Status ids (a process's instance lease and sequence).
     pub(crate) ids: Arc<ids::IdGen>,
-    /// Most users one user may block, and mute.
-    pub(crate) max_blocks: usize,
-    pub(crate) max_mutes: usize,
-    /// Most messages a conversation keeps, and conversations a user is in.
-    pub(crate) max_conversation_messages: usize,
-    pub(crate) max_conversations: usize,
-    /// Seconds a deleted account's login stays reserved.
-    pub(crate) login_reservation: u64,
     /// Replicas a write waits for (`--redis-wait-replicas`).
     pub(crate) replication: Arc<replicas::Replication>,
 }
@@ -83,19 +63,14 @@ impl Store {
     /// With `cfg.redis_cluster` set, `url` is ignored and the store runs on
     /// that Redis Cluster.
     pub fn open(url: &str, cfg: &Config) -> StoreResult<Store> {
-        let (conn, target, homes, views) = match cfg.redis_cluster.as_deref() {
+        let (conn, target) = match cfg.redis_cluster.as_deref() {
             Some(list) => {
                 let nodes = cluster_nodes(list);
                 if nodes.is_empty() {
                     return Err(StoreError::Internal("--redis-cluster names no node".into()));
                 }
                 let conn = RedisConn::Cluster(LazyCluster::new(&nodes, Duration::from_secs(5))?);
-                (
-                    conn,
-                    Target::Cluster(nodes),
-                    home_cache::HomeCache::new(None, 0),
-                    view_cache::ViewCache::new(None, 0),
-                )
+                (conn, Target::Cluster(nodes))
             }
             None => {
                 let client = Client::open(url)?;
@@ -105,15 +80,12 @@ impl Store {
                     .set_number_of_retries(2)
                     .set_max_delay(Duration::from_millis(500));
                 let conn = ConnectionManager::new_lazy_with_config(client.clone(), manager_cfg)?;
-                let homes = home_cache::HomeCache::new(Some(&client), cfg.home_cache);
-                let views = view_cache::ViewCache::new(Some(&client), cfg.view_cache);
-                (
-                    RedisConn::Single(conn),
-                    Target::Single(client),
-                    homes,
-                    views,
-                )
+                (RedisConn::Single(conn), Target::Single(client))
             }
+        };
+        let caches = match &target {
+            Target::Single(client) => Caches::new(cfg, Some(client)),
+            Target::Cluster(_) => Caches::new(cfg, None),
         };
         Ok(Store {
             conn,
@@ -124,28 +96,12 @@ impl Store {
             fanout_inline: cfg.fanout_inline.max(1),
             fanout_batch: cfg.fanout_batch.max(1),
             outbox_lease: cfg.outbox_lease.max(0.1),
-            cache: Arc::new(cache::StatusCache::new(cfg.status_cache)),
-            counts_cache: Arc::new(cache::CountsCache::default()),
-            trend_memo: Arc::new(trend_memo::TrendMemo::default()),
-            rank_cache: Arc::default(),
-            pause_suspend: Duration::from_millis(cfg.test_pause_suspend_ms),
-            pause_session_end: Duration::from_millis(cfg.test_pause_session_end_ms),
-            pause_signup: Duration::from_millis(cfg.test_pause_signup_ms),
-            pause_retire: Duration::from_millis(cfg.test_pause_retire_ms),
+            caches,
+            limits: Limits::new(cfg),
+            pauses: Pauses::new(cfg),
             fanout_hints: Arc::default(),
             emitter: Arc::default(),
-            suspended: suspended::Suspended::default(),
-            session_cache: Arc::new(cache::SessionCache::new(Duration::from_secs_f64(
-                cfg.session_cache_ttl.clamp(0.0, 3600.0),
-            ))),
-            home_cache: homes,
-            view_cache: views,
             ids: Arc::new(ids::IdGen::new(cfg.clock_offset_ms)),
-            max_blocks: cfg.max_blocks,
-            max_mutes: cfg.max_mutes,
-            max_conversation_messages: cfg.max_conversation_messages,
-            max_conversations: cfg.max_conversations_per_user,
-            login_reservation: cfg.login_reservation_days.saturating_mul(86_400),
             replication: Arc::new(replicas::Replication::new(
                 cfg.redis_wait_replicas,
                 cfg.redis_wait_timeout_ms,
@@ -161,18 +117,18 @@ impl Store {
 
     /// The status cache (the hub evicts deleted statuses from it).
     pub fn status_cache(&self) -> &cache::StatusCache {
-        &self.cache
+        &self.caches.status
     }
 
     /// Recently read status counts (the hub evicts changed ones).
     pub fn counts_cache(&self) -> &cache::CountsCache {
-        &self.counts_cache
+        &self.caches.counts
     }
 
     /// Sessions recently found alive (the hub revokes ended ones and
     /// suspends it while its subscription is down).
     pub fn session_cache(&self) -> &cache::SessionCache {
-        &self.session_cache
+        &self.caches.sessions
     }
 
     /// The key builder.

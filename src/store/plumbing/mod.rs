@@ -1,7 +1,8 @@
 //! The Redis plumbing under every entity: the handle (`handle::Store`), its
 //! errors (`error`) and Lua scripts (`scripts`), connections to one server or
 //! a cluster (`conn`), every key name (`keys`), waiting for replicas
-//! (`replicas`) and the layout check made before serving (`layout`).
+//! (`replicas`), the limits and fault-test pauses (`settings`) and the
+//! layout check made before serving (`layout`).
 
 pub mod conn;
 pub mod error;
@@ -10,3 +11,4 @@ pub mod keys;
 pub mod layout;
 pub(crate) mod replicas;
 pub mod scripts;
+pub(crate) mod settings;
