@@ -130,7 +130,14 @@ pub struct DeleteAccount {
 /// finishes it should this one die).
 const DELETE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
-const DELETE_OP: Op = Op::delete("/api/v1/me", "users", "Delete your account: every session ends, the user is 404, their statuses, likes, reposts, follows, requests, relations and conversations are undone; the email is free at once, the login reserved for a while").body("DeleteAccount").status(204).errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
+const DELETE_OP: Op = Op::delete(
+    "/api/v1/me",
+    "users",
+    "Delete your account: every session ends, the user is 404, their statuses, likes, reposts, follows, requests, relations and conversations are undone; the email is free at once, the login reserved for a while",
+)
+.body("DeleteAccount")
+.status(204)
+.errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `DELETE /api/v1/me`: checks the password (as a login does), closes the
 /// account at once, then undoes what it holds (waiting for that up to
@@ -171,7 +178,13 @@ pub async fn destroy(
 /// Entries read from Redis at a time while exporting.
 const EXPORT_PAGE: usize = 200;
 
-const EXPORT_OP: Op = Op::get("/api/v1/me/export", "users", "Everything your account holds, as NDJSON: the user (with email), statuses, following, followers, likes, newest first within each").reply(Reply::Text("application/x-ndjson")).errors(&[401, 503]);
+const EXPORT_OP: Op = Op::get(
+    "/api/v1/me/export",
+    "users",
+    "Everything your account holds, as NDJSON: the user (with email), statuses, following, followers, likes, newest first within each",
+)
+.reply(Reply::Text("application/x-ndjson"))
+.errors(&[401, 503]);
 
 /// `GET /api/v1/me/export`: one JSON object a line, each with a `type`:
 /// the `user` (with email), every `status` the user wrote, `following` and

@@ -79,9 +79,16 @@ pub async fn destroy(
     set(state, auth, id, false).await
 }
 
-const LIST_OP: Op = Op::get("/api/v1/bookmarks", "bookmarks", "Your bookmarks, newest bookmark first; statuses since deleted or no longer visible drop out").params(Params::FollowPaging).reply(Reply::Inline(
-        r##"{"type":"object","required":["statuses","next_cursor"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]}}}"##,
-    )).errors(&[400, 401, 503]);
+const LIST_OP: Op = Op::get(
+    "/api/v1/bookmarks",
+    "bookmarks",
+    "Your bookmarks, newest bookmark first; statuses since deleted or no longer visible drop out",
+)
+.params(Params::FollowPaging)
+.reply(Reply::Inline(
+    r##"{"type":"object","required":["statuses","next_cursor"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]}}}"##,
+))
+.errors(&[400, 401, 503]);
 
 /// `GET /api/v1/bookmarks`: a page of the caller's bookmarks, each judged
 /// now; those of statuses gone are forgotten on the way.

@@ -126,7 +126,15 @@ fn not_found(e: StoreError) -> ApiError {
     }
 }
 
-const CREATE_OP: Op = Op::post("/api/v1/conversations", "conversations", "Start a conversation with its first message (200 with the existing one for a direct pair that has one)").body("NewConversationBody").status(201).reply(Reply::Schema("Conversation")).errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
+const CREATE_OP: Op = Op::post(
+    "/api/v1/conversations",
+    "conversations",
+    "Start a conversation with its first message (200 with the existing one for a direct pair that has one)",
+)
+.body("NewConversationBody")
+.status(201)
+.reply(Reply::Schema("Conversation"))
+.errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/conversations`.
 pub async fn create(

@@ -16,9 +16,16 @@ pub fn routes() -> Routes {
     Routes::new().route(DEMO_OP, demo)
 }
 
-const DEMO_OP: Op = Op::get("/api/v1/demo", "operations", "With `serve --demo` only: a shared read-only token (scopes read and firehose) for watching the demo world; 404 without --demo").auth(Auth::None).reply(Reply::Inline(
-        r#"{"type":"object","required":["token","user_id","login","scopes","expires_at"],"properties":{"token":{"type":"string"},"user_id":{"type":"string"},"login":{"type":"string"},"scopes":{"type":"array","items":{"type":"string"}},"expires_at":{"type":"integer"}}}"#,
-    )).errors(&[404, 503]);
+const DEMO_OP: Op = Op::get(
+    "/api/v1/demo",
+    "operations",
+    "With `serve --demo` only: a shared read-only token (scopes read and firehose) for watching the demo world; 404 without --demo",
+)
+.auth(Auth::None)
+.reply(Reply::Inline(
+    r#"{"type":"object","required":["token","user_id","login","scopes","expires_at"],"properties":{"token":{"type":"string"},"user_id":{"type":"string"},"login":{"type":"string"},"scopes":{"type":"array","items":{"type":"string"}},"expires_at":{"type":"integer"}}}"#,
+))
+.errors(&[404, 503]);
 
 /// `GET /api/v1/demo`: the viewer's pass (`demo::viewer`), the same for
 /// every caller until it is renewed.

@@ -42,7 +42,14 @@ pub struct EditStatus {
     pub message: String,
 }
 
-const EDIT_OP: Op = Op::patch("/api/v1/statuses/{id}", "statuses", "Edit your status: within 60 minutes of posting (then 403 edit_window_passed), at most 10 times (then 400 too_many_edits); honours Idempotency-Key").body("EditStatus").reply(Reply::Schema("Status")).errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
+const EDIT_OP: Op = Op::patch(
+    "/api/v1/statuses/{id}",
+    "statuses",
+    "Edit your status: within 60 minutes of posting (then 403 edit_window_passed), at most 10 times (then 400 too_many_edits); honours Idempotency-Key",
+)
+.body("EditStatus")
+.reply(Reply::Schema("Status"))
+.errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `PATCH /api/v1/statuses/{id}`: the status as edited, with `edited_at`.
 pub async fn edit(
@@ -131,9 +138,16 @@ fn refusal(why: EditRefused) -> ApiError {
     }
 }
 
-const HISTORY_OP: Op = Op::get("/api/v1/statuses/{id}/history", "statuses", "A status's versions, oldest first: as posted, then each edit (one if never edited)").auth(Auth::Optional).reply(Reply::Inline(
-        r#"{"type":"object","required":["versions"],"properties":{"versions":{"type":"array","items":{"type":"object","required":["message","hashtags","mentions","at"],"properties":{"message":{"type":"string"},"hashtags":{"type":"array","items":{"type":"string"}},"mentions":{"type":"array","items":{"type":"string"}},"at":{"type":"number"}}}}}}"#,
-    )).errors(&[401, 403, 404, 503]);
+const HISTORY_OP: Op = Op::get(
+    "/api/v1/statuses/{id}/history",
+    "statuses",
+    "A status's versions, oldest first: as posted, then each edit (one if never edited)",
+)
+.auth(Auth::Optional)
+.reply(Reply::Inline(
+    r#"{"type":"object","required":["versions"],"properties":{"versions":{"type":"array","items":{"type":"object","required":["message","hashtags","mentions","at"],"properties":{"message":{"type":"string"},"hashtags":{"type":"array","items":{"type":"string"}},"mentions":{"type":"array","items":{"type":"string"}},"at":{"type":"number"}}}}}}"#,
+))
+.errors(&[401, 403, 404, 503]);
 
 /// `GET /api/v1/statuses/{id}/history`: for whoever may see the status.
 pub async fn history(

@@ -169,7 +169,13 @@ async fn decide(
     Ok(Json(json!({"following": approve})))
 }
 
-const CREATE_OP: Op = Op::post("/api/v1/users/{id}/follow", "follows", "Follow a user (409 when already following); a private account gets a follow request (requested: true)").reply(Reply::Inline(r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#)).errors(&[401, 403, 404, 409, 429, 503]);
+const CREATE_OP: Op = Op::post(
+    "/api/v1/users/{id}/follow",
+    "follows",
+    "Follow a user (409 when already following); a private account gets a follow request (requested: true)",
+)
+.reply(Reply::Inline(r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#))
+.errors(&[401, 403, 404, 409, 429, 503]);
 
 /// `POST /api/v1/users/{id}/follow`: 409 when already following.
 pub async fn create(
@@ -219,9 +225,15 @@ async fn follow_or_ask(store: &Store, uid: u64, target: u64) -> Result<Followed,
     })
 }
 
-const DESTROY_OP: Op = Op::delete("/api/v1/users/{id}/follow", "follows", "Unfollow a user, or cancel a follow request (then requested: false)").reply(Reply::Inline(
-        r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#,
-    )).errors(&[401, 403, 404, 429, 503]);
+const DESTROY_OP: Op = Op::delete(
+    "/api/v1/users/{id}/follow",
+    "follows",
+    "Unfollow a user, or cancel a follow request (then requested: false)",
+)
+.reply(Reply::Inline(
+    r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#,
+))
+.errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/users/{id}/follow`: idempotent.
 pub async fn destroy(

@@ -44,7 +44,13 @@ pub fn routes() -> Routes {
         .schema_of::<Summary>("HistorySummary")
 }
 
-const SHOW_OP: Op = Op::get("/api/v1/history", "history", "How far back this server's history of events reaches (oldest time and id, newest id, events, bytes on disk)").reply(Reply::Schema("HistorySummary")).errors(&[401]);
+const SHOW_OP: Op = Op::get(
+    "/api/v1/history",
+    "history",
+    "How far back this server's history of events reaches (oldest time and id, newest id, events, bytes on disk)",
+)
+.reply(Reply::Schema("HistorySummary"))
+.errors(&[401]);
 
 /// `GET /api/v1/history` (any token): the extent of the history this
 /// process serves resumes from (empty with `--history 0`).
@@ -58,13 +64,27 @@ pub async fn show(State(state): State<AppState>, _auth: AuthUser) -> Json<Summar
     )
 }
 
-const SEARCH_OP: Op = Op::get("/api/v1/history/search", "history", "Public statuses in the history matching a filter rule, newest first, as visible now").params(Params::HistorySearch).reply(Reply::Inline(
-        r##"{"type":"object","required":["statuses","next_cursor","oldest"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"oldest":{"type":["number","null"]}}}"##,
-    )).errors(&[400, 401, 503]);
+const SEARCH_OP: Op = Op::get(
+    "/api/v1/history/search",
+    "history",
+    "Public statuses in the history matching a filter rule, newest first, as visible now",
+)
+.params(Params::HistorySearch)
+.reply(Reply::Inline(
+    r##"{"type":"object","required":["statuses","next_cursor","oldest"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"oldest":{"type":["number","null"]}}}"##,
+))
+.errors(&[400, 401, 503]);
 
-const COUNTS_OP: Op = Op::get("/api/v1/history/counts", "history", "How many public statuses in the history a filter rule matches, per minute, hour or day, oldest first").params(Params::HistoryCounts).reply(Reply::Inline(
-        r#"{"type":"object","required":["counts","total"],"properties":{"counts":{"type":"array","items":{"type":"object","required":["start","count"],"properties":{"start":{"type":"integer"},"count":{"type":"integer"}}}},"total":{"type":"integer"},"complete":{"type":"boolean"}}}"#,
-    )).errors(&[400, 401, 503]);
+const COUNTS_OP: Op = Op::get(
+    "/api/v1/history/counts",
+    "history",
+    "How many public statuses in the history a filter rule matches, per minute, hour or day, oldest first",
+)
+.params(Params::HistoryCounts)
+.reply(Reply::Inline(
+    r#"{"type":"object","required":["counts","total"],"properties":{"counts":{"type":"array","items":{"type":"object","required":["start","count"],"properties":{"start":{"type":"integer"},"count":{"type":"integer"}}}},"total":{"type":"integer"},"complete":{"type":"boolean"}}}"#,
+))
+.errors(&[400, 401, 503]);
 
 /// The time window asked for, in milliseconds: `[since, until)`.
 struct Window {

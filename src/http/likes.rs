@@ -56,9 +56,15 @@ async fn set(
     Ok(Json(LikeReply { liked: like, likes }))
 }
 
-const CREATE_OP: Op = Op::post("/api/v1/statuses/{id}/like", "likes", "Like a status (idempotent)").reply(Reply::Inline(
-        r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#,
-    )).errors(&[401, 403, 404, 429, 503]);
+const CREATE_OP: Op = Op::post(
+    "/api/v1/statuses/{id}/like",
+    "likes",
+    "Like a status (idempotent)",
+)
+.reply(Reply::Inline(
+    r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#,
+))
+.errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/statuses/{id}/like`: idempotent.
 pub async fn create(
@@ -69,9 +75,15 @@ pub async fn create(
     set(state, auth, id, true).await
 }
 
-const DESTROY_OP: Op = Op::delete("/api/v1/statuses/{id}/like", "likes", "Stop liking a status (idempotent)").reply(Reply::Inline(
-        r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#,
-    )).errors(&[401, 403, 404, 429, 503]);
+const DESTROY_OP: Op = Op::delete(
+    "/api/v1/statuses/{id}/like",
+    "likes",
+    "Stop liking a status (idempotent)",
+)
+.reply(Reply::Inline(
+    r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#,
+))
+.errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/statuses/{id}/like`: idempotent.
 pub async fn destroy(

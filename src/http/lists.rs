@@ -121,9 +121,15 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(list_json(&list))).into_response())
 }
 
-const INDEX_OP: Op = Op::get("/api/v1/lists", "lists", "Your lists, oldest first").reply(Reply::Inline(
-        r##"{"type":"object","required":["lists"],"properties":{"lists":{"type":"array","items":{"$ref":"#/components/schemas/List"}}}}"##,
-    )).errors(&[401, 503]);
+const INDEX_OP: Op = Op::get(
+    "/api/v1/lists",
+    "lists",
+    "Your lists, oldest first",
+)
+.reply(Reply::Inline(
+    r##"{"type":"object","required":["lists"],"properties":{"lists":{"type":"array","items":{"$ref":"#/components/schemas/List"}}}}"##,
+))
+.errors(&[401, 503]);
 
 /// `GET /api/v1/lists`.
 pub async fn index(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
@@ -206,7 +212,14 @@ pub struct ListBatch {
     pub ids: Vec<JsonId>,
 }
 
-const ADD_OP: Op = Op::post("/api/v1/lists/{id}/members", "lists", "Add up to 100 users to a list (at most 5,000 members, then 400 too_many_members); per id, whether they are a member after the call").body("ListBatch").reply(Reply::Schema("BatchReply")).errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
+const ADD_OP: Op = Op::post(
+    "/api/v1/lists/{id}/members",
+    "lists",
+    "Add up to 100 users to a list (at most 5,000 members, then 400 too_many_members); per id, whether they are a member after the call",
+)
+.body("ListBatch")
+.reply(Reply::Schema("BatchReply"))
+.errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/lists/{id}/members`.
 pub async fn add_members(

@@ -156,15 +156,22 @@ fn types_param(q: &HashMap<String, String>) -> ApiResult<Option<Vec<String>>> {
     Ok(Some(types))
 }
 
-const LIST_OP: Op = Op::get("/api/v1/notifications", "notifications", "Your notifications, newest first (grouped=true: likes and reposts of one status and follows together)").query(&[
-        ("count", "1-200 (30)."),
-        ("max_id", "Notifications with ids up to this one."),
-        ("cursor", "next_cursor of the page before."),
-        ("types", "Comma-separated types: follow, follow_request, like, repost, mention, reply, group_request, report_resolved."),
-        ("grouped", "true: groups of notifications."),
-    ]).reply(Reply::Inline(
-        r##"{"type":"object","required":["notifications","next_cursor"],"properties":{"notifications":{"type":"array","items":{"type":"object"}},"next_cursor":{"type":["string","null"]}}}"##,
-    )).errors(&[400, 401, 503]);
+const LIST_OP: Op = Op::get(
+    "/api/v1/notifications",
+    "notifications",
+    "Your notifications, newest first (grouped=true: likes and reposts of one status and follows together)",
+)
+.query(&[
+    ("count", "1-200 (30)."),
+    ("max_id", "Notifications with ids up to this one."),
+    ("cursor", "next_cursor of the page before."),
+    ("types", "Comma-separated types: follow, follow_request, like, repost, mention, reply, group_request, report_resolved."),
+    ("grouped", "true: groups of notifications."),
+])
+.reply(Reply::Inline(
+    r##"{"type":"object","required":["notifications","next_cursor"],"properties":{"notifications":{"type":"array","items":{"type":"object"}},"next_cursor":{"type":["string","null"]}}}"##,
+))
+.errors(&[400, 401, 503]);
 
 /// `GET /api/v1/notifications`.
 pub async fn list(
@@ -279,9 +286,15 @@ fn group(all: Vec<Notification>) -> Vec<Value> {
         .collect()
 }
 
-const UNREAD_OP: Op = Op::get("/api/v1/notifications/unread", "notifications", "How many of your notifications are newer than your read marker").reply(Reply::Inline(
-        r#"{"type":"object","required":["count"],"properties":{"count":{"type":"integer","minimum":0}}}"#,
-    )).errors(&[401, 503]);
+const UNREAD_OP: Op = Op::get(
+    "/api/v1/notifications/unread",
+    "notifications",
+    "How many of your notifications are newer than your read marker",
+)
+.reply(Reply::Inline(
+    r#"{"type":"object","required":["count"],"properties":{"count":{"type":"integer","minimum":0}}}"#,
+))
+.errors(&[401, 503]);
 
 /// `GET /api/v1/notifications/unread`.
 pub async fn unread(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
@@ -302,7 +315,14 @@ pub struct ReadMarker {
     pub up_to: JsonId,
 }
 
-const READ_OP: Op = Op::post("/api/v1/notifications/read", "notifications", "Mark your notifications read up to an id: one marker per user, every session sees it, it never moves back").body("ReadMarker").status(204).errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
+const READ_OP: Op = Op::post(
+    "/api/v1/notifications/read",
+    "notifications",
+    "Mark your notifications read up to an id: one marker per user, every session sees it, it never moves back",
+)
+.body("ReadMarker")
+.status(204)
+.errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/notifications/read`.
 pub async fn read(

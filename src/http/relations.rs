@@ -62,7 +62,13 @@ const REPLY_MUTING: Reply = Reply::Inline(
     r#"{"type":"object","required":["muting"],"properties":{"muting":{"type":"boolean"}}}"#,
 );
 
-const BLOCK_OP: Op = Op::post("/api/v1/users/{id}/block", "relations", "Block a user (idempotent): follows both ways and follow requests end; neither sees the other's statuses").reply(REPLY_BLOCKING).errors(&[400, 401, 403, 404, 429, 503]);
+const BLOCK_OP: Op = Op::post(
+    "/api/v1/users/{id}/block",
+    "relations",
+    "Block a user (idempotent): follows both ways and follow requests end; neither sees the other's statuses",
+)
+.reply(REPLY_BLOCKING)
+.errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/users/{id}/block`.
 pub async fn block(
@@ -90,7 +96,13 @@ pub async fn unblock(
     set(state, auth, id, Relation::Block, false).await
 }
 
-const MUTE_OP: Op = Op::post("/api/v1/users/{id}/mute", "relations", "Mute a user (idempotent): their statuses and reposts leave your home, user stream and mentions").reply(REPLY_MUTING).errors(&[400, 401, 403, 404, 429, 503]);
+const MUTE_OP: Op = Op::post(
+    "/api/v1/users/{id}/mute",
+    "relations",
+    "Mute a user (idempotent): their statuses and reposts leave your home, user stream and mentions",
+)
+.reply(REPLY_MUTING)
+.errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/users/{id}/mute`.
 pub async fn mute(

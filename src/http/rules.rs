@@ -50,9 +50,18 @@ fn malformed(message: &str) -> ApiError {
     ApiError::invalid("invalid_request", message.to_string())
 }
 
-const CHANGE_OP: Op = Op::post("/api/v1/stream/rules", "streams", "Add rules ({add: [{value, tag?}]}: 201, or 200 when nothing was created) or delete them ({delete: {ids}}); dry_run=true only validates").query(&[("dry_run", "true: validate and answer as the call would, changing nothing")]).body("RulesRequest").status(201).reply(Reply::Inline(
-        r##"{"type":"object","required":["meta"],"properties":{"data":{"type":"array","items":{"$ref":"#/components/schemas/Rule"}},"meta":{"type":"object"}}}"##,
-    )).errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
+const CHANGE_OP: Op = Op::post(
+    "/api/v1/stream/rules",
+    "streams",
+    "Add rules ({add: [{value, tag?}]}: 201, or 200 when nothing was created) or delete them ({delete: {ids}}); dry_run=true only validates",
+)
+.query(&[("dry_run", "true: validate and answer as the call would, changing nothing")])
+.body("RulesRequest")
+.status(201)
+.reply(Reply::Inline(
+    r##"{"type":"object","required":["meta"],"properties":{"data":{"type":"array","items":{"$ref":"#/components/schemas/Rule"}},"meta":{"type":"object"}}}"##,
+))
+.errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/stream/rules`.
 pub async fn change(
@@ -147,9 +156,15 @@ async fn delete_rules(
         .into_response())
 }
 
-const LIST_OP: Op = Op::get("/api/v1/stream/rules", "streams", "Your filter rules, oldest first").reply(Reply::Inline(
-        r##"{"type":"object","required":["data"],"properties":{"data":{"type":"array","items":{"$ref":"#/components/schemas/Rule"}}}}"##,
-    )).errors(&[401, 503]);
+const LIST_OP: Op = Op::get(
+    "/api/v1/stream/rules",
+    "streams",
+    "Your filter rules, oldest first",
+)
+.reply(Reply::Inline(
+    r##"{"type":"object","required":["data"],"properties":{"data":{"type":"array","items":{"$ref":"#/components/schemas/Rule"}}}}"##,
+))
+.errors(&[401, 503]);
 
 /// `GET /api/v1/stream/rules`.
 pub async fn list(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {

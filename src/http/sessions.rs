@@ -233,7 +233,13 @@ pub async fn list(
     Ok(([no_store()], Json(SessionList { sessions })))
 }
 
-const END_OP: Op = Op::delete("/api/v1/sessions/{id}", "sessions", "End one of your sessions in every process: its token answers 401, its streams get disconnect revoked").status(204).errors(&[401, 403, 404, 503]);
+const END_OP: Op = Op::delete(
+    "/api/v1/sessions/{id}",
+    "sessions",
+    "End one of your sessions in every process: its token answers 401, its streams get disconnect revoked",
+)
+.status(204)
+.errors(&[401, 403, 404, 503]);
 
 /// `DELETE /api/v1/sessions/{id}`: ends one of the caller's sessions; 404
 /// for an id that is not one of them.

@@ -150,9 +150,15 @@ pub async fn repost(
     })
 }
 
-const UNREPOST_OP: Op = Op::delete("/api/v1/statuses/{id}/repost", "statuses", "Undo your repost of a status (idempotent)").reply(Reply::Inline(
-        r#"{"type":"object","required":["reposted","reposts"],"properties":{"reposted":{"type":"boolean"},"reposts":{"type":"integer","minimum":0}}}"#,
-    )).errors(&[401, 403, 404, 429, 503]);
+const UNREPOST_OP: Op = Op::delete(
+    "/api/v1/statuses/{id}/repost",
+    "statuses",
+    "Undo your repost of a status (idempotent)",
+)
+.reply(Reply::Inline(
+    r#"{"type":"object","required":["reposted","reposts"],"properties":{"reposted":{"type":"boolean"},"reposts":{"type":"integer","minimum":0}}}"#,
+))
+.errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/statuses/{id}/repost`: undoes the caller's repost of the
 /// status (idempotent).
@@ -201,9 +207,17 @@ pub struct Context {
     pub parent_missing: bool,
 }
 
-const CONTEXT_OP: Op = Op::get("/api/v1/statuses/{id}/context", "statuses", "The conversation: ancestors and descendants (paginated), oldest first").auth(Auth::Optional).params(Params::FollowPaging).reply(Reply::Inline(
-        r##"{"type":"object","required":["ancestors","descendants"],"properties":{"ancestors":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"descendants":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"parent_missing":{"type":"boolean"}}}"##,
-    )).errors(&[400, 401, 404, 503]);
+const CONTEXT_OP: Op = Op::get(
+    "/api/v1/statuses/{id}/context",
+    "statuses",
+    "The conversation: ancestors and descendants (paginated), oldest first",
+)
+.auth(Auth::Optional)
+.params(Params::FollowPaging)
+.reply(Reply::Inline(
+    r##"{"type":"object","required":["ancestors","descendants"],"properties":{"ancestors":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"descendants":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"parent_missing":{"type":"boolean"}}}"##,
+))
+.errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/statuses/{id}/context`: the conversation around a status,
 /// as the caller may see it.

@@ -24,9 +24,17 @@ pub struct Trend {
     pub count: u64,
 }
 
-const TAGS_OP: Op = Op::get("/api/v1/trends/tags", "trends", "The most used hashtags of public statuses in a sliding window").auth(Auth::None).params(Params::Trends).reply(Reply::Inline(
-        r#"{"type":"array","items":{"type":"object","required":["tag","count"],"properties":{"tag":{"type":"string"},"count":{"type":"integer","minimum":1}}}}"#,
-    )).errors(&[400, 503]);
+const TAGS_OP: Op = Op::get(
+    "/api/v1/trends/tags",
+    "trends",
+    "The most used hashtags of public statuses in a sliding window",
+)
+.auth(Auth::None)
+.params(Params::Trends)
+.reply(Reply::Inline(
+    r#"{"type":"array","items":{"type":"object","required":["tag","count"],"properties":{"tag":{"type":"string"},"count":{"type":"integer","minimum":1}}}}"#,
+))
+.errors(&[400, 503]);
 
 /// `GET /api/v1/trends/tags?window=3600&limit=10`: the most used hashtags of
 /// public statuses in the last `window` seconds (60-86400, default 3600),

@@ -215,7 +215,14 @@ pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiR
     Ok(Json(state.store.users().get(uid).await?))
 }
 
-const LOOKUP_OP: Op = Op::get("/api/v1/users/lookup", "users", "Find a user by exactly one of login, email or any unique field; email= and any= count against a limit of 30 a minute per user").params(Params::Lookup).reply(Reply::Schema("User")).errors(&[400, 401, 404, 429, 503]);
+const LOOKUP_OP: Op = Op::get(
+    "/api/v1/users/lookup",
+    "users",
+    "Find a user by exactly one of login, email or any unique field; email= and any= count against a limit of 30 a minute per user",
+)
+.params(Params::Lookup)
+.reply(Reply::Schema("User"))
+.errors(&[400, 401, 404, 429, 503]);
 
 /// `GET /api/v1/users/lookup?login=|email=|any=`.
 pub async fn lookup(

@@ -27,7 +27,13 @@ use open::{is_upgrade, plain_encoder, prepare, Kind, Opened};
 use std::convert::Infallible;
 
 /// OpenAPI: `ws_session::multiplexed`.
-const MULTIPLEXED_OP: Op = Op::get("/api/v1/stream", "streams", "Multiplexed WebSocket: subscribe/unsubscribe control messages").auth(Auth::Stream).query(&[
+const MULTIPLEXED_OP: Op = Op::get(
+    "/api/v1/stream",
+    "streams",
+    "Multiplexed WebSocket: subscribe/unsubscribe control messages",
+)
+.auth(Auth::Stream)
+.query(&[
         (
             "access_token",
             "The JWT, for clients that cannot set headers.",
@@ -99,7 +105,30 @@ pub async fn sample(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Sample).await
 }
 
-const FILTER_OP: Op = Op::get("/api/v1/stream/filter", "streams", "Public statuses matching follow, track, locations or ad-hoc rules").auth(Auth::Stream).query(&[("follow", "Comma-separated user ids (<= 5000)."), ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."), ("locations", "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian."), ("rules", "A JSON array of 1-100 filter rules, each {value, tag?} or a string; events then carry matching_rules."), ("access_token", "The JWT, for clients that cannot set headers."), ("last_event_id", "Resume after this id."), ("count", "Replay the newest N first."), ("since", "Open at the first buffered event at or after this time.")]).reply(Reply::Stream).errors(&[400, 401, 403, 429, 503]);
+const FILTER_OP: Op = Op::get(
+    "/api/v1/stream/filter",
+    "streams",
+    "Public statuses matching follow, track, locations or ad-hoc rules",
+)
+.auth(Auth::Stream)
+.query(&[
+    ("follow", "Comma-separated user ids (<= 5000)."),
+    ("track", "Comma-separated phrases (<= 400, each <= 60 bytes)."),
+    (
+        "locations",
+        "sw_lon,sw_lat,ne_lon,ne_lat groups (<= 25 boxes); sw_lon > ne_lon crosses the antimeridian.",
+    ),
+    (
+        "rules",
+        "A JSON array of 1-100 filter rules, each {value, tag?} or a string; events then carry matching_rules.",
+    ),
+    ("access_token", "The JWT, for clients that cannot set headers."),
+    ("last_event_id", "Resume after this id."),
+    ("count", "Replay the newest N first."),
+    ("since", "Open at the first buffered event at or after this time."),
+])
+.reply(Reply::Stream)
+.errors(&[400, 401, 403, 429, 503]);
 
 /// `GET /api/v1/stream/filter?follow=&track=&locations=`.
 pub async fn filter(State(state): State<AppState>, req: Request) -> Response {
