@@ -529,7 +529,7 @@ fn hidden_by(app: &TestApp, uid: &str, member: &str) -> bool {
 /// A post reaches the home of every follower but those whose relations
 /// hide its author (or the author it reposts). On one Redis it learns who
 /// they may be from one SET, `hidden_by`, which relate.lua keeps with the
-/// bits and the data move builds for relations set before it; the SET only
+/// bits; the SET only
 /// decides whose relation is read, so an entry it keeps too long keeps no
 /// status out.
 #[tokio::test]
