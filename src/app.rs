@@ -163,7 +163,9 @@ pub async fn run_workers(
     let mut signal = Box::pin(signal);
     let mut waiting = shutdown.clone();
     tokio::select! {
-        _ = prepare(&cfg, &store, &mut waiting) => {}
+        prepared = prepare(&cfg, &store, &mut waiting) => {
+            prepared?;
+        }
         _ = &mut signal => return Ok(()),
     }
     let tasks = workers::spawn(&store, &cfg, &shutdown);

@@ -594,8 +594,8 @@ async fn a_server_killed_mid_burst_of_likes_leaves_one_notification_per_like() {
 }
 
 /// A process stamps the data with its key layout, and one that finds data
-/// in another layout refuses to serve (it exits with the reason) instead
-/// of reading or changing keys where it does not look.
+/// in another layout, a server or a worker, refuses to run (it exits with
+/// the reason) instead of reading or changing keys where it does not look.
 #[tokio::test]
 async fn a_process_refuses_data_in_a_foreign_key_layout() {
     let app = TestApp::start().await;
@@ -606,21 +606,23 @@ async fn a_process_refuses_data_in_a_foreign_key_layout() {
     let sid = app.say(&tok, "written in layout one").await;
 
     let _: () = app.redis.conn().set(&layout, "99").unwrap();
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_firehose"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .args(app.redis.args())
-        .arg("--data-dir")
-        .arg(app.redis.data_dir())
-        .env("FIREHOSE_JWT_SECRET", "test-secret-test-secret-test-secret")
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(30), out)
-        .await
-        .expect("the process exits instead of serving")
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
-    assert!(stderr.contains("key layout 99"), "{stderr}");
+    for command in [&["serve", "--listen", "127.0.0.1:0"][..], &["worker"]] {
+        let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_firehose"))
+            .args(command)
+            .args(app.redis.args())
+            .arg("--data-dir")
+            .arg(app.redis.data_dir())
+            .env("FIREHOSE_JWT_SECRET", "test-secret-test-secret-test-secret")
+            .kill_on_drop(true)
+            .output();
+        let out = tokio::time::timeout(Duration::from_secs(30), out)
+            .await
+            .unwrap_or_else(|_| panic!("{command:?} exits instead of running"))
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{command:?}: {stderr}");
+        assert!(stderr.contains("key layout 99"), "{command:?}: {stderr}");
+    }
     let kept: String = app.redis.conn().get(&layout).unwrap();
     assert_eq!(kept, "99", "the stamp is left as found");
     let (status, _) = app
