@@ -28,7 +28,7 @@ for _ in 1 2 3; do
   redis-cli -p "$port" subscribe fh:events >/dev/null &
   subs+=($!)
 done
-sha=$(redis-cli -p "$port" script load "$(cat "${EMIT_SCRIPT:-src/store/lua/emit_once.lua}")")
+sha=$(redis-cli -p "$port" script load "$(cat "${EMIT_SCRIPT:-src/store/writes/lua/emit_once.lua}")")
 event='{"type":"status","at":1795745420.62,"status":{"id":"1538764884460672","uid":"1","login":"user1","message":"a status of a typical length, about one hundred and forty characters of text, some of it #tagged and @mentioning","posted":1795745420.62,"hashtags":["tagged"],"mentions":[]}}'
 cpu() { redis-cli -p "$port" info cpu | awk -F: '/^used_cpu_(sys|user):/ {s += $2} END {printf "%.6f", s}'; }
 for kp in 1:16 4:1 16:1 64:1; do

@@ -34,9 +34,10 @@
 //! the plumbing, the caches, the outbox and the chains, never its parent
 //! `mod.rs` (this file only declares and re-exports); a chain names its
 //! entry (`outbox::entry`) and `outbox::finish`, never the `Op` enum that
-//! names it; so no two files import each other (`tests/layout.rs`). Each Lua script is a `lua/<name>.lua` file whose
-//! header says why it is atomic and which keys it touches, named once in
-//! [`Scripts`].
+//! names it; so no two files import each other (`tests/layout.rs`). Each
+//! Lua script is a `lua/<name>.lua` file in its callers' section (`lua/`
+//! here for the entities'), whose header says why it is atomic and which
+//! keys it touches, named once in [`Scripts`].
 
 pub mod bookmarks;
 pub mod caches;

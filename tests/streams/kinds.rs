@@ -89,7 +89,7 @@ async fn events_published_together_in_one_message_reach_each_stream_once_in_orde
         })
     };
     let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
-    let script = redis::Script::new(include_str!("../../src/store/lua/emit_once.lua"));
+    let script = redis::Script::new(include_str!("../../src/store/writes/lua/emit_once.lua"));
     let emit = || {
         let mut call = script.prepare_invoke();
         call.key(keys.emitted())
