@@ -28,14 +28,15 @@ pub enum FollowList {
     Following,
 }
 
-/// Follows (`Store::follows`).
+/// Who follows whom: follow and unfollow, and the pages of both sides
+/// (`Store::follows`).
 #[derive(Clone, Copy)]
 pub struct Follows<'a> {
     store: &'a Store,
 }
 
 impl Store {
-    /// Follows.
+    /// Who follows whom.
     pub fn follows(&self) -> Follows<'_> {
         Follows { store: self }
     }

@@ -7,14 +7,14 @@ use super::plumbing::error::StoreResult;
 use super::plumbing::handle::Store;
 use crate::model::now;
 
-/// Likes (`Store::likes`).
+/// Likes: like and unlike, and a status's likers (`Store::likes`).
 #[derive(Clone, Copy)]
 pub struct Likes<'a> {
     store: &'a Store,
 }
 
 impl Store {
-    /// Likes.
+    /// Likes and likers.
     pub fn likes(&self) -> Likes<'_> {
         Likes { store: self }
     }
