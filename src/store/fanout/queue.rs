@@ -16,7 +16,7 @@ impl Store {
     pub async fn ensure_fanout_group(&self, conn: &mut RedisConn, queue: Queue) -> StoreResult<()> {
         let created: redis::RedisResult<()> = redis::cmd("XGROUP")
             .arg("CREATE")
-            .arg(self.fanout_of(queue))
+            .arg(self.keys.part_fanout(queue))
             .arg(GROUP)
             .arg("0")
             .arg("MKSTREAM")
@@ -37,7 +37,7 @@ impl Store {
         consumer: &str,
         reclaim_ms: u64,
     ) -> StoreResult<Option<(String, Option<FanoutTask>)>> {
-        let key = self.fanout_of(queue);
+        let key = self.keys.part_fanout(queue);
         let (_, claimed, _): (String, Vec<(String, Vec<String>)>, redis::Value) =
             redis::cmd("XAUTOCLAIM")
                 .arg(&key)
@@ -105,17 +105,13 @@ impl Store {
         let _: i64 = self
             .scripts
             .fanout_ack
-            .key(self.fanout_of(queue))
+            .key(self.keys.part_fanout(queue))
             .arg(GROUP)
             .arg(entry_id)
             .arg(next.map(|n| n.encode()).unwrap_or_default())
             .invoke_async(conn)
             .await?;
         Ok(Step::Done(reached))
-    }
-    /// The fan-out queue of partition `queue`.
-    pub(crate) fn fanout_of(&self, queue: Queue) -> String {
-        self.keys.part_fanout(queue)
     }
 
     /// Tasks queued or in progress, in every queue (read one queue after
@@ -124,7 +120,7 @@ impl Store {
         let mut conn = self.conn();
         let mut depth = 0;
         for queue in 0..OUTBOX_PARTS {
-            let n: u64 = conn.xlen(self.fanout_of(queue)).await?;
+            let n: u64 = conn.xlen(self.keys.part_fanout(queue)).await?;
             depth += n;
         }
         Ok(depth)
@@ -137,7 +133,7 @@ impl Store {
         let mut oldest: Option<f64> = None;
         for queue in 0..OUTBOX_PARTS {
             let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-                .arg(self.fanout_of(queue))
+                .arg(self.keys.part_fanout(queue))
                 .arg("-")
                 .arg("+")
                 .arg("COUNT")

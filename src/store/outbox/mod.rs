@@ -161,7 +161,7 @@ impl Store {
                 .outbox_claim
                 .key(&outbox)
                 .key(&retired)
-                .key(self.fanout_of(part))
+                .key(self.keys.part_fanout(part))
                 .arg(now())
                 .arg(deadline)
                 .arg(most)

@@ -97,16 +97,8 @@ pub struct Owed {
 impl Owed {
     /// Parses a member of outbox `part`.
     pub fn decode_in(member: &str, part: usize) -> Option<Owed> {
-        let (n, json) = member.split_once('|')?;
-        Some(Owed {
-            entry: Entry {
-                member: member.to_string(),
-                n: n.parse().ok()?,
-                part,
-                deadline: f64::INFINITY,
-            },
-            op: serde_json::from_str(json).ok()?,
-        })
+        let (n, op) = parse(member)?;
+        Some(Owed::of(member, n, op, part, f64::INFINITY))
     }
 
     /// The entry an idempotency key's `pending|<member>` value names, in
@@ -116,10 +108,21 @@ impl Owed {
     /// retired): it emits only within that lease and its grace, as a
     /// claimed run does.
     pub fn decode_pending(member: &str, deadline: f64) -> Option<Owed> {
-        let mut owed = Owed::decode_in(member, 0)?;
-        owed.entry.part = owed.op.part();
-        owed.entry.deadline = deadline;
-        Some(owed)
+        let (n, op) = parse(member)?;
+        let part = op.part();
+        Some(Owed::of(member, n, op, part, deadline))
+    }
+
+    fn of(member: &str, n: u64, op: Op, part: usize, deadline: f64) -> Owed {
+        Owed {
+            entry: Entry {
+                member: member.to_string(),
+                n,
+                part,
+                deadline,
+            },
+            op,
+        }
     }
 
     /// This entry with the lease that ends at `deadline`.
@@ -127,6 +130,12 @@ impl Owed {
         self.entry.deadline = deadline;
         self
     }
+}
+
+/// An outbox member's number and op (`<n>|<op JSON>`).
+fn parse(member: &str) -> Option<(u64, Op)> {
+    let (n, json) = member.split_once('|')?;
+    Some((n.parse().ok()?, serde_json::from_str(json).ok()?))
 }
 
 #[cfg(test)]
