@@ -2,16 +2,38 @@
 //! them, on the stream paths and on multiplexed WebSockets.
 
 use super::*;
+use firehose::stream::want::part_of;
+
+/// The partition (from 0) of `of` that the status `sid` and its delete
+/// belong to.
+fn part_of_status(sid: &str, of: u8) -> u8 {
+    part_of(sid.parse().expect("a numeric status id"), of)
+}
+
+/// Whether the statuses `sids` fall into every one of `of` partitions (so a
+/// test can post until each consumer is owed something, whatever ids the
+/// server hands out).
+fn covers(sids: &[String], of: u8) -> bool {
+    let parts: BTreeSet<u8> = sids.iter().map(|s| part_of_status(s, of)).collect();
+    parts.len() == usize::from(of)
+}
 
 /// Every event id a stream gets until it has been quiet for a second.
 async fn ids_until_quiet(s: &mut StreamClient) -> Vec<String> {
-    let mut ids = Vec::new();
+    messages_until_quiet(s)
+        .await
+        .iter()
+        .filter_map(|m| m.data["id"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// Every message a stream gets until it has been quiet for a second.
+async fn messages_until_quiet(s: &mut StreamClient) -> Vec<Msg> {
+    let mut got = Vec::new();
     while let Some(m) = s.next_within(Duration::from_secs(1)).await {
-        if let Some(id) = m.data["id"].as_str() {
-            ids.push(id.to_string());
-        }
+        got.push(m);
     }
-    ids
+    got
 }
 
 #[tokio::test]
@@ -33,9 +55,12 @@ async fn partitions_of_the_firehose_get_every_event_exactly_once_between_them() 
     }
     let (other_id, other) = app.user("parted_other").await;
     let mut sids = Vec::new();
-    for i in 0..12 {
+    let mut i = 0;
+    while i < 12 || !covers(&sids, 3) {
         let t = if i % 2 == 0 { &token } else { &other };
         sids.push(app.say(t, &format!("split me {i}")).await);
+        i += 1;
+        assert!(i < 200, "200 statuses and a partition still owed none");
     }
     app.follow(&token, &other_id).await;
     for sid in &sids[..4] {
@@ -52,8 +77,22 @@ async fn partitions_of_the_firehose_get_every_event_exactly_once_between_them() 
     assert!(all.len() >= 18, "{all:?}");
     let mut between: Vec<String> = Vec::new();
     let mut sizes = Vec::new();
-    for s in &mut parts {
-        let got = ids_until_quiet(s).await;
+    for (k, s) in (0u8..).zip(&mut parts) {
+        let messages = messages_until_quiet(s).await;
+        let statuses: Vec<&str> = messages
+            .iter()
+            .filter(|m| m.event == "status")
+            .filter_map(|m| m.data["status"]["id"].as_str())
+            .collect();
+        for sid in &sids {
+            let owed = part_of_status(sid, 3) == k;
+            let held = statuses.contains(&sid.as_str());
+            assert_eq!(held, owed, "status {sid} in partition {}", k + 1);
+        }
+        let got: Vec<String> = messages
+            .iter()
+            .filter_map(|m| m.data["id"].as_str().map(str::to_string))
+            .collect();
         sizes.push(got.len());
         between.extend(got);
     }
@@ -121,7 +160,9 @@ async fn websocket_subscriptions_split_a_stream_into_partitions_too() {
         sockets.push(ws);
     }
     let mut sids = Vec::new();
-    for i in 0..10 {
+    while sids.len() < 10 || !covers(&sids, 2) {
+        let i = sids.len();
+        assert!(i < 200, "200 statuses and a partition still owed none");
         sids.push(app.say(&token, &format!("socket split {i}")).await);
     }
     let mut got: Vec<Vec<String>> = Vec::new();
@@ -133,6 +174,16 @@ async fn websocket_subscriptions_split_a_stream_into_partitions_too() {
             }
         }
         got.push(ids);
+    }
+    for (k, ids) in (0u8..).zip(&got) {
+        for id in ids {
+            assert_eq!(
+                part_of_status(id, 2),
+                k,
+                "status {id} in partition {}",
+                k + 1
+            );
+        }
     }
     assert!(got.iter().all(|ids| !ids.is_empty()), "{got:?}");
     let mut all: Vec<String> = got.concat();
