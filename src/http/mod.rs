@@ -210,7 +210,12 @@ async fn observe(
     let status = response.status();
     let seconds = started.elapsed().as_secs_f64();
     crate::metrics::global().observe_http(route, method.as_str(), status.as_u16(), seconds);
-    if status.is_server_error() {
+    if status.is_server_error() && route == ops::READINESS {
+        // A readiness probe's 503 is its answer, not a fault: a balancer
+        // asks every few seconds while a server starts or Redis is away
+        // (which is logged where it is found).
+        span.in_scope(|| tracing::info!(status = status.as_u16(), "not ready"));
+    } else if status.is_server_error() {
         span.in_scope(|| {
             tracing::error!(
                 status = status.as_u16(),

@@ -148,7 +148,10 @@ pub async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
 
-const READYZ_OP: Op = Op::get("/readyz", "operations", "Redis is reachable (503 if not)")
+/// The readiness probe's path.
+pub const READINESS: &str = "/readyz";
+
+const READYZ_OP: Op = Op::get(READINESS, "operations", "Redis is reachable (503 if not)")
     .auth(Auth::None)
     .reply(Reply::Inline(
         r#"{"type":"object","properties":{"status":{"type":"string"},"redis":{"type":"string"}}}"#,
