@@ -36,7 +36,7 @@ impl Dispatcher {
                     "Events were lost while the server was disconnected from Redis.",
                 )
                 .encode();
-                for entry in self.subs.values() {
+                for entry in self.routes.entries() {
                     entry.conn.offer_control(msg.clone());
                 }
             }

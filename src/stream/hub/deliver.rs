@@ -5,29 +5,55 @@
 //! ([`Pace`](super::helpers::Pace)).
 
 use super::conn::{stalled, ClientConn};
-use super::dispatcher::Dispatcher;
-use super::helpers::{Job, HELPER_BACKLOG};
+use super::helpers::{Helper, Job, Pace, HELPER_BACKLOG};
+use super::routes::Routes;
 use crate::metrics::{global as metrics, inc};
-use crate::stream::frame::Frame;
+use crate::stream::frame::{EventId, Frame};
 use crate::stream::queue::Delivery;
 use firehose_filters::SubId;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-impl Dispatcher {
-    /// Offers `frame` to the subscriptions in `out`; a full queue
-    /// disconnects its client. Through the helpers, writing into waiting
-    /// plain streams' sockets if `direct`, while [`Pace`] says so; else
-    /// queued here.
-    pub(super) fn deliver(&mut self, frame: &Arc<Frame>, out: &[SubId], direct: bool) {
+/// The way deliveries go: the helper tasks and the pace that chooses
+/// between them and queueing here.
+pub(super) struct Deliveries {
+    /// Tasks that deliver to shares of the connections alongside the
+    /// dispatcher ([`delivery_shares`](super::helpers::delivery_shares) of
+    /// them).
+    helpers: Vec<Helper>,
+    /// Whether deliveries go through the helpers at this rate.
+    pace: Pace,
+    /// What [`Pace`] last decided.
+    via_helpers: bool,
+}
+
+impl Deliveries {
+    /// Deliveries through `helpers` until the pace says otherwise.
+    pub(super) fn new(helpers: Vec<Helper>) -> Deliveries {
+        Deliveries {
+            helpers,
+            pace: Pace::default(),
+            via_helpers: true,
+        }
+    }
+
+    /// Offers `frame` to the subscriptions in `out` (as `routes` files
+    /// them) and answers the connections whose full queue disconnected
+    /// them (the caller removes them). Through the helpers, writing into
+    /// waiting plain streams' sockets if `direct`, while [`Pace`] says so;
+    /// else queued here.
+    pub(super) fn offer(
+        &mut self,
+        frame: &Arc<Frame>,
+        out: &[SubId],
+        routes: &Routes,
+        direct: bool,
+    ) -> Vec<u64> {
         inc(&metrics().events_matched, out.len() as u64);
         self.pace.count(out.len());
+        let mut dead: Vec<u64> = Vec::new();
         if !self.via_helpers {
-            let mut dead: Vec<u64> = Vec::new();
-            for sub in out {
-                let Some(entry) = self.subs.get(sub) else {
-                    continue;
-                };
+            for entry in out.iter().filter_map(|sub| routes.get(sub)) {
                 if !entry
                     .conn
                     .offer(Delivery::Event(frame.clone(), entry.stream), false)
@@ -36,14 +62,11 @@ impl Dispatcher {
                     dead.push(entry.conn.id);
                 }
             }
-            for conn in dead {
-                self.remove_conn(conn);
-            }
-            return;
+            return dead;
         }
         let shares = self.helpers.len();
         let mut tos: Vec<Vec<(Arc<ClientConn>, &'static str)>> = vec![Vec::new(); shares];
-        for e in out.iter().filter_map(|sub| self.subs.get(sub)) {
+        for e in out.iter().filter_map(|sub| routes.get(sub)) {
             tos[e.conn.share(shares)].push((e.conn.clone(), e.stream));
         }
         for (helper, to) in self.helpers.iter().zip(tos) {
@@ -55,6 +78,7 @@ impl Dispatcher {
                 });
             }
         }
+        dead
     }
 
     /// Before routing: whether deliveries go through the helpers now (see
@@ -81,5 +105,19 @@ impl Dispatcher {
                 helper.shared.room.notified().await;
             }
         }
+    }
+
+    /// The position for `conn`'s keep-alive: `last`, the last event
+    /// routed, or, while its share's helper is still delivering, the last
+    /// event that helper finished (every event up to it was offered to
+    /// `conn` before the keep-alive).
+    pub(super) fn position_for(&self, conn: &ClientConn, last: Option<EventId>) -> Option<EventId> {
+        if self.via_helpers {
+            let helper = &self.helpers[conn.share(self.helpers.len())];
+            if helper.shared.backlog.load(Ordering::Acquire) > 0 {
+                return helper.shared.done.lock().ok().and_then(|d| *d);
+            }
+        }
+        last
     }
 }

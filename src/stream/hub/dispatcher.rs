@@ -1,82 +1,54 @@
-//! The dispatcher: one task that owns the compiled index and routes every
-//! event to the subscriptions that want it. Beside it, each its own file:
-//! what it delivers through (`deliver`), the viewers' relations that hide
-//! events (`viewers`), sessions and revocations (`sessions`), the
-//! keep-alive and expiry timer (`keepalive`) and the catch-up after a
-//! resubscription (`catch_up`).
+//! The dispatcher: one task that routes every event to the subscriptions
+//! that want it and hands it to their connections. It holds the parts and
+//! calls them, each in its own file: the subscriptions and every route to
+//! them (`routes`, over `groups`, `lists`, `rules` and `split`), the
+//! deliveries through the helper tasks or queued here (`deliver`), the
+//! viewers' relations that hide events (`viewers`), sessions and
+//! revocations (`sessions`), the keep-alive and expiry timer
+//! (`keepalive`) and the catch-up after a resubscription (`catch_up`).
 
 use super::conn::ClientConn;
-use super::groups::GroupSubs;
-use super::helpers::{Helper, Pace};
-use super::lists::ListSubs;
+use super::deliver::Deliveries;
+use super::helpers::Helper;
+use super::keepalive::Timers;
 use super::msg::{Cmd, Msg, SHUTDOWN};
-use super::rules::RuleSubs;
+use super::routes::{Copies, Routes};
 use super::sessions::Sessions;
-use super::split::SplitFirehose;
 use super::viewers::Viewers;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::Store;
 use crate::stream::frame::{self, EventId, Frame, Incoming};
 use crate::stream::rule_set;
-use crate::stream::want::{part_of, Part, Want};
-use firehose_filters::{Index, SubId};
+use firehose_filters::SubId;
 use rustc_hash::FxHashMap;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-pub(super) struct SubEntry {
-    pub(super) conn: Arc<ClientConn>,
-    pub(super) stream: &'static str,
-}
-
 pub(super) struct Dispatcher {
     pub(super) store: Store,
-    pub(super) index: Index,
-    pub(super) subs: FxHashMap<SubId, SubEntry>,
-    /// The partitioned subscriptions' partitions (empty: no stream here
-    /// is split, and routing pays one check per event for the feature).
-    pub(super) parted: FxHashMap<SubId, Part>,
-    /// The partitions of the firehose, filed by partition.
-    pub(super) split: SplitFirehose,
-    pub(super) conns: FxHashMap<u64, Vec<SubId>>,
+    /// Every subscription, filed by what routes events to it.
+    pub(super) routes: Routes,
     /// Every open connection by id, subscribed or not.
     pub(super) open: FxHashMap<u64, Arc<ClientConn>>,
     /// Open connections' sessions, and the sessions revoked lately.
     pub(super) sessions: Sessions,
-    /// The last event dispatched; older or equal ids are duplicates.
-    pub(super) last: Option<EventId>,
-    pub(super) out: Vec<SubId>,
-    /// Per event of a batch: the subscriptions that want it.
-    pub(super) outs: Vec<Vec<SubId>>,
-    /// When each open connection is next owed a keep-alive or its end (its
-    /// token's expiry), earliest first: one entry per open connection, so
-    /// that no stream's task needs a timer of its own. A closed
-    /// connection's entry stays until its time comes (at most a keep-alive
-    /// period) and is then dropped, or is swept sooner once the heap holds
-    /// more than twice the open connections plus [`DUE_SLACK`].
-    pub(super) due: BinaryHeap<Reverse<(Instant, u64)>>,
-    pub(super) keepalive: Duration,
-    /// Tasks that deliver to shares of the connections alongside this one
-    /// ([`delivery_shares`] of them).
-    pub(super) helpers: Vec<Helper>,
     /// Users with subscriptions here, with their relations.
     pub(super) viewers: Viewers,
-    /// Whether deliveries go through the helpers at this rate.
-    pub(super) pace: Pace,
-    /// What [`Pace`] last decided.
-    pub(super) via_helpers: bool,
-    /// Subscriptions with filter rules.
-    pub(super) rule_subs: RuleSubs,
-    /// Group streams.
-    pub(super) group_subs: GroupSubs,
-    pub(super) list_subs: ListSubs,
+    /// The last event dispatched; older or equal ids are duplicates.
+    pub(super) last: Option<EventId>,
+    /// When each open connection is next owed a keep-alive or its end.
+    pub(super) timers: Timers,
+    /// The way deliveries go (the helper tasks, or queued here).
+    pub(super) deliveries: Deliveries,
+    /// Working space: the subscriptions an event goes to, and per event of
+    /// a batch.
+    out: Vec<SubId>,
+    outs: Vec<Vec<SubId>>,
     /// The hub's own commands (a reload of rules answers through it).
-    pub(super) cmds: mpsc::UnboundedSender<Cmd>,
+    cmds: mpsc::UnboundedSender<Cmd>,
 }
 
 impl Drop for Dispatcher {
@@ -93,10 +65,6 @@ impl Drop for Dispatcher {
     }
 }
 
-/// Entries for closed connections the keep-alive heap may hold beyond
-/// twice the open connections before it is swept.
-pub(super) const DUE_SLACK: usize = 1024;
-
 /// Most events routed in one batch.
 pub(super) const MAX_BATCH: usize = 64;
 
@@ -110,25 +78,15 @@ impl Dispatcher {
     ) -> Dispatcher {
         Dispatcher {
             store,
-            index: Index::new(),
-            subs: FxHashMap::default(),
-            parted: FxHashMap::default(),
-            split: SplitFirehose::default(),
-            conns: FxHashMap::default(),
+            routes: Routes::default(),
             open: FxHashMap::default(),
             sessions: Sessions::default(),
+            viewers: Viewers::default(),
             last: None,
+            timers: Timers::new(keepalive),
+            deliveries: Deliveries::new(helpers),
             out: Vec::new(),
             outs: Vec::new(),
-            due: BinaryHeap::new(),
-            keepalive,
-            helpers,
-            viewers: Viewers::default(),
-            pace: Pace::default(),
-            via_helpers: true,
-            rule_subs: RuleSubs::default(),
-            group_subs: GroupSubs::default(),
-            list_subs: ListSubs::default(),
             cmds,
         }
     }
@@ -141,13 +99,12 @@ impl Dispatcher {
         mut msgs: mpsc::Receiver<Msg>,
         mut shutdown: Shutdown,
     ) {
-        let mut timer = Box::pin(tokio::time::sleep(self.keepalive));
+        let mut timer = Box::pin(tokio::time::sleep(self.timers.period));
         loop {
             // The timer is set for the earliest connection owed something.
-            if let Some(Reverse((at, _))) = self.due.peek() {
-                if *at != timer.deadline() {
-                    timer.as_mut().reset(*at);
-                }
+            let next = self.timers.next();
+            if let Some(at) = next.filter(|at| *at != timer.deadline()) {
+                timer.as_mut().reset(at);
             }
             tokio::select! {
                 biased;
@@ -156,9 +113,9 @@ impl Dispatcher {
                     break;
                 }
                 Some(cmd) = cmds.recv() => self.command(cmd),
-                _ = &mut timer, if !self.due.is_empty() => self.keep_alive(Instant::now()),
+                _ = &mut timer, if next.is_some() => self.keep_alive(Instant::now()),
                 Some(msg) = msgs.recv() => {
-                    self.choose_path().await;
+                    self.deliveries.choose_path().await;
                     // Events already queued behind this one are routed in
                     // one batch (see `Index::route_batch`), in order.
                     let mut next = Some(msg);
@@ -182,7 +139,7 @@ impl Dispatcher {
                         }
                     }
                     self.dispatch_batch(&mut batch);
-                    self.wait_for_helpers().await;
+                    self.deliveries.wait_for_helpers().await;
                 }
                 else => break,
             }
@@ -209,8 +166,7 @@ impl Dispatcher {
                 if !self.sessions.open(conn.id, &conn.session) {
                     conn.kill("revoked", "The session has ended.");
                 }
-                let at = conn.next_due(conn.opened_at, self.keepalive);
-                self.due.push(Reverse((at, conn.id)));
+                self.timers.schedule(&conn, conn.opened_at);
                 self.open.insert(conn.id, conn);
             }
             Cmd::Register {
@@ -222,44 +178,17 @@ impl Dispatcher {
                 ack,
             } => {
                 self.viewers.add(conn.uid, hides);
-                let indexed = want.indexed();
-                let Want {
-                    rule,
-                    rules,
-                    group,
-                    part,
-                    list,
-                } = want;
-                match part {
-                    Some(part) if indexed && rules.is_none() && SplitFirehose::takes(&rule) => {
-                        self.split.add(sub, part);
-                    }
-                    _ => {
-                        if let Some(part) = part {
-                            self.parted.insert(sub, part);
-                        }
-                        if indexed {
-                            self.index.insert(sub, rule);
-                        }
-                    }
+                let uid = conn.uid;
+                let added = self.routes.add(conn, sub, want, stream);
+                if added.reload_rules {
+                    self.reload_rules(uid);
                 }
-                if let Some(set) = rules {
-                    if self.rule_subs.add(sub, conn.uid, set) {
-                        self.reload_rules(conn.uid);
-                    }
-                }
-                if let Some(gid) = group {
-                    self.group_subs.add(sub, gid, conn.uid);
-                }
-                let list_gone = list.is_some_and(|view| !self.list_subs.add(sub, (*view).clone()));
-                self.conns.entry(conn.id).or_default().push(sub);
-                self.subs.insert(sub, SubEntry { conn, stream });
-                if list_gone {
+                if added.list_gone {
                     self.end_subs(vec![sub], "list_deleted", "The list was deleted.");
                 }
                 let _ = ack.send(());
             }
-            Cmd::Rules { uid, set } => self.rule_subs.replace(uid, set),
+            Cmd::Rules { uid, set } => self.routes.rules.replace(uid, set),
             Cmd::Refresh {
                 conn,
                 session,
@@ -286,8 +215,7 @@ impl Dispatcher {
         };
         self.sessions.refresh(id, &conn.session, session);
         conn.set_expiry(expires_at);
-        let at = conn.next_due(tokio::time::Instant::now(), self.keepalive);
-        self.due.push(Reverse((at, id)));
+        self.timers.schedule(&conn, Instant::now());
         true
     }
 
@@ -295,26 +223,13 @@ impl Dispatcher {
     /// caused `frame`, and the partitioned ones `frame` is not in: lookups
     /// in data held here, no Redis round trip.
     pub(super) fn drop_hidden(&self, frame: &Frame, out: &mut Vec<SubId>) {
-        if !self.parted.is_empty() {
-            // The event's share under each split, worked out once per split.
-            let key = frame.partition_key();
-            let mut share = [u8::MAX; 33];
-            out.retain(|sub| {
-                self.parted.get(sub).is_none_or(|p| {
-                    let of = usize::from(p.of.min(32));
-                    if share[of] == u8::MAX {
-                        share[of] = part_of(key, p.of);
-                    }
-                    share[of] == p.index
-                })
-            });
-        }
+        self.routes.drop_other_parts(frame, out);
         let actors = frame.actors();
         if self.viewers.none_hiding() || actors.is_empty() {
             return;
         }
         out.retain(|sub| {
-            self.subs
+            self.routes
                 .get(sub)
                 .is_none_or(|e| !self.viewers.hides(e.conn.uid, actors, e.stream))
         });
@@ -334,7 +249,7 @@ impl Dispatcher {
     /// `uid` left private group `gid`: their streams of it get nothing
     /// more; a connection with nothing else subscribed ends.
     fn group_left(&mut self, gid: u64, uid: u64) {
-        let subs = self.group_subs.left(gid, uid);
+        let subs = self.routes.groups.left(gid, uid);
         self.end_subs(subs, "group_left", "You no longer read this group.");
     }
 
@@ -342,11 +257,11 @@ impl Dispatcher {
     /// `code` and `message`.
     fn end_subs(&mut self, subs: Vec<SubId>, code: &'static str, message: &'static str) {
         for sub in subs {
-            let Some(conn) = self.subs.get(&sub).map(|e| e.conn.clone()) else {
+            let Some(conn) = self.routes.get(&sub).map(|e| e.conn.clone()) else {
                 continue;
             };
             self.remove_sub(sub);
-            if !self.conns.contains_key(&conn.id) {
+            if !self.routes.has_conn(conn.id) {
                 conn.kill(code, message);
             }
         }
@@ -378,45 +293,19 @@ impl Dispatcher {
     }
 
     pub(super) fn remove_sub(&mut self, sub: SubId) {
-        self.parted.remove(&sub);
-        self.split.remove(sub);
-        self.index.remove(sub);
-        self.rule_subs.remove(sub);
-        self.group_subs.remove(sub);
-        self.list_subs.remove(sub);
-        if let Some(entry) = self.subs.remove(&sub) {
+        if let Some(entry) = self.routes.remove(sub) {
             self.viewers.drop_one(entry.conn.uid);
-            if let Some(list) = self.conns.get_mut(&entry.conn.id) {
-                list.retain(|s| *s != sub);
-                if list.is_empty() {
-                    self.conns.remove(&entry.conn.id);
-                }
-            }
         }
     }
 
     pub(super) fn remove_conn(&mut self, conn: u64) {
-        for sub in self.conns.remove(&conn).unwrap_or_default() {
-            self.parted.remove(&sub);
-            self.split.remove(sub);
-            self.index.remove(sub);
-            self.rule_subs.remove(sub);
-            self.group_subs.remove(sub);
-            self.list_subs.remove(sub);
-            if let Some(entry) = self.subs.remove(&sub) {
-                self.viewers.drop_one(entry.conn.uid);
-            }
+        for entry in self.routes.remove_conn(conn) {
+            self.viewers.drop_one(entry.conn.uid);
         }
         if let Some(c) = self.open.remove(&conn) {
             self.sessions.close(conn, &c.session);
         }
-        // Closed connections' entries leave the heap when their time comes;
-        // under heavy churn they are swept sooner, so that the heap never
-        // holds more than twice the open connections (plus some slack).
-        if self.due.len() > 2 * self.open.len() + DUE_SLACK {
-            let open = &self.open;
-            self.due.retain(|Reverse((_, id))| open.contains_key(id));
-        }
+        self.timers.sweep(&self.open);
     }
 
     /// Closes every connection of a session, and remembers the session for
@@ -438,12 +327,12 @@ impl Dispatcher {
             Some(Incoming::Relation(changes)) => self.viewers.apply(changes),
             Some(Incoming::GroupLeft(gid, uid)) => self.group_left(gid, uid),
             Some(Incoming::ListChanged(change)) => {
-                let ended = self.list_subs.changed(change);
+                let ended = self.routes.lists.changed(change);
                 self.end_subs(ended, "list_deleted", "The list was deleted.");
             }
             Some(Incoming::Suspended(uid, on)) => self.suspended(uid, on),
             Some(Incoming::RulesChanged(uid, version)) => {
-                if self.rule_subs.changed(uid, version) {
+                if self.routes.rules.changed(uid, version) {
                     self.reload_rules(uid);
                 }
             }
@@ -491,12 +380,7 @@ impl Dispatcher {
             return self.dispatch_update(&frame, direct);
         }
         let mut out = std::mem::take(&mut self.out);
-        let routing = frame.routing();
-        self.index.route(&routing, &mut out);
-        self.split.route(&routing, frame.partition_key(), &mut out);
-        self.group_subs.route(&frame, &mut out);
-        self.list_subs.route(&frame, &mut out);
-        let copies = self.rule_subs.route(&frame, &mut out);
+        let copies = self.routes.route(&frame, &mut out);
         self.drop_hidden(&frame, &mut out);
         self.deliver(&frame, &out, direct);
         self.deliver_copies(copies, direct);
@@ -526,16 +410,8 @@ impl Dispatcher {
         }
         frames.retain(|f| self.accept(f) && !self.by_suspended(f));
         let mut outs = std::mem::take(&mut self.outs);
-        let events: Vec<_> = frames.iter().map(|f| f.routing()).collect();
-        self.index.route_batch(&events, &mut outs);
-        for ((frame, out), routing) in frames.iter().zip(outs.iter_mut()).zip(&events) {
-            self.split.route(routing, frame.partition_key(), out);
-        }
-        drop(events);
-        for (frame, out) in frames.iter().zip(outs.iter_mut()) {
-            self.group_subs.route(frame, out);
-            self.list_subs.route(frame, out);
-            let copies = self.rule_subs.route(frame, out);
+        let copies = self.routes.route_batch(&frames, &mut outs);
+        for ((frame, out), copies) in frames.iter().zip(outs.iter_mut()).zip(copies) {
             self.drop_hidden(frame, out);
             self.deliver(frame, out, false);
             self.deliver_copies(copies, false);
@@ -554,21 +430,13 @@ impl Dispatcher {
         };
         let (before, after) = (views.before.clone(), views.after.clone());
         let mut had = Vec::new();
-        self.index.route(&before.routing(), &mut had);
-        self.split
-            .route(&before.routing(), frame.partition_key(), &mut had);
-        self.group_subs.route(&before, &mut had);
-        self.list_subs.route(&before, &mut had);
-        for (_, subs) in self.rule_subs.route(&before, &mut had) {
+        for (_, subs) in self.routes.route(&before, &mut had) {
             had.extend(subs);
         }
         had.sort_unstable();
         had.dedup();
         let mut now = Vec::new();
-        self.index.route(&after.routing(), &mut now);
-        self.split
-            .route(&after.routing(), after.partition_key(), &mut now);
-        let copies = self.rule_subs.route(&after, &mut now);
+        let copies = self.routes.route_text(&after, &mut now);
         now.retain(|s| had.binary_search(s).is_err());
         self.drop_hidden(frame, &mut had);
         self.deliver(frame, &had, direct);
@@ -585,12 +453,29 @@ impl Dispatcher {
 
     /// Delivers each subscription's own copy of an event (one with
     /// `matching_rules`), less those its user's relations hide.
-    fn deliver_copies(&mut self, copies: Vec<(Arc<Frame>, Vec<SubId>)>, direct: bool) {
+    fn deliver_copies(&mut self, copies: Copies, direct: bool) {
         for (copy, mut subs) in copies {
             self.drop_hidden(&copy, &mut subs);
             if !subs.is_empty() {
                 self.deliver(&copy, &subs, direct);
             }
+        }
+    }
+
+    /// Hands a keep-alive to every open connection whose time has come, and
+    /// ends those whose token has expired.
+    pub(super) fn keep_alive(&mut self, now: Instant) {
+        let (deliveries, last) = (&self.deliveries, self.last);
+        self.timers
+            .keep_alive(now, &self.open, |conn| deliveries.position_for(conn, last));
+    }
+
+    /// Offers `frame` to the subscriptions in `out`; a full queue ends its
+    /// connection.
+    fn deliver(&mut self, frame: &Arc<Frame>, out: &[SubId], direct: bool) {
+        let dead = self.deliveries.offer(frame, out, &self.routes, direct);
+        for conn in dead {
+            self.remove_conn(conn);
         }
     }
 }

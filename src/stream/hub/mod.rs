@@ -17,6 +17,7 @@ mod helpers;
 mod keepalive;
 mod lists;
 pub mod msg;
+mod routes;
 mod rules;
 mod sessions;
 mod split;
@@ -81,7 +82,7 @@ impl Hub {
                 .map(|_| Helper::start(cmd_tx.clone()))
                 .collect(),
         );
-        let rules_filed = dispatcher.rule_subs.filed();
+        let rules_filed = dispatcher.routes.rules.filed();
         let disp = tokio::spawn(dispatcher.run(cmd_rx, msg_rx, shutdown));
         (
             Hub {

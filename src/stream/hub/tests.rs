@@ -1,6 +1,6 @@
 //! The hub's unit tests.
 
-use super::dispatcher::DUE_SLACK;
+use super::keepalive::DUE_SLACK;
 use super::*;
 use crate::stream::queue::Delivery;
 use tokio::time::Instant;
@@ -49,13 +49,13 @@ async fn keepalives_and_expiry_come_off_one_heap() {
     assert!(matches!(long.try_take(), Some((Delivery::Keepalive(_), 0))));
     assert!(short.try_take().is_none(), "its next turn is its expiry");
     assert!(gone.try_take().is_none());
-    assert_eq!(d.due.len(), 2, "the closed connection's entry is gone");
+    assert_eq!(d.timers.len(), 2, "the closed connection's entry is gone");
     // The short token's next due time is its expiry, not a keep-alive.
     d.keep_alive(Instant::now() + Duration::from_secs(20));
     assert!(short.is_killed());
     assert_eq!(short.kill_reason().0, "expired");
     assert!(!long.is_killed());
-    assert_eq!(d.due.len(), 1);
+    assert_eq!(d.timers.len(), 1);
 }
 
 /// The task's own turn (a pong, a close frame: `Feed::interrupt` is
@@ -132,7 +132,7 @@ async fn churn_does_not_grow_the_keepalive_heap() {
             conn: conn(id, Duration::from_secs(3600)),
         });
         d.remove_conn(id);
-        assert!(d.due.len() <= 2 * d.open.len() + DUE_SLACK + 1);
+        assert!(d.timers.len() <= 2 * d.open.len() + DUE_SLACK + 1);
     }
     assert_eq!(d.open.len(), 100);
 }
