@@ -116,10 +116,14 @@ pub(super) fn parse_head(head: &[u8]) -> Option<axum::http::request::Parts> {
     if !matches!(req.parse(head), Ok(httparse::Status::Complete(_))) {
         return None;
     }
+    let version = match req.version? {
+        0 => axum::http::Version::HTTP_10,
+        _ => axum::http::Version::HTTP_11,
+    };
     let mut builder = axum::http::Request::builder()
         .method(req.method?)
         .uri(req.path?)
-        .version(axum::http::Version::HTTP_11);
+        .version(version);
     for h in req.headers.iter() {
         builder = builder.header(h.name, h.value);
     }

@@ -290,9 +290,18 @@ async fn accept(
         let route = parts.uri.path().to_string();
         let span = tracing::info_span!("http", method = "GET", route, raw = true);
         let started = std::time::Instant::now();
+        // HTTP/1.1 bodies are chunked (so clients that read in blocks hand
+        // over each event as it comes); HTTP/1.0 ones end with the
+        // connection.
+        let chunked = parts.version == axum::http::Version::HTTP_11;
         let opened = async {
             if let Some(plain) = open_plain(state, &mut parts).await {
-                return Some(plain.map(|(o, enc)| Box::new(RawStream::Plain(o, enc))));
+                return Some(plain.map(|(o, mut enc)| {
+                    if chunked {
+                        enc.frame_in_chunks();
+                    }
+                    Box::new(RawStream::Plain(o, enc))
+                }));
             }
             let end = head_end.unwrap_or(buf.len());
             let ws = open_websocket(state, &mut parts).await?;

@@ -65,7 +65,7 @@ pub(super) async fn plain_stream(
     drop(head);
     let tcp = Arc::new(tcp);
     if !enc.is_compressed() {
-        feed.write_directly(tcp.clone(), enc.transport());
+        feed.write_directly(tcp.clone(), enc.transport(), enc.is_chunked());
     }
     let mut writer = SharedTcp(tcp);
     loop {

@@ -23,7 +23,7 @@
 
 use super::frame::EventId;
 use super::queue::Delivery;
-use super::wire::{keepalive_bytes, position_bytes, Transport};
+use super::wire::{chunked, keepalive_bytes, position_bytes, Transport};
 use super::ws_codec::{self, op};
 use crate::metrics::{global as metrics, inc};
 use std::io::{self, IoSlice};
@@ -42,6 +42,9 @@ pub struct Direct {
     stream: &'static str,
     /// Its events at or below this id were sent by its replay.
     floor: Option<EventId>,
+    /// Whether the body is framed in chunks (SSE and NDJSON to an HTTP/1.1
+    /// client: each write one chunk).
+    chunked: bool,
 }
 
 impl Direct {
@@ -63,7 +66,16 @@ impl Direct {
             transport,
             stream,
             floor,
+            chunked: false,
         }
+    }
+
+    /// Frames each write as a chunk of the body (see
+    /// [`wire::chunked`](super::wire::chunked)); a WebSocket's frames never
+    /// are.
+    pub fn in_chunks(mut self, chunked: bool) -> Direct {
+        self.chunked = chunked && self.transport != Transport::WebSocket;
+        self
     }
 
     /// Writes `d` if it is an event or a keep-alive; `None` when the socket
@@ -100,11 +112,21 @@ impl Direct {
             }
             _ => return Some(d),
         };
+        let chunk;
+        let (head, tail): (&[u8], &[u8]) = if self.chunked {
+            chunk = chunked::header(body.len());
+            (&chunk.0[..chunk.1], chunked::CRLF)
+        } else {
+            (head, &[])
+        };
         let written = if head.is_empty() {
             self.tcp.try_write(body)
         } else {
-            self.tcp
-                .try_write_vectored(&[IoSlice::new(head), IoSlice::new(body)])
+            self.tcp.try_write_vectored(&[
+                IoSlice::new(head),
+                IoSlice::new(body),
+                IoSlice::new(tail),
+            ])
         };
         match written {
             Ok(n) => {
@@ -112,7 +134,9 @@ impl Direct {
                     inc(&metrics().events_sent, 1);
                     inc(&metrics().events_direct, 1);
                 }
-                (n < head.len() + body.len()).then(|| Delivery::Rest(unwritten(head, body, n)))
+                let parts = [head, body, tail];
+                (n < head.len() + body.len() + tail.len())
+                    .then(|| Delivery::Rest(unwritten(&parts, n)))
             }
             // Would block, or failed: the task writes it, and meets the
             // failure itself.
@@ -121,13 +145,17 @@ impl Direct {
     }
 }
 
-/// What is left of `head` then `body` once their first `n` bytes are
-/// written.
-fn unwritten(head: &[u8], body: &[u8], n: usize) -> Vec<u8> {
-    match n.checked_sub(head.len()) {
-        Some(into_body) => body[into_body..].to_vec(),
-        None => [&head[n..], body].concat(),
+/// What is left of `parts`, one after another, once their first `n` bytes
+/// are written.
+fn unwritten(parts: &[&[u8]], n: usize) -> Vec<u8> {
+    let mut skip = n;
+    let mut rest = Vec::new();
+    for part in parts {
+        let from = skip.min(part.len());
+        skip -= from;
+        rest.extend_from_slice(&part[from..]);
     }
+    rest
 }
 
 /// A socket shared with the hub's [`Direct`] writes, as the task's writer.
@@ -341,15 +369,18 @@ pub(crate) mod tests {
         assert!(got == expected, "whole frames, in order");
     }
 
-    /// A write that stops inside the header leaves the rest of the header
-    /// and the whole body; one inside the body, the body's rest.
+    /// A write that stops inside the header leaves the rest of the header,
+    /// the whole body and the tail; one inside the body, the body's rest
+    /// and the tail.
     #[test]
-    fn the_unwritten_part_of_a_header_and_body() {
-        let (head, body) = (b"ab".as_slice(), b"cdef".as_slice());
-        assert_eq!(unwritten(head, body, 0), b"abcdef");
-        assert_eq!(unwritten(head, body, 1), b"bcdef");
-        assert_eq!(unwritten(head, body, 2), b"cdef");
-        assert_eq!(unwritten(head, body, 5), b"f");
-        assert_eq!(unwritten(head, body, 6), b"");
+    fn the_unwritten_part_of_a_header_body_and_tail() {
+        let parts = [b"ab".as_slice(), b"cdef".as_slice(), b"\r\n".as_slice()];
+        assert_eq!(unwritten(&parts, 0), b"abcdef\r\n");
+        assert_eq!(unwritten(&parts, 1), b"bcdef\r\n");
+        assert_eq!(unwritten(&parts, 2), b"cdef\r\n");
+        assert_eq!(unwritten(&parts, 5), b"f\r\n");
+        assert_eq!(unwritten(&parts, 7), b"\n");
+        assert_eq!(unwritten(&parts, 8), b"");
+        assert_eq!(unwritten(&parts[..2], 6), b"");
     }
 }

@@ -1,6 +1,7 @@
 //! A stream's body as it arrives: its chunked framing undone, its zstd
 //! coding (`--compress zstd`) decoded, and the text that results.
 
+use crate::stream::wire::chunked::dechunk;
 use anyhow::Context;
 use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
 
@@ -80,41 +81,9 @@ impl Body {
     }
 }
 
-/// Moves the payload of every complete chunk from `raw` into `body`.
-fn dechunk(raw: &mut Vec<u8>, body: &mut Vec<u8>) {
-    loop {
-        let Some(nl) = raw.windows(2).position(|w| w == b"\r\n") else {
-            return;
-        };
-        let size_text = String::from_utf8_lossy(&raw[..nl]);
-        let size_text = size_text.split(';').next().unwrap_or("").trim();
-        let Ok(size) = usize::from_str_radix(size_text, 16) else {
-            raw.clear();
-            return;
-        };
-        if raw.len() < nl + 2 + size + 2 {
-            return;
-        }
-        body.extend_from_slice(&raw[nl + 2..nl + 2 + size]);
-        raw.drain(..nl + 2 + size + 2);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn chunks_are_undone_across_reads() {
-        let mut raw = b"5\r\nhello\r\n3\r\n wo".to_vec();
-        let mut body = Vec::new();
-        dechunk(&mut raw, &mut body);
-        assert_eq!(body, b"hello");
-        raw.extend_from_slice(b"\r\n1\r\nr\r\n");
-        dechunk(&mut raw, &mut body);
-        assert_eq!(body, b"hello wor");
-        assert!(raw.is_empty());
-    }
 
     #[test]
     fn a_zstd_body_gives_its_lines_as_their_chunks_arrive() {

@@ -234,3 +234,31 @@ impl StreamClient {
         }
     }
 }
+
+/// A chunked body read off a raw socket, its framing undone as the bytes
+/// arrive (and every byte kept, to check how it ended).
+#[derive(Default)]
+#[allow(dead_code)] // not every test binary reads raw bodies
+pub(crate) struct Unchunk {
+    pending: Vec<u8>,
+    /// Every byte of the body as it came.
+    pub wire: Vec<u8>,
+}
+
+#[allow(dead_code)]
+impl Unchunk {
+    /// The data of the chunks `bytes` completes.
+    pub(crate) fn take(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.wire.extend_from_slice(bytes);
+        self.pending.extend_from_slice(bytes);
+        let mut data = Vec::new();
+        firehose::stream::wire::chunked::dechunk(&mut self.pending, &mut data);
+        data
+    }
+
+    /// Whether the body ended with its last chunk and nothing is left
+    /// over.
+    pub(crate) fn ended(&self) -> bool {
+        self.pending.is_empty() && self.wire.ends_with(b"0\r\n\r\n")
+    }
+}

@@ -5,6 +5,7 @@ mod backpressure;
 #[path = "../common/mod.rs"]
 mod common;
 mod edits;
+mod framing;
 mod history;
 mod kinds;
 mod lifecycle;
@@ -17,7 +18,7 @@ mod rules;
 mod websocket;
 mod zstd;
 
-use common::{ws_connect, ws_next, ws_send, Msg, StreamClient, TestApp};
+use common::{ws_connect, ws_next, ws_send, Msg, StreamClient, TestApp, Unchunk};
 use futures::{SinkExt, StreamExt};
 use reqwest::StatusCode;
 use serde_json::{json, Value};

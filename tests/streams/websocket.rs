@@ -280,12 +280,16 @@ async fn a_client_that_accepts_gzip_gets_each_event_compressed_and_decodable_on_
     assert!(head.contains("content-encoding: gzip"), "{head}");
     assert!(head.contains("content-type: text/event-stream"), "{head}");
     assert!(head.contains("vary: accept-encoding"), "{head}");
+    assert!(head.contains("transfer-encoding: chunked"), "{head}");
+    // The body in chunks, each chunk's bytes into the decoder.
+    let mut chunks = Unchunk::default();
     let mut gz = flate2::write::GzDecoder::new(Vec::new());
-    gz.write_all(&early).unwrap();
+    gz.write_all(&chunks.take(&early)).unwrap();
     let mut wire_bytes = early.len();
     // Reads until the decoded text holds `want`.
     async fn until(
         tcp: &mut tokio::net::TcpStream,
+        chunks: &mut Unchunk,
         gz: &mut flate2::write::GzDecoder<Vec<u8>>,
         wire_bytes: &mut usize,
         want: &str,
@@ -304,15 +308,25 @@ async fn a_client_that_accepts_gzip_gets_each_event_compressed_and_decodable_on_
                 return String::from_utf8_lossy(gz.get_ref()).contains(want);
             }
             *wire_bytes += n;
-            gz.write_all(&chunk[..n]).unwrap();
+            gz.write_all(&chunks.take(&chunk[..n])).unwrap();
         }
     }
-    assert!(until(&mut tcp, &mut gz, &mut wire_bytes, "retry: 3000").await);
+    assert!(
+        until(
+            &mut tcp,
+            &mut chunks,
+            &mut gz,
+            &mut wire_bytes,
+            "retry: 3000"
+        )
+        .await
+    );
     let long = "zipword ".repeat(30);
     let first = app.say(&token, long.trim()).await;
     assert!(
         until(
             &mut tcp,
+            &mut chunks,
             &mut gz,
             &mut wire_bytes,
             &format!("\"id\":\"{first}\"")
@@ -324,6 +338,7 @@ async fn a_client_that_accepts_gzip_gets_each_event_compressed_and_decodable_on_
     assert!(
         until(
             &mut tcp,
+            &mut chunks,
             &mut gz,
             &mut wire_bytes,
             &format!("\"id\":\"{second}\"")
@@ -338,10 +353,20 @@ async fn a_client_that_accepts_gzip_gets_each_event_compressed_and_decodable_on_
     // Logging out ends the stream for good: a disconnect, then the trailer.
     let (status, _) = app.delete("/api/v1/sessions/current", Some(&token)).await;
     assert!(status.is_success(), "{status}");
-    assert!(until(&mut tcp, &mut gz, &mut wire_bytes, "event: disconnect").await);
+    assert!(
+        until(
+            &mut tcp,
+            &mut chunks,
+            &mut gz,
+            &mut wire_bytes,
+            "event: disconnect"
+        )
+        .await
+    );
     let mut rest = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(10), tcp.read_to_end(&mut rest)).await;
-    gz.write_all(&rest).unwrap();
+    gz.write_all(&chunks.take(&rest)).unwrap();
+    assert!(chunks.ended(), "the body ends with its last chunk");
     let text = String::from_utf8(
         gz.finish()
             .expect("a complete gzip body, CRC and length right"),

@@ -262,28 +262,41 @@ async fn sse_client(
     // Compressed: the body after the head goes through a gzip decoder.
     let mut head_done = false;
     let mut gz = flate2::write::GzDecoder::new(Vec::new());
+    // An HTTP/1.1 answer's body is chunked: undone before the decoder.
+    let mut chunked = false;
+    let (mut raw, mut plain) = (Vec::new(), Vec::new());
     loop {
         let Some(n) = read_some(&mut sock, &mut buf, &mut stop, &counters).await else {
             break;
         };
         if !compress {
             pending.extend_from_slice(&buf[..n]);
-        } else if head_done {
-            if gz.write_all(&buf[..n]).and_then(|_| gz.flush()).is_err() {
+        } else {
+            let body: std::borrow::Cow<'_, [u8]> = if head_done {
+                buf[..n].into()
+            } else {
+                pending.extend_from_slice(&buf[..n]);
+                let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") else {
+                    continue;
+                };
+                let body = pending.split_off(end + 4);
+                let head = String::from_utf8_lossy(&pending).to_ascii_lowercase();
+                chunked = head.contains("transfer-encoding: chunked");
+                pending.clear();
+                head_done = true;
+                body.into()
+            };
+            plain.clear();
+            if chunked {
+                raw.extend_from_slice(&body);
+                firehose::stream::wire::chunked::dechunk(&mut raw, &mut plain);
+            } else {
+                plain.extend_from_slice(&body);
+            }
+            if gz.write_all(&plain).and_then(|_| gz.flush()).is_err() {
                 break;
             }
             pending.append(gz.get_mut());
-        } else {
-            pending.extend_from_slice(&buf[..n]);
-            if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
-                let body = pending.split_off(end + 4);
-                pending.clear();
-                head_done = true;
-                if gz.write_all(&body).and_then(|_| gz.flush()).is_err() {
-                    break;
-                }
-                pending.append(gz.get_mut());
-            }
         }
         let now = firehose::model::now();
         let mut start = 0;

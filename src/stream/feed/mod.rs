@@ -86,7 +86,7 @@ pub struct Feed {
     ended: bool,
     /// A plain stream's socket, to become its queue's sink once the stream
     /// is live (see [`Feed::write_directly`]).
-    direct: Option<(Arc<TcpStream>, Transport)>,
+    direct: Option<(Arc<TcpStream>, Transport, bool)>,
     /// Whether the sink is installed.
     direct_on: bool,
     /// The window a shutdown's reconnection hints are drawn over.
@@ -159,20 +159,21 @@ impl Feed {
     /// Once the stream is live (its replay written), the hub writes its
     /// events and keep-alives into `tcp` itself while this feed's task
     /// waits (see [`super::direct`]). For a plain, uncompressed stream of
-    /// one subscription, whose writes go through the same socket.
-    pub fn write_directly(&mut self, tcp: Arc<TcpStream>, transport: Transport) {
-        self.direct = Some((tcp, transport));
+    /// one subscription, whose writes go through the same socket;
+    /// `chunked`: each write framed as a chunk of the body.
+    pub fn write_directly(&mut self, tcp: Arc<TcpStream>, transport: Transport, chunked: bool) {
+        self.direct = Some((tcp, transport, chunked));
     }
 
     /// Installs the direct sink if one was asked for and the stream has
     /// just gone live.
     fn go_direct(&mut self) {
-        let Some((tcp, transport)) = self.direct.take() else {
+        let Some((tcp, transport, chunked)) = self.direct.take() else {
             return;
         };
         if let [sub] = self.subs.as_slice() {
-            self.conn
-                .install_direct(Direct::new(tcp, transport, sub.stream, sub.floor));
+            let direct = Direct::new(tcp, transport, sub.stream, sub.floor).in_chunks(chunked);
+            self.conn.install_direct(direct);
             self.direct_on = true;
         }
     }

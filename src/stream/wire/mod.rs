@@ -6,6 +6,8 @@
 //! client negotiated permessage-deflate. Used by the raw socket
 //! (`serve.rs`), the hyper body and the WebSocket loop (`http/stream/`).
 
+pub mod chunked;
+
 use super::coding::Coding;
 use super::deflate::{Deflated, Gzip};
 use super::frame::{ControlFrame, EventId, Frame, DEFLATED_FORMS};
@@ -198,6 +200,9 @@ pub struct Encoder {
     /// For a page on another origin that may read the stream (CORS): the
     /// `Access-Control-Allow-Origin` value the raw response head carries.
     cors: Option<String>,
+    /// Whether a plain stream on the raw socket frames its body in chunks
+    /// (HTTP/1.1 clients; see [`chunked`]).
+    chunked: bool,
 }
 
 impl Encoder {
@@ -223,6 +228,7 @@ impl Encoder {
             deflate: false,
             zstd: None,
             cors: None,
+            chunked: false,
         }
     }
 
@@ -240,6 +246,7 @@ impl Encoder {
             deflate,
             zstd,
             cors: None,
+            chunked: false,
         }
     }
 
@@ -248,6 +255,18 @@ impl Encoder {
     /// value.
     pub fn allow_origin(&mut self, allow: Option<String>) {
         self.cors = allow;
+    }
+
+    /// Frames the raw socket's body in chunks (an HTTP/1.1 request's plain
+    /// stream): the head says so, and [`Encoder::start`]'s bytes, every
+    /// [`Encoder::batch`] and [`Encoder::finish`] are framed.
+    pub fn frame_in_chunks(&mut self) {
+        self.chunked = true;
+    }
+
+    /// Whether the body is framed in chunks.
+    pub fn is_chunked(&self) -> bool {
+        self.chunked
     }
 
     /// The transport.
@@ -312,18 +331,30 @@ impl Encoder {
                 out.extend_from_slice(b"vary: origin\r\n");
             }
         }
+        if self.chunked {
+            out.extend_from_slice(b"transfer-encoding: chunked\r\n");
+        }
         out.extend_from_slice(b"\r\n");
+        let body = out.len();
         self.start(out);
+        if self.chunked {
+            chunked::frame_from(out, body);
+        }
     }
 
     /// Appends the end of a plain body that ends for good (the gzip
     /// trailer; nothing uncompressed).
     pub fn finish(&mut self, out: &mut Vec<u8>) {
+        let from = out.len();
         if let Some(gz) = &self.gzip {
             gz.finish(out);
         }
         if let Some(z) = &mut self.zbody {
             z.finish(out);
+        }
+        if self.chunked {
+            chunked::frame_from(out, from);
+            out.extend_from_slice(chunked::LAST);
         }
     }
 
@@ -371,6 +402,18 @@ impl Encoder {
                 false
             }
         }
+    }
+
+    /// [`Encoder::push`] into a chunk begun at `from`; the rest of a write
+    /// the hub began ends the chunk, goes as it is, and a new one begins.
+    fn push_framed(&mut self, output: &Out, out: &mut Vec<u8>, from: &mut usize) -> bool {
+        if let Out::Raw(bytes) = output {
+            chunked::frame_from(out, *from);
+            out.extend_from_slice(bytes);
+            *from = out.len();
+            return false;
+        }
+        self.push(output, out)
     }
 
     /// Appends bytes of this connection's own (a control event): deflated
@@ -462,11 +505,23 @@ impl Encoder {
         first: &Out,
         out: &mut Vec<u8>,
     ) -> u64 {
-        let mut events = u64::from(self.push(first, out));
+        if !self.chunked {
+            let mut events = u64::from(self.push(first, out));
+            for _ in 1..MAX_BATCH {
+                let Some(next) = ready() else { break };
+                events += u64::from(self.push(&next, out));
+            }
+            return events;
+        }
+        // Chunked: the rest of a write the hub began (already framed) goes
+        // as it is, between chunks; everything else in chunks.
+        let mut from = out.len();
+        let mut events = u64::from(self.push_framed(first, out, &mut from));
         for _ in 1..MAX_BATCH {
             let Some(next) = ready() else { break };
-            events += u64::from(self.push(&next, out));
+            events += u64::from(self.push_framed(&next, out, &mut from));
         }
+        chunked::frame_from(out, from);
         events
     }
 }

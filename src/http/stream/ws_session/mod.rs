@@ -61,7 +61,7 @@ impl WsOpened {
     /// subscriptions come and go; a deflating one is served by its task).
     pub fn write_directly(&mut self, tcp: Arc<TcpStream>) {
         if !self.multiplexed && !self.handshake.deflate && !self.zstd {
-            self.feed.write_directly(tcp, Transport::WebSocket);
+            self.feed.write_directly(tcp, Transport::WebSocket, false);
         }
     }
 }
