@@ -6,8 +6,8 @@
 #   bench/floor_rounds.sh [BINARY ...]     # default: target/release/firehose
 #
 # Each round runs, per transport, the floor and then every binary in turn (give
-# two builds to compare them alternating), a fresh server per run, Redis
-# flushed between runs.
+# two builds to compare them alternating; every other round in reverse order),
+# a fresh server per run, Redis flushed between runs.
 # Environment: ROUNDS (default 3), TRANSPORTS (default "sse ws"), CLIENTS
 # (default 1000), RATE (default 100), SECONDS_EACH (default 15), REDIS_PORT
 # (default 6390), PORT (default 8080).
@@ -59,7 +59,16 @@ for round in $(seq 1 "$ROUNDS"); do
   echo "### round $round"
   for transport in $TRANSPORTS; do
     run floor "$transport" $FLOOR --transport "$transport" --listen "127.0.0.1:$PORT" --redis-url "$REDIS"
-    for bin in "${BINS[@]}"; do
+    # Odd rounds run the builds in the order given, even rounds reversed:
+    # on this host the slot right after the floor measured cheaper than the
+    # next (2026-11-29: one pair of builds 1.13x in one order, 1.05x in the
+    # other, docs/benchmarks.md).
+    order=("${BINS[@]}")
+    if [ $((round % 2)) -eq 0 ]; then
+      order=()
+      for ((i = ${#BINS[@]} - 1; i >= 0; i--)); do order+=("${BINS[$i]}"); done
+    fi
+    for bin in "${order[@]}"; do
       run "$bin" "$transport" "$bin" serve --listen "127.0.0.1:$PORT" --redis-url "$REDIS" \
         --max-streams-per-user 100000
     done

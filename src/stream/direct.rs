@@ -94,6 +94,8 @@ impl Direct {
                     return None;
                 }
                 match self.transport {
+                    Transport::Sse if self.chunked => (&[], f.chunk(false), true),
+                    Transport::Ndjson if self.chunked => (&[], f.chunk(true), true),
                     Transport::Sse => (&[], &f.sse, true),
                     Transport::Ndjson => (&[], &f.ndjson, true),
                     _ => {
@@ -112,8 +114,10 @@ impl Direct {
             }
             _ => return Some(d),
         };
+        // An event's chunk is whole already (shared by every chunked
+        // stream); a keep-alive is framed here.
         let chunk;
-        let (head, tail): (&[u8], &[u8]) = if self.chunked {
+        let (head, tail): (&[u8], &[u8]) = if self.chunked && !event {
             chunk = chunked::header(body.len());
             (&chunk.0[..chunk.1], chunked::CRLF)
         } else {

@@ -3,6 +3,7 @@
 mod control;
 
 use super::deflate::Deflated;
+use super::wire::chunked;
 use crate::metrics::{global as metrics, inc};
 use crate::model;
 use bytes::Bytes;
@@ -57,6 +58,10 @@ pub struct Frame {
     /// For an `update`: the status as it was and as it is, as `status`
     /// frames with this id (made when first routed).
     views: OnceLock<Option<UpdateViews>>,
+    /// Its SSE message and its NDJSON line, each framed as one HTTP chunk,
+    /// made the first time a chunked stream needs it and shared by all of
+    /// them (see [`Frame::chunk`]).
+    chunks: [OnceLock<Bytes>; 2],
 }
 
 /// An `update` seen as the `status` events it stands between.
@@ -219,6 +224,23 @@ impl Frame {
         }
     }
 
+    /// Its SSE message (or, `ndjson`, its NDJSON line) as one chunk of a
+    /// chunked body: what a chunked stream writes, in one write.
+    pub fn chunk(&self, ndjson: bool) -> &Bytes {
+        let (slot, text) = match ndjson {
+            false => (&self.chunks[0], &self.sse),
+            true => (&self.chunks[1], &self.ndjson),
+        };
+        slot.get_or_init(|| {
+            let (head, n) = chunked::header(text.len());
+            let mut all = Vec::with_capacity(n + text.len() + 2);
+            all.extend_from_slice(&head[..n]);
+            all.extend_from_slice(text);
+            all.extend_from_slice(chunked::CRLF);
+            all.into()
+        })
+    }
+
     /// Output `form` of this event deflated (computed by the first
     /// connection that asks, from `bytes`, which must be the same for every
     /// caller of one form).
@@ -300,6 +322,7 @@ impl Frame {
             deflated: Default::default(),
             zstd: OnceLock::new(),
             views: OnceLock::new(),
+            chunks: Default::default(),
         })
     }
 
@@ -590,5 +613,6 @@ pub fn parse(json: &str) -> Option<Incoming> {
         deflated: Default::default(),
         zstd: OnceLock::new(),
         views: OnceLock::new(),
+        chunks: Default::default(),
     })))
 }

@@ -406,14 +406,23 @@ impl Encoder {
 
     /// [`Encoder::push`] into a chunk begun at `from`; the rest of a write
     /// the hub began ends the chunk, goes as it is, and a new one begins.
+    /// An uncompressed event goes the same way, as its shared chunk.
     fn push_framed(&mut self, output: &Out, out: &mut Vec<u8>, from: &mut usize) -> bool {
-        if let Out::Raw(bytes) = output {
-            chunked::frame_from(out, *from);
-            out.extend_from_slice(bytes);
-            *from = out.len();
-            return false;
-        }
-        self.push(output, out)
+        let whole: &[u8] = match output {
+            Out::Raw(bytes) => bytes,
+            Out::Event(f, _) if self.gzip.is_none() && self.zbody.is_none() => {
+                match self.transport {
+                    Transport::Sse => f.chunk(false),
+                    Transport::Ndjson => f.chunk(true),
+                    _ => return self.push(output, out),
+                }
+            }
+            _ => return self.push(output, out),
+        };
+        chunked::frame_from(out, *from);
+        out.extend_from_slice(whole);
+        *from = out.len();
+        matches!(output, Out::Event(..))
     }
 
     /// Appends bytes of this connection's own (a control event): deflated
