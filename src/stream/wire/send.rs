@@ -1,0 +1,72 @@
+//! The one write of a stream's batch: encoded into the thread's buffer and
+//! written from there, only a blocked write's rest copied out.
+
+use std::cell::RefCell;
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::task::Poll;
+use std::time::Duration;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+
+thread_local! {
+    /// The buffer batches are encoded into: one per worker thread, so a
+    /// connection holds no output buffer between writes.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Writes what `fill` appends into the socket: straight from the thread's
+/// buffer when the socket takes it all (the usual case, no timer armed);
+/// only the rest of a write that would block is copied out and waits, at
+/// most `timeout` (boxed: the slow path's state stays out of every
+/// connection's task). `None` when the write failed or timed out.
+pub async fn send<S, R>(
+    io: &mut S,
+    timeout: Duration,
+    fill: impl FnOnce(&mut Vec<u8>) -> R,
+) -> Option<R>
+where
+    S: AsyncWrite + Unpin,
+{
+    let mut fill = Some(fill);
+    // One poll, with the task's context, so a socket that would block
+    // registers for writability as any write does.
+    let (r, failed, rest) = poll_fn(|cx| {
+        let Some(fill) = fill.take() else {
+            return Poll::Pending;
+        };
+        Poll::Ready(SCRATCH.with(|s| {
+            let mut buf = s.borrow_mut();
+            buf.clear();
+            let r = fill(&mut buf);
+            let mut written = 0;
+            let mut failed = false;
+            while written < buf.len() {
+                match Pin::new(&mut *io).poll_write(cx, &buf[written..]) {
+                    Poll::Ready(Ok(n)) if n > 0 => written += n,
+                    Poll::Ready(_) => {
+                        failed = true;
+                        break;
+                    }
+                    Poll::Pending => break,
+                }
+            }
+            let rest = (!failed && written < buf.len()).then(|| buf[written..].to_vec());
+            // Keep no large buffer after a burst.
+            if buf.capacity() > 256 * 1024 {
+                *buf = Vec::new();
+            }
+            (r, failed, rest)
+        }))
+    })
+    .await;
+    if failed {
+        return None;
+    }
+    if let Some(rest) = rest {
+        let wrote = Box::pin(tokio::time::timeout(timeout, io.write_all(&rest))).await;
+        if !matches!(wrote, Ok(Ok(()))) {
+            return None;
+        }
+    }
+    Some(r)
+}
