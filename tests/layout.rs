@@ -1,5 +1,6 @@
 //! The house's layout, checked: no two source files import each other, directly
-//! or around a circle, in `src/` or in `filters/src/`.
+//! or around a circle, in `src/` or in `filters/src/`; no file there holds more
+//! than 600 lines, no folder more than 25 source files.
 //!
 //! A file imports another when it names a path into it: a `use` item or a path
 //! in code that starts at `crate::`, `super::`, `self::` or at one of its own
@@ -467,6 +468,52 @@ fn imports(krate: &Crate) -> BTreeMap<PathBuf, BTreeMap<PathBuf, BTreeSet<String
         all.insert(file.clone(), mine);
     }
     all
+}
+
+/// Most lines a source file may hold, and most source files directly in a
+/// folder: past them a room holds more than one concern.
+const MAX_FILE_LINES: usize = 600;
+const MAX_FOLDER_FILES: usize = 25;
+
+#[test]
+fn no_file_or_folder_outgrows_a_room() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut report = String::new();
+    let mut dirs = vec![root.join("src"), root.join("filters/src")];
+    let mut files_seen = 0;
+    while let Some(dir) = dirs.pop() {
+        let mut here = 0;
+        for entry in fs::read_dir(&dir).expect("a source folder") {
+            let path = entry.expect("a folder entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                here += 1;
+                files_seen += 1;
+                let lines = fs::read_to_string(&path)
+                    .expect("a source file")
+                    .lines()
+                    .count();
+                if lines > MAX_FILE_LINES {
+                    let short = path
+                        .strip_prefix(root)
+                        .unwrap_or(&path)
+                        .display()
+                        .to_string();
+                    report.push_str(&format!("{short}: {lines} lines\n"));
+                }
+            }
+        }
+        if here > MAX_FOLDER_FILES {
+            let short = dir.strip_prefix(root).unwrap_or(&dir).display().to_string();
+            report.push_str(&format!("{short}/: {here} source files\n"));
+        }
+    }
+    assert!(files_seen > 100, "the source tree was not read");
+    assert!(
+        report.is_empty(),
+        "over {MAX_FILE_LINES} lines a file or {MAX_FOLDER_FILES} files a folder:\n{report}"
+    );
 }
 
 #[test]
