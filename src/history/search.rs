@@ -1,5 +1,6 @@
 //! A rule over the history: the public statuses it matches, newest first,
-//! judged as the reader may see them now. The matching is the live search
+//! judged as the reader may see them now, an edited status by its text now
+//! (at its latest edit's event). The matching is the live search
 //! stream's own (`Want::judge` with the rule as the subscription's one
 //! rule), so a rule finds in the past what it would have delivered live;
 //! blocks whose summary holds none of the rule's anchors are not read, and
@@ -17,6 +18,7 @@ use crate::stream::want::Want;
 use aho_corasick::AhoCorasick;
 use firehose_filters::rules::{anchors, Anchor, Expr};
 use firehose_filters::{FilterSpec, Rule};
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 /// Searches judging events at once, over the process: the rest wait their
@@ -92,6 +94,11 @@ impl Search {
                 }
                 match frame::parse(json) {
                     Some(Incoming::Event(f)) if f.rule_status().is_some() => Some(f),
+                    // An edit stands for the status as edited (its own id
+                    // and time): a rule finds a status by its text now.
+                    Some(Incoming::Event(f)) if f.is_update() => {
+                        f.update_views().map(|views| views.after.clone())
+                    }
                     _ => None,
                 }
             })
@@ -118,12 +125,30 @@ impl Search {
             }
         }
         drop(turn);
+        // A status edited since an event is found by its latest edit, the
+        // one event that carries it as it reads now (the reader's sight
+        // hands back any older one with the status as it is now, a later
+        // `edited_at`): never twice, never by words it no longer holds.
+        let judged: FxHashMap<EventId, Option<f64>> =
+            matched.iter().map(|f| (f.id, edited_at(f))).collect();
         let kept = self.sight.keep(matched).await?;
+        let current = kept
+            .into_iter()
+            .filter(|f| judged.get(&f.id).is_some_and(|at| *at == edited_at(f)));
         Ok(Found {
-            statuses: kept.into_iter().map(|f| (f.id, f)).collect(),
+            statuses: current.map(|f| (f.id, f)).collect(),
             cursor: step.cursor,
             done: step.done,
         })
+    }
+}
+
+/// When the status a `status` event carries was last edited, as it carries
+/// it.
+fn edited_at(f: &Frame) -> Option<f64> {
+    match &f.event {
+        crate::model::Event::Status { status, .. } => status.edited_at,
+        _ => None,
     }
 }
 

@@ -158,3 +158,49 @@ async fn a_private_accounts_edit_reaches_followers_only_and_replays_serve_the_cu
     );
     fh.assert_quiet(SHORT).await;
 }
+
+/// A history search finds an edited status by its text now, once, at its
+/// latest edit (as a page of it is read, whatever the page size), and by
+/// no word it no longer holds; the counts agree.
+#[tokio::test]
+async fn a_history_search_finds_an_edited_status_by_its_text_now_once() {
+    let app = TestApp::start().await;
+    let (_, alice) = app.user("alice").await;
+    let (_, reader) = app.user("reader").await;
+    let before = history_events(&app, &alice).await;
+    let plain = app.say(&alice, "okapi never edited").await;
+    let once = app.say(&alice, "okapi zebraword at first").await;
+    let twice = app.say(&alice, "quagga first").await;
+    edit(&app, &alice, &once, "okapi giraffeword now").await;
+    edit(&app, &alice, &twice, "quagga second").await;
+    edit(&app, &alice, &twice, "quagga third okapi").await;
+    app.eventually("the history holds the posts and edits", || async {
+        history_events(&app, &alice).await >= before + 6
+    })
+    .await;
+    for count in [100, 1] {
+        let search = |q: &'static str| super::history::search_all(&app, &reader, q, count);
+        assert_eq!(search("zebraword").await, Vec::<String>::new(), "old words");
+        assert_eq!(search("giraffeword").await, vec![once.clone()]);
+        assert_eq!(search("quagga second").await, Vec::<String>::new());
+        assert_eq!(
+            search("okapi").await,
+            vec![twice.clone(), once.clone(), plain.clone()],
+            "each once, newest version first (count {count})"
+        );
+    }
+    let (status, counts) = app
+        .get(
+            "/api/v1/history/counts?query=okapi&bucket=day",
+            Some(&reader),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{counts}");
+    assert_eq!(counts["total"], 3, "{counts}");
+}
+
+/// How many events the history holds.
+async fn history_events(app: &TestApp, token: &str) -> u64 {
+    let (_, h) = app.get("/api/v1/history", Some(token)).await;
+    h["events"].as_u64().unwrap_or(0)
+}

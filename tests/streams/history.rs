@@ -274,7 +274,12 @@ async fn the_history_summary_needs_a_token_and_counts_what_it_holds() {
 
 /// Every page of a history search, `count` at a time: the statuses' ids,
 /// newest first.
-async fn search_all(app: &TestApp, token: &str, query: &str, count: usize) -> Vec<String> {
+pub(super) async fn search_all(
+    app: &TestApp,
+    token: &str,
+    query: &str,
+    count: usize,
+) -> Vec<String> {
     let mut ids = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..100 {
