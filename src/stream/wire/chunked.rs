@@ -19,24 +19,13 @@ pub const LAST: &[u8] = b"0\r\n\r\n";
 
 /// A chunk header for `len` bytes of data, in a buffer and its length.
 pub fn header(len: usize) -> ([u8; HEADER_MAX], usize) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut digits = [0u8; 16];
-    let mut n = 0;
-    let mut rest = len;
-    loop {
-        digits[n] = HEX[rest & 0xf];
-        n += 1;
-        rest >>= 4;
-        if rest == 0 {
-            break;
-        }
-    }
+    use std::io::Write;
     let mut head = [0u8; HEADER_MAX];
-    for (i, d) in digits[..n].iter().rev().enumerate() {
-        head[i] = *d;
-    }
-    head[n..n + 2].copy_from_slice(CRLF);
-    (head, n + 2)
+    let mut at = &mut head[..];
+    // 16 hex digits and CRLF always fit.
+    let _ = write!(at, "{len:x}\r\n");
+    let n = HEADER_MAX - at.len();
+    (head, n)
 }
 
 /// Frames `out[from..]` as one chunk (nothing when it is empty: an empty

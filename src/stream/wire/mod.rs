@@ -400,10 +400,14 @@ impl Encoder {
         }
     }
 
-    /// [`Encoder::push`] into a chunk begun at `from`; the rest of a write
-    /// the hub began ends the chunk, goes as it is, and a new one begins.
-    /// An uncompressed event goes the same way, as its shared chunk.
+    /// [`Encoder::push`], into a chunk begun at `from` when the body is
+    /// chunked: the rest of a write the hub began ends the chunk, goes as it
+    /// is, and a new one begins; an uncompressed event goes the same way, as
+    /// its shared chunk.
     fn push_framed(&mut self, output: &Out, out: &mut Vec<u8>, from: &mut usize) -> bool {
+        if !self.chunked {
+            return self.push(output, out);
+        }
         let whole: &[u8] = match output {
             Out::Raw(bytes) => bytes,
             Out::Event(f, _) if self.gzip.is_none() && self.zbody.is_none() => {
@@ -510,15 +514,7 @@ impl Encoder {
         first: &Out,
         out: &mut Vec<u8>,
     ) -> u64 {
-        if !self.chunked {
-            let mut events = u64::from(self.push(first, out));
-            for _ in 1..MAX_BATCH {
-                let Some(next) = ready() else { break };
-                events += u64::from(self.push(&next, out));
-            }
-            return events;
-        }
-        // Chunked: the rest of a write the hub began (already framed) goes
+        // Chunked, the rest of a write the hub began (already framed) goes
         // as it is, between chunks; everything else in chunks.
         let mut from = out.len();
         let mut events = u64::from(self.push_framed(first, out, &mut from));
@@ -526,7 +522,9 @@ impl Encoder {
             let Some(next) = ready() else { break };
             events += u64::from(self.push_framed(&next, out, &mut from));
         }
-        chunked::frame_from(out, from);
+        if self.chunked {
+            chunked::frame_from(out, from);
+        }
         events
     }
 }
