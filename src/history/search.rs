@@ -96,9 +96,10 @@ impl Search {
                     Some(Incoming::Event(f)) if f.rule_status().is_some() => Some(f),
                     // An edit stands for the status as edited (its own id
                     // and time): a rule finds a status by its text now.
-                    Some(Incoming::Event(f)) if f.is_update() => {
-                        f.update_views().map(|views| views.after.clone())
-                    }
+                    Some(Incoming::Event(f)) if f.is_update() => f
+                        .update_views()
+                        .map(|views| views.after.clone())
+                        .filter(|after| after.rule_status().is_some()),
                     _ => None,
                 }
             })
