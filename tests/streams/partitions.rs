@@ -127,6 +127,11 @@ async fn partitions_of_the_firehose_get_every_event_exactly_once_between_them() 
         "partition=1",
         "partitions=2",
         "partition=x&partitions=2",
+        // Repeated or padded: which one was meant is not guessed.
+        "partition=1&partition=2&partitions=2",
+        "partition=1&partitions=2&partitions=3",
+        "partition=%201&partitions=2",
+        "partition=1&partitions=2%20",
     ] {
         let s = app
             .stream(&format!("/api/v1/stream/firehose?{q}"), Some(&fh), &[])

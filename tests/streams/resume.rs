@@ -272,3 +272,78 @@ async fn streams_survive_a_redis_restart() {
     }
     assert!(seen, "the stream resumed after the restart");
 }
+
+#[tokio::test]
+async fn the_multiplexed_sockets_query_resumes_each_streams_first_subscription() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("muxer").await;
+    let first = app.say(&token, "bilby one").await;
+    let second = app.say(&token, "bilby two").await;
+    // A point in the query: the first subscription to each stream starts
+    // there when its message names none of its own.
+    let mut all = vec![first.clone(), second.clone()];
+    for query in ["since=0", "count=2"] {
+        all.push(app.say(&token, "bilby three").await);
+        let mut ws = ws_connect(&app, &format!("/api/v1/stream?{query}"), &token).await;
+        ws_send(
+            &mut ws,
+            json!({"type": "subscribe", "stream": "filter", "track": ["bilby"]}),
+        )
+        .await;
+        assert_eq!(ws_next(&mut ws).await["type"], "subscribed");
+        let expected = match query {
+            "since=0" => &all[..],
+            _ => &all[all.len() - 2..],
+        };
+        for sid in expected {
+            let v = ws_next(&mut ws).await;
+            assert_eq!(
+                v["status"]["id"].as_str(),
+                Some(sid.as_str()),
+                "{query}: {v}"
+            );
+        }
+        // Unsubscribed and subscribed again: live from then on.
+        ws_send(&mut ws, json!({"type": "unsubscribe", "stream": "filter"})).await;
+        assert_eq!(ws_next(&mut ws).await["type"], "unsubscribed");
+        ws_send(
+            &mut ws,
+            json!({"type": "subscribe", "stream": "filter", "track": ["bilby"]}),
+        )
+        .await;
+        assert_eq!(ws_next(&mut ws).await["type"], "subscribed");
+        let live = app.say(&token, "bilby live").await;
+        all.push(live.clone());
+        let v = ws_next(&mut ws).await;
+        assert_eq!(
+            v["status"]["id"].as_str(),
+            Some(live.as_str()),
+            "{query}: {v}"
+        );
+    }
+    // The first one's event id as last_event_id: what followed it.
+    let mut s = app
+        .stream(
+            "/api/v1/stream/filter?track=bilby&since=0",
+            Some(&token),
+            &[],
+        )
+        .await;
+    let m = s.next_event("the first bilby").await;
+    assert_eq!(m.data["status"]["id"].as_str(), Some(first.as_str()));
+    let after_first = m.id.clone().unwrap();
+    let mut ws = ws_connect(
+        &app,
+        &format!("/api/v1/stream?last_event_id={after_first}"),
+        &token,
+    )
+    .await;
+    ws_send(
+        &mut ws,
+        json!({"type": "subscribe", "stream": "filter", "track": ["bilby"]}),
+    )
+    .await;
+    assert_eq!(ws_next(&mut ws).await["type"], "subscribed");
+    let v = ws_next(&mut ws).await;
+    assert_eq!(v["status"]["id"].as_str(), Some(second.as_str()), "{v}");
+}

@@ -45,7 +45,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every stream, in the order error messages list them.
-    const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Filter,
         Kind::User,
         Kind::Sample,
@@ -65,6 +65,14 @@ impl Kind {
             Kind::Search => "search",
             Kind::Group => "group",
             Kind::List => "list",
+        }
+    }
+
+    /// The scope a token must grant to open it, if any.
+    pub fn scope(self) -> Option<&'static str> {
+        match self {
+            Kind::Firehose => Some(SCOPE_FIREHOSE),
+            _ => None,
         }
     }
 
@@ -117,6 +125,30 @@ pub struct Asked {
     pub replay: Replay,
 }
 
+/// 400 when the query names one of `names` more than once: the map the
+/// query is read into keeps one value, and which one a client meant is not
+/// for the server to guess.
+pub fn once_each(query: Option<&str>, names: &[&'static str]) -> ApiResult<()> {
+    for name in names {
+        let n = query
+            .unwrap_or_default()
+            .split('&')
+            .filter(|pair| pair.split('=').next() == Some(name))
+            .count();
+        if n > 1 {
+            return Err(ApiError::invalid(
+                if *name == "partitions" {
+                    "invalid_partitions"
+                } else {
+                    "invalid_partition"
+                },
+                format!("{name} is given more than once."),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Ask {
     /// From a stream URL's query string and headers: comma-separated lists.
     pub fn from_query(q: &HashMap<String, String>, headers: &HeaderMap) -> Ask {
@@ -155,15 +187,15 @@ impl Ask {
     /// The rule and replay point asked for, for `kind` opened by `auth`:
     /// the one parser of both, whether they came in a URL or a message.
     pub async fn resolve(&self, state: &AppState, auth: &AuthUser, kind: Kind) -> ApiResult<Asked> {
+        if let Some(scope) = kind.scope() {
+            auth.require(scope)?;
+        }
         let mut rules = None;
         let mut name = kind.name();
         let mut group = None;
         let mut list = None;
         let rule = match kind {
-            Kind::Firehose => {
-                auth.require(SCOPE_FIREHOSE)?;
-                Rule::Firehose
-            }
+            Kind::Firehose => Rule::Firehose,
             Kind::Sample => Rule::Sample {
                 rate: parse_rate(self.rate.as_deref()).map_err(filter_error)?,
             },
@@ -252,7 +284,7 @@ impl Ask {
         }
         let of = n
             .as_deref()
-            .and_then(|n| n.trim().parse::<u8>().ok())
+            .and_then(|n| n.parse::<u8>().ok())
             .filter(|n| (1..=MAX_PARTITIONS).contains(n))
             .ok_or_else(|| {
                 ApiError::invalid(
@@ -262,7 +294,7 @@ impl Ask {
             })?;
         let index = k
             .as_deref()
-            .and_then(|k| k.trim().parse::<u8>().ok())
+            .and_then(|k| k.parse::<u8>().ok())
             .filter(|k| (1..=of).contains(k))
             .ok_or_else(|| {
                 ApiError::invalid(
@@ -485,6 +517,7 @@ pub async fn prepare(
     let Query(q): Query<HashMap<String, String>> = Query::try_from_uri(&parts.uri)
         .map_err(|_| ApiError::invalid("invalid_query", "The query string is malformed."))?;
     zstd_asked(q.get("compress").map(String::as_str))?;
+    once_each(parts.uri.query(), &["partition", "partitions"])?;
     let asked = Ask::from_query(&q, &parts.headers)
         .resolve(state, &auth, kind)
         .await?;

@@ -102,6 +102,12 @@ fn expiry(expires: u64) -> Instant {
 }
 
 impl Feed {
+    /// Asks the connection to end: `disconnect` with this code and reason,
+    /// then close (the first reason given wins).
+    pub fn kill(&self, code: &'static str, reason: impl Into<String>) {
+        self.conn.kill(code, reason);
+    }
+
     /// The connection lives on under `session`, whose token expires at
     /// `expires` (seconds since the epoch): a token refreshed on its
     /// socket. False if the session was revoked meanwhile.

@@ -37,8 +37,9 @@ struct ControlMsg {
     rules: Option<serde_json::Value>,
     group: Option<Scalar>,
     list: Option<Scalar>,
-    /// A `refresh` message's new token.
-    token: Option<String>,
+    /// A `refresh` message's new token (any JSON: what is not a string is
+    /// answered as a missing token).
+    token: Option<serde_json::Value>,
     partition: Option<Scalar>,
     partitions: Option<Scalar>,
 }
@@ -111,9 +112,10 @@ impl ControlMsg {
 async fn refresh(
     feed: &mut Feed,
     state: &AppState,
-    uid: u64,
+    who: &Who,
     token: Option<&str>,
 ) -> Option<AuthUser> {
+    let uid = who.uid();
     let Some(token) = token.map(str::trim).filter(|t| !t.is_empty()) else {
         feed.push_control(ws_error(
             "invalid_token",
@@ -145,6 +147,18 @@ async fn refresh(
             return None;
         }
     };
+    // The new token's scopes hold from now on: a stream path it could
+    // not open ends; the subscriptions it could not make end, each with
+    // an `error`, and the socket lives on for the rest.
+    if let Who::Reader(_, kind) = who {
+        if let Some(scope) = kind.scope().filter(|s| !fresh.has_scope(s)) {
+            feed.kill(
+                "forbidden",
+                format!("The new token lacks the {scope:?} scope this stream needs."),
+            );
+            return None;
+        }
+    }
     if !feed.refresh(fresh.sid.clone(), fresh.expires).await {
         feed.push_control(ws_error(
             "invalid_token",
@@ -156,6 +170,20 @@ async fn refresh(
     feed.push_control(Control::Refreshed {
         expires_at: fresh.expires,
     });
+    if matches!(who, Who::Subscriber(..)) {
+        for kind in Kind::ALL {
+            let Some(scope) = kind.scope().filter(|s| !fresh.has_scope(s)) else {
+                continue;
+            };
+            if feed.unsubscribe(kind.name()) {
+                feed.push_control(ws_error(
+                    "forbidden",
+                    format!("The new token lacks the {scope:?} scope: the subscription has ended."),
+                    Some(kind.name()),
+                ));
+            }
+        }
+    }
     Some(fresh)
 }
 
@@ -169,7 +197,7 @@ pub(super) fn ws_error(code: &'static str, message: String, stream: Option<&str>
 }
 
 pub(super) async fn handle_control(feed: &mut Feed, state: &AppState, who: &mut Who, text: &str) {
-    let multiplexed = matches!(who, Who::Subscriber(_));
+    let multiplexed = matches!(who, Who::Subscriber(..));
     let msg: ControlMsg = match serde_json::from_str(text) {
         Ok(m) => m,
         // A stream path's socket ignores what it does not take.
@@ -184,15 +212,16 @@ pub(super) async fn handle_control(feed: &mut Feed, state: &AppState, who: &mut 
         }
     };
     if msg.kind == "refresh" {
-        if let Some(fresh) = refresh(feed, state, who.uid(), msg.token.as_deref()).await {
-            if let Who::Subscriber(auth) = who {
+        let token = msg.token.as_ref().and_then(serde_json::Value::as_str);
+        if let Some(fresh) = refresh(feed, state, who, token).await {
+            if let Who::Subscriber(auth, _) = who {
                 *auth = fresh;
             }
         }
         return;
     }
     // A stream path's socket takes no other message.
-    let Who::Subscriber(auth) = who else {
+    let Who::Subscriber(auth, resume) = who else {
         return;
     };
     let auth = &*auth;
@@ -230,7 +259,11 @@ pub(super) async fn handle_control(feed: &mut Feed, state: &AppState, who: &mut 
     };
     match msg.kind.as_str() {
         "subscribe" => {
-            let asked = match msg.ask().resolve(state, auth, kind).await {
+            let mut ask = msg.ask();
+            if ask.last_event_id.is_none() && ask.since.is_none() && ask.count.is_none() {
+                (ask.last_event_id, ask.since, ask.count) = resume.take(name);
+            }
+            let asked = match ask.resolve(state, auth, kind).await {
                 Ok(asked) => asked,
                 Err(e) => return refuse(feed, e),
             };

@@ -16,7 +16,7 @@ use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
 use crate::stream::stream_limits::StreamGuard;
 use control::{handle_control, ws_error};
-use who::Who;
+use who::{QueryResume, Who};
 
 use crate::stream::wire::{self, Encoder, Transport};
 use crate::stream::ws_codec::{self, close, op, Handshake, Message, Reader};
@@ -85,13 +85,17 @@ fn handshake(parts: &Parts) -> ApiResult<Handshake> {
     Handshake::read(&parts.headers).map_err(|m| ApiError::invalid("invalid_upgrade", m))
 }
 
+/// The upgrade request's query (400 when malformed).
+fn query(parts: &Parts) -> ApiResult<std::collections::HashMap<String, String>> {
+    let axum::extract::Query(q) = axum::extract::Query::try_from_uri(&parts.uri)
+        .map_err(|_| ApiError::invalid("invalid_query", "The query string is malformed."))?;
+    Ok(q)
+}
+
 /// Whether the socket asks for `compress=zstd` (an unknown `compress`:
 /// 400).
 fn zstd_of(parts: &Parts) -> ApiResult<bool> {
-    let axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>> =
-        axum::extract::Query::try_from_uri(&parts.uri)
-            .map_err(|_| ApiError::invalid("invalid_query", "The query string is malformed."))?;
-    super::open::zstd_asked(q.get("compress").map(String::as_str))
+    super::open::zstd_asked(query(parts)?.get("compress").map(String::as_str))
 }
 
 async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiResult<WsOpened> {
@@ -102,6 +106,7 @@ async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiRes
             ApiError::unavailable()
         })?;
     }
+    let mut resume = QueryResume::default();
     let (feed, guard, handshake, auth) = match kind {
         Some(kind) => {
             let handshake = handshake(parts)?;
@@ -111,6 +116,9 @@ async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiRes
         }
         None => {
             let StreamUser(auth) = StreamUser::from_request_parts(parts, state).await?;
+            let q = query(parts)?;
+            let ask = super::open::Ask::from_query(&q, &parts.headers);
+            resume = QueryResume::new(ask.last_event_id, ask.since, ask.count);
             state.rate.stream_connect(client_addr(parts)).await?;
             let handshake = handshake(parts)?;
             let guard = state
@@ -133,8 +141,8 @@ async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiRes
         control_of: (
             state.clone(),
             match kind {
-                None => Who::Subscriber(auth),
-                Some(_) => Who::Reader(auth.uid),
+                None => Who::Subscriber(auth, resume),
+                Some(kind) => Who::Reader(auth.uid, kind),
             },
         ),
         multiplexed: kind.is_none(),
