@@ -113,13 +113,16 @@ pub async fn run(history: History, store: Store, published: Arc<Notify>, mut shu
 }
 
 /// The search summary of a block's events: the keys of its public
-/// statuses (`firehose_filters::summary`).
+/// statuses, an edited one's as edited (`firehose_filters::summary`): the
+/// search reads a block for an edit that its summary names, since the edit
+/// stands for the status there.
 fn summary_of(events: &[(EventId, String)]) -> Vec<u8> {
     use crate::stream::frame::{parse, Incoming};
     let mut summary = firehose_filters::summary::SummaryBuilder::default();
     for (_, json) in events {
         if let Some(Incoming::Event(f)) = parse(json) {
-            if let Some(status) = f.rule_status() {
+            let edited = f.update_views().map(|views| views.after.clone());
+            if let Some(status) = edited.as_deref().unwrap_or(&f).rule_status() {
                 summary.add(&status);
             }
         }

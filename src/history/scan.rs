@@ -3,7 +3,7 @@
 //! rule's anchors are passed over without being read.
 
 use super::segment::{self, BlockMeta};
-use super::{block, History};
+use super::{block, Gap, History};
 use crate::store::events::EventId;
 use firehose_filters::rules::Anchor;
 use firehose_filters::summary::Summary;
@@ -28,6 +28,8 @@ pub struct Step<T> {
     pub cursor: EventId,
     /// Nothing older is held (or the scan reached `floor`).
     pub done: bool,
+    /// Blocks read and found damaged: stretches the scan could not look at.
+    pub damaged: Vec<Gap>,
     /// Blocks passed over by their summary, and read.
     pub skipped: usize,
     pub read: usize,
@@ -56,6 +58,7 @@ impl History {
                     .collect(),
                 cursor: floor_id,
                 done: true,
+                damaged: Vec::new(),
                 skipped: 0,
                 read: 0,
             };
@@ -84,6 +87,11 @@ impl History {
                 if whole.is_some() {
                     made.reverse();
                     step.events.extend(made);
+                } else {
+                    step.damaged.push(Gap {
+                        after: meta.header.prev,
+                        before: meta.header.last.last_of_entry(),
+                    });
                 }
             }
             if let (true, Some((_, oldest))) = (more, blocks.last()) {
@@ -93,6 +101,58 @@ impl History {
             Ok(step)
         })
         .await?
+    }
+
+    /// The stretches between `after` and `before` that this history does
+    /// not hold, oldest first, each clipped to that range: before its first
+    /// block unless that block begins the log (nothing was ever before it),
+    /// between two blocks (or the blocks and what is pending) where the
+    /// later one's `prev` or gap flag says events are missing, and the
+    /// blocks found damaged when read (`damaged`). Read from the index
+    /// alone: no block is read.
+    pub fn holes(&self, after: EventId, before: EventId, damaged: &[Gap]) -> Vec<Gap> {
+        let index = self.index();
+        let mut found: Vec<Gap> = Vec::new();
+        let mut last: Option<EventId> = None;
+        let starts = index
+            .segments
+            .iter()
+            .flat_map(|seg| seg.blocks.iter())
+            .map(|b| {
+                (
+                    b.header.prev,
+                    b.header.gap_before(),
+                    b.header.first,
+                    b.header.last,
+                )
+            })
+            .chain(index.pending.first().zip(index.pending.last()).map(
+                |((first, _), (last, _))| (index.pending_prev, index.pending_gap, *first, *last),
+            ));
+        for (prev, gap, first, end) in starts {
+            match last {
+                None if gap || prev != EventId::ZERO => found.push(Gap {
+                    after: EventId::ZERO,
+                    before: first,
+                }),
+                Some(held) if gap || prev > held => found.push(Gap {
+                    after: held,
+                    before: first,
+                }),
+                _ => {}
+            }
+            last = Some(end);
+        }
+        found.extend_from_slice(damaged);
+        found.sort_by_key(|g| g.after);
+        found
+            .into_iter()
+            .filter(|g| g.after < before && g.before > after)
+            .map(|g| Gap {
+                after: g.after.max(after),
+                before: g.before.min(before),
+            })
+            .collect()
     }
 
     /// The blocks with events older than `before` and newer than `floor`,

@@ -48,6 +48,8 @@ pub struct Found {
     pub cursor: EventId,
     /// Nothing older is left to look at.
     pub done: bool,
+    /// Stretches in the blocks read that were damaged: not looked at.
+    pub damaged: Vec<super::Gap>,
 }
 
 impl Search {
@@ -80,6 +82,7 @@ impl Search {
                     statuses: Vec::new(),
                     cursor: floor,
                     done: true,
+                    damaged: Vec::new(),
                 })
             }
             a => a.clone(),
@@ -140,6 +143,7 @@ impl Search {
             statuses: current.map(|f| (f.id, f)).collect(),
             cursor: step.cursor,
             done: step.done,
+            damaged: step.damaged,
         })
     }
 }

@@ -42,6 +42,18 @@ pub fn routes() -> Routes {
         .route(SEARCH_OP, search)
         .route(COUNTS_OP, counts)
         .schema_of::<Summary>("HistorySummary")
+        .schema(
+            "HistoryGaps",
+            json!({
+                "type": "array",
+                "description": "Stretches of the asked window this server's history does not hold (missed while down, before it started, or damaged), oldest first: an answer with any is not complete.",
+                "items": {
+                    "type": "object",
+                    "required": ["from", "to"],
+                    "properties": {"from": {"type": "number"}, "to": {"type": "number"}}
+                }
+            }),
+        )
 }
 
 const SHOW_OP: Op = Op::get(
@@ -71,7 +83,7 @@ const SEARCH_OP: Op = Op::get(
 )
 .params(Params::HistorySearch)
 .reply(Reply::Inline(
-    r##"{"type":"object","required":["statuses","next_cursor","oldest"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"oldest":{"type":["number","null"]}}}"##,
+    r##"{"type":"object","required":["statuses","next_cursor","oldest"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"oldest":{"type":["number","null"]},"complete":{"type":"boolean"},"gaps":{"$ref":"#/components/schemas/HistoryGaps"}}}"##,
 ))
 .errors(&[400, 401, 503]);
 
@@ -82,7 +94,7 @@ const COUNTS_OP: Op = Op::get(
 )
 .params(Params::HistoryCounts)
 .reply(Reply::Inline(
-    r#"{"type":"object","required":["counts","total"],"properties":{"counts":{"type":"array","items":{"type":"object","required":["start","count"],"properties":{"start":{"type":"integer"},"count":{"type":"integer"}}}},"total":{"type":"integer"},"complete":{"type":"boolean"}}}"#,
+    r##"{"type":"object","required":["counts","total"],"properties":{"counts":{"type":"array","items":{"type":"object","required":["start","count"],"properties":{"start":{"type":"integer"},"count":{"type":"integer"}}}},"total":{"type":"integer"},"complete":{"type":"boolean"},"gaps":{"$ref":"#/components/schemas/HistoryGaps"}}}"##,
 ))
 .errors(&[400, 401, 503]);
 
@@ -182,6 +194,39 @@ async fn caught_up(state: &AppState, history: &History) -> ApiResult<()> {
     Ok(())
 }
 
+/// The stretches of the window (events after `bottom`, before `top`) this
+/// process does not hold, as `{from, to}` times (seconds since the epoch,
+/// clipped to the window): what a search or counts could not look at.
+/// Without a history, the whole window.
+fn missing(
+    state: &AppState,
+    bottom: EventId,
+    top: EventId,
+    damaged: &[crate::history::Gap],
+    window: &Window,
+) -> Vec<serde_json::Value> {
+    let holes = match history(state) {
+        Some(history) => history.holes(bottom, top, damaged),
+        None => vec![crate::history::Gap {
+            after: bottom,
+            before: top,
+        }],
+    };
+    let from_ms = window.since_ms.unwrap_or(0);
+    holes
+        .into_iter()
+        .map(|g| {
+            let from = if g.after == bottom {
+                from_ms
+            } else {
+                g.after.0
+            };
+            let to = g.before.0.min(window.until_ms);
+            json!({"from": from as f64 / 1000.0, "to": to as f64 / 1000.0})
+        })
+        .collect()
+}
+
 /// The id bound of a time: events before `ms` are older than it.
 fn before(ms: u64) -> EventId {
     EventId(ms, 0, 0)
@@ -226,8 +271,10 @@ pub async fn search(
     let mut search = prepare(&state, &auth, &q).await?;
     let mut at = before(window.until_ms).min(cursor.unwrap_or(EventId(u64::MAX, 0, 0)));
     let bottom = floor(window.since_ms);
+    let top = at;
     let mut found: Vec<(EventId, u64)> = Vec::new();
     let mut next: Option<EventId> = None;
+    let mut damaged = Vec::new();
     if let Some(history) = history(&state) {
         caught_up(&state, history).await?;
         let deadline = Instant::now() + SEARCH_TIME;
@@ -236,7 +283,9 @@ pub async fn search(
                 statuses,
                 cursor,
                 done,
+                damaged: bad,
             } = search.step(history, at, bottom).await?;
+            damaged.extend(bad);
             for (eid, f) in statuses {
                 if found.len() == count {
                     break;
@@ -271,9 +320,12 @@ pub async fn search(
     let shown = only_visible_hiding(&state, Some(&auth), shown, crate::hides::BLOCK_EITHER).await?;
     let mut body = b"{\"statuses\":".to_vec();
     body.extend(statuses_json(&shown));
+    let gaps = missing(&state, bottom, top, &damaged, &window);
     let tail = json!({
         "next_cursor": next.map(|id| id.to_string()),
         "oldest": history(&state).and_then(History::oldest),
+        "complete": gaps.is_empty(),
+        "gaps": gaps,
     });
     let tail = tail.to_string();
     body.push(b',');
@@ -323,13 +375,15 @@ pub async fn counts(
     }
     let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
     let mut complete = true;
+    let (top, bottom) = (before(window.until_ms), floor(window.since_ms));
+    let mut damaged = Vec::new();
     if let Some(history) = history(&state) {
         caught_up(&state, history).await?;
         let deadline = Instant::now() + COUNTS_TIME;
-        let mut at = before(window.until_ms);
-        let bottom = floor(window.since_ms);
+        let mut at = top;
         loop {
             let found = search.step(history, at, bottom).await?;
+            damaged.extend(found.damaged);
             for (eid, _) in &found.statuses {
                 *counts.entry(eid.0 / bucket_ms).or_default() += 1;
             }
@@ -343,11 +397,13 @@ pub async fn counts(
             }
         }
     }
+    let gaps = missing(&state, bottom, top, &damaged, &window);
+    complete &= gaps.is_empty();
     let total: u64 = counts.values().sum();
     let rows: Vec<serde_json::Value> = (first_bucket.min(last_bucket)..=last_bucket)
         .map(|b| json!({"start": b * bucket_ms / 1000, "count": counts.get(&b).copied().unwrap_or(0)}))
         .collect();
     Ok(Json(
-        json!({"counts": rows, "total": total, "complete": complete}),
+        json!({"counts": rows, "total": total, "complete": complete, "gaps": gaps}),
     ))
 }

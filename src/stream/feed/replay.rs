@@ -139,13 +139,7 @@ impl Feed {
             }
             if let Some(gap) = page.gap {
                 let oldest = history.oldest();
-                self.push_control(resume_gap(
-                    &format!(
-                        "Events after {} and before {} are not held; continuing after them.",
-                        gap.after, gap.before
-                    ),
-                    oldest,
-                ));
+                self.push_control(resume_gap(&gap_message(&gap), oldest));
             }
             if page.end {
                 // Past the history's end: on into the buffer, which holds
@@ -308,5 +302,24 @@ impl Feed {
             ));
         }
         None
+    }
+}
+
+/// A `resume_gap`'s sentence for a stretch the history does not hold, by
+/// its times: its bounds may be positions no event has (the start of the
+/// log, a `since=` point), which are not ids to show a client.
+fn gap_message(gap: &crate::history::Gap) -> String {
+    let to = gap.before.0 as f64 / 1000.0;
+    if gap.after == EventId::ZERO {
+        format!(
+            "Events before {to:.3} (the event {}) are not held; continuing from it.",
+            gap.before
+        )
+    } else {
+        let from = gap.after.0 as f64 / 1000.0;
+        format!(
+            "Events from {from:.3} to {to:.3} (seconds since the epoch) are not held; continuing from the event {}.",
+            gap.before
+        )
     }
 }
