@@ -8,7 +8,8 @@
 //! reader, or (on a path that shows followers' private statuses) is
 //! followed by the reader; a repost also needs the reposted author to pass
 //! the same test; a reply to a private account's status (its `audience`)
-//! needs that account to pass it; a private group's status needs the reader
+//! needs that account to pass it, and a reply to an account made private
+//! since needs the reader to be allowed its private statuses; a private group's status needs the reader
 //! to be a member now. Live routing applies the same rules from what each
 //! hub holds in memory (the `private` flag events carry, followed sets,
 //! relations, the suspended set, group membership); a replay and a read
@@ -215,8 +216,18 @@ impl Sight {
                 return Ok(false);
             }
         }
-        if let Some(parent) = id_of(&status.audience) {
+        // Its author reads their own reply wherever followers' statuses
+        // show, whoever its audience is.
+        let own = self.viewer == Some(author) && self.reach == Reach::Followers;
+        if let Some(parent) = id_of(&status.audience).filter(|_| !own) {
             if !self.author(parent).await? {
+                return Ok(false);
+            }
+        }
+        // A reply is for whom its parent's author is for now: one to an
+        // account made private since is hidden as if posted after.
+        if let Some(parent) = id_of(&status.reply_to_uid).filter(|_| !own) {
+            if parent != author && !self.private_allows(parent).await? {
                 return Ok(false);
             }
         }
@@ -227,6 +238,19 @@ impl Sight {
             }
         }
         Ok(true)
+    }
+
+    /// Whether the reader may see what a private `account` is for: true
+    /// for a public (or gone) account, the reader themself, and on a path
+    /// of [`Reach::Followers`] an approved follower.
+    async fn private_allows(&mut self, account: u64) -> StoreResult<bool> {
+        if self.viewer == Some(account) {
+            return Ok(true);
+        }
+        match self.account(account).await? {
+            Some(true) => Ok(self.reach == Reach::Followers && self.follows(account).await?),
+            _ => Ok(true),
+        }
     }
 
     /// Whether the reader is (still) a member of private group `gid`.

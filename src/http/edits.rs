@@ -84,11 +84,17 @@ pub async fn edit(
     } else {
         None
     };
+    let audience = state
+        .store
+        .statuses()
+        .audience_now(&status)
+        .await?
+        .map(|a| a.to_string());
     let (mentions, mentioned) = resolve_mentions(
         &state,
         &auth,
         &body.message,
-        status.audience.as_deref(),
+        audience.as_deref(),
         private_group,
     )
     .await?;

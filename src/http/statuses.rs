@@ -92,7 +92,14 @@ pub async fn repost(
     let original = repost_root(&state, &auth, &id).await?;
     let root: u64 = original.id.parse().unwrap_or(0);
     let author: u64 = original.uid.parse().unwrap_or(0);
-    if state.store.users().get(author).await?.private || original.audience.is_some() {
+    if state.store.users().get(author).await?.private
+        || state
+            .store
+            .statuses()
+            .audience_now(&original)
+            .await?
+            .is_some()
+    {
         return Err(ApiError::forbidden(
             "A private account's statuses (and replies to them) cannot be reposted.",
         ));
@@ -491,7 +498,8 @@ async fn publish(
                 if parent_uid != auth.uid && state.store.users().get(parent_uid).await?.private {
                     Some(parent.uid.clone())
                 } else {
-                    parent.audience.clone()
+                    let now = state.store.statuses().audience_now(&parent).await?;
+                    now.map(|a| a.to_string())
                 };
             (Some(parent.id), Some(parent.uid), audience, parent.group_id)
         }

@@ -179,6 +179,26 @@ impl Statuses<'_> {
         }
     }
 
+    /// The account whose followers alone may see `status` now: the one it
+    /// was posted for (a reply to a private account's status, or to such a
+    /// reply), else the author it replies to when that account has been
+    /// made private since (their own replies aside).
+    pub async fn audience_now(self, status: &Status) -> StoreResult<Option<u64>> {
+        let id = |f: &Option<String>| f.as_deref().and_then(|u| u.parse::<u64>().ok());
+        if let Some(a) = id(&status.audience) {
+            return Ok(Some(a));
+        }
+        let author = status.uid.parse::<u64>().ok();
+        let Some(parent) = id(&status.reply_to_uid).filter(|p| Some(*p) != author) else {
+            return Ok(None);
+        };
+        match self.store.users().get(parent).await {
+            Ok(user) if user.private => Ok(Some(parent)),
+            Ok(_) | Err(StoreError::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// One status, with its counts as they are now.
     pub async fn get(self, sid: u64) -> StoreResult<Status> {
         if let Some(s) = self.store.caches.status.get(sid) {

@@ -18,12 +18,18 @@ use std::sync::Arc;
 /// One replay's judgement.
 pub struct ReplaySight {
     sight: Sight,
+    /// The statuses the page's likes are of, as they are now (`None`:
+    /// gone); forgotten with each page.
+    liked: rustc_hash::FxHashMap<u64, Option<crate::model::Status>>,
 }
 
 impl ReplaySight {
     /// For a replay of `stream` to `sight`'s reader.
     pub fn new(sight: Sight) -> ReplaySight {
-        ReplaySight { sight }
+        ReplaySight {
+            sight,
+            liked: Default::default(),
+        }
     }
 
     /// The reach a stream shows: the user stream (and the group streams,
@@ -45,29 +51,36 @@ impl ReplaySight {
     /// before is forgotten first (bounded, however long the replay).
     pub async fn keep(&mut self, frames: Vec<Arc<Frame>>) -> StoreResult<Vec<Arc<Frame>>> {
         self.sight.trim();
+        self.liked.clear();
         let mut sids = Vec::new();
         let mut uids = Vec::new();
+        let mut liked = Vec::new();
         for f in &frames {
-            if let Some(status) = status_of(&f.event) {
-                sids.extend(status.id.parse::<u64>().ok());
-                uids.extend(status.uid.parse::<u64>().ok());
-                uids.extend(
-                    status
-                        .repost_of_uid
-                        .as_deref()
-                        .and_then(|u| u.parse::<u64>().ok()),
-                );
-            }
-            if let Event::Like {
-                status_id, target, ..
-            } = f.event
-            {
-                sids.push(status_id);
-                uids.push(target);
+            match judged(&f.event) {
+                Judged::Status { status, audience } => {
+                    sids.extend(status.id.parse::<u64>().ok());
+                    uids.extend(people_of(status).chain(audience));
+                }
+                Judged::Liked { status_id } => liked.push(status_id),
+                Judged::Message { .. } | Judged::Always => {}
             }
         }
         if !sids.is_empty() || !uids.is_empty() {
             self.sight.prefetch(&sids, &uids).await?;
+        }
+        if !liked.is_empty() {
+            liked.sort_unstable();
+            liked.dedup();
+            let found = self.sight.store().statuses().many(&liked).await?;
+            let mut parents = Vec::new();
+            for (sid, status) in found {
+                let status = status.map(|c| c.status.clone());
+                if let Some(s) = &status {
+                    parents.extend(people_of(s));
+                }
+                self.liked.insert(sid, status);
+            }
+            self.sight.prefetch(&[], &parents).await?;
         }
         let mut kept = Vec::with_capacity(frames.len());
         for f in frames {
@@ -118,41 +131,130 @@ impl ReplaySight {
             .collect())
     }
 
-    /// Whether the reader may see `frame` now.
+    /// Whether the reader may see `frame` now: [`judged`] says what the
+    /// event shows, and each kind of content is judged here, the same way
+    /// whichever event carries it.
     async fn sees(&mut self, frame: &Frame) -> StoreResult<bool> {
-        let sight = &mut self.sight;
-        match &frame.event {
-            Event::Status {
-                status, audience, ..
-            } => {
-                let sid: u64 = status.id.parse().unwrap_or(0);
-                if !sight.alive(sid).await? || !sight.status(status).await? {
+        match judged(&frame.event) {
+            Judged::Status { status, audience } => {
+                see_status(&mut self.sight, status, audience, true).await
+            }
+            Judged::Liked { status_id } => {
+                let Some(Some(status)) = self.liked.get(&status_id).cloned() else {
                     return Ok(false);
-                }
-                if let Some(a) = audience {
-                    if !sight.author(a.0).await? {
-                        return Ok(false);
-                    }
-                }
-                group_readable(sight, status.group_id.as_deref()).await
+                };
+                see_status(&mut self.sight, &status, None, false).await
             }
-            Event::Mention { status, .. } | Event::Repost { status, .. } => {
-                let sid: u64 = status.id.parse().unwrap_or(0);
-                if !sight.alive(sid).await? || !sight.status(status).await? {
-                    return Ok(false);
-                }
-                group_readable(sight, status.group_id.as_deref()).await
-            }
-            Event::Like {
-                status_id, target, ..
-            } => Ok(sight.alive(*status_id).await? && sight.author(*target).await?),
-            Event::DirectMessage { message, .. } => {
-                let cid: u64 = message.conversation_id.parse().unwrap_or(0);
-                sight.participant(cid).await
-            }
-            _ => Ok(true),
+            Judged::Message { conversation } => self.sight.participant(conversation).await,
+            Judged::Always => Ok(true),
         }
     }
+}
+
+/// What an event shows its reader, for [`ReplaySight::sees`].
+enum Judged<'a> {
+    /// A status (posted, edited, mentioning, reposting, or the one a
+    /// notification is about), with the audience its event names.
+    Status {
+        status: &'a crate::model::Status,
+        audience: Option<u64>,
+    },
+    /// The status a like is of (only its id travels with the event).
+    Liked { status_id: u64 },
+    /// A message of a conversation.
+    Message { conversation: u64 },
+    /// Nothing that anyone may not see now: ids of users and of statuses
+    /// gone, or an internal event no stream serves.
+    Always,
+}
+
+/// What `event` shows. Every kind is named (no wildcard arm): a new kind
+/// of event does not compile until it is said here what it shows, so no
+/// kind can skip the replay's judgement.
+fn judged(event: &Event) -> Judged<'_> {
+    match event {
+        Event::Status {
+            status, audience, ..
+        }
+        | Event::Update {
+            status, audience, ..
+        } => Judged::Status {
+            status,
+            audience: audience.map(|a| a.0),
+        },
+        Event::Mention { status, .. } | Event::Repost { status, .. } => Judged::Status {
+            status,
+            audience: None,
+        },
+        Event::Like { status_id, .. } => Judged::Liked {
+            status_id: *status_id,
+        },
+        Event::Notification { notification, .. } => match &notification.status {
+            Some(status) => Judged::Status {
+                status,
+                audience: None,
+            },
+            None => Judged::Always,
+        },
+        Event::DirectMessage { message, .. } => Judged::Message {
+            conversation: message.conversation_id.parse().unwrap_or(0),
+        },
+        Event::Delete { .. }
+        | Event::Follow { .. }
+        | Event::Unfollow { .. }
+        | Event::User { .. }
+        | Event::FollowRequest { .. }
+        | Event::NotificationRemoved { .. }
+        | Event::Unlike { .. }
+        | Event::GroupRequest { .. }
+        | Event::ReportResolved { .. }
+        | Event::StatusesChanged { .. }
+        | Event::Suspended { .. }
+        | Event::GroupLeft { .. }
+        | Event::ListChanged { .. }
+        | Event::RulesChanged { .. }
+        | Event::Relation { .. }
+        | Event::SessionRevoked { .. }
+        | Event::Unknown => Judged::Always,
+    }
+}
+
+/// Whether the reader may see `status` now: it still exists (unless
+/// `alive` is false: the caller read it just now), its people, the
+/// audience its event names and its group allow.
+async fn see_status(
+    sight: &mut Sight,
+    status: &crate::model::Status,
+    audience: Option<u64>,
+    check_alive: bool,
+) -> StoreResult<bool> {
+    let sid: u64 = status.id.parse().unwrap_or(0);
+    if check_alive && !sight.alive(sid).await? {
+        return Ok(false);
+    }
+    if !sight.status(status).await? {
+        return Ok(false);
+    }
+    if let Some(a) = audience {
+        if !sight.author(a).await? {
+            return Ok(false);
+        }
+    }
+    group_readable(sight, status.group_id.as_deref()).await
+}
+
+/// The accounts judging `status` asks of: its author, the reposted
+/// author, the replied-to author and its audience.
+fn people_of(status: &crate::model::Status) -> impl Iterator<Item = u64> + '_ {
+    [
+        Some(&status.uid),
+        status.repost_of_uid.as_ref(),
+        status.reply_to_uid.as_ref(),
+        status.audience.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|u| u.parse::<u64>().ok())
 }
 
 /// The status an event carries.

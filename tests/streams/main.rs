@@ -7,6 +7,7 @@ mod common;
 mod edits;
 mod framing;
 mod history;
+mod history_now;
 mod kinds;
 mod lifecycle;
 mod lists;
@@ -15,6 +16,7 @@ mod privacy;
 mod refresh;
 mod resume;
 mod rules;
+mod seen_now;
 mod websocket;
 mod zstd;
 

@@ -205,7 +205,11 @@ pub async fn only_visible_hiding(
         .chain(
             statuses
                 .iter()
-                .filter_map(|item| id_of(&item.0.status.audience)),
+                .flat_map(|item| {
+                    let s = &item.0.status;
+                    [id_of(&s.audience), id_of(&s.reply_to_uid)]
+                })
+                .flatten(),
         )
         .collect();
     sight.prefetch(&[], &authors).await?;

@@ -154,7 +154,10 @@ impl Store {
             (&status.hashtags, mentioned),
         )
         .await?;
-        let public = !*private && status.audience.is_none() && !status.group_private;
+        // Judged now: a reply to an account made private since is for
+        // that account's followers, as if posted after.
+        let audience = self.statuses().audience_now(&status).await?;
+        let public = !*private && audience.is_none() && !status.group_private;
         let (old_unique, new_unique) = (unique_tags(&old_tags), unique_tags(hashtags));
         // Counted out under the version's member, in under the new one's.
         self.count_trend(
@@ -194,24 +197,31 @@ impl Store {
             self.finish_op(entry, Finish::default()).await?;
             return Ok(Edited::Refused(EditRefused::Missing));
         }
-        let event = body(&Event::Update {
+        // Private as its status event is: to public streams a reply to a
+        // private account is as private as that account's own statuses.
+        let mut events = vec![body(&Event::Update {
             at,
             status: status.clone(),
-            private: *private || status.group_private,
-            audience: status
-                .audience
-                .as_deref()
-                .and_then(|a| a.parse().ok())
-                .map(IdString),
+            private: !public,
+            audience: audience.map(IdString),
             previous,
-        });
+        })];
+        // Those the edit mentions first are told, as a post tells them.
+        for &target in mentioned.iter().filter(|m| !old_mentioned.contains(m)) {
+            events.push(body(&Event::Mention {
+                at,
+                status: status.clone(),
+                target,
+                private: !public,
+            }));
+        }
         let answer = idempotency_key
             .as_deref()
             .map(|k| (self.keys.idempotency(uid, k), "edited".to_string()));
         self.finish_op(
             entry,
             Finish {
-                events: vec![event],
+                events,
                 answer,
                 ..Finish::default()
             },
