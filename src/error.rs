@@ -10,6 +10,11 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::json;
 
+/// Most header fields a request may have (hyper's own default): past it,
+/// 431 in the contract's shape, whether the request is a connection's
+/// first (`serve`) or a kept-alive one (the router's layer).
+pub const MAX_HEADER_FIELDS: usize = 100;
+
 /// An error answered to a client.
 #[derive(Debug)]
 pub struct ApiError {
@@ -73,6 +78,15 @@ impl ApiError {
         self.retry_after = Some(secs);
         self
     }
+    /// 431: more than [`MAX_HEADER_FIELDS`] header fields.
+    pub fn too_many_fields() -> Self {
+        ApiError::new(
+            StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            "headers_too_large",
+            format!("The request has more than {MAX_HEADER_FIELDS} header fields."),
+        )
+    }
+
     /// 503: Redis cannot be reached.
     pub fn unavailable() -> Self {
         Self::new(

@@ -152,6 +152,9 @@ async fn observe(
     next: Next,
 ) -> Response {
     let started = Instant::now();
+    if req.headers().len() > crate::error::MAX_HEADER_FIELDS {
+        return ApiError::too_many_fields().into_response();
+    }
     let cors = cors::allow(&state.cfg.cors_origins, req.headers().get(header::ORIGIN));
     // A CORS preflight is answered here, before routing (which knows no
     // OPTIONS): what a page from an allowed origin may send.

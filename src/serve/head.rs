@@ -1,7 +1,7 @@
 //! Reading and parsing a connection's first request head, and writing an
 //! error response in the contract's shape on the raw socket.
 
-use crate::error::ApiError;
+use crate::error::{ApiError, MAX_HEADER_FIELDS};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -9,6 +9,11 @@ use tokio::net::TcpStream;
 /// Longest request head read before handing over to hyper (long filter URLs
 /// with 5000 follow ids fit).
 pub(super) const MAX_HEAD: usize = 128 * 1024;
+
+/// The header fields hyper parses on a kept-alive connection, so that the
+/// router's layer answers past `MAX_HEADER_FIELDS` with a body (past this
+/// many hyper answers 431 itself, with none).
+pub(super) const HYPER_MAX_HEADERS: usize = 1024;
 
 /// The longest request target hyper parses (the `http` crate's limit).
 const MAX_URI: usize = 65_534;
@@ -28,13 +33,20 @@ pub(super) fn oversized(buf: &[u8], complete: bool) -> Option<ApiError> {
             format!("The request target is longer than {MAX_URI} bytes."),
         ));
     }
-    (!complete && buf.len() >= MAX_HEAD).then(|| {
-        ApiError::new(
+    if !complete && buf.len() >= MAX_HEAD {
+        return Some(ApiError::new(
             StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             "headers_too_large",
             format!("The request head is longer than {MAX_HEAD} bytes."),
-        )
-    })
+        ));
+    }
+    // The request line and the blank line aside, a line a field.
+    let head_end = buf
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or(buf.len());
+    let fields = buf[..head_end].iter().filter(|b| **b == b'\n').count();
+    (complete && fields > MAX_HEADER_FIELDS).then(ApiError::too_many_fields)
 }
 
 /// Writes an error response in the contract's shape and closes.

@@ -67,6 +67,7 @@ pub(super) async fn hyper_connection(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(state.cfg.request_timeout())
+        .max_headers(super::head::HYPER_MAX_HEADERS)
         .keep_alive(keep_alive);
     let conn = builder
         .serve_connection(TokioIo::new(io), service)

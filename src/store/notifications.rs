@@ -152,7 +152,8 @@ impl Notifications<'_> {
         Ok(m.and_then(|m| m.parse().ok()).unwrap_or(0))
     }
 
-    /// Moves `uid`'s read marker to `id` unless it is past it already.
+    /// Moves `uid`'s read marker to `id` (at most their newest
+    /// notification) unless it is past it already.
     pub async fn mark_read(self, uid: u64, id: u64) -> StoreResult<u64> {
         let mut conn = self.store.conn();
         let now: String = self
@@ -160,6 +161,7 @@ impl Notifications<'_> {
             .scripts
             .notify_read
             .key(self.store.keys.notification_marker(uid))
+            .key(self.store.keys.notifications(uid))
             .arg(id.to_string())
             .invoke_async(&mut conn)
             .await?;

@@ -344,3 +344,60 @@ async fn the_grafana_dashboard_uses_only_metrics_the_server_exports() {
         "the dashboard uses metrics /metrics lacks: {missing:?}"
     );
 }
+
+#[tokio::test]
+async fn too_many_header_fields_are_431_with_a_body_on_any_request_of_a_connection() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = TestApp::start().await;
+    let many: String = (0..150).map(|i| format!("x-field-{i}: {i}\r\n")).collect();
+    let read_answer = |mut tcp: tokio::net::TcpStream| async move {
+        let mut seen = Vec::new();
+        let mut buf = vec![0u8; 8192];
+        let _ = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                match tcp.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => seen.extend_from_slice(&buf[..n]),
+                }
+                if String::from_utf8_lossy(&seen).contains("}}") {
+                    break;
+                }
+            }
+        })
+        .await;
+        String::from_utf8_lossy(&seen).to_string()
+    };
+    // A connection's first request.
+    let mut tcp = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    tcp.write_all(format!("GET /healthz HTTP/1.1\r\nHost: x\r\n{many}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let first = read_answer(tcp).await;
+    // A kept-alive connection's second request (parsed by hyper).
+    let mut tcp = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    tcp.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = tcp.read(&mut buf).await.unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).contains("200 OK"));
+    tcp.write_all(format!("GET /healthz HTTP/1.1\r\nHost: x\r\n{many}\r\n").as_bytes())
+        .await
+        .unwrap();
+    let second = read_answer(tcp).await;
+    for answer in [first, second] {
+        assert!(answer.starts_with("HTTP/1.1 431"), "{answer}");
+        assert!(answer.contains("\"headers_too_large\""), "{answer}");
+    }
+    // A hundred fields are fine.
+    let hundred: String = (0..98).map(|i| format!("x-field-{i}: {i}\r\n")).collect();
+    let mut tcp = tokio::net::TcpStream::connect(app.addr).await.unwrap();
+    tcp.write_all(
+        format!("GET /healthz HTTP/1.1\r\nHost: x\r\n{hundred}Connection: close\r\n\r\n")
+            .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let answer = read_answer(tcp).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}

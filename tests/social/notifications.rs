@@ -436,3 +436,72 @@ async fn join_requests_notify_the_staff_and_resolved_reports_the_reporter() {
     assert_eq!(grouped["notifications"][0]["count"], 1);
     assert!(summary(&notifications(&app, &reported, "").await).is_empty());
 }
+
+#[tokio::test]
+async fn a_read_marker_past_the_newest_notification_stops_at_it() {
+    let app = TestApp::start().await;
+    let (star_id, star) = app.user("star").await;
+    let (_, fan) = app.user("fan").await;
+    let (_, late) = app.user("late").await;
+    // Nothing to read yet: a marker asked for reads nothing ahead.
+    let ahead = "18446744073709551615";
+    let (status, _) = app
+        .post(
+            "/api/v1/notifications/read",
+            Some(&star),
+            json!({ "up_to": ahead }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    app.follow(&fan, &star_id).await;
+    app.eventually("the follow's notification", || async {
+        unread(&app, &star).await == 1
+    })
+    .await;
+    // Up to an id beyond the newest: up to the newest, no further.
+    let (status, _) = app
+        .post(
+            "/api/v1/notifications/read",
+            Some(&star),
+            json!({ "up_to": ahead }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(unread(&app, &star).await, 0);
+    app.follow(&late, &star_id).await;
+    app.eventually("a later notification is unread", || async {
+        unread(&app, &star).await == 1
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn an_edit_that_adds_a_mention_notifies_the_newly_mentioned_once() {
+    let app = TestApp::start().await;
+    let (_, ada) = app.user("ada").await;
+    let (_, bob) = app.user("bob").await;
+    let (_, cy) = app.user("cyd").await;
+    let sid = app.say(&ada, "hello @cyd").await;
+    app.eventually("cyd mention", || async {
+        summary(&notifications(&app, &cy, "").await) == vec![t("mention", "ada", "hello @cyd")]
+    })
+    .await;
+    assert!(summary(&notifications(&app, &bob, "").await).is_empty());
+    let (status, body) = app
+        .call(
+            Method::PATCH,
+            &format!("/api/v1/statuses/{sid}"),
+            Some(&ada),
+            Some(json!({"message": "hello @cyd and @bob"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    app.eventually("bob's mention", || async {
+        summary(&notifications(&app, &bob, "").await)
+            == vec![t("mention", "ada", "hello @cyd and @bob")]
+    })
+    .await;
+    // Cy, mentioned before, is not told again.
+    let cys = notifications(&app, &cy, "").await;
+    assert_eq!(cys["notifications"].as_array().unwrap().len(), 1, "{cys}");
+}
