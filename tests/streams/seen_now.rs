@@ -431,3 +431,81 @@ async fn a_refresh_applies_the_new_tokens_scopes_to_every_subscription() {
     let v = ws_next(&mut mux).await;
     assert_eq!((v["stream"].as_str(), named(&v)), (Some("firehose"), sid));
 }
+
+/// The (type, status id) of what a user stream replays, notifications
+/// included (a notification by the status it is about).
+async fn user_replay(app: &TestApp, token: &str, ndjson: bool) -> Vec<(String, String)> {
+    let headers: &[(&str, &str)] = if ndjson {
+        &[("accept", "application/x-ndjson")]
+    } else {
+        &[]
+    };
+    let mut s = app
+        .stream("/api/v1/stream/user?since=0", Some(token), headers)
+        .await
+        .with_notifications();
+    let mut out = Vec::new();
+    while let Some(m) = s.next_within(SHORT).await {
+        let id = match m.event.as_str() {
+            "notification" => m.data["notification"]["status"]["id"]
+                .as_str()
+                .unwrap_or("")
+                .to_string(),
+            _ => named(&m.data),
+        };
+        out.push((m.event.clone(), id));
+    }
+    out
+}
+
+#[tokio::test]
+async fn likes_reposts_and_notifications_are_replayed_by_their_status_now() {
+    let app = TestApp::start().await;
+    let (_, dan) = app.user("dan").await;
+    let (eve_id, eve) = app.user("eve").await;
+    app.follow(&dan, &eve_id).await;
+    let sid = app.say(&dan, "a status to like").await;
+    let (status, _) = app
+        .post(
+            &format!("/api/v1/statuses/{sid}/like"),
+            Some(&eve),
+            json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let repost = app.repost(&eve, &sid).await;
+    app.eventually("dan's notifications", || async {
+        let (_, n) = app.get("/api/v1/notifications", Some(&dan)).await;
+        n["notifications"].as_array().map_or(0, Vec::len) >= 2
+    })
+    .await;
+    // Before: the like, the repost and their notifications come back.
+    let before = user_replay(&app, &dan, false).await;
+    for kind in ["like", "repost", "notification"] {
+        assert!(
+            before
+                .iter()
+                .any(|(k, id)| k == kind && (*id == sid || *id == repost)),
+            "{kind}: {before:?}"
+        );
+    }
+    let (status, _) = app
+        .delete(&format!("/api/v1/statuses/{sid}"), Some(&dan))
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    for ndjson in [false, true] {
+        let after = user_replay(&app, &dan, ndjson).await;
+        for kind in ["like", "repost", "notification", "status"] {
+            assert!(
+                !after
+                    .iter()
+                    .any(|(k, id)| k == kind && (*id == sid || *id == repost)),
+                "{kind} of a deleted status replayed: {after:?}"
+            );
+        }
+        assert!(
+            after.iter().any(|(k, id)| k == "delete" && *id == sid),
+            "{after:?}"
+        );
+    }
+}

@@ -261,7 +261,9 @@ pub(super) async fn handle_control(feed: &mut Feed, state: &AppState, who: &mut 
         "subscribe" => {
             let mut ask = msg.ask();
             if ask.last_event_id.is_none() && ask.since.is_none() && ask.count.is_none() {
-                (ask.last_event_id, ask.since, ask.count) = resume.take(name);
+                if let Some(resume) = resume.as_mut() {
+                    (ask.last_event_id, ask.since, ask.count) = resume.take(name);
+                }
             }
             let asked = match ask.resolve(state, auth, kind).await {
                 Ok(asked) => asked,

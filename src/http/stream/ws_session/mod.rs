@@ -106,7 +106,7 @@ async fn open(state: &AppState, parts: &mut Parts, kind: Option<Kind>) -> ApiRes
             ApiError::unavailable()
         })?;
     }
-    let mut resume = QueryResume::default();
+    let mut resume = None;
     let (feed, guard, handshake, auth) = match kind {
         Some(kind) => {
             let handshake = handshake(parts)?;

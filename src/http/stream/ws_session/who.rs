@@ -8,7 +8,9 @@ use crate::http::stream::open::Kind;
 /// path upgraded only the user's id and the stream (all a refresh checks),
 /// so that such a socket holds no more than it uses.
 pub(super) enum Who {
-    Subscriber(AuthUser, QueryResume),
+    /// The user, and the query's resume point if it named one (boxed: most
+    /// sockets have none, and every socket's task holds this).
+    Subscriber(AuthUser, Option<Box<QueryResume>>),
     Reader(u64, Kind),
 }
 
@@ -31,7 +33,7 @@ const QUERY_RESUME_STREAMS: usize = 64;
 /// its `subscribe` names no point of its own. A later subscription to a
 /// stream already subscribed once starts live, so that a resubscription
 /// does not serve again what the socket had.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct QueryResume {
     pub(super) last_event_id: Option<String>,
     pub(super) since: Option<String>,
@@ -40,17 +42,21 @@ pub(super) struct QueryResume {
 }
 
 impl QueryResume {
+    /// The point the query names, if it names one.
     pub(super) fn new(
         last_event_id: Option<String>,
         since: Option<String>,
         count: Option<String>,
-    ) -> QueryResume {
-        QueryResume {
-            last_event_id,
-            since,
-            count,
-            used: Vec::new(),
-        }
+    ) -> Option<Box<QueryResume>> {
+        let none = last_event_id.is_none() && since.is_none() && count.is_none();
+        (!none).then(|| {
+            Box::new(QueryResume {
+                last_event_id,
+                since,
+                count,
+                used: Vec::new(),
+            })
+        })
     }
 
     /// The query's point for a subscription to `stream`, once per stream.
@@ -58,8 +64,7 @@ impl QueryResume {
         &mut self,
         stream: &'static str,
     ) -> (Option<String>, Option<String>, Option<String>) {
-        let none = self.last_event_id.is_none() && self.since.is_none() && self.count.is_none();
-        if none || self.used.contains(&stream) || self.used.len() >= QUERY_RESUME_STREAMS {
+        if self.used.contains(&stream) || self.used.len() >= QUERY_RESUME_STREAMS {
             return (None, None, None);
         }
         self.used.push(stream);
