@@ -105,12 +105,14 @@ impl History {
 
     /// The stretches between `after` and `before` that this history does
     /// not hold, oldest first, each clipped to that range: before its first
-    /// block unless that block begins the log (nothing was ever before it),
-    /// between two blocks (or the blocks and what is pending) where the
-    /// later one's `prev` or gap flag says events are missing, and the
-    /// blocks found damaged when read (`damaged`). Read from the index
-    /// alone: no block is read.
-    pub fn holes(&self, after: EventId, before: EventId, damaged: &[Gap]) -> Vec<Gap> {
+    /// block when that block's gap flag says events before it were missed
+    /// (the process started after the buffer had moved on), or, with
+    /// `edge`, whenever that block does not begin the log (retention took
+    /// what was before it); between two blocks (or the blocks and what is
+    /// pending) where the later one's `prev` or gap flag says events are
+    /// missing; and the blocks found damaged when read (`damaged`). Read
+    /// from the index alone: no block is read.
+    pub fn holes(&self, after: EventId, before: EventId, damaged: &[Gap], edge: bool) -> Vec<Gap> {
         let index = self.index();
         let mut found: Vec<Gap> = Vec::new();
         let mut last: Option<EventId> = None;
@@ -131,7 +133,7 @@ impl History {
             ));
         for (prev, gap, first, end) in starts {
             match last {
-                None if gap || prev != EventId::ZERO => found.push(Gap {
+                None if gap || (edge && prev != EventId::ZERO) => found.push(Gap {
                     after: EventId::ZERO,
                     before: first,
                 }),

@@ -197,7 +197,9 @@ async fn caught_up(state: &AppState, history: &History) -> ApiResult<()> {
 /// The stretches of the window (events after `bottom`, before `top`) this
 /// process does not hold, as `{from, to}` times (seconds since the epoch,
 /// clipped to the window): what a search or counts could not look at.
-/// Without a history, the whole window.
+/// Before the oldest event held, only what the process missed, unless
+/// `since` asks for more than retention kept. Without a history, the whole
+/// window.
 fn missing(
     state: &AppState,
     bottom: EventId,
@@ -206,7 +208,7 @@ fn missing(
     window: &Window,
 ) -> Vec<serde_json::Value> {
     let holes = match history(state) {
-        Some(history) => history.holes(bottom, top, damaged),
+        Some(history) => history.holes(bottom, top, damaged, window.since_ms.is_some()),
         None => vec![crate::history::Gap {
             after: bottom,
             before: top,
