@@ -104,6 +104,42 @@ async fn an_http11_stream_comes_in_chunks_of_whole_events_and_ends_with_the_last
 }
 
 #[tokio::test]
+async fn a_catch_up_comes_many_events_to_a_chunk() {
+    let app = TestApp::start().await;
+    let (_, token) = app.user("catcher").await;
+    let n = 600;
+    let mut sids = Vec::new();
+    for i in 0..n {
+        sids.push(app.say(&token, &format!("catchword {i}")).await);
+    }
+    let (mut tcp, head, mut raw) = open(
+        &app,
+        "/api/v1/stream/filter?track=catchword&since=0",
+        "1.1",
+        &token,
+    )
+    .await;
+    assert!(head.contains("transfer-encoding: chunked"), "{head}");
+    let (mut got, mut chunks) = (Vec::new(), 0);
+    while got.len() < n {
+        let data = next_chunk(&mut tcp, &mut raw).await.expect("a chunk");
+        chunks += 1;
+        let text = String::from_utf8(data).unwrap();
+        assert!(text.ends_with('\n'), "whole lines in a chunk: {text:?}");
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            let v: Value = serde_json::from_str(line).expect("a whole JSON line");
+            if let Some(id) = v["status"]["id"].as_str() {
+                got.push(id.to_string());
+            }
+        }
+    }
+    assert_eq!(got, sids);
+    // A write of the catch-up is one chunk (256 events at most), not one
+    // chunk an event: a client's chunk parser is paid per write.
+    assert!(chunks * 10 <= n, "{chunks} chunks for {n} events");
+}
+
+#[tokio::test]
 async fn an_http10_stream_ends_with_the_connection_unframed() {
     let app = TestApp::start().await;
     let (_, token) = app.user("oldhttp").await;

@@ -506,8 +506,25 @@ impl Encoder {
         }
     }
 
+    /// [`Encoder::push`] into the chunk begun at `from`, for a write of
+    /// several events: they share one chunk (a client's chunk parser is
+    /// then paid once per write, not once per event); only the rest of a
+    /// write the hub began ends the chunk and goes as it is.
+    fn push_into_chunk(&mut self, output: &Out, out: &mut Vec<u8>, from: &mut usize) -> bool {
+        if let (true, Out::Raw(bytes)) = (self.chunked, output) {
+            chunked::frame_from(out, *from);
+            out.extend_from_slice(bytes);
+            *from = out.len();
+            return false;
+        }
+        self.push(output, out)
+    }
+
     /// Appends `first` and whatever else `ready` hands over at once (up to
     /// [`MAX_BATCH`]: a feed's `try_next`); returns the events among them.
+    /// Chunked, one event alone goes as its shared chunk (a live event
+    /// written to many connections is framed once), several as one chunk
+    /// (a catch-up: 256 events to a chunk, not one each).
     pub fn batch(
         &mut self,
         mut ready: impl FnMut() -> Option<Out>,
@@ -517,15 +534,61 @@ impl Encoder {
         // Chunked, the rest of a write the hub began (already framed) goes
         // as it is, between chunks; everything else in chunks.
         let mut from = out.len();
-        let mut events = u64::from(self.push_framed(first, out, &mut from));
-        for _ in 1..MAX_BATCH {
+        let Some(second) = ready() else {
+            let event = self.push_framed(first, out, &mut from);
+            if self.chunked {
+                chunked::frame_from(out, from);
+            }
+            return u64::from(event);
+        };
+        // A compressed plain body takes the batch's events as one piece
+        // (one deflate or zstd flush a write, not one an event: a catch-up
+        // to a client that takes gzip, as httpx does by default, was bound
+        // by the per-event compression).
+        let mut plain = Vec::new();
+        let mut events = u64::from(self.push_many(first, &mut plain, out, &mut from));
+        events += u64::from(self.push_many(&second, &mut plain, out, &mut from));
+        for _ in 2..MAX_BATCH {
             let Some(next) = ready() else { break };
-            events += u64::from(self.push_framed(&next, out, &mut from));
+            events += u64::from(self.push_many(&next, &mut plain, out, &mut from));
         }
+        self.flush_plain(&mut plain, out);
         if self.chunked {
             chunked::frame_from(out, from);
         }
         events
+    }
+
+    /// One item of a write of several: an event of a compressed plain
+    /// body gathered into `plain` (compressed with the rest by
+    /// [`Encoder::flush_plain`]), anything else after what was gathered.
+    fn push_many(
+        &mut self,
+        output: &Out,
+        plain: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+        from: &mut usize,
+    ) -> bool {
+        let compressed = self.gzip.is_some() || self.zbody.is_some();
+        match (output, self.transport) {
+            (Out::Event(f, _), Transport::Sse) if compressed => plain.extend_from_slice(&f.sse),
+            (Out::Event(f, _), Transport::Ndjson) if compressed => {
+                plain.extend_from_slice(&f.ndjson)
+            }
+            _ => {
+                self.flush_plain(plain, out);
+                return self.push_into_chunk(output, out, from);
+            }
+        }
+        true
+    }
+
+    /// Compresses what [`Encoder::push_many`] gathered, as one piece.
+    fn flush_plain(&mut self, plain: &mut Vec<u8>, out: &mut Vec<u8>) {
+        if !plain.is_empty() {
+            self.piece(plain, out);
+            plain.clear();
+        }
     }
 }
 

@@ -132,3 +132,69 @@ fn an_event_is_deflated_once_for_every_connection() {
     let again = f.deflated(2, || unreachable!("computed already")) as *const Deflated;
     assert_eq!(first, again);
 }
+
+#[test]
+fn a_batch_of_a_compressed_body_is_one_piece_that_decodes_to_the_plain_batch() {
+    let f = frame();
+    // Encoded once: a control carries the time it was made.
+    let warning = Control::warning("resume_gap", "gap").encode();
+    let outs = || {
+        let mut outs: Vec<Out> = (0..50).map(|_| Out::Event(f.clone(), "firehose")).collect();
+        // Things that are not events go in order between the gathered ones.
+        outs.insert(20, Out::Control(warning.clone()));
+        outs.insert(30, Out::Keepalive(None));
+        outs
+    };
+    let none = Coding::Identity;
+    for t in [Transport::Sse, Transport::Ndjson] {
+        let batch = |enc: &mut Encoder, out: &mut Vec<u8>| {
+            let mut rest = outs().into_iter();
+            let first = rest.next().unwrap();
+            enc.batch(|| rest.next(), &first, out)
+        };
+        let mut plain = Encoder::plain(t, none, 0, none);
+        let mut gz = Encoder::plain(t, Coding::Gzip, 0, none);
+        let mut zs = Encoder::plain(t, Coding::Zstd, usize::MAX, none);
+        let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+        plain.start(&mut a);
+        gz.start(&mut b);
+        zs.start(&mut c);
+        assert_eq!(batch(&mut plain, &mut a), 50);
+        assert_eq!(batch(&mut gz, &mut b), 50);
+        assert_eq!(batch(&mut zs, &mut c), 50);
+        plain.finish(&mut a);
+        gz.finish(&mut b);
+        zs.finish(&mut c);
+        let mut decoded = Vec::new();
+        flate2::read::GzDecoder::new(&b[..])
+            .read_to_end(&mut decoded)
+            .unwrap();
+        let zd = zstd::stream::decode_all(&c[..]).unwrap();
+        for (what, got) in [("gzip", &decoded), ("zstd", &zd)] {
+            let at = got.iter().zip(&a).position(|(x, y)| x != y);
+            assert!(
+                *got == a,
+                "{t:?} {what}: {} bytes against {}, first difference at {at:?}: {:?}",
+                got.len(),
+                a.len(),
+                String::from_utf8_lossy(
+                    &got[at.unwrap_or(0).saturating_sub(20)..]
+                        [..60.min(got.len() - at.unwrap_or(0).saturating_sub(20))]
+                )
+            );
+        }
+        // One piece for the run of events, not one an event.
+        let mut each = Encoder::plain(t, Coding::Gzip, 0, none);
+        let mut d = Vec::new();
+        each.start(&mut d);
+        for o in &outs() {
+            each.push(o, &mut d);
+        }
+        assert!(
+            b.len() * 3 < d.len(),
+            "{t:?}: {} against {}",
+            b.len(),
+            d.len()
+        );
+    }
+}
