@@ -6,12 +6,8 @@
 use super::*;
 use reqwest::Method;
 
-async fn search(app: &TestApp, base: Option<&str>, token: &str, query: &str) -> Value {
-    let path = format!("/api/v1/history/search?query={query}");
-    let url = match base {
-        Some(base) => format!("{base}{path}"),
-        None => app.url(&path),
-    };
+/// The JSON answer to a GET of `url` (any process's) as `token`.
+async fn get_json(app: &TestApp, url: &str, token: &str) -> Value {
     app.http
         .get(url)
         .bearer_auth(token)
@@ -21,6 +17,15 @@ async fn search(app: &TestApp, base: Option<&str>, token: &str, query: &str) -> 
         .json()
         .await
         .unwrap()
+}
+
+async fn search(app: &TestApp, base: Option<&str>, token: &str, query: &str) -> Value {
+    let path = format!("/api/v1/history/search?query={query}");
+    let url = match base {
+        Some(base) => format!("{base}{path}"),
+        None => app.url(&path),
+    };
+    get_json(app, &url, token).await
 }
 
 fn found_ids(page: &Value) -> Vec<String> {
@@ -124,35 +129,23 @@ async fn a_process_that_lacks_a_stretch_says_so_in_search_and_counts() {
         gaps[0]["to"].as_f64().unwrap() <= oldest + 0.001,
         "the stretch ends where the history begins: {partial}"
     );
-    let counts: Value = app
-        .http
-        .get(format!(
-            "{base}/api/v1/history/counts?query=emu&bucket=minute"
-        ))
-        .bearer_auth(&ada)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let counts = get_json(
+        &app,
+        &format!("{base}/api/v1/history/counts?query=emu&bucket=minute"),
+        &ada,
+    )
+    .await;
     assert_eq!(counts["complete"], false, "{counts}");
     assert_eq!(counts["gaps"], partial["gaps"], "{counts}");
     assert_eq!(counts["total"], held, "{counts}");
     // A window after the stretch is whole on the new process too.
     let after = oldest + 0.001;
-    let page: Value = app
-        .http
-        .get(format!(
-            "{base}/api/v1/history/search?query=emu&since={after}"
-        ))
-        .bearer_auth(&ada)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let page = get_json(
+        &app,
+        &format!("{base}/api/v1/history/search?query=emu&since={after}"),
+        &ada,
+    )
+    .await;
     assert_eq!(page["complete"], true, "{page}");
 
     // A resume on the new process from the start is told of the stretch
