@@ -9,8 +9,9 @@
 //! followed by the reader; a repost also needs the reposted author to pass
 //! the same test; a reply to a private account's status (its `audience`)
 //! needs that account to pass it, and a reply to an account made private
-//! since needs the reader to be allowed its private statuses; a private group's status needs the reader
-//! to be a member now. Live routing applies the same rules from what each
+//! since needs the reader to be allowed its private statuses (its author
+//! reads it on paths that show followers' statuses); a private group's
+//! status needs the reader to be a member now. Live routing applies the same rules from what each
 //! hub holds in memory (the `private` flag events carry, followed sets,
 //! relations, the suspended set, group membership); a replay and a read
 //! cannot use those copies, since the event or the timeline entry may be

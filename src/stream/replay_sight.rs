@@ -20,7 +20,7 @@ pub struct ReplaySight {
     sight: Sight,
     /// The statuses the page's likes are of, as they are now (`None`:
     /// gone); forgotten with each page.
-    liked: rustc_hash::FxHashMap<u64, Option<crate::model::Status>>,
+    liked: rustc_hash::FxHashMap<u64, Option<Arc<crate::store::cache::CachedStatus>>>,
 }
 
 impl ReplaySight {
@@ -74,9 +74,8 @@ impl ReplaySight {
             let found = self.sight.store().statuses().many(&liked).await?;
             let mut parents = Vec::new();
             for (sid, status) in found {
-                let status = status.map(|c| c.status.clone());
-                if let Some(s) = &status {
-                    parents.extend(people_of(s));
+                if let Some(c) = &status {
+                    parents.extend(people_of(&c.status));
                 }
                 self.liked.insert(sid, status);
             }
@@ -143,7 +142,7 @@ impl ReplaySight {
                 let Some(Some(status)) = self.liked.get(&status_id).cloned() else {
                     return Ok(false);
                 };
-                see_status(&mut self.sight, &status, None, false).await
+                see_status(&mut self.sight, &status.status, None, false).await
             }
             Judged::Message { conversation } => self.sight.participant(conversation).await,
             Judged::Always => Ok(true),
@@ -219,9 +218,9 @@ fn judged(event: &Event) -> Judged<'_> {
     }
 }
 
-/// Whether the reader may see `status` now: it still exists (unless
-/// `alive` is false: the caller read it just now), its people, the
-/// audience its event names and its group allow.
+/// Whether the reader may see `status` now: it still exists (asked only
+/// with `check_alive`: a status the caller read just now exists), its
+/// people, the audience its event names and its group allow.
 async fn see_status(
     sight: &mut Sight,
     status: &crate::model::Status,

@@ -11,6 +11,15 @@ fn frame() -> Arc<Frame> {
     }
 }
 
+/// A gzip body and a zstd body, decoded.
+fn decoded(gzip: &[u8], zstd_body: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(gzip)
+        .read_to_end(&mut plain)
+        .unwrap();
+    (plain, zstd::stream::decode_all(zstd_body).unwrap())
+}
+
 #[test]
 fn gzip_and_zstd_bodies_decode_to_the_plain_one() {
     let f = frame();
@@ -37,12 +46,9 @@ fn gzip_and_zstd_bodies_decode_to_the_plain_one() {
         plain.finish(&mut a);
         gz.finish(&mut b);
         zs.finish(&mut c);
-        let mut decoded = Vec::new();
-        flate2::read::GzDecoder::new(&b[..])
-            .read_to_end(&mut decoded)
-            .unwrap();
+        let (decoded, zd) = decoded(&b, &c);
         assert_eq!(decoded, a, "{t:?}");
-        assert_eq!(zstd::stream::decode_all(&c[..]).unwrap(), a, "{t:?}");
+        assert_eq!(zd, a, "{t:?}");
         assert!(gz.headers().any(|h| h == ("content-encoding", "gzip")));
         assert!(zs.headers().any(|h| h == ("content-encoding", "zstd")));
         assert!(!plain.headers().any(|(n, _)| n == "content-encoding"));
@@ -165,11 +171,7 @@ fn a_batch_of_a_compressed_body_is_one_piece_that_decodes_to_the_plain_batch() {
         plain.finish(&mut a);
         gz.finish(&mut b);
         zs.finish(&mut c);
-        let mut decoded = Vec::new();
-        flate2::read::GzDecoder::new(&b[..])
-            .read_to_end(&mut decoded)
-            .unwrap();
-        let zd = zstd::stream::decode_all(&c[..]).unwrap();
+        let (decoded, zd) = decoded(&b, &c);
         for (what, got) in [("gzip", &decoded), ("zstd", &zd)] {
             let at = got.iter().zip(&a).position(|(x, y)| x != y);
             assert!(
