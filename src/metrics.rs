@@ -59,10 +59,16 @@ pub struct Metrics {
     pub events_direct: Counter,
     /// Event encodings deflated (once each, shared by compressed connections).
     pub events_compressed: Counter,
-    /// Events dropped because a connection's queue was full.
+    /// Events a connection's queue let go when it was full (the stream
+    /// reads them again from the buffer or the history).
     pub queue_drops: Counter,
-    /// Connections closed for stalling.
+    /// Connections closed for stalling (their socket took no byte for
+    /// `--write-timeout`).
     pub stall_disconnects: Counter,
+    /// Streams that left live delivery for the history (`lagging`).
+    pub lagging: Counter,
+    /// Streams that rejoined live delivery (`caught_up`).
+    pub caught_up: Counter,
     /// `falling_behind` warnings sent.
     pub behind_warnings: Counter,
     /// Times the hub re-subscribed to Redis.
@@ -170,6 +176,8 @@ impl Metrics {
             events_compressed: Counter::default(),
             queue_drops: Counter::default(),
             stall_disconnects: Counter::default(),
+            lagging: Counter::default(),
+            caught_up: Counter::default(),
             behind_warnings: Counter::default(),
             hub_reconnects: Counter::default(),
             events_replayed: Counter::default(),
@@ -232,13 +240,23 @@ impl Metrics {
             ),
             (
                 "firehose_queue_drops",
-                "Events dropped at a full connection queue.",
+                "Events let go at a full connection queue, to be read again from the buffer or the history.",
                 &m.queue_drops,
             ),
             (
                 "firehose_stall_disconnects",
-                "Stream connections closed for stalling.",
+                "Stream connections closed for stalling: their socket took no byte for --write-timeout.",
                 &m.stall_disconnects,
+            ),
+            (
+                "firehose_streams_lagging",
+                "Times a stream left live delivery to read on from the history (warning lagging).",
+                &m.lagging,
+            ),
+            (
+                "firehose_streams_caught_up",
+                "Times a lagging stream rejoined live delivery (warning caught_up).",
+                &m.caught_up,
             ),
             (
                 "firehose_falling_behind_warnings",

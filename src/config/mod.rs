@@ -428,8 +428,9 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_SHUTDOWN_GRACE", default_value_t = 10)]
     pub shutdown_grace_secs: u64,
 
-    /// Seconds a connection may leave written data unread before it is closed.
-    #[arg(long, env = "FIREHOSE_WRITE_TIMEOUT", default_value_t = 30)]
+    /// Seconds a connection may take no byte of what is written to it
+    /// before it is closed (a stream's client: `stall`).
+    #[arg(long, env = "FIREHOSE_WRITE_TIMEOUT", default_value_t = 60)]
     pub write_timeout_secs: u64,
 
     /// Log format.

@@ -49,6 +49,18 @@ impl EventId {
         EventId(self.0, self.1, u32::MAX)
     }
 
+    /// The last position before this one: a read after it starts at this
+    /// event (which need not exist: a read after a position takes what
+    /// follows).
+    pub fn just_before(&self) -> EventId {
+        match *self {
+            EventId(ms, seq, n) if n > 0 => EventId(ms, seq, n - 1),
+            EventId(ms, seq, _) if seq > 0 => EventId(ms, seq - 1, u32::MAX),
+            EventId(ms, _, _) if ms > 0 => EventId(ms - 1, u64::MAX, u32::MAX),
+            _ => EventId::ZERO,
+        }
+    }
+
     /// Whether this is the first event of the entry right after `other`'s
     /// (the next sequence number of the same millisecond): no entry can lie
     /// between the two, so a reader holding all of `other`'s entry misses
@@ -440,5 +452,21 @@ mod tests {
         for bad in ["7-0.", "7-0.x", "7.1", "7-x", "", "7-0.1.2"] {
             assert_eq!(EventId::parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn just_before_is_the_greatest_position_below_every_kind_of_id() {
+        let at = |s: &str| EventId::parse(s).unwrap();
+        for (id, before) in [
+            ("7-3.2", EventId(7, 3, 1)),
+            ("7-3", EventId(7, 2, u32::MAX)),
+            ("7-0", EventId(6, u64::MAX, u32::MAX)),
+            ("0-0", EventId::ZERO),
+        ] {
+            assert_eq!(at(id).just_before(), before, "{id}");
+            assert!(at(id) == EventId::ZERO || at(id).just_before() < at(id));
+        }
+        // Nothing lies between: the entry before ends below it.
+        assert!(at("7-2.9") < at("7-3").just_before());
     }
 }

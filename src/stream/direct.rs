@@ -70,6 +70,12 @@ impl Direct {
         }
     }
 
+    /// Events at or below `floor` are dropped from now on (a stream that
+    /// caught up from the history: what it read there is sent).
+    pub fn raise_floor(&mut self, floor: EventId) {
+        self.floor = self.floor.max(Some(floor));
+    }
+
     /// Frames each write as a chunk of the body (see
     /// [`wire::chunked`](super::wire::chunked)); a WebSocket's frames never
     /// are.

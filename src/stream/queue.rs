@@ -169,6 +169,44 @@ impl<T, S> Queue<T, S> {
         Self::take_locked(&mut q).map(|(item, _)| item)
     }
 
+    /// Removes the items `keep` refuses and returns them, in order; if
+    /// nothing is left, queues `filler` (so a waiting taker is woken and
+    /// does not wait on an empty queue meanwhile). One lock: no push falls
+    /// between the two.
+    pub fn remove_or_fill(&self, mut keep: impl FnMut(&T) -> bool, filler: T) -> Vec<T> {
+        let (removed, waker) = {
+            let mut q = self.lock();
+            if q.closed {
+                return Vec::new();
+            }
+            let mut removed = Vec::new();
+            let mut kept = VecDeque::with_capacity(q.items.len());
+            for item in q.items.drain(..) {
+                if keep(&item) {
+                    kept.push_back(item);
+                } else {
+                    removed.push(item);
+                }
+            }
+            q.items = kept;
+            if q.items.is_empty() {
+                q.items.push_back(filler);
+            }
+            (removed, q.waker.take())
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        removed
+    }
+
+    /// Runs `change` on the sink, if one is installed.
+    pub fn with_sink(&self, change: impl FnOnce(&mut S)) {
+        if let Some(sink) = self.lock().sink.as_mut() {
+            change(sink);
+        }
+    }
+
     /// How many items are queued.
     pub fn len(&self) -> usize {
         self.lock().items.len()
@@ -246,6 +284,20 @@ mod tests {
         q.push(1, 10).unwrap();
         q.try_take().unwrap();
         assert!(q.lock().items.capacity() > 0);
+    }
+
+    #[test]
+    fn removes_what_is_refused_and_leaves_a_filler_when_nothing_stays() {
+        let q: Queue<i32> = Queue::default();
+        for i in 1..=5 {
+            q.push(i, 10).unwrap();
+        }
+        assert_eq!(q.remove_or_fill(|i| i % 2 == 0, 0), vec![1, 3, 5]);
+        assert_eq!(q.try_take(), Some((2, 1)));
+        assert_eq!(q.remove_or_fill(|_| false, 0), vec![4]);
+        assert_eq!(q.try_take(), Some((0, 0)), "the filler, alone");
+        q.close();
+        assert!(q.remove_or_fill(|_| false, 0).is_empty() && q.is_empty());
     }
 
     #[test]

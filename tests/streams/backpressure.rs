@@ -1,45 +1,65 @@
 //! Slow and silent clients: the queue's warning and bound, a client that never
-//! reads, and slow readers of sockets the hub writes into.
+//! reads, and slow readers of sockets the hub writes into (a reader that
+//! pauses long enough to lag: `lagging.rs`).
 
 use super::*;
 
 #[tokio::test]
-async fn the_hub_warns_at_80_percent_and_refuses_at_the_bound() {
+async fn the_hub_warns_at_80_percent_and_a_full_queue_leaves_live_delivery() {
+    use firehose::stream::frame::EventId;
     use firehose::stream::hub::ClientConn as Conn;
     use firehose::stream::queue::Delivery;
     let far = tokio::time::Instant::now() + Duration::from_secs(3600);
     let conn = Conn::new(1, 1, "s".into(), 10, far);
-    let Some(firehose::stream::frame::Incoming::Event(frame)) =
-        firehose::stream::frame::parse(r#"{"id":"1-0","type":"ping","at":1}"#)
-    else {
-        panic!("parse")
+    let frame = |n: u64| {
+        let json = format!(r#"{{"id":"1-{n}","type":"ping","at":1}}"#);
+        let Some(firehose::stream::frame::Incoming::Event(frame)) =
+            firehose::stream::frame::parse(&json)
+        else {
+            panic!("parse")
+        };
+        frame
     };
-    let mut accepted = 0;
-    while conn.offer(Delivery::Event(frame.clone(), "firehose"), true) {
-        accepted += 1;
-        assert!(accepted <= 10);
+    // Eight events, the warning, a ninth: full. The tenth leaves live.
+    for n in 0..10 {
+        assert!(conn.offer(Delivery::Event(frame(n), "firehose"), true));
+        assert_eq!(conn.is_lagging(), n == 9, "event {n}");
     }
-    let mut warnings = 0;
-    let mut events = 0;
+    assert_eq!(
+        conn.lag_start(),
+        Some(EventId(1, 0, 0)),
+        "from the first event it was not sent"
+    );
+    // Dropped while lagging: nothing more is queued.
+    assert!(conn.offer(Delivery::Event(frame(10), "firehose"), true));
+    let mut left = Vec::new();
     while let Some((d, _)) = conn.try_take() {
-        match d {
-            Delivery::Event(..) => events += 1,
-            Delivery::Control(control) => {
-                let v: Value = serde_json::from_slice(&control.json).unwrap();
-                assert_eq!(
-                    (v["type"].clone(), v["code"].clone()),
-                    (json!("warning"), json!("falling_behind"))
-                );
-                assert!(v["percent_full"].as_u64().unwrap() >= 80);
-                warnings += 1;
-            }
-            Delivery::Wake | Delivery::Keepalive(_) | Delivery::Rest(_) => {
-                panic!("only events and a warning were queued")
-            }
-        }
+        left.push(d);
     }
-    assert_eq!(warnings, 1, "one warning per crossing");
-    assert_eq!(events + warnings, 10);
+    assert_eq!(left.len(), 1, "the queued events let go: {left:?}");
+    match &left[0] {
+        Delivery::Control(control) => {
+            let v: Value = serde_json::from_slice(&control.json).unwrap();
+            assert_eq!(
+                (v["type"].clone(), v["code"].clone()),
+                (json!("warning"), json!("falling_behind"))
+            );
+            assert!(v["percent_full"].as_u64().unwrap() >= 80);
+        }
+        other => panic!("only the warning stays, not {other:?}"),
+    }
+    // Rejoined: events are queued again.
+    conn.rejoin();
+    assert_eq!(conn.lag_start(), None);
+    assert!(conn.offer(Delivery::Event(frame(12), "firehose"), true));
+    assert!(
+        matches!(conn.try_take(), Some((Delivery::Event(f, _), 0)) if f.id == EventId(1, 12, 0))
+    );
+    conn.close_queue();
+    assert!(
+        !conn.offer(Delivery::Event(frame(13), "firehose"), true),
+        "gone"
+    );
 }
 
 #[tokio::test]
@@ -82,11 +102,13 @@ async fn a_client_that_never_reads_is_cut_off_without_delaying_anyone() {
         status_message(&reader.next_event("after the flood").await),
         "still flowing"
     );
-    let stalls = app.metric("firehose_stall_disconnects_total").await;
-    assert!(
-        stalls >= 1.0,
-        "the stalled client was disconnected: {stalls}"
-    );
+    // It lags rather than being dropped at once, and is closed when its
+    // socket has taken no byte for the write timeout.
+    app.eventually("the stalled client is disconnected", || async {
+        app.metric("firehose_stall_disconnects_total").await >= 1.0
+    })
+    .await;
+    assert!(app.metric("firehose_streams_lagging_total").await >= 1.0);
     // The server closes the socket: reading now drains what was buffered, then EOF.
     let mut buf = vec![0u8; 1 << 20];
     let drained = tokio::time::timeout(Duration::from_secs(20), async {

@@ -9,6 +9,7 @@ mod framing;
 mod history;
 mod history_now;
 mod kinds;
+mod lagging;
 mod lifecycle;
 mod lists;
 mod partitions;

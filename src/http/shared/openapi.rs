@@ -245,7 +245,7 @@ fn schemas(registered: &Map<String, Value>) -> Map<String, Value> {
     m.insert(
         "Event".into(),
         json!({"type": "object", "required": ["type", "at"], "description":
-            "One stream event: status (`status`), delete (`status_id`, `uid`), follow/unfollow (`source`, `target`), user (`user`), direct_message (`message`, `participants`; user streams of the participants only); control events warning (`code`: falling_behind with `percent_full`, resume_gap) and disconnect (`code`, `reason`) carry no id.",
+            "One stream event: status (`status`), delete (`status_id`, `uid`), follow/unfollow (`source`, `target`), user (`user`), direct_message (`message`, `participants`; user streams of the participants only); control events warning (`code`: falling_behind with `percent_full`, lagging with `behind`, caught_up, resume_gap, token_expiring) and disconnect (`code`, `reason`) carry no id.",
             "properties": {"id": {"type": "string"}, "type": {"type": "string"}, "at": {"type": "number"},
             "stream": {"type": "string", "description": "Multiplexed WebSocket only: the subscription that matched."},
             "status": {"$ref": "#/components/schemas/Status"}, "status_id": {"type": "string"}, "uid": {"type": "string"},

@@ -6,10 +6,12 @@
 //! the replay buffer is read up to its current end, and every live event at
 //! or below the last id read is dropped as already considered.
 
+mod lag;
 mod replay;
 mod replay_job;
 
 use crate::stream::out::Out;
+use lag::Lag;
 use replay_job::{resume_gap, ReplayJob};
 
 use super::direct::Direct;
@@ -60,6 +62,10 @@ struct Sub {
     id: SubId,
     /// Live events at or below this id were already sent by the replay.
     floor: Option<EventId>,
+    /// What it wants, as of its floor (a user stream's follows move on
+    /// with the follow events it is sent): what a replay of a lagging
+    /// stream judges by.
+    want: Want,
 }
 
 /// Whether two stream names are the same (the same interned string, most
@@ -93,6 +99,8 @@ pub struct Feed {
     reconnect_spread: Duration,
     /// The hint this feed ended with, if it ended on shutdown.
     retry_hint: Option<u64>,
+    /// Where it stands with live delivery (see [`lag`]).
+    lag: Lag,
 }
 
 /// When a token expiring at `expires` (seconds since the epoch) expires.
@@ -147,6 +155,7 @@ impl Feed {
             direct_on: false,
             reconnect_spread: Duration::ZERO,
             retry_hint: None,
+            lag: Lag::Live,
         }
     }
 
@@ -202,6 +211,15 @@ impl Feed {
         // Read before registering: a change after this read reaches the
         // hub after the registration or is in its log of recent changes.
         let hides = Arc::new(self.hub.store().relations().hides(self.conn.uid).await?);
+        // A lagging stream is sent nothing live: a new subscription reads
+        // from the buffer's end as it was before registering.
+        let lagging_start = match replay {
+            Replay::None if self.lags() => {
+                let newest = self.hub.store().events().newest_id().await?;
+                Some(newest.unwrap_or(EventId::ZERO))
+            }
+            _ => None,
+        };
         let sub = self.hub.next_id();
         self.hub
             .register(&self.conn, sub, want.clone(), stream, (*hides).clone())
@@ -210,9 +228,14 @@ impl Feed {
             stream,
             id: sub,
             floor: None,
+            want: want.clone(),
         });
         match replay {
-            Replay::None => {}
+            Replay::None => {
+                if let Some(after) = lagging_start {
+                    self.queue_replay(stream, want, hides, after).await?;
+                }
+            }
             Replay::Unservable => {
                 let oldest = self.oldest_held().await;
                 self.push_control(resume_gap(
@@ -274,10 +297,14 @@ impl Feed {
         Some(self.subs.swap_remove(at).id)
     }
 
-    /// Live events of `stream` at or below `id` are dropped from now on.
-    fn set_floor(&mut self, stream: &str, id: EventId) {
+    /// Live events of `stream` at or below `id` are dropped from now on;
+    /// `want`, if given, is what it wants as of `id`.
+    fn set_floor(&mut self, stream: &str, id: EventId, want: Option<Want>) {
         if let Some(sub) = self.subs.iter_mut().find(|s| same(s.stream, stream)) {
             sub.floor = Some(id);
+            if let Some(want) = want {
+                sub.want = want;
+            }
         }
     }
 
@@ -291,7 +318,7 @@ impl Feed {
     /// the hub's position and its replay's floor, so the smallest of those;
     /// none while a replay is still being read (or with no subscription).
     fn position(&self, hub_at: Option<EventId>) -> Option<EventId> {
-        if !self.replays.is_empty() {
+        if !self.replays.is_empty() || self.lags() {
             return None;
         }
         self.subs
@@ -309,9 +336,13 @@ impl Feed {
         }
         match d {
             Delivery::Event(f, stream) => {
-                let sub = self.subs.iter().find(|s| same(s.stream, stream))?;
+                let sub = self.subs.iter_mut().find(|s| same(s.stream, stream))?;
                 if sub.floor.is_some_and(|floor| f.id <= floor) {
                     return None;
+                }
+                if f.is_follow() {
+                    // A user stream's follows move on with its events.
+                    let _ = sub.want.judge(&f);
                 }
                 Some(Out::Event(f, stream))
             }
@@ -340,12 +371,22 @@ impl Feed {
             if self.ended {
                 return None;
             }
+            if self.lag != Lag::Behind && self.conn.is_lagging() {
+                if let Err(e) = Box::pin(self.leave_live()).await {
+                    return Some(self.unavailable(&e));
+                }
+                continue;
+            }
             if !self.replays.is_empty() {
                 // Boxed: the replay's Redis round trips would otherwise size
                 // this future, held by every stream's task for its whole life.
                 if let Some(end) = Box::pin(self.replay_page()).await {
                     return Some(end);
                 }
+                continue;
+            }
+            if self.lag == Lag::Rejoining {
+                self.rejoined();
                 continue;
             }
             // A kill is a flag read here, woken through the queue
@@ -374,7 +415,10 @@ impl Feed {
         if !self.pending.is_empty() {
             return self.own_turn().or_else(|| self.pending.pop_front());
         }
-        if self.ended || !self.replays.is_empty() || self.conn.is_killed() {
+        // A stream that rejoins says `caught_up` (in `next`) before its
+        // first live event.
+        if self.ended || !self.replays.is_empty() || self.lag != Lag::Live || self.conn.is_killed()
+        {
             return None;
         }
         while let Some((d, left)) = self.conn.try_take() {

@@ -3,6 +3,7 @@
 //! history on disk and then the replay buffer, judged by what the reader
 //! may see now, before the live events queued meanwhile.
 
+use super::lag::{self, Lag, LAG_FIRST_PAGE};
 use super::replay_job::{resume_gap, Reading, ReplayJob};
 use super::Feed;
 use crate::hides::Hides;
@@ -83,6 +84,24 @@ impl Feed {
         hides: Arc<Hides>,
         after: EventId,
     ) -> StoreResult<()> {
+        // Any replay of this stream was dropped by `subscribe`, so this job
+        // is the only one for it. The first page is read now, so that a
+        // store failure is answered to the request; the rest as the client
+        // reads.
+        self.queue_replay(stream, want, hides, after).await?;
+        self.replay_step().await
+    }
+
+    /// Queues a replay of every matching event after `after`, read as the
+    /// client reads (warning `resume_gap` where neither the history nor
+    /// the buffer holds them all).
+    pub(super) async fn queue_replay(
+        &mut self,
+        stream: &'static str,
+        want: Want,
+        hides: Arc<Hides>,
+        after: EventId,
+    ) -> StoreResult<()> {
         let from_history = self.history.as_ref().is_some_and(|h| h.holds_after(after));
         if !from_history && frame::is_gap(after, &self.hub.store().events().buffer_info().await?) {
             let oldest = self.oldest_held().await;
@@ -91,11 +110,9 @@ impl Feed {
                 oldest,
             ));
         }
-        // Any replay of this stream was dropped by `subscribe`, so this job
-        // is the only one for it. The first page is read now, so that a
-        // store failure is answered to the request; the rest as the client
-        // reads.
         let sight = self.sight(stream, &hides);
+        // A lagging stream's replays hold little (see `lag`).
+        let budget = self.lags().then_some(LAG_FIRST_PAGE);
         self.replays.push_back(ReplayJob {
             stream,
             want,
@@ -105,8 +122,10 @@ impl Feed {
             _reading: from_history.then(Reading::start),
             prefetch: None,
             sight,
+            budget,
+            caught: false,
         });
-        self.replay_step().await
+        Ok(())
     }
 
     /// The next page of a replay: from the history while it holds more
@@ -116,6 +135,7 @@ impl Feed {
         &mut self,
         cursor: EventId,
         from_history: bool,
+        budget: Option<usize>,
     ) -> StoreResult<(Vec<Arc<Frame>>, EventId, bool, bool)> {
         if let (true, Some(history)) = (from_history, self.history.clone()) {
             let ahead = self.replays.front_mut().and_then(|job| job.prefetch.take());
@@ -128,7 +148,7 @@ impl Feed {
             };
             let page =
                 read.map_err(|e| crate::store::StoreError::Internal(format!("history: {e}")))?;
-            if !page.end {
+            if !page.end && budget.is_none() {
                 // The next block is read while this one is judged and written.
                 let (next, ahead) = (page.cursor, history.clone());
                 let read =
@@ -156,7 +176,8 @@ impl Feed {
             inc(&metrics().history_events_read, page.events.len() as u64);
             return Ok((page.events, page.cursor, true, true));
         }
-        let page = self.hub.store().events().after(cursor, REPLAY_PAGE).await?;
+        let entries = budget.unwrap_or(REPLAY_PAGE);
+        let page = self.hub.store().events().after(cursor, entries).await?;
         let next = page.events.last().map_or(cursor, |(id, _)| *id);
         let mut frames = Vec::with_capacity(page.events.len());
         for (i, (id, json)) in page.events.into_iter().enumerate() {
@@ -173,18 +194,24 @@ impl Feed {
     /// its live events resume. Cancel-safe: nothing changes before the read
     /// has returned.
     pub(super) async fn replay_step(&mut self) -> StoreResult<()> {
-        let Some((cursor, from_history)) = self
+        if !self.next_to_read() {
+            return Ok(());
+        }
+        let Some((cursor, from_history, budget)) = self
             .replays
             .front()
-            .map(|job| (job.cursor, job.from_history))
+            .map(|job| (job.cursor, job.from_history, job.budget))
         else {
             return Ok(());
         };
-        let (events, next, more, still_history) = self.next_page(cursor, from_history).await?;
+        let (events, next, more, still_history) =
+            self.next_page(cursor, from_history, budget).await?;
         let Some(job) = self.replays.front_mut() else {
             return Ok(());
         };
         let mut matched = Vec::new();
+        // A lagging stream's page is cut once it holds its share of bytes.
+        let (mut bytes, mut cut) = (0, None);
         for (i, f) in events.iter().enumerate() {
             if i % JUDGE_TURN == JUDGE_TURN - 1 {
                 // A block of the history is 1,024 events: the live
@@ -195,13 +222,22 @@ impl Feed {
                 if !job.hides.hides_any(f.actors(), hide_mask(job.stream))
                     && !self.hub.store().suspended().any(f.actors())
                 {
+                    bytes += lag::held(&f);
                     matched.push(f);
                 }
+            }
+            if job.budget.is_some() && bytes >= lag::LAG_BYTES && i + 1 < events.len() {
+                cut = Some(f.id);
+                break;
             }
         }
         // Judged before the cursor moves: a failed read leaves the page
         // to be read again.
         let kept = job.sight.keep(matched).await?;
+        let (next, more) = cut.map_or((next, more), |at| (at, true));
+        if let (Some(entries), false) = (job.budget, still_history) {
+            job.budget = Some(lag::next_budget(entries, bytes, cut.is_some(), REPLAY_PAGE));
+        }
         job.cursor = next;
         if job.from_history && !still_history {
             job.from_history = false;
@@ -212,9 +248,15 @@ impl Feed {
             self.pending.push_back(Out::Event(f, job.stream));
         }
         if !more {
-            let (stream, cursor) = (job.stream, job.cursor);
-            self.set_floor(stream, cursor);
-            self.replays.pop_front();
+            if self.lag == Lag::Behind {
+                // At the buffer's end while the hub drops the stream's
+                // events: waits for the stream's other replays.
+                job.caught = true;
+                return Ok(());
+            }
+            if let Some(job) = self.replays.pop_front() {
+                self.set_floor(job.stream, job.cursor, Some(job.want));
+            }
         }
         Ok(())
     }
@@ -275,7 +317,7 @@ impl Feed {
             self.pending.push_back(Out::Event(f, stream));
         }
         if let Some(newest) = newest {
-            self.set_floor(stream, newest);
+            self.set_floor(stream, newest, None);
         }
         Ok(())
     }
@@ -295,13 +337,18 @@ impl Feed {
             step = self.replay_step() => step,
         };
         if let Err(e) = step {
-            tracing::warn!(conn = self.conn.id, uid = self.conn.uid, error = %e, "replay page failed");
-            return Some(self.end(
-                "unavailable",
-                "The data store is unreachable; reconnect with Last-Event-ID to resume.",
-            ));
+            return Some(self.unavailable(&e));
         }
         None
+    }
+
+    /// Ends the feed on a failed read of the store.
+    pub(super) fn unavailable(&mut self, e: &crate::store::StoreError) -> Out {
+        tracing::warn!(conn = self.conn.id, uid = self.conn.uid, error = %e, "replay page failed");
+        self.end(
+            "unavailable",
+            "The data store is unreachable; reconnect with Last-Event-ID to resume.",
+        )
     }
 }
 

@@ -28,6 +28,13 @@ pub(super) struct ReplayJob {
     pub(super) prefetch: Option<Prefetch>,
     /// What the reader may see now.
     pub(super) sight: ReplaySight,
+    /// For a lagging stream: the buffer entries to read per page, adapted
+    /// so that a page holds about [`super::lag::LAG_BYTES`] of matching
+    /// events (a page is cut there, and no history block is read ahead).
+    pub(super) budget: Option<usize>,
+    /// At the buffer's end while the stream lags: waits there for the
+    /// stream's other replays (see [`super::lag`]).
+    pub(super) caught: bool,
 }
 
 /// A read of the history begun ahead: the position it reads after, and
@@ -65,5 +72,6 @@ pub(super) fn resume_gap(message: &str, oldest: Option<f64>) -> Control {
         percent_full: None,
         expires_at: None,
         oldest,
+        behind: None,
     }
 }

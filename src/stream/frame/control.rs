@@ -13,7 +13,8 @@ use std::sync::Arc;
 pub enum Control {
     /// Something the client should know; the stream goes on.
     Warning {
-        /// `resume_gap`, `falling_behind` or `token_expiring`.
+        /// `resume_gap`, `falling_behind`, `lagging`, `caught_up` or
+        /// `token_expiring`.
         code: &'static str,
         /// A human sentence.
         message: String,
@@ -27,6 +28,9 @@ pub enum Control {
         /// since the epoch (`resume_gap`).
         #[serde(skip_serializing_if = "Option::is_none")]
         oldest: Option<f64>,
+        /// How far behind live the stream is, seconds (`lagging`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        behind: Option<f64>,
     },
     /// The last event of a stream: why it ends.
     Disconnect {
@@ -91,6 +95,7 @@ impl Control {
             percent_full: None,
             expires_at: None,
             oldest: None,
+            behind: None,
         }
     }
 

@@ -116,6 +116,15 @@ impl Frame {
         }
     }
 
+    /// Whether it is a follow or an unfollow (which move a user stream's
+    /// follows on).
+    pub fn is_follow(&self) -> bool {
+        matches!(
+            self.event,
+            model::Event::Follow { .. } | model::Event::Unfollow { .. }
+        )
+    }
+
     /// The view the index routes on.
     pub fn routing(&self) -> Event<'_> {
         use model::Event as E;

@@ -1,10 +1,17 @@
 //! The hub's side of one client connection: its queue, its kill flag and
-//! reason, its keep-alive and expiry times.
+//! reason, its keep-alive and expiry times, and whether it is lagging.
+//!
+//! A connection whose queue is full leaves live delivery rather than being
+//! dropped ([`ClientConn::offer`]): the hub lets go of the events it had
+//! queued, remembers the first of them and from then on drops its events,
+//! and the connection's feed reads them from the buffer and the history at
+//! the client's pace until it has caught up (`stream::feed`'s lag), when it
+//! rejoins ([`ClientConn::rejoin`]).
 
 use crate::metrics::{global as metrics, inc};
 use crate::stream::direct::Direct;
-use crate::stream::frame::{Control, ControlFrame};
-use crate::stream::queue::{Delivery, Queue};
+use crate::stream::frame::{Control, ControlFrame, EventId};
+use crate::stream::queue::{Delivery, Queue, Refused};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -44,6 +51,11 @@ pub struct ClientConn {
     /// queue (a replay's Redis reads).
     pub(super) killed: Notify,
     pub(super) reason: Mutex<Option<(&'static str, String)>>,
+    /// Set when its queue was full: the hub drops its events until the
+    /// feed has read them from the buffer and clears it.
+    lagging: AtomicBool,
+    /// The first event it was not sent live while lagging.
+    lag_from: Mutex<Option<EventId>>,
 }
 
 impl ClientConn {
@@ -69,6 +81,8 @@ impl ClientConn {
             dead: AtomicBool::new(false),
             killed: Notify::new(),
             reason: Mutex::new(None),
+            lagging: AtomicBool::new(false),
+            lag_from: Mutex::new(None),
         };
         conn.set_expiry(expires_at);
         Arc::new(conn)
@@ -140,9 +154,18 @@ impl ClientConn {
     /// Offers a delivery without waiting: written straight into the socket
     /// when `direct` allows it and the connection has a [`Direct`] sink and
     /// waits on an empty queue, else queued. Sends a falling_behind warning
-    /// when the queue reaches 80 %; returns false when the queue is full
-    /// (the caller disconnects the client) or gone.
+    /// when the queue reaches 80 %; when it is full, the connection leaves
+    /// live delivery ([`ClientConn::lag_start`]) and its events are
+    /// dropped until it rejoins. False only when the connection is gone.
     pub fn offer(&self, d: Delivery, direct: bool) -> bool {
+        if self.lagging.load(Ordering::SeqCst) {
+            inc(&metrics().queue_drops, 1);
+            return true;
+        }
+        let event = match &d {
+            Delivery::Event(f, _) => Some(f.id),
+            _ => None,
+        };
         let pushed = if direct {
             self.queue.push_or(d, self.cap, |sink, d| sink.write(d))
         } else {
@@ -154,10 +177,11 @@ impl ClientConn {
                     let pct = used * 100 / self.cap;
                     let warning = Control::Warning {
                         code: "falling_behind",
-                        message: "Your stream queue is filling up; read faster or you will be disconnected.".into(),
+                        message: "Your stream queue is filling up; read faster or the stream leaves live delivery and goes on from the history.".into(),
                         percent_full: Some(pct),
                         expires_at: None,
                         oldest: None,
+                        behind: None,
                     };
                     inc(&metrics().behind_warnings, 1);
                     let _ = self
@@ -166,8 +190,72 @@ impl ClientConn {
                 }
                 true
             }
-            Err(_) => false,
+            Err(Refused::Full) => {
+                if let Some(id) = event {
+                    self.leave_live(id);
+                }
+                true
+            }
+            Err(Refused::Closed) => false,
         }
+    }
+
+    /// The queue is full: the events queued are let go (the feed reads them
+    /// again from the buffer, so a lagging client holds no queue of them),
+    /// the first of them or `id` (the event refused) remembered, and
+    /// further events dropped.
+    fn leave_live(&self, id: EventId) {
+        // Controls and the rest of a begun write stay; keep-alives carry the
+        // hub's position, which the dropped events are behind.
+        let dropped = self.queue.remove_or_fill(
+            |d| !matches!(d, Delivery::Event(..) | Delivery::Keepalive(_)),
+            Delivery::Wake,
+        );
+        let first = dropped
+            .iter()
+            .filter_map(|d| match d {
+                Delivery::Event(f, _) => Some(f.id),
+                _ => None,
+            })
+            .min()
+            .map_or(id, |first| first.min(id));
+        if let Ok(mut from) = self.lag_from.lock() {
+            *from = Some(from.map_or(first, |f| f.min(first)));
+        }
+        self.lagging.store(true, Ordering::SeqCst);
+        inc(&metrics().queue_drops, dropped.len() as u64 + 1);
+        inc(&metrics().lagging, 1);
+        tracing::debug!(conn = self.id, uid = self.uid, from = %first, "stream lagging");
+    }
+
+    /// The first event the connection was not sent live, while it lags.
+    pub fn lag_start(&self) -> Option<EventId> {
+        if !self.lagging.load(Ordering::SeqCst) {
+            return None;
+        }
+        self.lag_from.lock().ok().and_then(|f| *f)
+    }
+
+    /// Whether the hub drops the connection's events (it lags).
+    pub fn is_lagging(&self) -> bool {
+        self.lagging.load(Ordering::SeqCst)
+    }
+
+    /// The feed has read up to the end of the buffer: the hub delivers
+    /// again from its next event on. Every event it dropped is in the
+    /// buffer by now (added before it was published), so a read of the
+    /// buffer after this call finds them all.
+    pub fn rejoin(&self) {
+        if let Ok(mut from) = self.lag_from.lock() {
+            *from = None;
+        }
+        self.lagging.store(false, Ordering::SeqCst);
+    }
+
+    /// The hub's writes into the socket drop events at or below `floor`
+    /// (a stream that read them from the buffer).
+    pub fn raise_direct_floor(&self, floor: EventId) {
+        self.queue.with_sink(|sink| sink.raise_floor(floor));
     }
 
     /// Sends a control event if there is room.
@@ -256,31 +344,9 @@ impl ClientConn {
             percent_full: None,
             expires_at: Some(unix),
             oldest: None,
+            behind: None,
         };
         self.offer_control(warning.encode());
         true
     }
-}
-
-/// A connection whose queue is full (its client reads too slowly) is
-/// ended; nothing to do for one already gone or ending (further events
-/// may reach it before the dispatcher hears it was closed).
-pub(super) fn stalled(conn: &ClientConn) {
-    if conn.is_killed() || conn.queue.is_closed() {
-        return;
-    }
-    inc(&metrics().queue_drops, 1);
-    inc(&metrics().stall_disconnects, 1);
-    tracing::info!(
-        conn = conn.id,
-        uid = conn.uid,
-        "disconnecting a stalled stream"
-    );
-    conn.kill(
-        "stall",
-        format!(
-            "The stream queue of {} events is full: the client reads too slowly.",
-            conn.cap
-        ),
-    );
 }

@@ -4,7 +4,7 @@
 //! when the rate says that is cheaper
 //! ([`Pace`](super::helpers::Pace)).
 
-use super::conn::{stalled, ClientConn};
+use super::conn::ClientConn;
 use super::helpers::{Helper, Job, Pace, HELPER_BACKLOG};
 use super::routes::Routes;
 use crate::metrics::{global as metrics, inc};
@@ -38,8 +38,8 @@ impl Deliveries {
     }
 
     /// Offers `frame` to the subscriptions in `out` (as `routes` files
-    /// them) and answers the connections whose full queue disconnected
-    /// them (the caller removes them). Through the helpers, writing into
+    /// them) and answers the connections found gone (the caller removes
+    /// them). Through the helpers, writing into
     /// waiting plain streams' sockets if `direct`, while [`Pace`] says so;
     /// else queued here.
     pub(super) fn offer(
@@ -58,7 +58,6 @@ impl Deliveries {
                     .conn
                     .offer(Delivery::Event(frame.clone(), entry.stream), false)
                 {
-                    stalled(&entry.conn);
                     dead.push(entry.conn.id);
                 }
             }

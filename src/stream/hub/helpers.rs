@@ -1,7 +1,7 @@
 //! Delivery helpers (a share of the connections each, so a fan-out runs on
 //! every core) and the pace that decides whether deliveries go through them.
 
-use super::conn::{stalled, ClientConn};
+use super::conn::ClientConn;
 use super::msg::Cmd;
 use crate::stream::frame::{EventId, Frame};
 use crate::stream::queue::Delivery;
@@ -118,8 +118,8 @@ pub(super) struct Helper {
 }
 
 impl Helper {
-    /// Starts a helper; it ends when the dispatcher drops this. Stalled
-    /// connections it ends are closed through `cmds`.
+    /// Starts a helper; it ends when the dispatcher drops this. Connections
+    /// it finds gone are closed through `cmds`.
     pub(super) fn start(cmds: mpsc::UnboundedSender<Cmd>) -> Helper {
         let (jobs, mut rx) = mpsc::unbounded_channel::<Job>();
         let shared = Arc::new(HelperShared {
@@ -132,7 +132,6 @@ impl Helper {
             while let Some(job) = rx.recv().await {
                 for (conn, stream) in &job.to {
                     if !conn.offer(Delivery::Event(job.frame.clone(), stream), job.direct) {
-                        stalled(conn);
                         let _ = cmds.send(Cmd::Close { conn: conn.id });
                     }
                 }

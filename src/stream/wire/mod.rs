@@ -16,7 +16,7 @@ use super::out::Out;
 use super::ws_codec::{self, op};
 use super::zstd::Dictionaries;
 use super::zstd_body::ZstdBody;
-pub use send::send;
+pub use send::{send, send_telling};
 use std::sync::Arc;
 use std::sync::OnceLock;
 

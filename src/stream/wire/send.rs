@@ -16,14 +16,27 @@ thread_local! {
 
 /// Writes what `fill` appends into the socket: straight from the thread's
 /// buffer when the socket takes it all (the usual case, no timer armed);
-/// only the rest of a write that would block is copied out and waits, at
-/// most `timeout` (boxed: the slow path's state stays out of every
+/// only the rest of a write that would block is copied out and waits
+/// while the client takes bytes, at most `timeout` without one (boxed: the slow path's state stays out of every
 /// connection's task). `None` when the write failed or timed out.
 pub async fn send<S, R>(
     io: &mut S,
     timeout: Duration,
     fill: impl FnOnce(&mut Vec<u8>) -> R,
 ) -> Option<R>
+where
+    S: AsyncWrite + Unpin,
+{
+    send_telling(io, timeout, fill).await.map(|(r, _)| r)
+}
+
+/// [`send`], also telling whether the write had to wait for the client to
+/// read (and then went through: the client is reading).
+pub async fn send_telling<S, R>(
+    io: &mut S,
+    timeout: Duration,
+    fill: impl FnOnce(&mut Vec<u8>) -> R,
+) -> Option<(R, bool)>
 where
     S: AsyncWrite + Unpin,
 {
@@ -62,11 +75,32 @@ where
     if failed {
         return None;
     }
+    let waited = rest.is_some();
     if let Some(rest) = rest {
-        let wrote = Box::pin(tokio::time::timeout(timeout, io.write_all(&rest))).await;
-        if !matches!(wrote, Ok(Ok(()))) {
+        if !Box::pin(write_idle(io, &rest, timeout)).await {
             return None;
         }
     }
-    Some(r)
+    Some((r, waited))
+}
+
+/// Writes all of `bytes`, however slowly the client reads, unless the
+/// socket takes no byte at all for `timeout` (a stalled client: counted
+/// and closed). False when the write failed or stalled.
+async fn write_idle<S>(io: &mut S, mut bytes: &[u8], timeout: Duration) -> bool
+where
+    S: AsyncWrite + Unpin,
+{
+    while !bytes.is_empty() {
+        match tokio::time::timeout(timeout, io.write(bytes)).await {
+            Ok(Ok(n)) if n > 0 => bytes = &bytes[n..],
+            Ok(_) => return false,
+            Err(_) => {
+                crate::metrics::inc(&crate::metrics::global().stall_disconnects, 1);
+                tracing::info!("closing a stream whose client took no byte for {timeout:?}");
+                return false;
+            }
+        }
+    }
+    true
 }

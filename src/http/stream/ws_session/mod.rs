@@ -336,12 +336,20 @@ where
             }
             out => out,
         };
-        let sent = wire::send(&mut io, timeout, |buf| {
+        let sent = wire::send_telling(&mut io, timeout, |buf| {
             enc.batch(|| feed.try_next(), &out, buf)
         })
         .await;
         match sent {
-            Some(n) => inc(&metrics().events_sent, n),
+            Some((n, waited)) => {
+                inc(&metrics().events_sent, n);
+                if waited {
+                    // It waited for the client to read, which it did: as
+                    // good as a pong (a lagging client that paused reads its
+                    // pings only once it has read what came before them).
+                    last_pong = Instant::now();
+                }
+            }
             None => break Ending::Gone,
         }
     };
