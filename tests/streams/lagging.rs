@@ -20,14 +20,24 @@ async fn emit(app: &TestApp, uid: &str, sid: &str, n: usize, size: usize) {
     }
 }
 
-/// An SSE firehose on a raw socket with a small receive buffer, its head
-/// read: the client's side of a reader that can pause.
-async fn paused_reader(app: &TestApp, token: &str) -> (tokio::net::TcpStream, Unchunk, Vec<u8>) {
+/// A firehose (SSE, or NDJSON if `ndjson`) on a raw socket with a small
+/// receive buffer, its head read: the client's side of a reader that can
+/// pause.
+async fn paused_reader(
+    app: &TestApp,
+    token: &str,
+    ndjson: bool,
+) -> (tokio::net::TcpStream, Unchunk, Vec<u8>) {
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let mut tcp = socket.connect(app.addr).await.unwrap();
+    let accept = if ndjson {
+        "application/x-ndjson"
+    } else {
+        "text/event-stream"
+    };
     tcp.write_all(
-        format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n")
+        format!("GET /api/v1/stream/firehose HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\nAuthorization: Bearer {token}\r\n\r\n")
             .as_bytes(),
     )
     .await
@@ -39,11 +49,11 @@ async fn paused_reader(app: &TestApp, token: &str) -> (tokio::net::TcpStream, Un
     (tcp, unchunk, body)
 }
 
-/// Reads SSE messages as `(event, id, data)` until `done` says so.
+/// Reads SSE messages (NDJSON lines if `ndjson`) as `(event, id, data)`
+/// until `done` says so.
 async fn read_until(
-    tcp: &mut tokio::net::TcpStream,
-    unchunk: &mut Unchunk,
-    body: &mut Vec<u8>,
+    (tcp, unchunk, body): &mut (tokio::net::TcpStream, Unchunk, Vec<u8>),
+    ndjson: bool,
     done: impl Fn(&[(String, String, Value)]) -> bool,
 ) -> Vec<(String, String, Value)> {
     let mut got = Vec::new();
@@ -59,6 +69,15 @@ async fn read_until(
             got.len()
         );
         body.extend(unchunk.take(&chunk[..n]));
+        while ndjson {
+            let Some(end) = body.iter().position(|b| *b == b'\n') else {
+                break;
+            };
+            let line: Vec<u8> = body.drain(..end + 1).collect();
+            let v: Value = serde_json::from_slice(&line).expect("each line's JSON whole");
+            let id = v["id"].as_str().unwrap_or("").to_string();
+            got.push((v["type"].as_str().unwrap_or("").to_string(), id, v));
+        }
         while let Some(end) = body.windows(2).position(|w| w == b"\n\n") {
             let message: Vec<u8> = body.drain(..end + 2).collect();
             let text = String::from_utf8(message).expect("whole UTF-8 messages");
@@ -88,10 +107,11 @@ fn has_warning(got: &[(String, String, Value)], code: &str) -> bool {
 /// queue of 20 and every socket buffer) is not dropped: once it reads it
 /// gets `lagging` with how far behind it is, every event once and in
 /// order with its own id, then `caught_up`, and live events after that.
-/// With a buffer of 50 events the missed ones come from the history.
+/// On SSE with a buffer that holds them all, and on NDJSON with a buffer of
+/// 50 events, where the missed ones come from the history.
 #[tokio::test]
 async fn a_reader_that_pauses_goes_on_from_the_history_and_catches_up() {
-    for buffer in [100_000, 50] {
+    for (ndjson, buffer) in [(false, 100_000), (true, 50)] {
         let app = TestApp::start_with(|c| {
             c.stream_queue = 20;
             c.replay_maxlen = buffer;
@@ -99,17 +119,14 @@ async fn a_reader_that_pauses_goes_on_from_the_history_and_catches_up() {
         .await;
         let (id, a, fh) = firehose_user(&app, "lena").await;
         let sid = app.say(&a, "the status the events are of").await;
-        let (mut tcp, mut unchunk, mut body) = paused_reader(&app, &fh).await;
+        let mut reader = paused_reader(&app, &fh, ndjson).await;
         const N: usize = 300;
         emit(&app, &id, &sid, N, 30_000).await;
         app.eventually("the stream left live delivery", || async {
             app.metric("firehose_streams_lagging_total").await >= 1.0
         })
         .await;
-        let got = read_until(&mut tcp, &mut unchunk, &mut body, |got| {
-            has_warning(got, "caught_up")
-        })
-        .await;
+        let got = read_until(&mut reader, ndjson, |got| has_warning(got, "caught_up")).await;
         let statuses: Vec<&(String, String, Value)> = got
             .iter()
             .filter(|(_, _, v)| v["type"] == "status")
@@ -157,7 +174,7 @@ async fn a_reader_that_pauses_goes_on_from_the_history_and_catches_up() {
         );
         // Live again.
         app.say(&a, "live again").await;
-        let more = read_until(&mut tcp, &mut unchunk, &mut body, |got| {
+        let more = read_until(&mut reader, ndjson, |got| {
             got.iter().any(|(_, _, v)| v["type"] == "status")
         })
         .await;
@@ -183,9 +200,17 @@ async fn a_reader_that_pauses_goes_on_from_the_history_and_catches_up() {
 /// pauses while 200 events of 30 KB go by, each for both, and for five
 /// keep-alive periods (pings it cannot answer while it reads nothing): once
 /// it reads, each subscription gets every event once and in order, with one
-/// `lagging` for the socket and `caught_up` after the last.
+/// `lagging` for the socket and `caught_up` after the last. So does a
+/// WebSocket on the firehose's path.
 #[tokio::test]
 async fn a_multiplexed_socket_that_pauses_catches_up_on_every_subscription() {
+    pausing_websocket(&["firehose", "user"]).await;
+    pausing_websocket(&[]).await;
+}
+
+/// A WebSocket subscribed to `streams` on the multiplexed path, or on the
+/// firehose's path when there are none, that pauses and then reads.
+async fn pausing_websocket(streams: &[&str]) {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     let app = TestApp::start_with(|c| {
         c.stream_queue = 20;
@@ -197,18 +222,23 @@ async fn a_multiplexed_socket_that_pauses_catches_up_on_every_subscription() {
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let tcp = socket.connect(app.addr).await.unwrap();
-    let mut req = format!("ws://{}/api/v1/stream", app.addr)
+    let path = if streams.is_empty() {
+        "/api/v1/stream/firehose"
+    } else {
+        "/api/v1/stream"
+    };
+    let mut req = format!("ws://{}{path}", app.addr)
         .into_client_request()
         .unwrap();
     req.headers_mut()
         .insert("authorization", format!("Bearer {fh}").parse().unwrap());
     let (mut ws, _) = tokio_tungstenite::client_async(req, tcp).await.unwrap();
-    for stream in ["firehose", "user"] {
+    for stream in streams {
         let subscribe = json!({"type": "subscribe", "stream": stream}).to_string();
         ws.send(WsMessage::Text(subscribe.into())).await.unwrap();
     }
     let mut subscribed = 0;
-    while subscribed < 2 {
+    while subscribed < streams.len() {
         let msg = tokio::time::timeout(Duration::from_secs(10), ws.next())
             .await
             .unwrap()
@@ -241,10 +271,15 @@ async fn a_multiplexed_socket_that_pauses_catches_up_on_every_subscription() {
             got.push(serde_json::from_str(t.as_str()).expect("whole JSON"));
         }
     }
-    for stream in ["firehose", "user"] {
+    let each = if streams.is_empty() {
+        &["firehose"][..]
+    } else {
+        streams
+    };
+    for stream in each {
         let ats: Vec<u64> = got
             .iter()
-            .filter(|v| v["type"] == "status" && v["stream"] == stream)
+            .filter(|v| v["type"] == "status" && (streams.is_empty() || v["stream"] == *stream))
             .map(|v| v["at"].as_u64().unwrap())
             .collect();
         assert_eq!(
@@ -278,4 +313,45 @@ async fn a_multiplexed_socket_that_pauses_catches_up_on_every_subscription() {
             }
         }
     }
+}
+
+/// A paused reader whose place leaves what the server holds (no history,
+/// a buffer of 50 events) is told `resume_gap` and goes on with what is
+/// held: the newest events, in order, then `caught_up`.
+#[tokio::test]
+async fn a_reader_whose_place_leaves_the_history_gets_resume_gap_and_goes_on() {
+    let app = TestApp::start_with(|c| {
+        c.stream_queue = 20;
+        c.replay_maxlen = 50;
+        c.history_secs = 0;
+    })
+    .await;
+    let (id, a, fh) = firehose_user(&app, "lena").await;
+    let sid = app.say(&a, "the status the events are of").await;
+    let mut reader = paused_reader(&app, &fh, false).await;
+    const N: usize = 300;
+    emit(&app, &id, &sid, N, 30_000).await;
+    let got = read_until(&mut reader, false, |got| has_warning(got, "caught_up")).await;
+    let codes: Vec<&str> = got
+        .iter()
+        .filter(|(_, _, v)| v["type"] == "warning")
+        .filter_map(|(_, _, v)| v["code"].as_str())
+        .filter(|c| *c != "falling_behind")
+        .collect();
+    assert_eq!(codes, ["lagging", "resume_gap", "caught_up"], "{codes:?}");
+    let ats: Vec<u64> = got
+        .iter()
+        .filter(|(_, _, v)| v["type"] == "status")
+        .map(|(_, _, v)| v["at"].as_u64().unwrap())
+        .collect();
+    let gap = ats
+        .windows(2)
+        .position(|w| w[1] != w[0] + 1)
+        .expect("a stretch missed");
+    assert!(
+        ats[gap + 1..].windows(2).all(|w| w[1] == w[0] + 1),
+        "after the gap, each event once, in order: {ats:?}"
+    );
+    assert_eq!(*ats.last().unwrap(), N as u64 - 1, "up to the newest");
+    assert!(got.iter().all(|(_, _, v)| v["type"] != "disconnect"));
 }
