@@ -69,10 +69,7 @@ async fn read_until(
             got.len()
         );
         body.extend(unchunk.take(&chunk[..n]));
-        while ndjson {
-            let Some(end) = body.iter().position(|b| *b == b'\n') else {
-                break;
-            };
+        while let Some(end) = body.iter().position(|b| *b == b'\n').filter(|_| ndjson) {
             let line: Vec<u8> = body.drain(..end + 1).collect();
             let v: Value = serde_json::from_slice(&line).expect("each line's JSON whole");
             let id = v["id"].as_str().unwrap_or("").to_string();
