@@ -77,6 +77,14 @@ pub async fn accept_loop(
             }
         };
         let _ = tcp.set_nodelay(true);
+        // The kernel ends a connection whose client acknowledges none of
+        // what was sent (a window shut, or no answer) for the write timeout:
+        // a client that reads, however slowly, is never cut off by how
+        // rarely a full send buffer lets a write through.
+        let _ = rustix::net::sockopt::set_tcp_user_timeout(
+            &tcp,
+            u32::try_from(write_timeout.as_millis()).unwrap_or(u32::MAX),
+        );
         let (slot, beyond_cap) = match slots.clone().try_acquire_owned() {
             Ok(slot) => (slot, false),
             Err(_) => match spare.clone().try_acquire_owned() {

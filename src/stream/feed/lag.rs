@@ -80,11 +80,7 @@ impl Feed {
         let hides = Arc::new(self.hub.store().relations().hides(self.conn.uid).await?);
         // What the hub left queued (no event: those it let go) comes first:
         // the rest of a begun write, a `falling_behind`.
-        while let Some((d, left)) = self.conn.try_take() {
-            if let Some(out) = self.accept(d, left) {
-                self.pending.push_back(out);
-            }
-        }
+        self.take_controls();
         if self.lag == Lag::Live {
             let behind = (crate::model::now() - from.0 as f64 / 1000.0).max(0.0);
             self.push_control(Control::Warning {
@@ -120,6 +116,18 @@ impl Feed {
                 .await?;
         }
         Ok(())
+    }
+
+    /// Takes what the queue holds into `pending`: while the stream is
+    /// behind, the hub queues no event, so only its control events (a
+    /// `token_expiring`, the rest of a begun write), which go out between
+    /// the replay's pages rather than after it.
+    pub(super) fn take_controls(&mut self) {
+        while let Some((d, left)) = self.conn.try_take() {
+            if let Some(out) = self.accept(d, left) {
+                self.pending.push_back(out);
+            }
+        }
     }
 
     /// Moves the first replay that has not reached the buffer's end to the

@@ -378,6 +378,12 @@ impl Feed {
                 continue;
             }
             if !self.replays.is_empty() {
+                if self.lag == Lag::Behind {
+                    self.take_controls();
+                    if !self.pending.is_empty() {
+                        continue;
+                    }
+                }
                 // Boxed: the replay's Redis round trips would otherwise size
                 // this future, held by every stream's task for its whole life.
                 if let Some(end) = Box::pin(self.replay_page()).await {

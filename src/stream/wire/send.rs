@@ -84,22 +84,34 @@ where
     Some((r, waited))
 }
 
-/// Writes all of `bytes`, however slowly the client reads, unless the
-/// socket takes no byte at all for `timeout` (a stalled client: counted
-/// and closed). False when the write failed or stalled.
+/// How many write timeouts a write may wait without a byte going through
+/// before it is given up here. The kernel is what ends a client that takes
+/// nothing (`TCP_USER_TIMEOUT`, set to the write timeout when the
+/// connection is accepted: `serve`), since only it sees a slow client's
+/// acknowledgements: a full send buffer lets a write through only once a
+/// third of it has drained, which may be minutes for a client that reads
+/// a few kilobytes a second. This is the backstop where that option is not
+/// honoured.
+const BACKSTOP: u32 = 10;
+
+/// Writes all of `bytes`, however slowly the client reads; false when the
+/// write failed, or the client stalled (took no byte at all for the write
+/// timeout: the kernel's verdict, counted as a stall).
 async fn write_idle<S>(io: &mut S, mut bytes: &[u8], timeout: Duration) -> bool
 where
     S: AsyncWrite + Unpin,
 {
+    let stalled = || {
+        crate::metrics::inc(&crate::metrics::global().stall_disconnects, 1);
+        tracing::info!("closing a stream whose client took no byte for {timeout:?}");
+        false
+    };
     while !bytes.is_empty() {
-        match tokio::time::timeout(timeout, io.write(bytes)).await {
+        match tokio::time::timeout(timeout * BACKSTOP, io.write(bytes)).await {
             Ok(Ok(n)) if n > 0 => bytes = &bytes[n..],
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::TimedOut => return stalled(),
             Ok(_) => return false,
-            Err(_) => {
-                crate::metrics::inc(&crate::metrics::global().stall_disconnects, 1);
-                tracing::info!("closing a stream whose client took no byte for {timeout:?}");
-                return false;
-            }
+            Err(_) => return stalled(),
         }
     }
     true
