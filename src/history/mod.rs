@@ -312,7 +312,7 @@ impl History {
     /// view of [`History::read_after_as`]).
     #[cfg(test)]
     async fn read_after(&self, after: EventId) -> std::io::Result<Page> {
-        self.read_after_as(after, |id, json| Some((id, json.to_owned())))
+        self.read_after_as(after, usize::MAX, |id, json| Some((id, json.to_owned())))
             .await
     }
 
@@ -321,10 +321,13 @@ impl History {
     /// made into a `T` by `make` (an event it gives `None` for is left
     /// out) on the thread that read and decompressed its block: a replay
     /// parses its frames there, off the threads the live streams run on.
-    /// Block reads queue behind [`MAX_READERS`] others.
+    /// At most `most` events are made (a lagging stream's small page): the
+    /// page's cursor is then the last of them. Block reads queue behind
+    /// [`MAX_READERS`] others.
     pub async fn read_after_as<T: Send + 'static>(
         &self,
         after: EventId,
+        most: usize,
         make: fn(EventId, &str) -> Option<T>,
     ) -> std::io::Result<Page<T>> {
         let located = self.locate(after);
@@ -339,10 +342,15 @@ impl History {
             Located::Pending(page) => {
                 // Up to a block's worth (more while the disk refuses
                 // writes): made on the reader threads too.
-                let (cursor, gap, end) = (page.cursor, page.gap, page.end);
+                let (mut cursor, gap, mut end) = (page.cursor, page.gap, page.end);
+                let mut pending = page.events;
+                if pending.len() > most {
+                    pending.truncate(most.max(1));
+                    (cursor, end) = (pending[pending.len() - 1].0, false);
+                }
                 let events = self
                     .on_reader(move || {
-                        page.events
+                        pending
                             .into_iter()
                             .filter_map(|(id, json)| make(id, &json))
                             .collect()
@@ -361,19 +369,21 @@ impl History {
         let read = self
             .on_reader(move || {
                 segment::read_body(&file, &block).map(|body| {
-                    let mut events = Vec::with_capacity(block.header.count as usize);
+                    let (most, mut seen, mut last) = (most.max(1), 0, block.header.last);
+                    let mut events = Vec::with_capacity((block.header.count as usize).min(most));
                     block::visit(&block.header, &body, |id, json| {
-                        if id > after {
+                        if id > after && seen < most {
                             events.extend(make(id, json));
+                            (seen, last) = (seen + 1, id);
                         }
                     })
-                    .map(|()| events)
+                    // Cut short: the page ends at the last event made.
+                    .map(|()| (events, if seen < most { block.header.last } else { last }))
                 })
             })
             .await?;
-        let cursor = block.header.last;
         match read {
-            Ok(Some(events)) => Ok(Page {
+            Ok(Some((events, cursor))) => Ok(Page {
                 events,
                 cursor,
                 gap,
@@ -382,6 +392,7 @@ impl History {
             // Damaged on disk since it was indexed, or cut away by a
             // failing disk: a stretch not held, never garbage.
             Ok(None) | Err(_) => {
+                let cursor = block.header.last;
                 tracing::warn!(first = %block.header.first, last = %block.header.last,
                     "a damaged history block was passed over");
                 self.0.damaged.fetch_add(1, Ordering::Relaxed);

@@ -144,15 +144,19 @@ impl Feed {
                     Ok(page) => page,
                     Err(e) => Err(std::io::Error::other(e)),
                 },
-                _ => history.read_after_as(cursor, event_frame).await,
+                _ => {
+                    let most = budget.unwrap_or(usize::MAX);
+                    history.read_after_as(cursor, most, event_frame).await
+                }
             };
             let page =
                 read.map_err(|e| crate::store::StoreError::Internal(format!("history: {e}")))?;
             if !page.end && budget.is_none() {
                 // The next block is read while this one is judged and written.
                 let (next, ahead) = (page.cursor, history.clone());
-                let read =
-                    tokio::spawn(async move { ahead.read_after_as(next, event_frame).await });
+                let read = tokio::spawn(async move {
+                    ahead.read_after_as(next, usize::MAX, event_frame).await
+                });
                 if let Some(job) = self.replays.front_mut() {
                     job.prefetch = Some((next, read));
                 }
@@ -231,11 +235,13 @@ impl Feed {
                 break;
             }
         }
+        // The page's other events go now, not after the round trip below.
+        drop(events);
         // Judged before the cursor moves: a failed read leaves the page
         // to be read again.
         let kept = job.sight.keep(matched).await?;
         let (next, more) = cut.map_or((next, more), |at| (at, true));
-        if let (Some(entries), false) = (job.budget, still_history) {
+        if let Some(entries) = job.budget {
             job.budget = Some(lag::next_budget(entries, bytes, cut.is_some(), REPLAY_PAGE));
         }
         job.cursor = next;
