@@ -17,49 +17,12 @@
 //! `warning` `caught_up` goes out. A queue that fills again meanwhile
 //! starts over, with no second `lagging`.
 
+use super::replay_job::Lag;
 use super::{Feed, Sub};
 use crate::metrics::{global as metrics, inc};
 use crate::store::StoreResult;
-use crate::stream::frame::{Control, EventId, Frame};
+use crate::stream::frame::{Control, EventId};
 use std::sync::Arc;
-
-/// Bytes of matching events (all their encodings) a lagging stream's
-/// replay page holds at most, but for its first event: with the one batch
-/// being written into the socket, a lagging client holds at most 64 KiB
-/// beyond its socket's buffers.
-pub(super) const LAG_BYTES: usize = 32 * 1024;
-
-/// Buffer entries a lagging stream's first page reads.
-pub(super) const LAG_FIRST_PAGE: usize = 16;
-
-/// Where a feed stands with live delivery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(super) enum Lag {
-    /// Live: the hub queues its events.
-    #[default]
-    Live,
-    /// The hub drops its events; the replays read them.
-    Behind,
-    /// The hub queues again; the replays read up to where it began.
-    Rejoining,
-}
-
-/// The bytes a frame holds.
-pub(super) fn held(f: &Frame) -> usize {
-    f.json.len() + f.sse.len() + f.ndjson.len()
-}
-
-/// The next page size of a lagging replay that read `entries` and held
-/// `bytes`, cut or not.
-pub(super) fn next_budget(entries: usize, bytes: usize, cut: bool, most: usize) -> usize {
-    if cut {
-        (entries / 2).max(1)
-    } else if bytes < LAG_BYTES / 2 {
-        (entries * 2).min(most)
-    } else {
-        entries
-    }
-}
 
 impl Feed {
     /// Whether the hub drops this stream's events or its replays are still
@@ -165,19 +128,5 @@ impl Feed {
             "caught_up",
             "The stream has caught up and is live again.",
         ));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lagging_page_shrinks_when_cut_and_grows_when_light() {
-        assert_eq!(next_budget(16, LAG_BYTES, true, 256), 8);
-        assert_eq!(next_budget(1, LAG_BYTES * 9, true, 256), 1, "never 0");
-        assert_eq!(next_budget(16, 100, false, 256), 32);
-        assert_eq!(next_budget(200, 100, false, 256), 256, "at most a page");
-        assert_eq!(next_budget(16, LAG_BYTES - 1, false, 256), 16);
     }
 }

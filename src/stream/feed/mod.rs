@@ -11,8 +11,7 @@ mod replay;
 mod replay_job;
 
 use crate::stream::out::Out;
-use lag::Lag;
-use replay_job::{resume_gap, ReplayJob};
+use replay_job::{resume_gap, Lag, ReplayJob};
 
 use super::direct::Direct;
 use super::frame::{Control, EventId};

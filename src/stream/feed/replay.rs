@@ -3,8 +3,7 @@
 //! history on disk and then the replay buffer, judged by what the reader
 //! may see now, before the live events queued meanwhile.
 
-use super::lag::{self, Lag, LAG_FIRST_PAGE};
-use super::replay_job::{resume_gap, Reading, ReplayJob};
+use super::replay_job::{self, resume_gap, Lag, Reading, ReplayJob, LAG_FIRST_PAGE};
 use super::Feed;
 use crate::hides::Hides;
 use crate::history::History;
@@ -226,11 +225,11 @@ impl Feed {
                 if !job.hides.hides_any(f.actors(), hide_mask(job.stream))
                     && !self.hub.store().suspended().any(f.actors())
                 {
-                    bytes += lag::held(&f);
+                    bytes += replay_job::held(&f);
                     matched.push(f);
                 }
             }
-            if job.budget.is_some() && bytes >= lag::LAG_BYTES && i + 1 < events.len() {
+            if job.budget.is_some() && bytes >= replay_job::LAG_BYTES && i + 1 < events.len() {
                 cut = Some(f.id);
                 break;
             }
@@ -242,7 +241,12 @@ impl Feed {
         let kept = job.sight.keep(matched).await?;
         let (next, more) = cut.map_or((next, more), |at| (at, true));
         if let Some(entries) = job.budget {
-            job.budget = Some(lag::next_budget(entries, bytes, cut.is_some(), REPLAY_PAGE));
+            job.budget = Some(replay_job::next_budget(
+                entries,
+                bytes,
+                cut.is_some(),
+                REPLAY_PAGE,
+            ));
         }
         job.cursor = next;
         if job.from_history && !still_history {
