@@ -95,6 +95,29 @@ async fn read_until(
     got
 }
 
+/// A user's firehose read by a paused reader ([`paused_reader`]) while `n`
+/// events of 30 KB pass: the user's token and the reader.
+async fn paused_through(
+    app: &TestApp,
+    ndjson: bool,
+    n: usize,
+) -> (String, (tokio::net::TcpStream, Unchunk, Vec<u8>)) {
+    let (id, a, fh) = firehose_user(app, "lena").await;
+    let sid = app.say(&a, "the status the events are of").await;
+    let reader = paused_reader(app, &fh, ndjson).await;
+    emit(app, &id, &sid, n, 30_000).await;
+    (a, reader)
+}
+
+/// The codes of the warnings among `events` but `falling_behind`, in order.
+fn warning_codes<'a>(events: impl Iterator<Item = &'a Value>) -> Vec<&'a str> {
+    events
+        .filter(|v| v["type"] == "warning")
+        .filter_map(|v| v["code"].as_str())
+        .filter(|c| *c != "falling_behind")
+        .collect()
+}
+
 fn has_warning(got: &[(String, String, Value)], code: &str) -> bool {
     got.iter()
         .any(|(_, _, v)| v["type"] == "warning" && v["code"] == code)
@@ -114,11 +137,8 @@ async fn a_reader_that_pauses_goes_on_from_the_history_and_catches_up() {
             c.replay_maxlen = buffer;
         })
         .await;
-        let (id, a, fh) = firehose_user(&app, "lena").await;
-        let sid = app.say(&a, "the status the events are of").await;
-        let mut reader = paused_reader(&app, &fh, ndjson).await;
         const N: usize = 300;
-        emit(&app, &id, &sid, N, 30_000).await;
+        let (a, mut reader) = paused_through(&app, ndjson, N).await;
         app.eventually("the stream left live delivery", || async {
             app.metric("firehose_streams_lagging_total").await >= 1.0
         })
@@ -285,12 +305,7 @@ async fn pausing_websocket(streams: &[&str]) {
             "{stream}: every event once, in order"
         );
     }
-    let codes: Vec<&str> = got
-        .iter()
-        .filter(|v| v["type"] == "warning")
-        .filter_map(|v| v["code"].as_str())
-        .filter(|c| *c != "falling_behind")
-        .collect();
+    let codes = warning_codes(got.iter());
     assert_eq!(codes, ["lagging", "caught_up"], "{got:?}");
     // Live again, the pings it could not answer while paused forgiven.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -323,18 +338,10 @@ async fn a_reader_whose_place_leaves_the_history_gets_resume_gap_and_goes_on() {
         c.history_secs = 0;
     })
     .await;
-    let (id, a, fh) = firehose_user(&app, "lena").await;
-    let sid = app.say(&a, "the status the events are of").await;
-    let mut reader = paused_reader(&app, &fh, false).await;
     const N: usize = 300;
-    emit(&app, &id, &sid, N, 30_000).await;
+    let (_, mut reader) = paused_through(&app, false, N).await;
     let got = read_until(&mut reader, false, |got| has_warning(got, "caught_up")).await;
-    let codes: Vec<&str> = got
-        .iter()
-        .filter(|(_, _, v)| v["type"] == "warning")
-        .filter_map(|(_, _, v)| v["code"].as_str())
-        .filter(|c| *c != "falling_behind")
-        .collect();
+    let codes = warning_codes(got.iter().map(|(_, _, v)| v));
     assert_eq!(codes, ["lagging", "resume_gap", "caught_up"], "{codes:?}");
     let ats: Vec<u64> = got
         .iter()
