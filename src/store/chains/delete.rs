@@ -194,13 +194,30 @@ impl Store {
             }
             let _: () = pipe.query_async(&mut conn).await?;
         }
+        // Counted under its latest version's member (`chains::edit`), and
+        // the version before it too: an edit under way may have replaced
+        // the text but not yet counted the previous version out, and it
+        // stops at the delete's mark.
+        let edits = h.get("edits").and_then(|e| e.parse().ok()).unwrap_or(0);
         if !tags.is_empty() {
-            // Counted under its latest version's member (`chains::edit`).
-            let edits = h.get("edits").and_then(|e| e.parse().ok()).unwrap_or(0);
             self.count_trend(
                 &super::edit::trend_member(sid, edits),
                 status.posted,
                 &tags,
+                Count::Out,
+            )
+            .await?;
+        }
+        let previous: Vec<String> = h
+            .get("edit_prev_hashtags")
+            .filter(|_| edits > 0)
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default();
+        if !previous.is_empty() {
+            self.count_trend(
+                &super::edit::trend_member(sid, edits - 1),
+                status.posted,
+                &unique_tags(&previous),
                 Count::Out,
             )
             .await?;
