@@ -352,8 +352,7 @@ impl Groups<'_> {
     /// Tells every process's hub that `uid` no longer reads private group
     /// `gid` (their group streams of it end).
     pub async fn announce_left(self, gid: u64, uid: u64) -> StoreResult<()> {
-        let body = serde_json::to_string(&crate::model::Event::GroupLeft { group_id: gid, uid })
-            .map_err(|e| StoreError::Internal(e.to_string()))?;
+        let body = super::events::body(&crate::model::Event::GroupLeft { group_id: gid, uid });
         self.store.events().emit(&body).await?;
         Ok(())
     }

@@ -252,15 +252,14 @@ impl Lists<'_> {
             MemberChange::Add => (ids, Vec::new()),
             MemberChange::Remove => (Vec::new(), ids),
         };
-        let body = serde_json::to_string(&Event::ListChanged {
+        let body = super::events::body(&Event::ListChanged {
             owner,
             list_id: lid,
             version,
             added,
             removed,
             deleted,
-        })
-        .map_err(|e| StoreError::Internal(e.to_string()))?;
+        });
         self.store.events().emit(&body).await?;
         Ok(())
     }

@@ -69,10 +69,11 @@ impl Store {
 
 impl Notifications<'_> {
     /// Adds each `(uid, n)` unless `uid` has one of its key already: for
-    /// each, whether this call added it. One round trip for all (scripts
+    /// each, the id it was added under when this call added it (its own,
+    /// or the next free one when another of `uid`'s holds it). One round trip for all (scripts
     /// sent whole, `EVAL`, so a pipeline never meets a script cache that
     /// lacks them).
-    pub async fn add(self, adds: &[(u64, &Stored)]) -> StoreResult<Vec<bool>> {
+    pub async fn add(self, adds: &[(u64, &Stored)]) -> StoreResult<Vec<Option<String>>> {
         if adds.is_empty() {
             return Ok(Vec::new());
         }
@@ -93,8 +94,11 @@ impl Notifications<'_> {
                 .arg(MAX_NOTIFICATIONS);
         }
         let mut conn = self.store.conn();
-        let added: Vec<i64> = pipe.query_async(&mut conn).await?;
-        Ok(added.into_iter().map(|a| a == 1).collect())
+        let added: Vec<String> = pipe.query_async(&mut conn).await?;
+        Ok(added
+            .into_iter()
+            .map(|id| (!id.is_empty()).then_some(id))
+            .collect())
     }
 
     /// Takes away each `(uid, key)` notification: for each, its id if there
@@ -260,19 +264,5 @@ impl Notifications<'_> {
             return Ok(true);
         }
         Ok(false)
-    }
-
-    /// The id of the newest entry in the buffer, if any.
-    pub async fn newest_event_entry(self) -> StoreResult<Option<String>> {
-        let mut conn = self.store.conn();
-        let rows: Vec<(String, Vec<String>)> = redis::cmd("XREVRANGE")
-            .arg(self.store.keys.events())
-            .arg("+")
-            .arg("-")
-            .arg("COUNT")
-            .arg(1)
-            .query_async(&mut conn)
-            .await?;
-        Ok(rows.into_iter().next().map(|(id, _)| id))
     }
 }

@@ -160,8 +160,7 @@ impl Rules<'_> {
 
     /// Tells every process's hub that `uid`'s rules are now at `version`.
     async fn announce(self, uid: u64, version: u64) -> StoreResult<()> {
-        let body = serde_json::to_string(&crate::model::Event::RulesChanged { uid, version })
-            .map_err(|e| StoreError::Internal(e.to_string()))?;
+        let body = super::events::body(&crate::model::Event::RulesChanged { uid, version });
         self.store.events().emit(&body).await?;
         Ok(())
     }

@@ -383,13 +383,17 @@ impl Sessions<'_> {
             let _: () = conn.zrem(self.store.keys.session_index(k), entries).await?;
         }
         let sids: Vec<&str> = ended.iter().map(|(_, sid)| sid.as_str()).collect();
+        let shard = self.store.keys.log_shard(0);
         let _: usize = self
             .store
             .scripts
             .drop_sessions
-            .key(self.store.keys.events())
-            .arg(self.store.keys.channel())
-            .arg(self.store.replay_maxlen)
+            .key(self.store.keys.log_events(shard))
+            .key(self.store.keys.log_emitted(shard))
+            .arg(self.store.keys.log_channel(shard))
+            .arg(self.store.shard_trim(self.store.shard_maxlen()))
+            .arg(self.store.publish_command())
+            .arg(shard)
             .arg(&sids)
             .invoke_async(&mut conn)
             .await?;

@@ -95,13 +95,15 @@ impl Store {
         at: f64,
     ) -> StoreResult<Vec<StoreResult<bool>>> {
         let mut conn = self.conn();
+        // Every event of a follow is its follower's: one shard.
+        let shard = self.keys.log_shard(source);
         let mut call = self.scripts.follow_whole.prepare_invoke();
         call.key(self.keys.user(source))
             .key(self.keys.following(source))
             .key(self.keys.follow_applied(source))
             .key(self.keys.hide(source))
             .key(self.keys.home(source))
-            .key(self.keys.events());
+            .key(self.keys.log_events(shard));
         for &target in targets {
             call.key(self.keys.user(target))
                 .key(self.keys.followers(target))
@@ -115,18 +117,22 @@ impl Store {
             .arg(if follow { "1" } else { "0" })
             .arg(at)
             .arg(HOME_CAP)
-            .arg(self.replay_maxlen)
-            .arg(self.keys.channel())
+            .arg(self.shard_trim(self.shard_maxlen()))
+            .arg(self.keys.log_channel(shard))
             .arg(OUTBOX_PARTS)
             .arg(targets.len())
-            .arg(FOLLOW_COPY_BUDGET);
+            .arg(FOLLOW_COPY_BUDGET)
+            .arg(self.publish_command())
+            .arg(shard);
         for &target in targets {
             let event = body(&if follow {
                 Event::Follow { at, source, target }
             } else {
                 Event::Unfollow { at, source, target }
             });
-            call.arg(target).arg(event).arg(pair_part(source, target));
+            call.arg(target)
+                .arg(event.json)
+                .arg(pair_part(source, target));
         }
         let (hidden, outcomes, copied): (Vec<u64>, Vec<i64>, Vec<u64>) =
             call.invoke_async(&mut conn).await?;

@@ -116,6 +116,7 @@ impl Store {
             target: author,
             private,
         });
+        let shard = self.keys.log_shard(event.key);
         let mut conn = self.conn();
         let reply: redis::Value = self
             .scripts
@@ -123,20 +124,25 @@ impl Store {
             .key(self.keys.status(sid))
             .key(self.keys.likers(sid))
             .key(self.keys.likes(uid))
-            .key(self.keys.events())
+            .key(self.keys.log_events(shard))
             .arg(uid)
             .arg(sid)
             .arg(at)
             .arg(if like { "1" } else { "0" })
-            .arg(self.replay_maxlen)
-            .arg(self.keys.channel())
-            .arg(event)
-            .arg(body(&Event::Unlike {
-                at,
-                status_id: sid,
-                source: uid,
-                target: author,
-            }))
+            .arg(self.shard_trim(self.shard_maxlen()))
+            .arg(self.keys.log_channel(shard))
+            .arg(&event.json)
+            .arg(
+                body(&Event::Unlike {
+                    at,
+                    status_id: sid,
+                    source: uid,
+                    target: author,
+                })
+                .json,
+            )
+            .arg(self.publish_command())
+            .arg(shard)
             .invoke_async(&mut conn)
             .await?;
         self.caches.counts.forget(sid);

@@ -284,7 +284,7 @@ impl Store {
             .key(self.keys.profile(uid))
             .key(self.keys.home(uid))
             .key(self.keys.followers(uid))
-            .key(self.keys.events());
+            .key(self.keys.log_events(self.keys.log_shard(sid)));
         match parent {
             Some(p) => inv.key(self.keys.status(p)).key(self.keys.replies(p)),
             None => inv.key(self.keys.status(sid)).key(self.keys.status(sid)),
@@ -309,8 +309,8 @@ impl Store {
             .arg(if trims_homes(sid) { HOME_CAP } else { 0 })
             .arg(INDEX_CAP)
             .arg(self.fanout_inline)
-            .arg(self.replay_maxlen)
-            .arg(self.keys.channel())
+            .arg(self.shard_trim(self.shard_maxlen()))
+            .arg("PUBLISH")
             .arg(self.keys.home(0))
             .arg(self.keys.hide(0))
             .arg(if parent.is_some() { "1" } else { "0" })
@@ -331,7 +331,11 @@ impl Store {
             inv.arg(k).arg(v);
         }
         for e in &events {
-            inv.arg(e);
+            let k = self.keys.log_shard(e.key);
+            inv.arg(k)
+                .arg(self.keys.log_events(k))
+                .arg(self.keys.log_channel(k))
+                .arg(&e.json);
         }
         let answer = match opts.idempotency_key {
             Some(_) => {

@@ -63,8 +63,7 @@ impl Store {
         // The event before the sessions end, so that every hub ends the
         // user's streams with `suspended` (not `revoked`); a rerun emits it
         // again, which changes nothing.
-        let event = serde_json::to_string(&Event::Suspended { uid, on })
-            .map_err(|e| StoreError::Internal(e.to_string()))?;
+        let event = crate::store::events::body(&Event::Suspended { uid, on });
         self.events().emit(&event).await?;
         if on {
             let sessions = self.sessions().all_of(uid).await?;

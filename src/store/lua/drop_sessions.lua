@@ -2,17 +2,21 @@
 -- them at their authority, then their entries left the clean-up's index):
 -- their revocations are announced.
 --
--- Atomic per call: each revocation is appended to the event buffer and
--- published with the id it got there, so a process whose subscription was
--- down when it happened still applies it when it catches up from the
--- buffer. One slot: the event buffer, a global `{g}` key.
+-- Atomic per call: the revocations are appended to the event log as one
+-- entry and published with the ids they got there (`log_append`), so a
+-- process whose subscription was down when it happened still applies them
+-- when it catches up from the buffer. One slot: the log's shard of events
+-- of no one (`keys::log_shard(0)`), its buffer, marks and channel.
 --
--- KEYS[1] events STREAM
--- ARGV[1] channel  ARGV[2] MAXLEN  ARGV[3..] session ids
+-- KEYS[1] the shard's events STREAM  KEYS[2] its marks HASH
+-- ARGV[1] channel  ARGV[2] trim (`~N` or `=N`)  ARGV[3] PUBLISH or SPUBLISH  ARGV[4] the
+-- shard's number  ARGV[5..] session ids
 -- Returns the number of revocations announced.
-for i = 3, #ARGV do
-  local body = '{"type":"session_revoked","sid":"' .. ARGV[i] .. '"}'
-  local eid = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], '*', 'e', body)
-  redis.call('PUBLISH', ARGV[1], '{"id":"' .. eid .. '",' .. body:sub(2))
+local bodies = {}
+for i = 5, #ARGV do
+  bodies[#bodies + 1] = '{"type":"session_revoked","sid":"' .. ARGV[i] .. '"}'
 end
-return #ARGV - 2
+if #bodies > 0 then
+  log_append(KEYS[1], KEYS[2], ARGV[2], ARGV[1], ARGV[3], tonumber(ARGV[4]), bodies)
+end
+return #bodies

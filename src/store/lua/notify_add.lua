@@ -9,14 +9,26 @@
 --
 -- KEYS[1] notifications ZSET (id -> whole second)  KEYS[2] id -> JSON HASH
 -- KEYS[3] key -> id HASH
--- ARGV[1] key  ARGV[2] id  ARGV[3] score  ARGV[4] JSON (with "key")  ARGV[5] cap
--- Returns 1 when added, 0 when the key had one already.
+-- The id is made from the event's (store::notifier), and two events of one
+-- millisecond may make the same: a notification of another key holding it
+-- already, the next free id is taken (and written into the JSON).
+--
+-- ARGV[1] key  ARGV[2] id  ARGV[3] score  ARGV[4] JSON (with "key" and
+-- "id")  ARGV[5] cap
+-- Returns the id when added, "" when the key had one already.
 if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then
-  return 0
+  return ''
 end
-redis.call('ZADD', KEYS[1], ARGV[3], ARGV[2])
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[4])
-redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+local id, json = ARGV[2], ARGV[4]
+while redis.call('HEXISTS', KEYS[2], id) == 1 do
+  id = string.format('%.0f', tonumber(id) + 1)
+end
+if id ~= ARGV[2] then
+  json = string.gsub(json, '"id":"' .. ARGV[2] .. '"', '"id":"' .. id .. '"', 1)
+end
+redis.call('ZADD', KEYS[1], ARGV[3], id)
+redis.call('HSET', KEYS[2], id, json)
+redis.call('HSET', KEYS[3], ARGV[1], id)
 local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[5])
 if over > 0 then
   for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, over - 1)) do
@@ -31,4 +43,4 @@ if over > 0 then
     redis.call('ZREM', KEYS[1], id)
   end
 end
-return 1
+return id

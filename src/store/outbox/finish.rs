@@ -4,6 +4,7 @@
 
 use super::entry::Entry;
 use crate::model::now;
+use crate::store::events::Body;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
 use crate::store::plumbing::settings::Pauses;
@@ -20,8 +21,8 @@ pub const IDEMPOTENCY_TTL: u64 = 24 * 3600;
 /// What finishing a write gives back.
 #[derive(Debug, Default)]
 pub struct Finish {
-    /// Event bodies (JSON without `id`), emitted in order.
-    pub events: Vec<String>,
+    /// Events, emitted in order within each shard of the log.
+    pub events: Vec<Body>,
     /// Fan-out tasks to queue.
     pub tasks: Vec<String>,
     /// The answer kept under the idempotency key.
@@ -38,6 +39,13 @@ impl Store {
     pub(crate) async fn finish_op(&self, entry: &Entry, f: Finish) -> StoreResult<Option<String>> {
         let mut conn = self.conn();
         let mut first = None;
+        let mut shards: Vec<usize> = f
+            .events
+            .iter()
+            .map(|b| self.keys.log_shard(b.key))
+            .collect();
+        shards.sort_unstable();
+        shards.dedup();
         let emits = !f.events.is_empty();
         if emits {
             if now() > entry.deadline + EMIT_GRACE {
@@ -45,15 +53,23 @@ impl Store {
                     "the write outlived its lease; a worker finishes it".into(),
                 ));
             }
-            let sink = || emitter::Sink {
+            let sink = |k| emitter::Sink {
                 conn: self.conn(),
                 scripts: self.scripts.clone(),
-                emitted: self.keys.emitted(),
-                events: self.keys.events(),
-                channel: self.keys.channel(),
-                maxlen: self.replay_maxlen,
+                emitted: self.keys.log_emitted(k),
+                events: self.keys.log_events(k),
+                channel: self.keys.log_channel(k),
+                publish: self.publish_command(),
+                shard: k,
+                maxlen: self.shard_maxlen(),
+                exact: !self.shard_trim(1).starts_with('~'),
             };
-            first = self.emitter.emit(sink, entry.n, f.events).await?;
+            let events = f
+                .events
+                .into_iter()
+                .map(|b| (self.keys.log_shard(b.key), b.json))
+                .collect();
+            first = self.emitter.emit(sink, entry.n, events).await?;
         }
         Pauses::hold(self.pauses.retire).await;
         let k = entry.part;
@@ -68,7 +84,13 @@ impl Store {
             .arg(&entry.member)
             .arg(entry.n)
             .arg(now())
-            .arg(if emits { "1" } else { "0" })
+            .arg(
+                shards
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
             .arg(f.answer.as_ref().map_or("", |(_, a)| a.as_str()));
         for t in &f.tasks {
             inv.arg(t);
@@ -81,7 +103,7 @@ impl Store {
     }
 
     /// Retires an entry emitting these events (no fan-out, no answer).
-    pub(crate) async fn finish_with(&self, entry: &Entry, events: Vec<String>) -> StoreResult<()> {
+    pub(crate) async fn finish_with(&self, entry: &Entry, events: Vec<Body>) -> StoreResult<()> {
         self.finish_op(
             entry,
             Finish {

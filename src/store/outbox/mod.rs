@@ -175,7 +175,9 @@ impl Store {
             if !old.is_empty() {
                 // The marks first: a crash between leaves numbers to
                 // forget again, never a mark nobody forgets.
-                let _: i64 = conn.hdel(self.keys.emitted(), &old).await?;
+                for (shard, ops) in marks_by_shard(&old, self.keys.log_shards()) {
+                    let _: i64 = conn.hdel(self.keys.log_emitted(shard), ops).await?;
+                }
                 let _: i64 = conn.zrem(&retired, &old).await?;
             }
             Ok::<_, StoreError>(
@@ -257,4 +259,25 @@ pub struct Claimed {
     pub part: usize,
     /// The entry, when it parses.
     pub owed: Option<Owed>,
+}
+
+/// Retired ops' marks by shard of the event log: each member of a
+/// partition's `retired` is `<op>:<shard>,<shard>` (`op_retire.lua`); one
+/// written before the log had shards is `<op>` and held no shard's mark.
+fn marks_by_shard(
+    retired: &[String],
+    self_shards: usize,
+) -> std::collections::BTreeMap<usize, Vec<&str>> {
+    let mut by: std::collections::BTreeMap<usize, Vec<&str>> = Default::default();
+    for member in retired {
+        let Some((op, shards)) = member.split_once(':') else {
+            continue;
+        };
+        for shard in shards.split(',').filter_map(|s| s.parse::<usize>().ok()) {
+            if shard < self_shards {
+                by.entry(shard).or_default().push(op);
+            }
+        }
+    }
+    by
 }

@@ -10,7 +10,7 @@ use crate::store::caches::set::Caches;
 use crate::store::plumbing::conn::Target;
 use crate::store::plumbing::conn::{LazyCluster, RedisConn};
 use crate::store::plumbing::keys::Keys;
-use crate::store::plumbing::{conn, replicas};
+use crate::store::plumbing::replicas;
 use crate::store::writes::{emitter, fanout_hints, ids};
 use redis::aio::ConnectionManager;
 use redis::Client;
@@ -55,6 +55,11 @@ pub fn cluster_nodes(list: &str) -> Vec<String> {
         .collect()
 }
 
+/// The least a shard of the log keeps, whatever `--replay-maxlen`: the
+/// history's archiver reads every shard behind the writes, and a shard
+/// that kept one event would drop it at its shard's next write.
+pub const MIN_SHARD_SHARE: u64 = 4;
+
 impl Store {
     /// Connects lazily: the first command opens the connection, and a lost
     /// connection is reopened with backoff, so the server starts and recovers
@@ -90,7 +95,7 @@ impl Store {
         Ok(Store {
             conn,
             target,
-            keys: Keys::new(&cfg.key_prefix),
+            keys: Keys::new(&cfg.key_prefix).with_log_shards(cfg.log_shards as usize),
             scripts: Arc::new(Scripts::load()),
             replay_maxlen: cfg.replay_maxlen,
             fanout_inline: cfg.fanout_inline.max(1),
@@ -178,62 +183,35 @@ impl Store {
         matches!(self.target, Target::Cluster(_))
     }
 
-    /// A client for the master that owns the `{g}` slot, asked of the seeds
-    /// in turn (starting from a different one at every call).
-    pub(crate) async fn slot_owner(&self, nodes: &[String]) -> StoreResult<Client> {
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let slot = i64::from(conn::slot(self.keys.events().as_bytes()));
-        let start = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let mut last_err = None;
-        for i in 0..nodes.len() {
-            let seed = &nodes[(start + i) % nodes.len()];
-            let asked = async {
-                let client = Client::open(seed.as_str())?;
-                let mut c = client.get_multiplexed_async_connection().await?;
-                let ranges: Vec<redis::Value> = redis::cmd("CLUSTER")
-                    .arg("SLOTS")
-                    .query_async(&mut c)
-                    .await?;
-                Ok::<_, redis::RedisError>((client, ranges))
-            };
-            let (seed_client, ranges) =
-                match tokio::time::timeout(Duration::from_secs(2), asked).await {
-                    Ok(Ok(found)) => found,
-                    Ok(Err(e)) => {
-                        last_err = Some(StoreError::Redis(e));
-                        continue;
-                    }
-                    Err(_) => continue,
-                };
-            for range in ranges {
-                let Ok((lo, hi, master)) =
-                    redis::from_redis_value::<(i64, i64, Vec<redis::Value>)>(match range {
-                        redis::Value::Array(mut v) if v.len() >= 3 => {
-                            v.truncate(3);
-                            redis::Value::Array(v)
-                        }
-                        other => other,
-                    })
-                else {
-                    continue;
-                };
-                if !(lo..=hi).contains(&slot) {
-                    continue;
-                }
-                let host: Option<String> = master
-                    .first()
-                    .and_then(|v| redis::from_redis_value(v.clone()).ok());
-                let port: Option<u16> = master
-                    .get(1)
-                    .and_then(|v| redis::from_redis_value(v.clone()).ok());
-                if let (Some(host), Some(port)) = (host, port) {
-                    return Ok(Client::open(with_host(seed, &host, port))?);
-                }
-            }
-            // The seed answered but named no owner: subscribe there.
-            return Ok(seed_client);
+    /// The command that publishes a shard of the event log: sharded
+    /// pub/sub on a cluster (no node relays every event), plain PUBLISH on
+    /// one Redis (where there is nothing to relay).
+    pub(crate) fn publish_command(&self) -> &'static str {
+        if self.is_cluster() {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
         }
-        Err(last_err.unwrap_or(StoreError::Internal("no seed node answered".into())))
+    }
+
+    /// A shard's share of the buffer's capacity in events
+    /// (`--replay-maxlen` over the shards, at least [`MIN_SHARD_SHARE`]).
+    pub(crate) fn shard_maxlen(&self) -> u64 {
+        self.replay_maxlen
+            .div_ceil(self.keys.log_shards() as u64)
+            .max(MIN_SHARD_SHARE)
+    }
+
+    /// How a shard's buffer is trimmed to `entries` (`log_append.lua`'s
+    /// argument): `~` (whole nodes of entries, cheap) when a share is
+    /// large, exactly when it is small (a node holds 100 entries, so a
+    /// small buffer would never be trimmed at all).
+    pub(crate) fn shard_trim(&self, entries: u64) -> String {
+        if self.shard_maxlen() >= 1_000 {
+            format!("~{entries}")
+        } else {
+            format!("={entries}")
+        }
     }
 
     /// PING: whether Redis answers.
@@ -274,45 +252,5 @@ impl Store {
             .unwrap_or("unknown")
             .trim()
             .to_string())
-    }
-}
-
-/// `seed` (a `redis://` URL) pointed at `host:port` instead, keeping its
-/// scheme, credentials, database and parameters: how the event subscription
-/// reaches the `{g}` owner with the seed's AUTH.
-fn with_host(seed: &str, host: &str, port: u16) -> String {
-    let (scheme, rest) = seed.split_once("://").unwrap_or(("redis", seed));
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let userinfo = authority
-        .rsplit_once('@')
-        .map_or(String::new(), |(u, _)| format!("{u}@"));
-    let host = if host.contains(':') {
-        format!("[{host}]")
-    } else {
-        host.to_string()
-    };
-    format!("{scheme}://{userinfo}{host}:{port}{tail}")
-}
-
-#[cfg(test)]
-mod url_tests {
-    use super::with_host;
-
-    #[test]
-    fn the_owner_url_keeps_the_seeds_credentials_and_database() {
-        assert_eq!(
-            with_host("redis://127.0.0.1:7000", "10.0.0.2", 7001),
-            "redis://10.0.0.2:7001"
-        );
-        assert_eq!(
-            with_host("redis://app:s3cret@h1:7000/0?protocol=resp3", "h2", 7002),
-            "redis://app:s3cret@h2:7002/0?protocol=resp3"
-        );
-        assert_eq!(
-            with_host("redis://:pw@[::1]:7000", "::2", 7003),
-            "redis://:pw@[::2]:7003"
-        );
-        assert_eq!(with_host("h1:7000", "h2", 1), "redis://h2:1");
     }
 }

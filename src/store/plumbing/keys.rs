@@ -24,6 +24,17 @@ pub const OUTBOX_PARTS: usize = 32;
 /// in its partition ([`trend_part`]).
 pub const TREND_PARTS: usize = 16;
 
+/// How many shards the event log has unless told (`--log-shards`): 64, so
+/// that up to 64 masters split the log evenly, and every partition count
+/// of a stream that divides it (1, 2, 4, ..., 32) reads whole shards.
+/// Fixed for a store's life: an event's shard is a function of its
+/// partition key ([`Keys::log_shard`]).
+pub const LOG_SHARDS: usize = 64;
+
+/// The most shards a log may have: an id's shard is the low ten bits of
+/// its sequence (`log_append.lua`).
+pub const MAX_LOG_SHARDS: usize = 1024;
+
 /// Key builder for one configured prefix.
 #[derive(Debug, Clone)]
 pub struct Keys {
@@ -32,6 +43,8 @@ pub struct Keys {
     parts: Arc<[String]>,
     /// Each trending partition's hash tag (`t<j>`), in partition order.
     trend_parts: Arc<[String]>,
+    /// Each event log shard's hash tag (`e<j>`), in shard order.
+    log: Arc<[String]>,
 }
 
 /// The trending partition of a hashtag (lowercased, without `#`): its
@@ -102,7 +115,28 @@ impl Keys {
             prefix: prefix.to_string(),
             parts: part_tags('o', OUTBOX_PARTS),
             trend_parts: part_tags('t', TREND_PARTS),
+            log: part_tags('e', LOG_SHARDS),
         }
+    }
+
+    /// These keys with an event log of `shards` shards (1 to
+    /// [`MAX_LOG_SHARDS`]).
+    pub fn with_log_shards(mut self, shards: usize) -> Self {
+        self.log = part_tags('e', shards.clamp(1, MAX_LOG_SHARDS));
+        self
+    }
+
+    /// How many shards the event log has.
+    pub fn log_shards(&self) -> usize {
+        self.log.len()
+    }
+
+    /// The event log's shard of an event with this partition key
+    /// (`model::Event::partition_key`): the same spread as a partitioned
+    /// stream's, so partition `k` of `n` (where `n` divides the shards)
+    /// holds exactly the shards `j` with `j % n == k`.
+    pub fn log_shard(&self, key: u64) -> usize {
+        (crate::model::spread(key) % self.log.len() as u64) as usize
     }
 
     /// The prefix itself.
@@ -467,19 +501,36 @@ impl Keys {
     pub fn layout(&self) -> String {
         format!("{}:{{g}}:layout", self.prefix)
     }
-    /// STREAM: the replay buffer of events.
+    /// STRING: the event log's shard count the data was written with.
+    pub fn log_shard_count(&self) -> String {
+        format!("{}:{{g}}:log_shards", self.prefix)
+    }
+    /// STREAM: the replay buffer of events of key layout 1 (one stream;
+    /// read only by the upgrade: `store::layout`).
     pub fn events(&self) -> String {
         format!("{}:{{g}}:events", self.prefix)
+    }
+    /// STREAM: event log shard `k`'s buffer: its events, each entry's id
+    /// a position in the whole log (`store::events::EventId`).
+    pub fn log_events(&self, k: usize) -> String {
+        format!("{}:{{{}}}:events", self.prefix, self.log[k])
+    }
+    /// HASH: op number -> 1 for each op whose events in shard `k` are in
+    /// its buffer, so a rerun of its chain emits nothing there again.
+    pub fn log_emitted(&self, k: usize) -> String {
+        format!("{}:{{{}}}:emitted", self.prefix, self.log[k])
+    }
+    /// Sharded pub/sub channel (SPUBLISH on a cluster, PUBLISH on one
+    /// Redis) carrying shard `k`'s events.
+    pub fn log_channel(&self, k: usize) -> String {
+        format!("{}:{{{}}}:live", self.prefix, self.log[k])
     }
     /// STRING: the name of the event stream (`Events::stream_name`),
     /// which processes' histories on disk are copies of.
     pub fn event_stream_name(&self) -> String {
         format!("{}:{{g}}:events:name", self.prefix)
     }
-    /// Pub/sub channel carrying every event (and session revocations).
-    pub fn channel(&self) -> String {
-        format!("{}:events", self.prefix)
-    }
+
     /// STRING: outbox partition `k`'s op counter (its op numbers are
     /// `counter * OUTBOX_PARTS + k`: unique across partitions).
     pub fn part_next_op(&self, k: usize) -> String {
@@ -505,8 +556,8 @@ impl Keys {
     pub fn session_index(&self, k: usize) -> String {
         format!("{}:{{{}}}:sessions", self.prefix, self.parts[k])
     }
-    /// HASH: op number -> 1 for each partitioned op whose events are in
-    /// the buffer, so a rerun of its chain emits nothing again.
+    /// HASH: key layout 1's marks, op number -> 1 for each op whose events
+    /// were in its buffer (read only by the upgrade: `store::layout`).
     pub fn emitted(&self) -> String {
         format!("{}:{{g}}:emitted", self.prefix)
     }

@@ -19,7 +19,7 @@ macro_rules! scripts {
         impl Scripts {
             pub(crate) fn load() -> Self {
                 Scripts {
-                    $($($name: Script::new(include_str!(concat!(
+                    $($($name: with_helpers(include_str!(concat!(
                         "../", $dir, "lua/", stringify!($name), ".lua"
                     ))),)*)*
                 }
@@ -28,13 +28,31 @@ macro_rules! scripts {
     };
 }
 
+/// A script with the shared functions it calls prepended: `log_append`
+/// (`writes/lua/log_append.lua`, the event log's ids and floors) and
+/// `log_lost` (`writes/lua/log_lost.lua`, what a shard's buffer lost).
+fn with_helpers(source: &str) -> Script {
+    let mut full = String::new();
+    for (name, helper) in [
+        ("log_append(", include_str!("../writes/lua/log_append.lua")),
+        ("log_lost(", include_str!("../writes/lua/log_lost.lua")),
+    ] {
+        if source.contains(name) {
+            full.push_str(helper);
+        }
+    }
+    full.push_str(source);
+    Script::new(&full)
+}
+
 scripts! {
     // The entities'.
     "" => [
         name_claim,
         name_release,
-        emit,
         drop_sessions,
+        log_read,
+        log_probe,
         session_end,
         record_view,
         stream_lease,
@@ -52,7 +70,6 @@ scripts! {
         bookmark_add,
         list_create,
         zstd_dict_put,
-        emit_many,
         notify_read,
         list_title,
         list_drop,

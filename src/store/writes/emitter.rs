@@ -1,22 +1,24 @@
-//! Group commit of events: every write of the process whose partitioned
-//! outbox op reached its event step while the previous `emit_once.lua` call
-//! was under way goes out in the next call, one script and one PUBLISH for
-//! all of them.
+//! Group commit of events, per shard of the event log: every write of the
+//! process whose partitioned outbox op reached its event step for a shard
+//! while the previous `emit_once.lua` call for that shard was under way
+//! goes out in the next call there, one script and one publish for all of
+//! them.
 //!
-//! The event step is the one piece of a write that every write sends to the
-//! `{g}` slot (the ordered buffer). Alone it costs `{g}` an EVALSHA, a
-//! read and a write of its mark, an XADD and a PUBLISH; batched, all of
-//! them are shared by the batch (the marks of a batch of three or more are
-//! one HMGET and one HSET, its events one buffer entry), and so is the
-//! round trip. No write
-//! waits for a batch to fill: one call is in flight at a time, and the
-//! next takes whatever queued meanwhile (at most [`MOST_OPS`]), after a
-//! few turns of the runtime (no timer) that let writes whose replies are
-//! being handled join it. So a lone write goes out at once and a busy
-//! process sends larger batches.
+//! An op's events go to their shards (`keys::log_shard` of each event's
+//! partition key), one job a shard, and the op waits for all of them.
+//! Alone a shard's call costs its slot an EVALSHA, a read and a write of
+//! its mark, a TIME, an XADD and a publish; batched, all of them are shared
+//! by the batch (the marks of a batch of three or more are one HMGET and
+//! one HSET, its events one buffer entry), and so is the round trip. No
+//! write waits for a batch to fill: one call is in flight at a time in a
+//! shard, and the next takes whatever queued meanwhile (at most
+//! [`MOST_OPS`]), after a few turns of the runtime (no timer) that let
+//! writes whose replies are being handled join it. So a lone write goes
+//! out at once and a busy process sends larger batches.
 
 use crate::store::plumbing::conn::RedisConn;
 use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::keys::MAX_LOG_SHARDS;
 use crate::store::plumbing::scripts::Scripts;
 use std::sync::{Arc, OnceLock};
 use tokio::sync::{mpsc, oneshot};
@@ -37,47 +39,101 @@ const YIELDS: usize = 3;
 struct Job {
     op: u64,
     events: Vec<String>,
+    /// An id its entry must follow ("" none): its write's entry in the
+    /// shard before.
+    after: String,
     reply: oneshot::Sender<StoreResult<Option<String>>>,
 }
 
-/// What the emitting task needs of the store.
+/// What a shard's emitting task needs of the store.
 pub(crate) struct Sink {
     pub conn: RedisConn,
     pub scripts: Arc<Scripts>,
     pub emitted: String,
     pub events: String,
     pub channel: String,
-    /// The buffer's capacity in events (`--replay-maxlen`).
+    /// `SPUBLISH` on a cluster, `PUBLISH` on one Redis.
+    pub publish: &'static str,
+    /// The shard's number.
+    pub shard: usize,
+    /// The shard's share of the buffer's capacity, in events.
     pub maxlen: u64,
+    /// Whether the shard is trimmed exactly (a small share: `shard_trim`).
+    pub exact: bool,
 }
 
-/// The process's emitter: its task starts with the first op to emit, and
-/// ends when every store handle holding it is gone.
-#[derive(Default)]
+/// The process's emitter: a shard's task starts with the first op to emit
+/// there, and ends when every store handle holding it is gone.
 pub(crate) struct Emitter {
-    jobs: OnceLock<mpsc::UnboundedSender<Job>>,
+    jobs: Box<[OnceLock<mpsc::UnboundedSender<Job>>]>,
+}
+
+impl Default for Emitter {
+    fn default() -> Self {
+        Emitter {
+            jobs: (0..MAX_LOG_SHARDS).map(|_| OnceLock::new()).collect(),
+        }
+    }
 }
 
 impl Emitter {
-    /// Emits op `op`'s events once (its mark decides): the id of its first
-    /// event when this call emitted them, `None` when they went out before.
+    /// Emits op `op`'s events once in each of their shards (its mark
+    /// there decides), `events` as (shard, body): the smallest id among
+    /// its events emitted by this call, `None` when they all went out
+    /// before. The shards go one after the other in the order their first
+    /// events come, each entry after the one before (`log_append`'s
+    /// `after`), so the write's events keep their order on every stream
+    /// (a status before its mentions), whatever the masters' clocks say.
     pub(crate) async fn emit(
         &self,
-        sink: impl FnOnce() -> Sink,
+        sink: impl Fn(usize) -> Sink,
         op: u64,
-        events: Vec<String>,
+        events: Vec<(usize, String)>,
     ) -> StoreResult<Option<String>> {
-        let jobs = self.jobs.get_or_init(|| {
-            let (tx, rx) = mpsc::unbounded_channel();
-            tokio::spawn(run(sink(), rx));
-            tx
-        });
-        let (reply, answer) = oneshot::channel();
         let stopped = || StoreError::Unavailable("the event emitter stopped".into());
-        jobs.send(Job { op, events, reply })
+        let mut shards: Vec<(usize, Vec<String>)> = Vec::new();
+        for (k, body) in events {
+            match shards.iter_mut().find(|(j, _)| *j == k) {
+                Some((_, bodies)) => bodies.push(body),
+                None => shards.push((k, vec![body])),
+            }
+        }
+        let mut first: Option<((u64, u64), String)> = None;
+        let mut after = String::new();
+        for (k, events) in shards {
+            let jobs = self.jobs[k].get_or_init(|| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                tokio::spawn(run(sink(k), rx));
+                tx
+            });
+            let (reply, answer) = oneshot::channel();
+            jobs.send(Job {
+                op,
+                events,
+                after: std::mem::take(&mut after),
+                reply,
+            })
             .map_err(|_| stopped())?;
-        answer.await.map_err(|_| stopped())?
+            // A rerun whose events here went out before has no entry to
+            // follow: its next shard's entry follows nothing.
+            if let Some(id) = answer.await.map_err(|_| stopped())?? {
+                let at = entry_order(&id);
+                if first.as_ref().is_none_or(|(f, _)| at < *f) {
+                    first = Some((at, id.clone()));
+                }
+                after = id;
+            }
+        }
+        Ok(first.map(|(_, id)| id))
     }
+}
+
+/// The place in the log of an event id's entry (`<ms>-<seq>`, or
+/// `<ms>-<seq>.<n>` for the n-th event after an entry's first).
+fn entry_order(id: &str) -> (u64, u64) {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    let seq = seq.split_once('.').map_or(seq, |(s, _)| s);
+    (ms.parse().unwrap_or(0), seq.parse().unwrap_or(0))
 }
 
 async fn run(mut sink: Sink, mut jobs: mpsc::UnboundedReceiver<Job>) {
@@ -186,8 +242,17 @@ async fn call(sink: &mut Sink, batch: &[Job], maxlen: u64) -> StoreResult<Vec<St
     let mut inv = sink.scripts.emit_once.prepare_invoke();
     inv.key(&sink.emitted)
         .key(&sink.events)
-        .arg(maxlen)
-        .arg(&sink.channel);
+        .arg(format!("{}{maxlen}", if sink.exact { '=' } else { '~' }))
+        .arg(&sink.channel)
+        .arg(sink.publish)
+        .arg(sink.shard)
+        .arg(
+            batch
+                .iter()
+                .map(|j| j.after.as_str())
+                .max_by_key(|a| entry_order(a))
+                .unwrap_or(""),
+        );
     for job in batch {
         inv.arg(job.op).arg(job.events.len());
         for e in &job.events {

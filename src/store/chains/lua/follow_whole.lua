@@ -19,15 +19,17 @@
 --
 -- KEYS[1] follower user HASH  KEYS[2] follower's following ZSET
 -- KEYS[3] follower's applied-change HASH  KEYS[4] follower's hide HASH
--- KEYS[5] follower's home ZSET  KEYS[6] events STREAM
+-- KEYS[5] follower's home ZSET  KEYS[6] the follower's shard of the event
+-- log STREAM (`log_append`)
 -- then per followee, 7 keys from KEYS[7 + 7 * (j - 1)]: user HASH,
 -- followers ZSET, follower-sequence HASH, hide HASH, profile ZSET,
 -- recently-deleted ZSET, the op counter of the pair's outbox partition
 -- (store::outbox)
 -- ARGV[1] follower id  ARGV[2] "1" follow / "0" unfollow  ARGV[3] now
--- ARGV[4] home cap  ARGV[5] MAXLEN  ARGV[6] channel  ARGV[7] stride
+-- ARGV[4] home cap  ARGV[5] trim (`~N` or `=N`)  ARGV[6] channel  ARGV[7] stride
 -- ARGV[8] n, followees  ARGV[9] the budget of statuses copied or removed
--- then per followee 3 args from ARGV[10 + 3 * (j - 1)]:
+-- ARGV[10] PUBLISH or SPUBLISH  ARGV[11] the shard's number
+-- then per followee 3 args from ARGV[12 + 3 * (j - 1)]:
 -- its id, the event JSON without "id", the partition (an op number is
 -- counter * stride + partition, op_begin.lua)
 -- Returns {{hidden user id, ...}, {outcome, ...}, {status id copied, ...}}:
@@ -60,7 +62,7 @@ for j = 1, n do
   if spent >= budget then
     break
   end
-  local k, a = 7 + 7 * (j - 1), 10 + 3 * (j - 1)
+  local k, a = 7 + 7 * (j - 1), 12 + 3 * (j - 1)
   local target, event, part = ARGV[a], ARGV[a + 1], tonumber(ARGV[a + 2])
   local t = redis.call('HMGET', KEYS[k], 'id', 'deleted', 'suspended')
   local outcome
@@ -120,17 +122,18 @@ for j = 1, n do
         spent = spent + #gone
       end
     end
-    local eid = redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[5], '*', 'e', event)
-    published[#published + 1] = '{"id":"' .. eid .. '",' .. event:sub(2)
+    published[#published + 1] = event
   end
 end
 -- Counters move with their sets: the follower's by the chunk's changes.
 if moved ~= 0 then
   redis.call('HINCRBY', KEYS[1], 'following', moved)
 end
--- The chunk's events in one message, one JSON a line (the hub splits it).
+-- The chunk's events as one entry of the follower's shard, in one message.
 if #published > 0 then
-  redis.call('PUBLISH', ARGV[6], table.concat(published, '\n'))
+  -- The shard's marks HASH beside its buffer (one Redis: any key may be named).
+  local marks = KEYS[6]:gsub('events$', 'emitted')
+  log_append(KEYS[6], marks, ARGV[5], ARGV[6], ARGV[10], tonumber(ARGV[11]), published)
 end
 -- The home keeps its cap: trimmed once, after every copy of the chunk.
 if copies then

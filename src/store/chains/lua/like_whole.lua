@@ -12,11 +12,14 @@
 -- here).
 --
 -- KEYS[1] status HASH  KEYS[2] likers ZSET  KEYS[3] the user's likes ZSET
--- KEYS[4] events STREAM
+-- KEYS[4] the liker's shard of the event log STREAM (`log_append`)
 -- ARGV[1] user id  ARGV[2] status id  ARGV[3] now  ARGV[4] "1" like / "0" unlike
--- ARGV[5] MAXLEN  ARGV[6] channel  ARGV[7] the like event JSON without "id"
+-- ARGV[5] trim (`~N` or `=N`)  ARGV[6] channel  ARGV[7] the like event JSON without "id"
 -- ARGV[8] the unlike event JSON (for the notifier) without "id"
+-- ARGV[9] PUBLISH or SPUBLISH  ARGV[10] the shard's number
 -- Returns {changed 0/1, likes} or {"missing"}.
+-- The shard's marks HASH beside its buffer (one Redis: any key may be named).
+local marks = KEYS[4]:gsub('events$', 'emitted')
 local st = redis.call('HMGET', KEYS[1], 'id', 'deleted', 'likes')
 if not st[1] or st[2] then
   return {'missing'}
@@ -33,11 +36,9 @@ end
 local likes = redis.call('HINCRBY', KEYS[1], 'likes', ARGV[4] == '1' and 1 or -1)
 if ARGV[4] == '1' then
   redis.call('ZADD', KEYS[3], ARGV[3], ARGV[2])
-  local eid = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[5], '*', 'e', ARGV[7])
-  redis.call('PUBLISH', ARGV[6], '{"id":"' .. eid .. '",' .. ARGV[7]:sub(2))
+  log_append(KEYS[4], marks, ARGV[5], ARGV[6], ARGV[9], tonumber(ARGV[10]), {ARGV[7]})
 else
   redis.call('ZREM', KEYS[3], ARGV[2])
-  local eid = redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[5], '*', 'e', ARGV[8])
-  redis.call('PUBLISH', ARGV[6], '{"id":"' .. eid .. '",' .. ARGV[8]:sub(2))
+  log_append(KEYS[4], marks, ARGV[5], ARGV[6], ARGV[9], tonumber(ARGV[10]), {ARGV[8]})
 end
 return {1, likes}

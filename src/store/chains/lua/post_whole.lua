@@ -11,19 +11,20 @@
 -- and no outbox entry; a racing unfollow, mute,
 -- block or delete runs wholly before or after it, so the fan-out needs no
 -- re-check afterwards. Not one slot: it names keys of many users and
--- `{g}`, which only a single Redis allows (Statuses::post runs it only
+-- shards of the event log, which only a single Redis allows (Statuses::post runs it only
 -- there).
 --
 -- KEYS[1] status HASH  KEYS[2] author user HASH  KEYS[3] author profile ZSET
 -- KEYS[4] author home ZSET  KEYS[5] author followers ZSET
--- KEYS[6] events STREAM  KEYS[7] parent status HASH (a reply; else KEYS[1])
+-- KEYS[6] the status's shard of the event log STREAM  KEYS[7] parent status HASH (a reply; else KEYS[1])
 -- KEYS[8] parent's replies ZSET (else KEYS[1])  KEYS[9] the Idempotency-Key's
 -- STRING (else KEYS[1])  KEYS[10] the reposted status HASH, KEYS[11] its
 -- reposters HASH (else KEYS[1] both)  KEYS[12 .. 11+i] mention and hashtag
 -- timelines, then per trending group its bucket ZSET and its seen SET
 -- ARGV[1] status id  ARGV[2] posted  ARGV[3] author id  ARGV[4] home cap,
 -- or 0: this post does not trim the homes it enters (model::trims_homes)
--- ARGV[5] index cap  ARGV[6] fan-out limit  ARGV[7] MAXLEN  ARGV[8] channel
+-- ARGV[5] index cap  ARGV[6] fan-out limit  ARGV[7] a shard's trim (`~N`, `=N`)
+-- ARGV[8] PUBLISH (one Redis)
 -- ARGV[9] user 0's home key, ARGV[10] user 0's hide key (store::keys
 -- names them; a user's are these with `{0}` made `{<id>}`)
 -- ARGV[11] "1" a reply  ARGV[12] i, indexed timelines  ARGV[13] g, trending
@@ -32,7 +33,8 @@
 -- ARGV[17] the reposted status's author ("": not a repost)  ARGV[18] user
 -- 0's hidden_by key; then per group its number of tags and the tags, the f
 -- field name/value pairs
--- (without id), the e event bodies (JSON without "id"), and last the answer
+-- (without id), per event its shard's number, STREAM and channel and its
+-- body (JSON without "id"), and last the answer
 -- kept under the Idempotency-Key ("" when there is none) and its TTL.
 -- Returns 1, or "chain" (too many followers: nothing written; the caller
 -- runs the chain), or "nouser" (the author is gone: nothing written), or
@@ -169,15 +171,24 @@ for _, f in ipairs(followers) do
     end
   end
 end
--- The events (the status, its mentions, the repost) in one message, one
--- JSON a line (the hub splits it).
-local published = {}
-for j = at, at + e_n - 1 do
-  local eid = redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[7], '*', 'e', ARGV[j])
-  published[#published + 1] = '{"id":"' .. eid .. '",' .. ARGV[j]:sub(2)
+-- The events (the status, its mentions, the repost), each shard's as one
+-- entry and one message (`log_append`), in the order given within each,
+-- and each shard's entry after the one before (the status's first): the
+-- status comes before its mentions on every stream.
+local shards, bodies = {}, {}
+for j = at, at + 4 * (e_n - 1), 4 do
+  local shard = ARGV[j]
+  if not bodies[shard] then
+    shards[#shards + 1] = {shard, ARGV[j + 1], ARGV[j + 2]}
+    bodies[shard] = {}
+  end
+  bodies[shard][#bodies[shard] + 1] = ARGV[j + 3]
 end
-if #published > 0 then
-  redis.call('PUBLISH', ARGV[8], table.concat(published, '\n'))
+local previous = ''
+for _, s in ipairs(shards) do
+  -- The shard's marks HASH beside its buffer (one Redis: any key may be named).
+  local marks = s[2]:gsub('events$', 'emitted')
+  previous = log_append(s[2], marks, ARGV[7], s[3], ARGV[8], tonumber(s[1]), bodies[s[1]], previous)
 end
 if answer ~= '' then
   redis.call('SET', KEYS[9], answer, 'EX', answer_ttl)
