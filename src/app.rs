@@ -97,14 +97,14 @@ pub async fn run(
         tasks.push(tokio::spawn(crate::history::archiver::run(
             history.clone(),
             store.clone(),
-            hub.published(),
+            hub.tap(),
             shutdown.clone(),
         )));
     }
     tasks.extend(workers::spawn(&store, &cfg, &shutdown));
     tasks.push(tokio::spawn(crate::notifier::run(
         store.clone(),
-        hub.published(),
+        hub.tap(),
         shutdown.clone(),
     )));
     let limits = Arc::new(StreamLimits::new(

@@ -8,17 +8,19 @@
 //! the buffer and so, a moment later, its notification: exactly one, since
 //! each is added once per key (`notify_add.lua`) and only the call that
 //! added it sends its event. A read of the notifications waits (≤ 1 s) for
-//! the notifier to pass the buffer's newest entry (`caught_up`).
+//! the notifier to pass the buffer's newest entry (`caught_up`). In step
+//! with the log it takes the events as its process's hub hands them on
+//! (`store::events::tap`), and reads the buffer when they do not follow on
+//! from its position (it took the lease, fell behind, or the hub lost its
+//! place): so following the log costs Redis no read.
 
 use crate::model::{now, Event};
 use crate::shutdown::Shutdown;
-use crate::store::events::{body, EventId};
+use crate::store::events::{body, EventId, Tap, Untapped};
 use crate::store::notifications::Stored;
 use crate::store::Store;
 use crate::visibility::{Reach, Sight};
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
 
 /// How long the notifier's lease lasts unrenewed.
 const LEASE: Duration = Duration::from_secs(5);
@@ -28,14 +30,18 @@ const READ_ENTRIES: usize = 256;
 const IDLE: Duration = Duration::from_millis(250);
 
 /// Runs until shutdown.
-pub async fn run(store: Store, published: Arc<Notify>, mut shutdown: Shutdown) {
+pub async fn run(store: Store, tap: Tap, mut shutdown: Shutdown) {
     let holder = format!("{}-{}", std::process::id(), rand::random::<u64>());
     // While the lease is held (renewed once a second, well within it), the
     // position is this task's own: read from Redis when the lease is
     // taken, written after every page.
     let mut held: Option<(tokio::time::Instant, EventId)> = None;
+    // The events as the hub hands them on: while in step (they follow on
+    // from the position), read from there rather than from the buffer.
+    let mut tapped = tap.reader();
+    let mut in_step = false;
     loop {
-        let renew = held.is_none_or(|(at, _)| at.elapsed() >= Duration::from_secs(1));
+        let renew = held.is_none_or(|(at, _)| at.elapsed() >= RENEW);
         if renew {
             let position = held.map(|(_, p)| p);
             held = match store
@@ -52,36 +58,60 @@ pub async fn run(store: Store, published: Arc<Notify>, mut shutdown: Shutdown) {
                 },
                 _ => None,
             };
+            in_step &= held.is_some();
         }
         let more = match held.as_mut() {
-            Some((_, position)) => match step(&store, position).await {
-                Ok(more) => more,
+            Some((_, position)) if !in_step => match step(&store, position).await {
+                Ok(more) => {
+                    in_step = !more;
+                    more
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "the notifier cannot read or write; retrying");
                     false
                 }
             },
-            None => false,
+            _ => false,
         };
         if shutdown.is_set() {
             return;
         }
-        if !more {
+        if more {
+            continue;
+        }
+        let Some((at, position)) = held.as_mut().filter(|_| in_step) else {
             tokio::select! {
                 _ = shutdown.wait() => return,
-                _ = published.notified() => {
-                    // A moment for the events of a burst to gather: one
-                    // read and one position write for all of them.
-                    tokio::time::sleep(GATHER).await;
-                }
                 _ = tokio::time::sleep(IDLE) => {}
             }
+            continue;
+        };
+        let renew_at = *at + RENEW;
+        tokio::select! {
+            _ = shutdown.wait() => return,
+            run = tapped.after(*position, READ_ENTRIES) => match run {
+                Ok(events) => {
+                    if let Err(e) = apply(&store, position, &events).await {
+                        tracing::warn!(error = %e, "the notifier cannot read or write; retrying");
+                        in_step = false;
+                    }
+                }
+                Err(Untapped::Gap) => in_step = false,
+                Err(Untapped::Closed) => {
+                    in_step = false;
+                    tokio::select! {
+                        _ = shutdown.wait() => return,
+                        _ = tokio::time::sleep(IDLE) => {}
+                    }
+                }
+            },
+            _ = tokio::time::sleep_until(renew_at) => {}
         }
     }
 }
 
-/// How long the notifier lets a burst's events gather after a publish.
-const GATHER: Duration = Duration::from_millis(20);
+/// How often the lease is renewed.
+const RENEW: Duration = Duration::from_secs(1);
 
 /// Where a notifier that has just taken the lease starts.
 async fn start(store: &Store) -> crate::store::StoreResult<EventId> {
@@ -90,11 +120,8 @@ async fn start(store: &Store) -> crate::store::StoreResult<EventId> {
         // A new store: from the newest entry on (no notifications of the
         // past a buffer happens to hold).
         None => {
-            let newest = store.notifications().newest_event_entry().await?;
-            let start = newest
-                .as_deref()
-                .and_then(EventId::parse)
-                .map_or(EventId::ZERO, |e| e.last_of_entry());
+            let newest = store.events().newest_id().await?;
+            let start = newest.map_or(EventId::ZERO, |e| e.last_of_entry());
             store
                 .notifications()
                 .set_notifier_position(&start.to_string())
@@ -110,12 +137,23 @@ async fn start(store: &Store) -> crate::store::StoreResult<EventId> {
 /// pipeline, their events in one buffer entry.
 async fn step(store: &Store, position: &mut EventId) -> crate::store::StoreResult<bool> {
     let (page, _) = store.events().following(*position, READ_ENTRIES).await?;
-    let Some((last, _)) = page.events.last() else {
-        return Ok(false);
+    apply(store, position, &page.events).await?;
+    Ok(page.more)
+}
+
+/// `events` (the next after `position`, in order) turned into
+/// notifications, and `position` moved past them.
+async fn apply(
+    store: &Store,
+    position: &mut EventId,
+    events: &[(EventId, String)],
+) -> crate::store::StoreResult<()> {
+    let Some((last, _)) = events.last() else {
+        return Ok(());
     };
     let last = *last;
     let mut changes = Vec::new();
-    for (eid, json) in &page.events {
+    for (eid, json) in events {
         let Ok(event) = serde_json::from_str::<Event>(json) else {
             continue;
         };
@@ -152,7 +190,7 @@ async fn step(store: &Store, position: &mut EventId) -> crate::store::StoreResul
         .set_notifier_position(&last.to_string())
         .await?;
     *position = last;
-    Ok(page.more)
+    Ok(())
 }
 
 /// Adds a run of notifications and sends the events of those this call
@@ -171,8 +209,11 @@ async fn add_run(store: &Store, run: &[(Change, bool)]) -> crate::store::StoreRe
     let fresh: Vec<(u64, Stored, bool)> = adds
         .iter()
         .zip(added)
-        .filter(|(_, a)| *a)
-        .map(|((u, n, p), _)| (*u, (*n).clone(), *p))
+        .filter_map(|((u, n, p), id)| {
+            let mut n = (*n).clone();
+            n.id = id?;
+            Some((*u, n, *p))
+        })
         .collect();
     if fresh.is_empty() {
         return Ok(());
@@ -211,7 +252,7 @@ async fn remove_run(store: &Store, run: &[(Change, bool)]) -> crate::store::Stor
         })
         .collect();
     let gone = store.notifications().remove(&removes).await?;
-    let bodies: Vec<String> = removes
+    let bodies: Vec<_> = removes
         .iter()
         .zip(gone)
         .filter_map(|((uid, _), id)| {
@@ -310,12 +351,18 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
             n.via = Some(status.id.clone());
             Change::Add(*target, n)
         }
+        // A reply that mentions the one it answers is a reply to them,
+        // whichever of its two events (in two shards of the log) comes
+        // first: both keep the one key `post:<id>`.
         Event::Mention {
             at, status, target, ..
         } => Change::Add(
             *target,
             stored(
-                "mention",
+                match status.reply_to_uid.as_deref() == Some(target.to_string().as_str()) {
+                    true => "reply",
+                    false => "mention",
+                },
                 *at,
                 status.uid.parse().ok()?,
                 Some(status.id.clone()),
@@ -381,7 +428,13 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
 /// millisecond, its entry's sequence and its place in the entry, so a rerun
 /// makes the same one (and no process needs an id lease for it).
 fn notification_id(eid: EventId) -> u64 {
-    crate::store::ids::snowflake_at(eid.0, ((eid.1 & 0x3F) << 6) | u64::from(eid.2 & 0x3F))
+    // The microsecond's low bits and the event's place in its entry (the
+    // shard's part of the sequence left out: ids of one millisecond still
+    // meet, and `notify_add.lua` takes the next free one).
+    crate::store::ids::snowflake_at(
+        eid.0,
+        (((eid.1 >> 10) & 0x3F) << 6) | u64::from(eid.2 & 0x3F),
+    )
 }
 
 /// Owners and moderators told of a join request, at most.
@@ -405,10 +458,7 @@ fn private_about(event: &Event) -> bool {
 /// Whether the notifier has made the notifications of every event the
 /// buffer held when this was called, waiting up to `wait` for it.
 pub async fn caught_up(store: &Store, wait: Duration) -> bool {
-    let Ok(Some(newest)) = store.notifications().newest_event_entry().await else {
-        return true;
-    };
-    let Some(newest) = EventId::parse(&newest) else {
+    let Ok(Some(newest)) = store.events().newest_id().await else {
         return true;
     };
     let deadline = tokio::time::Instant::now() + wait;

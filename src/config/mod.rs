@@ -125,6 +125,14 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_REPLAY_MAXLEN", default_value_t = 100_000)]
     pub replay_maxlen: u64,
 
+    /// How many shards the event log is spread over (1 to 1024), fixed
+    /// when a store is first used: each has its own buffer, marks and
+    /// channel in a slot of its own, so up to this many masters share the
+    /// log's work. A store written with another count is refused.
+    #[arg(long, env = "FIREHOSE_LOG_SHARDS", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub log_shards: u64,
+
     /// How long events stay in the history on disk after they leave the
     /// replay buffer: seconds, or with a unit (`90s`, `30m`, `24h`, `7d`);
     /// `0` keeps no history.

@@ -1,8 +1,11 @@
 //! The archiver: one task per process that copies the event stream in
 //! Redis into the history, in order.
 //!
-//! It reads the buffer with XRANGE after the last event it holds (from disk
-//! after a restart), keeps what it read as pending (readable at once) and
+//! It reads the buffer after the last event it holds (from disk after a
+//! restart) until it is in step with the log, then takes the events as
+//! this process's hub hands them on (`store::events::tap`), going back to
+//! the buffer whenever they do not follow on; it keeps what it read as
+//! pending (readable at once) and
 //! writes a block when 1,024 events or 1 MiB are pending, or the oldest has
 //! waited a second. Before each block the oldest segments beyond
 //! `--history` or `--history-max-bytes` are dropped. When the buffer had
@@ -15,12 +18,10 @@ use super::block;
 use super::segment::Segment;
 use super::History;
 use crate::shutdown::Shutdown;
-use crate::store::events::EventId;
+use crate::store::events::{EventId, Tap, Untapped};
 use crate::store::Store;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::Notify;
 
 /// Events in a block at most.
 const BLOCK_EVENTS: usize = 1024;
@@ -30,26 +31,34 @@ const BLOCK_BYTES: usize = 1 << 20;
 const BLOCK_AGE: Duration = Duration::from_secs(1);
 /// Buffer entries read per XRANGE.
 const READ_ENTRIES: usize = 1000;
-/// Longest pause between reads that found nothing new, when no publish
-/// wakes the archiver sooner.
+/// Longest pause before a buffer read that failed is tried again.
 const IDLE: Duration = Duration::from_millis(250);
 /// Pending events kept while the disk refuses writes; beyond it the oldest
 /// are let go (and become a gap).
 const MAX_PENDING: usize = 16 * BLOCK_EVENTS;
 
 /// Runs the archiver until shutdown, then writes what is pending.
-/// Woken by `published` (each event published on the channel: the buffer
-/// has grown), so that it reads the buffer as it grows, however small.
-pub async fn run(history: History, store: Store, published: Arc<Notify>, mut shutdown: Shutdown) {
+pub async fn run(history: History, store: Store, tap: Tap, mut shutdown: Shutdown) {
     let mut last = history.last().unwrap_or(EventId::ZERO);
     let mut oldest_pending: Option<Instant> = None;
     let mut failing_since: Option<Instant> = None;
+    // Taken before the first read: whatever the hub hands on after it
+    // started is in the tap.
+    let mut tapped = tap.reader();
+    // In step: the tap's events follow on from `last`.
+    let mut in_step = false;
     loop {
-        let read = store.events().following(last, READ_ENTRIES).await;
+        let read = if in_step {
+            Ok(None)
+        } else {
+            store.events().following(last, READ_ENTRIES).await.map(Some)
+        };
         let mut more = false;
         match read {
-            Ok((page, held)) => {
+            Ok(None) => {}
+            Ok(Some((page, held))) => {
                 more = page.more;
+                in_step = !more;
                 if let Some((newest, _)) = page.events.last() {
                     let newest = *newest;
                     // `last`'s own entry gone: the buffer was trimmed past
@@ -103,10 +112,33 @@ pub async fn run(history: History, store: Store, published: Arc<Notify>, mut shu
                 Some(t) => BLOCK_AGE.saturating_sub(t.elapsed()).min(IDLE),
                 None => IDLE,
             };
+            if !in_step {
+                tokio::select! {
+                    _ = shutdown.wait() => {}
+                    _ = tokio::time::sleep(wait) => {}
+                }
+                continue;
+            }
             tokio::select! {
                 _ = shutdown.wait() => {}
-                _ = published.notified() => {}
-                _ = tokio::time::sleep(wait) => {}
+                run = tapped.after(last, READ_ENTRIES) => match run {
+                    Ok(events) => {
+                        if let Some((newest, _)) = events.last() {
+                            last = *newest;
+                            history.add_pending(events, false);
+                            oldest_pending.get_or_insert_with(Instant::now);
+                        }
+                    }
+                    Err(Untapped::Gap) => in_step = false,
+                    Err(Untapped::Closed) => {
+                        in_step = false;
+                        tokio::select! {
+                            _ = shutdown.wait() => {}
+                            _ = tokio::time::sleep(IDLE) => {}
+                        }
+                    }
+                },
+                _ = tokio::time::sleep(wait), if oldest_pending.is_some() => {}
             }
         }
     }

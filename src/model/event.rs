@@ -300,6 +300,18 @@ pub enum Event {
     Unknown,
 }
 
+/// A partition key mixed (splitmix64's finalizer), so that ids made in
+/// sequence spread evenly: a partitioned stream's part is this modulo its
+/// parts, the event log's shard this modulo its shards, so that where the
+/// parts divide the shards a part is a set of whole shards. Stable across
+/// versions: stored order depends on it.
+pub fn spread(key: u64) -> u64 {
+    let mut z = key.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 impl Event {
     /// Parses an event's JSON. A status, the event a replay reads most of,
     /// is read straight into its fields when its `type` leads the object
@@ -318,6 +330,35 @@ impl Event {
             }
         }
         serde_json::from_str(json)
+    }
+
+    /// What a partitioned stream and the event log split this event by:
+    /// a status's own events (the status, its updates, its delete) by the
+    /// status's id, every other event by the user who caused it; 0 for
+    /// events of no one (they all fall in one part).
+    pub fn partition_key(&self) -> u64 {
+        use Event as E;
+        match self {
+            E::Status { status, .. } | E::Update { status, .. } => status.id.parse().unwrap_or(0),
+            E::Delete { status_id, .. } => *status_id,
+            E::Follow { source, .. }
+            | E::Unfollow { source, .. }
+            | E::Like { source, .. }
+            | E::Unlike { source, .. }
+            | E::GroupRequest { source, .. }
+            | E::FollowRequest { source, .. } => *source,
+            E::Mention { status, .. } | E::Repost { status, .. } => status.uid.parse().unwrap_or(0),
+            E::User { user, .. } => user.id.parse().unwrap_or(0),
+            E::DirectMessage { message, .. } => message.uid.parse().unwrap_or(0),
+            E::Notification { uid, .. }
+            | E::NotificationRemoved { uid, .. }
+            | E::Suspended { uid, .. }
+            | E::GroupLeft { uid, .. }
+            | E::RulesChanged { uid, .. } => *uid,
+            E::ListChanged { owner, .. } => *owner,
+            E::ReportResolved { admin, .. } => *admin,
+            _ => 0,
+        }
     }
 
     /// The `type` it is published with (`None` for [`Event::Unknown`]).

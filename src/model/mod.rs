@@ -14,7 +14,7 @@ mod timeline;
 mod user;
 
 pub use clock::now;
-pub use event::{Event, IdString};
+pub use event::{spread, Event, IdString};
 pub use social::{AuditAction, Conversation, Group, Membership, Message, Notification, Report};
 pub use status::{Counts, Status};
 pub use timeline::{timeline_score, trims_homes, HOME_CAP, HOME_TRIM_EVERY};

@@ -115,11 +115,7 @@ impl Part {
 /// The partition of `key` among `of`: the key mixed (splitmix64's
 /// finalizer), so ids made in sequence spread evenly.
 pub fn part_of(key: u64, of: u8) -> u8 {
-    let mut z = key.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    (z % u64::from(of.max(1))) as u8
+    (crate::model::spread(key) % u64::from(of.max(1))) as u8
 }
 
 /// What a subscription wants.

@@ -430,7 +430,7 @@ fn made_up(n: usize) -> Vec<Vec<u8>> {
                 },
             };
             let eid = format!("{}-{}", (at * 1000.0) as u64, r % 4);
-            let json = crate::store::events::body(&event);
+            let json = crate::store::events::body(&event).json;
             let with_id = format!("{{\"id\":\"{eid}\",{}", json.strip_prefix('{')?);
             sample_of(&with_id)
         })

@@ -75,8 +75,7 @@ impl Feed {
             })
             .collect();
         for (stream, want, cursor) in fresh {
-            self.queue_replay(stream, want, hides.clone(), cursor)
-                .await?;
+            self.queue_replay(stream, want, hides.clone(), cursor)?;
         }
         Ok(())
     }

@@ -232,7 +232,7 @@ impl Feed {
         match replay {
             Replay::None => {
                 if let Some(after) = lagging_start {
-                    self.queue_replay(stream, want, hides, after).await?;
+                    self.queue_replay(stream, want, hides, after)?;
                 }
             }
             Replay::Unservable => {

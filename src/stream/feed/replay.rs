@@ -87,28 +87,23 @@ impl Feed {
         // is the only one for it. The first page is read now, so that a
         // store failure is answered to the request; the rest as the client
         // reads.
-        self.queue_replay(stream, want, hides, after).await?;
+        self.queue_replay(stream, want, hides, after)?;
         self.replay_step().await
     }
 
     /// Queues a replay of every matching event after `after`, read as the
     /// client reads (warning `resume_gap` where neither the history nor
     /// the buffer holds them all).
-    pub(super) async fn queue_replay(
+    pub(super) fn queue_replay(
         &mut self,
         stream: &'static str,
         want: Want,
         hides: Arc<Hides>,
         after: EventId,
     ) -> StoreResult<()> {
+        // A resume point the buffer no longer reaches is told by the
+        // buffer's first page (`next_page`), in the read that finds it.
         let from_history = self.history.as_ref().is_some_and(|h| h.holds_after(after));
-        if !from_history && frame::is_gap(after, &self.hub.store().events().buffer_info().await?) {
-            let oldest = self.oldest_held().await;
-            self.push_control(resume_gap(
-                "Some events after the resume point are no longer held.",
-                oldest,
-            ));
-        }
         let sight = self.sight(stream, &hides);
         // A lagging stream's replays hold little (see `lag`).
         let budget = self.lags().then_some(LAG_FIRST_PAGE);
@@ -166,14 +161,8 @@ impl Feed {
             }
             if page.end {
                 // Past the history's end: on into the buffer, which holds
-                // what followed unless the archiver fell a buffer behind.
-                if frame::is_gap(page.cursor, &self.hub.store().events().buffer_info().await?) {
-                    let oldest = history.oldest();
-                    self.push_control(resume_gap(
-                        "Some events after the history's end are no longer in the replay buffer.",
-                        oldest,
-                    ));
-                }
+                // what followed unless the archiver fell a buffer behind
+                // (its first page tells).
                 return Ok((Vec::new(), page.cursor, true, false));
             }
             inc(&metrics().history_events_read, page.events.len() as u64);
@@ -181,6 +170,19 @@ impl Feed {
         }
         let entries = budget.unwrap_or(REPLAY_PAGE);
         let page = self.hub.store().events().after(cursor, entries).await?;
+        if page.lost {
+            // A shard let events after the cursor go before they were
+            // read: the history, which copies the buffer as it grows, may
+            // hold them; else they are lost, and said so.
+            if self.history.as_ref().is_some_and(|h| h.holds_after(cursor)) {
+                return Ok((Vec::new(), cursor, true, true));
+            }
+            let oldest = self.oldest_held().await;
+            self.push_control(resume_gap(
+                "Some events after the resume point are no longer held.",
+                oldest,
+            ));
+        }
         let next = page.events.last().map_or(cursor, |(id, _)| *id);
         let mut frames = Vec::with_capacity(page.events.len());
         for (i, (id, json)) in page.events.into_iter().enumerate() {
@@ -252,6 +254,10 @@ impl Feed {
         if job.from_history && !still_history {
             job.from_history = false;
             job._reading = None;
+        } else if !job.from_history && still_history {
+            // Back to the history: the buffer moved on past the cursor.
+            job.from_history = true;
+            job._reading = Some(Reading::start());
         }
         inc(&metrics().events_replayed, kept.len() as u64);
         for f in kept {

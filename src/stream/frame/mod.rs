@@ -25,10 +25,7 @@ pub const PARSE_TURN: usize = 64;
 /// `after` is older than the oldest one kept. (A resume point that is exactly
 /// the last trimmed entry is reported as a gap too: the buffer cannot tell.)
 pub fn is_gap(after: EventId, info: &crate::store::events::BufferInfo) -> bool {
-    let parse = |id: &Option<String>| id.as_deref().and_then(EventId::parse);
-    // A deleted entry took every event it held, up to its last.
-    let deleted = parse(&info.max_deleted).is_some_and(|d| d.last_of_entry() > after);
-    deleted || (info.trimmed && parse(&info.first).is_some_and(|first| first > after))
+    info.lost_after(after)
 }
 
 /// One event, serialized once for every transport.
@@ -214,22 +211,10 @@ impl Frame {
         }
     }
 
-    /// What a partitioned stream splits this event by: a status and its
-    /// delete by the status's id, every other event by the user who
-    /// caused it.
+    /// What a partitioned stream splits this event by
+    /// ([`model::Event::partition_key`]).
     pub fn partition_key(&self) -> u64 {
-        use model::Event as E;
-        match &self.event {
-            E::Status { status, .. } | E::Update { status, .. } => status.id.parse().unwrap_or(0),
-            E::Delete { status_id, .. } => *status_id,
-            E::Follow { source, .. }
-            | E::Unfollow { source, .. }
-            | E::Like { source, .. }
-            | E::FollowRequest { source, .. } => *source,
-            E::Mention { status, .. } | E::Repost { status, .. } => status.uid.parse().unwrap_or(0),
-            E::User { user, .. } => user.id.parse().unwrap_or(0),
-            _ => 0,
-        }
+        self.event.partition_key()
     }
 
     /// The id of the status this event carries, if it carries one.

@@ -71,6 +71,7 @@ impl Dispatcher {
                             conn.offer_control(msg.clone());
                         }
                         self.last = None;
+                        self.tapped = None;
                         return;
                     }
                     tracing::warn!(error = %e, retry_in_ms = backoff.as_millis() as u64, "catch-up from the replay buffer failed; retrying");
@@ -82,12 +83,24 @@ impl Dispatcher {
                     continue;
                 }
             };
+            if page.lost {
+                // A shard let events go before this read reached them.
+                let msg = Control::warning(
+                    "resume_gap",
+                    "Events were lost while the server was disconnected from Redis.",
+                )
+                .encode();
+                for entry in self.routes.entries() {
+                    entry.conn.offer_control(msg.clone());
+                }
+            }
             if let Some((id, _)) = page.events.last() {
                 cursor = *id;
             }
             inc(&metrics().events_replayed, page.events.len() as u64);
             for (_, json) in &page.events {
-                self.incoming(frame::parse(json));
+                let incoming = self.tap_json(json);
+                self.incoming(incoming);
             }
             if !page.more {
                 return;

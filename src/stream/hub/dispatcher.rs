@@ -17,6 +17,7 @@ use super::sessions::Sessions;
 use super::viewers::Viewers;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
+use crate::store::events::Tap;
 use crate::store::Store;
 use crate::stream::frame::{self, EventId, Frame, Incoming};
 use crate::stream::rule_set;
@@ -49,6 +50,10 @@ pub(super) struct Dispatcher {
     outs: Vec<Vec<SubId>>,
     /// The hub's own commands (a reload of rules answers through it).
     cmds: mpsc::UnboundedSender<Cmd>,
+    /// Every event handed on, for the work that follows the log here, and
+    /// the last one sent (`None`: what came before is not known).
+    tap: Tap,
+    pub(super) tapped: Option<EventId>,
 }
 
 impl Drop for Dispatcher {
@@ -74,6 +79,7 @@ impl Dispatcher {
         store: Store,
         keepalive: Duration,
         cmds: mpsc::UnboundedSender<Cmd>,
+        tap: Tap,
         helpers: Vec<Helper>,
     ) -> Dispatcher {
         Dispatcher {
@@ -88,6 +94,8 @@ impl Dispatcher {
             out: Vec::new(),
             outs: Vec::new(),
             cmds,
+            tap,
+            tapped: None,
         }
     }
 }
@@ -122,7 +130,7 @@ impl Dispatcher {
                     let mut batch = Vec::new();
                     while let Some(msg) = next.take() {
                         match msg {
-                            Msg::Raw(payload) => match frame::parse(&payload) {
+                            Msg::Raw(payload) => match self.tap_json(&payload) {
                                 Some(Incoming::Event(frame)) => batch.push(frame),
                                 other => {
                                     self.dispatch_batch(&mut batch);
@@ -343,6 +351,18 @@ impl Dispatcher {
             }
             None => tracing::warn!("ignored a malformed event on the channel"),
         }
+    }
+
+    /// Sends an event heard (live or caught up) to the tap, unless it is at
+    /// or before the last sent; then parses it.
+    pub(super) fn tap_json(&mut self, json: &str) -> Option<Incoming> {
+        if let Some(id) = EventId::of_json(json) {
+            if self.tapped.is_none_or(|t| id > t) {
+                self.tap.send(self.tapped, id, json.into());
+                self.tapped = Some(id);
+            }
+        }
+        frame::parse(json)
     }
 
     /// Whether a suspended user caused `frame` (then no stream gets it).

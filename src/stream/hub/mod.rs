@@ -48,7 +48,7 @@ pub struct Hub {
     next_id: Arc<AtomicU64>,
     subscribed: Arc<AtomicBool>,
     rules_filed: Arc<AtomicUsize>,
-    published: Arc<tokio::sync::Notify>,
+    tap: crate::store::events::Tap,
     /// The store, shared: every connection's feed reads through it (a
     /// `Store` inline would cost each one 800 bytes).
     store: Arc<Store>,
@@ -65,12 +65,11 @@ impl Hub {
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let (msg_tx, msg_rx) = mpsc::channel(65_536);
         let subscribed = Arc::new(AtomicBool::new(false));
-        let published = Arc::new(tokio::sync::Notify::new());
+        let tap = crate::store::events::Tap::default();
         let sub = tokio::spawn(subscriber::subscriber(
             store.clone(),
             msg_tx,
             subscribed.clone(),
-            published.clone(),
             shutdown.clone(),
         ));
         let shared = Arc::new(store.clone());
@@ -78,6 +77,7 @@ impl Hub {
             store,
             keepalive,
             cmd_tx.clone(),
+            tap.clone(),
             (0..delivery_shares())
                 .map(|_| Helper::start(cmd_tx.clone()))
                 .collect(),
@@ -90,7 +90,7 @@ impl Hub {
                 next_id: Arc::new(AtomicU64::new(1)),
                 subscribed,
                 rules_filed,
-                published,
+                tap,
                 store: shared,
             },
             vec![sub, disp],
@@ -102,10 +102,11 @@ impl Hub {
         &self.store
     }
 
-    /// Notified as events are published (each message of the event
-    /// channel): a reader of the buffer waits on it rather than polling.
-    pub fn published(&self) -> Arc<tokio::sync::Notify> {
-        self.published.clone()
+    /// The events as this hub hands them on, in log order: the work that
+    /// follows the log here reads them rather than the buffer while it is
+    /// in step (`store::events::tap`).
+    pub fn tap(&self) -> crate::store::events::Tap {
+        self.tap.clone()
     }
 
     /// Whether the event subscription is up (pinged within seconds).

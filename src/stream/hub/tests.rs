@@ -12,6 +12,7 @@ fn dispatcher() -> Dispatcher {
         Store::open("redis://127.0.0.1:1", &cfg).expect("a store (never reached)"),
         Duration::from_secs(15),
         mpsc::unbounded_channel().0,
+        crate::store::events::Tap::default(),
         vec![Helper::start(mpsc::unbounded_channel().0)],
     )
 }
