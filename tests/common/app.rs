@@ -366,7 +366,8 @@ pub(crate) async fn bulk_follow(app: &TestApp, followers: &[u64], target: u64) {
 /// Every entry of the sessions' clean-up index (`<uid>:<sid>`), over its
 /// partitions.
 pub(crate) fn indexed_sessions(app: &TestApp) -> Vec<String> {
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix)
+        .with_log_shards(app.cfg.log_shards as usize);
     let mut conn = app.redis.conn();
     (0..firehose::store::keys::OUTBOX_PARTS)
         .flat_map(|k| {
@@ -427,13 +428,19 @@ pub(crate) fn ids(list: &Value) -> Vec<String> {
 /// How many events in the replay buffer (read from Redis) are of `kind`
 /// (`"type":"<kind>"`) and contain every one of `also` in their JSON.
 pub(crate) fn buffered_events(app: &TestApp, kind: &str, also: &[&str]) -> usize {
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
-    let entries: Vec<(String, Vec<(String, String)>)> = redis::cmd("XRANGE")
-        .arg(keys.events())
-        .arg("-")
-        .arg("+")
-        .query(&mut app.redis.conn())
-        .unwrap();
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix)
+        .with_log_shards(app.cfg.log_shards as usize);
+    let mut conn = app.redis.conn();
+    let entries: Vec<(String, Vec<(String, String)>)> = (0..keys.log_shards())
+        .flat_map(|k| {
+            redis::cmd("XRANGE")
+                .arg(keys.log_events(k))
+                .arg("-")
+                .arg("+")
+                .query::<Vec<(String, Vec<(String, String)>)>>(&mut conn)
+                .unwrap()
+        })
+        .collect();
     let kind = format!("\"type\":\"{kind}\"");
     // An entry holds one event or a batch's, one `e` field each.
     entries
@@ -441,4 +448,17 @@ pub(crate) fn buffered_events(app: &TestApp, kind: &str, also: &[&str]) -> usize
         .flat_map(|(_, fields)| fields.iter().filter(|(field, _)| field == "e"))
         .filter(|(_, body)| body.contains(&kind) && also.iter().all(|part| body.contains(part)))
         .count()
+}
+
+/// `emit_once.lua` as the server loads it (with `log_append` before it),
+/// for tests that call it directly, and the publish command it is given on
+/// this run's Redis.
+pub(crate) fn emit_script() -> (redis::Script, &'static str) {
+    let source = format!(
+        "{}{}",
+        include_str!("../../src/store/writes/lua/log_append.lua"),
+        include_str!("../../src/store/writes/lua/emit_once.lua")
+    );
+    let publish = if cluster_run() { "SPUBLISH" } else { "PUBLISH" };
+    (redis::Script::new(&source), publish)
 }

@@ -108,7 +108,8 @@ async fn hashtag_timelines_ignore_case_and_trends_count_a_sliding_window() {
     assert_eq!(top.as_array().unwrap().len(), 1);
     // Every trending key expires: a bucket and its counted set get their
     // TTL with the first tag counted, and keep it as the tags repeat.
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix)
+        .with_log_shards(app.cfg.log_shards as usize);
     let minute = firehose::model::now() as u64 / 60;
     let mut conn = app.redis.conn();
     let mut buckets = 0;

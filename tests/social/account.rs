@@ -317,7 +317,8 @@ async fn an_account_with_statuses_and_no_followers_is_deleted_to_its_last_key() 
     app.say(&token, "said to no one").await;
     let (status, _) = delete_me(&app, &token, "password123").await;
     assert_eq!(status, StatusCode::NO_CONTENT);
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix)
+        .with_log_shards(app.cfg.log_shards as usize);
     let uid: u64 = me.parse().unwrap();
     app.eventually("the account's keys are gone", || async {
         let mut conn = app.redis.conn();

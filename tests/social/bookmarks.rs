@@ -156,7 +156,8 @@ async fn bookmarks_stop_at_ten_thousand_even_when_added_in_parallel() {
     let (_, author) = app.user("prolific").await;
     // 9,990 bookmarks put in place directly (of statuses that need not
     // exist: the cap counts entries), then 30 real ones at once.
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix)
+        .with_log_shards(app.cfg.log_shards as usize);
     let key = keys.bookmarks(uid.parse().unwrap());
     let mut conn = app.redis.conn();
     for chunk in (1..=9_990u64).collect::<Vec<_>>().chunks(1000) {

@@ -241,7 +241,8 @@ async fn a_batch_whose_backfills_outgrow_one_call_follows_everyone_once() {
     let app = TestApp::start().await;
     let (ida, a) = app.user("copier").await;
     let targets = bulk_users(&app, "prolific", 5).await;
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix)
+        .with_log_shards(app.cfg.log_shards as usize);
     let per = firehose::store::follows::FOLLOW_COPY_BUDGET * 3 / 4;
     {
         let mut conn = app.redis.conn();
@@ -430,7 +431,8 @@ async fn tasks_queued_by_a_process_without_workers_are_worked_by_another() {
     let (idc, celeb) = app.user("remote_star").await;
     let followers = bulk_users(&app, "rf", 1500).await;
     bulk_follow(&app, &followers, idc.parse().unwrap()).await;
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix)
+        .with_log_shards(app.cfg.log_shards as usize);
     let part = firehose::store::keys::user_part(idc.parse().unwrap());
     let len = |key: String| -> u64 {
         redis::cmd("XLEN")

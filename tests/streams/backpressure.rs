@@ -92,7 +92,11 @@ async fn a_client_that_never_reads_is_cut_off_without_delaying_anyone() {
     let big = "x".repeat(100_000);
     for i in 0..300 {
         let body = json!({"type": "status", "at": i, "status": {"id": (1000 + i).to_string(), "uid": id, "login": "quin", "message": big, "posted": 1.0, "hashtags": [], "mentions": []}});
-        store.events().emit(&body.to_string()).await.unwrap();
+        store
+            .events()
+            .emit(&firehose::store::events::Body::from_json(body.to_string()))
+            .await
+            .unwrap();
         // The reading client keeps up the whole time.
         let m = reader.next_event("reader keeps up").await;
         assert_eq!(m.data["at"], i);
@@ -136,7 +140,11 @@ async fn emit_big_statuses(app: &TestApp, uid: &str, login: &str, n: usize, size
     let big = "w".repeat(size);
     for i in 0..n {
         let body = json!({"type": "status", "at": i, "status": {"id": (5000 + i).to_string(), "uid": uid, "login": login, "message": format!("{i} {big}"), "posted": 1.0, "hashtags": [], "mentions": []}});
-        store.events().emit(&body.to_string()).await.unwrap();
+        store
+            .events()
+            .emit(&firehose::store::events::Body::from_json(body.to_string()))
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     big

@@ -7,7 +7,12 @@ use common::buffered_events;
 
 /// A server whose replay buffer holds about 20 entries.
 async fn small_buffer() -> TestApp {
-    TestApp::start_with(|c| c.replay_maxlen = 20).await
+    TestApp::start_with(|c| {
+        c.replay_maxlen = 20;
+        c.log_shards = 1;
+        c.log_shards = 1;
+    })
+    .await
 }
 
 /// Posts `n` statuses as `token` while a live firehose stream watches;
@@ -177,6 +182,7 @@ async fn a_resume_older_than_the_history_says_resume_gap_with_oldest() {
     // The first server keeps no history, and its buffer moves on.
     let app = TestApp::start_with(|c| {
         c.replay_maxlen = 20;
+        c.log_shards = 1;
         c.history_secs = 0;
     })
     .await;
@@ -187,7 +193,12 @@ async fn a_resume_older_than_the_history_says_resume_gap_with_oldest() {
     assert_eq!(h["events"], 0, "{h}");
 
     // A server that starts now holds from the buffer's oldest on.
-    let second = app.beside(|c| c.replay_maxlen = 20).await;
+    let second = app
+        .beside(|c| {
+            c.replay_maxlen = 20;
+            c.log_shards = 1;
+        })
+        .await;
     let summary = || async {
         app.http
             .get(second.url("/api/v1/history"))

@@ -92,7 +92,11 @@ async fn an_edit_in_a_later_block_is_found_once_by_its_text_now() {
 async fn a_process_that_lacks_a_stretch_says_so_in_search_and_counts() {
     // A buffer of about 20 entries: a process started after 60 posts
     // cannot read the first of them.
-    let app = TestApp::start_with(|c| c.replay_maxlen = 20).await;
+    let app = TestApp::start_with(|c| {
+        c.replay_maxlen = 20;
+        c.log_shards = 1;
+    })
+    .await;
     let (_, ada) = app.user("ada").await;
     let mut posted = Vec::new();
     for i in 0..60 {
@@ -103,7 +107,12 @@ async fn a_process_that_lacks_a_stretch_says_so_in_search_and_counts() {
         h["events"].as_u64().unwrap_or(0) >= 61
     })
     .await;
-    let late = app.beside(|c| c.replay_maxlen = 20).await;
+    let late = app
+        .beside(|c| {
+            c.replay_maxlen = 20;
+            c.log_shards = 1;
+        })
+        .await;
     let last = app.say(&ada, "emu late").await;
     let base = late.url("");
     app.eventually("the new process holds the newest post", || async {

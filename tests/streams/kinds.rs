@@ -88,25 +88,35 @@ async fn events_published_together_in_one_message_reach_each_stream_once_in_orde
             group_id: None,
         })
     };
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
-    let script = redis::Script::new(include_str!("../../src/store/writes/lua/emit_once.lua"));
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix)
+        .with_log_shards(app.cfg.log_shards as usize);
+    // One shard's call, as the emitter makes it (here with events that
+    // would go to several: the script takes what it is given).
+    let (script, publish) = common::emit_script();
+    let k = 5;
     let emit = || {
         let mut call = script.prepare_invoke();
-        call.key(keys.emitted())
-            .key(keys.events())
-            .arg(1000)
-            .arg(keys.channel())
+        call.key(keys.log_emitted(k))
+            .key(keys.log_events(k))
+            .arg("~1000")
+            .arg(keys.log_channel(k))
+            .arg(publish)
+            .arg(k)
+            .arg("")
             .arg(9_000_001u64)
             .arg(1)
-            .arg(delete(&one))
+            .arg(delete(&one).json)
             .arg(9_000_033u64)
             .arg(2)
-            .arg(body(firehose::model::Event::Follow {
-                at,
-                source: a,
-                target: b,
-            }))
-            .arg(delete(&two));
+            .arg(
+                body(firehose::model::Event::Follow {
+                    at,
+                    source: a,
+                    target: b,
+                })
+                .json,
+            )
+            .arg(delete(&two).json);
         let firsts: Vec<String> = call.invoke(&mut app.redis.conn()).unwrap();
         firsts
     };
@@ -175,12 +185,15 @@ async fn events_published_together_in_one_message_reach_each_stream_once_in_orde
     // only the new one's first mention emits, and it is marked after.
     let mixed = || {
         let mut call = script.prepare_invoke();
-        call.key(keys.emitted())
-            .key(keys.events())
-            .arg(1000)
-            .arg(keys.channel());
+        call.key(keys.log_emitted(k))
+            .key(keys.log_events(k))
+            .arg("~1000")
+            .arg(keys.log_channel(k))
+            .arg(publish)
+            .arg(k)
+            .arg("");
         for op in [9_000_001u64, 9_000_065, 9_000_065] {
-            call.arg(op).arg(1).arg(delete(&one));
+            call.arg(op).arg(1).arg(delete(&one).json);
         }
         let firsts: Vec<String> = call.invoke(&mut app.redis.conn()).unwrap();
         firsts
@@ -498,7 +511,6 @@ async fn a_burst_is_routed_in_order_with_follows_taking_effect_mid_burst() {
     let mut hot = app
         .stream("/api/v1/stream/filter?track=hot", Some(&fh), &[])
         .await;
-    let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
     let bodies: Vec<String> = (0..120)
         .map(|i| {
             if i == 60 {
@@ -512,22 +524,41 @@ async fn a_burst_is_routed_in_order_with_follows_taking_effect_mid_burst() {
         .collect();
     // One event first loads the script, so that none of the burst is
     // retried out of order after a NOSCRIPT reply.
-    store
-        .events()
-        .emit(&json!({"type": "ping", "at": -1}).to_string())
-        .await
-        .unwrap();
-    // Sent together in one pipeline (one slot, so one node, on a cluster
+    let (emit, publish) = common::emit_script();
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix)
+        .with_log_shards(app.cfg.log_shards as usize);
+    let k = 7;
+    let one = |b: &str| {
+        let mut call = emit.prepare_invoke();
+        call.key(keys.log_emitted(k))
+            .key(keys.log_events(k))
+            .arg(format!("~{}", app.cfg.replay_maxlen))
+            .arg(keys.log_channel(k))
+            .arg(publish)
+            .arg(k)
+            .arg("")
+            .arg("-")
+            .arg(1)
+            .arg(b);
+        let _: Vec<String> = call.invoke(&mut app.redis.conn()).unwrap();
+    };
+    one(&json!({"type": "ping", "at": -1}).to_string());
+    // Sent together in one pipeline (one shard, so one node, on a cluster
     // too): Redis publishes them in this order.
-    let emit = redis::Script::new(include_str!("../../src/store/lua/emit.lua"));
     let mut pipe = redis::pipe();
     for b in &bodies {
         pipe.cmd("EVALSHA")
             .arg(emit.get_hash())
+            .arg(2)
+            .arg(keys.log_emitted(k))
+            .arg(keys.log_events(k))
+            .arg(format!("~{}", app.cfg.replay_maxlen))
+            .arg(keys.log_channel(k))
+            .arg(publish)
+            .arg(k)
+            .arg("")
+            .arg("-")
             .arg(1)
-            .arg(format!("{}:{{g}}:events", app.cfg.key_prefix))
-            .arg(app.cfg.replay_maxlen)
-            .arg(format!("{}:events", app.cfg.key_prefix))
             .arg(b)
             .ignore();
     }

@@ -15,7 +15,11 @@ async fn emit(app: &TestApp, uid: &str, sid: &str, n: usize, size: usize) {
     let filler = "p".repeat(size);
     for i in 0..n {
         let body = json!({"type": "status", "at": i, "status": {"id": sid, "uid": uid, "login": "lena", "message": format!("{i} {filler}"), "posted": 1.0, "hashtags": [], "mentions": []}});
-        store.events().emit(&body.to_string()).await.unwrap();
+        store
+            .events()
+            .emit(&firehose::store::events::Body::from_json(body.to_string()))
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -135,6 +139,7 @@ async fn a_reader_that_pauses_goes_on_from_the_history_and_catches_up() {
         let app = TestApp::start_with(|c| {
             c.stream_queue = 20;
             c.replay_maxlen = buffer;
+            c.log_shards = 1;
         })
         .await;
         const N: usize = 300;
@@ -335,6 +340,7 @@ async fn a_reader_whose_place_leaves_the_history_gets_resume_gap_and_goes_on() {
     let app = TestApp::start_with(|c| {
         c.stream_queue = 20;
         c.replay_maxlen = 50;
+        c.log_shards = 1;
         c.history_secs = 0;
     })
     .await;

@@ -17,11 +17,12 @@ async fn a_replay_passes_over_entries_that_hold_no_event() {
     assert_eq!(status_message(&before), "before the gap");
     drop(s);
     // More than a replay page (256) of foreign entries in a row.
-    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix)
+        .with_log_shards(app.cfg.log_shards as usize);
     let mut pipe = redis::pipe();
     for _ in 0..300 {
         pipe.cmd("XADD")
-            .arg(keys.events())
+            .arg(keys.log_events(11))
             .arg("*")
             .arg("x")
             .arg("y")
@@ -176,6 +177,7 @@ async fn an_id_older_than_the_buffer_gets_a_resume_gap_warning_and_carries_on() 
     // No history: the buffer alone (history.rs has the resumes it serves).
     let app = TestApp::start_with(|c| {
         c.replay_maxlen = 10;
+        c.log_shards = 1;
         c.history_secs = 0;
     })
     .await;
@@ -185,7 +187,9 @@ async fn an_id_older_than_the_buffer_gets_a_resume_gap_warning_and_carries_on() 
     for i in 0..300 {
         store
             .events()
-            .emit(&json!({"type": "ping", "at": i}).to_string())
+            .emit(&firehose::store::events::Body::from_json(
+                json!({"type": "ping", "at": i}).to_string(),
+            ))
             .await
             .unwrap();
     }

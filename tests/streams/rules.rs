@@ -610,6 +610,7 @@ async fn a_sparse_stream_resumes_from_its_keep_alive_position_after_the_buffer_t
     // No history: the buffer alone (history.rs has the resumes it serves).
     let app = TestApp::start_with(|c| {
         c.replay_maxlen = 100;
+        c.log_shards = 1;
         c.keepalive_secs = 1;
         c.history_secs = 0;
     })
@@ -670,6 +671,7 @@ async fn since_opens_a_stream_at_a_time_the_buffer_still_holds() {
     // No history: the buffer alone (history.rs has the resumes it serves).
     let app = TestApp::start_with(|c| {
         c.replay_maxlen = 50;
+        c.log_shards = 1;
         c.history_secs = 0;
     })
     .await;
