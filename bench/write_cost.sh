@@ -12,6 +12,7 @@
 # WRITE_COST_ARGS=--breakdown prints the microseconds per command per write
 # (and --hashtags 64 spreads the posts' tags, where by default all carry one);
 # REDIS_ARGS are passed to every redis-server (e.g. a Redis setting to weigh);
+# MASTERS=6 sets the cluster's masters (3 by default, at most 6);
 # G_WEIGHT=0.75 gives the master that owns {g} that weight in the cluster's
 # slots (`redis-cli --cluster rebalance --cluster-weight`), the others 1.
 set -euo pipefail
@@ -45,9 +46,12 @@ if [[ $mode == one || $mode == both ]]; then
   "$tool" --url http://127.0.0.1:8101 --nodes redis://127.0.0.1:6401 ${WRITE_COST_ARGS:-}
 fi
 if [[ $mode == cluster || $mode == both ]]; then
-  echo "== 3-master cluster"
-  for p in 7101 7102 7103; do redis "$p" cluster; done
-  redis-cli --cluster create 127.0.0.1:7101 127.0.0.1:7102 127.0.0.1:7103 --cluster-replicas 0 --cluster-yes >/dev/null
+  masters=${MASTERS:-3}
+  ports=$(seq 7101 $((7100 + masters)))
+  echo "== $masters-master cluster"
+  for p in $ports; do redis "$p" cluster; done
+  # shellcheck disable=SC2046
+  redis-cli --cluster create $(printf '127.0.0.1:%s ' $ports) --cluster-replicas 0 --cluster-yes >/dev/null
   until redis-cli -p 7101 cluster info | grep -q 'cluster_state:ok'; do sleep 0.2; done
   if [[ -n ${G_WEIGHT:-} ]]; then
     # The master that owns {g} gets a share of the slots weighted G_WEIGHT
@@ -59,7 +63,7 @@ if [[ $mode == cluster || $mode == both ]]; then
     until redis-cli --cluster check 127.0.0.1:7101 2>/dev/null | grep -q 'All 16384 slots covered'; do sleep 0.2; done
     redis-cli --cluster info 127.0.0.1:7101 2>/dev/null | grep slots | sed 's/^/  /'
   fi
-  nodes=redis://127.0.0.1:7101,redis://127.0.0.1:7102,redis://127.0.0.1:7103
+  nodes=$(printf 'redis://127.0.0.1:%s\n' $ports | paste -sd,)
   serve 8102 --redis-cluster "$nodes"
   "$tool" --url http://127.0.0.1:8102 --nodes "$nodes" ${WRITE_COST_ARGS:-}
 fi

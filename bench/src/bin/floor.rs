@@ -108,7 +108,7 @@ async fn main() -> anyhow::Result<()> {
     cfg.redis_url = Some(args.redis_url.clone());
     cfg.key_prefix = args.key_prefix.clone();
     let store = Store::open(&args.redis_url, &cfg)?;
-    let mut events = store.events().subscribe().await?.messages;
+    let mut events = store.events().subscribe().await?.pushes;
     let listener = TcpListener::bind(&args.listen).await?;
     println!("floor ({:?}) on {}", args.transport, args.listen);
     let (ready_tx, mut ready) = mpsc::unbounded_channel::<TcpStream>();
@@ -130,7 +130,9 @@ async fn main() -> anyhow::Result<()> {
             Some(tcp) = ready.recv() => sockets.push(tcp),
             msg = events.next() => {
                 let Some(msg) = msg else { break };
-                let Some(payload) = msg else { continue };
+                let firehose::store::events::Heard::Message(_, payload) = msg else { continue };
+                // The shard's floor line first (the server's merge reads it).
+                let Some((_, payload)) = payload.split_once('\n') else { continue };
                 let frame = encode(payload.as_bytes(), transport);
                 // One write per socket; a socket that would block (or
                 // wrote part of the frame) is dropped: the floor never queues.

@@ -710,7 +710,7 @@ async fn main() -> anyhow::Result<()> {
                     match args.mode {
                         Mode::Publish => {
                             let body = serde_json::json!({"type": "status", "at": now, "status": {"id": n.to_string(), "uid": "1", "login": "load", "message": format!("load event {n}"), "posted": now, "hashtags": [], "mentions": []}});
-                            let _ = store.events().emit(&body.to_string()).await;
+                            let _ = store.events().emit(&firehose::store::events::Body::from_json(body.to_string())).await;
                         }
                         Mode::Post => {
                             let _ = http.post(format!("http://{addr}/api/v1/statuses")).bearer_auth(poster).json(&serde_json::json!({"message": format!("load event {n}")})).send().await;
