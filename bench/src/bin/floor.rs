@@ -108,7 +108,10 @@ async fn main() -> anyhow::Result<()> {
     cfg.redis_url = Some(args.redis_url.clone());
     cfg.key_prefix = args.key_prefix.clone();
     let store = Store::open(&args.redis_url, &cfg)?;
-    let mut events = store.events().subscribe().await?.pushes;
+    // The prober holds the subscription's connection: kept for the run.
+    let subscription = store.events().subscribe().await?;
+    let _connection = subscription.prober;
+    let mut events = subscription.pushes;
     let listener = TcpListener::bind(&args.listen).await?;
     println!("floor ({:?}) on {}", args.transport, args.listen);
     let (ready_tx, mut ready) = mpsc::unbounded_channel::<TcpStream>();
