@@ -30,10 +30,13 @@ struct Args {
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1:8090")]
     listen: String,
-    /// Redis URL whose events channel drives the writes.
+    /// Redis URL whose event log's channels drive the writes.
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
-    /// The key prefix (the channel is `<prefix>:events`).
+    /// A Redis Cluster's seed nodes (comma-separated), if the log is on one.
+    #[arg(long)]
+    redis_cluster: Option<String>,
+    /// The key prefix of the log's channels.
     #[arg(long, default_value = "fh")]
     key_prefix: String,
     /// What the clients speak.
@@ -106,6 +109,7 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let mut cfg = Config::defaults();
     cfg.redis_url = Some(args.redis_url.clone());
+    cfg.redis_cluster = args.redis_cluster.clone();
     cfg.key_prefix = args.key_prefix.clone();
     let store = Store::open(&args.redis_url, &cfg)?;
     // The prober holds the subscription's connection: kept for the run.
