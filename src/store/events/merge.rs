@@ -43,6 +43,8 @@ pub struct Merge {
     pending: BTreeMap<EventId, String>,
     /// Each shard's node (an index into `members`).
     node_of: Vec<usize>,
+    /// The newest event heard on any shard, handed on or waiting.
+    newest: EventId,
     /// Each node's shards: a floor heard from one holds for all.
     members: Vec<Vec<usize>>,
 }
@@ -63,7 +65,15 @@ impl Merge {
             pending: BTreeMap::new(),
             node_of,
             members,
+            newest: EventId::ZERO,
         }
+    }
+
+    /// The newest event heard on any shard (handed on or still waiting for
+    /// its floor): every event at or below it was written before it was
+    /// heard.
+    pub fn newest(&self) -> EventId {
+        self.newest
     }
 
     /// Node `node`'s time was `floor`: no shard of it can still make an
@@ -95,6 +105,7 @@ impl Merge {
             if let Some(h) = self.heard.get_mut(k) {
                 *h = Some(id.entry());
             }
+            self.newest = self.newest.max(id);
             self.raise(k, EventId(id.0, id.1.saturating_add(1), 0));
             if id > handed {
                 self.pending.insert(id, line.to_string());

@@ -14,6 +14,7 @@ use super::keepalive::Timers;
 use super::msg::{Cmd, Msg, SHUTDOWN};
 use super::routes::{Copies, Routes};
 use super::sessions::Sessions;
+use super::subscriber::HeardMark;
 use super::viewers::Viewers;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
@@ -54,6 +55,11 @@ pub(super) struct Dispatcher {
     /// the last one sent (`None`: what came before is not known).
     tap: Tap,
     pub(super) tapped: Option<EventId>,
+    /// The newest event the subscriber has heard, and the subscriptions
+    /// registered while events at or below it were still to be dispatched:
+    /// each gets only the events after its start.
+    pub(super) heard: Arc<HeardMark>,
+    pub(super) starts: FxHashMap<SubId, EventId>,
 }
 
 impl Drop for Dispatcher {
@@ -80,6 +86,7 @@ impl Dispatcher {
         keepalive: Duration,
         cmds: mpsc::UnboundedSender<Cmd>,
         tap: Tap,
+        heard: Arc<HeardMark>,
         helpers: Vec<Helper>,
     ) -> Dispatcher {
         Dispatcher {
@@ -96,6 +103,8 @@ impl Dispatcher {
             cmds,
             tap,
             tapped: None,
+            heard,
+            starts: FxHashMap::default(),
         }
     }
 }
@@ -186,6 +195,10 @@ impl Dispatcher {
                 ack,
             } => {
                 self.viewers.add(conn.uid, hides);
+                let start = self.heard.get();
+                if self.last.is_none_or(|last| start > last) {
+                    self.starts.insert(sub, start);
+                }
                 let uid = conn.uid;
                 let added = self.routes.add(conn, sub, want, stream);
                 if added.reload_rules {
@@ -230,7 +243,12 @@ impl Dispatcher {
     /// Drops from `out` the subscriptions whose user's relations hide who
     /// caused `frame`, and the partitioned ones `frame` is not in: lookups
     /// in data held here, no Redis round trip.
+    /// Subscriptions registered after `frame` was heard drop it too: it
+    /// was written before they began.
     pub(super) fn drop_hidden(&self, frame: &Frame, out: &mut Vec<SubId>) {
+        if !self.starts.is_empty() {
+            out.retain(|sub| self.starts.get(sub).is_none_or(|start| frame.id > *start));
+        }
         self.routes.drop_other_parts(frame, out);
         let actors = frame.actors();
         if self.viewers.none_hiding() || actors.is_empty() {
@@ -301,6 +319,7 @@ impl Dispatcher {
     }
 
     pub(super) fn remove_sub(&mut self, sub: SubId) {
+        self.starts.remove(&sub);
         if let Some(entry) = self.routes.remove(sub) {
             self.viewers.drop_one(entry.conn.uid);
         }
@@ -405,6 +424,14 @@ impl Dispatcher {
         self.deliver(&frame, &out, direct);
         self.deliver_copies(copies, direct);
         self.out = out;
+        self.started();
+    }
+
+    /// Forgets the starts that every event from here on is past.
+    fn started(&mut self) {
+        if let (false, Some(last)) = (self.starts.is_empty(), self.last) {
+            self.starts.retain(|_, start| *start > last);
+        }
     }
 
     /// Routes and delivers `batch` (emptied) in order. A lone event is
@@ -439,6 +466,7 @@ impl Dispatcher {
         self.outs = outs;
         frames.clear();
         *batch = frames;
+        self.started();
     }
 
     /// Routes and delivers an `update`: to every subscription the status

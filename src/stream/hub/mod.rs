@@ -66,10 +66,12 @@ impl Hub {
         let (msg_tx, msg_rx) = mpsc::channel(65_536);
         let subscribed = Arc::new(AtomicBool::new(false));
         let tap = crate::store::events::Tap::default();
+        let heard = Arc::new(subscriber::HeardMark::default());
         let sub = tokio::spawn(subscriber::subscriber(
             store.clone(),
             msg_tx,
             subscribed.clone(),
+            heard.clone(),
             shutdown.clone(),
         ));
         let shared = Arc::new(store.clone());
@@ -78,6 +80,7 @@ impl Hub {
             keepalive,
             cmd_tx.clone(),
             tap.clone(),
+            heard,
             (0..delivery_shares())
                 .map(|_| Helper::start(cmd_tx.clone()))
                 .collect(),

@@ -73,10 +73,31 @@ async fn wait_probe(
     }
 }
 
+/// The newest event the subscriber has heard, handed on or still waiting
+/// for its floor: a subscription registered now starts after it, so that an
+/// event written before a stream opened (a write acknowledged, then the
+/// stream opened, while the merge held its event back) never reaches it
+/// live. A resumed stream's replay, read from the buffer after it
+/// registered, holds every such event.
+#[derive(Default)]
+pub(super) struct HeardMark(std::sync::Mutex<EventId>);
+
+impl HeardMark {
+    pub(super) fn raise(&self, id: EventId) {
+        let mut newest = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        *newest = (*newest).max(id);
+    }
+
+    pub(super) fn get(&self) -> EventId {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 pub(super) async fn subscriber(
     store: Store,
     msgs: mpsc::Sender<Msg>,
     subscribed: Arc<AtomicBool>,
+    heard_mark: Arc<HeardMark>,
     mut shutdown: Shutdown,
 ) {
     let mut backoff = Duration::from_millis(100);
@@ -183,6 +204,9 @@ pub(super) async fn subscriber(
                 _ = tokio::time::sleep_until(last_probe + PROBE_GAP),
                     if probe.is_none() && merge.waiting() > 0 => {},
             }
+            // Before anything heard is handed on: a subscription the
+            // dispatcher registers after it was handed starts after it.
+            heard_mark.raise(merge.newest());
             for (id, line) in merge.ready() {
                 handed = id;
                 if msgs.send(Msg::Raw(line)).await.is_err() {

@@ -13,6 +13,7 @@ fn dispatcher() -> Dispatcher {
         Duration::from_secs(15),
         mpsc::unbounded_channel().0,
         crate::store::events::Tap::default(),
+        Default::default(),
         vec![Helper::start(mpsc::unbounded_channel().0)],
     )
 }
@@ -136,4 +137,44 @@ async fn churn_does_not_grow_the_keepalive_heap() {
         assert!(d.timers.len() <= 2 * d.open.len() + DUE_SLACK + 1);
     }
     assert_eq!(d.open.len(), 100);
+}
+
+/// A subscription registered while events it did not see written were
+/// heard but not yet dispatched (the merge holding them for a floor) gets
+/// none of them: only events after the newest heard when it registered.
+#[tokio::test]
+async fn a_subscription_starts_after_what_was_heard_before_it_registered() {
+    use crate::store::events::EventId;
+    use crate::stream::direct::tests::frame;
+    use firehose_filters::Rule;
+    let heard = Arc::new(subscriber::HeardMark::default());
+    let mut d = dispatcher();
+    d.heard = heard.clone();
+    let c = conn(1, Duration::from_secs(3600));
+    d.command(Cmd::Open { conn: c.clone() });
+    d.dispatch(frame(10, "seen before"), false);
+    // Events 11 and 12 were heard (12 the newest) but wait for a floor.
+    heard.raise(EventId(12, 0, 0));
+    let (ack, _) = oneshot::channel();
+    d.command(Cmd::Register {
+        conn: c.clone(),
+        sub: 7,
+        want: Want::rule(Rule::Firehose),
+        stream: "firehose",
+        hides: Default::default(),
+        ack,
+    });
+    let mut batch = vec![frame(11, "written before"), frame(12, "also before")];
+    d.dispatch_batch(&mut batch);
+    d.dispatch(frame(13, "written after"), false);
+    // The helper tasks hand the deliveries over.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut got = Vec::new();
+    while let Some((delivery, _)) = c.try_take() {
+        if let Delivery::Event(f, _) = delivery {
+            got.push(f.id);
+        }
+    }
+    assert_eq!(got, vec![EventId(13, 0, 0)], "only what followed its start");
+    assert!(d.starts.is_empty(), "the start is forgotten once passed");
 }
