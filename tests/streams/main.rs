@@ -18,6 +18,7 @@ mod refresh;
 mod resume;
 mod rules;
 mod seen_now;
+mod shards;
 mod websocket;
 mod zstd;
 

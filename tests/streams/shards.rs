@@ -1,0 +1,167 @@
+//! The event log in shards, read by two server processes on one store (one
+//! Redis, or the cluster with `FIREHOSE_TEST_CLUSTER=1`): one order on
+//! both, ids either resumes, and writes delivered after what caused them.
+
+use super::*;
+
+/// The statuses and follows a stream gives until it has been quiet a while
+/// after `want` statuses: `(id, type)`, in the order given.
+async fn log_until_quiet(s: &mut StreamClient, want: usize) -> Vec<(String, String)> {
+    let (mut seen, mut statuses) = (Vec::new(), 0);
+    loop {
+        let m = if statuses < want {
+            s.next_event("the writers' events").await
+        } else {
+            match s.next_within(Duration::from_secs(1)).await {
+                Some(m) => m,
+                None => return seen,
+            }
+        };
+        assert_ne!(m.event, "resume_gap", "nothing was trimmed");
+        let kind = m.data["type"].as_str().unwrap_or_default().to_string();
+        if kind == "status" {
+            statuses += 1;
+        }
+        if kind == "status" || kind == "follow" {
+            seen.push((m.id.clone().expect("an event's id"), kind));
+        }
+    }
+}
+
+// Each prints what it saw: the figures of a run.
+#[allow(clippy::print_stdout)]
+#[tokio::test]
+async fn two_processes_merge_the_shards_into_one_order_and_resume_each_others_ids() {
+    let app = TestApp::start().await;
+    let b = app.beside(|_| {}).await;
+    let mut writers = Vec::new();
+    for i in 0..6 {
+        writers.push(app.user(&format!("writer{i}")).await);
+    }
+    let fh = app
+        .operator_token(&writers[0].0, &["read", "firehose"])
+        .await;
+    let path = "/api/v1/stream/firehose";
+    let mut on_a = app.stream(path, Some(&fh), &[]).await;
+    let mut on_b = app.stream_url(&b.url(path), Some(&fh), &[]).await;
+    // Six writers at once, each alternating between the two processes:
+    // statuses fall in the shards of their ids, follows in their sources'.
+    let posts = 5;
+    let runs = writers.iter().enumerate().map(|(i, (_, token))| {
+        let (app, b, next) = (&app, &b, writers[(i + 1) % writers.len()].0.clone());
+        async move {
+            for n in 0..posts {
+                let url = if (i + n) % 2 == 0 {
+                    app.url("/api/v1/statuses")
+                } else {
+                    b.url("/api/v1/statuses")
+                };
+                let r = app
+                    .http
+                    .post(url)
+                    .bearer_auth(token)
+                    .json(&json!({"message": format!("writer {i} post {n}")}))
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), StatusCode::CREATED);
+            }
+            let r = app
+                .http
+                .post(b.url(&format!("/api/v1/users/{next}/follow")))
+                .bearer_auth(token)
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::OK, "follow {next}");
+        }
+    });
+    futures::future::join_all(runs).await;
+    let total = writers.len() * posts;
+    let seen_a = log_until_quiet(&mut on_a, total).await;
+    let seen_b = log_until_quiet(&mut on_b, total).await;
+    let count = |seen: &[(String, String)], kind: &str| seen.iter().filter(|e| e.1 == kind).count();
+    assert_eq!(count(&seen_a, "status"), total, "every status once on A");
+    assert_eq!(
+        count(&seen_a, "follow"),
+        writers.len(),
+        "every follow once on A"
+    );
+    assert_eq!(
+        seen_a, seen_b,
+        "both processes give the same ids in the same order"
+    );
+    // A client of A moves to B half way: B replays exactly what A gave after.
+    let half = seen_a.len() / 2;
+    let mut resumed = app
+        .stream_url(
+            &b.url(path),
+            Some(&fh),
+            &[("Last-Event-ID", &seen_a[half].0)],
+        )
+        .await;
+    let rest = log_until_quiet(&mut resumed, count(&seen_a[half + 1..], "status")).await;
+    assert_eq!(
+        rest,
+        seen_a[half + 1..],
+        "B resumes A's id with nothing lost or twice"
+    );
+    println!(
+        "two processes, {} events of {} writers at once: one order on both; a resume on B \
+         from A's id {} replayed the {} after it",
+        seen_a.len(),
+        writers.len(),
+        seen_a[half].0,
+        rest.len()
+    );
+}
+
+#[allow(clippy::print_stdout)]
+#[tokio::test]
+async fn a_post_sent_after_a_follow_on_another_process_reaches_the_follower() {
+    let app = TestApp::start().await;
+    let b = app.beside(|_| {}).await;
+    let pairs = 8;
+    let mut delivered = 0;
+    for i in 0..pairs {
+        let (_, fan) = app.user(&format!("fan{i}")).await;
+        let (star_id, star) = app.user(&format!("star{i}")).await;
+        // The follower's stream on either process, in turn.
+        let path = "/api/v1/stream/user";
+        let mut s = if i % 2 == 0 {
+            app.stream(path, Some(&fan), &[]).await
+        } else {
+            app.stream_url(&b.url(path), Some(&fan), &[]).await
+        };
+        // The follow is acknowledged by A before the post begins on B; the
+        // follow's event and the post's are in different shards (the
+        // follower's, the status's).
+        app.follow(&fan, &star_id).await;
+        let r = app
+            .http
+            .post(b.url("/api/v1/statuses"))
+            .bearer_auth(&star)
+            .json(&json!({"message": format!("right after the follow {i}")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED);
+        let posted: Value = r.json().await.unwrap();
+        let follow = s.next_event("the follow").await;
+        assert_eq!(follow.data["type"], "follow", "the follow comes first");
+        let status = s.next_event("the post after the follow").await;
+        assert_eq!(status.data["status"]["id"], posted["id"], "then the post");
+        let at = |m: &Msg| firehose::stream::EventId::parse(m.id.as_deref().unwrap());
+        assert!(
+            at(&follow) < at(&status),
+            "the ids order as delivered: {:?} then {:?}",
+            follow.id,
+            status.id
+        );
+        delivered += 1;
+    }
+    println!(
+        "{delivered} of {pairs} posts sent on B right after a follow on A reached the follower"
+    );
+}
