@@ -428,13 +428,14 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
 /// millisecond, its entry's sequence and its place in the entry, so a rerun
 /// makes the same one (and no process needs an id lease for it).
 fn notification_id(eid: EventId) -> u64 {
-    // The microsecond's low bits and the event's place in its entry (the
-    // shard's part of the sequence left out: ids of one millisecond still
-    // meet, and `notify_add.lua` takes the next free one).
-    crate::store::ids::snowflake_at(
-        eid.0,
-        (((eid.1 >> 10) & 0x3F) << 6) | u64::from(eid.2 & 0x3F),
-    )
+    // The event's microsecond in its millisecond and its place in its
+    // entry (the first three apart, the rest together), so that ids never
+    // go back along the log; the shard's part of the sequence is left out.
+    // Ids that meet (two shards' entries in one microsecond, an entry of
+    // more than three events) are told apart by `notify_add.lua`, which
+    // takes the next free one, in the order the notifier reads the log.
+    let us = (eid.1 >> 10).min(999);
+    crate::store::ids::snowflake_at(eid.0, us * 4 + u64::from(eid.2.min(3)))
 }
 
 /// Owners and moderators told of a join request, at most.
@@ -477,5 +478,30 @@ pub async fn caught_up(store: &Store, wait: Duration) -> bool {
             return false;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Notification ids never go back along the log within a millisecond
+    /// (taken from the microsecond's low bits, they went back every 64 µs).
+    #[test]
+    fn notification_ids_follow_their_events_order() {
+        let at = |us: u64, shard: u64, n: u32| {
+            notification_id(EventId(1_796_000_000_000, us * 1024 + shard, n))
+        };
+        let mut previous = 0;
+        for us in 0..1000 {
+            for n in [0, 1, 2, 3, 4, 900] {
+                let id = at(us, us % 64, n);
+                assert!(id >= previous, "µs {us}, event {n}: {id} before {previous}");
+                previous = id;
+            }
+        }
+        // An id bumped past the millisecond's last microsecond stays last.
+        assert!(at(1005, 3, 0) >= at(999, 3, 0));
+        assert!(at(0, 0, 0) > notification_id(EventId(1_795_999_999_999, 999 * 1024, 5)));
     }
 }
