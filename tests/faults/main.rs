@@ -435,7 +435,7 @@ async fn a_block_killed_between_its_events_and_its_retirement_is_announced_once(
     // long enough (its note aged by hand here), the sweeper forgets it.
     let mut conn = app.redis.conn();
     let marks: Vec<String> = conn.hkeys(&emitted).unwrap();
-    // (`~last` is the shard's newest entry, not an op's mark.)
+    // (`~n` is the shard's count of entries, not an op's mark.)
     let marks: Vec<String> = marks
         .into_iter()
         .filter(|m| !marks_before.contains(m) && !m.starts_with('~'))

@@ -96,7 +96,7 @@ pub struct Prober {
 }
 
 /// What a probe tells of one shard: its node's time as a floor of the
-/// log, and the shard's newest entry (`None`: it has none).
+/// log, and the shard's count of entries (`None`: it has none).
 pub type Probed = (usize, EventId, Option<String>);
 
 impl Prober {

@@ -14,9 +14,9 @@
 //! then no shard can make one before it, and every process hands the
 //! events on in the same order, the buffer's.
 //!
-//! A message also names its shard's previous entry, and a probe each
-//! shard's newest: one that is not the last entry heard of that shard
-//! means a message was missed (a connection lost and remade underneath),
+//! A message also carries its shard's count of entries, and a probe each
+//! shard's count: a message's that is not one more than the last heard, or
+//! a probe's above it, means a message was missed (a connection lost and remade underneath),
 //! and the merge says so ([`Missed`]) before it raises any floor past it,
 //! so that the subscriber catches up from the buffer with nothing handed on
 //! out of order.
@@ -38,8 +38,8 @@ pub struct Missed(pub usize);
 #[derive(Debug)]
 pub struct Merge {
     floors: Vec<EventId>,
-    /// Each shard's last entry heard (`None`: none yet).
-    heard: Vec<Option<String>>,
+    /// Each shard's count of entries as last heard (`None`: none yet).
+    heard: Vec<Option<u64>>,
     pending: BTreeMap<EventId, String>,
     /// Each shard's node (an index into `members`).
     node_of: Vec<usize>,
@@ -89,10 +89,14 @@ impl Merge {
     pub fn heard(&mut self, k: usize, payload: &str, handed: EventId) -> Result<(), Missed> {
         for line in payload.split('\n') {
             if let Some(head) = line.strip_prefix('~') {
-                let (floor, previous) = head.split_once(' ').unwrap_or((head, ""));
-                let known = self.heard.get(k).cloned().flatten();
-                if known.is_some_and(|h| h != previous) {
-                    return Err(Missed(k));
+                let (floor, count) = head.split_once(' ').unwrap_or((head, ""));
+                if let (Some(count), Some(known)) =
+                    (count.parse::<u64>().ok(), self.heard.get_mut(k))
+                {
+                    if known.is_some_and(|h| h.checked_add(1) != Some(count)) {
+                        return Err(Missed(k));
+                    }
+                    *known = Some(count);
                 }
                 if let (Some(floor), Some(&node)) = (EventId::parse(floor), self.node_of.get(k)) {
                     self.timed(node, floor);
@@ -102,9 +106,6 @@ impl Merge {
             let Some(id) = EventId::of_json(line) else {
                 continue;
             };
-            if let Some(h) = self.heard.get_mut(k) {
-                *h = Some(id.entry());
-            }
             self.newest = self.newest.max(id);
             self.raise(k, EventId(id.0, id.1.saturating_add(1), 0));
             if id > handed {
@@ -114,8 +115,8 @@ impl Merge {
         Ok(())
     }
 
-    /// A probe of shard `k`: its node's time `floor` and its newest entry,
-    /// which must be the last heard (else a message was missed).
+    /// A probe of shard `k`: its node's time `floor` and its count of
+    /// entries, which must be the last heard (else a message was missed).
     pub fn probed(
         &mut self,
         k: usize,
@@ -123,13 +124,11 @@ impl Merge {
         newest: Option<String>,
     ) -> Result<(), Missed> {
         // Messages sent after the probe ran may be heard before its answer
-        // is read: a newest at or before the last heard is in turn.
-        let parse = |id: Option<&str>| id.and_then(EventId::parse).unwrap_or(EventId::ZERO);
+        // is read: a count at or below the last heard is in turn.
+        let count = newest.and_then(|n| n.parse::<u64>().ok());
         match self.heard.get_mut(k) {
-            Some(heard @ None) => *heard = newest,
-            Some(Some(h)) if parse(newest.as_deref()) > parse(Some(h.as_str())) => {
-                return Err(Missed(k))
-            }
+            Some(heard @ None) => *heard = count,
+            Some(Some(h)) if count.is_some_and(|c| c > *h) => return Err(Missed(k)),
             _ => {}
         }
         self.raise(k, floor);
@@ -277,32 +276,54 @@ mod tests {
     #[test]
     fn a_missed_message_is_told_before_any_floor_passes_it() {
         let mut m = Merge::new(vec![0; LOG_SHARDS]);
-        m.heard(2, "~10-0 \n{\"id\":\"10-2\",\"type\":\"x\"}", EventId::ZERO)
-            .unwrap();
-        // The next message of shard 2 follows 10-2: heard in turn.
         m.heard(
             2,
-            "~11-0 10-2\n{\"id\":\"11-2\",\"type\":\"x\"}",
+            "~10-0 7\n{\"id\":\"10-2\",\"type\":\"x\"}",
             EventId::ZERO,
         )
         .unwrap();
-        // One that follows 12-2, never heard: missed.
+        // The next message of shard 2 is its 8th entry: heard in turn.
+        m.heard(
+            2,
+            "~11-0 8\n{\"id\":\"11-2\",\"type\":\"x\"}",
+            EventId::ZERO,
+        )
+        .unwrap();
+        // Its 10th, the 9th never heard: missed.
         let missed = m.heard(
             2,
-            "~13-0 12-2\n{\"id\":\"13-2\",\"type\":\"x\"}",
+            "~13-0 10\n{\"id\":\"13-2\",\"type\":\"x\"}",
             EventId::ZERO,
         );
         assert_eq!(missed, Err(Missed(2)));
-        // A probe naming a newest entry never heard: missed too.
+        // A probe counting an entry never heard: missed too.
         assert_eq!(
-            m.probed(2, EventId(20, 0, 0), Some("12-2".into())),
+            m.probed(2, EventId(20, 0, 0), Some("9".into())),
             Err(Missed(2))
         );
-        assert_eq!(m.probed(2, EventId(20, 0, 0), Some("11-2".into())), Ok(()));
-        // Older than the last heard: messages after the probe came first.
-        assert_eq!(m.probed(2, EventId(20, 0, 0), Some("10-2".into())), Ok(()));
-        // A shard never heard takes the probe's word.
-        assert_eq!(m.probed(5, EventId(20, 0, 0), Some("9-5".into())), Ok(()));
-        assert_eq!(m.probed(5, EventId(21, 0, 0), Some("9-5".into())), Ok(()));
+        assert_eq!(m.probed(2, EventId(20, 0, 0), Some("8".into())), Ok(()));
+        // Below the last heard: messages after the probe came first.
+        assert_eq!(m.probed(2, EventId(20, 0, 0), Some("7".into())), Ok(()));
+        // A shard never heard takes the probe's word, then counts on from it.
+        assert_eq!(m.probed(5, EventId(20, 0, 0), Some("3".into())), Ok(()));
+        assert_eq!(m.probed(5, EventId(21, 0, 0), Some("3".into())), Ok(()));
+        assert_eq!(
+            m.heard(
+                5,
+                "~22-0 5\n{\"id\":\"22-5\",\"type\":\"x\"}",
+                EventId::ZERO
+            ),
+            Err(Missed(5)),
+            "its 4th entry was never heard"
+        );
+        // A message heard twice is a missed one too (the merge starts again).
+        assert_eq!(
+            m.heard(
+                2,
+                "~11-0 8\n{\"id\":\"11-2\",\"type\":\"x\"}",
+                EventId::ZERO
+            ),
+            Err(Missed(2))
+        );
     }
 }

@@ -4,7 +4,7 @@
 -- shard of the log as one buffer entry (field `e` once per event, in
 -- order; the first event's id is the entry's, the n-th after it
 -- `<entry>.<n>`: store::events) and publishes them in one message: a first
--- line `~<floor> <previous>`, then one JSON a line, each with its id.
+-- line `~<floor> <count>`, then one JSON a line, each with its id.
 --
 -- The entry's id is a position in the whole log, not only this shard:
 -- `<ms>-<µs * 1024 + shard>` from this node's clock (TIME), so the ids of
@@ -13,9 +13,10 @@
 -- entry in one microsecond, or a clock set back) becomes the next
 -- microsecond's after that newest. The floor says that every later entry on
 -- this node has an id at or after `<ms>-<µs * 1024>`: what the hub's merge
--- waits for before it hands an event on. The previous entry of the shard
--- (field `~last` of its marks HASH, "" for the first) lets a subscriber see
--- that it missed a message (a connection lost and remade by the client).
+-- waits for before it hands an event on. The shard's count of entries
+-- (field `~n` of its marks HASH, one HINCRBY) follows the floor: a count
+-- that is not one more than the last heard lets a subscriber see that it
+-- missed a message (a connection lost and remade by the client).
 --
 -- `trim` is the shard's MAXLEN in entries after `~` (whole nodes of
 -- entries: cheap) or `=` (exactly: a small buffer). `after` (optional, ''
@@ -57,9 +58,8 @@ local function log_append(stream, marks, trim, channel, publish, shard, bodies, 
       (math.floor(tonumber(lseq) / 1024) + 1) * 1024 + shard)
     redis.call('XADD', stream, 'MAXLEN', how, maxlen, entry, unpack(fields))
   end
-  local previous = redis.call('HGET', marks, '~last') or ''
-  redis.call('HSET', marks, '~last', entry)
-  local lines = {string.format('~%d-%d %s', ms, tick, previous)}
+  local count = redis.call('HINCRBY', marks, '~n', 1)
+  local lines = {string.format('~%d-%d %d', ms, tick, count)}
   for n, b in ipairs(bodies) do
     local eid = entry
     if n > 1 then eid = entry .. '.' .. (n - 1) end
