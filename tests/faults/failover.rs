@@ -31,8 +31,9 @@ struct Sent {
 #[tokio::test]
 async fn a_master_killed_under_load_fails_over_with_503s_only_and_keeps_every_answered_write() {
     // 3 masters with a replica each; writes wait for one replica
-    // (--redis-wait-replicas 1). The master of `{g}` (sessions, the outbox,
-    // the event buffer: every write touches it) is SIGKILLed under a steady
+    // (--redis-wait-replicas 1). The master of `{g}` (the notifier's lease
+    // and position, the layout stamp, and its share of the event log's
+    // shards and of the outbox partitions) is SIGKILLed under a steady
     // load of posts with a firehose stream open, its replica takes over,
     // and the killed node comes back as a replica.
     let mut app = TestApp::start_on(common::RedisServer::start_cluster_with_replicas(), |c| {
