@@ -30,16 +30,7 @@ impl Dispatcher {
             return;
         };
         match self.store.events().buffer_info().await {
-            Ok(info) if frame::is_gap(last, &info) => {
-                let msg = Control::warning(
-                    "resume_gap",
-                    "Events were lost while the server was disconnected from Redis.",
-                )
-                .encode();
-                for entry in self.routes.entries() {
-                    entry.conn.offer_control(msg.clone());
-                }
-            }
+            Ok(info) if frame::is_gap(last, &info) => self.tell_lost_while_away(),
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "could not check the replay buffer for gaps"),
         }
@@ -85,14 +76,7 @@ impl Dispatcher {
             };
             if page.lost {
                 // A shard let events go before this read reached them.
-                let msg = Control::warning(
-                    "resume_gap",
-                    "Events were lost while the server was disconnected from Redis.",
-                )
-                .encode();
-                for entry in self.routes.entries() {
-                    entry.conn.offer_control(msg.clone());
-                }
+                self.tell_lost_while_away();
             }
             if let Some((id, _)) = page.events.last() {
                 cursor = *id;
@@ -105,6 +89,19 @@ impl Dispatcher {
             if !page.more {
                 return;
             }
+        }
+    }
+
+    /// Tells every subscription `resume_gap`: events published while the
+    /// subscription was down are gone from the buffer.
+    fn tell_lost_while_away(&self) {
+        let msg = Control::warning(
+            "resume_gap",
+            "Events were lost while the server was disconnected from Redis.",
+        )
+        .encode();
+        for entry in self.routes.entries() {
+            entry.conn.offer_control(msg.clone());
         }
     }
 }
