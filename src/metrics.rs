@@ -73,6 +73,8 @@ pub struct Metrics {
     pub behind_warnings: Counter,
     /// Times the hub re-subscribed to Redis.
     pub hub_reconnects: Counter,
+    /// Writes that waited for a Redis node's clock (`store::events::clocks`).
+    pub commit_waits: Counter,
     /// Events replayed from the buffer (resume, count, catch-up).
     pub events_replayed: Counter,
     /// Fan-out batches worked.
@@ -180,6 +182,7 @@ impl Metrics {
             caught_up: Counter::default(),
             behind_warnings: Counter::default(),
             hub_reconnects: Counter::default(),
+            commit_waits: Counter::default(),
             events_replayed: Counter::default(),
             fanout_batches: Counter::default(),
             sessions_cleaned: Counter::default(),
@@ -267,6 +270,11 @@ impl Metrics {
                 "firehose_hub_reconnects",
                 "Re-subscriptions of the hub to Redis.",
                 &m.hub_reconnects,
+            ),
+            (
+                "firehose_commit_waits",
+                "Writes that waited for a Redis master's clock to pass their events' ids.",
+                &m.commit_waits,
             ),
             (
                 "firehose_events_replayed",

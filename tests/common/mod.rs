@@ -8,12 +8,14 @@
 //! - `streams`: SSE and NDJSON clients; `ws`: WebSocket clients.
 //! - `process`: the firehose binary as a child process.
 //! - `proxy`: a gated TCP proxy in front of Redis.
+//! - `clock_skew`: a Redis node whose wall clock runs ahead.
 //! - `browser`: headless Chromium over WebDriver.
 
 #![allow(dead_code, unused_imports)]
 
 mod app;
 pub(crate) mod browser;
+mod clock_skew;
 mod install;
 mod process;
 mod proxy;
@@ -22,6 +24,7 @@ mod streams;
 mod ws;
 
 pub(crate) use app::*;
+pub(crate) use clock_skew::*;
 pub(crate) use install::*;
 pub(crate) use process::*;
 pub(crate) use proxy::*;

@@ -42,6 +42,8 @@ pub(crate) struct RedisServer {
     created: bool,
     /// Its ports are fixed: a restart must come back on them.
     started: bool,
+    /// Microseconds each node's wall clock runs ahead (`clock_skew`).
+    skews: Vec<i64>,
 }
 
 impl RedisServer {
@@ -65,6 +67,12 @@ impl RedisServer {
         Self::launch(false, true)
     }
 
+    /// A local 3-master Redis Cluster whose first master's wall clock runs
+    /// `ahead` milliseconds ahead of the others' (and the machine's).
+    pub(crate) fn start_cluster_with_clock_ahead(ahead: i64) -> RedisServer {
+        Self::launch_skewed(false, true, 0, vec![ahead * 1000])
+    }
+
     /// A local Redis Cluster of 3 masters with one replica each, whose
     /// nodes give up on a silent peer after a second (so a killed master's
     /// replica takes over within a few).
@@ -77,6 +85,15 @@ impl RedisServer {
     }
 
     fn launch_with(durable: bool, cluster: bool, replicas: usize) -> RedisServer {
+        Self::launch_skewed(durable, cluster, replicas, Vec::new())
+    }
+
+    fn launch_skewed(
+        durable: bool,
+        cluster: bool,
+        replicas: usize,
+        skews: Vec<i64>,
+    ) -> RedisServer {
         ensure_redis_installed();
         let ports: Vec<u16> = if cluster {
             (0..3 * (1 + replicas))
@@ -101,6 +118,7 @@ impl RedisServer {
             replicas,
             created: false,
             started: false,
+            skews,
         };
         me.spawn();
         if cluster {
@@ -189,6 +207,10 @@ impl RedisServer {
                 "--repl-diskless-sync-delay",
                 "0",
             ]);
+        }
+        if let Some(&skew) = self.skews.get(i).filter(|s| **s != 0) {
+            cmd.env("LD_PRELOAD", clock_skew_library())
+                .env("FIREHOSE_TEST_SKEW_US", skew.to_string());
         }
         let child = cmd
             .arg("--dir")

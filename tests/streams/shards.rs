@@ -165,3 +165,73 @@ async fn a_post_sent_after_a_follow_on_another_process_reaches_the_follower() {
         "{delivered} of {pairs} posts sent on B right after a follow on A reached the follower"
     );
 }
+
+/// The event's id's millisecond.
+fn id_ms(m: &Msg) -> u64 {
+    firehose::stream::EventId::parse(m.id.as_deref().unwrap_or_default()).map_or(0, |e| e.0)
+}
+
+// Prints how many follows were written on the master that runs ahead.
+#[allow(clippy::print_stdout)]
+#[tokio::test]
+async fn a_post_after_a_follow_reaches_the_follower_though_a_masters_clock_runs_ahead() {
+    // Master 0's wall clock runs 60 ms ahead of the others': its events'
+    // ids are 60 ms ahead of what the other masters write at the same time.
+    let ahead: u64 = 60;
+    let app = TestApp::start_on(
+        common::RedisServer::start_cluster_with_clock_ahead(ahead as i64),
+        |_| {},
+    )
+    .await;
+    let b = app.beside(|_| {}).await;
+    let (star_id, star) = app.user("star").await;
+    let (mut pairs, mut follows_ahead) = (0, 0);
+    // Until three follows were written on the master ahead (a follow's
+    // shard is its follower's: a third of the followers' are there).
+    while follows_ahead < 3 {
+        assert!(pairs < 40, "no follow of {pairs} went to the master ahead");
+        let (_, fan) = app.user(&format!("fan{pairs}")).await;
+        let path = "/api/v1/stream/user";
+        let mut s = app.stream_url(&b.url(path), Some(&fan), &[]).await;
+        // The follow, acknowledged by A; then at once the post, on B.
+        let sent = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        app.follow(&fan, &star_id).await;
+        let r = app
+            .http
+            .post(b.url("/api/v1/statuses"))
+            .bearer_auth(&star)
+            .json(&json!({"message": format!("right after follow {pairs}")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::CREATED);
+        let posted: Value = r.json().await.unwrap();
+        let follow = s.next_event("the follow").await;
+        assert_eq!(follow.data["type"], "follow", "the follow comes first");
+        if id_ms(&follow) > sent + ahead / 2 {
+            follows_ahead += 1;
+        }
+        let status = s.next_event("the post after the follow").await;
+        assert_eq!(
+            status.data["status"]["id"], posted["id"],
+            "then the post (follow {:?}, {follows_ahead} written ahead so far)",
+            follow.id
+        );
+        assert!(
+            id_ms(&status) >= id_ms(&follow),
+            "the post's id follows the follow's: {:?} then {:?}",
+            follow.id,
+            status.id
+        );
+        pairs += 1;
+    }
+    let waits = app.metric("firehose_commit_waits_total").await;
+    println!(
+        "{pairs} follows then posts through two processes, {follows_ahead} follows written on \
+         a master {ahead} ms ahead: every post reached its follower; {waits} writes waited"
+    );
+    assert!(waits >= f64::from(follows_ahead), "the writes ahead waited");
+}

@@ -21,7 +21,7 @@ impl Store {
 
 impl Events<'_> {
     /// Appends an event to its shard's buffer and publishes it in one
-    /// atomic step: its id.
+    /// atomic step: its id, once every master's clock has passed it.
     pub async fn emit(self, body: &Body) -> StoreResult<String> {
         self.append(
             self.store.keys.log_shard(body.key),
@@ -66,7 +66,13 @@ impl Events<'_> {
             inv.arg(j);
         }
         let firsts: Vec<String> = inv.invoke_async(&mut conn).await?;
-        Ok(firsts.into_iter().next().unwrap_or_default())
+        let first = firsts.into_iter().next().unwrap_or_default();
+        // Acknowledged once every master's clock is past it (the
+        // commit-wait, `clocks`): what is written next comes after it.
+        if let Some(id) = super::id::EventId::parse(&first) {
+            store.clocks.wait_past(id).await;
+        }
+        Ok(first)
     }
 
     /// The name of this store's event stream, made at first use: a

@@ -21,8 +21,10 @@
 //! so that the subscriber catches up from the buffer with nothing handed on
 //! out of order.
 
+use super::clocks::NodeClocks;
 use super::id::EventId;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Most events held waiting for a floor: past it, the merge is reset and
 /// the subscriber catches up from the buffer (a node that stopped
@@ -47,6 +49,8 @@ pub struct Merge {
     newest: EventId,
     /// Each node's shards: a floor heard from one holds for all.
     members: Vec<Vec<usize>>,
+    /// Told every node time heard (the commit-wait's bounds).
+    clocks: Option<Arc<NodeClocks>>,
 }
 
 impl Merge {
@@ -66,7 +70,16 @@ impl Merge {
             node_of,
             members,
             newest: EventId::ZERO,
+            clocks: None,
         }
+    }
+
+    /// Tells `clocks` (made afresh for these nodes) every node's time
+    /// heard from here on.
+    pub fn with_clocks(mut self, clocks: Arc<NodeClocks>) -> Self {
+        clocks.reset(self.members.len());
+        self.clocks = Some(clocks);
+        self
     }
 
     /// The newest event heard on any shard (handed on or still waiting for
@@ -79,6 +92,9 @@ impl Merge {
     /// Node `node`'s time was `floor`: no shard of it can still make an
     /// event below it.
     pub fn timed(&mut self, node: usize, floor: EventId) {
+        if let Some(clocks) = &self.clocks {
+            clocks.heard(node, floor);
+        }
         for k in self.members.get(node).cloned().unwrap_or_default() {
             self.raise(k, floor);
         }
@@ -130,6 +146,9 @@ impl Merge {
             Some(heard @ None) => *heard = count,
             Some(Some(h)) if count.is_some_and(|c| c > *h) => return Err(Missed(k)),
             _ => {}
+        }
+        if let (Some(clocks), Some(&node)) = (&self.clocks, self.node_of.get(k)) {
+            clocks.heard(node, floor);
         }
         self.raise(k, floor);
         Ok(())

@@ -23,8 +23,9 @@
 //! and an id names the same point on every process.
 
 mod body;
+pub(crate) mod clocks;
 mod handle;
-mod id;
+pub(crate) mod id;
 mod info;
 mod live;
 mod merge;
@@ -32,6 +33,7 @@ mod read;
 mod tap;
 
 pub use body::{body, Body};
+pub use clocks::{NodeClocks, MOST_WAIT};
 pub use handle::Events;
 pub use id::{entry, with_id, EventId, EventPage};
 pub use info::BufferInfo;

@@ -69,7 +69,10 @@ impl Store {
                 .into_iter()
                 .map(|b| (self.keys.log_shard(b.key), b.json))
                 .collect();
-            first = self.emitter.emit(sink, entry.n, events).await?;
+            first = self
+                .emitter
+                .emit(sink, entry.n, events, &self.clocks)
+                .await?;
         }
         Pauses::hold(self.pauses.retire).await;
         let k = entry.part;

@@ -40,6 +40,8 @@ pub struct Store {
     pub(crate) fanout_hints: Arc<fanout_hints::FanoutHints>,
     /// The group commit of partitioned writes' events.
     pub(crate) emitter: Arc<emitter::Emitter>,
+    /// What this process knows of each node's clock (the commit-wait).
+    pub(crate) clocks: Arc<crate::store::events::clocks::NodeClocks>,
     /// Status ids (a process's instance lease and sequence).
     pub(crate) ids: Arc<ids::IdGen>,
     /// Replicas a write waits for (`--redis-wait-replicas`).
@@ -106,6 +108,7 @@ impl Store {
             pauses: Pauses::new(cfg),
             fanout_hints: Arc::default(),
             emitter: Arc::default(),
+            clocks: Arc::default(),
             ids: Arc::new(ids::IdGen::new(cfg.clock_offset_ms)),
             replication: Arc::new(replicas::Replication::new(
                 cfg.redis_wait_replicas,
@@ -113,6 +116,12 @@ impl Store {
                 &cfg.key_prefix,
             )),
         })
+    }
+
+    /// What this process knows of each Redis node's clock: the live
+    /// subscription tells it, writes wait on it.
+    pub fn clocks(&self) -> Arc<crate::store::events::clocks::NodeClocks> {
+        self.clocks.clone()
     }
 
     /// Which fan-out queues may hold work (the workers wait on it).

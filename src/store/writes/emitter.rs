@@ -16,6 +16,8 @@
 //! writes whose replies are being handled join it. So a lone write goes
 //! out at once and a busy process sends larger batches.
 
+use crate::store::events::clocks::NodeClocks;
+use crate::store::events::id::EventId;
 use crate::store::plumbing::conn::RedisConn;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::keys::MAX_LOG_SHARDS;
@@ -83,12 +85,16 @@ impl Emitter {
     /// before. The shards go one after the other in the order their first
     /// events come, each entry after the one before (`log_append`'s
     /// `after`), so the write's events keep their order on every stream
-    /// (a status before its mentions), whatever the masters' clocks say.
+    /// (a status before its mentions), whatever the masters' clocks say;
+    /// and it returns once every master's clock has passed the last of
+    /// them (`clocks`' commit-wait), so that a write begun after it is
+    /// acknowledged comes after it on every stream.
     pub(crate) async fn emit(
         &self,
         sink: impl Fn(usize) -> Sink,
         op: u64,
         events: Vec<(usize, String)>,
+        clocks: &NodeClocks,
     ) -> StoreResult<Option<String>> {
         let stopped = || StoreError::Unavailable("the event emitter stopped".into());
         let mut shards: Vec<(usize, Vec<String>)> = Vec::new();
@@ -123,6 +129,9 @@ impl Emitter {
                 }
                 after = id;
             }
+        }
+        if let Some(last) = EventId::parse(&after) {
+            clocks.wait_past(last).await;
         }
         Ok(first.map(|(_, id)| id))
     }

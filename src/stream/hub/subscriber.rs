@@ -9,7 +9,7 @@
 use super::msg::Msg;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
-use crate::store::events::{EventId, Heard, Merge, Probed, Prober, MOST_PENDING};
+use crate::store::events::{EventId, Heard, Merge, NodeClocks, Probed, Prober, MOST_PENDING};
 use crate::store::{Store, StoreResult};
 use std::future::Future;
 use std::pin::Pin;
@@ -79,17 +79,38 @@ async fn wait_probe(
 /// stream opened, while the merge held its event back) never reaches it
 /// live. A resumed stream's replay, read from the buffer after it
 /// registered, holds every such event.
+///
+/// But never after the slowest master's clock as this process knows it
+/// (`store::events::clocks`): an event heard from a master whose clock
+/// runs ahead has an id that one written after the stream opened, on a
+/// master on time, can fall below, and that one must reach the stream.
 #[derive(Default)]
-pub(super) struct HeardMark(std::sync::Mutex<EventId>);
+pub(super) struct HeardMark {
+    newest: std::sync::Mutex<EventId>,
+    clocks: Option<Arc<NodeClocks>>,
+}
 
 impl HeardMark {
+    /// A mark that starts no stream after the slowest of `clocks`.
+    pub(super) fn new(clocks: Arc<NodeClocks>) -> Self {
+        HeardMark {
+            newest: Default::default(),
+            clocks: Some(clocks),
+        }
+    }
+
     pub(super) fn raise(&self, id: EventId) {
-        let mut newest = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut newest = self.newest.lock().unwrap_or_else(|e| e.into_inner());
         *newest = (*newest).max(id);
     }
 
+    /// Where a stream registered now starts.
     pub(super) fn get(&self) -> EventId {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+        let newest = *self.newest.lock().unwrap_or_else(|e| e.into_inner());
+        match self.clocks.as_ref().and_then(|c| c.slowest_now()) {
+            Some(slowest) => newest.min(slowest.just_before()),
+            None => newest,
+        }
     }
 }
 
@@ -131,7 +152,7 @@ pub(super) async fn subscriber(
         // are already in Redis, which the cache was emptied to ask).
         store.session_cache().resume();
         let (mut pushes, prober) = (subscription.pushes, subscription.prober);
-        let mut merge = Merge::new(prober.node_of());
+        let mut merge = Merge::new(prober.node_of()).with_clocks(store.clocks());
         let mut handed = EventId::ZERO;
         let mut probe: Option<Probe> = None;
         let mut last_probe = Instant::now() - PROBE_GAP;
