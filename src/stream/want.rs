@@ -229,3 +229,29 @@ impl Want {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::part_of;
+    use crate::store::plumbing::keys::Keys;
+
+    /// A partition of `n` (where `n` divides the log's shards) is exactly
+    /// the shards `j % n == k`: what lets its catch-up read only those
+    /// (`Events::after_in`).
+    #[test]
+    fn a_partition_is_the_shards_of_its_residue() {
+        for shards in [64, 32, 8] {
+            let keys = Keys::new("fh").with_log_shards(shards);
+            for of in [2u8, 4, 8] {
+                for key in (0..20_000u64).chain([u64::MAX, 1 << 52]) {
+                    let shard = keys.log_shard(key);
+                    assert_eq!(
+                        (shard % usize::from(of)) as u8,
+                        part_of(key, of),
+                        "key {key}: shard {shard} of {shards}, {of} partitions"
+                    );
+                }
+            }
+        }
+    }
+}

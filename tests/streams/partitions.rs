@@ -119,6 +119,27 @@ async fn partitions_of_the_firehose_get_every_event_exactly_once_between_them() 
     let mut expected = ids_until_quiet(&mut whole_replay).await;
     expected.sort();
     assert_eq!(replayed, expected);
+    drop((whole, parts, whole_replay));
+    // A resume from the buffer's start on a process that keeps no history
+    // (so the buffer is read), split in four, which divides the log's 64
+    // shards (each partition reads only its own sixteen): the whole buffer
+    // between them, each event once.
+    let bare = app.beside(|c| c.history_secs = 0).await;
+    let mut resumed: Vec<String> = Vec::new();
+    for k in 1..=4 {
+        let path = format!("/api/v1/stream/firehose?partition={k}&partitions=4&since=0");
+        let mut s = app.stream_url(&bare.url(&path), Some(&fh), &[]).await;
+        let got = ids_until_quiet(&mut s).await;
+        assert!(!got.is_empty(), "partition {k} of 4 replays its events");
+        resumed.extend(got);
+    }
+    resumed.sort();
+    let mut whole = app
+        .stream_url(&bare.url("/api/v1/stream/firehose?since=0"), Some(&fh), &[])
+        .await;
+    let mut expected = ids_until_quiet(&mut whole).await;
+    expected.sort();
+    assert_eq!(resumed, expected, "a resume split in four");
     // Bad partitions: 400 in the contract's shape.
     for q in [
         "partition=0&partitions=3",

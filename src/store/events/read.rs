@@ -47,9 +47,9 @@ pub fn shard_of(id: EventId) -> usize {
 }
 
 impl Events<'_> {
-    /// Reads every shard from `from` towards `to` (forward or not), at
-    /// most `most` entries each: on one Redis in one call, on a cluster one
-    /// call a shard (each in its slot), all at once.
+    /// Reads every shard (or those of `only`) from `from` towards `to`
+    /// (forward or not), at most `most` entries each: on one Redis in one
+    /// call, on a cluster one call a shard (each in its slot), all at once.
     async fn read_shards(
         self,
         forward: bool,
@@ -57,13 +57,17 @@ impl Events<'_> {
         to: &str,
         most: usize,
         lost: bool,
+        only: Option<&[usize]>,
     ) -> StoreResult<Vec<ShardRead>> {
         let store = self.store;
-        let shards = store.keys.log_shards();
+        let shards: Vec<usize> = match only {
+            Some(only) => only.to_vec(),
+            None => (0..store.keys.log_shards()).collect(),
+        };
         let groups: Vec<Vec<usize>> = if store.is_cluster() {
-            (0..shards).map(|k| vec![k]).collect()
+            shards.into_iter().map(|k| vec![k]).collect()
         } else {
-            vec![(0..shards).collect()]
+            vec![shards]
         };
         let reads = groups.into_iter().map(|group| async move {
             let mut conn = store.conn();
@@ -92,21 +96,44 @@ impl Events<'_> {
     /// The events strictly after `after`, in log order, from at most about
     /// `count` (`more` when the page stopped short of what is known).
     pub async fn after(self, after: EventId, count: usize) -> StoreResult<EventPage> {
-        Ok(self.forward(after, count).await?.0)
+        Ok(self.forward(after, count, None).await?.0)
     }
 
-    /// [`Events::after`], and the shard reads it made.
+    /// [`Events::after`] in the shards of `only` alone: the events of a
+    /// partition of the log (`keys::log_shard`: partition `k` of `n`, where
+    /// `n` divides the shards, is the shards `j` with `j % n == k`), read
+    /// and merged without the others'.
+    pub async fn after_in(
+        self,
+        after: EventId,
+        count: usize,
+        only: &[usize],
+    ) -> StoreResult<EventPage> {
+        Ok(self.forward(after, count, Some(only)).await?.0)
+    }
+
+    /// The shards that hold partition `index` of `of` of the log, when `of`
+    /// divides the shards (`None`: every shard holds some of it).
+    pub fn partition_shards(self, index: usize, of: usize) -> Option<Vec<usize>> {
+        let shards = self.store.keys.log_shards();
+        (of > 1 && shards.is_multiple_of(of)).then(|| (index..shards).step_by(of).collect())
+    }
+
+    /// [`Events::after`] (in `only`'s shards, or all), and the shard reads
+    /// it made.
     async fn forward(
         self,
         after: EventId,
         count: usize,
+        only: Option<&[usize]>,
     ) -> StoreResult<(EventPage, Vec<BufferInfo>)> {
-        let most = per_shard(count, self.store.keys.log_shards()) + 1;
+        let shards = only.map_or(self.store.keys.log_shards(), <[usize]>::len);
+        let most = per_shard(count, shards) + 1;
         let mut from = after;
         let mut held: Option<Vec<BufferInfo>> = None;
         loop {
             let reads = self
-                .read_shards(true, &from.entry(), "+", most, held.is_none())
+                .read_shards(true, &from.entry(), "+", most, held.is_none(), only)
                 .await?;
             let bound = reads.iter().map(|r| r.known).min().unwrap_or(EventId::ZERO);
             let mut more = reads.iter().any(|r| r.rows.len() >= most);
@@ -148,14 +175,14 @@ impl Events<'_> {
     /// what followed `after` (when one does not, it may have dropped events
     /// after it unread).
     pub async fn following(self, after: EventId, count: usize) -> StoreResult<(EventPage, bool)> {
-        let (page, _) = self.forward(after, count).await?;
+        let (page, _) = self.forward(after, count, None).await?;
         let held = !page.lost;
         Ok((page, held))
     }
 
     /// What the shards lost, over all of them (`Events::buffer_info`).
     pub(super) async fn shards_lost(self) -> StoreResult<Vec<BufferInfo>> {
-        let reads = self.read_shards(true, "+", "+", 1, true).await?;
+        let reads = self.read_shards(true, "+", "+", 1, true, None).await?;
         Ok(reads
             .into_iter()
             .map(|r| r.lost.unwrap_or_default())
@@ -168,7 +195,9 @@ impl Events<'_> {
         let most = per_shard(count, self.store.keys.log_shards());
         let mut from = before.map_or("+".to_string(), |id| format!("({}", id.entry()));
         loop {
-            let reads = self.read_shards(false, &from, "-", most, false).await?;
+            let reads = self
+                .read_shards(false, &from, "-", most, false, None)
+                .await?;
             // Below the least of the shards' floors: a newest-first read
             // must not give an event above which another is still to come.
             let upper = reads.iter().map(|r| r.floor).min().unwrap_or(EventId::ZERO);
@@ -200,7 +229,7 @@ impl Events<'_> {
     /// The point of the log every shard has reached: no event below it is
     /// still to be made (the least of the shards' nodes' times, read now).
     pub async fn position(self) -> StoreResult<EventId> {
-        let reads = self.read_shards(true, "+", "+", 1, false).await?;
+        let reads = self.read_shards(true, "+", "+", 1, false, None).await?;
         Ok(reads.iter().map(|r| r.floor).min().unwrap_or(EventId::ZERO))
     }
 

@@ -169,7 +169,18 @@ impl Feed {
             return Ok((page.events, page.cursor, true, true));
         }
         let entries = budget.unwrap_or(REPLAY_PAGE);
-        let page = self.hub.store().events().after(cursor, entries).await?;
+        // A partition of the firehose reads only its own shards of the log
+        // when its split divides them.
+        let events = self.hub.store().events();
+        let only = self
+            .replays
+            .front()
+            .and_then(|job| job.want.part)
+            .and_then(|p| events.partition_shards(usize::from(p.index), usize::from(p.of)));
+        let page = match &only {
+            Some(only) => events.after_in(cursor, entries, only).await?,
+            None => events.after(cursor, entries).await?,
+        };
         if page.lost {
             // A shard let events after the cursor go before they were
             // read: the history, which copies the buffer as it grows, may
