@@ -92,6 +92,8 @@ pub struct Metrics {
     pub client_connections: Gauge,
     /// Filter rules filed in the hub (search streams' and ad-hoc ones).
     pub stream_rules: Gauge,
+    /// Shards of the event log whose notifications this process makes.
+    pub notifier_shards: Gauge,
     /// Home reads whose first ids came from the in-process home cache.
     pub home_cache_hits: Counter,
     /// Home heads read into the home cache over its tracking connection.
@@ -191,6 +193,7 @@ impl Metrics {
             connection_cap: Gauge::default(),
             client_connections: Gauge::default(),
             stream_rules: Gauge::default(),
+            notifier_shards: Gauge::default(),
             home_cache_hits: Counter::default(),
             home_cache_fills: Counter::default(),
             view_cache_hits: Counter::default(),
@@ -415,6 +418,11 @@ impl Metrics {
             "firehose_stream_rules",
             "Filter rules filed in the hub, over every open search stream and filter stream with rules (--max-stream-rules).",
             m.stream_rules.clone(),
+        );
+        registry.register(
+            "firehose_notifier_shards",
+            "Shards of the event log whose notifications this process makes (about its share: the processes split them).",
+            m.notifier_shards.clone(),
         );
         registry.register(
             "firehose_stream_connections",

@@ -2,8 +2,8 @@
 //! a HASH of their JSON, a HASH of what each is of, so the same like or
 //! follow is notified once and its undoing finds it), and a read marker
 //! that only moves forward. They are made by the notifier (`crate::notifier`)
-//! from the events in the buffer; the notifier's position and lease are in
-//! `{g}`.
+//! from the events of the log, shard by shard; its leases and positions are
+//! in each shard's slot (`store::events::shard_work`).
 
 use super::plumbing::error::{parse_id, StoreError, StoreResult};
 use super::plumbing::handle::Store;
@@ -229,40 +229,12 @@ impl Notifications<'_> {
             .collect())
     }
 
-    /// Where the notifier has got to in the buffer (`None`: nowhere yet).
+    /// Where the one notifier of the layout before the notifier went by
+    /// shards had got to (`None`: none ran): where each shard's
+    /// notifications start when no process has made them yet
+    /// (`store::events::shard_work`).
     pub async fn notifier_position(self) -> StoreResult<Option<String>> {
         let mut conn = self.store.conn();
         Ok(conn.get(self.store.keys.notifier_position()).await?)
-    }
-
-    /// The notifier has made the notifications of every event up to `id`.
-    pub async fn set_notifier_position(self, id: &str) -> StoreResult<()> {
-        let mut conn = self.store.conn();
-        let _: () = conn.set(self.store.keys.notifier_position(), id).await?;
-        Ok(())
-    }
-
-    /// Takes or keeps the notifier's lease for `holder` for `ms`; whether
-    /// `holder` has it.
-    pub async fn notifier_lease(self, holder: &str, ms: u64) -> StoreResult<bool> {
-        let mut conn = self.store.conn();
-        let key = self.store.keys.notifier_lease();
-        let taken: Option<String> = redis::cmd("SET")
-            .arg(&key)
-            .arg(holder)
-            .arg("NX")
-            .arg("PX")
-            .arg(ms)
-            .query_async(&mut conn)
-            .await?;
-        if taken.is_some() {
-            return Ok(true);
-        }
-        let now: Option<String> = conn.get(&key).await?;
-        if now.as_deref() == Some(holder) {
-            let _: () = conn.pexpire(&key, ms as i64).await?;
-            return Ok(true);
-        }
-        Ok(false)
     }
 }

@@ -30,6 +30,7 @@ mod info;
 mod live;
 mod merge;
 mod read;
+pub(crate) mod shard_work;
 mod tap;
 
 pub use body::{body, Body};
@@ -40,4 +41,5 @@ pub use info::BufferInfo;
 pub use live::{Heard, LogPushes, LogSubscription, Probed, Prober};
 pub use merge::{Merge, Missed, MOST_PENDING};
 pub use read::shard_of;
+pub use shard_work::ShardWork;
 pub use tap::{Tap, TapReader, Tapped, Untapped, TAP_CAPACITY};

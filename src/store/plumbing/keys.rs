@@ -431,13 +431,21 @@ impl Keys {
     pub fn notification_marker(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:notif_read", self.prefix)
     }
-    /// STRING: the last event the notifier has made notifications of.
+    /// STRING: the process that holds shard `k` of the log for the work
+    /// `work` (`store::events::shard_work`; a lease).
+    pub fn log_work_lease(&self, k: usize, work: &str) -> String {
+        format!("{}:{{{}}}:work:{work}", self.prefix, self.log[k])
+    }
+    /// ZSET: the processes doing the work `work` shard by shard (holder ->
+    /// when its registration lapses, ms).
+    pub fn log_workers(&self, work: &str) -> String {
+        format!("{}:{{g}}:work:{work}", self.prefix)
+    }
+    /// STRING: the last event the notifier made notifications of, when one
+    /// process made them all (layout 2 before the notifier went by shards:
+    /// each shard's position starts here, `store::events::shard_work`).
     pub fn notifier_position(&self) -> String {
         format!("{}:{{g}}:notifier:pos", self.prefix)
-    }
-    /// STRING: the process that runs the notifier now (a lease).
-    pub fn notifier_lease(&self) -> String {
-        format!("{}:{{g}}:notifier:lease", self.prefix)
     }
     /// HASH: stream compression dictionaries, id -> bytes (the newest few).
     pub fn zstd_dicts(&self) -> String {

@@ -76,6 +76,7 @@ scripts! {
         list_members,
         rules_delete,
         rate_take,
+        work_marks,
     ],
     "outbox/" => [
         op_begin,

@@ -1,157 +1,17 @@
-//! The notifier: makes each user's notifications from the events in the
-//! buffer, in order, and sends each new one as a `notification` event (an
-//! undone like, repost or follow's removal as `notification_removed`).
-//!
-//! One process at a time runs it (a lease in `{g}`, renewed while it runs;
-//! another takes over within [`LEASE`] of a crash), from the position kept
-//! beside the lease, so a write acknowledged to its client has its event in
-//! the buffer and so, a moment later, its notification: exactly one, since
-//! each is added once per key (`notify_add.lua`) and only the call that
-//! added it sends its event. A read of the notifications waits (≤ 1 s) for
-//! the notifier to pass the buffer's newest entry (`caught_up`). In step
-//! with the log it takes the events as its process's hub hands them on
-//! (`store::events::tap`), and reads the buffer when they do not follow on
-//! from its position (it took the lease, fell behind, or the hub lost its
-//! place): so following the log costs Redis no read.
+//! What the events mean for notifications: each event's change (a
+//! notification for someone, or one taken away), made in order, and the
+//! `notification` and `notification_removed` events of those that changed.
 
 use crate::model::{now, Event};
-use crate::shutdown::Shutdown;
-use crate::store::events::{body, EventId, Tap, Untapped};
+use crate::store::events::{body, EventId};
 use crate::store::notifications::Stored;
-use crate::store::Store;
+use crate::store::{Store, StoreResult};
 use crate::visibility::{Reach, Sight};
-use std::time::Duration;
 
-/// How long the notifier's lease lasts unrenewed.
-const LEASE: Duration = Duration::from_secs(5);
-/// Entries read at a time.
-const READ_ENTRIES: usize = 256;
-/// How long it waits for a publish before looking again.
-const IDLE: Duration = Duration::from_millis(250);
-
-/// Runs until shutdown.
-pub async fn run(store: Store, tap: Tap, mut shutdown: Shutdown) {
-    let holder = format!("{}-{}", std::process::id(), rand::random::<u64>());
-    // While the lease is held (renewed once a second, well within it), the
-    // position is this task's own: read from Redis when the lease is
-    // taken, written after every page.
-    let mut held: Option<(tokio::time::Instant, EventId)> = None;
-    // The events as the hub hands them on: while in step (they follow on
-    // from the position), read from there rather than from the buffer.
-    let mut tapped = tap.reader();
-    let mut in_step = false;
-    loop {
-        let renew = held.is_none_or(|(at, _)| at.elapsed() >= RENEW);
-        if renew {
-            let position = held.map(|(_, p)| p);
-            held = match store
-                .notifications()
-                .notifier_lease(&holder, LEASE.as_millis() as u64)
-                .await
-            {
-                Ok(true) => match position {
-                    Some(p) => Some((tokio::time::Instant::now(), p)),
-                    None => start(&store)
-                        .await
-                        .ok()
-                        .map(|p| (tokio::time::Instant::now(), p)),
-                },
-                _ => None,
-            };
-            in_step &= held.is_some();
-        }
-        let more = match held.as_mut() {
-            Some((_, position)) if !in_step => match step(&store, position).await {
-                Ok(more) => {
-                    in_step = !more;
-                    more
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "the notifier cannot read or write; retrying");
-                    false
-                }
-            },
-            _ => false,
-        };
-        if shutdown.is_set() {
-            return;
-        }
-        if more {
-            continue;
-        }
-        let Some((at, position)) = held.as_mut().filter(|_| in_step) else {
-            tokio::select! {
-                _ = shutdown.wait() => return,
-                _ = tokio::time::sleep(IDLE) => {}
-            }
-            continue;
-        };
-        let renew_at = *at + RENEW;
-        tokio::select! {
-            _ = shutdown.wait() => return,
-            run = tapped.after(*position, READ_ENTRIES) => match run {
-                Ok(events) => {
-                    if let Err(e) = apply(&store, position, &events).await {
-                        tracing::warn!(error = %e, "the notifier cannot read or write; retrying");
-                        in_step = false;
-                    }
-                }
-                Err(Untapped::Gap) => in_step = false,
-                Err(Untapped::Closed) => {
-                    in_step = false;
-                    tokio::select! {
-                        _ = shutdown.wait() => return,
-                        _ = tokio::time::sleep(IDLE) => {}
-                    }
-                }
-            },
-            _ = tokio::time::sleep_until(renew_at) => {}
-        }
-    }
-}
-
-/// How often the lease is renewed.
-const RENEW: Duration = Duration::from_secs(1);
-
-/// Where a notifier that has just taken the lease starts.
-async fn start(store: &Store) -> crate::store::StoreResult<EventId> {
-    match store.notifications().notifier_position().await? {
-        Some(p) => Ok(EventId::parse(&p).unwrap_or(EventId::ZERO)),
-        // A new store: from the newest entry on (no notifications of the
-        // past a buffer happens to hold).
-        None => {
-            let newest = store.events().newest_id().await?;
-            let start = newest.map_or(EventId::ZERO, |e| e.last_of_entry());
-            store
-                .notifications()
-                .set_notifier_position(&start.to_string())
-                .await?;
-            Ok(start)
-        }
-    }
-}
-
-/// One page of events after `position` turned into notifications (and
-/// `position` moved past them); whether more are waiting. The page's
-/// changes go out in order, each run of additions (or of removals) in one
-/// pipeline, their events in one buffer entry.
-async fn step(store: &Store, position: &mut EventId) -> crate::store::StoreResult<bool> {
-    let (page, _) = store.events().following(*position, READ_ENTRIES).await?;
-    apply(store, position, &page.events).await?;
-    Ok(page.more)
-}
-
-/// `events` (the next after `position`, in order) turned into
-/// notifications, and `position` moved past them.
-async fn apply(
-    store: &Store,
-    position: &mut EventId,
-    events: &[(EventId, String)],
-) -> crate::store::StoreResult<()> {
-    let Some((last, _)) = events.last() else {
-        return Ok(());
-    };
-    let last = *last;
+/// `events` (in log order) turned into notifications. The changes go out
+/// in order, each run of additions (or of removals) in one pipeline, their
+/// events in one buffer entry a shard.
+pub(super) async fn apply(store: &Store, events: &[(EventId, String)]) -> StoreResult<()> {
     let mut changes = Vec::new();
     for (eid, json) in events {
         let Ok(event) = serde_json::from_str::<Event>(json) else {
@@ -185,18 +45,13 @@ async fn apply(
         }
         rest = later;
     }
-    store
-        .notifications()
-        .set_notifier_position(&last.to_string())
-        .await?;
-    *position = last;
     Ok(())
 }
 
 /// Adds a run of notifications and sends the events of those this call
 /// added (only to one who may see what each is about now: it stays in the
 /// list, judged again whenever it is read; blocks are the hub's to drop).
-async fn add_run(store: &Store, run: &[(Change, bool)]) -> crate::store::StoreResult<()> {
+async fn add_run(store: &Store, run: &[(Change, bool)]) -> StoreResult<()> {
     let adds: Vec<(u64, &Stored, bool)> = run
         .iter()
         .filter_map(|(c, private)| match c {
@@ -243,7 +98,7 @@ async fn add_run(store: &Store, run: &[(Change, bool)]) -> crate::store::StoreRe
 
 /// Takes a run of notifications away and sends a removal for each that
 /// was there.
-async fn remove_run(store: &Store, run: &[(Change, bool)]) -> crate::store::StoreResult<()> {
+async fn remove_run(store: &Store, run: &[(Change, bool)]) -> StoreResult<()> {
     let removes: Vec<(u64, &str)> = run
         .iter()
         .filter_map(|(c, _)| match c {
@@ -453,31 +308,6 @@ fn private_about(event: &Event) -> bool {
             private, audience, ..
         } => *private || audience.is_some(),
         _ => true,
-    }
-}
-
-/// Whether the notifier has made the notifications of every event the
-/// buffer held when this was called, waiting up to `wait` for it.
-pub async fn caught_up(store: &Store, wait: Duration) -> bool {
-    let Ok(Some(newest)) = store.events().newest_id().await else {
-        return true;
-    };
-    let deadline = tokio::time::Instant::now() + wait;
-    loop {
-        let at = store
-            .notifications()
-            .notifier_position()
-            .await
-            .ok()
-            .flatten()
-            .and_then(|p| EventId::parse(&p));
-        if at.is_some_and(|a| a.entry() == newest.entry() || a > newest) {
-            return true;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
