@@ -235,3 +235,62 @@ async fn a_post_after_a_follow_reaches_the_follower_though_a_masters_clock_runs_
     );
     assert!(waits >= f64::from(follows_ahead), "the writes ahead waited");
 }
+
+// Prints the run's counts.
+#[allow(clippy::print_stdout)]
+#[tokio::test]
+async fn a_busy_shard_is_not_held_back_by_quiet_ones_and_a_quiet_one_keeps_its_place() {
+    let app = TestApp::start().await;
+    let (busy_id, busy) = app.user("busy").await;
+    let (target_id, _) = app.user("followed").await;
+    let (_, quiet) = app.user("quiet").await;
+    let fh = app.operator_token(&busy_id, &["read", "firehose"]).await;
+    let mut s = app.stream("/api/v1/stream/firehose", Some(&fh), &[]).await;
+    // One user's follows and unfollows: every event in one shard (the
+    // follower's), the other shards quiet but for one post half way.
+    let (ops, half) = (30, 15);
+    let mut posted = None;
+    for i in 0..ops {
+        let path = format!("/api/v1/users/{target_id}/follow");
+        let (status, body) = if i % 2 == 0 {
+            app.post(&path, Some(&busy), json!({})).await
+        } else {
+            app.delete(&path, Some(&busy)).await
+        };
+        assert!(status.is_success(), "{i}: {status} {body}");
+        if i + 1 == half {
+            posted = Some(app.say(&quiet, "a quiet shard's one event").await);
+        }
+    }
+    let posted = posted.unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < ops + 1 {
+        let m = s
+            .next_event("the busy shard's events and the quiet one's")
+            .await;
+        let kind = m.data["type"].as_str().unwrap_or_default().to_string();
+        match kind.as_str() {
+            "follow" | "unfollow" if m.data["source"] == busy_id.as_str() => seen.push(kind),
+            "status" if m.data["status"]["id"] == posted.as_str() => seen.push(kind),
+            _ => {}
+        }
+    }
+    let expected: Vec<&str> = (0..ops)
+        .flat_map(|i| {
+            let op = if i % 2 == 0 { "follow" } else { "unfollow" };
+            if i + 1 == half {
+                vec![op, "status"]
+            } else {
+                vec![op]
+            }
+        })
+        .collect();
+    assert_eq!(
+        seen, expected,
+        "every event of the busy shard in order, the quiet one's in its place"
+    );
+    println!(
+        "{ops} follows and unfollows in one shard and a post in another half way: all live, \
+         in the order written"
+    );
+}
