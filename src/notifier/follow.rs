@@ -8,10 +8,12 @@
 //! Every held shard has been worked up to one point of the merged log;
 //! a shard taken with a position behind it is read from there (events of
 //! the others it holds already worked are passed over by their positions),
-//! one taken with a position ahead passes over what it had. After each
-//! run, the shards that had events in it have their positions written, so
-//! a reader waiting for its notifications sees them pass; the rest are
-//! brought up once a second.
+//! one taken with a position ahead passes over what it had. The shards
+//! that had events in a run have their positions written (at once when
+//! none were written in the last [`FLUSH`], else at its end: a busy
+//! notifier writes each shard's at most every 50 ms), so a reader waiting
+//! for its notifications sees them pass; the rest are brought up once a
+//! second.
 
 use super::changes::apply;
 use crate::metrics::global as metrics;
@@ -32,6 +34,9 @@ const RENEW: Duration = Duration::from_secs(1);
 const READ_ENTRIES: usize = 256;
 /// How long it waits after a failed read before trying again.
 const IDLE: Duration = Duration::from_millis(250);
+/// The least time between two writes of the positions of shards that
+/// moved.
+const FLUSH: Duration = Duration::from_millis(50);
 /// Rounds between tries for a shard above this process's floor share (a
 /// try is a command a shard not held).
 const TRY_EXTRA_EVERY: u32 = 10;
@@ -41,6 +46,9 @@ struct Held {
     holder: String,
     shards: BTreeMap<usize, EventId>,
     rounds: u32,
+    /// Positions moved and not yet written, and when some last were.
+    dirty: BTreeMap<usize, EventId>,
+    flushed: Instant,
 }
 
 impl Held {
@@ -64,6 +72,7 @@ impl Held {
             if !kept {
                 tracing::info!(shard = k, "the notifier's lease on a shard lapsed");
                 self.shards.remove(&k);
+                self.dirty.remove(&k);
             }
         }
         while self.shards.len() > ceil {
@@ -72,6 +81,7 @@ impl Held {
             };
             work.set_positions(&[(k, at)]).await?;
             work.release(k, &self.holder).await?;
+            self.dirty.remove(&k);
         }
         self.rounds = self.rounds.wrapping_add(1);
         let want = if self.shards.len() < floor {
@@ -106,8 +116,8 @@ impl Held {
     }
 
     /// Works the events of the held shards among `events` (the next after
-    /// `at` in the merged log), and writes the positions of those that had
-    /// any.
+    /// `at` in the merged log), and moves the positions of those that had
+    /// any (written by [`Held::flush`]).
     async fn work_events(
         &mut self,
         store: &Store,
@@ -122,35 +132,43 @@ impl Held {
             .cloned()
             .collect();
         apply(store, &mine).await?;
-        let mut moved: Vec<(usize, EventId)> = events
-            .iter()
-            .map(|(id, _)| shard_of(*id))
-            .filter(|k| self.shards.contains_key(k))
-            .map(|k| (k, last))
-            .collect();
-        moved.sort_unstable();
-        moved.dedup();
-        self.work(store).set_positions(&moved).await?;
-        for (k, _) in moved {
-            self.shards.insert(k, last);
+        for (id, _) in events {
+            let k = shard_of(*id);
+            if let Some(at) = self.shards.get_mut(&k) {
+                *at = last;
+                self.dirty.insert(k, last);
+            }
         }
+        if self.flushed.elapsed() >= FLUSH {
+            self.flush(store).await?;
+        }
+        Ok(())
+    }
+
+    /// When the positions moved since the last write are due.
+    fn flush_due(&self) -> Option<Instant> {
+        (!self.dirty.is_empty()).then_some(self.flushed + FLUSH)
+    }
+
+    /// Writes the positions moved since the last write.
+    async fn flush(&mut self, store: &Store) -> StoreResult<()> {
+        let moved: Vec<(usize, EventId)> = self.dirty.iter().map(|(k, p)| (*k, *p)).collect();
+        self.work(store).set_positions(&moved).await?;
+        self.dirty.clear();
+        self.flushed = Instant::now();
         Ok(())
     }
 
     /// Brings the positions of the held shards that had no events up to
     /// `at` (once a second: a shard taken over then starts near here).
     async fn bring_up(&mut self, store: &Store, at: EventId) -> StoreResult<()> {
-        let behind: Vec<(usize, EventId)> = self
-            .shards
-            .iter()
-            .filter(|(_, p)| **p < at)
-            .map(|(k, _)| (*k, at))
-            .collect();
-        self.work(store).set_positions(&behind).await?;
-        for (k, p) in behind {
-            self.shards.insert(k, p);
+        for (k, p) in self.shards.iter_mut() {
+            if *p < at {
+                *p = at;
+                self.dirty.insert(*k, at);
+            }
         }
-        Ok(())
+        self.flush(store).await
     }
 
     /// Lets every shard go (a process shutting down), its position first.
@@ -163,6 +181,7 @@ impl Held {
             }
         }
         self.shards.clear();
+        self.dirty.clear();
     }
 }
 
@@ -172,6 +191,8 @@ pub async fn run(store: Store, tap: Tap, mut shutdown: Shutdown) {
         holder: format!("{}-{}", std::process::id(), rand::random::<u64>()),
         shards: BTreeMap::new(),
         rounds: 0,
+        dirty: BTreeMap::new(),
+        flushed: Instant::now(),
     };
     // Every held shard's events are worked up to here in the merged log.
     let mut merged: Option<EventId> = None;
@@ -244,6 +265,12 @@ pub async fn run(store: Store, tap: Tap, mut shutdown: Shutdown) {
                     tokio::time::sleep(IDLE).await;
                 }
             },
+            _ = tokio::time::sleep_until(held.flush_due().unwrap_or(renew_at)),
+                if held.flush_due().is_some() => {
+                if let Err(e) = held.flush(&store).await {
+                    tracing::warn!(error = %e, "the notifier cannot write its positions; retrying");
+                }
+            }
             _ = tokio::time::sleep_until(renew_at) => {}
         }
     }

@@ -16,19 +16,21 @@
 -- ARGV[1] key  ARGV[2] id  ARGV[3] score  ARGV[4] JSON (with "key" and
 -- "id")  ARGV[5] cap
 -- Returns the id when added, "" when the key had one already.
-if redis.call('HEXISTS', KEYS[3], ARGV[1]) == 1 then
+-- The key claimed first (HSETNX: a key that had one adds nothing); then
+-- the id, the next free one when another's holds it (HSETNX again), and
+-- the key pointed at it when it moved.
+if redis.call('HSETNX', KEYS[3], ARGV[1], ARGV[2]) == 0 then
   return ''
 end
 local id, json = ARGV[2], ARGV[4]
-while redis.call('HEXISTS', KEYS[2], id) == 1 do
+while redis.call('HSETNX', KEYS[2], id, json) == 0 do
   id = string.format('%.0f', tonumber(id) + 1)
+  json = string.gsub(ARGV[4], '"id":"' .. ARGV[2] .. '"', '"id":"' .. id .. '"', 1)
 end
 if id ~= ARGV[2] then
-  json = string.gsub(json, '"id":"' .. ARGV[2] .. '"', '"id":"' .. id .. '"', 1)
+  redis.call('HSET', KEYS[3], ARGV[1], id)
 end
 redis.call('ZADD', KEYS[1], ARGV[3], id)
-redis.call('HSET', KEYS[2], id, json)
-redis.call('HSET', KEYS[3], ARGV[1], id)
 local over = redis.call('ZCARD', KEYS[1]) - tonumber(ARGV[5])
 if over > 0 then
   for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, over - 1)) do
