@@ -39,7 +39,7 @@ const IDLE: Duration = Duration::from_millis(250);
 const FLUSH: Duration = Duration::from_millis(50);
 /// Rounds between tries for a shard above this process's floor share (a
 /// try is a command a shard not held).
-const TRY_EXTRA_EVERY: u32 = 10;
+const TRY_EXTRA_EVERY: u32 = 3;
 
 /// The shards this process holds and how far each was worked.
 struct Held {
@@ -171,9 +171,11 @@ impl Held {
         self.flush(store).await
     }
 
-    /// Lets every shard go (a process shutting down), its position first.
+    /// Lets every shard go (a process shutting down), its position first,
+    /// and leaves the register, so the others take them at once.
     async fn release_all(&mut self, store: &Store) {
         let work = self.work(store);
+        let _ = work.unregister(&self.holder).await;
         let at: Vec<(usize, EventId)> = self.shards.iter().map(|(k, p)| (*k, *p)).collect();
         if work.set_positions(&at).await.is_ok() {
             for (k, _) in at {

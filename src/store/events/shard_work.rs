@@ -62,6 +62,16 @@ impl ShardWork<'_> {
         Ok(n.max(1))
     }
 
+    /// Takes `holder` off the register (a process stopping): the others'
+    /// shares grow at their next look.
+    pub async fn unregister(self, holder: &str) -> StoreResult<()> {
+        let mut conn = self.store.conn();
+        let _: i64 = conn
+            .zrem(self.store.keys.log_workers(self.work), holder)
+            .await?;
+        Ok(())
+    }
+
     /// Takes shard `k` for `holder` for `ms` if no one holds it; whether
     /// it did.
     pub async fn take(self, k: usize, holder: &str, ms: u64) -> StoreResult<bool> {
