@@ -280,36 +280,33 @@ pub async fn run(store: Store, tap: Tap, mut shutdown: Shutdown) {
 
 /// Whether the notifier has made the notifications of every event the
 /// log held when this was called (every shard's newest entry then, passed
-/// by the shard's position), waiting up to `wait` for it.
+/// by the shard's position), waiting up to `wait` for it: every shard read
+/// once, then only the positions of those still owed.
 pub async fn caught_up(store: &Store, wait: Duration) -> bool {
     let work = store.events().work(WORK);
     let Ok(marks) = work.marks().await else {
         return true;
     };
+    let passed = |at: Option<EventId>, newest: EventId| {
+        at.is_some_and(|at| (at.0, at.1) >= (newest.0, newest.1))
+    };
     let mut owed: Vec<(usize, EventId)> = marks
         .iter()
         .enumerate()
-        .filter_map(|(k, (newest, _))| newest.map(|n| (k, n)))
+        .filter_map(|(k, (newest, at))| newest.filter(|n| !passed(*at, *n)).map(|n| (k, n)))
         .collect();
     let deadline = Instant::now() + wait;
-    let mut marks = marks;
-    loop {
-        owed.retain(|(k, newest)| {
-            marks
-                .get(*k)
-                .and_then(|(_, at)| *at)
-                .is_none_or(|at| (at.0, at.1) < (newest.0, newest.1))
-        });
-        if owed.is_empty() {
-            return true;
-        }
+    while !owed.is_empty() {
         if Instant::now() >= deadline {
             return false;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
-        marks = match work.marks().await {
-            Ok(m) => m,
-            Err(_) => return false,
+        let shards: Vec<usize> = owed.iter().map(|(k, _)| *k).collect();
+        let Ok(at) = work.positions(&shards).await else {
+            return false;
         };
+        let mut at = at.into_iter();
+        owed.retain(|(_, newest)| !passed(at.next().flatten(), *newest));
     }
+    true
 }

@@ -126,6 +126,12 @@ impl ShardWork<'_> {
         Ok(at.as_deref().and_then(EventId::parse))
     }
 
+    /// How far each of `shards` has been worked (each its own slot, all at
+    /// once).
+    pub async fn positions(self, shards: &[usize]) -> StoreResult<Vec<Option<EventId>>> {
+        futures::future::try_join_all(shards.iter().map(|&k| self.position(k))).await
+    }
+
     /// Shard `k`'s events have been worked up to `at` (each its own slot,
     /// all at once).
     pub async fn set_positions(self, at: &[(usize, EventId)]) -> StoreResult<()> {
