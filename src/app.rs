@@ -13,6 +13,7 @@ use crate::stream::Hub;
 use crate::workers;
 use anyhow::Context;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
@@ -139,6 +140,30 @@ pub async fn run(
             viewer.clone(),
             shutdown.clone(),
         ));
+    }
+    if let Some(addr) = cfg
+        .mastodon_listen
+        .or_else(|| cfg.demo.then(|| SocketAddr::from(([127, 0, 0, 1], 8081))))
+    {
+        // A listener that cannot be had (the demo's port taken) leaves the
+        // server serving its own API, said so.
+        match TcpListener::bind(addr).await {
+            Ok(listener) => {
+                tracing::info!(%addr, "serving the Mastodon-compatible API");
+                let (state, shutdown) = (state.clone(), shutdown.clone());
+                tasks.push(tokio::spawn(async move {
+                    let router = crate::mastodon::router(state.clone());
+                    if let Err(e) =
+                        crate::serve::accept_loop(listener, state, router, shutdown).await
+                    {
+                        tracing::warn!(error = %e, "the Mastodon-compatible API stopped");
+                    }
+                }));
+            }
+            Err(e) => {
+                tracing::warn!(%addr, error = %e, "cannot listen for the Mastodon-compatible API")
+            }
+        }
     }
     let app = http::router(state.clone());
     tracing::info!(addr = %listener.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()), "listening");

@@ -44,6 +44,17 @@ pub struct Jwt {
     decoding: DecodingKey,
     validation: Validation,
     verified: Verified,
+    /// The keys of OAuth applications' client secrets (the Mastodon API):
+    /// from the secret and a label, so no such secret is ever a session's
+    /// token, nor the reverse.
+    apps: (EncodingKey, DecodingKey),
+}
+
+/// An OAuth application's client secret's claims: its client id.
+#[derive(Debug, Serialize, Deserialize)]
+struct AppClaims {
+    sub: String,
+    exp: u64,
 }
 
 /// Leeway on `exp`, in seconds, for clocks a little apart.
@@ -108,12 +119,35 @@ impl Jwt {
         validation.algorithms = vec![Algorithm::HS256];
         validation.leeway = LEEWAY;
         validation.set_required_spec_claims(&["exp", "sub"]);
+        let apps = format!("{secret}\noauth-applications");
         Jwt {
             encoding: EncodingKey::from_secret(secret.as_bytes()),
             decoding: DecodingKey::from_secret(secret.as_bytes()),
             validation,
             verified: Verified::new(),
+            apps: (
+                EncodingKey::from_secret(apps.as_bytes()),
+                DecodingKey::from_secret(apps.as_bytes()),
+            ),
         }
+    }
+
+    /// The client secret of the OAuth application `client_id`: nothing is
+    /// stored, the secret names its id and is signed (HS256) with a key of
+    /// its own; it lasts as long as the server's secret.
+    pub fn app_secret(&self, client_id: &str) -> String {
+        let claims = AppClaims {
+            sub: client_id.to_string(),
+            exp: u64::MAX / 2,
+        };
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.apps.0)
+            .unwrap_or_default()
+    }
+
+    /// Whether `secret` is the client secret of `client_id`.
+    pub fn is_app_secret(&self, client_id: &str, secret: &str) -> bool {
+        jsonwebtoken::decode::<AppClaims>(secret, &self.apps.1, &self.validation)
+            .is_ok_and(|d| !client_id.is_empty() && d.claims.sub == client_id)
     }
 
     /// Signs a token for a session; returns it with its expiry.
@@ -159,6 +193,23 @@ impl Jwt {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_applications_secret_is_its_own_and_never_a_sessions_token() {
+        let jwt = Jwt::new("a secret of some length");
+        let secret = jwt.app_secret("client-a");
+        assert!(jwt.is_app_secret("client-a", &secret));
+        assert!(!jwt.is_app_secret("client-b", &secret), "another app's id");
+        assert!(!jwt.is_app_secret("", &jwt.app_secret("")));
+        assert!(jwt.verify(&secret).is_err(), "not a session's token");
+        let (token, _) = jwt.mint(7, "s1", &[SCOPE_READ], 3600);
+        assert!(
+            !jwt.is_app_secret("7", &token),
+            "a session's token is no secret"
+        );
+        let other = Jwt::new("another server's secret");
+        assert!(!other.is_app_secret("client-a", &secret));
+    }
 
     #[test]
     fn a_remembered_token_still_expires_and_only_its_own_bytes_hit() {

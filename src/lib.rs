@@ -35,6 +35,7 @@ pub mod hides;
 pub mod history;
 pub mod http;
 pub mod jwt;
+pub mod mastodon;
 pub mod metrics;
 pub mod model;
 pub mod nofile;

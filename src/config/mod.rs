@@ -293,6 +293,11 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_CORS_ORIGINS", default_value = "*")]
     pub cors_origins: String,
 
+    /// `serve` only: also serve the Mastodon-compatible API, on a listener
+    /// of its own at this address (`--demo` turns it on at 127.0.0.1:8081).
+    #[arg(long, env = "FIREHOSE_MASTODON_LISTEN")]
+    pub mastodon_listen: Option<SocketAddr>,
+
     /// `serve` only: seed a small demo world on first start and keep it
     /// posting in this process, and let the page show it without logging in
     /// (`GET /api/v1/demo` hands out a shared read-only token).

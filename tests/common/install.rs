@@ -85,3 +85,39 @@ pub(crate) fn schemathesis() -> std::path::PathBuf {
     });
     st_in_venv
 }
+
+/// A virtual environment under the target directory named `name`, with
+/// `packages` installed by pip (once per test process; python3-venv
+/// installed with apt-get where missing): its `python`.
+pub(crate) fn python_venv(name: &str, packages: &str) -> std::path::PathBuf {
+    static VENVS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = VENVS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let venv = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join(name);
+    let python = venv.join("bin/python");
+    let ready = venv.join(".installed");
+    if ready.exists() {
+        return python;
+    }
+    let script = format!(
+        "(python3 -m venv --help >/dev/null 2>&1 && python3 -m ensurepip --version >/dev/null 2>&1 \
+           || (apt-get -o DPkg::Lock::Timeout=600 update -qq \
+               && apt-get -o DPkg::Lock::Timeout=600 install -y -qq python3-venv python3-pip)) >/dev/null 2>&1; \
+         python3 -m venv {venv} && {venv}/bin/pip install -q {packages} && touch {ready}",
+        venv = venv.display(),
+        ready = ready.display(),
+    );
+    let _apt = APT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "could not install {packages} with pip");
+    python
+}

@@ -7,6 +7,7 @@ mod cli;
 mod common;
 mod dashboard;
 mod examples;
+mod mastodon;
 mod page;
 
 use common::TestApp;

@@ -1,0 +1,88 @@
+//! The Mastodon-compatible API (`--mastodon-listen`, on a listener of its
+//! own): the part of Mastodon's REST API that clients call to sign in and
+//! read accounts, so that Mastodon client libraries and apps work against
+//! this server unchanged.
+//!
+//! Every request is translated to this server's own API and called through
+//! its router inside the process ([`inner`]), with the caller's token and
+//! address: sessions, scopes, limits and what may be seen are the rules
+//! that API keeps, in one place, never a second copy here. Each answer is
+//! turned into Mastodon's entity ([`entities`]); errors are Mastodon's
+//! `{"error": "..."}` ([`reply`]).
+//!
+//! Built so far: OAuth (`oauth`: applications, the password grant,
+//! revocation, the server's metadata), the instance (`instance`), accounts
+//! (`accounts`: the caller, by id, by `acct`). What Mastodon has and this
+//! server does not (media, polls, push) answers 422 or 404 as Mastodon does;
+//! every other path 404 (docs/api.md, *The Mastodon-compatible API*).
+
+mod accounts;
+mod entities;
+mod form;
+mod inner;
+mod instance;
+mod oauth;
+mod reply;
+mod shared;
+
+pub(crate) use shared::Mastodon;
+
+use crate::state::AppState;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::routing::{get, post};
+use axum::Router;
+
+/// `POST /api/v1/media` and `/api/v2/media`: no media here.
+async fn no_media() -> reply::Reply {
+    Err(reply::error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "Media uploads are not supported on this server",
+    ))
+}
+
+/// The Mastodon API's router.
+pub fn router(state: AppState) -> Router {
+    let body_limit = state.cfg.body_limit;
+    let m = Mastodon::new(state);
+    let routes = Router::new()
+        .route("/api/v1/instance", get(instance::v1))
+        .route("/api/v2/instance", get(instance::v2))
+        .route("/api/v1/apps", post(oauth::create_app))
+        .route("/oauth/token", post(oauth::token))
+        .route("/oauth/revoke", post(oauth::revoke))
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(oauth::metadata),
+        )
+        .route(
+            "/api/v1/accounts/verify_credentials",
+            get(accounts::verify_credentials),
+        )
+        .route("/api/v1/accounts/lookup", get(accounts::lookup))
+        .route("/api/v1/accounts/{id}", get(accounts::show))
+        .route("/api/v1/media", post(no_media))
+        .route("/api/v2/media", post(no_media))
+        .fallback(reply::not_found)
+        .layer(axum::extract::DefaultBodyLimit::max(body_limit))
+        .with_state(m);
+    // A path with a trailing slash is the path without it, as Mastodon's
+    // routes take it (Mastodon.py asks for `/api/v1/instance/`).
+    Router::new().fallback_service(tower::ServiceExt::map_request(
+        routes,
+        |mut req: Request<Body>| {
+            let path = req.uri().path();
+            if path.len() > 1 && path.ends_with('/') {
+                let trimmed = path.trim_end_matches('/');
+                let fixed = match req.uri().query() {
+                    Some(q) => format!("{trimmed}?{q}"),
+                    None => trimmed.to_string(),
+                };
+                if let Ok(uri) = fixed.parse() {
+                    *req.uri_mut() = uri;
+                }
+            }
+            req
+        },
+    ))
+}

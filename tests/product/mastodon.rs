@@ -1,0 +1,214 @@
+//! The Mastodon-compatible API, driven by a real Mastodon client library
+//! that no one here wrote (Mastodon.py, from PyPI, unchanged), and by raw
+//! requests for the shapes it does not check.
+
+use super::*;
+
+/// The app with the Mastodon API on a listener of its own: the app and
+/// that listener's base URL.
+async fn with_mastodon() -> (TestApp, String) {
+    let port = common::free_port();
+    let app = TestApp::start_with(|c| {
+        c.mastodon_listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
+    })
+    .await;
+    (app, format!("http://127.0.0.1:{port}"))
+}
+
+// Prints what the client saw.
+#[allow(clippy::print_stdout)]
+#[tokio::test]
+async fn mastodon_py_signs_in_reads_accounts_and_revokes_its_token() {
+    let (app, base) = with_mastodon().await;
+    let (alice_id, _) = app.user("alice").await;
+    let (bob_id, _) = app.user("bob").await;
+    let python = common::python_venv("mastodon-py", "Mastodon.py");
+    let script = r#"
+import json, sys
+from mastodon import Mastodon, MastodonUnauthorizedError
+base, password = sys.argv[1], sys.argv[2]
+client_id, client_secret = Mastodon.create_app("firehose test", api_base_url=base, scopes=["read", "write"])
+m = Mastodon(client_id=client_id, client_secret=client_secret, api_base_url=base)
+# The listener speaks plain HTTP here: Mastodon.py takes OAuth over http only
+# when told (behind a TLS proxy that sets X-Forwarded-Proto, the server's
+# OAuth metadata says https).
+token = m.log_in("alice", password, scopes=["read", "write"], allow_http=True)
+me = m.account_verify_credentials()
+bob = m.account_lookup("bob")
+again = m.account(bob["id"])
+instance = m.instance()
+out = {
+    "me": {"id": str(me["id"]), "username": me["username"], "acct": me["acct"], "privacy": me["source"]["privacy"]},
+    "bob": {"id": str(bob["id"]), "acct": bob["acct"], "same": str(again["id"]) == str(bob["id"])},
+    "version": instance["version"],
+}
+try:
+    Mastodon(client_id=client_id, client_secret=client_secret, api_base_url=base).log_in("alice", "wrong password", scopes=["read"], allow_http=True)
+    out["wrong_password"] = "accepted"
+except Exception as e:
+    out["wrong_password"] = type(e).__name__
+m.revoke_access_token(allow_http=True)
+try:
+    Mastodon(access_token=token, api_base_url=base).account_verify_credentials()
+    out["after_revoke"] = "still works"
+except MastodonUnauthorizedError:
+    out["after_revoke"] = "unauthorized"
+print(json.dumps(out))
+"#;
+    let out = tokio::process::Command::new(&python)
+        .arg("-c")
+        .arg(script)
+        .arg(&base)
+        .arg("password123")
+        .output()
+        .await
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "Mastodon.py failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim()).expect("the script's JSON");
+    println!("Mastodon.py saw: {seen}");
+    assert_eq!(seen["me"]["id"], alice_id.as_str());
+    assert_eq!(seen["me"]["username"], "alice");
+    assert_eq!(seen["me"]["acct"], "alice");
+    assert_eq!(seen["me"]["privacy"], "public");
+    assert_eq!(seen["bob"]["id"], bob_id.as_str());
+    assert_eq!(seen["bob"]["same"], true);
+    assert!(seen["version"].as_str().unwrap().starts_with("4.3.0"));
+    assert_ne!(seen["wrong_password"], "accepted");
+    assert_eq!(seen["after_revoke"], "unauthorized");
+}
+
+#[tokio::test]
+async fn mastodon_shapes_and_errors_are_mastodons() {
+    let (app, base) = with_mastodon().await;
+    let (alice_id, _) = app.user("alice").await;
+    let http = reqwest::Client::new();
+    // An application, then a token by password (a form, as most clients send).
+    let created: Value = http
+        .post(format!("{base}/api/v1/apps"))
+        .form(&[
+            ("client_name", "raw"),
+            ("redirect_uris", "urn:ietf:wg:oauth:2.0:oob"),
+            ("scopes", "read write"),
+        ])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (cid, secret) = (
+        created["client_id"].as_str().unwrap().to_string(),
+        created["client_secret"].as_str().unwrap().to_string(),
+    );
+    assert_eq!(created["scopes"], json!(["read", "write"]));
+    // A secret is not a session's token, nor another app's secret.
+    let r = http
+        .get(format!("{base}/api/v1/accounts/verify_credentials"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    let body: Value = r.json().await.unwrap();
+    assert!(body["error"].is_string(), "{body}");
+    let token = |client_id: String, client_secret: String, password: &'static str| {
+        http.post(format!("{base}/oauth/token")).json(&json!({
+            "grant_type": "password", "client_id": client_id, "client_secret": client_secret,
+            "username": "alice", "password": password, "scope": "read write",
+        }))
+    };
+    let r = token("0".repeat(32), secret.clone(), "password123")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"], "invalid_client");
+    let r = token(cid.clone(), secret.clone(), "not the password")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(r.json::<Value>().await.unwrap()["error"], "invalid_grant");
+    let granted: Value = token(cid, secret, "password123")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(granted["token_type"], "Bearer");
+    let access = granted["access_token"].as_str().unwrap();
+    // The account in Mastodon's shape.
+    let me: Value = http
+        .get(format!("{base}/api/v1/accounts/{alice_id}"))
+        .bearer_auth(access)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(me["id"], alice_id.as_str());
+    assert_eq!(me["acct"], "alice");
+    let created_at = me["created_at"].as_str().unwrap();
+    assert!(
+        created_at.ends_with("T00:00:00.000Z") && created_at.len() == 24,
+        "{created_at}"
+    );
+    for field in ["followers_count", "following_count", "statuses_count"] {
+        assert!(me[field].is_u64(), "{field}: {me}");
+    }
+    assert_eq!(me["emojis"], json!([]));
+    // What is not here answers as Mastodon does, never 5xx.
+    let r = http
+        .get(format!("{base}/api/v1/accounts/99999999999"))
+        .bearer_auth(access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["error"],
+        "Record not found"
+    );
+    let r = http
+        .post(format!("{base}/api/v1/media"))
+        .bearer_auth(access)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let r = http
+        .get(format!("{base}/api/v1/nothing/here"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let r = http
+        .post(format!("{base}/oauth/token"))
+        .body("grant_type=password&client_id=%ZZ")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status(),
+        StatusCode::UNAUTHORIZED,
+        "a garbled form: no client"
+    );
+    let v2: Value = http
+        .get(format!("{base}/api/v2/instance"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v2["configuration"]["statuses"]["max_characters"], 280);
+    assert!(v2["configuration"]["urls"]["streaming"].is_string());
+}
