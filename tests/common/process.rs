@@ -92,6 +92,16 @@ impl ServerProcess {
         format!("http://127.0.0.1:{}{}", self.port, path)
     }
 
+    /// SIGTERM, and waits for the process to finish its shutdown.
+    pub(crate) async fn terminate(mut self) {
+        if let Some(pid) = self.child.id() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        }
+        let _ = self.child.wait().await;
+    }
+
     /// SIGKILL: no shutdown, no clean-up, whatever it was doing.
     pub(crate) async fn kill9(mut self) {
         let _ = self.child.start_kill();

@@ -112,3 +112,33 @@ async fn two_processes_split_the_notifications_and_one_takes_the_others_when_it_
     assert_eq!(keys.len(), likes, "every like notified");
     assert_eq!(all, likes, "none twice");
 }
+
+#[tokio::test]
+async fn a_process_that_stops_leaves_its_shards_and_the_register_at_once() {
+    let app = TestApp::start().await;
+    let other = ServerProcess::serve(&app.redis, &[]).await;
+    let http = reqwest::Client::new();
+    let shards = app.cfg.log_shards as i64;
+    let other_metrics = other.url("/metrics");
+    app.eventually("the two processes split the shards", || async {
+        let here = shards_held(&http, &app.url("/metrics")).await;
+        let there = shards_held(&http, &other_metrics).await;
+        here > 0 && there > 0 && here + there == shards
+    })
+    .await;
+    // A clean stop (SIGTERM): it takes itself off the register before it
+    // exits, rather than leaving its entry to lapse 5 s later.
+    other.terminate().await;
+    let registered: usize = redis::cmd("ZCARD")
+        .arg(format!("{}:{{g}}:work:notifier", app.cfg.key_prefix))
+        .query(&mut app.redis.conn())
+        .unwrap();
+    assert_eq!(
+        registered, 1,
+        "only the process still running is registered"
+    );
+    app.eventually("the one left holds every shard", || async {
+        shards_held(&http, &app.url("/metrics")).await == shards
+    })
+    .await;
+}
