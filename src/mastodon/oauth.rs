@@ -19,6 +19,7 @@ use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::Extension;
 use serde_json::json;
+use std::collections::HashMap;
 
 /// The scopes a token may ask for (Mastodon's, and their `read:...` parts).
 const SCOPES: [&str; 4] = ["read", "write", "follow", "push"];
@@ -40,6 +41,26 @@ fn oauth_error(status: StatusCode, code: &str, sentence: &str) -> Refused {
         status,
         json!({ "error": code, "error_description": sentence }),
     )
+}
+
+/// A field's text (empty when it is not there).
+fn text<'a>(f: &'a HashMap<String, String>, k: &str) -> &'a str {
+    f.get(k).map_or("", String::as_str)
+}
+
+/// The fields of an OAuth request whose `client_id` and `client_secret`
+/// are an application's (`None`: they are not).
+fn from_client(
+    m: &Mastodon,
+    headers: &HeaderMap,
+    body: &[u8],
+    query: Option<&str>,
+) -> Option<HashMap<String, String>> {
+    let f = fields(headers, body, query);
+    m.app
+        .jwt
+        .is_app_secret(text(&f, "client_id"), text(&f, "client_secret"))
+        .then_some(f)
 }
 
 /// `POST /api/v1/apps`: registers an application.
@@ -102,19 +123,14 @@ pub(super) async fn token(
     client: Option<Extension<ClientAddr>>,
     body: Bytes,
 ) -> Reply {
-    let f = fields(&headers, &body, query.as_deref());
-    let field = |k: &str| f.get(k).map(String::as_str).unwrap_or_default();
-    if !m
-        .app
-        .jwt
-        .is_app_secret(field("client_id"), field("client_secret"))
-    {
+    let Some(f) = from_client(&m, &headers, &body, query.as_deref()) else {
         return Err(oauth_error(
             StatusCode::UNAUTHORIZED,
             "invalid_client",
             "Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method.",
         ));
-    }
+    };
+    let field = |k: &str| text(&f, k);
     let scope = match field("scope").trim() {
         "" => "read",
         s => s,
@@ -181,19 +197,14 @@ pub(super) async fn revoke(
     client: Option<Extension<ClientAddr>>,
     body: Bytes,
 ) -> Reply {
-    let f = fields(&headers, &body, query.as_deref());
-    let field = |k: &str| f.get(k).map(String::as_str).unwrap_or_default();
-    if !m
-        .app
-        .jwt
-        .is_app_secret(field("client_id"), field("client_secret"))
-    {
+    let Some(f) = from_client(&m, &headers, &body, query.as_deref()) else {
         return Err(oauth_error(
             StatusCode::FORBIDDEN,
             "unauthorized_client",
             "You are not authorized to revoke this token",
         ));
-    }
+    };
+    let field = |k: &str| text(&f, k);
     let caller = Caller {
         token: Some(field("token").to_string()),
         client: client.map(|c| c.0),

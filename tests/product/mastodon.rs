@@ -15,6 +15,13 @@ async fn with_mastodon() -> (TestApp, String) {
     (app, format!("http://127.0.0.1:{port}"))
 }
 
+/// Sends `req`: its status and its JSON (`Null` when it is none).
+async fn answer(req: reqwest::RequestBuilder) -> (StatusCode, Value) {
+    let r = req.send().await.expect("the request is answered");
+    let status = r.status();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
 // Prints what the client saw.
 #[allow(clippy::print_stdout)]
 #[tokio::test]
@@ -88,33 +95,25 @@ async fn mastodon_shapes_and_errors_are_mastodons() {
     let (alice_id, _) = app.user("alice").await;
     let http = reqwest::Client::new();
     // An application, then a token by password (a form, as most clients send).
-    let created: Value = http
-        .post(format!("{base}/api/v1/apps"))
-        .form(&[
-            ("client_name", "raw"),
-            ("redirect_uris", "urn:ietf:wg:oauth:2.0:oob"),
-            ("scopes", "read write"),
-        ])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let created: Value = answer(http.post(format!("{base}/api/v1/apps")).form(&[
+        ("client_name", "raw"),
+        ("redirect_uris", "urn:ietf:wg:oauth:2.0:oob"),
+        ("scopes", "read write"),
+    ]))
+    .await
+    .1;
     let (cid, secret) = (
         created["client_id"].as_str().unwrap().to_string(),
         created["client_secret"].as_str().unwrap().to_string(),
     );
     assert_eq!(created["scopes"], json!(["read", "write"]));
     // A secret is not a session's token, nor another app's secret.
-    let r = http
-        .get(format!("{base}/api/v1/accounts/verify_credentials"))
-        .bearer_auth(&secret)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
-    let body: Value = r.json().await.unwrap();
+    let (status, body) = answer(
+        http.get(format!("{base}/api/v1/accounts/verify_credentials"))
+            .bearer_auth(&secret),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert!(body["error"].is_string(), "{body}");
     let token = |client_id: String, client_secret: String, password: &'static str| {
         http.post(format!("{base}/oauth/token")).json(&json!({
@@ -122,37 +121,22 @@ async fn mastodon_shapes_and_errors_are_mastodons() {
             "username": "alice", "password": password, "scope": "read write",
         }))
     };
-    let r = token("0".repeat(32), secret.clone(), "password123")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
-    assert_eq!(r.json::<Value>().await.unwrap()["error"], "invalid_client");
-    let r = token(cid.clone(), secret.clone(), "not the password")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    assert_eq!(r.json::<Value>().await.unwrap()["error"], "invalid_grant");
-    let granted: Value = token(cid, secret, "password123")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (status, body) = answer(token("0".repeat(32), secret.clone(), "password123")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["error"], "invalid_client");
+    let (status, body) = answer(token(cid.clone(), secret.clone(), "not the password")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["error"], "invalid_grant");
+    let granted: Value = answer(token(cid, secret, "password123")).await.1;
     assert_eq!(granted["token_type"], "Bearer");
     let access = granted["access_token"].as_str().unwrap();
     // The account in Mastodon's shape.
-    let me: Value = http
-        .get(format!("{base}/api/v1/accounts/{alice_id}"))
-        .bearer_auth(access)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let me: Value = answer(
+        http.get(format!("{base}/api/v1/accounts/{alice_id}"))
+            .bearer_auth(access),
+    )
+    .await
+    .1;
     assert_eq!(me["id"], alice_id.as_str());
     assert_eq!(me["acct"], "alice");
     let created_at = me["created_at"].as_str().unwrap();
@@ -165,50 +149,33 @@ async fn mastodon_shapes_and_errors_are_mastodons() {
     }
     assert_eq!(me["emojis"], json!([]));
     // What is not here answers as Mastodon does, never 5xx.
-    let r = http
-        .get(format!("{base}/api/v1/accounts/99999999999"))
-        .bearer_auth(access)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let (status, body) = answer(
+        http.get(format!("{base}/api/v1/accounts/99999999999"))
+            .bearer_auth(access),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["error"], "Record not found");
+    let (status, _) = answer(
+        http.post(format!("{base}/api/v1/media"))
+            .bearer_auth(access),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, _) = answer(http.get(format!("{base}/api/v1/nothing/here"))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = answer(
+        http.post(format!("{base}/oauth/token"))
+            .body("grant_type=password&client_id=%ZZ")
+            .header("content-type", "application/x-www-form-urlencoded"),
+    )
+    .await;
     assert_eq!(
-        r.json::<Value>().await.unwrap()["error"],
-        "Record not found"
-    );
-    let r = http
-        .post(format!("{base}/api/v1/media"))
-        .bearer_auth(access)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    let r = http
-        .get(format!("{base}/api/v1/nothing/here"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), StatusCode::NOT_FOUND);
-    let r = http
-        .post(format!("{base}/oauth/token"))
-        .body("grant_type=password&client_id=%ZZ")
-        .header("content-type", "application/x-www-form-urlencoded")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        r.status(),
+        status,
         StatusCode::UNAUTHORIZED,
         "a garbled form: no client"
     );
-    let v2: Value = http
-        .get(format!("{base}/api/v2/instance"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let v2: Value = answer(http.get(format!("{base}/api/v2/instance"))).await.1;
     assert_eq!(v2["configuration"]["statuses"]["max_characters"], 280);
     assert!(v2["configuration"]["urls"]["streaming"].is_string());
 }

@@ -28,6 +28,20 @@ async fn log_until_quiet(s: &mut StreamClient, want: usize) -> Vec<(String, Stri
     }
 }
 
+/// Posts `message` as `token` through process `b`: the status.
+async fn post_on(app: &TestApp, b: &common::Beside, token: &str, message: &str) -> Value {
+    let r = app
+        .http
+        .post(b.url("/api/v1/statuses"))
+        .bearer_auth(token)
+        .json(&json!({ "message": message }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    r.json().await.unwrap()
+}
+
 // Each prints what it saw: the figures of a run.
 #[allow(clippy::print_stdout)]
 #[tokio::test]
@@ -138,16 +152,7 @@ async fn a_post_sent_after_a_follow_on_another_process_reaches_the_follower() {
         // follow's event and the post's are in different shards (the
         // follower's, the status's).
         app.follow(&fan, &star_id).await;
-        let r = app
-            .http
-            .post(b.url("/api/v1/statuses"))
-            .bearer_auth(&star)
-            .json(&json!({"message": format!("right after the follow {i}")}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::CREATED);
-        let posted: Value = r.json().await.unwrap();
+        let posted = post_on(&app, &b, &star, &format!("right after the follow {i}")).await;
         let follow = s.next_event("the follow").await;
         assert_eq!(follow.data["type"], "follow", "the follow comes first");
         let status = s.next_event("the post after the follow").await;
@@ -199,16 +204,7 @@ async fn a_post_after_a_follow_reaches_the_follower_though_a_masters_clock_runs_
             .unwrap()
             .as_millis() as u64;
         app.follow(&fan, &star_id).await;
-        let r = app
-            .http
-            .post(b.url("/api/v1/statuses"))
-            .bearer_auth(&star)
-            .json(&json!({"message": format!("right after follow {pairs}")}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), StatusCode::CREATED);
-        let posted: Value = r.json().await.unwrap();
+        let posted = post_on(&app, &b, &star, &format!("right after follow {pairs}")).await;
         let follow = s.next_event("the follow").await;
         assert_eq!(follow.data["type"], "follow", "the follow comes first");
         if id_ms(&follow) > sent + ahead / 2 {
