@@ -154,7 +154,7 @@ pub async fn run(
                 tasks.push(tokio::spawn(async move {
                     let router = crate::mastodon::router(state.clone());
                     if let Err(e) =
-                        crate::serve::accept_loop(listener, state, router, shutdown).await
+                        crate::serve::accept_loop(listener, state, router, shutdown, false).await
                     {
                         tracing::warn!(error = %e, "the Mastodon-compatible API stopped");
                     }
@@ -167,7 +167,7 @@ pub async fn run(
     }
     let app = http::router(state.clone());
     tracing::info!(addr = %listener.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()), "listening");
-    crate::serve::accept_loop(listener, state.clone(), app, shutdown.clone()).await?;
+    crate::serve::accept_loop(listener, state.clone(), app, shutdown.clone(), true).await?;
     // Every connection has finished: no post can take another id.
     if let Err(e) = state.store.release_id_lease().await {
         tracing::warn!(error = %e, "could not give the status-id lease back");

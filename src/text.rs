@@ -29,6 +29,21 @@ pub fn mentions(message: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every hashtag and mention where it stands in `message`: the byte range
+/// of the sigil and word, the sigil, and the word (each occurrence, in
+/// order; the caller keeps the mentions of users that exist and the tags
+/// [`hashtags`] keeps).
+pub fn spans(message: &str) -> Vec<(std::ops::Range<usize>, char, &str)> {
+    entity_re()
+        .captures_iter(message)
+        .filter_map(|cap| {
+            let (sigil, word) = (cap.get(1)?, cap.get(2)?);
+            let c = if sigil.as_str() == "#" { '#' } else { '@' };
+            Some((sigil.start()..word.end(), c, word.as_str()))
+        })
+        .collect()
+}
+
 fn entities(message: &str, sigil: char) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for cap in entity_re().captures_iter(message) {

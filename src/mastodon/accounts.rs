@@ -3,14 +3,17 @@
 //! `/api/v1/users/{id}` and `/api/v1/users/lookup`.
 
 use super::entities::account;
+use super::form::fields;
 use super::inner::Caller;
 use super::reply::{entity, error, ok, Reply};
-use super::shared::Mastodon;
+use super::shared::{Ctx, Mastodon};
 use crate::rate_limits::ClientAddr;
+use axum::body::Bytes;
 use axum::extract::{Path, Query, RawQuery, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::Extension;
 use serde_json::json;
+use serde_json::Value;
 use std::collections::HashMap;
 
 /// `GET /api/v1/accounts/verify_credentials`: the caller, with `source`.
@@ -39,9 +42,13 @@ pub(super) async fn verify_credentials(
     Ok(entity(StatusCode::OK, a))
 }
 
-/// Whether `id` is an account id (a number).
-fn is_id(id: &str) -> bool {
-    !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit())
+/// `id` if it is an account id (a number), else 404.
+pub(super) fn account_id(id: &str) -> Result<&str, super::reply::Refused> {
+    if !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(id)
+    } else {
+        Err(error(StatusCode::NOT_FOUND, "Record not found"))
+    }
 }
 
 /// `GET /api/v1/accounts/{id}`.
@@ -52,9 +59,7 @@ pub(super) async fn show(
     State(m): State<Mastodon>,
     client: Option<Extension<ClientAddr>>,
 ) -> Reply {
-    if !is_id(&id) {
-        return Err(error(StatusCode::NOT_FOUND, "Record not found"));
-    }
+    let id = account_id(&id)?;
     let caller = Caller::of(&headers, query.as_deref(), client.map(|c| c.0));
     let user = ok(m
         .inner
@@ -62,7 +67,7 @@ pub(super) async fn show(
         .await)?;
     Ok(entity(
         StatusCode::OK,
-        account(&user, &super::shared::host(&headers)),
+        account(&user, &super::shared::base_url(&headers)),
     ))
 }
 
@@ -107,4 +112,110 @@ pub(super) async fn lookup(
         StatusCode::OK,
         account(&user, &super::shared::base_url(&headers)),
     ))
+}
+
+/// `PATCH /api/v1/accounts/update_credentials`: `display_name` and
+/// `locked` (a private account) change ours; a note, fields, an avatar or
+/// a header are refused (this server keeps none).
+pub(super) async fn update_credentials(
+    cx: Ctx,
+    headers: HeaderMap,
+    State(m): State<Mastodon>,
+    body: Bytes,
+) -> Reply {
+    let f = fields(&headers, &body, None);
+    let has = |k: &str| f.get(k).is_some_and(|v| !v.trim().is_empty());
+    if has("note") || f.keys().any(|k| k.starts_with("fields_attributes")) {
+        return Err(error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Profile notes and fields are not supported on this server",
+        ));
+    }
+    if has("avatar")
+        || has("header")
+        || headers
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with("multipart/"))
+    {
+        return Err(error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Avatars and headers are not supported on this server",
+        ));
+    }
+    let mut change = serde_json::Map::new();
+    if let Some(name) = f.get("display_name") {
+        change.insert("name".into(), json!(name));
+    }
+    if let Some(locked) = f.get("locked") {
+        change.insert(
+            "private".into(),
+            json!(matches!(locked.as_str(), "true" | "1")),
+        );
+    }
+    if !change.is_empty() {
+        ok(m.inner
+            .call(
+                Method::PATCH,
+                "/api/v1/me",
+                &cx.caller,
+                Some(&Value::Object(change)),
+            )
+            .await)?;
+    }
+    verify_credentials(
+        headers,
+        axum::extract::RawQuery(None),
+        State(m),
+        cx.caller.client.map(Extension),
+    )
+    .await
+}
+
+/// `GET /api/v1/accounts/search?q=`: the account whose login is `q`
+/// (`@login` or `login@this-host` too), exactly; this server has no
+/// search by prefix or name.
+pub(super) async fn search(cx: Ctx, State(m): State<Mastodon>) -> Reply {
+    let found = find(&m, &cx, cx.param("q").unwrap_or_default()).await?;
+    Ok(entity(
+        StatusCode::OK,
+        Value::Array(found.into_iter().collect()),
+    ))
+}
+
+/// The account `q` names by its login, as an `Account`, if there is one
+/// the caller may see.
+pub(super) async fn find(
+    m: &Mastodon,
+    cx: &Ctx,
+    q: &str,
+) -> Result<Option<Value>, super::reply::Refused> {
+    let host = cx.base.split("://").nth(1).unwrap_or_default().to_string();
+    let acct = q.trim().trim_start_matches('@');
+    let login = match acct.split_once('@') {
+        Some((login, domain)) if domain.eq_ignore_ascii_case(&host) => login,
+        Some(_) => return Ok(None),
+        None => acct,
+    };
+    if login.is_empty()
+        || login.len() > 64
+        || !login
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return Ok(None);
+    }
+    let answer = m
+        .inner
+        .call(
+            Method::GET,
+            &format!("/api/v1/users/lookup?login={login}"),
+            &cx.caller,
+            None,
+        )
+        .await;
+    if answer.status == StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    Ok(Some(account(&ok(answer)?, &cx.base)))
 }

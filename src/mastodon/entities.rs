@@ -66,6 +66,107 @@ pub(super) fn account(user: &Value, base: &str) -> Value {
     })
 }
 
+/// The caller's marks on a status (all false without a caller).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Marks {
+    pub(super) favourited: bool,
+    pub(super) reblogged: bool,
+    pub(super) bookmarked: bool,
+}
+
+/// What a `Status` entity is made of beyond our status: its author as an
+/// `Account`, its mentions as `Mention`s, the caller's marks, the status
+/// it reblogs (already an entity), and the server's URL.
+pub(super) struct StatusParts<'a> {
+    pub(super) account: Value,
+    pub(super) mentions: Vec<Value>,
+    pub(super) marks: Marks,
+    pub(super) reblog: Option<Value>,
+    pub(super) base: &'a str,
+}
+
+/// A status of our API as a Mastodon `Status`. A private account's status
+/// is `private` (followers only), every other `public`; a reblog carries
+/// no text of its own and the reblogged status in `reblog`.
+pub(super) fn status(ours: &Value, parts: StatusParts<'_>) -> Value {
+    let id = ours["id"].as_str().unwrap_or_default();
+    let login = ours["login"].as_str().unwrap_or_default();
+    let base = parts.base;
+    let url = format!("{base}/@{login}/{id}");
+    let strings = |field: &str| -> Vec<String> {
+        ours[field]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (mention_logins, tags) = (strings("mentions"), strings("hashtags"));
+    let message = ours["message"].as_str().unwrap_or_default();
+    let reblog = parts.reblog;
+    let content = if reblog.is_some() {
+        String::new()
+    } else {
+        super::content::html(
+            message,
+            &super::content::Links {
+                base,
+                mentions: &mention_logins,
+                tags: &tags,
+            },
+        )
+    };
+    let locked = parts.account["locked"].as_bool().unwrap_or(false);
+    let tag_entities: Vec<Value> = tags
+        .iter()
+        .map(|t| {
+            let name = t.to_lowercase();
+            json!({ "name": name, "url": format!("{base}/tags/{name}") })
+        })
+        .collect();
+    let time = |field: &str| ours[field].as_f64().map(iso8601);
+    json!({
+        "id": id,
+        "uri": url,
+        "url": url,
+        "created_at": time("posted").unwrap_or_default(),
+        "edited_at": time("edited_at"),
+        "account": parts.account,
+        "content": content,
+        "visibility": if locked { "private" } else { "public" },
+        "sensitive": false,
+        "spoiler_text": "",
+        "media_attachments": [],
+        "application": Value::Null,
+        "mentions": parts.mentions,
+        "tags": tag_entities,
+        "emojis": [],
+        "reblogs_count": ours["reposts"].as_u64().unwrap_or(0),
+        "favourites_count": ours["likes"].as_u64().unwrap_or(0),
+        "replies_count": ours["replies"].as_u64().unwrap_or(0),
+        "in_reply_to_id": ours["reply_to"].as_str(),
+        "in_reply_to_account_id": ours["reply_to_uid"].as_str(),
+        "reblog": reblog,
+        "poll": Value::Null,
+        "card": Value::Null,
+        "language": Value::Null,
+        "favourited": parts.marks.favourited,
+        "reblogged": parts.marks.reblogged,
+        "bookmarked": parts.marks.bookmarked,
+        "muted": false,
+        "pinned": false,
+        "filtered": [],
+    })
+}
+
+/// A mentioned user as a Mastodon `Mention`.
+pub(super) fn mention(id: u64, login: &str, base: &str) -> Value {
+    let url = format!("{base}/@{login}");
+    json!({ "id": id.to_string(), "username": login, "acct": login, "url": url })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,20 +17,30 @@
 //! every other path 404 (docs/api.md, *The Mastodon-compatible API*).
 
 mod accounts;
+mod content;
 mod entities;
 mod form;
 mod inner;
 mod instance;
+mod notifications;
 mod oauth;
+mod paging;
+mod payloads;
+mod relationships;
+mod render;
 mod reply;
 mod shared;
+mod statuses;
+mod streaming;
+mod streaming_ws;
+mod timelines;
 
 pub(crate) use shared::Mastodon;
 
 use crate::state::AppState;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use axum::routing::{get, post};
+use axum::routing::{get, patch, post};
 use axum::Router;
 
 /// `POST /api/v1/media` and `/api/v2/media`: no media here.
@@ -59,8 +69,100 @@ pub fn router(state: AppState) -> Router {
             "/api/v1/accounts/verify_credentials",
             get(accounts::verify_credentials),
         )
+        .route(
+            "/api/v1/accounts/update_credentials",
+            patch(accounts::update_credentials),
+        )
         .route("/api/v1/accounts/lookup", get(accounts::lookup))
+        .route("/api/v1/accounts/search", get(accounts::search))
+        .route(
+            "/api/v1/accounts/relationships",
+            get(relationships::relationships),
+        )
         .route("/api/v1/accounts/{id}", get(accounts::show))
+        .route("/api/v1/accounts/{id}/statuses", get(timelines::account))
+        .route(
+            "/api/v1/accounts/{id}/followers",
+            get(relationships::followers),
+        )
+        .route(
+            "/api/v1/accounts/{id}/following",
+            get(relationships::following),
+        )
+        .route("/api/v1/accounts/{id}/follow", post(relationships::follow))
+        .route(
+            "/api/v1/accounts/{id}/unfollow",
+            post(relationships::unfollow),
+        )
+        .route("/api/v1/accounts/{id}/block", post(relationships::block))
+        .route(
+            "/api/v1/accounts/{id}/unblock",
+            post(relationships::unblock),
+        )
+        .route("/api/v1/accounts/{id}/mute", post(relationships::mute))
+        .route("/api/v1/accounts/{id}/unmute", post(relationships::unmute))
+        .route("/api/v1/follow_requests", get(relationships::requests))
+        .route(
+            "/api/v1/follow_requests/{id}/authorize",
+            post(relationships::authorize),
+        )
+        .route(
+            "/api/v1/follow_requests/{id}/reject",
+            post(relationships::reject),
+        )
+        .route("/api/v1/blocks", get(relationships::blocks))
+        .route("/api/v1/mutes", get(relationships::mutes))
+        .route("/api/v1/statuses", post(statuses::create))
+        .route(
+            "/api/v1/statuses/{id}",
+            get(statuses::show)
+                .delete(statuses::destroy)
+                .put(statuses::edit),
+        )
+        .route("/api/v1/statuses/{id}/source", get(statuses::source))
+        .route("/api/v1/statuses/{id}/history", get(statuses::history))
+        .route("/api/v1/statuses/{id}/context", get(statuses::context))
+        .route("/api/v1/statuses/{id}/favourite", post(statuses::favourite))
+        .route(
+            "/api/v1/statuses/{id}/unfavourite",
+            post(statuses::unfavourite),
+        )
+        .route("/api/v1/statuses/{id}/reblog", post(statuses::reblog))
+        .route("/api/v1/statuses/{id}/unreblog", post(statuses::unreblog))
+        .route("/api/v1/statuses/{id}/bookmark", post(statuses::bookmark))
+        .route(
+            "/api/v1/statuses/{id}/unbookmark",
+            post(statuses::unbookmark),
+        )
+        .route(
+            "/api/v1/statuses/{id}/favourited_by",
+            get(statuses::favourited_by),
+        )
+        .route(
+            "/api/v1/statuses/{id}/reblogged_by",
+            get(statuses::reblogged_by),
+        )
+        .route("/api/v1/timelines/home", get(timelines::home))
+        .route("/api/v1/timelines/tag/{tag}", get(timelines::tag))
+        .route("/api/v1/timelines/list/{id}", get(timelines::list))
+        .route("/api/v1/bookmarks", get(timelines::bookmarks))
+        .route("/api/v1/favourites", get(timelines::favourites))
+        .route("/api/v1/notifications", get(notifications::list))
+        .route(
+            "/api/v1/notifications/unread_count",
+            get(notifications::unread_count),
+        )
+        .route("/api/v1/notifications/{id}", get(notifications::show))
+        .route("/api/v2/notifications", get(notifications::grouped))
+        .route("/api/v1/streaming", get(streaming_ws::socket))
+        .route("/api/v1/streaming/health", get(streaming::health))
+        .route("/api/v1/streaming/user", get(streaming::sse))
+        .route("/api/v1/streaming/user/notification", get(streaming::sse))
+        .route("/api/v1/streaming/public", get(streaming::sse))
+        .route("/api/v1/streaming/public/local", get(streaming::sse))
+        .route("/api/v1/streaming/hashtag", get(streaming::sse))
+        .route("/api/v1/streaming/hashtag/local", get(streaming::sse))
+        .route("/api/v1/streaming/list", get(streaming::sse))
         .route("/api/v1/media", post(no_media))
         .route("/api/v2/media", post(no_media))
         .fallback(reply::not_found)

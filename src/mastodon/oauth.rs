@@ -162,6 +162,7 @@ pub(super) async fn token(
     let caller = Caller {
         token: None,
         client: client.map(|c| c.0),
+        idempotency_key: None,
     };
     let login = json!({"identifier": field("username"), "password": field("password")});
     let answer = m
@@ -208,6 +209,7 @@ pub(super) async fn revoke(
     let caller = Caller {
         token: Some(field("token").to_string()),
         client: client.map(|c| c.0),
+        idempotency_key: None,
     };
     // A token that is not one (or already ended) is revoked as well.
     let _ = m

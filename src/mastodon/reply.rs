@@ -13,6 +13,13 @@ pub(super) type Reply = Result<Response, Refused>;
 /// An error answer (boxed: a result's error stays small).
 pub(super) struct Refused(Box<Response>);
 
+impl Refused {
+    /// The answer's status.
+    pub(super) fn status(&self) -> StatusCode {
+        self.0.status()
+    }
+}
+
 impl IntoResponse for Refused {
     fn into_response(self) -> Response {
         *self.0
@@ -49,7 +56,13 @@ pub(super) fn from_ours(answer: &Answer) -> Refused {
             .as_str()
             .unwrap_or("The request could not be completed."),
     };
-    error(answer.status, sentence)
+    // Mastodon answers a request it understood but will not take (a text
+    // too long, a limit reached) 422, where our API answers 400.
+    let status = match answer.status {
+        StatusCode::BAD_REQUEST => StatusCode::UNPROCESSABLE_ENTITY,
+        s => s,
+    };
+    error(status, sentence)
 }
 
 /// Our API's answer if it succeeded, else its error in Mastodon's shape.
@@ -64,4 +77,13 @@ pub(super) fn ok(answer: Answer) -> Result<Value, Refused> {
 /// The error every unknown path gets (as Mastodon answers one).
 pub(super) async fn not_found() -> Refused {
     error(StatusCode::NOT_FOUND, "Record not found")
+}
+
+/// A store failure as an answer: 503, logged (never the error's text).
+pub(super) fn unavailable(e: &crate::store::StoreError) -> Refused {
+    tracing::warn!(error = %e, "mastodon: a store read failed");
+    error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "The server cannot answer now; try again",
+    )
 }

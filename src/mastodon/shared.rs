@@ -1,15 +1,21 @@
 //! What the Mastodon API's handlers share: the application's state with our
 //! own API's router ([`Mastodon`]), and the address clients reach it by.
 
-use super::inner::Inner;
+use super::inner::{Caller, Inner};
+use crate::rate_limits::ClientAddr;
 use crate::state::AppState;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap};
+use std::convert::Infallible;
 
 /// The handlers' state: the application's, and our own API to call.
 #[derive(Clone)]
 pub(crate) struct Mastodon {
     pub(super) app: AppState,
     pub(super) inner: Inner,
+    /// Streamed events' payloads, made once per process.
+    pub(super) payloads: std::sync::Arc<super::payloads::Payloads>,
 }
 
 impl Mastodon {
@@ -17,6 +23,7 @@ impl Mastodon {
         Mastodon {
             inner: Inner(crate::http::router(app.clone())),
             app,
+            payloads: Default::default(),
         }
     }
 }
@@ -52,5 +59,64 @@ pub(super) fn streaming_url(headers: &HeaderMap) -> String {
     match base.strip_prefix("https://") {
         Some(rest) => format!("wss://{rest}"),
         None => format!("ws://{}", base.trim_start_matches("http://")),
+    }
+}
+
+/// What every handler knows of its request: the caller (token, address,
+/// `Idempotency-Key`), the server's URL as the client reached it, the path
+/// and the query's fields (`id[]` and the like as repeated `id`).
+pub(super) struct Ctx {
+    pub(super) caller: Caller,
+    pub(super) base: String,
+    pub(super) path: String,
+    pub(super) params: Vec<(String, String)>,
+}
+
+/// Most query fields read from one request.
+const MOST_PARAMS: usize = 64;
+
+impl FromRequestParts<Mastodon> for Ctx {
+    type Rejection = Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &Mastodon) -> Result<Ctx, Infallible> {
+        let query = parts.uri.query();
+        let client = parts.extensions.get::<ClientAddr>().copied();
+        let params = query
+            .and_then(|q| serde_urlencoded::from_str::<Vec<(String, String)>>(q).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .take(MOST_PARAMS)
+            .map(|(k, v)| (k.trim_end_matches("[]").to_string(), v))
+            .collect();
+        Ok(Ctx {
+            caller: Caller::of(&parts.headers, query, client),
+            base: base_url(&parts.headers),
+            path: parts.uri.path().to_string(),
+            params,
+        })
+    }
+}
+
+impl Ctx {
+    /// The query field `name` (its first value).
+    pub(super) fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of the query field `name` (`id[]=1&id[]=2`).
+    pub(super) fn params(&self, name: &str) -> Vec<&str> {
+        self.params
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// Whether the query field `name` is true (`true` or `1`).
+    pub(super) fn flag(&self, name: &str) -> bool {
+        matches!(self.param(name), Some("true" | "1"))
     }
 }

@@ -47,6 +47,7 @@ pub async fn accept_loop(
     state: AppState,
     router: Router,
     mut shutdown: Shutdown,
+    raw_streams: bool,
 ) -> io::Result<()> {
     let write_timeout = Duration::from_secs(state.cfg.write_timeout_secs.max(1));
     let grace = Duration::from_secs(state.cfg.shutdown_grace_secs);
@@ -108,6 +109,7 @@ pub async fn accept_loop(
             tcp,
             state,
             router,
+            raw_streams,
             shutdown,
             write_timeout,
         });
@@ -152,6 +154,7 @@ async fn beyond_the_cap(args: Box<ConnArgs>) {
         router,
         shutdown,
         write_timeout,
+        ..
     } = *args;
     let mut buf = Vec::with_capacity(1024);
     let read = tokio::time::timeout(
@@ -204,6 +207,8 @@ struct ConnArgs {
     tcp: TcpStream,
     state: AppState,
     router: Router,
+    /// Whether this listener serves our streams (on the raw socket).
+    raw_streams: bool,
     shutdown: Shutdown,
     write_timeout: Duration,
 }
@@ -221,11 +226,12 @@ async fn connection(args: Box<ConnArgs>) -> Option<Rest> {
         tcp,
         state,
         router,
+        raw_streams,
         shutdown,
         write_timeout,
     } = *args;
     let peer = tcp.peer_addr().ok().map(|a| a.ip());
-    let accepted = accept(tcp, &state, shutdown.clone(), write_timeout).await;
+    let accepted = accept(tcp, &state, shutdown.clone(), write_timeout, raw_streams).await;
     Some(match accepted {
         Accepted::Raw { tcp, opened, span } => match opened {
             // The request's span covered the opening (and its log line);
@@ -266,6 +272,7 @@ async fn accept(
     state: &AppState,
     mut shutdown: Shutdown,
     write_timeout: Duration,
+    raw_streams: bool,
 ) -> Accepted {
     let mut buf = Vec::with_capacity(1024);
     let head_end = tokio::select! {
@@ -287,7 +294,8 @@ async fn accept(
             return Accepted::Done;
         }
     };
-    if let Some(mut parts) = head_end.and_then(|end| parse_head(&buf[..end])) {
+    let head = head_end.filter(|_| raw_streams);
+    if let Some(mut parts) = head.and_then(|end| parse_head(&buf[..end])) {
         if let Ok(peer) = tcp.peer_addr() {
             let trusted = &state.cfg.trusted_proxies;
             let client = ClientAddr::from_headers(peer.ip(), trusted, &parts.headers);

@@ -66,6 +66,11 @@ impl Bookmarks<'_> {
             .await
     }
 
+    /// Whether `uid` has bookmarked each of `sids` (one command).
+    pub async fn marked(self, uid: u64, sids: &[u64]) -> StoreResult<Vec<bool>> {
+        zmember(self.store, &self.store.keys.bookmarks(uid), sids).await
+    }
+
     /// Drops bookmarks of statuses that are gone.
     pub async fn forget_all(self, uid: u64, sids: &[u64]) -> StoreResult<()> {
         if sids.is_empty() {
@@ -75,4 +80,18 @@ impl Bookmarks<'_> {
         let _: i64 = conn.zrem(self.store.keys.bookmarks(uid), sids).await?;
         Ok(())
     }
+}
+
+/// Whether each of `members` is in the sorted set `key` (one `ZMSCORE`).
+pub(super) async fn zmember(store: &Store, key: &str, members: &[u64]) -> StoreResult<Vec<bool>> {
+    if members.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut conn = store.conn();
+    let scores: Vec<Option<f64>> = redis::cmd("ZMSCORE")
+        .arg(key)
+        .arg(members)
+        .query_async(&mut conn)
+        .await?;
+    Ok(scores.iter().map(Option::is_some).collect())
 }

@@ -1,4 +1,6 @@
-//! Likes: like and unlike (idempotent), who likes a status.
+//! Likes: like and unlike (idempotent), who likes a status; and the
+//! reposts read as marks ([`Reposts`]): who reposted a status, which of
+//! some statuses a user reposted.
 
 use super::chains::like::LikeOp;
 use super::outbox::Op;
@@ -49,10 +51,70 @@ impl Likes<'_> {
         self.store.run_like(&owed.entry, &op).await
     }
 
+    /// Whether `uid` likes each of `sids` (one command, in the user's slot).
+    pub async fn liked(self, uid: u64, sids: &[u64]) -> StoreResult<Vec<bool>> {
+        super::bookmarks::zmember(self.store, &self.store.keys.likes(uid), sids).await
+    }
+
     /// Who likes a status, oldest like first, `count` from `cursor`.
     pub async fn likers(self, sid: u64, cursor: &Cursor, count: usize) -> StoreResult<IdPage> {
         self.store
             .id_page(&self.store.keys.likers(sid), cursor, count)
             .await
+    }
+}
+
+/// Reposts read as marks (`Store::reposts`); reposting itself is a post
+/// (`Statuses`).
+#[derive(Clone, Copy)]
+pub struct Reposts<'a> {
+    store: &'a Store,
+}
+
+impl Store {
+    /// Who reposted what.
+    pub fn reposts(&self) -> Reposts<'_> {
+        Reposts { store: self }
+    }
+}
+
+impl Reposts<'_> {
+    /// Whether `uid` has reposted each of `sids` (one pipeline: each
+    /// status's reposters in its own slot).
+    pub async fn reposted_by(self, uid: u64, sids: &[u64]) -> StoreResult<Vec<bool>> {
+        if sids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pipe = redis::pipe();
+        for &sid in sids {
+            pipe.hexists(self.store.keys.reposters(sid), uid);
+        }
+        let mut conn = self.store.conn();
+        Ok(pipe.query_async(&mut conn).await?)
+    }
+
+    /// Up to `most` users who reposted `sid` (read by `HSCAN`, so a status
+    /// reposted by many costs a bounded read; in no particular order).
+    pub async fn reposters(self, sid: u64, most: usize) -> StoreResult<Vec<u64>> {
+        let key = self.store.keys.reposters(sid);
+        let mut conn = self.store.conn();
+        let mut out = Vec::new();
+        let mut cursor = 0u64;
+        loop {
+            let (next, pairs): (u64, Vec<(String, String)>) = redis::cmd("HSCAN")
+                .arg(&key)
+                .arg(cursor)
+                .arg("COUNT")
+                .arg(most)
+                .query_async(&mut conn)
+                .await?;
+            out.extend(pairs.iter().filter_map(|(uid, _)| uid.parse::<u64>().ok()));
+            if next == 0 || out.len() >= most {
+                break;
+            }
+            cursor = next;
+        }
+        out.truncate(most);
+        Ok(out)
     }
 }

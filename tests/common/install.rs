@@ -121,3 +121,46 @@ pub(crate) fn python_venv(name: &str, packages: &str) -> std::path::PathBuf {
     assert!(ok, "could not install {packages} with pip");
     python
 }
+
+/// A folder under `target/` with the npm `packages` installed in its
+/// `node_modules` (Debian's `nodejs` and `npm` installed first when
+/// missing), made once: a script run with this folder as its working
+/// directory imports them.
+#[allow(dead_code)]
+pub(crate) fn node_modules(name: &str, packages: &str) -> std::path::PathBuf {
+    static NODES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = NODES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join(name);
+    let ready = dir.join(".installed");
+    if ready.exists() {
+        return dir;
+    }
+    let has_node = Command::new("sh")
+        .arg("-c")
+        .arg("node --version && npm --version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_node {
+        assert!(
+            apt_install("nodejs npm"),
+            "could not install nodejs and npm"
+        );
+    }
+    std::fs::create_dir_all(&dir).expect("the folder for node_modules");
+    let ok = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "cd {dir} && echo '{{\"type\":\"module\",\"private\":true}}' > package.json \
+             && npm install --silent --no-audit --no-fund {packages} && touch {ready}",
+            dir = dir.display(),
+            ready = ready.display(),
+        ))
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "could not install {packages} with npm");
+    dir
+}

@@ -1,0 +1,268 @@
+//! Statuses and accounts of our API made into Mastodon's entities for one
+//! caller: a repost's original fetched through our API (so the caller sees
+//! it only if our API would show it; a repost of what they may not see is
+//! left out), the authors and mentioned users read once per answer, and
+//! the caller's marks (`favourited`, `reblogged`, `bookmarked`) read in
+//! three commands for the whole answer.
+
+use super::entities::{account, iso8601, mention, status, Marks, StatusParts};
+use super::reply::{ok, unavailable, Refused};
+use super::shared::{Ctx, Mastodon};
+use crate::auth::AuthUser;
+use axum::http::Method;
+use futures::future::join_all;
+use serde_json::json;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+
+/// Most distinct users one answer reads (authors and mentions).
+const MOST_USERS: usize = 400;
+
+/// A numeric id field of our JSON.
+pub(super) fn id_of(v: &Value, field: &str) -> Option<u64> {
+    v[field].as_str().and_then(|s| s.parse().ok())
+}
+
+/// The caller's user id, if the request carries a live session's token.
+pub(super) async fn viewer(m: &Mastodon, cx: &Ctx) -> Option<u64> {
+    let token = cx.caller.token.as_deref()?;
+    AuthUser::from_token(&m.app, token)
+        .await
+        .ok()
+        .map(|a| a.uid)
+}
+
+/// One of our statuses as Mastodon's (`None`: a repost whose original the
+/// caller may not see).
+pub(super) async fn one(m: &Mastodon, cx: &Ctx, ours: Value) -> Result<Value, Refused> {
+    many(m, cx, vec![ours])
+        .await?
+        .pop()
+        .ok_or_else(|| super::reply::error(axum::http::StatusCode::NOT_FOUND, "Record not found"))
+}
+
+/// Our status `id` read through our API for the caller, as Mastodon's.
+pub(super) async fn fetch(m: &Mastodon, cx: &Ctx, id: &str) -> Result<Value, Refused> {
+    let ours = ok(m
+        .inner
+        .call(
+            Method::GET,
+            &format!("/api/v1/statuses/{id}"),
+            &cx.caller,
+            None,
+        )
+        .await)?;
+    one(m, cx, ours).await
+}
+
+/// Our statuses as Mastodon's, in order; reposts of what the caller may
+/// not see and statuses whose author is gone are left out.
+pub(super) async fn many(m: &Mastodon, cx: &Ctx, ours: Vec<Value>) -> Result<Vec<Value>, Refused> {
+    if ours.is_empty() {
+        return Ok(Vec::new());
+    }
+    // The originals of reposts, each read as the caller may see it.
+    let wanted: Vec<String> = ours
+        .iter()
+        .filter_map(|s| s["repost_of"].as_str().map(str::to_string))
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let reads = wanted.iter().map(|id| async move {
+        m.inner
+            .call(
+                Method::GET,
+                &format!("/api/v1/statuses/{id}"),
+                &cx.caller,
+                None,
+            )
+            .await
+    });
+    let originals: HashMap<String, Value> = wanted
+        .iter()
+        .cloned()
+        .zip(join_all(reads).await)
+        .filter(|(_, a)| a.status.is_success())
+        .map(|(id, a)| (id, a.body))
+        .collect();
+    let everything: Vec<&Value> = ours.iter().chain(originals.values()).collect();
+    let people = People::read(m, &everything, &cx.base).await?;
+    let ids: Vec<u64> = everything.iter().filter_map(|s| id_of(s, "id")).collect();
+    let marks = read_marks(m, viewer(m, cx).await, &ids).await?;
+    let made = |s: &Value, reblog: Option<Value>| -> Option<Value> {
+        let author = people.accounts.get(&id_of(s, "uid")?)?.clone();
+        let mentions = s["mentions"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|l| l.as_str())
+                    .filter_map(|l| {
+                        let id = people.logins.get(&l.to_lowercase())?;
+                        Some(mention(*id, l, &cx.base))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let marks = id_of(s, "id")
+            .and_then(|id| marks.get(&id).copied())
+            .unwrap_or_default();
+        Some(status(
+            s,
+            StatusParts {
+                account: author,
+                mentions,
+                marks,
+                reblog,
+                base: &cx.base,
+            },
+        ))
+    };
+    Ok(ours
+        .iter()
+        .filter_map(|s| match s["repost_of"].as_str() {
+            Some(orig) => {
+                let original = made(originals.get(orig)?, None)?;
+                made(s, Some(original))
+            }
+            None => made(s, None),
+        })
+        .collect())
+}
+
+/// The users an answer names: the authors as `Account`s by id, and the
+/// mentioned logins' ids.
+struct People {
+    accounts: HashMap<u64, Value>,
+    logins: HashMap<String, u64>,
+}
+
+impl People {
+    async fn read(m: &Mastodon, statuses: &[&Value], base: &str) -> Result<People, Refused> {
+        let mut uids: Vec<u64> = statuses.iter().filter_map(|s| id_of(s, "uid")).collect();
+        uids.sort_unstable();
+        uids.dedup();
+        uids.truncate(MOST_USERS);
+        let mut logins: Vec<String> = statuses
+            .iter()
+            .filter_map(|s| s["mentions"].as_array())
+            .flatten()
+            .filter_map(|l| l.as_str().map(str::to_lowercase))
+            .collect();
+        logins.sort_unstable();
+        logins.dedup();
+        logins.truncate(MOST_USERS);
+        let users = m.app.store.users();
+        let found = users.many(&uids).await.map_err(|e| unavailable(&e))?;
+        let ids = join_all(logins.iter().map(|l| users.lookup(l))).await;
+        Ok(People {
+            accounts: found
+                .iter()
+                .filter_map(|u| {
+                    let json = serde_json::to_value(u).ok()?;
+                    Some((u.id.parse().ok()?, account(&json, base)))
+                })
+                .collect(),
+            logins: logins
+                .into_iter()
+                .zip(ids)
+                .filter_map(|(l, id)| Some((l, id.ok()??)))
+                .collect(),
+        })
+    }
+}
+
+/// The caller's marks on each status of `ids` (none without a caller).
+async fn read_marks(
+    m: &Mastodon,
+    viewer: Option<u64>,
+    ids: &[u64],
+) -> Result<HashMap<u64, Marks>, Refused> {
+    let Some(uid) = viewer else {
+        return Ok(HashMap::new());
+    };
+    let store = &m.app.store;
+    let (liked, reposted, bookmarked) = futures::join!(
+        store.likes().liked(uid, ids),
+        store.reposts().reposted_by(uid, ids),
+        store.bookmarks().marked(uid, ids),
+    );
+    let (liked, reposted, bookmarked) = (
+        liked.map_err(|e| unavailable(&e))?,
+        reposted.map_err(|e| unavailable(&e))?,
+        bookmarked.map_err(|e| unavailable(&e))?,
+    );
+    Ok(ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            (
+                id,
+                Marks {
+                    favourited: liked.get(i).copied().unwrap_or(false),
+                    reblogged: reposted.get(i).copied().unwrap_or(false),
+                    bookmarked: bookmarked.get(i).copied().unwrap_or(false),
+                },
+            )
+        })
+        .collect())
+}
+
+/// Our types, each with the Mastodon type it is shown as.
+pub(super) const TYPES: [(&str, &str); 6] = [
+    ("follow", "follow"),
+    ("follow_request", "follow_request"),
+    ("like", "favourite"),
+    ("repost", "reblog"),
+    ("mention", "mention"),
+    ("reply", "mention"),
+];
+
+/// Our type as Mastodon's (`None`: no Mastodon type).
+pub(super) fn theirs(ours: &str) -> Option<&'static str> {
+    TYPES.iter().find(|(o, _)| *o == ours).map(|(_, t)| *t)
+}
+
+/// Our notifications as Mastodon's, their statuses made once for all.
+pub(super) async fn made(
+    m: &Mastodon,
+    cx: &Ctx,
+    ours: Vec<Value>,
+) -> Result<Vec<Value>, super::reply::Refused> {
+    let statuses: Vec<Value> = ours
+        .iter()
+        .filter(|n| n["status"].is_object())
+        .map(|n| n["status"].clone())
+        .collect();
+    let rendered = many(m, cx, statuses).await?;
+    let by_id: std::collections::HashMap<&str, &Value> = rendered
+        .iter()
+        .filter_map(|s| Some((s["id"].as_str()?, s)))
+        .collect();
+    Ok(ours
+        .iter()
+        .filter_map(|n| {
+            let kind = theirs(n["type"].as_str()?)?;
+            let status = match n["status"]["id"].as_str() {
+                Some(id) => Some((*by_id.get(id)?).clone()),
+                None => None,
+            };
+            let id = n["id"].as_str()?;
+            Some(json!({
+                "id": id,
+                "type": kind,
+                "created_at": iso8601(n["at"].as_f64().unwrap_or(0.0)),
+                "account": account(&n["account"], &cx.base),
+                "status": status,
+                "group_key": format!("ungrouped-{id}"),
+            }))
+        })
+        .collect())
+}
+
+/// Users of our API (`User` JSON) as Mastodon's `Account`s.
+pub(super) fn accounts(users: &Value, cx: &Ctx) -> Vec<Value> {
+    users
+        .as_array()
+        .map(|a| a.iter().map(|u| account(u, &cx.base)).collect())
+        .unwrap_or_default()
+}
