@@ -150,6 +150,19 @@ impl Jwt {
             .is_ok_and(|d| !client_id.is_empty() && d.claims.sub == client_id)
     }
 
+    /// An OAuth application's own access token (the client-credentials
+    /// grant: no user), signed as its secret is; never a client secret
+    /// (its subject holds a space, which no client id does).
+    pub fn app_token(&self, client_id: &str) -> String {
+        self.app_secret(&format!("token {client_id}"))
+    }
+
+    /// The client id an application's own access token names.
+    pub fn app_of_token(&self, token: &str) -> Option<String> {
+        let d = jsonwebtoken::decode::<AppClaims>(token, &self.apps.1, &self.validation).ok()?;
+        d.claims.sub.strip_prefix("token ").map(str::to_string)
+    }
+
     /// Signs a token for a session; returns it with its expiry.
     pub fn mint(&self, uid: u64, sid: &str, scopes: &[&str], ttl_secs: u64) -> (String, u64) {
         let iat = now() as u64;

@@ -17,6 +17,8 @@
 //! every other path 404 (docs/api.md, *The Mastodon-compatible API*).
 
 mod accounts;
+mod apps;
+mod authorize;
 mod content;
 mod entities;
 mod form;
@@ -58,7 +60,15 @@ pub fn router(state: AppState) -> Router {
     let routes = Router::new()
         .route("/api/v1/instance", get(instance::v1))
         .route("/api/v2/instance", get(instance::v2))
-        .route("/api/v1/apps", post(oauth::create_app))
+        .route("/api/v1/apps", post(apps::create))
+        .route(
+            "/api/v1/apps/verify_credentials",
+            get(apps::verify_credentials),
+        )
+        .route(
+            "/oauth/authorize",
+            get(authorize::show).post(authorize::submit),
+        )
         .route("/oauth/token", post(oauth::token))
         .route("/oauth/revoke", post(oauth::revoke))
         .route(

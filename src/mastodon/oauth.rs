@@ -1,39 +1,26 @@
-//! OAuth 2 as Mastodon does it: applications registered (`POST
-//! /api/v1/apps`), tokens granted (`POST /oauth/token`: the `password`
-//! grant; an access token is a session of this server, made by our own
-//! `POST /api/v1/sessions`, so it is listed, ended by logout or a password
-//! change, and limited like any login), revoked (`POST /oauth/revoke`: the
-//! session ends), and the server's metadata (RFC 8414).
-//!
-//! An application is not stored: its client secret is a token naming its
-//! client id, signed with a key of its own (`Jwt::app_secret`), so any
-//! process checks it and registering one holds nothing on the server.
+//! OAuth 2 as Mastodon does it: tokens granted (`POST /oauth/token`: the
+//! `password`, `authorization_code` (with PKCE, `authorize`) and
+//! `client_credentials` grants; a user's access token is a session of this
+//! server, made by our own `POST /api/v1/sessions`, so it is listed, ended
+//! by logout or a password change, and limited like any login; an
+//! application's own token reads as no user), revoked (`POST
+//! /oauth/revoke`: the session ends), and the server's metadata (RFC
+//! 8414). Applications are `apps`.
 
+use super::apps::{known_scopes, SCOPES};
+use super::authorize::{refuse, Grant};
 use super::form::fields;
 use super::inner::Caller;
-use super::reply::{entity, error, refused, Refused, Reply};
+use super::reply::{entity, refused, Refused, Reply};
 use super::shared::Mastodon;
 use crate::rate_limits::ClientAddr;
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::Response;
 use axum::Extension;
 use serde_json::json;
 use std::collections::HashMap;
-
-/// The scopes a token may ask for (Mastodon's, and their `read:...` parts).
-const SCOPES: [&str; 4] = ["read", "write", "follow", "push"];
-
-/// Longest client name, redirect URI list and website kept in an answer.
-const MOST_TEXT: usize = 2_000;
-
-/// Whether every scope of `scopes` (space-separated) is one we know.
-fn known_scopes(scopes: &str) -> bool {
-    scopes.split_whitespace().all(|s| match s.split_once(':') {
-        None => SCOPES.contains(&s),
-        Some((top, part)) => ["read", "write", "admin"].contains(&top) && !part.is_empty(),
-    })
-}
 
 /// An OAuth error (`{"error": code, "error_description": sentence}`).
 fn oauth_error(status: StatusCode, code: &str, sentence: &str) -> Refused {
@@ -49,73 +36,41 @@ fn text<'a>(f: &'a HashMap<String, String>, k: &str) -> &'a str {
 }
 
 /// The fields of an OAuth request whose `client_id` and `client_secret`
-/// are an application's (`None`: they are not).
+/// (in the fields, or as HTTP Basic credentials) are an application's
+/// (`None`: they are not).
 fn from_client(
     m: &Mastodon,
     headers: &HeaderMap,
     body: &[u8],
     query: Option<&str>,
 ) -> Option<HashMap<String, String>> {
-    let f = fields(headers, body, query);
+    let mut f = fields(headers, body, query);
+    let basic = headers
+        .get(axum::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Basic "))
+        .and_then(|b| {
+            base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b.trim()).ok()
+        })
+        .and_then(|raw| String::from_utf8(raw).ok());
+    if let Some((id, secret)) = basic.as_deref().and_then(|b| b.split_once(':')) {
+        let decode = |v: &str| {
+            serde_urlencoded::from_str::<Vec<(String, String)>>(&format!("v={v}"))
+                .ok()
+                .and_then(|mut p| p.pop())
+                .map_or_else(|| v.to_string(), |(_, v)| v)
+        };
+        f.insert("client_id".into(), decode(id));
+        f.insert("client_secret".into(), decode(secret));
+    }
     m.app
         .jwt
         .is_app_secret(text(&f, "client_id"), text(&f, "client_secret"))
         .then_some(f)
 }
 
-/// `POST /api/v1/apps`: registers an application.
-pub(super) async fn create_app(
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-    State(m): State<Mastodon>,
-    body: Bytes,
-) -> Reply {
-    let f = fields(&headers, &body, query.as_deref());
-    let name = f.get("client_name").map(|s| s.trim()).unwrap_or_default();
-    let redirect = f.get("redirect_uris").map(|s| s.trim()).unwrap_or_default();
-    if name.is_empty() || name.len() > MOST_TEXT {
-        return Err(error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Validation failed: Application name can't be blank",
-        ));
-    }
-    if redirect.is_empty() || redirect.len() > MOST_TEXT {
-        return Err(error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Validation failed: Redirect URI can't be blank",
-        ));
-    }
-    let scopes = f.get("scopes").map_or("read", |s| s.trim());
-    if !known_scopes(scopes) {
-        return Err(error(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Validation failed: Scopes are invalid",
-        ));
-    }
-    let website = f
-        .get("website")
-        .filter(|w| !w.is_empty() && w.len() <= MOST_TEXT);
-    let client_id = format!("{:032x}", rand::random::<u128>());
-    let secret = m.app.jwt.app_secret(&client_id);
-    let uris: Vec<&str> = redirect.split_whitespace().collect();
-    Ok(entity(
-        StatusCode::OK,
-        json!({
-            "id": client_id[..16].to_string(),
-            "name": name,
-            "website": website,
-            "scopes": scopes.split_whitespace().collect::<Vec<_>>(),
-            "redirect_uri": redirect,
-            "redirect_uris": uris,
-            "client_id": client_id,
-            "client_secret": secret,
-            "client_secret_expires_at": 0,
-            "vapid_key": "",
-        }),
-    ))
-}
-
-/// `POST /oauth/token`: a token for a user, by the `password` grant.
+/// `POST /oauth/token`: a token, by the `password`, `authorization_code`
+/// or `client_credentials` grant.
 pub(super) async fn token(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
@@ -144,12 +99,9 @@ pub(super) async fn token(
     }
     match field("grant_type") {
         "password" => {}
-        "authorization_code" | "client_credentials" => {
-            return Err(oauth_error(
-                StatusCode::BAD_REQUEST,
-                "unsupported_grant_type",
-                "This server grants tokens by password only so far.",
-            ))
+        "authorization_code" => return redeem(&m, &f).await,
+        "client_credentials" => {
+            return Ok(granted(&m.app.jwt.app_token(field("client_id")), scope))
         }
         _ => {
             return Err(oauth_error(
@@ -170,14 +122,9 @@ pub(super) async fn token(
         .call(Method::POST, "/api/v1/sessions", &caller, Some(&login))
         .await;
     match answer.status {
-        StatusCode::CREATED => Ok(entity(
-            StatusCode::OK,
-            json!({
-                "access_token": answer.body["token"],
-                "token_type": "Bearer",
-                "scope": scope,
-                "created_at": crate::model::now() as u64,
-            }),
+        StatusCode::CREATED => Ok(granted(
+            answer.body["token"].as_str().unwrap_or_default(),
+            scope,
         )),
         StatusCode::UNAUTHORIZED | StatusCode::BAD_REQUEST | StatusCode::FORBIDDEN => {
             Err(oauth_error(
@@ -188,6 +135,54 @@ pub(super) async fn token(
         }
         _ => Err(super::reply::from_ours(&answer)),
     }
+}
+
+/// A token granted, as OAuth answers it.
+fn granted(token: &str, scope: &str) -> Response {
+    entity(
+        StatusCode::OK,
+        json!({
+            "access_token": token,
+            "token_type": "Bearer",
+            "scope": scope,
+            "created_at": crate::model::now() as u64,
+        }),
+    )
+}
+
+/// The `authorization_code` grant: the code's session token, once, to the
+/// application it was made for (`authorize::refuse`); a code redeemed
+/// wrongly is spent and its session ended.
+async fn redeem(m: &Mastodon, f: &HashMap<String, String>) -> Reply {
+    let invalid = |why: &str| oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", why);
+    let code = text(f, "code");
+    if code.is_empty() || code.len() > 64 {
+        return Err(invalid("The authorization code is missing or malformed."));
+    }
+    let taken = m
+        .app
+        .store
+        .sessions()
+        .take_oauth_code(code)
+        .await
+        .map_err(|e| super::reply::unavailable(&e))?;
+    let Some(grant) = taken.and_then(|g| serde_json::from_str::<Grant>(&g).ok()) else {
+        return Err(invalid(
+            "The authorization code is invalid, expired or already used.",
+        ));
+    };
+    if let Some(why) = refuse(&grant, f) {
+        let caller = Caller {
+            token: Some(grant.token),
+            ..Caller::default()
+        };
+        let _ = m
+            .inner
+            .call(Method::DELETE, "/api/v1/sessions/current", &caller, None)
+            .await;
+        return Err(invalid(why));
+    }
+    Ok(granted(&grant.token, &grant.scope))
 }
 
 /// `POST /oauth/revoke`: the token's session ends (its streams close).
@@ -230,12 +225,13 @@ pub(super) async fn metadata(headers: HeaderMap) -> Reply {
             "token_endpoint": format!("{base}/oauth/token"),
             "revocation_endpoint": format!("{base}/oauth/revoke"),
             "app_registration_endpoint": format!("{base}/api/v1/apps"),
+            "authorization_endpoint": format!("{base}/oauth/authorize"),
             "scopes_supported": SCOPES,
-            // The authorization code grant (its sign-in page) is not built:
-            // no authorization endpoint and no response type is offered.
-            "response_types_supported": [],
-            "grant_types_supported": ["password"],
-            "token_endpoint_auth_methods_supported": ["client_secret_post"],
+            "response_types_supported": ["code"],
+            "response_modes_supported": ["query"],
+            "code_challenge_methods_supported": ["S256"],
+            "grant_types_supported": ["authorization_code", "password", "client_credentials"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         }),
     ))
 }

@@ -67,6 +67,9 @@ pub(super) fn streaming_url(headers: &HeaderMap) -> String {
 /// and the query's fields (`id[]` and the like as repeated `id`).
 pub(super) struct Ctx {
     pub(super) caller: Caller,
+    /// An application's own token (the client-credentials grant), taken
+    /// out of `caller`: our API reads for no user then.
+    pub(super) app_token: Option<String>,
     pub(super) base: String,
     pub(super) path: String,
     pub(super) params: Vec<(String, String)>,
@@ -78,7 +81,7 @@ const MOST_PARAMS: usize = 64;
 impl FromRequestParts<Mastodon> for Ctx {
     type Rejection = Infallible;
 
-    async fn from_request_parts(parts: &mut Parts, _: &Mastodon) -> Result<Ctx, Infallible> {
+    async fn from_request_parts(parts: &mut Parts, m: &Mastodon) -> Result<Ctx, Infallible> {
         let query = parts.uri.query();
         let client = parts.extensions.get::<ClientAddr>().copied();
         let params = query
@@ -88,8 +91,13 @@ impl FromRequestParts<Mastodon> for Ctx {
             .take(MOST_PARAMS)
             .map(|(k, v)| (k.trim_end_matches("[]").to_string(), v))
             .collect();
+        let mut caller = Caller::of(&parts.headers, query, client);
+        let app_token = caller
+            .token
+            .take_if(|t| m.app.jwt.app_of_token(t).is_some());
         Ok(Ctx {
-            caller: Caller::of(&parts.headers, query, client),
+            caller,
+            app_token,
             base: base_url(&parts.headers),
             path: parts.uri.path().to_string(),
             params,

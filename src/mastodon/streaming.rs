@@ -212,6 +212,7 @@ pub(super) async fn step(m: &Mastodon, base: &str, wanted: &Wanted, line: &[u8])
 async fn payload(m: &Mastodon, base: &str, kind: &str, event: &Value) -> Option<Made> {
     let cx = Ctx {
         caller: Default::default(),
+        app_token: None,
         base: base.to_string(),
         path: String::new(),
         params: Vec::new(),

@@ -418,6 +418,25 @@ pub struct SessionEntry {
 }
 
 impl Sessions<'_> {
+    /// Keeps an OAuth authorization code's grant for `ttl_secs`.
+    pub async fn put_oauth_code(self, code: &str, grant: &str, ttl_secs: u64) -> StoreResult<()> {
+        let mut conn = self.store.conn();
+        let _: () = conn
+            .set_ex(self.store.keys.oauth_code(code), grant, ttl_secs)
+            .await?;
+        Ok(())
+    }
+
+    /// Takes an OAuth authorization code's grant: once (`GETDEL`), then
+    /// it is gone.
+    pub async fn take_oauth_code(self, code: &str) -> StoreResult<Option<String>> {
+        let mut conn = self.store.conn();
+        Ok(redis::cmd("GETDEL")
+            .arg(self.store.keys.oauth_code(code))
+            .query_async(&mut conn)
+            .await?)
+    }
+
     /// The live sessions of `uid`, newest first. Entries of the user's
     /// list whose session has ended are dropped from it on the way.
     pub async fn of_user(self, uid: u64) -> StoreResult<Vec<SessionEntry>> {

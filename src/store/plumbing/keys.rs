@@ -558,6 +558,11 @@ impl Keys {
     pub fn part_retired(&self, k: usize) -> String {
         format!("{}:{{{}}}:retired", self.prefix, self.parts[k])
     }
+    /// STRING: an OAuth authorization code's grant (the Mastodon API's
+    /// sign-in page), taken once, gone after 10 minutes.
+    pub fn oauth_code(&self, code: &str) -> String {
+        format!("{}:oauth:{code}", self.prefix)
+    }
     /// ZSET: partition `k`'s share of the sessions' clean-up index,
     /// `<uid>:<session id>` -> last seen to the minute, for the sessions
     /// of the users whose own writes are in partition `k` ([`user_part`]).
