@@ -42,15 +42,6 @@ pub(super) async fn verify_credentials(
     Ok(entity(StatusCode::OK, a))
 }
 
-/// `id` if it is an account id (a number), else 404.
-pub(super) fn account_id(id: &str) -> Result<&str, super::reply::Refused> {
-    if !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit()) {
-        Ok(id)
-    } else {
-        Err(error(StatusCode::NOT_FOUND, "Record not found"))
-    }
-}
-
 /// `GET /api/v1/accounts/{id}`.
 pub(super) async fn show(
     Path(id): Path<String>,
@@ -59,7 +50,7 @@ pub(super) async fn show(
     State(m): State<Mastodon>,
     client: Option<Extension<ClientAddr>>,
 ) -> Reply {
-    let id = account_id(&id)?;
+    let id = super::shared::id_part(&id)?;
     let caller = Caller::of(&headers, query.as_deref(), client.map(|c| c.0));
     let user = ok(m
         .inner
@@ -176,46 +167,9 @@ pub(super) async fn update_credentials(
 /// (`@login` or `login@this-host` too), exactly; this server has no
 /// search by prefix or name.
 pub(super) async fn search(cx: Ctx, State(m): State<Mastodon>) -> Reply {
-    let found = find(&m, &cx, cx.param("q").unwrap_or_default()).await?;
+    let found = super::render::find(&m, &cx, cx.param("q").unwrap_or_default()).await?;
     Ok(entity(
         StatusCode::OK,
         Value::Array(found.into_iter().collect()),
     ))
-}
-
-/// The account `q` names by its login, as an `Account`, if there is one
-/// the caller may see.
-pub(super) async fn find(
-    m: &Mastodon,
-    cx: &Ctx,
-    q: &str,
-) -> Result<Option<Value>, super::reply::Refused> {
-    let host = cx.base.split("://").nth(1).unwrap_or_default().to_string();
-    let acct = q.trim().trim_start_matches('@');
-    let login = match acct.split_once('@') {
-        Some((login, domain)) if domain.eq_ignore_ascii_case(&host) => login,
-        Some(_) => return Ok(None),
-        None => acct,
-    };
-    if login.is_empty()
-        || login.len() > 64
-        || !login
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    {
-        return Ok(None);
-    }
-    let answer = m
-        .inner
-        .call(
-            Method::GET,
-            &format!("/api/v1/users/lookup?login={login}"),
-            &cx.caller,
-            None,
-        )
-        .await;
-    if answer.status == StatusCode::NOT_FOUND {
-        return Ok(None);
-    }
-    Ok(Some(account(&ok(answer)?, &cx.base)))
 }

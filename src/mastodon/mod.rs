@@ -24,6 +24,8 @@ mod entities;
 mod form;
 mod inner;
 mod instance;
+mod lists;
+mod misc;
 mod notifications;
 mod oauth;
 mod paging;
@@ -164,6 +166,34 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/api/v1/notifications/{id}", get(notifications::show))
         .route("/api/v2/notifications", get(notifications::grouped))
+        .route("/api/v1/lists", get(lists::index).post(lists::create))
+        .route(
+            "/api/v1/lists/{id}",
+            get(lists::show).put(lists::update).delete(lists::destroy),
+        )
+        .route(
+            "/api/v1/lists/{id}/accounts",
+            get(lists::accounts).post(lists::add).delete(lists::remove),
+        )
+        .route("/api/v1/trends/tags", get(misc::trends))
+        .route("/api/v1/trends", get(misc::trends))
+        .route("/api/v2/search", get(misc::search))
+        .route(
+            "/api/v1/markers",
+            get(misc::markers).post(misc::set_markers),
+        )
+        .route("/api/v1/preferences", get(misc::preferences))
+        .route("/api/v1/notifications/{id}/dismiss", post(misc::dismiss))
+        .route("/api/v1/notifications/clear", post(misc::clear))
+        .route("/api/v1/custom_emojis", get(misc::none))
+        .route("/api/v1/filters", get(misc::none))
+        .route("/api/v2/filters", get(misc::none))
+        .route("/api/v1/announcements", get(misc::none))
+        .route("/api/v1/followed_tags", get(misc::none))
+        .route("/api/v1/featured_tags", get(misc::none))
+        .route("/api/v1/domain_blocks", get(misc::none))
+        .route("/api/v1/endorsements", get(misc::none))
+        .route("/api/v2/suggestions", get(misc::none))
         .route("/api/v1/streaming", get(streaming_ws::socket))
         .route("/api/v1/streaming/health", get(streaming::health))
         .route("/api/v1/streaming/user", get(streaming::sse))

@@ -117,12 +117,12 @@ pub(super) async fn read(
         let sep = if query.is_empty() { "" } else { "&" };
         let url = format!("{path}?{query}{sep}count={count}&max_id={}", upper - 1);
         let page = pick(ok(m.inner.call(Method::GET, &url, &cx.caller, None).await)?);
-        let Some(last) = page.last().and_then(|s| super::render::id_of(s, "id")) else {
+        let Some(last) = page.last().and_then(|s| super::shared::id_of(s, "id")) else {
             break;
         };
         let mut reached = false;
         for s in page {
-            match super::render::id_of(&s, "id") {
+            match super::shared::id_of(&s, "id") {
                 Some(id) if id > lower => {
                     if keep(&s) {
                         found.push(s);

@@ -7,9 +7,7 @@
 //! follows whom, the follow requests, the hiding bits of `crate::hides`):
 //! facts, not rules.
 
-use super::accounts::account_id;
-use super::paging::{cursor_page, next_cursor};
-use super::render::{accounts, viewer};
+use super::render::{users_page, viewer};
 use super::reply::{entity, error, ok, unavailable, Refused, Reply};
 use super::shared::{Ctx, Mastodon};
 use crate::hides::{BLOCKED_BY, BLOCKS, MUTES};
@@ -97,7 +95,7 @@ enum Action {
 /// `POST /api/v1/accounts/{id}/<action>` (`on`) or its undoing: our call,
 /// then the relationship after.
 async fn act(m: &Mastodon, cx: &Ctx, id: &str, action: Action, on: bool) -> Reply {
-    let id = account_id(id)?;
+    let id = super::shared::id_part(id)?;
     let me = me(m, cx).await?;
     let what = match action {
         Action::Follow => "follow",
@@ -155,40 +153,18 @@ pub(super) async fn mutes(cx: Ctx, State(m): State<Mastodon>) -> Reply {
 
 /// `GET /api/v1/accounts/{id}/followers`, `following`.
 pub(super) async fn followers(cx: Ctx, Path(id): Path<String>, State(m): State<Mastodon>) -> Reply {
-    let id = account_id(&id)?;
+    let id = super::shared::id_part(&id)?;
     users_page(&m, &cx, &format!("/api/v1/users/{id}/followers")).await
 }
 
 pub(super) async fn following(cx: Ctx, Path(id): Path<String>, State(m): State<Mastodon>) -> Reply {
-    let id = account_id(&id)?;
+    let id = super::shared::id_part(&id)?;
     users_page(&m, &cx, &format!("/api/v1/users/{id}/following")).await
-}
-
-/// Our `{users, next_cursor}` list at `path` as accounts paged by `Link`.
-pub(super) async fn users_page(m: &Mastodon, cx: &Ctx, path: &str) -> Reply {
-    let limit = cx
-        .param("limit")
-        .and_then(|l| l.parse::<usize>().ok())
-        .unwrap_or(40)
-        .clamp(1, 80);
-    let mut url = format!("{path}?count={limit}");
-    if let Some(cursor) = cx.param("max_id").filter(|c| !c.is_empty()) {
-        url.push('&');
-        url.push_str(&serde_urlencoded::to_string([("cursor", cursor)]).unwrap_or_default());
-    }
-    let answer = m.inner.call(Method::GET, &url, &cx.caller, None).await;
-    let next = next_cursor(&answer);
-    let page = ok(answer)?;
-    Ok(cursor_page(
-        cx,
-        accounts(&page["users"], cx),
-        next.as_deref(),
-    ))
 }
 
 /// `POST /api/v1/follow_requests/{id}/authorize` (`approve`) or `reject`.
 async fn answer_request(m: &Mastodon, cx: &Ctx, id: &str, approve: bool) -> Reply {
-    let id = account_id(id)?;
+    let id = super::shared::id_part(id)?;
     let me = me(m, cx).await?;
     let verb = if approve { "authorize" } else { "reject" };
     ok(m.inner

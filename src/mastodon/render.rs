@@ -6,10 +6,12 @@
 //! three commands for the whole answer.
 
 use super::entities::{account, iso8601, mention, status, Marks, StatusParts};
-use super::reply::{ok, unavailable, Refused};
+use super::paging::{cursor_page, next_cursor};
+use super::reply::{ok, unavailable, Refused, Reply};
+use super::shared::id_of;
 use super::shared::{Ctx, Mastodon};
 use crate::auth::AuthUser;
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use futures::future::join_all;
 use serde_json::json;
 use serde_json::Value;
@@ -17,11 +19,6 @@ use std::collections::{HashMap, HashSet};
 
 /// Most distinct users one answer reads (authors and mentions).
 const MOST_USERS: usize = 400;
-
-/// A numeric id field of our JSON.
-pub(super) fn id_of(v: &Value, field: &str) -> Option<u64> {
-    v[field].as_str().and_then(|s| s.parse().ok())
-}
 
 /// The caller's user id, if the request carries a live session's token.
 pub(super) async fn viewer(m: &Mastodon, cx: &Ctx) -> Option<u64> {
@@ -265,4 +262,63 @@ pub(super) fn accounts(users: &Value, cx: &Ctx) -> Vec<Value> {
         .as_array()
         .map(|a| a.iter().map(|u| account(u, &cx.base)).collect())
         .unwrap_or_default()
+}
+
+/// The account `q` names by its login, as an `Account`, if there is one
+/// the caller may see.
+pub(super) async fn find(
+    m: &Mastodon,
+    cx: &Ctx,
+    q: &str,
+) -> Result<Option<Value>, super::reply::Refused> {
+    let host = cx.base.split("://").nth(1).unwrap_or_default().to_string();
+    let acct = q.trim().trim_start_matches('@');
+    let login = match acct.split_once('@') {
+        Some((login, domain)) if domain.eq_ignore_ascii_case(&host) => login,
+        Some(_) => return Ok(None),
+        None => acct,
+    };
+    if login.is_empty()
+        || login.len() > 64
+        || !login
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    {
+        return Ok(None);
+    }
+    let answer = m
+        .inner
+        .call(
+            Method::GET,
+            &format!("/api/v1/users/lookup?login={login}"),
+            &cx.caller,
+            None,
+        )
+        .await;
+    if answer.status == StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    Ok(Some(account(&ok(answer)?, &cx.base)))
+}
+
+/// Our `{users, next_cursor}` list at `path` as accounts paged by `Link`.
+pub(super) async fn users_page(m: &Mastodon, cx: &Ctx, path: &str) -> Reply {
+    let limit = cx
+        .param("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(40)
+        .clamp(1, 80);
+    let mut url = format!("{path}?count={limit}");
+    if let Some(cursor) = cx.param("max_id").filter(|c| !c.is_empty()) {
+        url.push('&');
+        url.push_str(&serde_urlencoded::to_string([("cursor", cursor)]).unwrap_or_default());
+    }
+    let answer = m.inner.call(Method::GET, &url, &cx.caller, None).await;
+    let next = next_cursor(&answer);
+    let page = ok(answer)?;
+    Ok(cursor_page(
+        cx,
+        accounts(&page["users"], cx),
+        next.as_deref(),
+    ))
 }

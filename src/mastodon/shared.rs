@@ -128,3 +128,21 @@ impl Ctx {
         matches!(self.param(name), Some("true" | "1"))
     }
 }
+
+/// `id` if it is an id of ours (a number), else 404 as Mastodon answers
+/// for a record it does not have.
+pub(super) fn id_part(id: &str) -> Result<&str, super::reply::Refused> {
+    if !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit()) {
+        Ok(id)
+    } else {
+        Err(super::reply::error(
+            axum::http::StatusCode::NOT_FOUND,
+            "Record not found",
+        ))
+    }
+}
+
+/// A numeric id field of our JSON.
+pub(super) fn id_of(v: &serde_json::Value, field: &str) -> Option<u64> {
+    v[field].as_str().and_then(|s| s.parse().ok())
+}

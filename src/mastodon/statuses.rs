@@ -15,7 +15,7 @@ use super::form::fields;
 use super::paging::cursor_page;
 use super::render::{accounts, fetch, one};
 use super::reply::{entity, error, ok, unavailable, Reply};
-use super::shared::{Ctx, Mastodon};
+use super::shared::{id_part, Ctx, Mastodon};
 use crate::auth::AuthUser;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -24,15 +24,6 @@ use serde_json::{json, Value};
 
 /// Most accounts a `favourited_by` / `reblogged_by` page holds.
 const MOST_ACCOUNTS: usize = 80;
-
-/// 404 unless `id` is a status id (a number).
-fn status_id(id: &str) -> Result<&str, super::reply::Refused> {
-    if !id.is_empty() && id.len() <= 20 && id.bytes().all(|b| b.is_ascii_digit()) {
-        Ok(id)
-    } else {
-        Err(error(StatusCode::NOT_FOUND, "Record not found"))
-    }
-}
 
 /// Why a post's fields cannot be posted here (`None`: they can).
 fn unsupported(f: &std::collections::HashMap<String, String>, private: bool) -> Option<String> {
@@ -92,14 +83,14 @@ pub(super) async fn create(
 
 /// `GET /api/v1/statuses/{id}`.
 pub(super) async fn show(cx: Ctx, Path(id): Path<String>, State(m): State<Mastodon>) -> Reply {
-    let id = status_id(&id)?;
+    let id = id_part(&id)?;
     Ok(entity(StatusCode::OK, fetch(&m, &cx, id).await?))
 }
 
 /// `DELETE /api/v1/statuses/{id}`: the status as it was, with its `text`
 /// (as Mastodon answers, for "delete and redraft").
 pub(super) async fn destroy(cx: Ctx, Path(id): Path<String>, State(m): State<Mastodon>) -> Reply {
-    let id = status_id(&id)?;
+    let id = id_part(&id)?;
     let path = format!("/api/v1/statuses/{id}");
     let ours = ok(m.inner.call(Method::GET, &path, &cx.caller, None).await)?;
     let mut was = one(&m, &cx, ours.clone()).await?;
@@ -116,7 +107,7 @@ pub(super) async fn edit(
     State(m): State<Mastodon>,
     body: Bytes,
 ) -> Reply {
-    let id = status_id(&id)?;
+    let id = id_part(&id)?;
     let me = writer(&m, &cx).await?;
     let f = fields(&headers, &body, None);
     if let Some(why) = unsupported(&f, me.private) {
@@ -137,7 +128,7 @@ pub(super) async fn edit(
 
 /// `GET /api/v1/statuses/{id}/source`: the text as written.
 pub(super) async fn source(cx: Ctx, Path(id): Path<String>, State(m): State<Mastodon>) -> Reply {
-    let id = status_id(&id)?;
+    let id = id_part(&id)?;
     let ours = ok(m
         .inner
         .call(
@@ -156,7 +147,7 @@ pub(super) async fn source(cx: Ctx, Path(id): Path<String>, State(m): State<Mast
 /// `GET /api/v1/statuses/{id}/history`: each version as a `StatusEdit`,
 /// oldest first.
 pub(super) async fn history(cx: Ctx, Path(id): Path<String>, State(m): State<Mastodon>) -> Reply {
-    let id = status_id(&id)?;
+    let id = id_part(&id)?;
     let now = fetch(&m, &cx, id).await?;
     let versions = ok(m
         .inner
@@ -208,7 +199,7 @@ fn strings(v: &Value) -> Vec<String> {
 /// `GET /api/v1/statuses/{id}/context`: ancestors and descendants, oldest
 /// first (the first 200 descendants, as our context's largest page).
 pub(super) async fn context(cx: Ctx, Path(id): Path<String>, State(m): State<Mastodon>) -> Reply {
-    let id = status_id(&id)?;
+    let id = id_part(&id)?;
     let ours = ok(m
         .inner
         .call(
@@ -237,7 +228,7 @@ pub(super) enum Mark {
 /// `POST /api/v1/statuses/{id}/favourite`, `bookmark` (`on`) and their
 /// undoing: the status as it is after.
 async fn mark(m: &Mastodon, cx: &Ctx, id: &str, mark: Mark, on: bool) -> Reply {
-    let id = status_id(id)?;
+    let id = id_part(id)?;
     let what = match mark {
         Mark::Favourite => "like",
         Mark::Bookmark => "bookmark",
@@ -281,7 +272,7 @@ pub(super) async fn unbookmark(
 /// `POST /api/v1/statuses/{id}/reblog`: the reblog (a status whose
 /// `reblog` is the original).
 pub(super) async fn reblog(cx: Ctx, Path(id): Path<String>, State(m): State<Mastodon>) -> Reply {
-    let id = status_id(&id)?;
+    let id = id_part(&id)?;
     let repost = ok(m
         .inner
         .call(
@@ -296,7 +287,7 @@ pub(super) async fn reblog(cx: Ctx, Path(id): Path<String>, State(m): State<Mast
 
 /// `POST /api/v1/statuses/{id}/unreblog`: the original, as it is after.
 pub(super) async fn unreblog(cx: Ctx, Path(id): Path<String>, State(m): State<Mastodon>) -> Reply {
-    let id = status_id(&id)?;
+    let id = id_part(&id)?;
     ok(m.inner
         .call(
             Method::DELETE,
@@ -314,7 +305,7 @@ pub(super) async fn favourited_by(
     Path(id): Path<String>,
     State(m): State<Mastodon>,
 ) -> Reply {
-    let id = status_id(&id)?;
+    let id = id_part(&id)?;
     let limit = cx
         .param("limit")
         .and_then(|l| l.parse::<usize>().ok())
@@ -342,7 +333,7 @@ pub(super) async fn reblogged_by(
     Path(id): Path<String>,
     State(m): State<Mastodon>,
 ) -> Reply {
-    let id = status_id(&id)?;
+    let id = id_part(&id)?;
     fetch(&m, &cx, id).await?;
     let sid: u64 = id.parse().unwrap_or(0);
     let uids = m

@@ -51,7 +51,7 @@ pub(super) async fn list(cx: Ctx, Path(id): Path<String>, State(m): State<Mastod
 /// `exclude_reblogs`, `tagged`; `pinned` and `only_media` are empty (no
 /// pins, no media here).
 pub(super) async fn account(cx: Ctx, Path(id): Path<String>, State(m): State<Mastodon>) -> Reply {
-    let id = super::accounts::account_id(&id)?;
+    let id = super::shared::id_part(&id)?;
     if cx.flag("pinned") || cx.flag("only_media") {
         // Still 404 for an account the caller may not see.
         ok(m.inner

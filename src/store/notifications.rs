@@ -7,6 +7,7 @@
 
 use super::plumbing::error::{parse_id, StoreError, StoreResult};
 use super::plumbing::handle::Store;
+use crate::model::now;
 use crate::model::{timeline_score, Notification, Status, User};
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -121,6 +122,32 @@ impl Notifications<'_> {
         Ok(pipe.query_async(&mut conn).await?)
     }
 
+    /// Takes away `uid`'s notification `id` (as [`Notifications::remove`]
+    /// takes one away by what it is of); whether there was one.
+    pub async fn dismiss(self, uid: u64, id: &str) -> StoreResult<bool> {
+        let mut conn = self.store.conn();
+        let data: Option<String> = conn
+            .hget(self.store.keys.notification_data(uid), id)
+            .await?;
+        let Some(stored) = data.and_then(|j| serde_json::from_str::<Stored>(&j).ok()) else {
+            return Ok(false);
+        };
+        let removed = self.remove(&[(uid, &stored.key)]).await?;
+        Ok(removed.first().is_some_and(Option::is_some))
+    }
+
+    /// Takes away every notification of `uid` (at most
+    /// [`MAX_NOTIFICATIONS`] are kept), each as [`Notifications::remove`]
+    /// does.
+    pub async fn clear(self, uid: u64) -> StoreResult<()> {
+        let all = self.below(uid, None, MAX_NOTIFICATIONS).await?;
+        let removes: Vec<(u64, &str)> = all.iter().map(|n| (uid, n.key.as_str())).collect();
+        for chunk in removes.chunks(100) {
+            self.remove(chunk).await?;
+        }
+        Ok(())
+    }
+
     /// Up to `n` of `uid`'s notifications with ids below `below` (all:
     /// `None`), newest first.
     pub async fn below(self, uid: u64, below: Option<u64>, n: usize) -> StoreResult<Vec<Stored>> {
@@ -170,6 +197,38 @@ impl Notifications<'_> {
             .invoke_async(&mut conn)
             .await?;
         parse_id(&now)
+    }
+
+    /// `uid`'s home timeline marker: the last read status id, when it was
+    /// set and how many times (`None`: never).
+    pub async fn home_marker(self, uid: u64) -> StoreResult<Option<(String, f64, u64)>> {
+        let mut conn = self.store.conn();
+        let (id, at, version): (Option<String>, Option<f64>, Option<u64>) = redis::cmd("HMGET")
+            .arg(self.store.keys.markers(uid))
+            .arg("home")
+            .arg("home_at")
+            .arg("home_version")
+            .query_async(&mut conn)
+            .await?;
+        Ok(id.map(|id| (id, at.unwrap_or(0.0), version.unwrap_or(1))))
+    }
+
+    /// Sets `uid`'s home timeline marker to `id` (one `MULTI` in the
+    /// user's slot): when, and the version it now has.
+    pub async fn set_home_marker(self, uid: u64, id: &str) -> StoreResult<(f64, u64)> {
+        let key = self.store.keys.markers(uid);
+        let at = now();
+        let mut conn = self.store.conn();
+        let (_, version): ((), u64) = redis::pipe()
+            .atomic()
+            .hset_multiple(
+                &key,
+                &[("home", id.to_string()), ("home_at", at.to_string())],
+            )
+            .hincr(&key, "home_version", 1)
+            .query_async(&mut conn)
+            .await?;
+        Ok((at, version))
     }
 
     /// The accounts and statuses `stored` name, read in two pipelines;

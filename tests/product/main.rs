@@ -8,6 +8,7 @@ mod common;
 mod dashboard;
 mod examples;
 mod mastodon;
+mod mastodon_misc;
 mod mastodon_oauth;
 mod mastodon_rw;
 mod page;

@@ -207,6 +207,7 @@ impl Store {
             .arg(k.notification_data(uid))
             .arg(k.notification_keys(uid))
             .arg(k.notification_marker(uid))
+            .arg(k.markers(uid))
             .query_async(&mut conn)
             .await?;
         self.finish_with(entry, Vec::new()).await

@@ -558,6 +558,12 @@ impl Keys {
     pub fn part_retired(&self, k: usize) -> String {
         format!("{}:{{{}}}:retired", self.prefix, self.parts[k])
     }
+    /// HASH: the user's home timeline marker (the Mastodon API's
+    /// `/api/v1/markers`): `home` the last read status id, `home_at` when
+    /// it was set, `home_version` how many times.
+    pub fn markers(&self, uid: u64) -> String {
+        format!("{}:user:{{{uid}}}:markers", self.prefix)
+    }
     /// STRING: an OAuth authorization code's grant (the Mastodon API's
     /// sign-in page), taken once, gone after 10 minutes.
     pub fn oauth_code(&self, code: &str) -> String {
