@@ -109,15 +109,14 @@ pub(super) async fn create(
         ));
     }
     let uris: Vec<&str> = redirect.split_whitespace().collect();
-    let valid = |u: &&str| *u == OOB || u.contains("://") || u.contains(":/");
-    if !uris.iter().all(valid) {
+    if !super::schema::are_uris(redirect) {
         return Err(error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Validation failed: Redirect URI must be an absolute URI",
         ));
     }
     let scopes = f.get("scopes").map_or("read", |s| s.trim());
-    if !known_scopes(scopes) {
+    if !known_scopes(scopes) || !super::schema::are_scopes(scopes) {
         return Err(error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Validation failed: Scopes are invalid",

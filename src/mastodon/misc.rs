@@ -201,15 +201,19 @@ pub(super) async fn set_markers(
             json!({ "last_read_id": id, "version": version, "updated_at": iso8601(at) }),
         );
     }
-    if let Some(id) = notes {
+    // Marking up to 0 marks nothing; an id past every one, up to the newest.
+    let notes = notes.map(|id| id.parse::<u64>().unwrap_or(u64::MAX));
+    if let Some(id) = notes.filter(|id| *id > 0) {
         ok(m.inner
             .call(
                 Method::POST,
                 "/api/v1/notifications/read",
                 &cx.caller,
-                Some(&json!({ "up_to": id })),
+                Some(&json!({ "up_to": id.to_string() })),
             )
             .await)?;
+    }
+    if notes.is_some() {
         let read = store.marker(uid).await.map_err(|e| unavailable(&e))?;
         out.insert(
             "notifications".into(),
@@ -276,4 +280,22 @@ pub(super) async fn clear(cx: Ctx, State(m): State<Mastodon>) -> Reply {
 /// A list this server keeps none of: empty, for any caller.
 pub(super) async fn none() -> Reply {
     Ok(entity(StatusCode::OK, json!([])))
+}
+
+/// `GET /openapi.json`: this API's document (made once, with the router).
+pub(super) async fn openapi(State(m): State<Mastodon>) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        m.openapi.as_str().to_string(),
+    )
+        .into_response()
+}
+
+/// `POST /api/v1/media` and `/api/v2/media`: no media here.
+pub(super) async fn no_media() -> Reply {
+    Err(error(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "Media uploads are not supported on this server",
+    ))
 }

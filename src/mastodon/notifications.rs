@@ -109,6 +109,13 @@ pub(super) async fn grouped(cx: Ctx, State(m): State<Mastodon>) -> Reply {
         url.push_str(&serde_urlencoded::to_string([("cursor", cursor)]).unwrap_or_default());
     }
     let answer = m.inner.call(Method::GET, &url, &cx.caller, None).await;
+    if answer.status == StatusCode::BAD_REQUEST && cx.param("max_id").is_some() {
+        // A cursor that is not one of ours names no place: nothing there.
+        return Ok(entity(
+            StatusCode::OK,
+            json!({ "accounts": [], "statuses": [], "notification_groups": [] }),
+        ));
+    }
     let next = super::paging::next_cursor(&answer);
     let groups = pick(ok(answer)?);
     let statuses: Vec<Value> = groups

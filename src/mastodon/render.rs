@@ -314,6 +314,10 @@ pub(super) async fn users_page(m: &Mastodon, cx: &Ctx, path: &str) -> Reply {
         url.push_str(&serde_urlencoded::to_string([("cursor", cursor)]).unwrap_or_default());
     }
     let answer = m.inner.call(Method::GET, &url, &cx.caller, None).await;
+    if answer.status == StatusCode::BAD_REQUEST && cx.param("max_id").is_some() {
+        // A cursor that is not one of ours names no place: nothing there.
+        return Ok(cursor_page(cx, Vec::new(), None));
+    }
     let next = next_cursor(&answer);
     let page = ok(answer)?;
     Ok(cursor_page(

@@ -317,6 +317,10 @@ pub(super) async fn favourited_by(
         path.push_str(&serde_urlencoded::to_string([("cursor", cursor)]).unwrap_or_default());
     }
     let answer = m.inner.call(Method::GET, &path, &cx.caller, None).await;
+    if answer.status == StatusCode::BAD_REQUEST && cx.param("max_id").is_some() {
+        // A cursor that is not one of ours names no place: nothing there.
+        return Ok(cursor_page(&cx, Vec::new(), None));
+    }
     let next = super::paging::next_cursor(&answer);
     let page = ok(answer)?;
     Ok(cursor_page(

@@ -15,9 +15,9 @@
 //! `last_event_id=`) resumes after it with no gap.
 
 use super::inner::Opened;
-use super::payloads::Made;
 use super::render::many;
 use super::reply::{error, from_ours, Refused, Reply};
+use super::shared::Made;
 use super::shared::{Ctx, Mastodon};
 use axum::body::{Body, Bytes};
 use axum::extract::State;

@@ -116,6 +116,10 @@ async fn listed(m: &Mastodon, cx: &Ctx, path: &str, paging: Paging) -> Reply {
         (Paging::Cursor, None) => {}
     }
     let answer = m.inner.call(Method::GET, &url, &cx.caller, None).await;
+    if answer.status == StatusCode::BAD_REQUEST && at.is_some() {
+        // A cursor that is not one of ours names no place: nothing there.
+        return Ok(cursor_page(cx, Vec::new(), None));
+    }
     let cursor = super::paging::next_cursor(&answer);
     let body = ok(answer)?;
     let list = match body {

@@ -551,15 +551,20 @@ async fn mastodon_refuses_what_this_server_lacks_clearly() {
         ),
         (
             &[("status", "x"), ("visibility", "direct")][..],
-            "Visibility",
+            "visibility",
         ),
         (
             &[("status", "x"), ("visibility", "unlisted")][..],
+            "visibility",
+        ),
+        // A public account's status cannot be followers-only here.
+        (
+            &[("status", "x"), ("visibility", "private")][..],
             "Visibility",
         ),
         (
             &[("status", "x"), ("spoiler_text", "cw")][..],
-            "Content warnings",
+            "spoiler_text",
         ),
         (&[("status", "")][..], ""),
     ] {
