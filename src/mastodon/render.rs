@@ -53,7 +53,7 @@ pub(super) async fn fetch(m: &Mastodon, cx: &Ctx, id: &str) -> Result<Value, Ref
 }
 
 /// Our statuses as Mastodon's, in order; reposts of what the caller may
-/// not see and statuses whose author is gone are left out.
+/// not see are left out (an author gone since is named by the status).
 pub(super) async fn many(m: &Mastodon, cx: &Ctx, ours: Vec<Value>) -> Result<Vec<Value>, Refused> {
     if ours.is_empty() {
         return Ok(Vec::new());
@@ -87,7 +87,15 @@ pub(super) async fn many(m: &Mastodon, cx: &Ctx, ours: Vec<Value>) -> Result<Vec
     let ids: Vec<u64> = everything.iter().filter_map(|s| id_of(s, "id")).collect();
     let marks = read_marks(m, viewer(m, cx).await, &ids).await?;
     let made = |s: &Value, reblog: Option<Value>| -> Option<Value> {
-        let author = people.accounts.get(&id_of(s, "uid")?)?.clone();
+        // An author this answer could not read (gone a moment ago; our API
+        // judged the status readable): the account its status names.
+        let author = match people.accounts.get(&id_of(s, "uid")?) {
+            Some(a) => a.clone(),
+            None => account(
+                &serde_json::json!({"id": s["uid"], "login": s["login"], "name": s["login"]}),
+                &cx.base,
+            ),
+        };
         let mentions = s["mentions"]
             .as_array()
             .map(|a| {

@@ -164,33 +164,36 @@ const MOST_PAYLOADS: usize = 4_096;
 /// A Mastodon event: its name and its payload (a JSON text).
 pub(super) type Made = (&'static str, Arc<str>);
 
+/// One event's payload, made once: the first connection to need it makes
+/// it, the others wait for that.
+pub(super) type Cell = Arc<tokio::sync::OnceCell<Option<Made>>>;
+
 /// Payloads by key (URL base and event), and the keys in the order made.
-type Kept = (HashMap<String, Option<Made>>, VecDeque<String>);
+type Kept = (HashMap<String, Cell>, VecDeque<String>);
 
 /// The payloads kept (`Mastodon::payloads`).
 #[derive(Default)]
 pub(crate) struct Payloads(Mutex<Kept>);
 
 impl Payloads {
-    /// The payload made for `key` (`Some(None)`: the event is nothing to
-    /// a Mastodon client), if it is still kept.
-    pub(super) fn get(&self, key: &str) -> Option<Option<Made>> {
-        self.0.lock().ok()?.0.get(key).cloned()
-    }
-
-    /// Keeps `made` for `key`, forgetting the oldest past the bound.
-    pub(super) fn put(&self, key: String, made: Option<Made>) {
+    /// The cell of `key`'s payload (a new one if it is not kept),
+    /// forgetting the oldest past the bound.
+    pub(super) fn cell(&self, key: String) -> Cell {
         let Ok(mut kept) = self.0.lock() else {
-            return;
+            return Cell::default();
         };
         let (map, order) = &mut *kept;
-        if map.insert(key.clone(), made).is_none() {
-            order.push_back(key);
+        if let Some(cell) = map.get(&key) {
+            return cell.clone();
         }
+        let cell = Cell::default();
+        map.insert(key.clone(), cell.clone());
+        order.push_back(key);
         while order.len() > MOST_PAYLOADS {
             if let Some(old) = order.pop_front() {
                 map.remove(&old);
             }
         }
+        cell
     }
 }

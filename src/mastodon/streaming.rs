@@ -139,18 +139,16 @@ pub(super) enum Step {
 /// The lines of one of our NDJSON streams.
 pub(super) struct Lines {
     body: axum::body::BodyDataStream,
-    buf: Vec<u8>,
+    buf: bytes::BytesMut,
 }
 
 impl Lines {
-    /// The next line, `None` when the stream is over.
-    pub(super) async fn next(&mut self) -> Option<Vec<u8>> {
+    /// The next line (without its `\n`), `None` when the stream is over.
+    pub(super) async fn next(&mut self) -> Option<Bytes> {
         loop {
             if let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
-                let rest = self.buf.split_off(end + 1);
-                let mut line = std::mem::replace(&mut self.buf, rest);
-                line.pop();
-                return Some(line);
+                let line = self.buf.split_to(end + 1).freeze();
+                return Some(line.slice(..end));
             }
             if self.buf.len() > MOST_LINE {
                 return None;
@@ -171,7 +169,7 @@ pub(super) async fn open(
     match m.inner.open(&wanted.ours(resume), &cx.caller).await {
         Opened::Body(body) => Ok(Lines {
             body,
-            buf: Vec::new(),
+            buf: bytes::BytesMut::new(),
         }),
         Opened::Refused(answer) => Err(from_ours(&answer)),
     }
@@ -182,30 +180,50 @@ pub(super) async fn step(m: &Mastodon, base: &str, wanted: &Wanted, line: &[u8])
     if line.iter().all(u8::is_ascii_whitespace) {
         return Step::Keepalive(None);
     }
-    let Ok(event) = serde_json::from_slice::<Value>(line) else {
+    // Only what names the event is read here (its fields skipped, not
+    // built); the whole event is parsed once per process, by the
+    // connection that makes its payload while the others wait for it.
+    let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
         return Step::Skip;
     };
-    let kind = event["type"].as_str().unwrap_or_default();
-    let id = event["id"].as_str().unwrap_or_default().to_string();
+    let (kind, id) = (head.kind.as_ref(), head.id.unwrap_or_default().into_owned());
     match kind {
         "position" => return Step::Keepalive(Some(id)),
         "disconnect" => return Step::End,
         "status" | "update" | "delete" | "notification" => {}
         _ => return Step::Skip,
     }
-    let key = format!("{base}|{id}|{kind}|{}", event["notification"]["id"]);
-    let made = match m.payloads.get(&key) {
-        Some(made) => made,
-        None => {
-            let made = payload(m, base, kind, &event).await;
-            m.payloads.put(key, made.clone());
-            made
-        }
-    };
+    let note = head.notification.and_then(|n| n.id).unwrap_or_default();
+    let cell = m.payloads.cell(format!("{base}|{id}|{kind}|{note}"));
+    let made = cell
+        .get_or_init(|| async {
+            let event = serde_json::from_slice::<Value>(line).unwrap_or_default();
+            payload(m, base, kind, &event).await
+        })
+        .await
+        .clone();
     match made {
         Some(made) if wanted.keeps(made.0) => Step::Event(id, made),
         _ => Step::Skip,
     }
+}
+
+/// What names one of our events: its type, id and notification's id.
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    notification: Option<NoteHead<'a>>,
+}
+
+/// A notification's id.
+#[derive(serde::Deserialize)]
+struct NoteHead<'a> {
+    #[serde(default, borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// Our event as Mastodon's (`None`: nothing a Mastodon client is told).
@@ -280,16 +298,20 @@ pub(super) async fn sse(cx: Ctx, headers: HeaderMap, State(m): State<Mastodon>) 
             loop {
                 let line = lines.next().await?;
                 let out = match step(&m, &base, &wanted, &line).await {
-                    Step::Keepalive(None) => ":thump\n\n".to_string(),
-                    Step::Keepalive(Some(id)) => format!(":thump\nid: {id}\n\n"),
+                    Step::Keepalive(None) => Bytes::from_static(b":thump\n\n"),
+                    Step::Keepalive(Some(id)) => Bytes::from(format!(":thump\nid: {id}\n\n")),
                     Step::Event(id, (name, payload)) => {
-                        format!("id: {id}\nevent: {name}\ndata: {payload}\n\n")
+                        let mut out = Vec::with_capacity(payload.len() + id.len() + 32);
+                        for part in ["id: ", &id, "\nevent: ", name, "\ndata: ", &payload, "\n\n"] {
+                            out.extend_from_slice(part.as_bytes());
+                        }
+                        Bytes::from(out)
                     }
                     Step::Skip => continue,
                     Step::End => return None,
                 };
                 return Some((
-                    Ok::<_, std::convert::Infallible>(Bytes::from(out)),
+                    Ok::<_, std::convert::Infallible>(out),
                     (lines, m, base, wanted),
                 ));
             }

@@ -60,6 +60,15 @@ struct Args {
     /// Concurrent stream clients (firehose stream).
     #[arg(long, default_value_t = 1000)]
     clients: usize,
+    /// The SSE clients' stream path, with its query (default: the
+    /// firehose); e.g. `/api/v1/stream/sample?rate=1`.
+    #[arg(long)]
+    path: Option<String>,
+    /// The SSE clients' server address, when it is not `--addr` (the
+    /// Mastodon-compatible listener, whose `/api/v1/streaming/public`
+    /// messages carry `created_at` for the latency).
+    #[arg(long)]
+    stream_addr: Option<String>,
     /// SSE or WebSocket.
     #[arg(long, value_enum, default_value_t = Transport::Sse)]
     transport: Transport,
@@ -181,8 +190,32 @@ enum WsClient {
     Tungstenite,
 }
 
-/// Latency of one `data:` line in µs, from its "at" field (publish time).
+/// Seconds since the epoch of an ISO 8601 UTC time with milliseconds
+/// (`2026-12-06T14:10:08.123Z`), as Mastodon's `created_at`.
+fn iso_secs(t: &str) -> Option<f64> {
+    let n = |r: std::ops::Range<usize>| t.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (n(0..4)?, n(5..7)?, n(8..10)?);
+    let (hh, mm, ss, ms) = (n(11..13)?, n(14..16)?, n(17..19)?, n(20..23)?);
+    // Howard Hinnant's days_from_civil.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some((days * 86_400 + hh * 3600 + mm * 60 + ss) as f64 + ms as f64 / 1000.0)
+}
+
+/// Latency of one `data:` line in µs, from its "at" field (publish time),
+/// or a Mastodon status's `created_at` (its posting, to the millisecond).
 fn latency_us(line: &str, now: f64) -> Option<u32> {
+    if !line.contains("\"at\":") {
+        // The status's own, after its account's (keys in order: the
+        // account's object comes first).
+        let rest = &line[line.rfind("\"created_at\":\"")? + 14..];
+        let at = iso_secs(rest.get(..24)?)?;
+        return Some(((now - at).max(0.0) * 1e6) as u32);
+    }
     let rest = &line[line.find("\"at\":")? + 5..];
     let end = rest
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == '-'))
@@ -241,6 +274,7 @@ async fn sse_client(
     mut stop: watch::Receiver<bool>,
     compress: bool,
     part: String,
+    path: Option<String>,
 ) -> Vec<u32> {
     use std::io::Write;
     let mut lat = Vec::new();
@@ -249,9 +283,10 @@ async fn sse_client(
     } else {
         ""
     };
-    let path = match part.as_str() {
-        "" => "/api/v1/stream/firehose".to_string(),
-        q => format!("/api/v1/stream/firehose?{q}"),
+    let path = match (path, part.as_str()) {
+        (Some(path), _) => path,
+        (None, "") => "/api/v1/stream/firehose".to_string(),
+        (None, q) => format!("/api/v1/stream/firehose?{q}"),
     };
     let Some(mut sock) = firehose_bench::sse::open(&addr, &path, &token, gzip).await else {
         return lat;
@@ -302,7 +337,7 @@ async fn sse_client(
         let mut start = 0;
         while let Some(pos) = pending[start..].iter().position(|b| *b == b'\n') {
             let line = &pending[start..start + pos];
-            if line.starts_with(b"data: {\"id\"") {
+            if line.starts_with(b"data: {\"id\"") || line.starts_with(b"data: {\"account\"") {
                 if let Ok(text) = std::str::from_utf8(line) {
                     record(text, now, &counters, &mut lat);
                 }
@@ -604,7 +639,11 @@ async fn main() -> anyhow::Result<()> {
             }
             None => None,
         };
-        let (addr, c) = (args.addr.clone(), counters.clone());
+        let addr = args
+            .stream_addr
+            .clone()
+            .unwrap_or_else(|| args.addr.clone());
+        let c = counters.clone();
         let part = match args.partitions {
             0 | 1 => String::new(),
             n => format!("partition={}&partitions={n}", i % n + 1),
@@ -617,6 +656,7 @@ async fn main() -> anyhow::Result<()> {
                 stop.clone(),
                 args.compress,
                 part,
+                args.path.clone(),
             )),
             Transport::Ws
                 if args.ws_client == WsClient::Tungstenite
