@@ -1,5 +1,6 @@
-//! The history on disk (`crate::history`): how far back it reaches, and
-//! a filter rule run over it (search and counts).
+//! The history on disk (`crate::history`): how far back it reaches, a
+//! filter rule run over it (search and counts), and the public timeline
+//! (every public status it holds, newest first).
 
 use super::rule_items::check_items;
 use super::shared::extract::known_params;
@@ -19,6 +20,7 @@ use axum::extract::{Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use firehose_filters::rules::{Expr, Term};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -41,6 +43,7 @@ pub fn routes() -> Routes {
         .route(SHOW_OP, show)
         .route(SEARCH_OP, search)
         .route(COUNTS_OP, counts)
+        .route(PUBLIC_OP, public)
         .schema_of::<Summary>("HistorySummary")
         .schema(
             "HistoryGaps",
@@ -95,6 +98,17 @@ const COUNTS_OP: Op = Op::get(
 .params(Params::HistoryCounts)
 .reply(Reply::Inline(
     r##"{"type":"object","required":["counts","total"],"properties":{"counts":{"type":"array","items":{"type":"object","required":["start","count"],"properties":{"start":{"type":"integer"},"count":{"type":"integer"}}}},"total":{"type":"integer"},"complete":{"type":"boolean"},"gaps":{"$ref":"#/components/schemas/HistoryGaps"}}}"##,
+))
+.errors(&[400, 401, 503]);
+
+const PUBLIC_OP: Op = Op::get(
+    "/api/v1/timelines/public",
+    "timelines",
+    "The public timeline: every public status the history holds, newest first, as visible now",
+)
+.params(Params::PublicTimeline)
+.reply(Reply::Inline(
+    r##"{"type":"object","required":["statuses","next_cursor"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]}}}"##,
 ))
 .errors(&[400, 401, 503]);
 
@@ -165,6 +179,11 @@ async fn prepare(
     )
     .await?;
     let expr = checked.remove(0).expr;
+    reader_search(state, auth, expr).await
+}
+
+/// A search for `expr` by `auth`: what they hide and may see now.
+async fn reader_search(state: &AppState, auth: &AuthUser, expr: Expr) -> ApiResult<Search> {
     let hides = Arc::new(state.store.relations().hides(auth.uid).await?);
     let sight = ReplaySight::new(Sight::new(
         state.store.clone(),
@@ -408,4 +427,85 @@ pub async fn counts(
     Ok(Json(
         json!({"counts": rows, "total": total, "complete": complete, "gaps": gaps}),
     ))
+}
+
+/// `GET /api/v1/timelines/public`: every public status the history holds,
+/// newest first, judged as a search judges (what the reader may see now;
+/// nothing of a user who blocks them or whom they block), `count` a page
+/// (1-200, 20), paged by `cursor` (`next_cursor`: an event id, so a page
+/// never skips or repeats while statuses are posted). Empty with
+/// `--history 0`.
+pub async fn public(
+    State(state): State<AppState>,
+    auth: AuthUser,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Response> {
+    known_params(&q, &["count", "cursor"])?;
+    let count = match q.get("count") {
+        None => 20,
+        Some(c) => match c.trim().parse::<usize>() {
+            Ok(n) if (1..=200).contains(&n) => n,
+            _ => {
+                return Err(ApiError::invalid(
+                    "invalid_count",
+                    "count must be a whole number from 1 to 200.",
+                ))
+            }
+        },
+    };
+    let cursor = match q.get("cursor") {
+        None => EventId(u64::MAX, 0, 0),
+        Some(c) => EventId::parse(c).ok_or_else(|| {
+            ApiError::invalid("invalid_cursor", "cursor must come from next_cursor.")
+        })?,
+    };
+    // Every status: a rule no status can fail (judged one by one, as a
+    // replay's rules are: no anchor to look up).
+    let reply = Expr::Term(Term::IsReply, 0);
+    let every = Expr::Or(vec![reply.clone(), Expr::Not(Box::new(reply))]);
+    let mut search = reader_search(&state, &auth, every).await?;
+    let mut found: Vec<(EventId, u64)> = Vec::new();
+    let mut next: Option<EventId> = None;
+    if let Some(history) = history(&state) {
+        caught_up(&state, history).await?;
+        let deadline = Instant::now() + SEARCH_TIME;
+        let mut at = cursor;
+        loop {
+            let step = search.step(history, at, EventId::ZERO).await?;
+            for (eid, f) in step.statuses {
+                if found.len() == count {
+                    break;
+                }
+                if let Some(sid) = f.status_id() {
+                    found.push((eid, sid));
+                }
+            }
+            if found.len() == count {
+                next = found.last().map(|(eid, _)| *eid);
+                break;
+            }
+            if step.done {
+                break;
+            }
+            at = step.cursor;
+            if Instant::now() > deadline {
+                next = Some(at);
+                break;
+            }
+        }
+    }
+    let ids: Vec<u64> = found.iter().map(|(_, sid)| *sid).collect();
+    let statuses = state.store.statuses().many(&ids).await?;
+    let shown = state
+        .store
+        .statuses()
+        .shown(statuses.into_iter().filter_map(|(_, s)| s).collect())
+        .await?;
+    let shown = only_visible_hiding(&state, Some(&auth), shown, crate::hides::BLOCK_EITHER).await?;
+    let mut body = b"{\"statuses\":".to_vec();
+    body.extend(statuses_json(&shown));
+    let tail = json!({ "next_cursor": next.map(|id| id.to_string()) }).to_string();
+    body.push(b',');
+    body.extend(tail.as_bytes().get(1..).unwrap_or_default());
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }

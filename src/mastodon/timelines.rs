@@ -99,6 +99,17 @@ enum Paging {
 /// Our list of statuses at `path` (`{statuses, next_cursor}` or a plain
 /// array), paged by `Link` with our cursor or page number as `max_id`.
 async fn listed(m: &Mastodon, cx: &Ctx, path: &str, paging: Paging) -> Reply {
+    listed_keeping(m, cx, path, paging, |_| true).await
+}
+
+/// [`listed`], keeping the statuses that pass `keep`.
+async fn listed_keeping(
+    m: &Mastodon,
+    cx: &Ctx,
+    path: &str,
+    paging: Paging,
+    keep: impl Fn(&Value) -> bool,
+) -> Reply {
     let limit = cx
         .param("limit")
         .and_then(|l| l.parse::<usize>().ok())
@@ -129,11 +140,39 @@ async fn listed(m: &Mastodon, cx: &Ctx, path: &str, paging: Paging) -> Reply {
             _ => Vec::new(),
         },
     };
+    let list: Vec<Value> = list.into_iter().filter(|s| keep(s)).collect();
     let next = match paging {
         Paging::Cursor => cursor,
         Paging::Numbered => (list.len() >= limit).then(|| (number + 1).to_string()),
     };
     Ok(cursor_page(cx, many(m, cx, list).await?, next.as_deref()))
+}
+
+/// `GET /api/v1/timelines/public`: every public status our history holds,
+/// newest first, paged by our cursor (carried back as `max_id`);
+/// `since_id` and `min_id` keep the statuses above them (status ids grow
+/// with time); `remote` and `only_media` are empty (no remote statuses,
+/// no media), `local` is all of it.
+pub(super) async fn public(cx: Ctx, State(m): State<Mastodon>) -> Reply {
+    if cx.flag("remote") || cx.flag("only_media") {
+        // Nothing there; the caller is still checked.
+        ok(m.inner
+            .call(
+                Method::GET,
+                "/api/v1/timelines/public?count=1",
+                &cx.caller,
+                None,
+            )
+            .await)?;
+        return Ok(page(&cx, Vec::new()));
+    }
+    let above = cx
+        .param("since_id")
+        .or(cx.param("min_id"))
+        .map(|v| v.parse::<u64>().unwrap_or(u64::MAX))
+        .unwrap_or(0);
+    let keep = move |s: &Value| super::shared::id_of(s, "id").is_some_and(|id| id > above);
+    listed_keeping(&m, &cx, "/api/v1/timelines/public", Paging::Cursor, keep).await
 }
 
 /// `GET /api/v1/bookmarks`.

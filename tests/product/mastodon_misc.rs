@@ -55,6 +55,9 @@ out["search_accounts"] = [x["acct"] for x in r["accounts"]]
 out["search_tags"] = [x["name"] for x in a.search_v2("#trendy")["hashtags"]]
 out["search_statuses"] = [str(x["id"]) for x in a.search_v2("in the list", result_type="statuses")["statuses"]]
 out["trends"] = [t["name"] for t in a.trending_tags()]
+out["public"] = [str(x["id"]) for x in a.timeline_public()]
+out["local"] = [str(x["id"]) for x in a.timeline_local()]
+out["remote"] = [str(x["id"]) for x in a.timeline_public(remote=True)]
 out["preferences"] = a.preferences()["posting:default:visibility"]
 out["emojis"] = a.custom_emojis()
 # Notifications: carol and alice follow bob; one dismissed, then all cleared.
@@ -94,6 +97,10 @@ print(json.dumps(out))
     assert_eq!(seen["search_tags"], json!(["trendy"]));
     assert_eq!(seen["search_statuses"], seen["list_timeline"]);
     assert_eq!(seen["trends"], json!(["trendy"]));
+    // The public timeline: the one public status there is, here and local.
+    assert_eq!(seen["public"], seen["list_timeline"]);
+    assert_eq!(seen["local"], seen["list_timeline"]);
+    assert_eq!(seen["remote"], json!([]));
     assert_eq!(seen["preferences"], "public");
     assert_eq!(seen["emojis"], json!([]));
     assert_eq!(seen["before"], 2);

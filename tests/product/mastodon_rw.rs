@@ -470,6 +470,8 @@ async fn mastodon_paths_and_streams_show_only_what_the_reader_may_see() {
     );
     let (_, _, tag) = mastodon_call(get("/api/v1/timelines/tag/secret".into(), &dave)).await;
     assert!(!ids(&tag).contains(&private));
+    let (_, _, public_tl) = mastodon_call(get("/api/v1/timelines/public".into(), &dave)).await;
+    assert!(ids(&public_tl).contains(&public) && !ids(&public_tl).contains(&private));
     let (status, _, page) =
         mastodon_call(get(format!("/api/v1/accounts/{carol_id}/statuses"), &dave)).await;
     assert_eq!(
@@ -514,6 +516,8 @@ async fn mastodon_paths_and_streams_show_only_what_the_reader_may_see() {
     s.assert_quiet(Duration::from_millis(700)).await;
     let (_, _, tag) = mastodon_call(get("/api/v1/timelines/tag/secret".into(), &dave)).await;
     assert!(!ids(&tag).contains(&after) && !ids(&tag).contains(&public));
+    let (_, _, public_tl) = mastodon_call(get("/api/v1/timelines/public".into(), &dave)).await;
+    assert!(!ids(&public_tl).contains(&after) && !ids(&public_tl).contains(&public));
     // A replay judges as the reader stands now: nothing of erin's (her
     // statuses after `opened_at` were public when posted), nor carol's.
     let mut replay = mastodon_stream(

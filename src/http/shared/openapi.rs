@@ -153,6 +153,8 @@ pub enum Params {
     HistorySearch,
     /// History counts: `query`, `bucket`, `since`, `until`.
     HistoryCounts,
+    /// The public timeline: `count` (1-200) and a history `cursor`.
+    PublicTimeline,
 }
 
 /// What a success answers.
@@ -340,6 +342,17 @@ fn object_params(params: Params) -> Option<(&'static str, &'static str, Value)> 
                 json!({"type": "object", "additionalProperties": false, "required": ["query"], "properties": properties}),
             ))
         }
+        Params::PublicTimeline => Some((
+            "paging",
+            "count (1-200) and cursor.",
+            json!({
+                "type": "object", "additionalProperties": false,
+                "properties": {
+                    "count": count(20),
+                    "cursor": {"type": "string", "pattern": "^[0-9]{1,19}(-[0-9]{1,19}(\\.[0-9]{1,9})?)?$", "description": "next_cursor of the page before."},
+                },
+            }),
+        )),
         Params::Lookup => Some((
             "field",
             "Exactly one of login, email or any (a login or an email).",

@@ -116,6 +116,24 @@ pub(super) fn routes() -> Vec<Route> {
                 .codes(&[400, 401])],
         ),
         r(
+            "/api/v1/timelines/public",
+            get(timelines::public),
+            &[get_(
+                "The public timeline (every public status the history holds)",
+                "Statuses",
+            )
+            .query(&[
+                ("max_id", P::Str),
+                ("since_id", P::Id),
+                ("min_id", P::Id),
+                ("limit", P::Int),
+                ("local", P::Bool),
+                ("remote", P::Bool),
+                ("only_media", P::Bool),
+            ])
+            .codes(&[400, 401, 503])],
+        ),
+        r(
             "/api/v1/timelines/tag/{tag}",
             get(timelines::tag),
             &[get_("A hashtag's timeline", "Statuses")
