@@ -13,7 +13,7 @@
 //! unknown application or an unregistered URI gets a page saying so.
 
 use super::apps::{known_scopes, App, OOB};
-use super::content::escape;
+use super::entities::escape;
 use super::form::fields;
 use super::inner::Caller;
 use super::shared::{Ctx, Mastodon};

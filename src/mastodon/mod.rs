@@ -16,13 +16,13 @@
 //! notifications, lists, markers, search and trends (`misc`), and the
 //! streams ([`streaming`], [`streaming_ws`]: ours, opened from inside, in
 //! Mastodon's framing). What Mastodon has and this server does not (media,
-//! polls, push, direct statuses) answers 422 or 404 as Mastodon does; every
+//! polls, push) answers 422 or 404 as Mastodon does; every
 //! other path 404 (docs/api.md, *The Mastodon-compatible API*).
 
 mod accounts;
 mod apps;
 mod authorize;
-mod content;
+mod conversations;
 mod entities;
 mod form;
 mod inner;

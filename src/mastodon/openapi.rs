@@ -227,6 +227,12 @@ fn schemas() -> Value {
             "required": ["accounts", "statuses", "notification_groups"],
             "properties": {"accounts": list("Account"), "statuses": list("Status"), "notification_groups": {"type": "array", "items": {"type": "object", "required": ["group_key", "notifications_count", "type", "most_recent_notification_id", "sample_account_ids"]}}},
         },
+        "Conversation": {
+            "type": "object",
+            "required": ["id", "unread", "accounts", "last_status"],
+            "properties": {"id": s, "unread": b, "accounts": list("Account"), "last_status": {"oneOf": [{"type": "null"}, {"$ref": "#/components/schemas/Status"}]}},
+        },
+        "Conversations": list("Conversation"),
         "List": {"type": "object", "required": ["id", "title", "replies_policy", "exclusive"], "properties": {"id": s, "title": s, "replies_policy": s, "exclusive": b}},
         "Lists": list("List"),
         "Search": {"type": "object", "required": ["accounts", "statuses", "hashtags"], "properties": {"accounts": list("Account"), "statuses": list("Status"), "hashtags": list("Tag")}},

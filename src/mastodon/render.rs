@@ -334,3 +334,86 @@ pub(super) async fn users_page(m: &Mastodon, cx: &Ctx, path: &str) -> Reply {
         next.as_deref(),
     ))
 }
+
+/// Our message (of a conversation whose participants are `people`, our
+/// users) as a Mastodon `direct` status.
+pub(super) fn message_status(msg: &Value, people: &[Value], base: &str) -> Value {
+    let sender = msg["uid"].as_str().unwrap_or_default();
+    let author = people
+        .iter()
+        .find(|u| u["id"].as_str() == Some(sender))
+        .cloned()
+        .unwrap_or_else(|| json!({"id": sender, "login": msg["login"], "name": msg["login"]}));
+    let others: Vec<&Value> = people
+        .iter()
+        .filter(|u| u["id"].as_str() != Some(sender))
+        .collect();
+    let ours = json!({
+        "id": msg["id"],
+        "login": msg["login"],
+        "message": msg["text"],
+        "posted": msg["sent"],
+        "hashtags": [],
+        "mentions": others.iter().map(|u| u["login"].clone()).collect::<Vec<_>>(),
+    });
+    let mentions = others
+        .iter()
+        .filter_map(|u| {
+            let id: u64 = u["id"].as_str()?.parse().ok()?;
+            Some(mention(id, u["login"].as_str()?, base))
+        })
+        .collect();
+    let mut s = status(
+        &ours,
+        StatusParts {
+            account: account(&author, base),
+            mentions,
+            marks: Marks::default(),
+            reblog: None,
+            base,
+        },
+    );
+    s["visibility"] = json!("direct");
+    s
+}
+
+/// Our conversation, as `me` sees it, as Mastodon's `Conversation`.
+pub(super) fn conversation(ours: &Value, me: u64, base: &str) -> Value {
+    let people: Vec<Value> = ours["participants"].as_array().cloned().unwrap_or_default();
+    let me = me.to_string();
+    let accounts: Vec<Value> = people
+        .iter()
+        .filter(|u| u["id"].as_str() != Some(me.as_str()))
+        .map(|u| account(u, base))
+        .collect();
+    let last = match &ours["last_message"] {
+        Value::Null => Value::Null,
+        msg => message_status(msg, &people, base),
+    };
+    json!({
+        "id": ours["id"],
+        "unread": ours["unread"].as_u64().unwrap_or(0) > 0,
+        "accounts": accounts,
+        "last_status": last,
+    })
+}
+
+/// A `direct_message` event of ours, for the reader of `cx`, as the
+/// `conversation` it is now (`None`: they are no longer in it).
+pub(super) async fn of_message(m: &Mastodon, cx: &Ctx, event: &Value) -> Option<String> {
+    let uid = viewer(m, cx).await?;
+    let cid = event["message"]["conversation_id"].as_str()?;
+    let answer = m
+        .inner
+        .call(
+            Method::GET,
+            &format!("/api/v1/conversations/{cid}"),
+            &cx.caller,
+            None,
+        )
+        .await;
+    answer
+        .status
+        .is_success()
+        .then(|| conversation(&answer.body, uid, &cx.base).to_string())
+}

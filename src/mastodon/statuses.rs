@@ -67,6 +67,20 @@ pub(super) async fn create(
 ) -> Reply {
     let me = writer(&m, &cx).await?;
     let f = fields(&headers, &body, None);
+    if f.get("visibility").map(String::as_str) == Some("direct") {
+        let mut plain = f.clone();
+        plain.remove("visibility");
+        if let Some(why) = unsupported(&plain, me.private) {
+            return Err(error(StatusCode::UNPROCESSABLE_ENTITY, &why));
+        }
+        if plain.get("in_reply_to_id").is_some_and(|r| !r.is_empty()) {
+            return Err(error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "A direct status is a message here: it answers its conversation, not a status",
+            ));
+        }
+        return post_direct(&m, &cx, f.get("status").map_or("", String::as_str)).await;
+    }
     if let Some(why) = unsupported(&f, me.private) {
         return Err(error(StatusCode::UNPROCESSABLE_ENTITY, &why));
     }
@@ -163,13 +177,13 @@ pub(super) async fn history(cx: Ctx, Path(id): Path<String>, State(m): State<Mas
         .map(|vs| {
             vs.iter()
                 .map(|v| {
-                    let links = super::content::Links {
+                    let links = super::entities::Links {
                         base: &cx.base,
                         mentions: &strings(&v["mentions"]),
                         tags: &strings(&v["hashtags"]),
                     };
                     json!({
-                        "content": super::content::html(v["message"].as_str().unwrap_or_default(), &links),
+                        "content": super::entities::html(v["message"].as_str().unwrap_or_default(), &links),
                         "spoiler_text": "",
                         "sensitive": false,
                         "created_at": iso8601(v["at"].as_f64().unwrap_or(0.0)),
@@ -360,4 +374,50 @@ pub(super) async fn reblogged_by(
         .map(|u| account(&u, &cx.base))
         .collect();
     Ok(entity(StatusCode::OK, Value::Array(list)))
+}
+
+/// A status posted with `visibility: direct`: a message to the users its
+/// text mentions (our `POST /api/v1/conversations`: a pair's one direct
+/// conversation, or a new group one for more), answered as the status it
+/// is there.
+pub(super) async fn post_direct(m: &Mastodon, cx: &Ctx, text: &str) -> Reply {
+    let uid = writer(m, cx).await?.uid;
+    let mut ids: Vec<String> = Vec::new();
+    for (_, sigil, word) in crate::text::spans(text) {
+        if sigil != '@' {
+            continue;
+        }
+        if let Some(a) = super::render::find(m, cx, word).await? {
+            let id = a["id"].as_str().unwrap_or_default().to_string();
+            if id != uid.to_string() && !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+    }
+    if ids.is_empty() {
+        return Err(error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "A direct status must mention the users it is for",
+        ));
+    }
+    let made = ok(m
+        .inner
+        .call(
+            Method::POST,
+            "/api/v1/conversations",
+            &cx.caller,
+            Some(&json!({ "participants": ids, "text": text })),
+        )
+        .await)?;
+    let people: Vec<Value> = made["participants"].as_array().cloned().unwrap_or_default();
+    match &made["last_message"] {
+        Value::Null => Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The message was not found after it was sent; try again",
+        )),
+        msg => Ok(entity(
+            StatusCode::OK,
+            super::render::message_status(msg, &people, &cx.base),
+        )),
+    }
 }

@@ -37,9 +37,10 @@ pub(super) struct Wanted {
     pub(super) arg: Option<String>,
 }
 
-/// The stream names served (`direct`, `public:remote` and the media
-/// streams are not: no direct statuses, no remote or media ones here).
-const NAMES: [&str; 7] = [
+/// The stream names served (`public:remote` and the media streams are
+/// not: no remote or media statuses here).
+const NAMES: [&str; 8] = [
+    "direct",
     "user",
     "user:notification",
     "public",
@@ -111,6 +112,7 @@ impl Wanted {
         match self.name {
             "user" => true,
             "user:notification" => event == "notification",
+            "direct" => event == "conversation",
             _ => event != "notification",
         }
     }
@@ -176,7 +178,13 @@ pub(super) async fn open(
 }
 
 /// One line of our stream as Mastodon's, for `wanted`.
-pub(super) async fn step(m: &Mastodon, base: &str, wanted: &Wanted, line: &[u8]) -> Step {
+pub(super) async fn step(
+    m: &Mastodon,
+    reader: &super::inner::Caller,
+    base: &str,
+    wanted: &Wanted,
+    line: &[u8],
+) -> Step {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Step::Keepalive(None);
     }
@@ -191,6 +199,22 @@ pub(super) async fn step(m: &Mastodon, base: &str, wanted: &Wanted, line: &[u8])
         "position" => return Step::Keepalive(Some(id)),
         "disconnect" => return Step::End,
         "status" | "update" | "delete" | "notification" => {}
+        // A message: the conversation as this reader sees it now (their
+        // own unread count, the others in it), made for them alone.
+        "direct_message" if wanted.name == "direct" => {
+            let event = serde_json::from_slice::<Value>(line).unwrap_or_default();
+            let cx = Ctx {
+                caller: reader.clone(),
+                app_token: None,
+                base: base.to_string(),
+                path: String::new(),
+                params: Vec::new(),
+            };
+            return match super::render::of_message(m, &cx, &event).await {
+                Some(text) => Step::Event(id, ("conversation", Arc::from(text))),
+                None => Step::Skip,
+            };
+        }
         _ => return Step::Skip,
     }
     let note = head.notification.and_then(|n| n.id).unwrap_or_default();
@@ -292,12 +316,13 @@ pub(super) async fn sse(cx: Ctx, headers: HeaderMap, State(m): State<Mastodon>) 
     let resume = resume_of(&headers, &cx);
     let lines = open(&m, &cx, &wanted, resume.as_deref()).await?;
     let base = cx.base.clone();
+    let reader = cx.caller.clone();
     let events = futures::stream::unfold(
-        (lines, m, base, wanted),
-        |(mut lines, m, base, wanted)| async move {
+        (lines, m, base, wanted, reader),
+        |(mut lines, m, base, wanted, reader)| async move {
             loop {
                 let line = lines.next().await?;
-                let out = match step(&m, &base, &wanted, &line).await {
+                let out = match step(&m, &reader, &base, &wanted, &line).await {
                     Step::Keepalive(None) => Bytes::from_static(b":thump\n\n"),
                     Step::Keepalive(Some(id)) => Bytes::from(format!(":thump\nid: {id}\n\n")),
                     Step::Event(id, (name, payload)) => {
@@ -312,7 +337,7 @@ pub(super) async fn sse(cx: Ctx, headers: HeaderMap, State(m): State<Mastodon>) 
                 };
                 return Some((
                     Ok::<_, std::convert::Infallible>(out),
-                    (lines, m, base, wanted),
+                    (lines, m, base, wanted, reader),
                 ));
             }
         },

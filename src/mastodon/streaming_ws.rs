@@ -120,9 +120,10 @@ impl Subscriptions {
             self.queue.clone(),
             wanted.clone(),
         );
+        let reader = cx.caller.clone();
         let task = tokio::spawn(async move {
             while let Some(line) = lines.next().await {
-                match step(&m2, &base, &w, &line).await {
+                match step(&m2, &reader, &base, &w, &line).await {
                     Step::Event(_, (name, payload)) => {
                         let msg = json!({"stream": w.label(), "event": name, "payload": &*payload});
                         if queue.send(text(&msg)).await.is_err() {

@@ -107,3 +107,91 @@ print(json.dumps(out))
     assert_eq!(seen["after_dismiss"], 1);
     assert_eq!(seen["after_clear"], 0);
 }
+
+#[tokio::test]
+async fn mastodon_py_sends_direct_statuses_and_streams_conversations() {
+    let port = common::free_port();
+    let app = TestApp::start_with(|c| {
+        c.mastodon_listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
+    })
+    .await;
+    let base = format!("http://127.0.0.1:{port}");
+    let (alice_id, _) = app.user("alice").await;
+    app.user("bob").await;
+    let (_, carol) = app.user("carol").await;
+    let python = common::python_venv("mastodon-py", "Mastodon.py");
+    let script = r##"
+import json, sys, time
+from mastodon import Mastodon, StreamListener
+base = sys.argv[1]
+cid, sec = Mastodon.create_app("dm", api_base_url=base, scopes=["read", "write"])
+def login(u):
+    m = Mastodon(client_id=cid, client_secret=sec, api_base_url=base)
+    m.log_in(u, "password123", scopes=["read", "write"], allow_http=True)
+    return m
+a, b = login("alice"), login("bob")
+out = {}
+seen = []
+class Seen(StreamListener):
+    def on_conversation(self, c): seen.append([str(c["id"]), [x["acct"] for x in c["accounts"]], c["last_status"]["content"]])
+handle = b.stream_direct(Seen(), run_async=True)
+time.sleep(1)
+s = a.status_post("@bob a secret", visibility="direct")
+out["posted"] = {"id": str(s["id"]), "visibility": s["visibility"], "mentions": [m["acct"] for m in s["mentions"]]}
+cs = b.conversations()
+out["conversations"] = [[[x["acct"] for x in c["accounts"]], c["unread"], c["last_status"]["visibility"]] for c in cs]
+out["read"] = b.conversations_read(cs[0]["id"])["unread"]
+for i in range(30):
+    a.status_post("@bob again %d" % i, visibility="direct")
+    time.sleep(0.3)
+    if seen:
+        break
+handle.close()
+out["seen"] = seen[:1]
+out["conversation_id"] = str(cs[0]["id"])
+print(json.dumps(out))
+"##;
+    let out = tokio::process::Command::new(&python)
+        .args(["-u", "-c", script, &base])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
+    assert_eq!(seen["posted"]["visibility"], "direct");
+    assert_eq!(seen["posted"]["mentions"], json!(["bob"]));
+    assert_eq!(seen["conversations"], json!([[["alice"], true, "direct"]]));
+    assert_eq!(seen["read"], false);
+    let conv = seen["conversation_id"].as_str().unwrap();
+    let got = &seen["seen"][0];
+    assert_eq!(got[0], conv, "the direct stream's conversation: {seen}");
+    assert_eq!(got[1], json!(["alice"]));
+    let text = got[2].as_str().unwrap();
+    assert!(text.contains("a secret") || text.contains("again"), "{got}");
+    // A message is no status, and no one outside the conversation sees it.
+    let msg = seen["posted"]["id"].as_str().unwrap();
+    let http = reqwest::Client::new();
+    let r = http
+        .get(format!("{base}/api/v1/statuses/{msg}"))
+        .bearer_auth(&carol)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let theirs: Value = http
+        .get(format!("{base}/api/v1/conversations"))
+        .bearer_auth(&carol)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(theirs, json!([]));
+    let _ = alice_id;
+}

@@ -553,10 +553,8 @@ async fn mastodon_refuses_what_this_server_lacks_clearly() {
             ][..],
             "Polls",
         ),
-        (
-            &[("status", "x"), ("visibility", "direct")][..],
-            "visibility",
-        ),
+        // A direct status is a message to the users it mentions: none here.
+        (&[("status", "x"), ("visibility", "direct")][..], "mention"),
         (
             &[("status", "x"), ("visibility", "unlisted")][..],
             "visibility",
@@ -584,7 +582,7 @@ async fn mastodon_refuses_what_this_server_lacks_clearly() {
     let (status, _, _) = mastodon_call(post(&[("status", "ok"), ("visibility", "public")])).await;
     assert_eq!(status, StatusCode::OK);
     let (status, _, body) = mastodon_call(
-        http.get(format!("{base}/api/v1/streaming/direct"))
+        http.get(format!("{base}/api/v1/streaming/public/remote"))
             .bearer_auth(&token),
     )
     .await;

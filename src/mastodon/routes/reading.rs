@@ -2,6 +2,7 @@
 //! search, trends, the streams and the document itself.
 
 use super::build::{get_, post_, r, Route, CURSOR, LIST, PAGE};
+use crate::mastodon::conversations;
 use crate::mastodon::lists;
 use crate::mastodon::misc;
 use crate::mastodon::notifications;
@@ -10,14 +11,14 @@ use crate::mastodon::statuses;
 use crate::mastodon::streaming;
 use crate::mastodon::streaming_ws;
 use crate::mastodon::timelines;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 
 /// These routes.
 pub(super) fn routes() -> Vec<Route> {
     let status_post: &[(&str, P)] = &[
         ("status", P::Text(1, 280)),
         ("in_reply_to_id", P::Id),
-        ("visibility", P::Of(&["public", "private"])),
+        ("visibility", P::Of(&["public", "private", "direct"])),
         ("spoiler_text", P::Blank),
         ("sensitive", P::Bool),
         ("language", P::Str),
@@ -403,6 +404,28 @@ pub(super) fn routes() -> Vec<Route> {
             "/api/v1/streaming/hashtag/local",
             get(streaming::sse),
             &[sse("A hashtag's statuses (tag=)")],
+        ),
+        r(
+            "/api/v1/streaming/direct",
+            get(streaming::sse),
+            &[sse("The caller's conversations")],
+        ),
+        r(
+            "/api/v1/conversations",
+            get(conversations::index),
+            &[get_("The caller's conversations", "Conversations")
+                .query(CURSOR)
+                .codes(&[400, 401])],
+        ),
+        r(
+            "/api/v1/conversations/{id}",
+            delete(conversations::remove),
+            &[Doc::new("delete", "Leave a group conversation", "Empty").codes(&[401, 404, 422])],
+        ),
+        r(
+            "/api/v1/conversations/{id}/read",
+            post(conversations::read),
+            &[post_("Mark a conversation read", "Conversation").codes(&[401, 404])],
         ),
         r(
             "/api/v1/streaming/list",
