@@ -290,55 +290,10 @@ pub async fn search(
         })?),
     };
     let mut search = prepare(&state, &auth, &q).await?;
-    let mut at = before(window.until_ms).min(cursor.unwrap_or(EventId(u64::MAX, 0, 0)));
+    let at = before(window.until_ms).min(cursor.unwrap_or(EventId(u64::MAX, 0, 0)));
     let bottom = floor(window.since_ms);
     let top = at;
-    let mut found: Vec<(EventId, u64)> = Vec::new();
-    let mut next: Option<EventId> = None;
-    let mut damaged = Vec::new();
-    if let Some(history) = history(&state) {
-        caught_up(&state, history).await?;
-        let deadline = Instant::now() + SEARCH_TIME;
-        loop {
-            let Found {
-                statuses,
-                cursor,
-                done,
-                damaged: bad,
-            } = search.step(history, at, bottom).await?;
-            damaged.extend(bad);
-            for (eid, f) in statuses {
-                if found.len() == count {
-                    break;
-                }
-                if let Some(sid) = f.status_id() {
-                    found.push((eid, sid));
-                }
-            }
-            if found.len() == count {
-                // More may follow: the next page begins below the last.
-                next = found.last().map(|(eid, _)| *eid);
-                break;
-            }
-            if done {
-                break;
-            }
-            at = cursor;
-            if Instant::now() > deadline {
-                next = Some(at);
-                break;
-            }
-        }
-    }
-    let ids: Vec<u64> = found.iter().map(|(_, sid)| *sid).collect();
-    let statuses = state.store.statuses().many(&ids).await?;
-    let shown = state
-        .store
-        .statuses()
-        .shown(statuses.into_iter().filter_map(|(_, s)| s).collect())
-        .await?;
-    // Neither a user who blocks the reader nor one the reader blocks.
-    let shown = only_visible_hiding(&state, Some(&auth), shown, crate::hides::BLOCK_EITHER).await?;
+    let (shown, next, damaged) = page(&state, &auth, &mut search, (at, bottom), count).await?;
     let mut body = b"{\"statuses\":".to_vec();
     body.extend(statuses_json(&shown));
     let gaps = missing(&state, bottom, top, &damaged, &window);
@@ -464,15 +419,47 @@ pub async fn public(
     let reply = Expr::Term(Term::IsReply, 0);
     let every = Expr::Or(vec![reply.clone(), Expr::Not(Box::new(reply))]);
     let mut search = reader_search(&state, &auth, every).await?;
+    let bounds = (cursor, EventId::ZERO);
+    let (shown, next, _) = page(&state, &auth, &mut search, bounds, count).await?;
+    let mut body = b"{\"statuses\":".to_vec();
+    body.extend(statuses_json(&shown));
+    let tail = json!({ "next_cursor": next.map(|id| id.to_string()) }).to_string();
+    body.push(b',');
+    body.extend(tail.as_bytes().get(1..).unwrap_or_default());
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// One page of `search` over the history below `at` and not below
+/// `bottom`: up to `count` statuses the reader may see now (nothing of a
+/// user who blocks them or whom they block), newest first; where the next
+/// page begins (`None`: nothing older is left); the damaged stretches
+/// passed over. A page scans for at most [`SEARCH_TIME`].
+async fn page(
+    state: &AppState,
+    auth: &AuthUser,
+    search: &mut Search,
+    (mut at, bottom): (EventId, EventId),
+    count: usize,
+) -> ApiResult<(
+    Vec<crate::store::statuses::Shown>,
+    Option<EventId>,
+    Vec<crate::history::Gap>,
+)> {
     let mut found: Vec<(EventId, u64)> = Vec::new();
     let mut next: Option<EventId> = None;
-    if let Some(history) = history(&state) {
-        caught_up(&state, history).await?;
+    let mut damaged = Vec::new();
+    if let Some(history) = history(state) {
+        caught_up(state, history).await?;
         let deadline = Instant::now() + SEARCH_TIME;
-        let mut at = cursor;
         loop {
-            let step = search.step(history, at, EventId::ZERO).await?;
-            for (eid, f) in step.statuses {
+            let Found {
+                statuses,
+                cursor,
+                done,
+                damaged: bad,
+            } = search.step(history, at, bottom).await?;
+            damaged.extend(bad);
+            for (eid, f) in statuses {
                 if found.len() == count {
                     break;
                 }
@@ -481,13 +468,14 @@ pub async fn public(
                 }
             }
             if found.len() == count {
+                // More may follow: the next page begins below the last.
                 next = found.last().map(|(eid, _)| *eid);
                 break;
             }
-            if step.done {
+            if done {
                 break;
             }
-            at = step.cursor;
+            at = cursor;
             if Instant::now() > deadline {
                 next = Some(at);
                 break;
@@ -501,11 +489,7 @@ pub async fn public(
         .statuses()
         .shown(statuses.into_iter().filter_map(|(_, s)| s).collect())
         .await?;
-    let shown = only_visible_hiding(&state, Some(&auth), shown, crate::hides::BLOCK_EITHER).await?;
-    let mut body = b"{\"statuses\":".to_vec();
-    body.extend(statuses_json(&shown));
-    let tail = json!({ "next_cursor": next.map(|id| id.to_string()) }).to_string();
-    body.push(b',');
-    body.extend(tail.as_bytes().get(1..).unwrap_or_default());
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    // Neither a user who blocks the reader nor one the reader blocks.
+    let shown = only_visible_hiding(state, Some(auth), shown, crate::hides::BLOCK_EITHER).await?;
+    Ok((shown, next, damaged))
 }

@@ -36,6 +36,18 @@ impl TestApp {
     }
 
     /// The app on a Redis of the test's choosing (a durable one, say).
+    /// The app with the Mastodon API on a listener of its own: the app and
+    /// that listener's base URL.
+    #[allow(dead_code)]
+    pub(crate) async fn with_mastodon() -> (TestApp, String) {
+        let port = free_port();
+        let app = TestApp::start_with(|c| {
+            c.mastodon_listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
+        })
+        .await;
+        (app, format!("http://127.0.0.1:{port}"))
+    }
+
     pub(crate) async fn start_on(redis: RedisServer, tweak: impl FnOnce(&mut Config)) -> TestApp {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_env("TEST_LOG"))

@@ -4,17 +4,6 @@
 
 use super::*;
 
-/// The app with the Mastodon API on a listener of its own: the app and
-/// that listener's base URL.
-async fn with_mastodon() -> (TestApp, String) {
-    let port = common::free_port();
-    let app = TestApp::start_with(|c| {
-        c.mastodon_listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
-    })
-    .await;
-    (app, format!("http://127.0.0.1:{port}"))
-}
-
 /// Sends `req`: its status and its JSON (`Null` when it is none).
 async fn answer(req: reqwest::RequestBuilder) -> (StatusCode, Value) {
     let r = req.send().await.expect("the request is answered");
@@ -26,7 +15,7 @@ async fn answer(req: reqwest::RequestBuilder) -> (StatusCode, Value) {
 #[allow(clippy::print_stdout)]
 #[tokio::test]
 async fn mastodon_py_signs_in_reads_accounts_and_revokes_its_token() {
-    let (app, base) = with_mastodon().await;
+    let (app, base) = TestApp::with_mastodon().await;
     let (alice_id, _) = app.user("alice").await;
     let (bob_id, _) = app.user("bob").await;
     let python = common::python_venv("mastodon-py", "Mastodon.py");
@@ -91,7 +80,7 @@ print(json.dumps(out))
 
 #[tokio::test]
 async fn mastodon_shapes_and_errors_are_mastodons() {
-    let (app, base) = with_mastodon().await;
+    let (app, base) = TestApp::with_mastodon().await;
     let (alice_id, _) = app.user("alice").await;
     let http = reqwest::Client::new();
     // An application, then a token by password (a form, as most clients send).
@@ -213,7 +202,7 @@ checks.ensure_resource_availability.enabled = false
 "#,
     )
     .unwrap();
-    let (app, base) = with_mastodon().await;
+    let (app, base) = TestApp::with_mastodon().await;
     let (_, token) = app.user("fuzzer").await;
     app.say(&token, "something to read #fuzz").await;
     // Streams are excluded (they never end).

@@ -6,12 +6,7 @@ use super::*;
 
 #[tokio::test]
 async fn mastodon_py_keeps_lists_markers_and_finds_things() {
-    let port = common::free_port();
-    let app = TestApp::start_with(|c| {
-        c.mastodon_listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
-    })
-    .await;
-    let base = format!("http://127.0.0.1:{port}");
+    let (app, base) = TestApp::with_mastodon().await;
     app.user("alice").await;
     let (bob_id, _) = app.user("bob").await;
     app.user("carol").await;
@@ -110,12 +105,7 @@ print(json.dumps(out))
 
 #[tokio::test]
 async fn mastodon_py_sends_direct_statuses_and_streams_conversations() {
-    let port = common::free_port();
-    let app = TestApp::start_with(|c| {
-        c.mastodon_listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
-    })
-    .await;
-    let base = format!("http://127.0.0.1:{port}");
+    let (app, base) = TestApp::with_mastodon().await;
     let (alice_id, _) = app.user("alice").await;
     app.user("bob").await;
     let (_, carol) = app.user("carol").await;

@@ -4,17 +4,6 @@
 
 use super::*;
 
-/// The app with the Mastodon API on a listener of its own: the app and
-/// that listener's base URL.
-async fn with_mastodon() -> (TestApp, String) {
-    let port = common::free_port();
-    let app = TestApp::start_with(|c| {
-        c.mastodon_listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
-    })
-    .await;
-    (app, format!("http://127.0.0.1:{port}"))
-}
-
 /// A client that follows no redirect (the code is in the `Location`).
 fn no_redirects() -> reqwest::Client {
     reqwest::Client::builder()
@@ -65,7 +54,7 @@ async fn register(base: &str, redirect: &str) -> (String, String) {
 
 #[tokio::test]
 async fn mastodon_py_signs_in_by_the_authorization_page() {
-    let (app, base) = with_mastodon().await;
+    let (app, base) = TestApp::with_mastodon().await;
     let (alice_id, _) = app.user("alice").await;
     let python = common::python_venv("mastodon-py", "Mastodon.py");
     let (cid, secret) = register(&base, "urn:ietf:wg:oauth:2.0:oob").await;
@@ -154,7 +143,7 @@ print(json.dumps(out))
 
 #[tokio::test]
 async fn an_authorization_code_goes_only_where_registered_and_needs_its_verifier() {
-    let (app, base) = with_mastodon().await;
+    let (app, base) = TestApp::with_mastodon().await;
     app.user("alice").await;
     let http = no_redirects();
     let redirect = "https://client.example/callback";
@@ -276,7 +265,7 @@ async fn an_authorization_code_goes_only_where_registered_and_needs_its_verifier
 
 #[tokio::test]
 async fn an_applications_own_token_reads_as_no_user() {
-    let (app, base) = with_mastodon().await;
+    let (app, base) = TestApp::with_mastodon().await;
     let (_, alice) = app.user("alice").await;
     let sid = app.say(&alice, "public words").await;
     let (cid, secret) = register(&base, "urn:ietf:wg:oauth:2.0:oob").await;

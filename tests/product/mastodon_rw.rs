@@ -6,17 +6,6 @@
 use super::*;
 use crate::common::{ids, StreamClient};
 
-/// The app with the Mastodon API on a listener of its own: the app and
-/// that listener's base URL.
-async fn with_mastodon() -> (TestApp, String) {
-    let port = common::free_port();
-    let app = TestApp::start_with(|c| {
-        c.mastodon_listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
-    })
-    .await;
-    (app, format!("http://127.0.0.1:{port}"))
-}
-
 /// A Mastodon SSE stream at `path` of the listener at `base`.
 async fn mastodon_stream(
     app: &TestApp,
@@ -56,7 +45,7 @@ async fn run_client(program: &str, dir: &std::path::Path, argv: &[&str]) -> Valu
 
 #[tokio::test]
 async fn mastodon_py_posts_reads_pages_and_streams() {
-    let (app, base) = with_mastodon().await;
+    let (app, base) = TestApp::with_mastodon().await;
     app.user("alice").await;
     app.user("bob").await;
     let python = common::python_venv("mastodon-py", "Mastodon.py");
@@ -205,7 +194,7 @@ print(json.dumps(out))
 
 #[tokio::test]
 async fn masto_js_signs_in_posts_and_streams_over_a_websocket() {
-    let (app, base) = with_mastodon().await;
+    let (app, base) = TestApp::with_mastodon().await;
     app.user("alice").await;
     app.user("bob").await;
     let dir = common::node_modules("masto-js", "masto@6.10.4");
@@ -310,7 +299,7 @@ fn link_of(link: &str, rel: &str) -> Option<String> {
 
 #[tokio::test]
 async fn mastodon_pages_both_ways_and_resumes_its_streams_with_no_gap() {
-    let (app, base) = with_mastodon().await;
+    let (app, base) = TestApp::with_mastodon().await;
     let (_, token) = app.user("alice").await;
     let http = reqwest::Client::new();
     let mut posted = Vec::new();
@@ -420,7 +409,7 @@ async fn mastodon_pages_both_ways_and_resumes_its_streams_with_no_gap() {
 
 #[tokio::test]
 async fn mastodon_paths_and_streams_show_only_what_the_reader_may_see() {
-    let (app, base) = with_mastodon().await;
+    let (app, base) = TestApp::with_mastodon().await;
     let (carol_id, carol) = app.user("carol").await;
     let (dave_id, dave) = app.user("dave").await;
     let (erin_id, erin) = app.user("erin").await;
@@ -535,7 +524,7 @@ async fn mastodon_paths_and_streams_show_only_what_the_reader_may_see() {
 
 #[tokio::test]
 async fn mastodon_refuses_what_this_server_lacks_clearly() {
-    let (app, base) = with_mastodon().await;
+    let (app, base) = TestApp::with_mastodon().await;
     let (_, token) = app.user("alice").await;
     let http = reqwest::Client::new();
     let post = |form: &'static [(&'static str, &'static str)]| {
