@@ -67,48 +67,7 @@ impl Caller {
     }
 }
 
-/// One of our streams opened from inside: its body as it comes, or what
-/// our API answered instead.
-pub(super) enum Opened {
-    Body(axum::body::BodyDataStream),
-    Refused(Answer),
-}
-
 impl Inner {
-    /// Opens our stream at `path` (with its query) as `caller`, as NDJSON.
-    pub(super) async fn open(&self, path: &str, caller: &Caller) -> Opened {
-        let mut req = Request::builder()
-            .method(Method::GET)
-            .uri(path)
-            .header(header::ACCEPT, "application/x-ndjson");
-        if let Some(token) = &caller.token {
-            if let Ok(v) = HeaderValue::from_str(&format!("Bearer {token}")) {
-                req = req.header(header::AUTHORIZATION, v);
-            }
-        }
-        let Ok(mut req) = req.body(Body::empty()) else {
-            return Opened::Refused(Answer {
-                status: StatusCode::BAD_REQUEST,
-                body: Value::Null,
-            });
-        };
-        if let Some(client) = caller.client {
-            req.extensions_mut().insert(client);
-        }
-        let Ok(res) = self.0.clone().oneshot(req).await;
-        let status = res.status();
-        if status.is_success() {
-            return Opened::Body(res.into_body().into_data_stream());
-        }
-        let bytes = axum::body::to_bytes(res.into_body(), MOST_BYTES)
-            .await
-            .unwrap_or_default();
-        Opened::Refused(Answer {
-            status,
-            body: serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        })
-    }
-
     /// Calls `method path` (with its query) as `caller`, with `body` as JSON.
     pub(super) async fn call(
         &self,

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 pub(crate) struct Mastodon {
     pub(super) app: AppState,
     pub(super) inner: Inner,
-    /// Streamed events' payloads, made once per process.
+    /// Streamed events' payloads for a second host name.
     pub(super) payloads: Arc<Payloads>,
     /// This API's OpenAPI document.
     pub(super) openapi: Arc<String>,
@@ -152,21 +152,42 @@ pub(super) fn id_of(v: &serde_json::Value, field: &str) -> Option<u64> {
     v[field].as_str().and_then(|s| s.parse().ok())
 }
 
-// Streamed events' payloads, made once per process and shared by every
-// Mastodon stream that carries the event (`streaming`): at most
-// [`MOST_PAYLOADS`], the oldest made forgotten first (a stream reads an
-// event within moments of the others, or in a replay, which makes it
-// again).
+// Streamed events' payloads for a second host name. An event's payload
+// is kept on the event itself (`Frame::translated`) for the URL base the
+// first connection had; a connection that reached the listener by another
+// name (rare: one instance, one name) has its own made here, at most
+// [`MOST_PAYLOADS`], the oldest made forgotten first.
 
 /// Payloads kept for other connections.
 const MOST_PAYLOADS: usize = 4_096;
 
-/// A Mastodon event: its name and its payload (a JSON text).
-pub(super) type Made = (&'static str, Arc<str>);
+/// A Mastodon event: its name, its payload (a JSON text) and the whole
+/// SSE message that carries it (with our event's `id`).
+#[derive(Clone, Debug)]
+pub(super) struct Said {
+    pub(super) name: &'static str,
+    pub(super) payload: Arc<str>,
+    pub(super) sse: bytes::Bytes,
+}
+
+impl Said {
+    /// `name` with `payload`, for the event `id`.
+    pub(super) fn new(id: &str, name: &'static str, payload: String) -> Said {
+        let mut sse = Vec::with_capacity(payload.len() + id.len() + 32);
+        for part in ["id: ", id, "\nevent: ", name, "\ndata: ", &payload, "\n\n"] {
+            sse.extend_from_slice(part.as_bytes());
+        }
+        Said {
+            name,
+            payload: Arc::from(payload),
+            sse: sse.into(),
+        }
+    }
+}
 
 /// One event's payload, made once: the first connection to need it makes
 /// it, the others wait for that.
-pub(super) type Cell = Arc<tokio::sync::OnceCell<Option<Made>>>;
+pub(super) type Cell = Arc<tokio::sync::OnceCell<Option<Said>>>;
 
 /// Payloads by key (URL base and event), and the keys in the order made.
 type Kept = (HashMap<String, Cell>, VecDeque<String>);

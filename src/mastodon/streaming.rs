@@ -1,34 +1,41 @@
 //! Mastodon's streaming API over our streams: each Mastodon stream is one
 //! of ours (`user` and `user:notification` our user stream, `public` and
 //! `public:local` our sample at rate 1, every public status, `hashtag` a
-//! filter stream with the rule `#tag`, `list` our list stream), opened
-//! from inside with the caller's token, so who may read what, replays and
-//! limits are judged there, and its events said as Mastodon says them:
+//! filter stream with the rule `#tag`, `list` our list stream), opened by
+//! the code that opens ours (`prepare`, with the caller's token), so who
+//! may read what, replays and limits are judged there; its feed is read
+//! here and its events said as Mastodon says them:
 //! `update` (a status), `status.update` (an edit), `delete` (the id) and
 //! `notification`, with `payload` a JSON string.
 //!
 //! An event's payload is made once per process and shared by every
-//! connection that gets it ([`Payloads`]): it is rendered for no one in
+//! connection that gets it (kept on the event, `Frame::translated`; the
+//! statuses of a catch-up made together, [`make_ahead`]): rendered for no one in
 //! particular (the caller's `favourited` and the like are false), as
 //! Mastodon's own streaming server sends it. Beyond Mastodon, every SSE
 //! message carries our event's `id`, and `Last-Event-ID` (or
 //! `last_event_id=`) resumes after it with no gap.
 
-use super::inner::Opened;
+use super::inner::Answer;
 use super::render::many;
 use super::reply::{error, from_ours, Refused, Reply};
-use super::shared::Made;
-use super::shared::{Ctx, Mastodon};
+use super::shared::{Ctx, Mastodon, Said};
+use crate::http::stream::open::{prepare, Kind};
+use crate::model::Event;
+use crate::stream::stream_limits::StreamGuard;
+use crate::stream::wire::Transport;
+use crate::stream::{Feed, Frame, Out};
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Request, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::Value;
+use std::any::Any;
 use std::sync::Arc;
 
-/// The longest line of our stream read (an event is far smaller).
-const MOST_LINE: usize = 4 << 20;
+/// Most items of our stream written to a client at once.
+const MOST_AT_ONCE: usize = 256;
 
 /// A Mastodon stream: its name and its tag or list.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -126,83 +133,95 @@ impl Wanted {
     }
 }
 
-/// What one line of our stream is to a Mastodon client.
+/// What one thing our stream hands out is to a Mastodon client.
 pub(super) enum Step {
     /// A keep-alive (with the position it stands at, if said).
     Keepalive(Option<String>),
-    /// An event: our id, and the Mastodon event.
-    Event(String, Made),
+    /// An event, as Mastodon says it.
+    Event(Said),
     /// Nothing for Mastodon.
     Skip,
     /// Our stream ended it.
     End,
 }
 
-/// The lines of one of our NDJSON streams.
-pub(super) struct Lines {
-    body: axum::body::BodyDataStream,
-    buf: bytes::BytesMut,
+/// One of our streams, opened for a Mastodon client: the connection's
+/// feed from the hub, and its place among the caller's streams.
+pub(super) struct Stream {
+    feed: Feed,
+    _slot: StreamGuard,
 }
 
-impl Lines {
-    /// The next line (without its `\n`), `None` when the stream is over.
-    pub(super) async fn next(&mut self) -> Option<Bytes> {
-        loop {
-            if let Some(end) = self.buf.iter().position(|b| *b == b'\n') {
-                let line = self.buf.split_to(end + 1).freeze();
-                return Some(line.slice(..end));
-            }
-            if self.buf.len() > MOST_LINE {
-                return None;
-            }
-            let chunk: Bytes = self.body.next().await?.ok()?;
-            self.buf.extend_from_slice(&chunk);
-        }
+impl Stream {
+    /// What comes next; `None` once the stream has ended.
+    pub(super) async fn next(&mut self) -> Option<Out> {
+        self.feed.next().await
+    }
+
+    /// What is ready now, if anything (to write several at once).
+    pub(super) fn try_next(&mut self) -> Option<Out> {
+        self.feed.try_next()
     }
 }
 
-/// Opens our stream for `wanted` as the request's caller.
+/// Opens our stream for `wanted` as the request's caller: the request our
+/// API would get, judged by the same code (`prepare`: the token, the
+/// stream and connect limits, what the stream may carry), handing its
+/// feed here rather than to one of our encoders.
 pub(super) async fn open(
     m: &Mastodon,
     cx: &Ctx,
     wanted: &Wanted,
     resume: Option<&str>,
-) -> Result<Lines, Refused> {
-    match m.inner.open(&wanted.ours(resume), &cx.caller).await {
-        Opened::Body(body) => Ok(Lines {
-            body,
-            buf: bytes::BytesMut::new(),
+    transport: Transport,
+) -> Result<Stream, Refused> {
+    let mut req = Request::builder().uri(wanted.ours(resume));
+    if let Some(token) = &cx.caller.token {
+        if let Ok(v) = HeaderValue::from_str(&format!("Bearer {token}")) {
+            req = req.header(header::AUTHORIZATION, v);
+        }
+    }
+    let unknown = || error(StatusCode::NOT_FOUND, "Unknown stream type");
+    let (mut parts, ()) = req.body(()).map_err(|_| unknown())?.into_parts();
+    if let Some(client) = cx.caller.client {
+        parts.extensions.insert(client);
+    }
+    let kind = Kind::at(parts.uri.path()).ok_or_else(unknown)?;
+    match prepare(&m.app, &mut parts, kind, transport).await {
+        Ok(opened) => Ok(Stream {
+            feed: opened.feed,
+            _slot: opened.guard,
         }),
-        Opened::Refused(answer) => Err(from_ours(&answer)),
+        Err(e) => Err(from_ours(&Answer {
+            status: e.status,
+            body: e.body(),
+        })),
     }
 }
 
-/// One line of our stream as Mastodon's, for `wanted`.
+/// What our stream handed out, as Mastodon's, for `wanted`.
 pub(super) async fn step(
     m: &Mastodon,
     reader: &super::inner::Caller,
     base: &str,
     wanted: &Wanted,
-    line: &[u8],
+    out: &Out,
 ) -> Step {
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return Step::Keepalive(None);
-    }
-    // Only what names the event is read here (its fields skipped, not
-    // built); the whole event is parsed once per process, by the
-    // connection that makes its payload while the others wait for it.
-    let Ok(head) = serde_json::from_slice::<Head<'_>>(line) else {
-        return Step::Skip;
+    let frame = match out {
+        Out::Event(frame, _) => frame,
+        Out::Keepalive(at) => return Step::Keepalive(at.map(|at| at.to_string())),
+        Out::Control(control) if control.kind == "disconnect" => return Step::End,
+        Out::Control(_) | Out::Raw(_) => return Step::Skip,
     };
-    let (kind, id) = (head.kind.as_ref(), head.id.unwrap_or_default().into_owned());
-    match kind {
-        "position" => return Step::Keepalive(Some(id)),
-        "disconnect" => return Step::End,
-        "status" | "update" | "delete" | "notification" => {}
+    let kind = match &frame.event {
+        Event::Status { .. } => "status",
+        Event::Update { .. } => "update",
+        Event::Delete { .. } => "delete",
+        Event::Notification { .. } => "notification",
         // A message: the conversation as this reader sees it now (their
         // own unread count, the others in it), made for them alone.
-        "direct_message" if wanted.name == "direct" => {
-            let event = serde_json::from_slice::<Value>(line).unwrap_or_default();
+        Event::DirectMessage { .. } if wanted.name == "direct" => {
+            let event = serde_json::from_slice::<Value>(&frame.json).unwrap_or_default();
             let cx = Ctx {
                 caller: reader.clone(),
                 app_token: None,
@@ -211,47 +230,83 @@ pub(super) async fn step(
                 params: Vec::new(),
             };
             return match super::render::of_message(m, &cx, &event).await {
-                Some(text) => Step::Event(id, ("conversation", Arc::from(text))),
+                Some(text) => Step::Event(Said::new(&frame.id.to_string(), "conversation", text)),
                 None => Step::Skip,
             };
         }
         _ => return Step::Skip,
-    }
-    let note = head.notification.and_then(|n| n.id).unwrap_or_default();
-    let cell = m.payloads.cell(format!("{base}|{id}|{kind}|{note}"));
-    let made = cell
-        .get_or_init(|| async {
-            let event = serde_json::from_slice::<Value>(line).unwrap_or_default();
-            payload(m, base, kind, &event).await
-        })
-        .await
-        .clone();
-    match made {
-        Some(made) if wanted.keeps(made.0) => Step::Event(id, made),
+    };
+    match shared(m, base, kind, frame).await {
+        Some(said) if wanted.keeps(said.name) => Step::Event(said),
         _ => Step::Skip,
     }
 }
 
-/// What names one of our events: its type, id and notification's id.
-#[derive(serde::Deserialize)]
-struct Head<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: std::borrow::Cow<'a, str>,
-    #[serde(default, borrow)]
-    id: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    notification: Option<NoteHead<'a>>,
+/// An event as Mastodon says it, made by the first connection that needs
+/// it while the others wait, for every connection of the process.
+struct Translated {
+    /// The URL base its payload names.
+    base: String,
+    said: Option<Said>,
 }
 
-/// A notification's id.
-#[derive(serde::Deserialize)]
-struct NoteHead<'a> {
-    #[serde(default, borrow)]
-    id: Option<std::borrow::Cow<'a, str>>,
+/// `frame` as Mastodon's, for connections that reach us at `base`.
+async fn shared(m: &Mastodon, base: &str, kind: &str, frame: &Frame) -> Option<Said> {
+    let make = || async {
+        let event = serde_json::from_slice::<Value>(&frame.json).unwrap_or_default();
+        payload(m, base, kind, &event)
+            .await
+            .map(|(name, text)| Said::new(&frame.id.to_string(), name, text))
+    };
+    let kept = frame
+        .translated
+        .get_or_init(|| async {
+            let said = make().await;
+            let base = base.to_string();
+            Arc::new(Translated { base, said }) as Arc<dyn Any + Send + Sync>
+        })
+        .await;
+    if let Some(kept) = kept.downcast_ref::<Translated>() {
+        if kept.base == base {
+            return kept.said.clone();
+        }
+    }
+    m.payloads
+        .cell(format!("{base}|{}|{kind}", frame.id))
+        .get_or_init(make)
+        .await
+        .clone()
 }
 
-/// Our event as Mastodon's (`None`: nothing a Mastodon client is told).
-async fn payload(m: &Mastodon, base: &str, kind: &str, event: &Value) -> Option<Made> {
+/// Statuses made at once by [`make_ahead`]: their authors, originals and
+/// mentions read together (well within what one rendering reads).
+const MADE_TOGETHER: usize = 32;
+
+/// Makes the payloads of the statuses among `items` that are this
+/// connection's alone, [`MADE_TOGETHER`] at a time: a catch-up reads their
+/// people in one round, not one round an event.
+pub(super) async fn make_ahead(m: &Mastodon, base: &str, items: &[Out]) {
+    let fresh: Vec<(&Arc<Frame>, &str, &'static str)> = items
+        .iter()
+        .filter_map(|item| match item {
+            // Only an event no other connection holds (a replay's, read
+            // for this one): a live event is made once, by whichever of
+            // its connections comes first, while the others wait.
+            Out::Event(f, _)
+                if Arc::strong_count(f) == 1 && Arc::strong_count(&f.translated) == 1 =>
+            {
+                match &f.event {
+                    Event::Status { status, .. } => Some((f, status.id.as_str(), "update")),
+                    Event::Update { status, .. } => Some((f, status.id.as_str(), "status.update")),
+                    _ => None,
+                }
+            }
+            _ => None,
+        })
+        .collect();
+    if fresh.len() < 2 {
+        return;
+    }
     let cx = Ctx {
         caller: Default::default(),
         app_token: None,
@@ -259,8 +314,52 @@ async fn payload(m: &Mastodon, base: &str, kind: &str, event: &Value) -> Option<
         path: String::new(),
         params: Vec::new(),
     };
-    let (name, text) = match kind {
-        "delete" => ("delete", event["status_id"].as_str()?.to_string()),
+    for together in fresh.chunks(MADE_TOGETHER) {
+        let statuses = together
+            .iter()
+            .map(|(f, ..)| {
+                serde_json::from_slice::<Value>(&f.json)
+                    .map(|event| event["status"].clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let Ok(made) = many(m, &cx, statuses).await else {
+            return;
+        };
+        let by_id: std::collections::HashMap<&str, &Value> = made
+            .iter()
+            .filter_map(|s| Some((s["id"].as_str()?, s)))
+            .collect();
+        for (frame, id, name) in together {
+            let said = by_id
+                .get(id)
+                .map(|s| Said::new(&frame.id.to_string(), name, s.to_string()));
+            let base = base.to_string();
+            // Made meanwhile by another connection: that one stands.
+            let _ = frame
+                .translated
+                .set(Arc::new(Translated { base, said }) as Arc<dyn Any + Send + Sync>);
+        }
+    }
+}
+
+/// Our event as Mastodon's name and payload (`None`: nothing a Mastodon
+/// client is told).
+async fn payload(
+    m: &Mastodon,
+    base: &str,
+    kind: &str,
+    event: &Value,
+) -> Option<(&'static str, String)> {
+    let cx = Ctx {
+        caller: Default::default(),
+        app_token: None,
+        base: base.to_string(),
+        path: String::new(),
+        params: Vec::new(),
+    };
+    match kind {
+        "delete" => Some(("delete", event["status_id"].as_str()?.to_string())),
         "status" | "update" => {
             let made = many(m, &cx, vec![event["status"].clone()])
                 .await
@@ -271,17 +370,16 @@ async fn payload(m: &Mastodon, base: &str, kind: &str, event: &Value) -> Option<
             } else {
                 "status.update"
             };
-            (name, made.to_string())
+            Some((name, made.to_string()))
         }
         _ => {
             let made = super::render::made(m, &cx, vec![event["notification"].clone()])
                 .await
                 .ok()?
                 .pop()?;
-            ("notification", made.to_string())
+            Some(("notification", made.to_string()))
         }
-    };
-    Some((name, Arc::from(text)))
+    }
 }
 
 /// The resume point a request names: `Last-Event-ID`, else
@@ -314,32 +412,44 @@ pub(super) async fn sse(cx: Ctx, headers: HeaderMap, State(m): State<Mastodon>) 
         return Err(error(StatusCode::UNAUTHORIZED, "Missing access token"));
     }
     let resume = resume_of(&headers, &cx);
-    let lines = open(&m, &cx, &wanted, resume.as_deref()).await?;
+    let stream = open(&m, &cx, &wanted, resume.as_deref(), Transport::Sse).await?;
     let base = cx.base.clone();
     let reader = cx.caller.clone();
     let events = futures::stream::unfold(
-        (lines, m, base, wanted, reader),
-        |(mut lines, m, base, wanted, reader)| async move {
+        (Some(stream), m, base, wanted, reader),
+        |(stream, m, base, wanted, reader)| async move {
+            let mut stream = stream?;
+            let mut out = Vec::new();
             loop {
-                let line = lines.next().await?;
-                let out = match step(&m, &reader, &base, &wanted, &line).await {
-                    Step::Keepalive(None) => Bytes::from_static(b":thump\n\n"),
-                    Step::Keepalive(Some(id)) => Bytes::from(format!(":thump\nid: {id}\n\n")),
-                    Step::Event(id, (name, payload)) => {
-                        let mut out = Vec::with_capacity(payload.len() + id.len() + 32);
-                        for part in ["id: ", &id, "\nevent: ", name, "\ndata: ", &payload, "\n\n"] {
-                            out.extend_from_slice(part.as_bytes());
+                // Waits for something to write, then takes what else is
+                // ready into the same write (a catch-up, a burst), its
+                // statuses made together.
+                let mut items = vec![stream.next().await?];
+                while items.len() < MOST_AT_ONCE {
+                    let Some(item) = stream.try_next() else { break };
+                    items.push(item);
+                }
+                make_ahead(&m, &base, &items).await;
+                for item in &items {
+                    match step(&m, &reader, &base, &wanted, item).await {
+                        Step::Keepalive(None) => out.extend_from_slice(b":thump\n\n"),
+                        Step::Keepalive(Some(id)) => {
+                            out.extend_from_slice(format!(":thump\nid: {id}\n\n").as_bytes())
                         }
-                        Bytes::from(out)
+                        Step::Event(said) => out.extend_from_slice(&said.sse),
+                        Step::Skip => {}
+                        Step::End => {
+                            let state = (None, m, base, wanted, reader);
+                            return Some((Ok(Bytes::from(out)), state));
+                        }
                     }
-                    Step::Skip => continue,
-                    Step::End => return None,
-                };
-                return Some((
-                    Ok::<_, std::convert::Infallible>(out),
-                    (lines, m, base, wanted, reader),
-                ));
+                }
+                if !out.is_empty() {
+                    break;
+                }
             }
+            let state = (Some(stream), m, base, wanted, reader);
+            Some((Ok::<_, std::convert::Infallible>(Bytes::from(out)), state))
         },
     );
     let head = futures::stream::once(async { Ok(Bytes::from_static(b":)\n\n")) });

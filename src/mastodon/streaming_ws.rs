@@ -13,6 +13,7 @@
 use super::reply::{error, Reply};
 use super::shared::{Ctx, Mastodon};
 use super::streaming::{open, resume_of, step, Step, Wanted};
+use crate::stream::wire::Transport;
 use crate::stream::ws_codec::{self, close, op, Handshake, Message, Reader};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -108,7 +109,7 @@ impl Subscriptions {
             let _ = self.queue.try_send(text(&json!({"error": format!("At most {MOST_SUBSCRIPTIONS} streams a socket"), "status": 400})));
             return;
         }
-        let Ok(mut lines) = open(m, cx, &wanted, resume).await else {
+        let Ok(mut stream) = open(m, cx, &wanted, resume, Transport::WebSocket).await else {
             let _ = self.queue.try_send(text(
                 &json!({"error": "This stream cannot be read", "status": 404}),
             ));
@@ -122,10 +123,10 @@ impl Subscriptions {
         );
         let reader = cx.caller.clone();
         let task = tokio::spawn(async move {
-            while let Some(line) = lines.next().await {
-                match step(&m2, &reader, &base, &w, &line).await {
-                    Step::Event(_, (name, payload)) => {
-                        let msg = json!({"stream": w.label(), "event": name, "payload": &*payload});
+            while let Some(out) = stream.next().await {
+                match step(&m2, &reader, &base, &w, &out).await {
+                    Step::Event(said) => {
+                        let msg = json!({"stream": w.label(), "event": said.name, "payload": &*said.payload});
                         if queue.send(text(&msg)).await.is_err() {
                             return;
                         }

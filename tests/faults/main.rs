@@ -13,6 +13,7 @@ mod edits;
 mod failover;
 mod history;
 mod limits;
+mod mastodon;
 mod notifier;
 mod tail;
 mod timelines;

@@ -58,6 +58,11 @@ pub struct Frame {
     /// made the first time a chunked stream needs it and shared by all of
     /// them (see [`Frame::chunk`]).
     chunks: [OnceLock<Bytes>; 2],
+    /// This event in another API's framing (the Mastodon listener's), made
+    /// by the first of that API's connections to need it while the others
+    /// wait, then shared; one cell for the event and its copies with
+    /// `matching_rules`, which that framing does not carry.
+    pub translated: Arc<tokio::sync::OnceCell<Arc<dyn std::any::Any + Send + Sync>>>,
 }
 
 /// An `update` seen as the `status` events it stands between.
@@ -278,6 +283,7 @@ impl Frame {
             zstd: OnceLock::new(),
             views: OnceLock::new(),
             chunks: Default::default(),
+            translated: self.translated.clone(),
         })
     }
 
@@ -569,5 +575,6 @@ pub fn parse(json: &str) -> Option<Incoming> {
         zstd: OnceLock::new(),
         views: OnceLock::new(),
         chunks: Default::default(),
+        translated: Default::default(),
     })))
 }
