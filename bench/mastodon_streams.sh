@@ -4,7 +4,9 @@
 # (the Mastodon listener) or of `/api/v1/stream/sample?rate=1` (ours, the
 # stream the Mastodon one is opened on), RATE events/s published straight
 # into the log, server CPU per delivered event and p99 by
-# bench/src/bin/loadgen.rs; the two alternate, each round a fresh server.
+# bench/src/bin/loadgen.rs; and ours again with one Mastodon stream open
+# beside (the cost of making each payload before routing); the kinds
+# alternate, each run a fresh server.
 #
 #   cargo build --release --workspace --bins
 #   bench/mastodon_streams.sh
@@ -33,19 +35,32 @@ sleep 0.3
 RPID=$(cat "$WORK/redis.pid")
 REDIS=redis://127.0.0.1:$RPORT
 
-# run NAME PATH ADDR: a fresh server, loadgen's clients on PATH at ADDR.
+# run NAME PATH ADDR [beside]: a fresh server, loadgen's clients on PATH at
+# ADDR; with `beside`, one Mastodon SSE stream open as well (so the hub
+# makes each event's Mastodon payload before routing it, for every stream).
 run() {
-  local name=$1 path=$2 addr=$3
+  local name=$1 path=$2 addr=$3 beside=${4:-}
   redis-cli -p "$RPORT" flushall >/dev/null
   $BIN serve --listen "127.0.0.1:$PORT" --mastodon-listen "127.0.0.1:$MPORT" \
     --redis-url "$REDIS" --max-streams-per-user 100000 --stream-connects-per-minute 1000000 \
     --history 0 >"$WORK/server.log" 2>&1 &
   local pid=$!
   sleep 1
+  local side=""
+  if [ -n "$beside" ]; then
+    curl -s -X POST -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/api/v1/users" \
+      -d '{"login":"beside","name":"B","email":"beside@example.com","password":"password123"}' >/dev/null
+    local token
+    token=$(curl -s -X POST -H 'Content-Type: application/json' "http://127.0.0.1:$PORT/api/v1/sessions" \
+      -d '{"identifier":"beside","password":"password123"}' | sed 's/.*"token":"\([^"]*\)".*/\1/')
+    curl -s -N -H "Authorization: Bearer $token" "http://127.0.0.1:$MPORT/api/v1/streaming/public" >/dev/null &
+    side=$!
+  fi
   local out
   out=$($LOADGEN --addr "127.0.0.1:$PORT" --stream-addr "$addr" --path "$path" \
     --redis-url "$REDIS" --server-pid "$pid" --redis-pid "$RPID" --clients "$CLIENTS" \
     --rate "$RATE" --duration "$SECS" --transport sse 2>&1) || true
+  [ -n "$side" ] && kill "$side" 2>/dev/null
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   echo "== $name"
@@ -57,7 +72,9 @@ for round in $(seq 1 "$ROUNDS"); do
   if [ $((round % 2)) -eq 1 ]; then
     run ours "/api/v1/stream/sample?rate=1" "127.0.0.1:$PORT"
     run mastodon "/api/v1/streaming/public" "127.0.0.1:$MPORT"
+    run "ours, a Mastodon stream beside" "/api/v1/stream/sample?rate=1" "127.0.0.1:$PORT" beside
   else
+    run "ours, a Mastodon stream beside" "/api/v1/stream/sample?rate=1" "127.0.0.1:$PORT" beside
     run mastodon "/api/v1/streaming/public" "127.0.0.1:$MPORT"
     run ours "/api/v1/stream/sample?rate=1" "127.0.0.1:$PORT"
   fi

@@ -152,9 +152,9 @@ pub async fn run(
                 tracing::info!(%addr, "serving the Mastodon-compatible API");
                 let (state, shutdown) = (state.clone(), shutdown.clone());
                 tasks.push(tokio::spawn(async move {
-                    let router = crate::mastodon::router(state.clone());
+                    let (router, raw) = crate::mastodon::listener(state.clone());
                     if let Err(e) =
-                        crate::serve::accept_loop(listener, state, router, shutdown, false).await
+                        crate::serve::accept_loop(listener, state, router, shutdown, raw).await
                     {
                         tracing::warn!(error = %e, "the Mastodon-compatible API stopped");
                     }
@@ -167,7 +167,8 @@ pub async fn run(
     }
     let app = http::router(state.clone());
     tracing::info!(addr = %listener.local_addr().map_or_else(|_| "?".into(), |a| a.to_string()), "listening");
-    crate::serve::accept_loop(listener, state.clone(), app, shutdown.clone(), true).await?;
+    let raw = crate::serve::RawStreams::Ours;
+    crate::serve::accept_loop(listener, state.clone(), app, shutdown.clone(), raw).await?;
     // Every connection has finished: no post can take another id.
     if let Err(e) = state.store.release_id_lease().await {
         tracing::warn!(error = %e, "could not give the status-id lease back");

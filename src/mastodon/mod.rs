@@ -14,7 +14,7 @@
 //! (`apps`, `authorize`, `oauth`), the instance, accounts and
 //! relationships, statuses, timelines (paged by `Link`: [`paging`]),
 //! notifications, lists, markers, search and trends (`misc`), and the
-//! streams ([`streaming`], [`streaming_ws`]: ours, opened from inside, in
+//! streams ([`streaming`], [`streaming::ws`]: ours, opened from inside, in
 //! Mastodon's framing). What Mastodon has and this server does not (media,
 //! polls, push) answers 422 or 404 as Mastodon does; every
 //! other path 404 (docs/api.md, *The Mastodon-compatible API*).
@@ -41,7 +41,6 @@ mod schema;
 mod shared;
 mod statuses;
 mod streaming;
-mod streaming_ws;
 mod timelines;
 
 pub(crate) use shared::Mastodon;
@@ -52,7 +51,15 @@ use axum::http::Request;
 use axum::Router;
 
 /// The Mastodon API's router.
-pub fn router(state: AppState) -> Router {
+/// The listener's router, and its SSE streams on the raw socket.
+pub fn listener(state: AppState) -> (Router, crate::serve::RawStreams) {
+    let (router, m) = router_of(state);
+    let opener = streaming::raw::Opener::new(m);
+    (router, crate::serve::RawStreams::Other(opener))
+}
+
+/// The router, and the state its handlers share.
+fn router_of(state: AppState) -> (Router, Mastodon) {
     let body_limit = state.cfg.body_limit;
     let table = routes::table();
     let documented: Vec<(&'static str, Vec<schema::Doc>)> =
@@ -73,10 +80,10 @@ pub fn router(state: AppState) -> Router {
         ))
         .fallback(reply::not_found)
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
-        .with_state(m);
+        .with_state(m.clone());
     // A path with a trailing slash is the path without it, as Mastodon's
     // routes take it (Mastodon.py asks for `/api/v1/instance/`).
-    Router::new().fallback_service(tower::ServiceExt::map_request(
+    let router = Router::new().fallback_service(tower::ServiceExt::map_request(
         routes,
         |mut req: Request<Body>| {
             let path = req.uri().path();
@@ -92,5 +99,6 @@ pub fn router(state: AppState) -> Router {
             }
             req
         },
-    ))
+    ));
+    (router, m)
 }

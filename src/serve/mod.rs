@@ -26,8 +26,10 @@ use crate::metrics::{global as metrics, inc};
 use crate::rate_limits::ClientAddr;
 use crate::shutdown::Shutdown;
 use crate::state::AppState;
+use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::Router;
+use futures::future::BoxFuture;
 use head::{parse_head, read_head, write_error, Head};
 use hyper_conn::{hyper_connection, HyperConn};
 use raw::{raw_stream, refuse_stream, RawStream};
@@ -40,6 +42,27 @@ use tokio::sync::mpsc;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
+/// The streams a listener answers on the raw socket, before hyper.
+#[derive(Clone)]
+pub enum RawStreams {
+    /// Ours: the stream paths of this API (`http::stream`).
+    Ours,
+    /// Another API's, opened by it (the Mastodon listener's SSE streams).
+    Other(Arc<dyn RawOpener>),
+}
+
+/// Another API's streams on the raw socket ([`RawStreams::Other`]).
+pub trait RawOpener: Send + Sync + 'static {
+    /// The stream the request `parts` asks for, opened (or refused), with
+    /// what serves it on the raw socket; `None` when the request is not one
+    /// of its streams (hyper and the router serve it).
+    fn open<'a>(&'a self, parts: &'a mut Parts) -> BoxFuture<'a, Option<RawServe>>;
+}
+
+/// Serves an opened (or refused) stream on the raw socket until it ends; a
+/// write blocked longer than the `Duration` ends it.
+pub type RawServe = Box<dyn FnOnce(TcpStream, Duration) -> BoxFuture<'static, ()> + Send>;
+
 /// Serves `router` on `listener` until `shutdown`, then waits for every
 /// connection to finish (streams end with a `disconnect` event).
 pub async fn accept_loop(
@@ -47,7 +70,7 @@ pub async fn accept_loop(
     state: AppState,
     router: Router,
     mut shutdown: Shutdown,
-    raw_streams: bool,
+    raw_streams: RawStreams,
 ) -> io::Result<()> {
     let write_timeout = Duration::from_secs(state.cfg.write_timeout_secs.max(1));
     let grace = Duration::from_secs(state.cfg.shutdown_grace_secs);
@@ -109,7 +132,7 @@ pub async fn accept_loop(
             tcp,
             state,
             router,
-            raw_streams,
+            raw_streams: raw_streams.clone(),
             shutdown,
             write_timeout,
         });
@@ -195,6 +218,8 @@ enum Accepted {
         opened: crate::error::ApiResult<Box<RawStream>>,
         span: tracing::Span,
     },
+    /// Another API's stream, served by what opened it.
+    Other { tcp: TcpStream, serve: RawServe },
     /// Anything else: hyper serves it, with the bytes read put back.
     Hyper { tcp: TcpStream, buf: Vec<u8> },
     /// Nothing more to do (closed, timed out, shutting down).
@@ -207,8 +232,8 @@ struct ConnArgs {
     tcp: TcpStream,
     state: AppState,
     router: Router,
-    /// Whether this listener serves our streams (on the raw socket).
-    raw_streams: bool,
+    /// The streams this listener serves on the raw socket.
+    raw_streams: RawStreams,
     shutdown: Shutdown,
     write_timeout: Duration,
 }
@@ -249,6 +274,7 @@ async fn connection(args: Box<ConnArgs>) -> Option<Rest> {
             }
             Err(e) => Box::pin(refuse_stream(tcp, e, write_timeout)),
         },
+        Accepted::Other { tcp, serve } => serve(tcp, write_timeout),
         Accepted::Hyper { tcp, buf } => Box::pin(hyper_connection(
             tcp,
             buf,
@@ -272,7 +298,7 @@ async fn accept(
     state: &AppState,
     mut shutdown: Shutdown,
     write_timeout: Duration,
-    raw_streams: bool,
+    raw_streams: RawStreams,
 ) -> Accepted {
     let mut buf = Vec::with_capacity(1024);
     let head_end = tokio::select! {
@@ -294,7 +320,19 @@ async fn accept(
             return Accepted::Done;
         }
     };
-    let head = head_end.filter(|_| raw_streams);
+    if let RawStreams::Other(opener) = &raw_streams {
+        if let Some(mut parts) = head_end.and_then(|end| parse_head(&buf[..end])) {
+            if let Ok(peer) = tcp.peer_addr() {
+                let trusted = &state.cfg.trusted_proxies;
+                let client = ClientAddr::from_headers(peer.ip(), trusted, &parts.headers);
+                parts.extensions.insert(client);
+            }
+            if let Some(serve) = opener.open(&mut parts).await {
+                return Accepted::Other { tcp, serve };
+            }
+        }
+    }
+    let head = head_end.filter(|_| matches!(raw_streams, RawStreams::Ours));
     if let Some(mut parts) = head.and_then(|end| parse_head(&buf[..end])) {
         if let Ok(peer) = tcp.peer_addr() {
             let trusted = &state.cfg.trusted_proxies;

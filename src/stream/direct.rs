@@ -23,6 +23,7 @@
 
 use super::frame::EventId;
 use super::queue::Delivery;
+use super::translate::{Pick, Picked};
 use super::wire::{chunked, keepalive_bytes, position_bytes, Transport};
 use super::ws_codec::{self, op};
 use crate::metrics::{global as metrics, inc};
@@ -45,6 +46,9 @@ pub struct Direct {
     /// Whether the body is framed in chunks (SSE and NDJSON to an HTTP/1.1
     /// client: each write one chunk).
     chunked: bool,
+    /// For another API's stream: its bytes of each event
+    /// (`stream::translate`).
+    pick: Option<Pick>,
 }
 
 impl Direct {
@@ -67,7 +71,14 @@ impl Direct {
             stream,
             floor,
             chunked: false,
+            pick: None,
         }
+    }
+
+    /// Writes each event as `pick` chooses (another API's stream), if given.
+    pub fn picking(mut self, pick: Option<Pick>) -> Direct {
+        self.pick = pick;
+        self
     }
 
     /// Events at or below `floor` are dropped from now on (a stream that
@@ -91,6 +102,7 @@ impl Direct {
     pub fn write(&self, d: Delivery) -> Option<Delivery> {
         let header;
         let positioned;
+        let picked;
         let (head, body, event): (&[u8], &[u8], bool) = match &d {
             Delivery::Event(f, stream) => {
                 if !std::ptr::eq(*stream, self.stream) && *stream != self.stream {
@@ -99,14 +111,23 @@ impl Direct {
                 if self.floor.is_some_and(|floor| f.id <= floor) {
                     return None;
                 }
-                match self.transport {
-                    Transport::Sse if self.chunked => (&[], f.chunk(false), true),
-                    Transport::Ndjson if self.chunked => (&[], f.chunk(true), true),
-                    Transport::Sse => (&[], &f.sse, true),
-                    Transport::Ndjson => (&[], &f.ndjson, true),
-                    _ => {
-                        header = ws_codec::header(op::TEXT, false, f.json.len());
-                        (&header.0[..header.1], &f.json, true)
+                if let Some(pick) = &self.pick {
+                    picked = match pick.of(f) {
+                        Picked::Write(bytes) => bytes,
+                        Picked::Skip => return None,
+                        Picked::Task => return Some(d),
+                    };
+                    (&[], &picked[..], true)
+                } else {
+                    match self.transport {
+                        Transport::Sse if self.chunked => (&[], f.chunk(false), true),
+                        Transport::Ndjson if self.chunked => (&[], f.chunk(true), true),
+                        Transport::Sse => (&[], &f.sse, true),
+                        Transport::Ndjson => (&[], &f.ndjson, true),
+                        _ => {
+                            header = ws_codec::header(op::TEXT, false, f.json.len());
+                            (&header.0[..header.1], &f.json, true)
+                        }
                     }
                 }
             }

@@ -22,6 +22,8 @@
 //! - [`replay_sight`]: what a replay may serve now (the reader's present
 //!   rights: deletes, privacy, suspension, groups and conversations left).
 //! - [`stream_limits`]: the per-user concurrent-stream limit, leased in Redis.
+//! - [`translate`]: events in another API's framing (the Mastodon
+//!   listener's), made before routing so that the hub writes them too.
 //! - [`out`]: what a feed hands its encoder; [`coding`]: a plain body's
 //!   `Content-Encoding`; [`deflate`], [`zstd`], [`zstd_body`], [`ws_codec`]:
 //!   the codecs, each event compressed once for every socket.
@@ -41,6 +43,7 @@ pub mod queue;
 pub mod replay_sight;
 pub mod rule_set;
 pub mod stream_limits;
+pub mod translate;
 pub mod want;
 pub mod wire;
 pub mod ws_codec;

@@ -11,6 +11,7 @@ mod mastodon;
 mod mastodon_misc;
 mod mastodon_oauth;
 mod mastodon_rw;
+mod mastodon_streams;
 mod page;
 
 use common::TestApp;

@@ -9,7 +9,7 @@ use crate::mastodon::notifications;
 use crate::mastodon::schema::{Doc, P};
 use crate::mastodon::statuses;
 use crate::mastodon::streaming;
-use crate::mastodon::streaming_ws;
+use crate::mastodon::streaming::ws as streaming_ws;
 use crate::mastodon::timelines;
 use axum::routing::{delete, get, post};
 

@@ -20,6 +20,7 @@ use super::hub::msg::SHUTDOWN;
 use super::hub::Hub;
 use super::queue::Delivery;
 use super::replay_sight::ReplaySight;
+use super::translate::Pick;
 use super::want::Want;
 use super::wire::Transport;
 use crate::hides::Hides;
@@ -91,7 +92,7 @@ pub struct Feed {
     ended: bool,
     /// A plain stream's socket, to become its queue's sink once the stream
     /// is live (see [`Feed::write_directly`]).
-    direct: Option<(Arc<TcpStream>, Transport, bool)>,
+    direct: Option<(Arc<TcpStream>, Transport, bool, Option<Pick>)>,
     /// Whether the sink is installed.
     direct_on: bool,
     /// The window a shutdown's reconnection hints are drawn over.
@@ -176,17 +177,27 @@ impl Feed {
     /// one subscription, whose writes go through the same socket;
     /// `chunked`: each write framed as a chunk of the body.
     pub fn write_directly(&mut self, tcp: Arc<TcpStream>, transport: Transport, chunked: bool) {
-        self.direct = Some((tcp, transport, chunked));
+        self.direct = Some((tcp, transport, chunked, None));
+    }
+
+    /// [`Feed::write_directly`] for another API's SSE stream: the hub
+    /// writes each event's translation as `pick` chooses it (`Task`: this
+    /// feed's task takes the event), and SSE keep-alives; the body is not
+    /// chunked.
+    pub fn write_translated(&mut self, tcp: Arc<TcpStream>, pick: Pick) {
+        self.direct = Some((tcp, Transport::Sse, false, Some(pick)));
     }
 
     /// Installs the direct sink if one was asked for and the stream has
     /// just gone live.
     fn go_direct(&mut self) {
-        let Some((tcp, transport, chunked)) = self.direct.take() else {
+        let Some((tcp, transport, chunked, pick)) = self.direct.take() else {
             return;
         };
         if let [sub] = self.subs.as_slice() {
-            let direct = Direct::new(tcp, transport, sub.stream, sub.floor).in_chunks(chunked);
+            let direct = Direct::new(tcp, transport, sub.stream, sub.floor)
+                .in_chunks(chunked)
+                .picking(pick);
             self.conn.install_direct(direct);
             self.direct_on = true;
         }

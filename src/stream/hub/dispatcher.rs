@@ -22,6 +22,7 @@ use crate::store::events::Tap;
 use crate::store::Store;
 use crate::stream::frame::{self, EventId, Frame, Incoming};
 use crate::stream::rule_set;
+use crate::stream::translate::Translation;
 use firehose_filters::SubId;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -60,6 +61,8 @@ pub(super) struct Dispatcher {
     /// each gets only the events after its start.
     pub(super) heard: Arc<HeardMark>,
     pub(super) starts: FxHashMap<SubId, EventId>,
+    /// Another API's translations of the events, made before routing.
+    pub(super) translation: Arc<Translation>,
 }
 
 impl Drop for Dispatcher {
@@ -88,6 +91,7 @@ impl Dispatcher {
         tap: Tap,
         heard: Arc<HeardMark>,
         helpers: Vec<Helper>,
+        translation: Arc<Translation>,
     ) -> Dispatcher {
         Dispatcher {
             store,
@@ -105,6 +109,7 @@ impl Dispatcher {
             tapped: None,
             heard,
             starts: FxHashMap::default(),
+            translation,
         }
     }
 }
@@ -142,11 +147,13 @@ impl Dispatcher {
                             Msg::Raw(payload) => match self.tap_json(&payload) {
                                 Some(Incoming::Event(frame)) => batch.push(frame),
                                 other => {
+                                    self.translate(&batch).await;
                                     self.dispatch_batch(&mut batch);
                                     self.incoming(other);
                                 }
                             },
                             Msg::Resubscribed => {
+                                self.translate(&batch).await;
                                 self.dispatch_batch(&mut batch);
                                 self.catch_up(&mut shutdown).await;
                             }
@@ -155,12 +162,20 @@ impl Dispatcher {
                             next = msgs.try_recv().ok();
                         }
                     }
+                    self.translate(&batch).await;
                     self.dispatch_batch(&mut batch);
                     self.deliveries.wait_for_helpers().await;
                 }
                 else => break,
             }
         }
+    }
+
+    /// Has `batch` translated for another API's streams, if any is open
+    /// (`stream::translate`), before it is routed.
+    async fn translate(&self, batch: &[Arc<Frame>]) {
+        let translation = self.translation.clone();
+        translation.run(batch).await;
     }
 
     /// On shutdown: ends every open connection, and any whose `Open` is

@@ -32,6 +32,7 @@ use msg::{Cmd, SHUTDOWN};
 use crate::hides::Hides;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
+use crate::stream::translate::Translation;
 use crate::stream::want::Want;
 use dispatcher::Dispatcher;
 use firehose_filters::SubId;
@@ -52,6 +53,8 @@ pub struct Hub {
     /// The store, shared: every connection's feed reads through it (a
     /// `Store` inline would cost each one 800 bytes).
     store: Arc<Store>,
+    /// Another API's framing of the events (`stream::translate`).
+    translation: Arc<Translation>,
 }
 
 impl Hub {
@@ -75,6 +78,7 @@ impl Hub {
             shutdown.clone(),
         ));
         let shared = Arc::new(store.clone());
+        let translation = Arc::new(Translation::default());
         let dispatcher = Dispatcher::new(
             store,
             keepalive,
@@ -84,6 +88,7 @@ impl Hub {
             (0..delivery_shares())
                 .map(|_| Helper::start(cmd_tx.clone()))
                 .collect(),
+            translation.clone(),
         );
         let rules_filed = dispatcher.routes.rules.filed();
         let disp = tokio::spawn(dispatcher.run(cmd_rx, msg_rx, shutdown));
@@ -95,9 +100,15 @@ impl Hub {
                 rules_filed,
                 tap,
                 store: shared,
+                translation,
             },
             vec![sub, disp],
         )
+    }
+
+    /// Another API's translations of the events (`stream::translate`).
+    pub fn translation(&self) -> &Arc<Translation> {
+        &self.translation
     }
 
     /// The store the connections' feeds read through.

@@ -15,6 +15,7 @@ fn dispatcher() -> Dispatcher {
         crate::store::events::Tap::default(),
         Default::default(),
         vec![Helper::start(mpsc::unbounded_channel().0)],
+        Default::default(),
     )
 }
 

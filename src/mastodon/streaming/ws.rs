@@ -4,15 +4,15 @@
 //! "unsubscribe","stream":..,"tag"|"list":..}` messages; each event a text
 //! message `{"stream":[..],"event":..,"payload":"<JSON text>"}`.
 //!
-//! Each subscription is one of our streams ([`super::streaming`]), read by
+//! Each subscription is one of our streams ([`super`]), read by
 //! a task of its own into the socket's queue; at most
 //! [`MOST_SUBSCRIPTIONS`] a socket (each also counts toward the caller's
 //! streams, as any of ours does). Pings go out every 15 s; a socket that
 //! answers none in 45 s, or whose writes stay blocked 10 s, is closed.
 
-use super::reply::{error, Reply};
-use super::shared::{Ctx, Mastodon};
-use super::streaming::{open, resume_of, step, Step, Wanted};
+use super::{open, resume_of, step, Step, Wanted};
+use crate::mastodon::reply::{error, Reply};
+use crate::mastodon::shared::{Ctx, Mastodon};
 use crate::stream::wire::Transport;
 use crate::stream::ws_codec::{self, close, op, Handshake, Message, Reader};
 use axum::body::Body;
@@ -41,7 +41,7 @@ const PING_EVERY: Duration = Duration::from_secs(15);
 const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `GET /api/v1/streaming` upgraded to a WebSocket.
-pub(super) async fn socket(cx: Ctx, State(m): State<Mastodon>, mut req: Request<Body>) -> Reply {
+pub(crate) async fn socket(cx: Ctx, State(m): State<Mastodon>, mut req: Request<Body>) -> Reply {
     let handshake =
         Handshake::read(req.headers()).map_err(|why| error(StatusCode::BAD_REQUEST, why))?;
     // The token may come as the subprotocol (browsers cannot set headers).

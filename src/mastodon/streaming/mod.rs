@@ -16,6 +16,9 @@
 //! message carries our event's `id`, and `Last-Event-ID` (or
 //! `last_event_id=`) resumes after it with no gap.
 
+pub(super) mod raw;
+pub(super) mod ws;
+
 use super::inner::Answer;
 use super::render::many;
 use super::reply::{error, from_ours, Refused, Reply};
@@ -286,26 +289,49 @@ const MADE_TOGETHER: usize = 32;
 /// connection's alone, [`MADE_TOGETHER`] at a time: a catch-up reads their
 /// people in one round, not one round an event.
 pub(super) async fn make_ahead(m: &Mastodon, base: &str, items: &[Out]) {
-    let fresh: Vec<(&Arc<Frame>, &str, &'static str)> = items
+    let own: Vec<&Arc<Frame>> = items
         .iter()
         .filter_map(|item| match item {
             // Only an event no other connection holds (a replay's, read
             // for this one): a live event is made once, by whichever of
-            // its connections comes first, while the others wait.
+            // its connections comes first, while the others wait (or by
+            // the hub's translator before it is routed, `raw`).
             Out::Event(f, _)
                 if Arc::strong_count(f) == 1 && Arc::strong_count(&f.translated) == 1 =>
             {
-                match &f.event {
-                    Event::Status { status, .. } => Some((f, status.id.as_str(), "update")),
-                    Event::Update { status, .. } => Some((f, status.id.as_str(), "status.update")),
-                    _ => None,
-                }
+                Some(f)
             }
             _ => None,
         })
         .collect();
-    if fresh.len() < 2 {
-        return;
+    if own.len() > 1 {
+        make_together(m, base, &own).await;
+    }
+}
+
+/// Makes the payloads of the statuses, edits and deletes among `frames`
+/// not made yet, [`MADE_TOGETHER`] statuses at a time, for `base`.
+pub(super) async fn make_together(m: &Mastodon, base: &str, frames: &[&Arc<Frame>]) {
+    let keep = |frame: &Frame, said: Option<Said>| {
+        let base = base.to_string();
+        // Made meanwhile by a connection: that one stands.
+        let _ = frame
+            .translated
+            .set(Arc::new(Translated { base, said }) as Arc<dyn Any + Send + Sync>);
+    };
+    let mut fresh = Vec::new();
+    for frame in frames.iter().filter(|f| f.translated.get().is_none()) {
+        match &frame.event {
+            Event::Status { status, .. } => fresh.push((*frame, status.id.as_str(), "update")),
+            Event::Update { status, .. } => {
+                fresh.push((*frame, status.id.as_str(), "status.update"))
+            }
+            Event::Delete { status_id, .. } => {
+                let id = frame.id.to_string();
+                keep(frame, Some(Said::new(&id, "delete", status_id.to_string())));
+            }
+            _ => {}
+        }
     }
     let cx = Ctx {
         caller: Default::default(),
@@ -334,11 +360,7 @@ pub(super) async fn make_ahead(m: &Mastodon, base: &str, items: &[Out]) {
             let said = by_id
                 .get(id)
                 .map(|s| Said::new(&frame.id.to_string(), name, s.to_string()));
-            let base = base.to_string();
-            // Made meanwhile by another connection: that one stands.
-            let _ = frame
-                .translated
-                .set(Arc::new(Translated { base, said }) as Arc<dyn Any + Send + Sync>);
+            keep(frame, said);
         }
     }
 }
@@ -397,10 +419,18 @@ pub(super) async fn health() -> Response {
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], "OK").into_response()
 }
 
-/// `GET /api/v1/streaming/<stream>` (SSE): `user`, `user/notification`,
-/// `public`, `public/local`, `hashtag?tag=`, `hashtag/local?tag=`,
-/// `list?list=`.
-pub(super) async fn sse(cx: Ctx, headers: HeaderMap, State(m): State<Mastodon>) -> Reply {
+/// An SSE stream opened for a Mastodon client: our stream, and what it
+/// is to them.
+pub(super) struct Live {
+    pub(super) stream: Stream,
+    pub(super) wanted: Wanted,
+    pub(super) reader: super::inner::Caller,
+    pub(super) base: String,
+}
+
+/// Opens the SSE stream a request names (`/api/v1/streaming/<stream>`,
+/// its `tag` or `list`, the caller's token, `Last-Event-ID`).
+pub(super) async fn open_sse(m: &Mastodon, cx: &Ctx, headers: &HeaderMap) -> Result<Live, Refused> {
     let name = cx
         .path
         .strip_prefix("/api/v1/streaming/")
@@ -411,48 +441,78 @@ pub(super) async fn sse(cx: Ctx, headers: HeaderMap, State(m): State<Mastodon>) 
     if cx.caller.token.is_none() {
         return Err(error(StatusCode::UNAUTHORIZED, "Missing access token"));
     }
-    let resume = resume_of(&headers, &cx);
-    let stream = open(&m, &cx, &wanted, resume.as_deref(), Transport::Sse).await?;
-    let base = cx.base.clone();
-    let reader = cx.caller.clone();
-    let events = futures::stream::unfold(
-        (Some(stream), m, base, wanted, reader),
-        |(stream, m, base, wanted, reader)| async move {
-            let mut stream = stream?;
-            let mut out = Vec::new();
-            loop {
-                // Waits for something to write, then takes what else is
-                // ready into the same write (a catch-up, a burst), its
-                // statuses made together.
-                let mut items = vec![stream.next().await?];
-                while items.len() < MOST_AT_ONCE {
-                    let Some(item) = stream.try_next() else { break };
-                    items.push(item);
-                }
-                make_ahead(&m, &base, &items).await;
-                for item in &items {
-                    match step(&m, &reader, &base, &wanted, item).await {
-                        Step::Keepalive(None) => out.extend_from_slice(b":thump\n\n"),
-                        Step::Keepalive(Some(id)) => {
-                            out.extend_from_slice(format!(":thump\nid: {id}\n\n").as_bytes())
-                        }
-                        Step::Event(said) => out.extend_from_slice(&said.sse),
-                        Step::Skip => {}
-                        Step::End => {
-                            let state = (None, m, base, wanted, reader);
-                            return Some((Ok(Bytes::from(out)), state));
-                        }
-                    }
-                }
-                if !out.is_empty() {
-                    break;
-                }
+    let resume = resume_of(headers, cx);
+    let stream = open(m, cx, &wanted, resume.as_deref(), Transport::Sse).await?;
+    Ok(Live {
+        stream,
+        wanted,
+        reader: cx.caller.clone(),
+        base: cx.base.clone(),
+    })
+}
+
+/// The first bytes of an SSE body (a comment: the stream is open).
+pub(super) const SSE_START: &[u8] = b":)\n\n";
+
+impl Live {
+    /// Waits for what comes next and appends, as SSE, it and whatever else
+    /// is ready; `false` once the stream has ended (what ended it
+    /// appended).
+    pub(super) async fn next_sse(&mut self, m: &Mastodon, out: &mut Vec<u8>) -> bool {
+        loop {
+            let Some(first) = self.stream.next().await else {
+                return false;
+            };
+            if !self.say(m, first, out).await {
+                return false;
             }
-            let state = (Some(stream), m, base, wanted, reader);
-            Some((Ok::<_, std::convert::Infallible>(Bytes::from(out)), state))
-        },
-    );
-    let head = futures::stream::once(async { Ok(Bytes::from_static(b":)\n\n")) });
+            if !out.is_empty() {
+                return true;
+            }
+        }
+    }
+
+    /// Appends `first` and whatever else is ready (a catch-up, a burst: its
+    /// statuses made together) as SSE; `false` if the stream ended there.
+    pub(super) async fn say(&mut self, m: &Mastodon, first: Out, out: &mut Vec<u8>) -> bool {
+        let mut items = vec![first];
+        while items.len() < MOST_AT_ONCE {
+            let Some(item) = self.stream.try_next() else {
+                break;
+            };
+            items.push(item);
+        }
+        make_ahead(m, &self.base, &items).await;
+        for item in &items {
+            match step(m, &self.reader, &self.base, &self.wanted, item).await {
+                Step::Keepalive(None) => out.extend_from_slice(b":thump\n\n"),
+                Step::Keepalive(Some(id)) => {
+                    out.extend_from_slice(format!(":thump\nid: {id}\n\n").as_bytes())
+                }
+                Step::Event(said) => out.extend_from_slice(&said.sse),
+                Step::Skip => {}
+                Step::End => return false,
+            }
+        }
+        true
+    }
+}
+
+/// `GET /api/v1/streaming/<stream>` (SSE): `user`, `user/notification`,
+/// `public`, `public/local`, `hashtag?tag=`, `hashtag/local?tag=`,
+/// `list?list=`. Served here when the request came on a connection hyper
+/// already serves; a connection's first request is served on the raw
+/// socket ([`raw`]).
+pub(super) async fn sse(cx: Ctx, headers: HeaderMap, State(m): State<Mastodon>) -> Reply {
+    let live = open_sse(&m, &cx, &headers).await?;
+    let events = futures::stream::unfold((Some(live), m), |(live, m)| async move {
+        let mut live = live?;
+        let mut out = Vec::new();
+        let more = live.next_sse(&m, &mut out).await;
+        let state = (more.then_some(live), m);
+        Some((Ok::<_, std::convert::Infallible>(Bytes::from(out)), state))
+    });
+    let head = futures::stream::once(async { Ok(Bytes::from_static(SSE_START)) });
     Ok((
         [
             (header::CONTENT_TYPE, "text/event-stream"),
