@@ -73,13 +73,11 @@ pub(super) async fn create(
         if let Some(why) = unsupported(&plain, me.private) {
             return Err(error(StatusCode::UNPROCESSABLE_ENTITY, &why));
         }
-        if plain.get("in_reply_to_id").is_some_and(|r| !r.is_empty()) {
-            return Err(error(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "A direct status is a message here: it answers its conversation, not a status",
-            ));
+        let text = f.get("status").map_or("", String::as_str);
+        if let Some(reply_to) = plain.get("in_reply_to_id").filter(|r| !r.is_empty()) {
+            return reply_direct(&m, &cx, me.uid, reply_to, text).await;
         }
-        return post_direct(&m, &cx, f.get("status").map_or("", String::as_str)).await;
+        return post_direct(&m, &cx, text).await;
     }
     if let Some(why) = unsupported(&f, me.private) {
         return Err(error(StatusCode::UNPROCESSABLE_ENTITY, &why));
@@ -374,6 +372,58 @@ pub(super) async fn reblogged_by(
         .map(|u| account(&u, &cx.base))
         .collect();
     Ok(entity(StatusCode::OK, Value::Array(list)))
+}
+
+/// The conversations searched for the message a direct reply answers.
+const RECENT_CONVERSATIONS: usize = 200;
+
+/// A direct status in reply to `reply_to`: a message to the conversation
+/// that holds that message (one of the caller's
+/// [`RECENT_CONVERSATIONS`] most recent), as a Mastodon client replies in
+/// a conversation; anything else is no message of theirs to answer (422).
+async fn reply_direct(m: &Mastodon, cx: &Ctx, uid: u64, reply_to: &str, text: &str) -> Reply {
+    let held = match reply_to.parse::<u64>() {
+        Ok(mid) => m
+            .app
+            .store
+            .conversations()
+            .holding(uid, mid, RECENT_CONVERSATIONS)
+            .await
+            .map_err(|e| unavailable(&e))?,
+        Err(_) => None,
+    };
+    let Some(cid) = held else {
+        return Err(error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "A direct reply answers a message of one of your conversations",
+        ));
+    };
+    let sent = ok(m
+        .inner
+        .call(
+            Method::POST,
+            &format!("/api/v1/conversations/{cid}/messages"),
+            &cx.caller,
+            Some(&json!({ "text": text })),
+        )
+        .await)?;
+    let conversation = ok(m
+        .inner
+        .call(
+            Method::GET,
+            &format!("/api/v1/conversations/{cid}"),
+            &cx.caller,
+            None,
+        )
+        .await)?;
+    let people: Vec<Value> = conversation["participants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    Ok(entity(
+        StatusCode::OK,
+        super::render::message_status(&sent, &people, &cx.base),
+    ))
 }
 
 /// A status posted with `visibility: direct`: a message to the users its

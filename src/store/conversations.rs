@@ -251,6 +251,34 @@ impl Conversations<'_> {
             .collect())
     }
 
+    /// Which of `viewer`'s `most` most recent conversations holds message
+    /// `mid` (a reply by a client that names the message, not its
+    /// conversation). One read of the list and one check a conversation,
+    /// together; whether the viewer may still write there is the sender's
+    /// check.
+    pub async fn holding(self, viewer: u64, mid: u64, most: usize) -> StoreResult<Option<u64>> {
+        let mut conn = self.store.conn();
+        let cids: Vec<u64> = conn
+            .zrevrange(
+                self.store.keys.user_convs(viewer),
+                0,
+                most.max(1) as isize - 1,
+            )
+            .await?;
+        let checks = cids.iter().map(|cid| {
+            let mut conn = self.store.conn();
+            let key = self.store.keys.conv_bodies(*cid);
+            async move { conn.hexists::<_, _, bool>(key, mid).await }
+        });
+        let held = futures::future::join_all(checks).await;
+        for (cid, held) in cids.into_iter().zip(held) {
+            if held? {
+                return Ok(Some(cid));
+            }
+        }
+        Ok(None)
+    }
+
     /// One message of a conversation.
     pub async fn message(self, cid: u64, mid: u64) -> StoreResult<Message> {
         let mut conn = self.store.conn();

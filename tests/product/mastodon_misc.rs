@@ -139,6 +139,20 @@ for i in range(30):
 handle.close()
 out["seen"] = seen[:1]
 out["conversation_id"] = str(cs[0]["id"])
+# Replies answer their conversation: a group's, the pair's; a stranger's
+# reply to a message not theirs is refused.
+c = login("carol")
+g = a.status_post("@bob @carol a group", visibility="direct")
+r = b.status_post("@alice @carol an answer", visibility="direct", in_reply_to_id=g["id"])
+p = b.status_post("@alice back to you", visibility="direct", in_reply_to_id=s["id"])
+out["replies"] = [r["visibility"], p["visibility"]]
+out["carol"] = [[sorted(x["acct"] for x in k["accounts"]), k["last_status"]["content"]] for k in c.conversations()]
+out["alice"] = sorted(len(k["accounts"]) for k in a.conversations())
+try:
+    c.status_post("@alice sneaking in", visibility="direct", in_reply_to_id=s["id"])
+    out["stranger"] = "posted"
+except Exception as e:
+    out["stranger"] = e.args[1] if len(e.args) > 1 else str(e)
 print(json.dumps(out))
 "##;
     let out = tokio::process::Command::new(&python)
@@ -182,6 +196,26 @@ print(json.dumps(out))
         .json()
         .await
         .unwrap();
-    assert_eq!(theirs, json!([]));
+    let theirs: Vec<&str> = theirs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert!(
+        !theirs.contains(&conv),
+        "carol is not in the pair's: {theirs:?}"
+    );
+    assert_eq!(theirs.len(), 1, "only the group's: {theirs:?}");
+    assert_eq!(seen["replies"], json!(["direct", "direct"]));
+    let carols = seen["carol"].as_array().unwrap();
+    assert_eq!(carols.len(), 1, "the group's one conversation: {seen}");
+    assert_eq!(carols[0][0], json!(["alice", "bob"]));
+    assert!(
+        carols[0][1].as_str().unwrap().contains("an answer"),
+        "{seen}"
+    );
+    assert_eq!(seen["alice"], json!([1, 2]), "the pair's and the group's");
+    assert_eq!(seen["stranger"], 422);
     let _ = alice_id;
 }
