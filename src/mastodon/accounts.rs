@@ -164,12 +164,25 @@ pub(super) async fn update_credentials(
 }
 
 /// `GET /api/v1/accounts/search?q=`: the account whose login is `q`
-/// (`@login` or `login@this-host` too), exactly; this server has no
-/// search by prefix or name.
+/// (`@login` or `login@this-host` too), then the caller's follows and
+/// followers whose login or name starts with it (`limit` 1–80, 40,
+/// after `offset`; `following=true`: only accounts the caller follows).
 pub(super) async fn search(cx: Ctx, State(m): State<Mastodon>) -> Reply {
-    let found = super::render::find(&m, &cx, cx.param("q").unwrap_or_default()).await?;
+    let limit = cx
+        .param("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(40)
+        .clamp(1, 80);
+    let offset = cx
+        .param("offset")
+        .and_then(|o| o.parse::<usize>().ok())
+        .unwrap_or(0)
+        .min(400);
+    let q = cx.param("q").unwrap_or_default();
+    let following = cx.flag("following");
+    let found = super::render::search_accounts(&m, &cx, q, offset + limit, following).await?;
     Ok(entity(
         StatusCode::OK,
-        Value::Array(found.into_iter().collect()),
+        Value::Array(found.into_iter().skip(offset).collect()),
     ))
 }

@@ -7,7 +7,7 @@
 
 use super::entities::iso8601;
 use super::form::fields;
-use super::render::{find, many, viewer};
+use super::render::{many, viewer};
 use super::reply::{entity, error, ok, unavailable, Refused, Reply};
 use super::shared::{Ctx, Mastodon};
 use axum::body::Bytes;
@@ -86,7 +86,7 @@ pub(super) async fn search(cx: Ctx, State(m): State<Mastodon>) -> Reply {
         .clamp(1, 40);
     let wants = |k: &str| kind.is_empty() || kind == k;
     let accounts: Vec<Value> = if wants("accounts") {
-        find(&m, &cx, &q).await?.into_iter().collect()
+        super::render::search_accounts(&m, &cx, &q, limit, cx.flag("following")).await?
     } else {
         Vec::new()
     };

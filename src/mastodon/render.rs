@@ -309,6 +309,69 @@ pub(super) async fn find(
     Ok(Some(account(&ok(answer)?, &cx.base)))
 }
 
+/// The accounts of the caller's follows and followers read for a search
+/// by prefix, at most this many of each.
+const KNOWN_PEOPLE: usize = 200;
+
+/// Accounts for a search `q`, at most `limit`: the account whose login is
+/// `q` first (as [`find`]), then the caller's follows and then followers
+/// whose login or display name starts with `q` (any case), as a client's
+/// mention box asks while a name is typed; `following`: only accounts the
+/// caller follows. There is no directory of every login to search by
+/// prefix beyond these.
+pub(super) async fn search_accounts(
+    m: &Mastodon,
+    cx: &Ctx,
+    q: &str,
+    limit: usize,
+    following: bool,
+) -> Result<Vec<Value>, super::reply::Refused> {
+    let mut found: Vec<Value> = find(m, cx, q).await?.into_iter().collect();
+    let prefix = q.trim().trim_start_matches('@').to_lowercase();
+    if prefix.is_empty() || prefix.contains('@') || cx.caller.token.is_none() {
+        return Ok(if following { Vec::new() } else { found });
+    }
+    let me = m
+        .inner
+        .call(Method::GET, "/api/v1/me", &cx.caller, None)
+        .await;
+    let Some(me) = me.body["id"].as_str().filter(|_| me.status.is_success()) else {
+        return Ok(found);
+    };
+    let lists: &[&str] = if following {
+        &["following"]
+    } else {
+        &["following", "followers"]
+    };
+    let mut known: Vec<Value> = Vec::new();
+    for list in lists {
+        let path = format!("/api/v1/users/{me}/{list}?count={KNOWN_PEOPLE}");
+        let answer = m.inner.call(Method::GET, &path, &cx.caller, None).await;
+        if let Some(users) = answer.body["users"].as_array() {
+            known.extend(users.iter().cloned());
+        }
+    }
+    if following {
+        // The exact match only if followed.
+        found.retain(|a| known.iter().any(|u| u["id"] == a["id"]));
+    }
+    let starts = |v: &Value| {
+        v.as_str()
+            .is_some_and(|t| t.to_lowercase().starts_with(&prefix))
+    };
+    for user in known {
+        if found.len() >= limit {
+            break;
+        }
+        let fits = starts(&user["login"]) || starts(&user["name"]);
+        if fits && !found.iter().any(|a| a["id"] == user["id"]) {
+            found.push(account(&user, &cx.base));
+        }
+    }
+    found.truncate(limit);
+    Ok(found)
+}
+
 /// Our `{users, next_cursor}` list at `path` as accounts paged by `Link`.
 pub(super) async fn users_page(m: &Mastodon, cx: &Ctx, path: &str) -> Reply {
     let limit = cx

@@ -230,3 +230,73 @@ checks.ensure_resource_availability.enabled = false
         "schemathesis found something:\n{report}"
     );
 }
+
+#[tokio::test]
+async fn account_search_finds_people_the_caller_knows_by_prefix() {
+    let (app, base) = TestApp::with_mastodon().await;
+    let (ann_id, ann) = app.user("ann_s").await;
+    let (bob_id, bob) = app.user("bob_s").await;
+    let (bo_id, _) = app.user("boris_s").await;
+    let (_, cat) = app.user("cat_s").await;
+    let (zed_id, _) = app.user("zed_s").await;
+    app.follow(&ann, &bob_id).await;
+    app.follow(&ann, &bo_id).await;
+    app.follow(&cat, &ann_id).await;
+    let (status, _) = app
+        .call(
+            reqwest::Method::PATCH,
+            "/api/v1/me",
+            Some(&bob),
+            Some(json!({"name": "Robert"})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let http = reqwest::Client::new();
+    let search = |q: &str, extra: &str| {
+        http.get(format!("{base}/api/v1/accounts/search?q={q}{extra}"))
+            .bearer_auth(&ann)
+    };
+    let accts = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["acct"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Follows by login, then by display name, a follower, any case.
+    let (status, found) = answer(search("Bo", "")).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut got = accts(&found);
+    got.sort();
+    assert_eq!(got, ["bob_s", "boris_s"]);
+    assert_eq!(accts(&answer(search("rob", "")).await.1), ["bob_s"]);
+    assert_eq!(accts(&answer(search("ca", "")).await.1), ["cat_s"]);
+    assert_eq!(
+        accts(&answer(search("ca", "&following=true")).await.1),
+        Vec::<String>::new(),
+        "cat follows ann; ann does not follow cat"
+    );
+    // A stranger only by their whole login.
+    assert_eq!(
+        accts(&answer(search("ze", "")).await.1),
+        Vec::<String>::new()
+    );
+    let (_, exact) = answer(search("zed_s", "")).await;
+    assert_eq!(accts(&exact), ["zed_s"]);
+    assert_eq!(exact[0]["id"], zed_id.as_str());
+    // Paged by limit and offset.
+    let (_, first) = answer(search("bo", "&limit=1")).await;
+    let (_, second) = answer(search("bo", "&limit=1&offset=1")).await;
+    assert_eq!(first.as_array().unwrap().len(), 1);
+    assert_eq!(second.as_array().unwrap().len(), 1);
+    assert_ne!(first[0]["id"], second[0]["id"]);
+    let (_, past) = answer(search("bo", "&offset=2")).await;
+    assert_eq!(past, json!([]));
+    // v2 search's accounts are the same.
+    let (_, v2) = answer(
+        http.get(format!("{base}/api/v2/search?q=rob&type=accounts"))
+            .bearer_auth(&ann),
+    )
+    .await;
+    assert_eq!(accts(&v2["accounts"]), ["bob_s"]);
+}

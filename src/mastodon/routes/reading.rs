@@ -275,6 +275,7 @@ pub(super) fn routes() -> Vec<Route> {
                     ("type", P::Str),
                     ("limit", P::Int),
                     ("resolve", P::Bool),
+                    ("following", P::Bool),
                 ])
                 .codes(&[401, 503])],
         ),

@@ -159,9 +159,9 @@ pub(super) fn routes() -> Vec<Route> {
         r(
             "/api/v1/accounts/search",
             get(accounts::search),
-            &[get_("The account whose login is q", "Accounts")
+            &[get_("The account whose login is q, then the caller's follows and followers whose login or name starts with q", "Accounts")
                 .open()
-                .query(&[("q", P::Str), ("limit", P::Int)])
+                .query(&[("q", P::Str), ("limit", P::Int), ("following", P::Bool), ("resolve", P::Bool), ("offset", P::Int)])
                 .codes(&[401])],
         ),
         r(
