@@ -384,18 +384,25 @@ pub async fn counts(
     ))
 }
 
+/// How far past a `max_id`'s time a public timeline page starts reading.
+const MAX_ID_SLACK_MS: u64 = 2_000;
+
+/// Pages read past a `max_id`'s slack to fill a public timeline page.
+const MAX_ID_READS: usize = 4;
+
 /// `GET /api/v1/timelines/public`: every public status the history holds,
 /// newest first, judged as a search judges (what the reader may see now;
 /// nothing of a user who blocks them or whom they block), `count` a page
 /// (1-200, 20), paged by `cursor` (`next_cursor`: an event id, so a page
-/// never skips or repeats while statuses are posted). Empty with
-/// `--history 0`.
+/// never skips or repeats while statuses are posted), or from a status id
+/// down (`max_id`, inclusive; with a cursor too, a bound on what its page
+/// holds). Empty with `--history 0`.
 pub async fn public(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {
-    known_params(&q, &["count", "cursor"])?;
+    known_params(&q, &["count", "cursor", "max_id"])?;
     let count = match q.get("count") {
         None => 20,
         Some(c) => match c.trim().parse::<usize>() {
@@ -408,9 +415,29 @@ pub async fn public(
             }
         },
     };
-    let cursor = match q.get("cursor") {
-        None => EventId(u64::MAX, 0, 0),
-        Some(c) => EventId::parse(c).ok_or_else(|| {
+    let max_id = match q.get("max_id") {
+        None => None,
+        Some(m) if m.len() <= 20 && !m.is_empty() && m.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(m.parse::<u64>().unwrap_or(u64::MAX))
+        }
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "invalid_max_id",
+                "max_id must be a status id.",
+            ))
+        }
+    };
+    let cursor = match (q.get("cursor"), max_id) {
+        (None, None) => EventId(u64::MAX, 0, 0),
+        // A status's event follows its id's time: read from a moment after
+        // it (clocks of several processes may disagree that much).
+        (None, Some(max)) => match crate::store::writes::ids::millis_of(max) {
+            Some(ms) => EventId(ms.saturating_add(MAX_ID_SLACK_MS), 0, 0),
+            None => EventId(u64::MAX, 0, 0),
+        },
+        // A cursor is where the page starts; a `max_id` beside it still
+        // bounds what it holds.
+        (Some(c), _) => EventId::parse(c).ok_or_else(|| {
             ApiError::invalid("invalid_cursor", "cursor must come from next_cursor.")
         })?,
     };
@@ -420,7 +447,25 @@ pub async fn public(
     let every = Expr::Or(vec![reply.clone(), Expr::Not(Box::new(reply))]);
     let mut search = reader_search(&state, &auth, every).await?;
     let bounds = (cursor, EventId::ZERO);
-    let (shown, next, _) = page(&state, &auth, &mut search, bounds, count).await?;
+    let (mut shown, mut next, _) = page(&state, &auth, &mut search, bounds, count).await?;
+    if let Some(max) = max_id {
+        // The statuses read past `max_id` (the slack) are not the page's:
+        // read on (a few pages at most) until it is full.
+        let below = |s: &crate::store::statuses::Shown| {
+            s.0.status.id.parse::<u64>().is_ok_and(|id| id <= max)
+        };
+        shown.retain(below);
+        for _ in 0..MAX_ID_READS {
+            let Some(at) = next.filter(|_| shown.len() < count) else {
+                break;
+            };
+            let left = count - shown.len();
+            let (more, after, _) =
+                page(&state, &auth, &mut search, (at, EventId::ZERO), left).await?;
+            shown.extend(more.into_iter().filter(below));
+            next = after;
+        }
+    }
     let mut body = b"{\"statuses\":".to_vec();
     body.extend(statuses_json(&shown));
     let tail = json!({ "next_cursor": next.map(|id| id.to_string()) }).to_string();

@@ -149,10 +149,12 @@ async fn listed_keeping(
 }
 
 /// `GET /api/v1/timelines/public`: every public status our history holds,
-/// newest first, paged by our cursor (carried back as `max_id`);
-/// `since_id` and `min_id` keep the statuses above them (status ids grow
-/// with time); `remote` and `only_media` are empty (no remote statuses,
-/// no media), `local` is all of it.
+/// newest first, paged as the other timelines are (`max_id`, `since_id`,
+/// `min_id` status ids; our public timeline read from a status id down);
+/// `remote` and `only_media` are empty (no remote statuses, no media),
+/// `local` is all of it. A `max_id` that is one of our cursors (the links
+/// this listener gave before 2026-12-06) still pages from there; any other
+/// that is no id names no place (an empty page).
 pub(super) async fn public(cx: Ctx, State(m): State<Mastodon>) -> Reply {
     if cx.flag("remote") || cx.flag("only_media") {
         // Nothing there; the caller is still checked.
@@ -166,13 +168,20 @@ pub(super) async fn public(cx: Ctx, State(m): State<Mastodon>) -> Reply {
             .await)?;
         return Ok(page(&cx, Vec::new()));
     }
-    let above = cx
-        .param("since_id")
-        .or(cx.param("min_id"))
-        .map(|v| v.parse::<u64>().unwrap_or(u64::MAX))
-        .unwrap_or(0);
-    let keep = move |s: &Value| super::shared::id_of(s, "id").is_some_and(|id| id > above);
-    listed_keeping(&m, &cx, "/api/v1/timelines/public", Paging::Cursor, keep).await
+    if cx
+        .param("max_id")
+        .is_some_and(|c| !c.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return listed(&m, &cx, "/api/v1/timelines/public", Paging::Cursor).await;
+    }
+    let window = Window::of(&cx)?;
+    let pick = |mut answer: Value| match answer["statuses"].take() {
+        Value::Array(items) => items,
+        _ => Vec::new(),
+    };
+    let at = ("/api/v1/timelines/public", "");
+    let found = super::paging::read(&m, &cx, at, window, |_| true, pick).await?;
+    Ok(page(&cx, many(&m, &cx, found).await?))
 }
 
 /// `GET /api/v1/bookmarks`.

@@ -219,3 +219,59 @@ print(json.dumps(out))
     assert_eq!(seen["stranger"], 422);
     let _ = alice_id;
 }
+
+#[tokio::test]
+async fn the_public_timeline_pages_by_status_ids_as_mastodon_does() {
+    let (app, base) = TestApp::with_mastodon().await;
+    let (_, token) = app.user("pager").await;
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        ids.push(app.say(&token, &format!("public {i}")).await);
+    }
+    let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
+    let http = reqwest::Client::new();
+    let get = |query: String| {
+        let http = http.clone();
+        let (base, token) = (base.clone(), token.clone());
+        async move {
+            let r = http
+                .get(format!("{base}/api/v1/timelines/public?{query}"))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), StatusCode::OK, "{query}");
+            let link = r
+                .headers()
+                .get("link")
+                .map(|l| l.to_str().unwrap().to_string())
+                .unwrap_or_default();
+            let page: Value = r.json().await.unwrap();
+            let got: Vec<String> = page
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["id"].as_str().unwrap().to_string())
+                .collect();
+            (got, link)
+        }
+    };
+    let (first, link) = get("limit=5".into()).await;
+    assert_eq!(first, newest_first[..5]);
+    assert!(
+        link.contains(&format!("max_id={}", newest_first[4])),
+        "{link}"
+    );
+    let (second, _) = get(format!("limit=5&max_id={}", newest_first[4])).await;
+    assert_eq!(second, newest_first[5..10], "max_id is exclusive");
+    // min_id: the statuses just above it; since_id: the newest above it.
+    let (just_above, _) = get(format!("limit=3&min_id={}", ids[1])).await;
+    assert_eq!(just_above, [ids[4].clone(), ids[3].clone(), ids[2].clone()]);
+    let (newest_above, _) = get(format!("limit=3&since_id={}", ids[1])).await;
+    assert_eq!(newest_above, newest_first[..3]);
+    let (between, _) = get(format!("max_id={}&since_id={}", ids[9], ids[6])).await;
+    assert_eq!(between, [ids[8].clone(), ids[7].clone()]);
+    // Paging back up by the `prev` link's min_id reaches the newest.
+    let (back, _) = get(format!("limit=5&min_id={}", newest_first[5])).await;
+    assert_eq!(back, newest_first[..5]);
+}

@@ -344,12 +344,13 @@ fn object_params(params: Params) -> Option<(&'static str, &'static str, Value)> 
         }
         Params::PublicTimeline => Some((
             "paging",
-            "count (1-200) and cursor.",
+            "count (1-200), and cursor or max_id.",
             json!({
                 "type": "object", "additionalProperties": false,
                 "properties": {
                     "count": count(20),
                     "cursor": {"type": "string", "pattern": "^[0-9]{1,19}(-[0-9]{1,19}(\\.[0-9]{1,9})?)?$", "description": "next_cursor of the page before."},
+                    "max_id": {"type": "string", "pattern": "^[0-9]{1,20}$", "description": "Statuses with this id or a lower one (ids grow with time): where the page starts, or with a cursor a bound on what it holds."},
                 },
             }),
         )),
