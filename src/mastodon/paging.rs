@@ -157,26 +157,24 @@ pub(super) async fn read(
 /// the JSON array and a `Link` header to the next and previous pages, the
 /// request's other query fields kept.
 pub(super) fn page(cx: &Ctx, items: Vec<Value>) -> Response {
-    let first = items
-        .first()
-        .and_then(|v| v["id"].as_str())
-        .map(str::to_string);
-    let last = items
-        .last()
-        .and_then(|v| v["id"].as_str())
-        .map(str::to_string);
-    let links = match (first, last) {
-        (Some(first), Some(last)) => Some(format!(
-            "<{}>; rel=\"next\", <{}>; rel=\"prev\"",
-            link(cx, "max_id", &last),
-            link(cx, "min_id", &first)
-        )),
-        _ => None,
-    };
+    let id = |v: Option<&Value>| v.and_then(|v| v["id"].as_str()).map(str::to_string);
+    let links = links_by(cx, id(items.first()), id(items.last()));
     with_link(
         super::reply::entity(StatusCode::OK, Value::Array(items)),
         links,
     )
+}
+
+/// The `Link` header of a page whose items are ordered by ids from
+/// `first` (newest) to `last`: the next page below `last`, the previous
+/// above `first` (none for an empty page).
+pub(super) fn links_by(cx: &Ctx, first: Option<String>, last: Option<String>) -> Option<String> {
+    let (first, last) = (first?, last?);
+    Some(format!(
+        "<{}>; rel=\"next\", <{}>; rel=\"prev\"",
+        link(cx, "max_id", &last),
+        link(cx, "min_id", &first)
+    ))
 }
 
 /// `items` as a page whose next page starts at our `cursor` (lists of
@@ -203,7 +201,7 @@ pub(super) fn next_cursor(answer: &Answer) -> Option<String> {
     answer.body["next_cursor"].as_str().map(str::to_string)
 }
 
-fn with_link(mut res: Response, links: Option<String>) -> Response {
+pub(super) fn with_link(mut res: Response, links: Option<String>) -> Response {
     if let Some(v) = links.and_then(|l| HeaderValue::from_str(&l).ok()) {
         res.headers_mut().insert(header::LINK, v);
     }

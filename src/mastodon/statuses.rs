@@ -12,7 +12,7 @@
 
 use super::entities::{account, iso8601};
 use super::form::fields;
-use super::paging::cursor_page;
+use super::paging::{cursor_page, Window};
 use super::render::{accounts, fetch, one};
 use super::reply::{entity, error, ok, unavailable, Reply};
 use super::shared::{id_part, Ctx, Mastodon};
@@ -342,8 +342,14 @@ pub(super) async fn favourited_by(
     ))
 }
 
+/// Reposts of one status read for `reblogged_by` (a status reposted by
+/// more is paged over the first this many read).
+const MOST_REPOSTS_READ: usize = 5_000;
+
 /// `GET /api/v1/statuses/{id}/reblogged_by`: who reposted it (those whose
-/// accounts stand), up to 80, for whoever may see the status.
+/// accounts stand), newest repost first, for whoever may see the status;
+/// paged as Mastodon pages it (`limit` 1–80, 40; `max_id`, `since_id`,
+/// `min_id` by the reposts' ids, a `Link` with them).
 pub(super) async fn reblogged_by(
     cx: Ctx,
     Path(id): Path<String>,
@@ -351,14 +357,30 @@ pub(super) async fn reblogged_by(
 ) -> Reply {
     let id = id_part(&id)?;
     fetch(&m, &cx, id).await?;
+    let window = Window::up_to(&cx, 40, MOST_ACCOUNTS)?;
     let sid: u64 = id.parse().unwrap_or(0);
-    let uids = m
+    let reposts = m
         .app
         .store
         .reposts()
-        .reposters(sid, MOST_ACCOUNTS)
+        .reposters(sid, MOST_REPOSTS_READ)
         .await
         .map_err(|e| unavailable(&e))?;
+    let (upper, lower) = (
+        window.max_id.unwrap_or(u64::MAX),
+        window.since_id.or(window.min_id).unwrap_or(0),
+    );
+    let mut inside: Vec<(u64, u64)> = reposts
+        .into_iter()
+        .filter(|(_, repost)| *repost < upper && *repost > lower)
+        .collect();
+    if window.since_id.is_none() && window.min_id.is_some() {
+        // The ones just above `min_id`: the oldest of those above it.
+        let skip = inside.len().saturating_sub(window.limit);
+        inside.drain(..skip);
+    }
+    inside.truncate(window.limit);
+    let uids: Vec<u64> = inside.iter().map(|(uid, _)| *uid).collect();
     let users = m
         .app
         .store
@@ -366,12 +388,28 @@ pub(super) async fn reblogged_by(
         .many(&uids)
         .await
         .map_err(|e| unavailable(&e))?;
-    let list: Vec<Value> = users
+    let by_uid: std::collections::HashMap<String, Value> = users
         .iter()
-        .filter_map(|u| serde_json::to_value(u).ok())
-        .map(|u| account(&u, &cx.base))
+        .filter_map(|u| Some((u.id.clone(), serde_json::to_value(u).ok()?)))
         .collect();
-    Ok(entity(StatusCode::OK, Value::Array(list)))
+    // Each account under its repost's id, for the page's links.
+    let listed: Vec<(u64, Value)> = inside
+        .iter()
+        .filter_map(|(uid, repost)| {
+            let user = by_uid.get(&uid.to_string())?;
+            Some((*repost, account(user, &cx.base)))
+        })
+        .collect();
+    let links = super::paging::links_by(
+        &cx,
+        listed.first().map(|(r, _)| r.to_string()),
+        listed.last().map(|(r, _)| r.to_string()),
+    );
+    let list = listed.into_iter().map(|(_, a)| a).collect();
+    Ok(super::paging::with_link(
+        entity(StatusCode::OK, Value::Array(list)),
+        links,
+    ))
 }
 
 /// The conversations searched for the message a direct reply answers.

@@ -93,9 +93,11 @@ impl Reposts<'_> {
         Ok(pipe.query_async(&mut conn).await?)
     }
 
-    /// Up to `most` users who reposted `sid` (read by `HSCAN`, so a status
-    /// reposted by many costs a bounded read; in no particular order).
-    pub async fn reposters(self, sid: u64, most: usize) -> StoreResult<Vec<u64>> {
+    /// Up to `most` of those who reposted `sid`, each with their repost's
+    /// id (read by `HSCAN`, so a status reposted by many costs a bounded
+    /// read), newest repost first: exact for a status with at most `most`
+    /// reposts, else drawn from the `most` read.
+    pub async fn reposters(self, sid: u64, most: usize) -> StoreResult<Vec<(u64, u64)>> {
         let key = self.store.keys.reposters(sid);
         let mut conn = self.store.conn();
         let mut out = Vec::new();
@@ -105,16 +107,21 @@ impl Reposts<'_> {
                 .arg(&key)
                 .arg(cursor)
                 .arg("COUNT")
-                .arg(most)
+                .arg(most.min(1_000))
                 .query_async(&mut conn)
                 .await?;
-            out.extend(pairs.iter().filter_map(|(uid, _)| uid.parse::<u64>().ok()));
+            out.extend(
+                pairs
+                    .iter()
+                    .filter_map(|(uid, repost)| Some((uid.parse().ok()?, repost.parse().ok()?))),
+            );
             if next == 0 || out.len() >= most {
                 break;
             }
             cursor = next;
         }
         out.truncate(most);
+        out.sort_unstable_by_key(|&(_, repost)| std::cmp::Reverse(repost));
         Ok(out)
     }
 }

@@ -275,3 +275,58 @@ async fn the_public_timeline_pages_by_status_ids_as_mastodon_does() {
     let (back, _) = get(format!("limit=5&min_id={}", newest_first[5])).await;
     assert_eq!(back, newest_first[..5]);
 }
+
+#[tokio::test]
+async fn reblogged_by_lists_the_newest_repost_first_and_pages_by_link() {
+    let (app, base) = TestApp::with_mastodon().await;
+    let (_, author) = app.user("reposted").await;
+    let sid = app.say(&author, "repost me").await;
+    let mut fans = Vec::new();
+    for i in 0..5 {
+        let (_, token) = app.user(&format!("fan{i}")).await;
+        app.repost(&token, &sid).await;
+        fans.push(format!("fan{i}"));
+    }
+    let newest_first: Vec<String> = fans.iter().rev().cloned().collect();
+    let http = reqwest::Client::new();
+    let get = |query: &str| {
+        http.get(format!("{base}/api/v1/statuses/{sid}/reblogged_by?{query}"))
+            .bearer_auth(&author)
+            .send()
+    };
+    let accts = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["acct"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let r = get("").await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(accts(&r.json().await.unwrap()), newest_first);
+    // Two at a time, following the `next` link to the end.
+    let mut seen = Vec::new();
+    let mut url = format!("{base}/api/v1/statuses/{sid}/reblogged_by?limit=2");
+    for _ in 0..5 {
+        let r = http.get(&url).bearer_auth(&author).send().await.unwrap();
+        let link = r
+            .headers()
+            .get("link")
+            .map(|l| l.to_str().unwrap().to_string());
+        let page: Value = r.json().await.unwrap();
+        if page == json!([]) {
+            break;
+        }
+        seen.extend(accts(&page));
+        let link = link.expect("a Link on a page with accounts");
+        url = link
+            .split(", ")
+            .find(|l| l.ends_with("rel=\"next\""))
+            .and_then(|l| l.split(['<', '>']).nth(1))
+            .unwrap()
+            .to_string();
+    }
+    assert_eq!(seen, newest_first);
+    let r = get("max_id=abc").await.unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+}

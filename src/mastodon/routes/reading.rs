@@ -105,9 +105,10 @@ pub(super) fn routes() -> Vec<Route> {
         r(
             "/api/v1/statuses/{id}/reblogged_by",
             get(statuses::reblogged_by),
-            &[get_("Who reblogged (up to 80)", "Accounts")
+            &[get_("Who reblogged, newest first", "Accounts")
                 .open()
-                .codes(&[401, 404, 503])],
+                .query(PAGE)
+                .codes(&[400, 401, 404, 503])],
         ),
         r(
             "/api/v1/timelines/home",
