@@ -7,9 +7,10 @@
 //! `conversation` events are our `direct_message`s: `streaming`; both make
 //! their entities with `render`.)
 //!
-//! A message is not a status here: its id names no status (`GET
-//! /api/v1/statuses/:id` of it is 404), it is in no timeline, and it cannot
-//! be favourited or reblogged.
+//! A message is not a status here: it is in no timeline and cannot be
+//! favourited or reblogged; its id reads (`GET /api/v1/statuses/:id`, its
+//! `/context`: the conversation before and after it) only for the members
+//! of its conversation, as a `direct` status (`render::message_thread`).
 
 use super::render::{conversation, viewer};
 use super::reply::{entity, error, ok, Refused, Reply};

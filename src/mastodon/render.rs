@@ -480,3 +480,70 @@ pub(super) async fn of_message(m: &Mastodon, cx: &Ctx, event: &Value) -> Option<
         .is_success()
         .then(|| conversation(&answer.body, uid, &cx.base).to_string())
 }
+
+/// The caller's conversations searched for a message named by id (a
+/// direct status read, or answered, by a Mastodon client).
+pub(super) const RECENT_CONVERSATIONS: usize = 200;
+
+/// Messages of a conversation read on each side of one read as a status.
+const THREAD_SIDE: usize = 40;
+
+/// A message read as Mastodon reads a direct status: it, and its
+/// conversation's messages before and after it (each oldest first).
+pub(super) struct Thread {
+    pub(super) status: Value,
+    pub(super) before: Vec<Value>,
+    pub(super) after: Vec<Value>,
+}
+
+/// The message `id` as a direct status with its thread, for a caller in
+/// its conversation (one of their [`RECENT_CONVERSATIONS`] most recent;
+/// our API judges that they are in it); `None`: no message of theirs.
+pub(super) async fn message_thread(
+    m: &Mastodon,
+    cx: &Ctx,
+    id: &str,
+) -> Result<Option<Thread>, Refused> {
+    let (Ok(mid), Some(uid)) = (id.parse::<u64>(), viewer(m, cx).await) else {
+        return Ok(None);
+    };
+    let held = m
+        .app
+        .store
+        .conversations()
+        .holding(uid, mid, RECENT_CONVERSATIONS)
+        .await
+        .map_err(|e| unavailable(&e))?;
+    let Some(cid) = held else {
+        return Ok(None);
+    };
+    let get =
+        |path: String| async move { m.inner.call(Method::GET, &path, &cx.caller, None).await };
+    let found = get(format!("/api/v1/conversations/{cid}")).await;
+    if found.status == StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    let people: Vec<Value> = ok(found)?["participants"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let messages = format!("/api/v1/conversations/{cid}/messages");
+    let older = ok(get(format!("{messages}?max_id={mid}&count={}", THREAD_SIDE + 1)).await)?;
+    let newest = ok(get(format!("{messages}?count={THREAD_SIDE}")).await)?;
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    let older = list(&older);
+    let Some(this) = older.first().filter(|msg| id_of(msg, "id") == Some(mid)) else {
+        return Ok(None);
+    };
+    let said = |msg: &Value| message_status(msg, &people, &cx.base);
+    Ok(Some(Thread {
+        status: said(this),
+        before: older.iter().skip(1).rev().map(said).collect(),
+        after: list(&newest)
+            .iter()
+            .rev()
+            .filter(|msg| id_of(msg, "id").is_some_and(|id| id > mid))
+            .map(said)
+            .collect(),
+    }))
+}

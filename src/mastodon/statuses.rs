@@ -93,10 +93,19 @@ pub(super) async fn create(
     Ok(entity(StatusCode::OK, one(&m, &cx, posted).await?))
 }
 
-/// `GET /api/v1/statuses/{id}`.
+/// `GET /api/v1/statuses/{id}`: a status, or a message of the caller's
+/// conversations as a `direct` status.
 pub(super) async fn show(cx: Ctx, Path(id): Path<String>, State(m): State<Mastodon>) -> Reply {
     let id = id_part(&id)?;
-    Ok(entity(StatusCode::OK, fetch(&m, &cx, id).await?))
+    match fetch(&m, &cx, id).await {
+        Err(e) if e.status() == StatusCode::NOT_FOUND => {
+            match super::render::message_thread(&m, &cx, id).await? {
+                Some(thread) => Ok(entity(StatusCode::OK, thread.status)),
+                None => Err(e),
+            }
+        }
+        found => Ok(entity(StatusCode::OK, found?)),
+    }
 }
 
 /// `DELETE /api/v1/statuses/{id}`: the status as it was, with its `text`
@@ -212,7 +221,7 @@ fn strings(v: &Value) -> Vec<String> {
 /// first (the first 200 descendants, as our context's largest page).
 pub(super) async fn context(cx: Ctx, Path(id): Path<String>, State(m): State<Mastodon>) -> Reply {
     let id = id_part(&id)?;
-    let ours = ok(m
+    let answer = m
         .inner
         .call(
             Method::GET,
@@ -220,7 +229,17 @@ pub(super) async fn context(cx: Ctx, Path(id): Path<String>, State(m): State<Mas
             &cx.caller,
             None,
         )
-        .await)?;
+        .await;
+    if answer.status == StatusCode::NOT_FOUND {
+        // A message: its conversation, before and after it.
+        if let Some(thread) = super::render::message_thread(&m, &cx, id).await? {
+            return Ok(entity(
+                StatusCode::OK,
+                json!({ "ancestors": thread.before, "descendants": thread.after }),
+            ));
+        }
+    }
+    let ours = ok(answer)?;
     let list = |k: &str| ours[k].as_array().cloned().unwrap_or_default();
     let ancestors = super::render::many(&m, &cx, list("ancestors")).await?;
     let descendants = super::render::many(&m, &cx, list("descendants")).await?;
@@ -412,12 +431,9 @@ pub(super) async fn reblogged_by(
     ))
 }
 
-/// The conversations searched for the message a direct reply answers.
-const RECENT_CONVERSATIONS: usize = 200;
-
 /// A direct status in reply to `reply_to`: a message to the conversation
 /// that holds that message (one of the caller's
-/// [`RECENT_CONVERSATIONS`] most recent), as a Mastodon client replies in
+/// [`super::render::RECENT_CONVERSATIONS`] most recent), as a Mastodon client replies in
 /// a conversation; anything else is no message of theirs to answer (422).
 async fn reply_direct(m: &Mastodon, cx: &Ctx, uid: u64, reply_to: &str, text: &str) -> Reply {
     let held = match reply_to.parse::<u64>() {
@@ -425,7 +441,7 @@ async fn reply_direct(m: &Mastodon, cx: &Ctx, uid: u64, reply_to: &str, text: &s
             .app
             .store
             .conversations()
-            .holding(uid, mid, RECENT_CONVERSATIONS)
+            .holding(uid, mid, super::render::RECENT_CONVERSATIONS)
             .await
             .map_err(|e| unavailable(&e))?,
         Err(_) => None,

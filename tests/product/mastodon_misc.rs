@@ -148,6 +148,17 @@ p = b.status_post("@alice back to you", visibility="direct", in_reply_to_id=s["i
 out["replies"] = [r["visibility"], p["visibility"]]
 out["carol"] = [[sorted(x["acct"] for x in k["accounts"]), k["last_status"]["content"]] for k in c.conversations()]
 out["alice"] = sorted(len(k["accounts"]) for k in a.conversations())
+# A message reads as a direct status, with its conversation as context,
+# for its conversation's members only.
+out["read_message"] = b.status(s["id"])["visibility"]
+ctx = b.status_context(p["id"])
+out["context"] = [str(ctx["ancestors"][0]["id"]) == str(s["id"]), str(ctx["ancestors"][-1]["id"]) != str(p["id"]), len(ctx["descendants"])]
+out["context_of_first"] = [len(b.status_context(s["id"])["ancestors"]), str(b.status_context(s["id"])["descendants"][-1]["id"]) == str(p["id"])]
+try:
+    c.status(s["id"])
+    out["stranger_read"] = "read"
+except Exception as e:
+    out["stranger_read"] = e.args[1] if len(e.args) > 1 else str(e)
 try:
     c.status_post("@alice sneaking in", visibility="direct", in_reply_to_id=s["id"])
     out["stranger"] = "posted"
@@ -217,6 +228,10 @@ print(json.dumps(out))
     );
     assert_eq!(seen["alice"], json!([1, 2]), "the pair's and the group's");
     assert_eq!(seen["stranger"], 422);
+    assert_eq!(seen["read_message"], "direct");
+    assert_eq!(seen["context"], json!([true, true, 0]), "{seen}");
+    assert_eq!(seen["context_of_first"], json!([0, true]), "{seen}");
+    assert_eq!(seen["stranger_read"], 404);
     let _ = alice_id;
 }
 
