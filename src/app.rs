@@ -83,6 +83,18 @@ pub async fn run(
     listener: TcpListener,
     signal: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    run_listening(cfg, listener, None, signal).await
+}
+
+/// [`run`], with the Mastodon-compatible API on `mastodon` when given (a
+/// listener bound by the caller, say on port 0) instead of
+/// `--mastodon-listen`'s address.
+pub async fn run_listening(
+    cfg: Config,
+    listener: TcpListener,
+    mastodon: Option<TcpListener>,
+    signal: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let store = open_store(&cfg)?;
     let (trigger, shutdown) = shutdown::channel();
     tokio::spawn(async move {
@@ -141,14 +153,24 @@ pub async fn run(
             shutdown.clone(),
         ));
     }
-    if let Some(addr) = cfg
-        .mastodon_listen
-        .or_else(|| cfg.demo.then(|| SocketAddr::from(([127, 0, 0, 1], 8081))))
-    {
+    let mastodon = match mastodon {
+        Some(listener) => Some(Ok(listener)),
+        None => match cfg
+            .mastodon_listen
+            .or_else(|| cfg.demo.then(|| SocketAddr::from(([127, 0, 0, 1], 8081))))
+        {
+            Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| (addr, e))),
+            None => None,
+        },
+    };
+    if let Some(bound) = mastodon {
         // A listener that cannot be had (the demo's port taken) leaves the
         // server serving its own API, said so.
-        match TcpListener::bind(addr).await {
+        match bound {
             Ok(listener) => {
+                let addr = listener
+                    .local_addr()
+                    .map_or_else(|_| "?".to_string(), |a| a.to_string());
                 tracing::info!(%addr, "serving the Mastodon-compatible API");
                 let (state, shutdown) = (state.clone(), shutdown.clone());
                 tasks.push(tokio::spawn(async move {
@@ -160,7 +182,7 @@ pub async fn run(
                     }
                 }));
             }
-            Err(e) => {
+            Err((addr, e)) => {
                 tracing::warn!(%addr, error = %e, "cannot listen for the Mastodon-compatible API")
             }
         }

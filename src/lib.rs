@@ -52,6 +52,6 @@ pub mod text;
 pub mod visibility;
 pub mod workers;
 
-pub use app::{run, run_workers};
+pub use app::{run, run_listening, run_workers};
 pub use config::Config;
 pub use state::AppState;

@@ -35,20 +35,29 @@ impl TestApp {
         Self::start_on(RedisServer::start(), tweak).await
     }
 
-    /// The app on a Redis of the test's choosing (a durable one, say).
     /// The app with the Mastodon API on a listener of its own: the app and
     /// that listener's base URL.
     #[allow(dead_code)]
     pub(crate) async fn with_mastodon() -> (TestApp, String) {
-        let port = free_port();
-        let app = TestApp::start_with(|c| {
-            c.mastodon_listen = Some(format!("127.0.0.1:{port}").parse().unwrap());
-        })
-        .await;
-        (app, format!("http://127.0.0.1:{port}"))
+        // Bound here, on a port of its own: a port picked free and bound
+        // later may be taken meanwhile by another test's server.
+        let mastodon = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = mastodon.local_addr().unwrap();
+        let app = TestApp::start_listening(RedisServer::start(), |_| {}, Some(mastodon)).await;
+        (app, format!("http://{addr}"))
     }
 
+    /// The app on a Redis of the test's choosing (a durable one, say).
     pub(crate) async fn start_on(redis: RedisServer, tweak: impl FnOnce(&mut Config)) -> TestApp {
+        Self::start_listening(redis, tweak, None).await
+    }
+
+    /// The app on `redis`, with the Mastodon API on `mastodon` if given.
+    async fn start_listening(
+        redis: RedisServer,
+        tweak: impl FnOnce(&mut Config),
+        mastodon: Option<tokio::net::TcpListener>,
+    ) -> TestApp {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_env("TEST_LOG"))
             .with_test_writer()
@@ -58,9 +67,15 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let done = tokio::spawn(firehose::run(cfg.clone(), listener, async move {
+        let stopping = async move {
             let _ = stopped.await;
-        }));
+        };
+        let done = tokio::spawn(firehose::run_listening(
+            cfg.clone(),
+            listener,
+            mastodon,
+            stopping,
+        ));
         let app = TestApp {
             addr,
             redis,

@@ -1,8 +1,8 @@
 //! The Mastodon listener's streams through faults, with real processes: a
 //! reader of `/api/v1/streaming/public` on a server killed with SIGKILL
-//! and started again, then through a Redis killed and restarted, resumes
-//! by `Last-Event-ID` and gets every status acknowledged meanwhile, each
-//! once, in order.
+//! (then on the process started after it), then through a Redis killed and
+//! restarted, resumes by `Last-Event-ID` and gets every status acknowledged
+//! meanwhile, each once, in order.
 
 use crate::common::{self, free_port, ServerProcess, StreamClient, TestApp};
 use std::time::Duration;
@@ -80,15 +80,37 @@ impl Reader {
     }
 }
 
+/// A server process with the Mastodon listener on a port picked free,
+/// checked to be this test's (its Redis knows `login`, whose `token` it
+/// takes: a port picked free
+/// may be taken by another test's server before this one binds it).
+async fn mastodon_server(app: &TestApp, login: &str, token: &str) -> (ServerProcess, String) {
+    for _ in 0..5 {
+        let mastodon = format!("127.0.0.1:{}", free_port());
+        let env = [("FIREHOSE_MASTODON_LISTEN", mastodon.as_str())];
+        let server = ServerProcess::serve(&app.redis, &env).await;
+        let lookup = format!("http://{mastodon}/api/v1/accounts/lookup?acct={login}");
+        let ours = app
+            .http
+            .get(lookup)
+            .bearer_auth(token)
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == reqwest::StatusCode::OK);
+        if ours {
+            return (server, mastodon);
+        }
+        server.kill9().await;
+    }
+    panic!("no Mastodon listener of this test's after 5 ports");
+}
+
 #[tokio::test]
 async fn a_mastodon_reader_resumes_across_a_server_kill_and_a_redis_restart() {
     let redis = common::RedisServer::start_durable();
     let mut app = TestApp::start_on(redis, |_| {}).await;
     let (_, token) = app.user("mastodon_faults").await;
-    let mastodon = format!("127.0.0.1:{}", free_port());
-    let env = [("FIREHOSE_MASTODON_LISTEN", mastodon.as_str())];
-    let server = ServerProcess::serve(&app.redis, &env).await;
-    let port = server.port;
+    let (server, mastodon) = mastodon_server(&app, "mastodon_faults", &token).await;
     let mut reader = Reader {
         url: format!("http://{mastodon}/api/v1/streaming/public"),
         token: token.clone(),
@@ -112,7 +134,11 @@ async fn a_mastodon_reader_resumes_across_a_server_kill_and_a_redis_restart() {
     for i in 0..5 {
         posted.push(app.say(&token, &format!("while it is gone {i}")).await);
     }
-    let server = ServerProcess::serve_on(&app.redis, port, &env).await;
+    // Back on another port (as behind a load balancer): the reader
+    // resumes there.
+    let (server, mastodon) = mastodon_server(&app, "mastodon_faults", &token).await;
+    reader.url = format!("http://{mastodon}/api/v1/streaming/public");
+    reader.client = None;
     for i in 0..5 {
         posted.push(app.say(&token, &format!("after it is back {i}")).await);
     }
