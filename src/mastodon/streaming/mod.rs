@@ -426,6 +426,8 @@ pub(super) struct Live {
     pub(super) wanted: Wanted,
     pub(super) reader: super::inner::Caller,
     pub(super) base: String,
+    /// Events appended by [`Live::say`] and not yet counted as sent.
+    appended: u64,
 }
 
 /// Opens the SSE stream a request names (`/api/v1/streaming/<stream>`,
@@ -448,6 +450,7 @@ pub(super) async fn open_sse(m: &Mastodon, cx: &Ctx, headers: &HeaderMap) -> Res
         wanted,
         reader: cx.caller.clone(),
         base: cx.base.clone(),
+        appended: 0,
     })
 }
 
@@ -489,12 +492,22 @@ impl Live {
                 Step::Keepalive(Some(id)) => {
                     out.extend_from_slice(format!(":thump\nid: {id}\n\n").as_bytes())
                 }
-                Step::Event(said) => out.extend_from_slice(&said.sse),
+                Step::Event(said) => {
+                    out.extend_from_slice(&said.sse);
+                    self.appended += 1;
+                }
                 Step::Skip => {}
                 Step::End => return false,
             }
         }
         true
+    }
+
+    /// What was appended went out: its events counted as sent (the hub
+    /// counts those it writes itself).
+    pub(super) fn sent(&mut self) {
+        let metrics = crate::metrics::global();
+        crate::metrics::inc(&metrics.events_sent, std::mem::take(&mut self.appended));
     }
 }
 
@@ -509,6 +522,7 @@ pub(super) async fn sse(cx: Ctx, headers: HeaderMap, State(m): State<Mastodon>) 
         let mut live = live?;
         let mut out = Vec::new();
         let more = live.next_sse(&m, &mut out).await;
+        live.sent();
         let state = (more.then_some(live), m);
         Some((Ok::<_, std::convert::Infallible>(Bytes::from(out)), state))
     });

@@ -177,7 +177,11 @@ async fn serve(
             continue;
         }
         let sent = wire::send(&mut writer, timeout, |buf| buf.extend_from_slice(&out)).await;
-        if sent.is_none() || !more {
+        if sent.is_none() {
+            break;
+        }
+        live.sent();
+        if !more {
             break;
         }
     }
