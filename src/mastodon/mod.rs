@@ -14,7 +14,7 @@
 //! (`apps`, `authorize`, `oauth`), the instance, accounts and
 //! relationships, statuses, timelines (paged by `Link`: [`paging`]),
 //! notifications, lists, markers, search and trends (`misc`), and the
-//! streams ([`streaming`], [`streaming::ws`]: ours, opened from inside, in
+//! streams ([`streaming`], [`streaming::ws`]: ours, opened as ours are, in
 //! Mastodon's framing). What Mastodon has and this server does not (media,
 //! polls, push) answers 422 or 404 as Mastodon does; every
 //! other path 404 (docs/api.md, *The Mastodon-compatible API*).

@@ -496,6 +496,44 @@ pub(super) struct Thread {
     pub(super) after: Vec<Value>,
 }
 
+/// Which of `uid`'s [`RECENT_CONVERSATIONS`] most recent conversations
+/// holds the message `id` (`None`: none of them, or no message id).
+pub(super) async fn conversation_of(
+    m: &Mastodon,
+    uid: u64,
+    id: &str,
+) -> Result<Option<u64>, Refused> {
+    let Ok(mid) = id.parse::<u64>() else {
+        return Ok(None);
+    };
+    m.app
+        .store
+        .conversations()
+        .holding(uid, mid, RECENT_CONVERSATIONS)
+        .await
+        .map_err(|e| unavailable(&e))
+}
+
+/// The members of conversation `cid` as our API shows them to the caller
+/// (`None`: no conversation of theirs).
+pub(super) async fn participants(
+    m: &Mastodon,
+    cx: &Ctx,
+    cid: u64,
+) -> Result<Option<Vec<Value>>, Refused> {
+    let path = format!("/api/v1/conversations/{cid}");
+    let found = m.inner.call(Method::GET, &path, &cx.caller, None).await;
+    if found.status == StatusCode::NOT_FOUND {
+        return Ok(None);
+    }
+    Ok(Some(
+        ok(found)?["participants"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default(),
+    ))
+}
+
 /// The message `id` as a direct status with its thread, for a caller in
 /// its conversation (one of their [`RECENT_CONVERSATIONS`] most recent;
 /// our API judges that they are in it); `None`: no message of theirs.
@@ -504,29 +542,18 @@ pub(super) async fn message_thread(
     cx: &Ctx,
     id: &str,
 ) -> Result<Option<Thread>, Refused> {
-    let (Ok(mid), Some(uid)) = (id.parse::<u64>(), viewer(m, cx).await) else {
+    let Some(uid) = viewer(m, cx).await else {
         return Ok(None);
     };
-    let held = m
-        .app
-        .store
-        .conversations()
-        .holding(uid, mid, RECENT_CONVERSATIONS)
-        .await
-        .map_err(|e| unavailable(&e))?;
-    let Some(cid) = held else {
+    let Some(cid) = conversation_of(m, uid, id).await? else {
         return Ok(None);
     };
+    let Some(people) = participants(m, cx, cid).await? else {
+        return Ok(None);
+    };
+    let mid: u64 = id.parse().unwrap_or_default();
     let get =
         |path: String| async move { m.inner.call(Method::GET, &path, &cx.caller, None).await };
-    let found = get(format!("/api/v1/conversations/{cid}")).await;
-    if found.status == StatusCode::NOT_FOUND {
-        return Ok(None);
-    }
-    let people: Vec<Value> = ok(found)?["participants"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
     let messages = format!("/api/v1/conversations/{cid}/messages");
     let older = ok(get(format!("{messages}?max_id={mid}&count={}", THREAD_SIDE + 1)).await)?;
     let newest = ok(get(format!("{messages}?count={THREAD_SIDE}")).await)?;

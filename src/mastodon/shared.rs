@@ -111,6 +111,18 @@ impl FromRequestParts<Mastodon> for Ctx {
 }
 
 impl Ctx {
+    /// A context of our own making (a stream's event made into Mastodon's):
+    /// `caller` (`Default`: no one in particular) reaching us at `base`.
+    pub(super) fn inside(caller: Caller, base: &str) -> Ctx {
+        Ctx {
+            caller,
+            app_token: None,
+            base: base.to_string(),
+            path: String::new(),
+            params: Vec::new(),
+        }
+    }
+
     /// The query field `name` (its first value).
     pub(super) fn param(&self, name: &str) -> Option<&str> {
         self.params

@@ -436,16 +436,7 @@ pub(super) async fn reblogged_by(
 /// [`super::render::RECENT_CONVERSATIONS`] most recent), as a Mastodon client replies in
 /// a conversation; anything else is no message of theirs to answer (422).
 async fn reply_direct(m: &Mastodon, cx: &Ctx, uid: u64, reply_to: &str, text: &str) -> Reply {
-    let held = match reply_to.parse::<u64>() {
-        Ok(mid) => m
-            .app
-            .store
-            .conversations()
-            .holding(uid, mid, super::render::RECENT_CONVERSATIONS)
-            .await
-            .map_err(|e| unavailable(&e))?,
-        Err(_) => None,
-    };
+    let held = super::render::conversation_of(m, uid, reply_to).await?;
     let Some(cid) = held else {
         return Err(error(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -461,19 +452,9 @@ async fn reply_direct(m: &Mastodon, cx: &Ctx, uid: u64, reply_to: &str, text: &s
             Some(&json!({ "text": text })),
         )
         .await)?;
-    let conversation = ok(m
-        .inner
-        .call(
-            Method::GET,
-            &format!("/api/v1/conversations/{cid}"),
-            &cx.caller,
-            None,
-        )
-        .await)?;
-    let people: Vec<Value> = conversation["participants"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let people = super::render::participants(m, cx, cid)
+        .await?
+        .ok_or_else(|| error(StatusCode::NOT_FOUND, "Record not found"))?;
     Ok(entity(
         StatusCode::OK,
         super::render::message_status(&sent, &people, &cx.base),

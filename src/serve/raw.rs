@@ -8,7 +8,6 @@ use crate::http::stream::ws_session::{self, WsOpened};
 use crate::metrics::{global as metrics, inc};
 use crate::stream::direct::SharedTcp;
 use crate::stream::wire::{self, Encoder};
-use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -83,20 +82,7 @@ pub(super) async fn plain_stream(
                     break;
                 }
             },
-            // The socket's one reader slot, not `readable()`'s waiter
-            // list: nothing to link and unlink on every delivery.
-            ready = std::future::poll_fn(|cx| writer.0.poll_read_ready(cx)) => {
-                if ready.is_err() {
-                    break;
-                }
-                let mut scratch = [0u8; 256];
-                match writer.0.try_read(&mut scratch) {
-                    Ok(0) => break,
-                    Ok(_) => continue,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                    Err(_) => break,
-                }
-            }
+            () = writer.hung_up() => break,
         };
         match wire::send(&mut writer, timeout, |buf| {
             enc.batch(|| feed.try_next(), &out, buf)

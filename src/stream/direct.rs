@@ -193,6 +193,30 @@ fn unwritten(parts: &[&[u8]], n: usize) -> Vec<u8> {
 #[derive(Debug, Clone)]
 pub struct SharedTcp(pub Arc<TcpStream>);
 
+impl SharedTcp {
+    /// Resolves once the client has hung up (or the socket failed); what
+    /// it sends meanwhile is read and dropped. It waits in the socket's one
+    /// reader slot, not `readable()`'s waiter list: nothing to link and
+    /// unlink on every delivery, raced as a stream's task races it.
+    pub async fn hung_up(&self) {
+        loop {
+            if std::future::poll_fn(|cx| self.0.poll_read_ready(cx))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            let mut scratch = [0u8; 256];
+            match self.0.try_read(&mut scratch) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => return,
+            }
+        }
+    }
+}
+
 impl AsyncWrite for SharedTcp {
     fn poll_write(
         self: Pin<&mut Self>,

@@ -263,6 +263,20 @@ impl TestApp {
         jwt.mint(uid, &sid, scopes, 3600).0
     }
 
+    /// Waits until `/readyz` answers 200 again (after a fault), or fails
+    /// as `eventually` does.
+    #[allow(dead_code)]
+    pub(crate) async fn ready_again(&self) {
+        self.eventually("ready again", || async {
+            self.http
+                .get(self.url("/readyz"))
+                .send()
+                .await
+                .is_ok_and(|r| r.status() == StatusCode::OK)
+        })
+        .await;
+    }
+
     /// Waits until `check` holds, polling; panics with `what` after 20 s.
     pub(crate) async fn eventually<F, Fut>(&self, what: &str, mut check: F)
     where

@@ -164,3 +164,26 @@ pub(crate) fn node_modules(name: &str, packages: &str) -> std::path::PathBuf {
     assert!(ok, "could not install {packages} with npm");
     dir
 }
+
+#[allow(dead_code)]
+/// Runs `program` with `argv` (its script among them) in `dir`; the last
+/// line of its output as JSON.
+pub(crate) async fn run_client(program: &str, dir: &std::path::Path, argv: &[&str]) -> Value {
+    let out = tokio::process::Command::new(program)
+        .current_dir(dir)
+        .args(argv)
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(120), out)
+        .await
+        .expect("the client finishes within 2 minutes")
+        .expect("the client runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|_| panic!("the client's JSON: {stdout}"))
+}

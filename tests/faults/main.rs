@@ -317,14 +317,7 @@ async fn a_paused_redis_gives_503s_then_everything_recovers() {
     assert_eq!(status, reqwest::StatusCode::SERVICE_UNAVAILABLE, "{body}");
     assert_eq!(body["error"]["code"], "unavailable");
     // Once the pause ends, requests, readiness and streams come back alone.
-    app.eventually("ready again", || async {
-        app.http
-            .get(app.url("/readyz"))
-            .send()
-            .await
-            .is_ok_and(|r| r.status() == reqwest::StatusCode::OK)
-    })
-    .await;
+    app.ready_again().await;
     let id = app.say(&token, "after the pause").await;
     let e = s.next_event("the status after the pause").await;
     assert_eq!(e.data["status"]["id"], json!(id));

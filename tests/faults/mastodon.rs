@@ -147,14 +147,7 @@ async fn a_mastodon_reader_resumes_across_a_server_kill_and_a_redis_restart() {
     // Redis killed (AOF, every write synced) and started again under the
     // reader; what is posted once it is back arrives too.
     app.redis.restart();
-    app.eventually("the app is ready again", || async {
-        app.http
-            .get(app.url("/readyz"))
-            .send()
-            .await
-            .is_ok_and(|r| r.status() == reqwest::StatusCode::OK)
-    })
-    .await;
+    app.ready_again().await;
     for i in 0..5 {
         posted.push(app.say(&token, &format!("after Redis restarted {i}")).await);
     }

@@ -70,18 +70,9 @@ b.notifications_clear()
 out["after_clear"] = len(b.notifications())
 print(json.dumps(out))
 "##;
-    let out = tokio::process::Command::new(&python)
-        .args(["-u", "-c", script, &base])
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
+    let here = std::env::temp_dir();
+    let python = python.to_str().unwrap();
+    let seen = common::run_client(python, &here, &["-u", "-c", script, &base]).await;
     assert_eq!(seen["lists"], json!(["close friends"]));
     assert_eq!(seen["members"], json!([bob_id]));
     assert_eq!(seen["list_timeline"].as_array().unwrap().len(), 1);
@@ -166,18 +157,9 @@ except Exception as e:
     out["stranger"] = e.args[1] if len(e.args) > 1 else str(e)
 print(json.dumps(out))
 "##;
-    let out = tokio::process::Command::new(&python)
-        .args(["-u", "-c", script, &base])
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let seen: Value = serde_json::from_str(stdout.trim().lines().last().unwrap()).unwrap();
+    let here = std::env::temp_dir();
+    let python = python.to_str().unwrap();
+    let seen = common::run_client(python, &here, &["-u", "-c", script, &base]).await;
     assert_eq!(seen["posted"]["visibility"], "direct");
     assert_eq!(seen["posted"]["mentions"], json!(["bob"]));
     assert_eq!(seen["conversations"], json!([[["alice"], true, "direct"]]));

@@ -21,28 +21,6 @@ async fn mastodon_stream(
     s
 }
 
-/// Runs `program` with `argv` (its script among them) in `dir`; the last
-/// line of its output as JSON.
-async fn run_client(program: &str, dir: &std::path::Path, argv: &[&str]) -> Value {
-    let out = tokio::process::Command::new(program)
-        .current_dir(dir)
-        .args(argv)
-        .kill_on_drop(true)
-        .output();
-    let out = tokio::time::timeout(Duration::from_secs(120), out)
-        .await
-        .expect("the client finishes within 2 minutes")
-        .expect("the client runs");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "the client failed: {stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let last = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(last).unwrap_or_else(|_| panic!("the client's JSON: {stdout}"))
-}
-
 #[tokio::test]
 async fn mastodon_py_posts_reads_pages_and_streams() {
     let (app, base) = TestApp::with_mastodon().await;
@@ -120,7 +98,8 @@ out["seen"] = seen
 print(json.dumps(out))
 "#;
     let dir = std::env::temp_dir();
-    let seen = run_client(python.to_str().unwrap(), &dir, &["-u", "-c", script, &base]).await;
+    let seen =
+        common::run_client(python.to_str().unwrap(), &dir, &["-u", "-c", script, &base]).await;
     let posted = &seen["posted"];
     let sid = posted["id"].as_str().unwrap();
     let reply = seen["reply"].as_str().unwrap();
@@ -242,7 +221,8 @@ streaming.close();
 console.log(JSON.stringify(out));
 process.exit(0);
 "#;
-    let seen = run_client("node", &dir, &["--input-type=module", "-e", script, &base]).await;
+    let seen =
+        common::run_client("node", &dir, &["--input-type=module", "-e", script, &base]).await;
     let sid = seen["posted"]["id"].as_str().unwrap();
     assert_eq!(seen["follow"], true);
     assert_eq!(seen["posted"]["acct"], "bob");

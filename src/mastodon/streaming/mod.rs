@@ -225,13 +225,7 @@ pub(super) async fn step(
         // own unread count, the others in it), made for them alone.
         Event::DirectMessage { .. } if wanted.name == "direct" => {
             let event = serde_json::from_slice::<Value>(&frame.json).unwrap_or_default();
-            let cx = Ctx {
-                caller: reader.clone(),
-                app_token: None,
-                base: base.to_string(),
-                path: String::new(),
-                params: Vec::new(),
-            };
+            let cx = Ctx::inside(reader.clone(), base);
             return match super::render::of_message(m, &cx, &event).await {
                 Some(text) => Step::Event(Said::new(&frame.id.to_string(), "conversation", text)),
                 None => Step::Skip,
@@ -333,13 +327,7 @@ pub(super) async fn make_together(m: &Mastodon, base: &str, frames: &[&Arc<Frame
             _ => {}
         }
     }
-    let cx = Ctx {
-        caller: Default::default(),
-        app_token: None,
-        base: base.to_string(),
-        path: String::new(),
-        params: Vec::new(),
-    };
+    let cx = Ctx::inside(Default::default(), base);
     for together in fresh.chunks(MADE_TOGETHER) {
         let statuses = together
             .iter()
@@ -373,13 +361,7 @@ async fn payload(
     kind: &str,
     event: &Value,
 ) -> Option<(&'static str, String)> {
-    let cx = Ctx {
-        caller: Default::default(),
-        app_token: None,
-        base: base.to_string(),
-        path: String::new(),
-        params: Vec::new(),
-    };
+    let cx = Ctx::inside(Default::default(), base);
     match kind {
         "delete" => Some(("delete", event["status_id"].as_str()?.to_string())),
         "status" | "update" => {

@@ -24,7 +24,6 @@ use axum::http::request::Parts;
 use axum::http::{header, Method};
 use axum::response::IntoResponse;
 use futures::future::BoxFuture;
-use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
@@ -159,18 +158,7 @@ async fn serve(
                 Some(first) => first,
                 None => break,
             },
-            ready = std::future::poll_fn(|cx| writer.0.poll_read_ready(cx)) => {
-                if ready.is_err() {
-                    break;
-                }
-                let mut scratch = [0u8; 256];
-                match writer.0.try_read(&mut scratch) {
-                    Ok(0) => break,
-                    Ok(_) => continue,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                    Err(_) => break,
-                }
-            }
+            () = writer.hung_up() => break,
         };
         let more = live.say(&m, first, &mut out).await;
         if out.is_empty() && more {
