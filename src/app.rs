@@ -68,9 +68,22 @@ async fn open_history(
         dir,
         retention_secs: cfg.history_secs,
         max_bytes: cfg.history_max_bytes,
+        shared: cfg.history_store.is_some(),
+    };
+    let shared = match &cfg.history_store {
+        Some(url) => Some((
+            crate::history::remote::Remote::open(
+                url,
+                cfg.history_store_endpoint.as_deref(),
+                &name,
+            )?,
+            store.clone(),
+            cfg.history_window_secs * 1000,
+        )),
+        None => None,
     };
     let history =
-        tokio::task::spawn_blocking(move || crate::history::History::open(settings, &name))
+        tokio::task::spawn_blocking(move || crate::history::History::open(settings, &name, shared))
             .await??;
     Ok(Some(history))
 }
@@ -113,6 +126,14 @@ pub async fn run_listening(
             hub.tap(),
             shutdown.clone(),
         )));
+        if history.tier().is_some() {
+            tasks.push(tokio::spawn(crate::history::sealer::run(
+                history.clone(),
+                store.clone(),
+                cfg.history_window_secs * 1000,
+                shutdown.clone(),
+            )));
+        }
     }
     tasks.extend(workers::spawn(&store, &cfg, &shutdown));
     tasks.push(tokio::spawn(crate::notifier::run(

@@ -131,6 +131,13 @@ pub struct Metrics {
     pub history_write_errors: ScrapeGauge,
     /// History blocks found damaged when read, read at scrape time.
     pub history_damaged_blocks: ScrapeGauge,
+    /// 1 while the shared history's store answers, 0 while it does not
+    /// (absent without `--history-store`), read at scrape time.
+    pub history_store_reachable: ScrapeGauge,
+    /// Calls to the shared history's store that failed, read at scrape time.
+    pub history_store_errors: ScrapeGauge,
+    /// Bytes of the store's windows cached on this disk, read at scrape time.
+    pub history_store_cache_bytes: ScrapeGauge,
     connections: Family<StreamLabels, Gauge>,
     http: Family<HttpLabels, Histogram, fn() -> Histogram>,
     errors: Family<StatusLabels, Counter>,
@@ -212,6 +219,9 @@ impl Metrics {
             history_writable: ScrapeGauge::default(),
             history_write_errors: ScrapeGauge::default(),
             history_damaged_blocks: ScrapeGauge::default(),
+            history_store_reachable: ScrapeGauge::default(),
+            history_store_errors: ScrapeGauge::default(),
+            history_store_cache_bytes: ScrapeGauge::default(),
             connections: Family::default(),
             http: Family::new_with_constructor(latency_histogram),
             errors: Family::default(),
@@ -384,6 +394,21 @@ impl Metrics {
                 "firehose_history_writable",
                 "1 while the history's writes succeed, 0 while the disk refuses them (the history stops growing).",
                 &m.history_writable,
+            ),
+            (
+                "firehose_history_store_reachable",
+                "1 while the shared history's object store answers, 0 while it does not (streams go on from disk and the buffer).",
+                &m.history_store_reachable,
+            ),
+            (
+                "firehose_history_store_errors",
+                "Calls to the shared history's object store that failed since start.",
+                &m.history_store_errors,
+            ),
+            (
+                "firehose_history_store_cache_bytes",
+                "Bytes of the object store's windows cached on this process's disk.",
+                &m.history_store_cache_bytes,
             ),
             (
                 "firehose_history_write_errors",

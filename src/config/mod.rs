@@ -144,6 +144,20 @@ pub struct Config {
     #[arg(long, env = "FIREHOSE_HISTORY_MAX_BYTES", default_value = "4GiB", value_parser = parse_bytes)]
     pub history_max_bytes: u64,
 
+    /// An S3-compatible object store every process shares the history
+    /// through (`s3://BUCKET/PREFIX`, with the `AWS_*` settings): each
+    /// process then serves the whole history, and its directory is a cache.
+    #[arg(long, env = "FIREHOSE_HISTORY_STORE", value_parser = parse_history_store)]
+    pub history_store: Option<String>,
+
+    /// The shared history's store endpoint (SeaweedFS, MinIO, ...).
+    #[arg(long, env = "AWS_ENDPOINT_URL")]
+    pub history_store_endpoint: Option<String>,
+
+    /// The log's span per shared history object (the same on every process).
+    #[arg(long, env = "FIREHOSE_HISTORY_WINDOW", default_value = "10s", value_parser = parse_window)]
+    pub history_window_secs: u64,
+
     /// Where this process keeps its history (one directory per process;
     /// by default `history-<port>` in --data-dir).
     #[arg(long, env = "FIREHOSE_HISTORY_DIR")]
@@ -467,6 +481,20 @@ pub fn parse_duration(s: &str) -> Result<u64, String> {
         .ok()
         .and_then(|n| n.checked_mul(scale))
         .ok_or_else(|| format!("{s:?} is not a duration such as 3600, 90m or 24h"))
+}
+
+/// `--history-window`: a duration from a second to an hour.
+fn parse_window(s: &str) -> Result<u64, String> {
+    match parse_duration(s)? {
+        secs @ 1..=3600 => Ok(secs),
+        _ => Err(format!("--history-window {s:?}: from 1s to 1h")),
+    }
+}
+
+/// `--history-store`: an `s3://BUCKET[/PREFIX]` URL.
+fn parse_history_store(s: &str) -> Result<String, String> {
+    crate::history::remote::check_url(s)?;
+    Ok(s.to_owned())
 }
 
 /// A size in bytes: a number, or a number with `K`, `M`, `G`, `T` (powers

@@ -148,7 +148,7 @@ pub async fn run(history: History, store: Store, tap: Tap, mut shutdown: Shutdow
 /// statuses, an edited one's as edited (`firehose_filters::summary`): the
 /// search reads a block for an edit that its summary names, since the edit
 /// stands for the status there.
-fn summary_of(events: &[(EventId, String)]) -> Vec<u8> {
+pub(super) fn summary_of(events: &[(EventId, String)]) -> Vec<u8> {
     use crate::stream::frame::{parse, Incoming};
     let mut summary = firehose_filters::summary::SummaryBuilder::default();
     for (_, json) in events {
@@ -301,7 +301,19 @@ impl History {
                 break;
             };
             let too_old = oldest.last().is_none_or(|l| l.0 < horizon);
-            if !(index.bytes > settings.max_bytes || too_old) {
+            // With a shared history, what the store does not hold yet may
+            // take the whole bound.
+            let unsealed = self.tier().is_some_and(|t| {
+                oldest
+                    .last()
+                    .is_some_and(|l| t.sealed().is_none_or(|s| l.0 >= s))
+            });
+            let bound = if unsealed {
+                settings.max_bytes
+            } else {
+                settings.own_bytes()
+            };
+            if !(index.bytes > bound || too_old) {
                 break;
             }
             if let Some(seg) = index.segments.pop_front() {

@@ -31,6 +31,14 @@ pub const GAP_BEFORE: u32 = 1;
 /// level 3 is within a few per cent of the higher levels on event JSON.
 const LEVEL: i32 = 3;
 
+/// A stretch of events the history does not hold: those after `after` and
+/// before `before`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    pub after: EventId,
+    pub before: EventId,
+}
+
 /// A block's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {

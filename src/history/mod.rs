@@ -33,9 +33,13 @@
 pub mod archiver;
 pub mod block;
 pub mod readers;
+pub mod remote;
 pub mod scan;
+pub mod sealer;
 pub mod search;
 pub mod segment;
+mod shared;
+pub mod tier;
 
 use crate::store::events::EventId;
 use segment::{BlockMeta, Segment};
@@ -51,13 +55,7 @@ const STORE_FILE: &str = "store-id";
 /// The lock file: one process per directory.
 const LOCK_FILE: &str = "lock";
 
-/// A stretch of events the history does not hold: those after `after` and
-/// before `before`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Gap {
-    pub after: EventId,
-    pub before: EventId,
-}
+pub use block::Gap;
 
 /// What one read of the history gave: its events as `T` (by default each
 /// event's id and JSON; see [`History::read_after_as`]).
@@ -135,13 +133,31 @@ pub struct Settings {
     /// Seconds an event is kept.
     pub retention_secs: u64,
     pub max_bytes: u64,
+    /// The history is shared through an object store: half of `max_bytes`
+    /// is for this process's own segments, half for the store's windows
+    /// cached on this disk.
+    pub shared: bool,
 }
 
 impl Settings {
+    /// Bytes this process's own segments keep at most.
+    pub(super) fn own_bytes(&self) -> u64 {
+        if self.shared {
+            self.max_bytes / 2
+        } else {
+            self.max_bytes
+        }
+    }
+
+    /// Bytes of the store's windows cached on this disk at most.
+    fn cache_bytes(&self) -> u64 {
+        self.max_bytes / 2
+    }
+
     /// Bytes of one segment: a sixteenth of the bound, from 64 KiB to
     /// 64 MiB, so that retention frees space in small steps.
     fn segment_bytes(&self) -> u64 {
-        (self.max_bytes / 16).clamp(64 << 10, 64 << 20)
+        (self.own_bytes() / 16).clamp(64 << 10, 64 << 20)
     }
 
     /// Milliseconds a segment spans at most: a 24th of the retention, from
@@ -162,6 +178,9 @@ struct Inner {
     write_errors: AtomicU64,
     /// Blocks found damaged when read.
     damaged: AtomicU64,
+    /// The object store's windows, when the history is shared
+    /// (`--history-store`).
+    tier: Option<tier::Tier>,
     /// Held for the process's life: the directory's lock.
     _lock: File,
 }
@@ -195,7 +214,11 @@ impl History {
     /// named `store_id`: a directory that copied another store is emptied
     /// first, since its events are not this store's. Damaged blocks are
     /// skipped and a torn last block cut off, each logged.
-    pub fn open(settings: Settings, store_id: &str) -> Result<History, OpenError> {
+    pub fn open(
+        settings: Settings,
+        store_id: &str,
+        shared: Option<(remote::Remote, crate::store::Store, u64)>,
+    ) -> Result<History, OpenError> {
         let dir = settings.dir.clone();
         let io = |source| OpenError::Io {
             dir: dir.clone(),
@@ -221,6 +244,7 @@ impl History {
             for name in &names {
                 std::fs::remove_file(dir.join(name)).map_err(io)?;
             }
+            let _ = std::fs::remove_dir_all(dir.join(tier::CACHE_DIR));
             std::fs::write(dir.join(STORE_FILE), store_id).map_err(io)?;
         }
         let names = segment_names(&dir).map_err(io)?;
@@ -242,7 +266,11 @@ impl History {
             index.segments.push_back(seg);
         }
         tracing::info!(dir = %dir.display(), events = index.events, bytes = index.bytes, "history opened");
+        let tier = shared.map(|(remote, store, span_ms)| {
+            tier::Tier::new(remote, store, &dir, settings.cache_bytes(), span_ms)
+        });
         Ok(History(Arc::new(Inner {
+            tier,
             settings,
             index: RwLock::new(index),
             readers: Arc::new(tokio::sync::Semaphore::new(MAX_READERS)),
@@ -267,25 +295,61 @@ impl History {
         self.0.index.write().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The first event this process's own disk holds.
+    pub fn first_own(&self) -> Option<EventId> {
+        let index = self.index();
+        index
+            .first_block()
+            .map(|b| b.header.first)
+            .or_else(|| index.pending.first().map(|(id, _)| *id))
+    }
+
     /// The last event held (in a block or read and pending).
     pub fn last(&self) -> Option<EventId> {
         self.index().last()
     }
 
-    /// Its extent now.
+    /// Its extent now: with a shared history, the store's windows and what
+    /// this process holds after them.
     pub fn summary(&self) -> Summary {
         let index = self.index();
-        let first = index
+        let mut first = index
             .first_block()
             .map(|b| b.header.first)
             .or_else(|| index.pending.first().map(|(id, _)| *id));
+        let mut last = index.last();
+        let (mut events, mut bytes) = (index.events + index.pending.len() as u64, index.bytes);
+        drop(index);
+        if let Some((s_first, s_last, s_events, s_bytes)) = self.tier().and_then(|t| t.extent()) {
+            if first.is_none_or(|f| s_first < f) {
+                (first, events, bytes) = (
+                    Some(s_first),
+                    s_events + self.held_after(s_last),
+                    s_bytes + bytes,
+                );
+            }
+            last = last.max(Some(s_last));
+        }
         Summary {
             oldest: first.map(|id| id.0 as f64 / 1000.0),
             oldest_id: first.map(|id| id.to_string()),
-            newest_id: index.last().map(|id| id.to_string()),
-            events: index.events + index.pending.len() as u64,
-            bytes: index.bytes,
+            newest_id: last.map(|id| id.to_string()),
+            events,
+            bytes,
         }
+    }
+
+    /// Events this process holds after `after` (by whole blocks).
+    fn held_after(&self, after: EventId) -> u64 {
+        let index = self.index();
+        let blocks = index
+            .segments
+            .iter()
+            .flat_map(|s| s.blocks.iter())
+            .filter(|b| b.header.first > after)
+            .map(|b| u64::from(b.header.count))
+            .sum::<u64>();
+        blocks + index.pending.iter().filter(|(id, _)| *id > after).count() as u64
     }
 
     /// The time of the oldest event held, seconds since the epoch.
@@ -306,6 +370,10 @@ impl History {
     /// Whether the history holds an event after `after`.
     pub fn holds_after(&self, after: EventId) -> bool {
         self.last().is_some_and(|last| last > after)
+            || self
+                .tier()
+                .and_then(|t| t.extent())
+                .is_some_and(|(_, last, _, _)| last > after)
     }
 
     /// The events after `after` as their ids and JSON (the unit tests'
@@ -330,7 +398,7 @@ impl History {
         most: usize,
         make: fn(EventId, &str) -> Option<T>,
     ) -> std::io::Result<Page<T>> {
-        let located = self.locate(after);
+        let located = self.locate_shared(after).await;
         let (file, block) = match located {
             Located::End => {
                 return Ok(Page {
@@ -435,7 +503,7 @@ impl History {
     }
 
     /// The first block with an event after `after`, or the pending events.
-    fn locate(&self, after: EventId) -> Located {
+    pub(super) fn locate(&self, after: EventId) -> Located {
         let index = self.index();
         // Only the last segment can be empty (created, then its first write
         // refused or cut off): it sorts after every other.
@@ -476,7 +544,7 @@ impl History {
 }
 
 /// Where a read goes.
-enum Located {
+pub(super) enum Located {
     End,
     Pending(Page),
     Block(Arc<File>, BlockMeta),
@@ -484,7 +552,7 @@ enum Located {
 
 /// The gap between a reader at `after` and `block`, if events between
 /// them are not held.
-fn gap_before(after: EventId, header: &block::Header) -> Option<Gap> {
+pub(super) fn gap_before(after: EventId, header: &block::Header) -> Option<Gap> {
     let missing = header.first > after && (header.gap_before() || header.prev > after);
     missing.then_some(Gap {
         after,
@@ -515,85 +583,4 @@ fn segment_names(dir: &Path) -> std::io::Result<Vec<String>> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn events(from: u64, n: u64) -> Vec<(EventId, String)> {
-        (from..from + n)
-            .map(|ms| {
-                (
-                    EventId(ms, 0, 0),
-                    format!("{{\"id\":\"{ms}-0\",\"type\":\"x\"}}"),
-                )
-            })
-            .collect()
-    }
-
-    fn dir(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("firehose-history-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(STORE_FILE), "s").unwrap();
-        dir
-    }
-
-    fn open(dir: &Path) -> History {
-        History::open(
-            Settings {
-                dir: dir.to_path_buf(),
-                retention_secs: 86_400,
-                max_bytes: 1 << 30,
-            },
-            "s",
-        )
-        .unwrap()
-    }
-
-    #[tokio::test]
-    async fn an_empty_last_segment_hides_nothing_before_it() {
-        let dir = dir("empty-last");
-        let mut seg = Segment::create(&dir, EventId(10, 0, 0)).unwrap();
-        for (prev, from) in [(EventId::ZERO, 10), (EventId(19, 0, 0), 20)] {
-            let built = block::build(prev, false, &events(from, 10), &[]).unwrap();
-            seg.append(built.header, &built.bytes).unwrap();
-        }
-        // Created, and its first block never written.
-        Segment::create(&dir, EventId(30, 0, 0)).unwrap();
-        let history = open(&dir);
-        let mut at = EventId(14, 0, 0);
-        let mut read = Vec::new();
-        loop {
-            let page = history.read_after(at).await.unwrap();
-            assert!(page.gap.is_none());
-            if page.end {
-                break;
-            }
-            read.extend(page.events.iter().map(|(id, _)| id.0));
-            at = page.cursor;
-        }
-        assert_eq!(read, (15..30).collect::<Vec<_>>());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[tokio::test]
-    async fn a_reader_older_than_the_first_block_hears_of_the_gap() {
-        let dir = dir("older");
-        let mut seg = Segment::create(&dir, EventId(10, 0, 0)).unwrap();
-        let built = block::build(EventId(5, 0, 0), false, &events(10, 5), &[]).unwrap();
-        seg.append(built.header, &built.bytes).unwrap();
-        let history = open(&dir);
-        let page = history.read_after(EventId(3, 0, 0)).await.unwrap();
-        assert_eq!(
-            page.gap,
-            Some(Gap {
-                after: EventId(3, 0, 0),
-                before: EventId(10, 0, 0)
-            })
-        );
-        assert_eq!(page.events.len(), 5);
-        let page = history.read_after(EventId(5, 0, 0)).await.unwrap();
-        assert!(page.gap.is_none(), "from prev itself nothing is missing");
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
+mod tests;

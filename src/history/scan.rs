@@ -41,6 +41,10 @@ impl History {
     /// `anchors` (every block when `anchors` is `None`), each made into a
     /// `T` by `make` (`None`: left out) on the thread that read its block,
     /// without a copy of its JSON.
+    ///
+    /// With a shared history, a stretch this process lacks is scanned in the
+    /// store's windows: the step that reaches such a stretch ends at its top
+    /// (`cursor`), and the next steps read the store down to its bottom.
     pub async fn scan_step<T: Send + 'static>(
         &self,
         before: EventId,
@@ -48,8 +52,94 @@ impl History {
         anchors: Option<Arc<Vec<Anchor>>>,
         make: impl Fn(EventId, &str) -> Option<T> + Send + 'static,
     ) -> std::io::Result<Step<T>> {
-        let (blocks, pending, more) = self.blocks_before(before, floor);
-        let floor_id = floor;
+        let Some(hole) = self.tier().and_then(|_| self.own_gaps(floor, before).pop()) else {
+            let (blocks, pending, more) = self.blocks_before(before, floor);
+            return self
+                .scan_blocks(blocks, pending, more, before, (floor, false), anchors, make)
+                .await;
+        };
+        if hole.before < before {
+            // This process holds what lies above the stretch: down to it.
+            let (blocks, pending, more) = self.blocks_before(before, hole.after);
+            let mut step = self
+                .scan_blocks(
+                    blocks,
+                    pending,
+                    more,
+                    before,
+                    (hole.after, false),
+                    anchors,
+                    make,
+                )
+                .await?;
+            if step.done {
+                // On into the stretch, from the store.
+                (step.cursor, step.done) = (hole.before, false);
+            }
+            return Ok(step);
+        }
+        // Inside the stretch: the store's windows, down to the last event
+        // this process holds below it (which the store holds too, and the
+        // next step, reading below it, does not look at).
+        let low = (hole.after, hole.after > floor);
+        let tier = self.tier().cloned();
+        let found = match tier {
+            Some(tier) => tier.blocks_before(before, hole.after, STEP_BLOCKS).await,
+            None => None,
+        };
+        let Some((blocks, more)) = found else {
+            // The store cannot be read now: the stretch is not looked at.
+            return Ok(Step {
+                events: Vec::new(),
+                cursor: hole.after,
+                done: hole.after <= floor,
+                damaged: vec![hole],
+                skipped: 0,
+                read: 0,
+            });
+        };
+        let mut step = self
+            .scan_blocks(blocks, Vec::new(), more, before, low, anchors, make)
+            .await?;
+        if step.done {
+            (step.cursor, step.done) = (hole.after, hole.after <= floor);
+        }
+        Ok(step)
+    }
+
+    /// The stretches between `floor` and `before` this process's own disk
+    /// lacks (all of it when it holds nothing), for a scan that fills them
+    /// from the store.
+    fn own_gaps(&self, floor: EventId, before: EventId) -> Vec<Gap> {
+        let empty = {
+            let index = self.index();
+            index.pending.is_empty() && index.segments.iter().all(|s| s.blocks.is_empty())
+        };
+        if empty {
+            return vec![Gap {
+                after: floor,
+                before,
+            }];
+        }
+        self.own_holes(floor, before, &[], true)
+    }
+
+    /// Reads `blocks` (newest first, from this disk or the store's cache)
+    /// and `pending` for a step: events older than `before` and newer than
+    /// `low.0` (or as old, with `low.1`).
+    #[allow(clippy::too_many_arguments)]
+    async fn scan_blocks<T: Send + 'static>(
+        &self,
+        blocks: Vec<(Arc<File>, BlockMeta)>,
+        pending: Vec<(EventId, String)>,
+        more: bool,
+        before: EventId,
+        low: (EventId, bool),
+        anchors: Option<Arc<Vec<Anchor>>>,
+        make: impl Fn(EventId, &str) -> Option<T> + Send + 'static,
+    ) -> std::io::Result<Step<T>> {
+        let (floor_id, inclusive) = low;
+        let above = move |id: EventId| id > floor_id || (inclusive && id == floor_id);
         self.on_reader(move || {
             let mut step = Step {
                 events: pending
@@ -80,7 +170,7 @@ impl History {
                 // A damaged block holds nothing a search can serve.
                 let mut made = Vec::new();
                 let whole = block::visit(&meta.header, &body, |id, json| {
-                    if id < before && id > floor_id {
+                    if id < before && above(id) {
                         made.extend(make(id, json));
                     }
                 });
@@ -112,7 +202,22 @@ impl History {
     /// pending) where the later one's `prev` or gap flag says events are
     /// missing; and the blocks found damaged when read (`damaged`). Read
     /// from the index alone: no block is read.
+    /// With a shared history, only what neither this disk nor the store
+    /// holds.
     pub fn holes(&self, after: EventId, before: EventId, damaged: &[Gap], edge: bool) -> Vec<Gap> {
+        match self.tier() {
+            Some(tier) => {
+                super::tier::both_missing(&self.own_gaps(after, before), &tier.holes(after, before))
+                    .into_iter()
+                    .chain(damaged.iter().copied())
+                    .collect()
+            }
+            None => self.own_holes(after, before, damaged, edge),
+        }
+    }
+
+    /// [`History::holes`] of this process's own disk.
+    fn own_holes(&self, after: EventId, before: EventId, damaged: &[Gap], edge: bool) -> Vec<Gap> {
         let index = self.index();
         let mut found: Vec<Gap> = Vec::new();
         let mut last: Option<EventId> = None;

@@ -154,12 +154,14 @@ pub const READINESS: &str = "/readyz";
 const READYZ_OP: Op = Op::get(READINESS, "operations", "Redis is reachable (503 if not)")
     .auth(Auth::None)
     .reply(Reply::Inline(
-        r#"{"type":"object","properties":{"status":{"type":"string"},"redis":{"type":"string"}}}"#,
+        r#"{"type":"object","properties":{"status":{"type":"string"},"redis":{"type":"string"},"events":{"type":"string"},"history_store":{"type":"string","enum":["ok","unreachable"]}}}"#,
     ))
     .errors(&[503]);
 
 /// `GET /readyz`: 200 when Redis answers and the event subscription is up
-/// (pinged every 2 s), 503 when either is not.
+/// (pinged every 2 s), 503 when either is not. With a shared history,
+/// `history_store` says whether its object store answers (the process
+/// serves either way: from its disk and the buffer while it does not).
 pub async fn readyz(State(state): State<AppState>) -> Response {
     if state.store.ping().await.is_err() {
         return ApiError::unavailable().into_response();
@@ -172,7 +174,12 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
         )
         .into_response();
     }
-    Json(json!({"status": "ready", "redis": "ok", "events": "subscribed"})).into_response()
+    let mut ready = json!({"status": "ready", "redis": "ok", "events": "subscribed"});
+    if let Some(tier) = state.history.as_ref().and_then(|h| h.tier()) {
+        let reachable = tier.remote().health().0;
+        ready["history_store"] = json!(if reachable { "ok" } else { "unreachable" });
+    }
+    Json(ready).into_response()
 }
 
 const PROMETHEUS_OP: Op = Op::get("/metrics", "operations", "Prometheus metrics")
@@ -210,6 +217,13 @@ pub async fn prometheus(State(state): State<AppState>, headers: HeaderMap) -> Re
         m.history_writable.set(if writable { 1.0 } else { 0.0 });
         m.history_write_errors.set(write_errors as f64);
         m.history_damaged_blocks.set(damaged as f64);
+        if let Some(tier) = history.tier() {
+            let (reachable, errors) = tier.remote().health();
+            m.history_store_reachable
+                .set(if reachable { 1.0 } else { 0.0 });
+            m.history_store_errors.set(errors as f64);
+            m.history_store_cache_bytes.set(tier.cache_bytes() as f64);
+        }
     }
     let openmetrics = headers
         .get_all(header::ACCEPT)

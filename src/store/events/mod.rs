@@ -32,6 +32,7 @@ mod merge;
 mod read;
 pub(crate) mod shard_work;
 mod tap;
+pub(crate) mod windows;
 
 pub use body::{body, Body};
 pub use clocks::{NodeClocks, MOST_WAIT};
@@ -43,3 +44,4 @@ pub use merge::{Merge, Missed, MOST_PENDING};
 pub use read::shard_of;
 pub use shard_work::ShardWork;
 pub use tap::{Tap, TapReader, Tapped, Untapped, TAP_CAPACITY};
+pub use windows::Window;

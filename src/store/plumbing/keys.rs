@@ -533,10 +533,13 @@ impl Keys {
     pub fn log_channel(&self, k: usize) -> String {
         format!("{}:{{{}}}:live", self.prefix, self.log[k])
     }
-    /// STRING: the name of the event stream (`Events::stream_name`),
-    /// which processes' histories on disk are copies of.
+    /// STRING: the event stream's name (`Events::stream_name`), which histories copy.
     pub fn event_stream_name(&self) -> String {
         format!("{}:{{g}}:events:name", self.prefix)
+    }
+    /// ZSET: the shared history's windows (`store::events::windows`).
+    pub fn history_windows(&self) -> String {
+        format!("{}:{{h}}:windows", self.prefix)
     }
 
     /// STRING: outbox partition `k`'s op counter (its op numbers are
