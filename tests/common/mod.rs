@@ -7,6 +7,7 @@
 //! - `app`: the app under test (`TestApp`) and store-level set-up helpers.
 //! - `streams`: SSE and NDJSON clients; `ws`: WebSocket clients.
 //! - `process`: the firehose binary as a child process.
+//! - `object_store`: a real S3 server (SeaweedFS) for the shared history.
 //! - `proxy`: a gated TCP proxy in front of Redis.
 //! - `clock_skew`: a Redis node whose wall clock runs ahead.
 //! - `browser`: headless Chromium over WebDriver.
@@ -17,6 +18,7 @@ mod app;
 pub(crate) mod browser;
 mod clock_skew;
 mod install;
+mod object_store;
 mod process;
 mod proxy;
 mod redis_server;
@@ -26,6 +28,7 @@ mod ws;
 pub(crate) use app::*;
 pub(crate) use clock_skew::*;
 pub(crate) use install::*;
+pub(crate) use object_store::*;
 pub(crate) use process::*;
 pub(crate) use proxy::*;
 pub(crate) use redis_server::*;

@@ -11,7 +11,7 @@ pub(crate) fn free_port() -> u16 {
 }
 
 /// A free port whose cluster bus port (+10000) is free too.
-fn free_cluster_port() -> u16 {
+pub(crate) fn free_cluster_port() -> u16 {
     loop {
         let p = free_port();
         if p < 55_000 && std::net::TcpListener::bind(("127.0.0.1", p + 10_000)).is_ok() {

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Collects the ids of status events a live stream sees.
-struct Watch(StreamClient, Vec<String>);
+pub(super) struct Watch(StreamClient, Vec<String>);
 
 impl Watch {
-    async fn open(app: &TestApp, fh: &str) -> Watch {
+    pub(super) async fn open(app: &TestApp, fh: &str) -> Watch {
         let s = app
             .stream(
                 "/api/v1/stream/firehose",
@@ -26,7 +26,7 @@ impl Watch {
     }
 
     /// Reads until the stream has been quiet for a second.
-    async fn settle(&mut self) -> &[String] {
+    pub(super) async fn settle(&mut self) -> &[String] {
         while let Some(m) = self.0.next_within(Duration::from_secs(1)).await {
             if m.event == "status" {
                 self.1
@@ -38,12 +38,12 @@ impl Watch {
 }
 
 /// Posts `n` statuses to `base` with 8 in flight; the statuses answered.
-async fn burst(base: &str, token: &str, from: usize, n: usize) -> Vec<u16> {
+pub(super) async fn burst(base: &str, token: &str, from: usize, n: usize) -> Vec<u16> {
     counted_burst(base, token, from, n, Default::default()).await
 }
 
 /// [`burst`], counting the answers in `answered` as they come.
-async fn counted_burst(
+pub(super) async fn counted_burst(
     base: &str,
     token: &str,
     from: usize,
@@ -70,7 +70,11 @@ async fn counted_burst(
 }
 
 /// A `since=0` firehose resume from `server`: statuses' ids, and warnings.
-async fn resume(app: &TestApp, server: &ServerProcess, fh: &str) -> (Vec<String>, Vec<Value>) {
+pub(super) async fn resume(
+    app: &TestApp,
+    server: &ServerProcess,
+    fh: &str,
+) -> (Vec<String>, Vec<Value>) {
     let mut s = app
         .stream_url(
             &server.url("/api/v1/stream/firehose?since=0"),

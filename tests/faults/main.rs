@@ -15,6 +15,7 @@ mod history;
 mod limits;
 mod mastodon;
 mod notifier;
+mod shared_history;
 mod tail;
 mod timelines;
 mod upgrade;

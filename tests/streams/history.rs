@@ -18,7 +18,12 @@ async fn small_buffer() -> TestApp {
 /// Posts `n` statuses as `token` while a live firehose stream watches;
 /// their (event id, status id) pairs in order, once the history holds the
 /// last of them.
-async fn post_watched(app: &TestApp, fh: &str, token: &str, n: usize) -> Vec<(String, String)> {
+pub(super) async fn post_watched(
+    app: &TestApp,
+    fh: &str,
+    token: &str,
+    n: usize,
+) -> Vec<(String, String)> {
     let mut live = app
         .stream(
             "/api/v1/stream/firehose",
@@ -52,7 +57,7 @@ async fn post_watched(app: &TestApp, fh: &str, token: &str, n: usize) -> Vec<(St
 
 /// What a plain stream replays until it goes quiet: statuses' ids, and
 /// control events' codes.
-async fn plain_replay(s: &mut StreamClient) -> (Vec<String>, Vec<Value>) {
+pub(super) async fn plain_replay(s: &mut StreamClient) -> (Vec<String>, Vec<Value>) {
     let (mut ids, mut controls) = (Vec::new(), Vec::new());
     while let Some(m) = s.next_within(Duration::from_millis(1500)).await {
         match m.event.as_str() {

@@ -19,6 +19,7 @@ mod resume;
 mod rules;
 mod seen_now;
 mod shards;
+mod shared_history;
 mod websocket;
 mod zstd;
 
