@@ -47,6 +47,11 @@ pub async fn run(history: History, store: Store, tap: Tap, mut shutdown: Shutdow
     let mut tapped = tap.reader();
     // In step: the tap's events follow on from `last`.
     let mut in_step = false;
+    // After a stretch the buffer let go, the log is whole again only from
+    // the newest oldest entry of the shards it trimmed: before that, some
+    // shards' events are held and others' are not (a ragged stretch), so
+    // none of it is kept (a gap, which a shared history fills).
+    let mut whole_from = EventId::ZERO;
     loop {
         let read = if in_step {
             Ok(None)
@@ -65,12 +70,19 @@ pub async fn run(history: History, store: Store, tap: Tap, mut shutdown: Shutdow
                     // it, and events between may never have been read,
                     // unless what was read is the very next entry.
                     let next_entry = page.events[0].0.starts_entry_after(last);
-                    let lost = !held
-                        && !next_entry
-                        && match store.events().buffer_info().await {
-                            Ok(info) => crate::stream::frame::is_gap(last, &info),
-                            Err(_) => true,
-                        };
+                    let info = match held || next_entry {
+                        true => None,
+                        false => Some(store.events().buffer_info().await),
+                    };
+                    let lost = match &info {
+                        None => false,
+                        Some(Ok(info)) => crate::stream::frame::is_gap(last, info),
+                        Some(Err(_)) => true,
+                    };
+                    if let (true, Some(Ok(info))) = (lost, &info) {
+                        let first = info.first.as_deref().and_then(EventId::parse);
+                        whole_from = whole_from.max(first.unwrap_or(EventId::ZERO));
+                    }
                     if lost {
                         tracing::warn!(after = %last, "the replay buffer moved on before the history could read it; a gap is recorded");
                         // What is pending precedes the gap: its own block.
@@ -78,7 +90,9 @@ pub async fn run(history: History, store: Store, tap: Tap, mut shutdown: Shutdow
                             failing_since = Some(Instant::now());
                         }
                     }
-                    history.add_pending(page.events, lost);
+                    let mut events = page.events;
+                    events.retain(|(id, _)| *id >= whole_from);
+                    history.add_pending(events, lost);
                     oldest_pending.get_or_insert_with(Instant::now);
                     last = newest;
                 }
@@ -168,8 +182,9 @@ impl History {
     fn add_pending(&self, events: Vec<(EventId, String)>, lost: bool) {
         let mut index = self.index_mut();
         if index.pending.is_empty() {
+            // (A gap told with no events stays for the next ones.)
             index.pending_prev = index.last().unwrap_or(EventId::ZERO);
-            index.pending_gap = lost;
+            index.pending_gap |= lost;
         } else if lost {
             // The gap lies inside what is pending: the block begins after it.
             let before = std::mem::take(&mut index.pending);
