@@ -45,11 +45,13 @@ use crate::store::events::EventId;
 use segment::{BlockMeta, Segment};
 use std::collections::VecDeque;
 use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 pub use readers::MAX_READERS;
+use segment::names as segment_names;
+pub use segment::on_disk;
 /// The file in the history's directory that names the store it copies.
 const STORE_FILE: &str = "store-id";
 /// The lock file: one process per directory.
@@ -391,7 +393,8 @@ impl History {
     /// parses its frames there, off the threads the live streams run on.
     /// At most `most` events are made (a lagging stream's small page): the
     /// page's cursor is then the last of them. Block reads queue behind
-    /// [`MAX_READERS`] others.
+    /// [`MAX_READERS`] others. With a shared history, what this disk lacks
+    /// is read from the store.
     pub async fn read_after_as<T: Send + 'static>(
         &self,
         after: EventId,
@@ -399,6 +402,28 @@ impl History {
         make: fn(EventId, &str) -> Option<T>,
     ) -> std::io::Result<Page<T>> {
         let located = self.locate_shared(after).await;
+        self.read_located(located, after, most, make).await
+    }
+
+    /// [`History::read_after_as`] from this disk alone (the sealer's read:
+    /// what it seals is what this process holds).
+    pub async fn read_own_after_as<T: Send + 'static>(
+        &self,
+        after: EventId,
+        most: usize,
+        make: fn(EventId, &str) -> Option<T>,
+    ) -> std::io::Result<Page<T>> {
+        let located = self.locate(after);
+        self.read_located(located, after, most, make).await
+    }
+
+    async fn read_located<T: Send + 'static>(
+        &self,
+        located: Located,
+        after: EventId,
+        most: usize,
+        make: fn(EventId, &str) -> Option<T>,
+    ) -> std::io::Result<Page<T>> {
         let (file, block) = match located {
             Located::End => {
                 return Ok(Page {
@@ -558,28 +583,6 @@ pub(super) fn gap_before(after: EventId, header: &block::Header) -> Option<Gap> 
         after,
         before: header.first,
     })
-}
-
-/// What a history directory holds now, without opening it (for `firehose
-/// check`): its segments and their bytes.
-pub fn on_disk(dir: &Path) -> std::io::Result<(usize, u64)> {
-    let names = segment_names(dir)?;
-    let mut bytes = 0;
-    for name in &names {
-        bytes += std::fs::metadata(dir.join(name))?.len();
-    }
-    Ok((names.len(), bytes))
-}
-
-/// The segment files of `dir`, oldest first.
-fn segment_names(dir: &Path) -> std::io::Result<Vec<String>> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| segment::is_segment(n))
-        .collect();
-    names.sort();
-    Ok(names)
 }
 
 #[cfg(test)]

@@ -161,7 +161,7 @@ async fn window_events(
     let (mut events, mut gap) = (Vec::new(), false);
     loop {
         let page = history
-            .read_after_as(after, usize::MAX, |id, json| Some((id, json.to_owned())))
+            .read_own_after_as(after, usize::MAX, |id, json| Some((id, json.to_owned())))
             .await?;
         gap |= page.gap.is_some();
         let done = page.end || page.cursor.0 >= end;

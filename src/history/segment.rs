@@ -185,3 +185,25 @@ fn next_header(file: &File, from: u64, len: u64) -> std::io::Result<Option<u64>>
     }
     Ok(None)
 }
+
+/// What a history directory holds now, without opening it (for `firehose
+/// check`): its segments and their bytes.
+pub fn on_disk(dir: &Path) -> std::io::Result<(usize, u64)> {
+    let names = names(dir)?;
+    let mut bytes = 0;
+    for name in &names {
+        bytes += std::fs::metadata(dir.join(name))?.len();
+    }
+    Ok((names.len(), bytes))
+}
+
+/// The segment files of `dir`, oldest first.
+pub(super) fn names(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| is_segment(n))
+        .collect();
+    names.sort();
+    Ok(names)
+}

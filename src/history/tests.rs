@@ -1,6 +1,7 @@
 //! The history's unit tests: reads across segments and gaps.
 
 use super::*;
+use std::path::Path;
 
 fn events(from: u64, n: u64) -> Vec<(EventId, String)> {
     (from..from + n)

@@ -45,6 +45,24 @@ struct Known {
     open: HashMap<u64, Arc<Segment>>,
     /// Where sealing goes on (the manifest's `~sealed`), ms.
     sealed: Option<u64>,
+    /// The windows' events and bytes, summed.
+    events: u64,
+    bytes: u64,
+}
+
+impl Known {
+    fn put(&mut self, w: Window) {
+        if let Some(old) = self.windows.insert(w.start, w) {
+            (self.events, self.bytes) = (self.events - old.count, self.bytes - old.bytes);
+        }
+        (self.events, self.bytes) = (self.events + w.count, self.bytes + w.bytes);
+    }
+
+    fn take(&mut self, start: u64) {
+        if let Some(old) = self.windows.remove(&start) {
+            (self.events, self.bytes) = (self.events - old.count, self.bytes - old.bytes);
+        }
+    }
 }
 
 struct Inner {
@@ -154,11 +172,12 @@ impl Tier {
         let mut known = self.known();
         if reload {
             known.windows.clear();
+            (known.events, known.bytes) = (0, 0);
             known.reloaded = Some(Instant::now());
         }
-        known
-            .windows
-            .extend(found.into_iter().map(|w| (w.start, w)));
+        for w in found {
+            known.put(w);
+        }
         known.refreshed = Some(Instant::now());
         known.sealed = known.sealed.max(sealed);
     }
@@ -188,13 +207,13 @@ impl Tier {
 
     /// A window this process sealed itself.
     pub fn add(&self, window: Window) {
-        self.known().windows.insert(window.start, window);
+        self.known().put(window);
     }
 
     /// A window retention removed.
     pub fn remove(&self, start: u64) {
         let mut known = self.known();
-        known.windows.remove(&start);
+        known.take(start);
         known.open.remove(&start);
         if let Some((bytes, _)) = known.cached.remove(&start) {
             known.cache_bytes -= bytes;
@@ -212,11 +231,7 @@ impl Tier {
         let known = self.known();
         let first = known.windows.values().next()?;
         let last = known.windows.values().next_back()?;
-        let (events, bytes) = known
-            .windows
-            .values()
-            .fold((0, 0), |(e, b), w| (e + w.count, b + w.bytes));
-        Some((first.first, last.last, events, bytes))
+        Some((first.first, last.last, known.events, known.bytes))
     }
 
     /// The first block of the store with an event after `after`, fetching
@@ -332,7 +347,7 @@ impl Tier {
                 Ok(bytes) => bytes,
                 Err(RemoteError::Missing) => {
                     // Retention took it since the manifest was read.
-                    self.known().windows.remove(&start);
+                    self.known().take(start);
                     return None;
                 }
                 Err(e) => {
