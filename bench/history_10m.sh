@@ -26,7 +26,7 @@ start() { # port name [flags...]
   local port=$1 name=$2
   shift 2
   FIREHOSE_RATE_LIMITS=off "$bin" serve --listen "127.0.0.1:$port" --redis-url redis://127.0.0.1:6561 \
-    --replay-maxlen 20000000 "$@" >"$dir/$name.log" 2>&1 &
+    --replay-maxlen 20000000 --log-shards 1 "$@" >"$dir/$name.log" 2>&1 &
   pids+=("$!")
   until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do sleep 0.2; done
 }

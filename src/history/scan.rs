@@ -84,7 +84,10 @@ impl History {
         let low = (hole.after, hole.after > floor);
         let tier = self.tier().cloned();
         let found = match tier {
-            Some(tier) => tier.blocks_before(before, hole.after, STEP_BLOCKS).await,
+            Some(tier) => {
+                tier.refresh(false).await;
+                tier.blocks_before(before, hole.after, STEP_BLOCKS).await
+            }
             None => None,
         };
         let Some((blocks, more)) = found else {

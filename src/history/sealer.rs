@@ -48,8 +48,10 @@ fn window_of(ms: u64, span: u64) -> u64 {
     ms - ms % span
 }
 
-/// Runs the sealer until shutdown: takes the lease when it is free, seals
-/// what is due each second while it holds it.
+/// Runs on every process of a shared history until shutdown: each second
+/// it reads what the manifest gained, every 5 s it asks whether the store
+/// answers, and it takes the lease when it is free and seals what is due
+/// while it holds it.
 pub async fn run(history: History, store: Store, span_ms: u64, mut shutdown: Shutdown) {
     let Some(tier) = history.tier().cloned() else {
         return;
@@ -62,6 +64,9 @@ pub async fn run(history: History, store: Store, span_ms: u64, mut shutdown: Shu
     let mut failing = false;
     let mut probed: Option<Instant> = None;
     loop {
+        // Every process keeps its view of the manifest fresh (the windows
+        // others seal), at most a read a second.
+        tier.refresh(false).await;
         if probed.is_none_or(|t| t.elapsed() >= PROBE_EVERY) {
             probed = Some(Instant::now());
             tier.remote().probe().await;

@@ -44,7 +44,10 @@ const BATCH: u64 = 5_000;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let key = format!("{}:{{g}}:events", args.key_prefix);
+    // The log in one shard (the servers run with `--log-shards 1`).
+    let key = firehose::store::keys::Keys::new(&args.key_prefix)
+        .with_log_shards(1)
+        .log_events(0);
     let client = redis::Client::open(args.redis_url.as_str())?;
     let mut conn = client.get_multiplexed_async_connection().await?;
 
