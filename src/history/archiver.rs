@@ -23,10 +23,6 @@ use crate::store::Store;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// Events in a block at most.
-const BLOCK_EVENTS: usize = 1024;
-/// Raw bytes in a block at most.
-const BLOCK_BYTES: usize = 1 << 20;
 /// How long an event waits before its block is written.
 const BLOCK_AGE: Duration = Duration::from_secs(1);
 /// Buffer entries read per XRANGE.
@@ -35,7 +31,7 @@ const READ_ENTRIES: usize = 1000;
 const IDLE: Duration = Duration::from_millis(250);
 /// Pending events kept while the disk refuses writes; beyond it the oldest
 /// are let go (and become a gap).
-const MAX_PENDING: usize = 16 * BLOCK_EVENTS;
+const MAX_PENDING: usize = 16 * block::MAX_EVENTS;
 
 /// Runs the archiver until shutdown, then writes what is pending.
 pub async fn run(history: History, store: Store, tap: Tap, mut shutdown: Shutdown) {
@@ -207,8 +203,8 @@ impl History {
     /// Whether a block's worth is pending.
     fn pending_full(&self) -> bool {
         let index = self.index();
-        index.pending.len() >= BLOCK_EVENTS
-            || index.pending.iter().map(|(_, j)| j.len()).sum::<usize>() >= BLOCK_BYTES
+        index.pending.len() >= block::MAX_EVENTS
+            || index.pending.iter().map(|(_, j)| j.len()).sum::<usize>() >= block::MAX_BYTES
     }
 
     /// Writes what is pending as blocks, dropping what retention says
@@ -217,18 +213,7 @@ impl History {
         loop {
             let (events, prev, gap) = {
                 let index = self.index();
-                let mut bytes = 0;
-                let n = index
-                    .pending
-                    .iter()
-                    .take(BLOCK_EVENTS)
-                    .take_while(|(_, json)| {
-                        bytes += json.len();
-                        bytes <= BLOCK_BYTES
-                    })
-                    .count()
-                    .max(1)
-                    .min(index.pending.len());
+                let n = block::next_len(&index.pending);
                 if n == 0 {
                     return Ok(());
                 }

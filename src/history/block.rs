@@ -150,6 +150,27 @@ impl Header {
     }
 }
 
+/// Events in a block at most.
+pub const MAX_EVENTS: usize = 1024;
+/// Raw bytes of events in a block at most.
+pub const MAX_BYTES: usize = 1 << 20;
+
+/// How many of `events` (from the first) the next block takes: at most
+/// [`MAX_EVENTS`] and [`MAX_BYTES`], at least one (if there is one).
+pub fn next_len(events: &[(EventId, String)]) -> usize {
+    let mut bytes = 0;
+    events
+        .iter()
+        .take(MAX_EVENTS)
+        .take_while(|(_, json)| {
+            bytes += json.len();
+            bytes <= MAX_BYTES
+        })
+        .count()
+        .max(1)
+        .min(events.len())
+}
+
 /// A block ready to append: its header and its bytes (header included).
 pub struct Built {
     pub header: Header,

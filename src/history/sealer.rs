@@ -39,9 +39,6 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const PROBE_EVERY: Duration = Duration::from_secs(5);
 /// How often retention looks for windows to remove.
 const RETENTION_EVERY: Duration = Duration::from_secs(60);
-/// Events in a block at most, and its raw bytes (as the archiver's).
-const BLOCK_EVENTS: usize = 1024;
-const BLOCK_BYTES: usize = 1 << 20;
 
 /// The first millisecond of the window of `span` ms holding `ms`.
 fn window_of(ms: u64, span: u64) -> u64 {
@@ -220,23 +217,14 @@ async fn seal(
     Ok(window)
 }
 
-/// The window's bytes: blocks of at most [`BLOCK_EVENTS`] events and
-/// [`BLOCK_BYTES`], the first after `prev` (with the gap flag when events
+/// The window's bytes: blocks as the archiver makes them
+/// ([`block::next_len`]), the first after `prev` (with the gap flag when events
 /// before it were missed).
 fn build(events: &[(EventId, String)], prev: EventId, gap: bool) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::new();
     let (mut prev, mut gap, mut at) = (prev, gap, 0);
     while at < events.len() {
-        let mut bytes = 0;
-        let n = events[at..]
-            .iter()
-            .take(BLOCK_EVENTS)
-            .take_while(|(_, json)| {
-                bytes += json.len();
-                bytes <= BLOCK_BYTES
-            })
-            .count()
-            .max(1);
+        let n = block::next_len(&events[at..]);
         let chunk = &events[at..at + n];
         let built = block::build(prev, gap, chunk, &super::archiver::summary_of(chunk))?;
         out.extend_from_slice(&built.bytes);

@@ -24,6 +24,21 @@ async fn serve(app: &TestApp, env: &[(&'static str, String)]) -> ServerProcess {
     ServerProcess::serve(&app.redis, &env).await
 }
 
+/// Waits until the store holds every event `app`'s history holds, the log
+/// moving on through `server`.
+async fn all_sealed(app: &TestApp, server: &ServerProcess, token: &str) {
+    let (_, h) = app.get("/api/v1/history", Some(token)).await;
+    let newest = h["newest_id"].as_str().unwrap().to_string();
+    sealed_past(
+        app,
+        &server.url(""),
+        token,
+        &newest,
+        Duration::from_secs(60),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn a_sealer_killed_mid_burst_and_a_damaged_window_lose_nothing_else() {
     let s3 = S3Server::start().await;
@@ -61,18 +76,7 @@ async fn a_sealer_killed_mid_burst_and_a_damaged_window_lose_nothing_else() {
         .iter()
         .all(|s| *s == 201));
     let seen = watch.settle().await.to_vec();
-    let newest = {
-        let (_, h) = app.get("/api/v1/history", Some(&token)).await;
-        h["newest_id"].as_str().unwrap().to_string()
-    };
-    sealed_past(
-        &app,
-        &second.url(""),
-        &token,
-        &newest,
-        Duration::from_secs(60),
-    )
-    .await;
+    all_sealed(&app, &second, &token).await;
 
     let third = serve(&app, &env).await;
     let (ids, warnings) = resume(&app, &third, &fh).await;
@@ -107,18 +111,7 @@ async fn a_sealer_killed_mid_burst_and_a_damaged_window_lose_nothing_else() {
         .await
         .iter()
         .all(|s| *s == 201));
-    let newest = {
-        let (_, h) = app.get("/api/v1/history", Some(&token)).await;
-        h["newest_id"].as_str().unwrap().to_string()
-    };
-    sealed_past(
-        &app,
-        &second.url(""),
-        &token,
-        &newest,
-        Duration::from_secs(60),
-    )
-    .await;
+    all_sealed(&app, &second, &token).await;
     let fourth = serve(&app, &env).await;
     let (ids, warnings) = resume(&app, &fourth, &fh).await;
     let ids: Vec<String> = ids.into_iter().filter(|id| seen.contains(id)).collect();
