@@ -43,10 +43,13 @@ pub async fn run(history: History, store: Store, tap: Tap, mut shutdown: Shutdow
     let mut tapped = tap.reader();
     // In step: the tap's events follow on from `last`.
     let mut in_step = false;
-    // After a stretch the buffer let go, the log is whole again only from
-    // the newest oldest entry of the shards it trimmed: before that, some
-    // shards' events are held and others' are not (a ragged stretch), so
-    // none of it is kept (a gap, which a shared history fills).
+    // After a stretch the buffer let go, the log is surely whole again only
+    // from the newest oldest entry of the shards it trimmed: before that,
+    // some shards' events may be held and others' not (a ragged stretch).
+    // A shared history keeps none of it (a gap, which the store fills). A
+    // history of its own keeps it: the buffer's trim marks are
+    // conservative (an upgraded store marks every shard), and cutting there
+    // would lose events that are whole.
     let mut whole_from = EventId::ZERO;
     loop {
         let read = if in_step {
@@ -75,7 +78,7 @@ pub async fn run(history: History, store: Store, tap: Tap, mut shutdown: Shutdow
                         Some(Ok(info)) => crate::stream::frame::is_gap(last, info),
                         Some(Err(_)) => true,
                     };
-                    if let (true, Some(Ok(info))) = (lost, &info) {
+                    if let (true, true, Some(Ok(info))) = (lost, history.tier().is_some(), &info) {
                         let first = info.first.as_deref().and_then(EventId::parse);
                         whole_from = whole_from.max(first.unwrap_or(EventId::ZERO));
                     }
