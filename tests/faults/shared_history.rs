@@ -1,8 +1,9 @@
 //! The shared history under faults (a real S3 server): the sealing process
-//! killed with SIGKILL in the middle of a burst, and a damaged object in
-//! the bucket. A process started afterwards with an empty disk serves
-//! every status once, in order, as a live stream saw them; a damaged
-//! window is a `resume_gap`, never garbage.
+//! killed with SIGKILL in the middle of a burst, a damaged object in the
+//! bucket, and a store that refuses every request (403) for a while. A
+//! process started afterwards with an empty disk serves every status once,
+//! in order, as a live stream saw them; a damaged window is a
+//! `resume_gap`, never garbage.
 
 use super::common::{sealed_past, S3Server, ServerProcess, TestApp};
 use super::history::{burst, counted_burst, resume, Watch};
@@ -129,4 +130,50 @@ async fn a_sealer_killed_mid_burst_and_a_damaged_window_lose_nothing_else() {
         ids.iter().all(|id| rest.any(|s| s == id)),
         "what is served is what was seen, in order"
     );
+}
+
+#[tokio::test]
+async fn a_store_that_refuses_is_told_and_loses_nothing_once_it_accepts() {
+    let mut s3 = S3Server::start_refusing().await;
+    let app = TestApp::start_with(|c| {
+        c.replay_maxlen = 300;
+        c.log_shards = 1;
+    })
+    .await;
+    let (uid, token) = app.user("writer").await;
+    let fh = app.operator_token(&uid, &["read", "firehose"]).await;
+    let env = env(&s3);
+    let mut watch = Watch::open(&app, &fh).await;
+    let first = serve(&app, &env).await;
+    let readyz = || async {
+        let r: serde_json::Value = app
+            .http
+            .get(first.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        r["history_store"].as_str().unwrap_or("").to_string()
+    };
+    app.eventually("readyz says the store refuses", || async {
+        readyz().await == "unreachable"
+    })
+    .await;
+    // Posts and streams go on; more than the buffer holds.
+    assert!(burst(&first.url(""), &token, 0, 400)
+        .await
+        .iter()
+        .all(|s| *s == 201));
+    s3.accept().await;
+    let seen = watch.settle().await.to_vec();
+    all_sealed(&app, &first, &token).await;
+    assert_eq!(readyz().await, "ok");
+    let second = serve(&app, &env).await;
+    let (ids, warnings) = resume(&app, &second, &fh).await;
+    let ids: Vec<String> = ids.into_iter().filter(|id| seen.contains(id)).collect();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(ids, seen, "every status once, in order, from an empty disk");
+    assert_eq!(seen.len(), 400);
 }

@@ -218,3 +218,50 @@ async fn an_empty_disk_serves_the_history_from_the_store() {
         "early and late statuses, once each, in order"
     );
 }
+
+#[tokio::test]
+async fn windows_older_than_the_history_leave_the_store() {
+    let s3 = S3Server::start().await;
+    let app = TestApp::start_with(|c| {
+        shared(&s3)(c);
+        c.history_secs = 4;
+    })
+    .await;
+    let (_, token) = app.user("alice").await;
+    app.say(&token, "soon gone").await;
+    let (_, h) = app.get("/api/v1/history", Some(&token)).await;
+    let newest = h["newest_id"].as_str().unwrap().to_string();
+    sealed_past(&app, &app.url(""), &token, &newest, WAIT).await;
+    let first = s3
+        .keys()
+        .await
+        .into_iter()
+        .min()
+        .expect("a window in the bucket");
+    let window_ms: u64 = first
+        .rsplit('/')
+        .next()
+        .and_then(|name| name.strip_suffix(".seg"))
+        .and_then(|ms| ms.parse().ok())
+        .unwrap();
+    // The log moves on; past `--history` the window leaves the bucket and
+    // the manifest, removed by the process holding the sealer's lease.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while s3.keys().await.contains(&first) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{first} is still in the bucket"
+        );
+        app.say(&token, "tick").await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let keys = firehose::store::keys::Keys::new(&app.cfg.key_prefix);
+    let listed: Vec<String> = redis::cmd("ZRANGE")
+        .arg(keys.history_windows())
+        .arg(0)
+        .arg(window_ms)
+        .arg("BYSCORE")
+        .query(&mut app.redis.conn())
+        .unwrap();
+    assert!(listed.is_empty(), "the manifest forgot it: {listed:?}");
+}
