@@ -194,10 +194,11 @@ async fn an_empty_disk_serves_the_history_from_the_store() {
         h["newest_id"].as_str().unwrap().to_string()
     };
     sealed_past(&app, &app.url(""), &token, &last_late, WAIT).await;
-    assert_eq!(
-        get(&app, second.url("/readyz"), &token).await["history_store"],
-        "ok"
-    );
+    // (Each process asks the store every 5 s.)
+    app.eventually("readyz says the store answers again", || async {
+        get(&app, second.url("/readyz"), &token).await["history_store"] == "ok"
+    })
+    .await;
 
     // A third process, started after all that, serves it all.
     ticking(&app, &token, 5);
