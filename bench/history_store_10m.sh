@@ -13,37 +13,11 @@
 #
 #   cargo build --release -p firehose -p firehose-bench && bench/history_store_10m.sh
 set -euo pipefail
-ulimit -n "$(ulimit -Hn)"
-bin=${FIREHOSE_BIN:-target/release/firehose}
 events=${EVENTS:-10000000}
-weed=target/seaweedfs/bin/weed
-[ -x "$weed" ] || weed=$(command -v weed)
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-  kill -9 "${pids[@]}" 2>/dev/null || true
-  redis-cli -p 6567 shutdown nosave >/dev/null 2>&1 || true
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-redis-server --port 6567 --dir "$dir" --save "" --appendonly no --daemonize yes >/dev/null
-until redis-cli -p 6567 ping >/dev/null 2>&1; do sleep 0.1; done
-mkdir -p "$dir/s3"
-"$weed" server -dir="$dir/s3" -ip=127.0.0.1 -ip.bind=127.0.0.1 -s3 -s3.port=6568 \
-  -master.port=6569 -volume.port=6570 -filer.port=6571 -volume.max=0 \
-  -master.volumeSizeLimitMB=1024 -s3.port.iceberg=0 -s3.port.lance=0 >"$dir/weed.log" 2>&1 &
-pids+=("$!")
-until curl -sf http://127.0.0.1:6568/ >/dev/null; do sleep 0.2; done
-curl -sf -X PUT http://127.0.0.1:6568/history >/dev/null
-start() { # port name [flags...]
-  local port=$1 name=$2
-  shift 2
-  FIREHOSE_RATE_LIMITS=off AWS_ENDPOINT_URL=http://127.0.0.1:6568 "$bin" serve \
-    --listen "127.0.0.1:$port" --redis-url redis://127.0.0.1:6567 \
-    --replay-maxlen 20000000 --log-shards 1 --history-dir "$dir/history-$name" "$@" >"$dir/$name.log" 2>&1 &
-  pids+=("$!")
-  until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; do sleep 0.2; done
-}
+redis_port=6567 s3_port=6568
+serve_flags="--replay-maxlen 20000000 --log-shards 1"
+# shellcheck source=bench/store_env.sh
+. "$(dirname "$0")/store_env.sh"
 start 8265 a --history 0
 target/release/replay_rate --addr 127.0.0.1:8265 --statuses 1000 --rare-every 1 --runs 1 --only none
 curl -s -X POST -H 'Content-Type: application/json' http://127.0.0.1:8265/api/v1/users \

@@ -40,20 +40,51 @@ async fn all_sealed(app: &TestApp, server: &ServerProcess, token: &str) {
     .await;
 }
 
+/// A watcher (keeping no shared history: the processes do), a writer with
+/// a firehose token, and a first process sharing the history in `s3`.
+struct Setup {
+    app: TestApp,
+    token: String,
+    fh: String,
+    env: Vec<(&'static str, String)>,
+    watch: Watch,
+    first: ServerProcess,
+}
+
+impl Setup {
+    async fn on(s3: &S3Server) -> Setup {
+        let app = TestApp::start_with(|c| {
+            c.replay_maxlen = 300;
+            c.log_shards = 1;
+        })
+        .await;
+        let (uid, token) = app.user("writer").await;
+        let fh = app.operator_token(&uid, &["read", "firehose"]).await;
+        let env = env(s3);
+        let watch = Watch::open(&app, &fh).await;
+        let first = serve(&app, &env).await;
+        Setup {
+            app,
+            token,
+            fh,
+            env,
+            watch,
+            first,
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_sealer_killed_mid_burst_and_a_damaged_window_lose_nothing_else() {
     let s3 = S3Server::start().await;
-    // The watcher keeps no shared history: the processes below do.
-    let app = TestApp::start_with(|c| {
-        c.replay_maxlen = 300;
-        c.log_shards = 1;
-    })
-    .await;
-    let (uid, token) = app.user("writer").await;
-    let fh = app.operator_token(&uid, &["read", "firehose"]).await;
-    let env = env(&s3);
-    let mut watch = Watch::open(&app, &fh).await;
-    let first = serve(&app, &env).await;
+    let Setup {
+        app,
+        token,
+        fh,
+        env,
+        mut watch,
+        first,
+    } = Setup::on(&s3).await;
     let base = first.url("");
     assert!(burst(&base, &token, 0, 100).await.iter().all(|s| *s == 201));
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -135,16 +166,14 @@ async fn a_sealer_killed_mid_burst_and_a_damaged_window_lose_nothing_else() {
 #[tokio::test]
 async fn a_store_that_refuses_is_told_and_loses_nothing_once_it_accepts() {
     let mut s3 = S3Server::start_refusing().await;
-    let app = TestApp::start_with(|c| {
-        c.replay_maxlen = 300;
-        c.log_shards = 1;
-    })
-    .await;
-    let (uid, token) = app.user("writer").await;
-    let fh = app.operator_token(&uid, &["read", "firehose"]).await;
-    let env = env(&s3);
-    let mut watch = Watch::open(&app, &fh).await;
-    let first = serve(&app, &env).await;
+    let Setup {
+        app,
+        token,
+        fh,
+        env,
+        mut watch,
+        first,
+    } = Setup::on(&s3).await;
     let readyz = || async {
         let r: serde_json::Value = app
             .http
