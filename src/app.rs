@@ -26,7 +26,7 @@ fn open_store(cfg: &Config) -> anyhow::Result<Store> {
 }
 
 /// What a process needs of Redis before it serves, retried until Redis
-/// answers: the data's key layout checked (`store::layout`: a foreign one
+/// answers: the data's key layout checked ([`store::layout`](crate::store::layout): a foreign one
 /// stops the process), and the JWT secret (the configured one, or the one
 /// kept in Redis), since nothing can be signed or checked without it.
 async fn prepare(cfg: &Config, store: &Store, shutdown: &mut Shutdown) -> anyhow::Result<String> {

@@ -13,7 +13,7 @@ use serde_json::json;
 /// Most header fields a request may have (hyper's own default): past it,
 /// 431 in the contract's shape, whether the request is a connection's
 /// first (`serve`) or a kept-alive one (the router's layer).
-pub const MAX_HEADER_FIELDS: usize = 100;
+pub(crate) const MAX_HEADER_FIELDS: usize = 100;
 
 /// An error answered to a client.
 #[derive(Debug)]
@@ -192,4 +192,4 @@ impl IntoResponse for ApiError {
 }
 
 /// `Result` of handlers.
-pub type ApiResult<T> = Result<T, ApiError>;
+pub(crate) type ApiResult<T> = Result<T, ApiError>;

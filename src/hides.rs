@@ -1,6 +1,6 @@
 //! The relations between two users that hide content (blocks either way,
 //! mutes), as one user's map of other users to bits: what read paths and
-//! streams consult. Pure data; `store::relations` reads and writes it in
+//! streams consult. Pure data; [`store::relations`](crate::store::relations) reads and writes it in
 //! Redis, the hub keeps a copy per connected user current from
 //! `relation` events.
 
@@ -8,19 +8,19 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 /// The user blocks the other.
-pub const BLOCKS: u8 = 1;
+pub(crate) const BLOCKS: u8 = 1;
 /// The other blocks the user.
-pub const BLOCKED_BY: u8 = 2;
+pub(crate) const BLOCKED_BY: u8 = 2;
 /// The user mutes the other.
-pub const MUTES: u8 = 4;
+pub(crate) const MUTES: u8 = 4;
 /// Either block.
-pub const BLOCK_EITHER: u8 = BLOCKS | BLOCKED_BY;
+pub(crate) const BLOCK_EITHER: u8 = BLOCKS | BLOCKED_BY;
 /// What keeps another user's statuses off a home timeline, a user stream
 /// and the mentions: any relation.
-pub const FEED: u8 = BLOCKS | BLOCKED_BY | MUTES;
+pub(crate) const FEED: u8 = BLOCKS | BLOCKED_BY | MUTES;
 /// What makes another user's statuses 404 and keeps them off every public
 /// stream: being blocked by their author.
-pub const UNSEEABLE: u8 = BLOCKED_BY;
+pub(crate) const UNSEEABLE: u8 = BLOCKED_BY;
 
 /// One change of a pair: from `seq` on, `bits` is what `uid` holds about
 /// `other`.
@@ -138,7 +138,7 @@ impl Hides {
 }
 
 /// `<bits>:<seq>`.
-pub fn parse_pair(v: &str) -> Option<(u8, u64)> {
+pub(crate) fn parse_pair(v: &str) -> Option<(u8, u64)> {
     let (bits, seq) = v.split_once(':')?;
     Some((bits.parse().ok()?, seq.parse().ok()?))
 }

@@ -48,7 +48,7 @@ fn latency_histogram() -> Histogram {
 }
 
 /// All metrics of the process.
-pub struct Metrics {
+pub(crate) struct Metrics {
     /// Events received from Redis by the hub.
     pub events_received: Counter,
     /// (event, subscription) pairs matched by the hub.
@@ -73,7 +73,7 @@ pub struct Metrics {
     pub behind_warnings: Counter,
     /// Times the hub re-subscribed to Redis.
     pub hub_reconnects: Counter,
-    /// Writes that waited for a Redis node's clock (`store::events::clocks`).
+    /// Writes that waited for a Redis node's clock ([`store::events::clocks`](crate::store::events::clocks)).
     pub commit_waits: Counter,
     /// Events replayed from the buffer (resume, count, catch-up).
     pub events_replayed: Counter,
@@ -168,12 +168,12 @@ fn interned(route: &str) -> &'static str {
 }
 
 /// The process's metrics.
-pub fn global() -> &'static Metrics {
+pub(crate) fn global() -> &'static Metrics {
     GLOBAL.get_or_init(Metrics::new)
 }
 
 /// Increments a counter.
-pub fn inc(counter: &Counter, n: u64) {
+pub(crate) fn inc(counter: &Counter, n: u64) {
     counter.inc_by(n);
 }
 
@@ -469,7 +469,7 @@ impl Metrics {
     }
 
     /// A stream connection opened (+1) or closed (-1).
-    pub fn connection(&self, stream: &'static str, transport: &'static str, delta: i64) {
+    pub(crate) fn connection(&self, stream: &'static str, transport: &'static str, delta: i64) {
         self.connections
             .get_or_create(&StreamLabels { stream, transport })
             .inc_by(delta);
@@ -478,7 +478,7 @@ impl Metrics {
     /// One HTTP request served. `route` must come from a fixed set (the
     /// router's matched paths, or "unmatched"); methods outside the standard
     /// ones fold into "other", so clients cannot add series.
-    pub fn observe_http(&self, route: &str, method: &str, status: u16, seconds: f64) {
+    pub(crate) fn observe_http(&self, route: &str, method: &str, status: u16, seconds: f64) {
         let method = match method {
             "GET" => "GET",
             "HEAD" => "HEAD",
@@ -498,13 +498,13 @@ impl Metrics {
     }
 
     /// One error answered.
-    pub fn count_error(&self, status: u16) {
+    pub(crate) fn count_error(&self, status: u16) {
         self.errors.get_or_create(&StatusLabels { status }).inc();
     }
 
     /// Everything, in the OpenMetrics text format (which Prometheus's
     /// classic text parser also reads).
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

@@ -24,7 +24,7 @@ pub struct Passwords {
 /// Most password operations admitted at once (running or queued); beyond
 /// it a sign-up or login is answered 503 with Retry-After instead of
 /// queueing without bound behind the CPU-bound hashing.
-pub const MAX_ADMITTED: usize = 256;
+pub(crate) const MAX_ADMITTED: usize = 256;
 
 /// A place in the password-hashing queue, held while hashing or verifying.
 pub struct Admission(Arc<AtomicUsize>);
@@ -99,11 +99,11 @@ impl Passwords {
 
 /// Longest accepted password, in characters (the argon2 input is bounded
 /// server-side; the OpenAPI schemas say the same).
-pub const MAX_CHARS: usize = 256;
+pub(crate) const MAX_CHARS: usize = 256;
 
 /// The contract's rule for a new password (sign-up and change): 8 to 256
 /// characters.
-pub fn validate(password: &str) -> crate::error::ApiResult<()> {
+pub(crate) fn validate(password: &str) -> crate::error::ApiResult<()> {
     let n = password.chars().count();
     if n < 8 {
         return Err(crate::error::ApiError::invalid(

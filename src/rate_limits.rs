@@ -1,6 +1,6 @@
 //! Abuse limits: token buckets for sign-up, login and new stream
 //! connections per client address, and for writes per user, counted in
-//! Redis (`store::rate`: one key per address or user, in a slot of its
+//! Redis ([`store::rate`](crate::store::rate): one key per address or user, in a slot of its
 //! own, one script per request), so N processes admit what one does.
 //!
 //! Each bucket holds up to `burst` tokens and refills at `per_minute / 60`
@@ -49,12 +49,12 @@ pub struct Limits {
 }
 
 /// Failed logins to one account, from any address, before it answers 429.
-pub const GUESSES: u32 = 10;
+pub(crate) const GUESSES: u32 = 10;
 /// The window those failures are counted over (a failure is forgotten
 /// after it: the bucket refills `GUESSES` tokens in this time).
-pub const GUESS_WINDOW_SECS: u32 = 15 * 60;
+pub(crate) const GUESS_WINDOW_SECS: u32 = 15 * 60;
 /// Lookups by email (or by any field) one user may make a minute.
-pub const LOOKUPS_PER_MINUTE: u32 = 30;
+pub(crate) const LOOKUPS_PER_MINUTE: u32 = 30;
 
 impl Limits {
     /// The limits configured in `cfg`, counted in `store`.
@@ -183,7 +183,7 @@ impl Limits {
 
 /// One token bucket, for a limit kept by a single task (a socket's control
 /// messages).
-pub struct Bucket {
+pub(crate) struct Bucket {
     per_sec: f64,
     burst: f64,
     tokens: f64,
@@ -192,7 +192,7 @@ pub struct Bucket {
 
 impl Bucket {
     /// `per_sec` a second with bursts of `burst`.
-    pub fn new(per_sec: f64, burst: f64) -> Self {
+    pub(crate) fn new(per_sec: f64, burst: f64) -> Self {
         Bucket {
             per_sec,
             burst,
@@ -202,7 +202,7 @@ impl Bucket {
     }
 
     /// Takes a token if there is one.
-    pub fn take(&mut self) -> bool {
+    pub(crate) fn take(&mut self) -> bool {
         let now = Instant::now();
         self.tokens = (self.tokens + now.duration_since(self.at).as_secs_f64() * self.per_sec)
             .min(self.burst);
@@ -218,14 +218,14 @@ impl Bucket {
 
 /// The client's address, put on each request by the accept loop.
 #[derive(Debug, Clone, Copy)]
-pub struct ClientAddr(pub IpAddr);
+pub(crate) struct ClientAddr(pub IpAddr);
 
 impl ClientAddr {
     /// The client behind `peer`: `peer` itself, or, when `peer` is one of
     /// the `trusted` proxies, the nearest address in `X-Forwarded-For` that
     /// is not a trusted proxy (the header is read right to left, since a
     /// client can write anything at its left end).
-    pub fn of(peer: IpAddr, trusted: &[IpAddr], forwarded: Option<&[u8]>) -> ClientAddr {
+    pub(crate) fn of(peer: IpAddr, trusted: &[IpAddr], forwarded: Option<&[u8]>) -> ClientAddr {
         if !trusted.contains(&peer) {
             return ClientAddr(peer);
         }
@@ -242,7 +242,7 @@ impl ClientAddr {
 impl ClientAddr {
     /// [`ClientAddr::of`] for a request's headers (the router's requests and
     /// the raw stream path both ask this way).
-    pub fn from_headers(
+    pub(crate) fn from_headers(
         peer: IpAddr,
         trusted: &[IpAddr],
         headers: &axum::http::HeaderMap,

@@ -14,7 +14,7 @@ fn entity_re() -> &'static Regex {
 
 /// Hashtags (without `#`, as typed, first spelling kept when repeated in
 /// another case). A tag of digits only is not a hashtag.
-pub fn hashtags(message: &str) -> Vec<String> {
+pub(crate) fn hashtags(message: &str) -> Vec<String> {
     entities(message, '#')
         .into_iter()
         .filter(|t| !t.chars().all(|c| c.is_ascii_digit()))
@@ -22,7 +22,7 @@ pub fn hashtags(message: &str) -> Vec<String> {
 }
 
 /// Mentioned logins (without `@`), as typed; the caller keeps those that exist.
-pub fn mentions(message: &str) -> Vec<String> {
+pub(crate) fn mentions(message: &str) -> Vec<String> {
     entities(message, '@')
         .into_iter()
         .filter(|m| m.len() <= 30 && m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
@@ -33,7 +33,7 @@ pub fn mentions(message: &str) -> Vec<String> {
 /// of the sigil and word, the sigil, and the word (each occurrence, in
 /// order; the caller keeps the mentions of users that exist and the tags
 /// [`hashtags`] keeps).
-pub fn spans(message: &str) -> Vec<(std::ops::Range<usize>, char, &str)> {
+pub(crate) fn spans(message: &str) -> Vec<(std::ops::Range<usize>, char, &str)> {
     entity_re()
         .captures_iter(message)
         .filter_map(|cap| {
@@ -99,8 +99,8 @@ mod tests {
 /// Format characters that show nothing (zero-width, bidirectional
 /// controls, joiners, fillers, tags), as inclusive ranges: with white
 /// space, what a text made only of is refused. Also the OpenAPI
-/// document's patterns (`http::openapi::FMT`).
-pub const INVISIBLE: &[(char, char)] = &[
+/// document's patterns ([`http::shared::openapi::FMT`](crate::http::shared::openapi::FMT)).
+pub(crate) const INVISIBLE: &[(char, char)] = &[
     ('\u{00AD}', '\u{00AD}'),
     ('\u{034F}', '\u{034F}'),
     ('\u{061C}', '\u{061C}'),
@@ -121,14 +121,14 @@ pub const INVISIBLE: &[(char, char)] = &[
 ];
 
 /// Whether `c` shows nothing: white space or an [`INVISIBLE`] character.
-pub fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     c.is_whitespace() || INVISIBLE.iter().any(|(lo, hi)| (*lo..=*hi).contains(&c))
 }
 
 /// Why a text a person wrote (a message, a name, a title, a comment) is
 /// refused: it holds a control character other than `\n` and `\t` (NUL
 /// included), or nothing that shows.
-pub fn unreadable(text: &str) -> Option<&'static str> {
+pub(crate) fn unreadable(text: &str) -> Option<&'static str> {
     if text
         .chars()
         .any(|c| c.is_control() && c != '\n' && c != '\t')

@@ -1,6 +1,6 @@
 //! Who may see what, now: the one judgement of a status's visibility that
-//! the read paths (`http::visibility`) and the stream replays
-//! (`stream::replay_sight`) apply, with the reader's present relations.
+//! the read paths ([`http::shared::visibility`](crate::http::shared::visibility)) and the stream replays
+//! ([`stream::replay_sight`](crate::stream::replay_sight)) apply, with the reader's present relations.
 //!
 //! A status is visible to a reader when it still exists (not deleted, not
 //! being deleted), its author's account exists and is not suspended, the
@@ -31,11 +31,11 @@ use std::sync::Arc;
 /// The answers of each kind a [`Sight`] remembers across a replay's pages
 /// before [`Sight::trim`] forgets them: 65,536 accounts at ~40 bytes each
 /// (with the map's overhead), about 3 MiB per replaying reader at most.
-pub const SIGHT_CAP: usize = 65_536;
+pub(crate) const SIGHT_CAP: usize = 65_536;
 
 /// What a path shows of private accounts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reach {
+pub(crate) enum Reach {
     /// Public statuses only, even to a follower of a private account
     /// (firehose, sample, filter and search streams).
     Public,
@@ -45,7 +45,7 @@ pub enum Reach {
 }
 
 /// One reader's judgement of visibility, with what it has read so far.
-pub struct Sight {
+pub(crate) struct Sight {
     store: Store,
     viewer: Option<u64>,
     relations: Arc<Hides>,
@@ -68,7 +68,12 @@ pub struct Sight {
 impl Sight {
     /// A judgement for `viewer` (none: an anonymous reader) whose relations
     /// are `relations`, on a path of `reach`.
-    pub fn new(store: Store, viewer: Option<u64>, relations: Arc<Hides>, reach: Reach) -> Sight {
+    pub(crate) fn new(
+        store: Store,
+        viewer: Option<u64>,
+        relations: Arc<Hides>,
+        reach: Reach,
+    ) -> Sight {
         Sight {
             store,
             viewer,
@@ -84,7 +89,7 @@ impl Sight {
     }
 
     /// [`Sight::new`] with the viewer's relations read now.
-    pub async fn of(store: Store, viewer: Option<u64>, reach: Reach) -> StoreResult<Sight> {
+    pub(crate) async fn of(store: Store, viewer: Option<u64>, reach: Reach) -> StoreResult<Sight> {
         let relations = match viewer {
             Some(v) => Arc::new(store.relations().hides(v).await?),
             None => Arc::default(),
@@ -93,19 +98,19 @@ impl Sight {
     }
 
     /// The reader's relations.
-    pub fn relations(&self) -> &Hides {
+    pub(crate) fn relations(&self) -> &Hides {
         &self.relations
     }
 
     /// The store it reads.
-    pub fn store(&self) -> &Store {
+    pub(crate) fn store(&self) -> &Store {
         &self.store
     }
 
     /// Reads in one pipeline each what judging these statuses and authors
     /// will ask (the statuses' existence, the accounts) and is not known
     /// yet.
-    pub async fn prefetch(&mut self, statuses: &[u64], authors: &[u64]) -> StoreResult<()> {
+    pub(crate) async fn prefetch(&mut self, statuses: &[u64], authors: &[u64]) -> StoreResult<()> {
         let mut sids: Vec<u64> = statuses
             .iter()
             .copied()
@@ -139,14 +144,14 @@ impl Sight {
 
     /// Remembers an account already read (a path that read the author
     /// anyway).
-    pub fn know(&mut self, user: &User) {
+    pub(crate) fn know(&mut self, user: &User) {
         if let Ok(uid) = user.id.parse::<u64>() {
             self.accounts.insert(uid, Some(user.private));
         }
     }
 
     /// Whether status `sid` still exists.
-    pub async fn alive(&mut self, sid: u64) -> StoreResult<bool> {
+    pub(crate) async fn alive(&mut self, sid: u64) -> StoreResult<bool> {
         if let Some(now) = self.statuses.get(&sid) {
             return Ok(now.is_some());
         }
@@ -157,7 +162,7 @@ impl Sight {
     /// What was read of status `sid` (by [`Sight::prefetch`] or
     /// [`Sight::alive`]): `None` if nothing yet, `Some(None)` if it no
     /// longer exists.
-    pub fn status_now(&self, sid: u64) -> Option<Option<StatusNow>> {
+    pub(crate) fn status_now(&self, sid: u64) -> Option<Option<StatusNow>> {
         self.statuses.get(&sid).copied()
     }
 
@@ -166,7 +171,7 @@ impl Sight {
     /// a replay calls it between pages, so that what it remembers is
     /// bounded however long it runs (a status is seldom asked of twice
     /// across pages; an author often is).
-    pub fn trim(&mut self) {
+    pub(crate) fn trim(&mut self) {
         self.statuses.clear();
         let held = [
             self.accounts.len(),
@@ -188,7 +193,7 @@ impl Sight {
     /// and is not suspended, does not block the reader, and is public, the
     /// reader, or a private account the reader follows (on a path of
     /// [`Reach::Followers`]).
-    pub async fn author(&mut self, author: u64) -> StoreResult<bool> {
+    pub(crate) async fn author(&mut self, author: u64) -> StoreResult<bool> {
         if self.store.suspended().contains(author) {
             return Ok(false);
         }
@@ -207,7 +212,7 @@ impl Sight {
 
     /// Whether the reader may see `status` as far as its people and group
     /// go (its existence aside: a status read from Redis just now exists).
-    pub async fn status(&mut self, status: &Status) -> StoreResult<bool> {
+    pub(crate) async fn status(&mut self, status: &Status) -> StoreResult<bool> {
         let author: u64 = status.uid.parse().unwrap_or(0);
         if !self.author(author).await? {
             return Ok(false);
@@ -255,7 +260,7 @@ impl Sight {
     }
 
     /// Whether the reader is (still) a member of private group `gid`.
-    pub async fn member(&mut self, gid: u64) -> StoreResult<bool> {
+    pub(crate) async fn member(&mut self, gid: u64) -> StoreResult<bool> {
         let Some(viewer) = self.viewer else {
             return Ok(false);
         };
@@ -274,7 +279,7 @@ impl Sight {
 
     /// Whether the reader may read group `gid`'s statuses now: any public
     /// or announcement group's, a private one's while a member.
-    pub async fn reads_group(&mut self, gid: u64) -> StoreResult<bool> {
+    pub(crate) async fn reads_group(&mut self, gid: u64) -> StoreResult<bool> {
         if let Some(reads) = self.readable_groups.get(&gid) {
             return Ok(*reads);
         }
@@ -288,7 +293,7 @@ impl Sight {
     }
 
     /// Whether the reader is (still) a participant of conversation `cid`.
-    pub async fn participant(&mut self, cid: u64) -> StoreResult<bool> {
+    pub(crate) async fn participant(&mut self, cid: u64) -> StoreResult<bool> {
         let Some(viewer) = self.viewer else {
             return Ok(false);
         };

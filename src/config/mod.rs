@@ -1,8 +1,11 @@
 //! Command line and environment configuration.
 
-pub mod tail;
+mod parse;
+pub(crate) use parse::check_history_store;
+pub(crate) mod tail;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use parse::{parse_bytes, parse_duration, parse_history_store, parse_window};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -463,71 +466,6 @@ pub struct Config {
     /// Log format.
     #[arg(long, env = "FIREHOSE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Human)]
     pub log_format: LogFormat,
-}
-
-/// A duration in whole seconds: a number of seconds, or a number with
-/// `s`, `m`, `h` or `d`.
-pub fn parse_duration(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, unit) = split_unit(s);
-    let scale = match unit.to_ascii_lowercase().as_str() {
-        "" | "s" => 1,
-        "m" | "min" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        other => return Err(format!("unknown unit {other:?}: use s, m, h or d")),
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .ok_or_else(|| format!("{s:?} is not a duration such as 3600, 90m or 24h"))
-}
-
-/// `--history-window`: a duration from a second to an hour.
-fn parse_window(s: &str) -> Result<u64, String> {
-    match parse_duration(s)? {
-        secs @ 1..=3600 => Ok(secs),
-        _ => Err(format!("--history-window {s:?}: from 1s to 1h")),
-    }
-}
-
-/// `--history-store`: an `s3://BUCKET[/PREFIX]` URL.
-fn parse_history_store(s: &str) -> Result<String, String> {
-    crate::history::remote::check_url(s)?;
-    Ok(s.to_owned())
-}
-
-/// A size in bytes: a number, or a number with `K`, `M`, `G`, `T` (powers
-/// of 1000) or `KiB`, `MiB`, `GiB`, `TiB` (powers of 1024).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (num, unit) = split_unit(s);
-    let scale: u64 = match unit.to_ascii_lowercase().trim_end_matches('b') {
-        "" => 1,
-        "k" => 1_000,
-        "m" => 1_000_000,
-        "g" => 1_000_000_000,
-        "t" => 1_000_000_000_000,
-        "ki" => 1 << 10,
-        "mi" => 1 << 20,
-        "gi" => 1 << 30,
-        "ti" => 1 << 40,
-        _ => {
-            return Err(format!(
-                "unknown unit in {s:?}: use K, M, G, KiB, MiB or GiB"
-            ))
-        }
-    };
-    num.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .ok_or_else(|| format!("{s:?} is not a size such as 4GiB or 500000000"))
-}
-
-/// A number and the unit after it.
-fn split_unit(s: &str) -> (&str, &str) {
-    let at = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    (&s[..at], s[at..].trim())
 }
 
 impl Config {

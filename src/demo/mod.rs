@@ -4,8 +4,8 @@
 //! start only) and lets the page show it to visitors who have not logged in
 //! ([`viewer`]).
 
-pub mod viewer;
-pub mod world;
+pub(crate) mod viewer;
+pub(crate) mod world;
 
 pub use world::DEMO_PASSWORD;
 

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::Mutex;
 
 /// The viewer's scopes.
-pub const SCOPES: &[&str] = &["read", "firehose"];
+pub(crate) const SCOPES: &[&str] = &["read", "firehose"];
 /// A pass lives a day and is replaced when less than an hour is left.
 const TTL: u64 = 24 * 3600;
 const RENEW_BEFORE: u64 = 3600;

@@ -112,7 +112,7 @@ const CITIES: &[(f64, f64)] = &[
 
 /// How big a world to make.
 #[derive(Debug, Clone, Copy)]
-pub struct Shape {
+pub(crate) struct Shape {
     /// Users.
     pub users: usize,
     /// Accounts followed by ~90 % of everyone.
@@ -123,7 +123,7 @@ pub struct Shape {
 
 /// What [`World::act`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Act {
+pub(crate) enum Act {
     /// Posted a status.
     Status,
     /// Replied to a recent status.
@@ -137,7 +137,7 @@ pub enum Act {
 }
 
 /// A seeded world, ready to act.
-pub struct World {
+pub(crate) struct World {
     store: Store,
     rng: StdRng,
     uids: Vec<u64>,
@@ -148,7 +148,7 @@ pub struct World {
 }
 
 /// The login of demo user `i`.
-pub fn login(i: usize) -> String {
+pub(crate) fn login(i: usize) -> String {
     format!("{}_{i}", FIRST[i % FIRST.len()])
 }
 
@@ -171,7 +171,7 @@ impl World {
     /// user it names), a follow graph (celebrities followed by ~90 % of
     /// everyone, everyone following five others) and a first status for up
     /// to 2,000 of them. Running it again makes nothing twice.
-    pub async fn seed(store: &Store, shape: Shape) -> anyhow::Result<World> {
+    pub(crate) async fn seed(store: &Store, shape: Shape) -> anyhow::Result<World> {
         let hash = Passwords::default()
             .hash(DEMO_PASSWORD.to_string())
             .await
@@ -226,7 +226,11 @@ impl World {
     }
 
     /// The world seeded before with `users` users, found by their logins.
-    pub async fn find(store: &Store, users: usize, celebrities: usize) -> anyhow::Result<World> {
+    pub(crate) async fn find(
+        store: &Store,
+        users: usize,
+        celebrities: usize,
+    ) -> anyhow::Result<World> {
         let logins: Vec<String> = (0..users).map(login).collect();
         let mut uids = Vec::with_capacity(users);
         for login in &logins {
@@ -252,12 +256,12 @@ impl World {
     }
 
     /// How many users the world has.
-    pub fn users(&self) -> usize {
+    pub(crate) fn users(&self) -> usize {
         self.uids.len()
     }
 
     /// The first (most followed) user's id and login.
-    pub fn first(&self) -> Option<(u64, &str)> {
+    pub(crate) fn first(&self) -> Option<(u64, &str)> {
         Some((*self.uids.first()?, self.logins.first()?.as_str()))
     }
 
@@ -298,7 +302,7 @@ impl World {
     /// with hashtags and mentions), the rest replies, likes and reposts of
     /// recent statuses; celebrities write a tenth of the statuses. A user past
     /// [`KEEP_PER_USER`] statuses deletes their oldest instead.
-    pub async fn act(&mut self) -> Result<Act, StoreError> {
+    pub(crate) async fn act(&mut self) -> Result<Act, StoreError> {
         let roll = self.rng.random_range(0..100);
         let author = if self.rng.random_bool(0.1) {
             self.rng.random_range(0..self.celebrities.max(1))

@@ -34,7 +34,7 @@ const IDLE: Duration = Duration::from_millis(250);
 const MAX_PENDING: usize = 16 * block::MAX_EVENTS;
 
 /// Runs the archiver until shutdown, then writes what is pending.
-pub async fn run(history: History, store: Store, tap: Tap, mut shutdown: Shutdown) {
+pub(crate) async fn run(history: History, store: Store, tap: Tap, mut shutdown: Shutdown) {
     let mut last = history.last().unwrap_or(EventId::ZERO);
     let mut oldest_pending: Option<Instant> = None;
     let mut failing_since: Option<Instant> = None;

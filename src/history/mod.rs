@@ -30,16 +30,16 @@
 //! dictionary does per event) and of skipping (a block's summary lets a
 //! search pass over it unread).
 
-pub mod archiver;
+pub(crate) mod archiver;
 pub mod block;
-pub mod readers;
-pub mod remote;
-pub mod scan;
-pub mod sealer;
-pub mod search;
+pub(crate) mod readers;
+pub(crate) mod remote;
+pub(crate) mod scan;
+pub(crate) mod sealer;
+pub(crate) mod search;
 pub mod segment;
 mod shared;
-pub mod tier;
+pub(crate) mod tier;
 
 use crate::store::events::EventId;
 use segment::{BlockMeta, Segment};

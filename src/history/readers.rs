@@ -21,13 +21,13 @@ pub const MAX_READERS: usize = 8;
 /// The nice value of the reader threads (0 is the process's; 19 the
 /// lowest priority): at 10, a busy reader thread gets about a tenth of
 /// the CPU a busy live thread gets.
-pub const NICE: i32 = 10;
+pub(crate) const NICE: i32 = 10;
 
 type Job = Box<dyn FnOnce() + Send>;
 
 /// The reader threads; cheap to clone.
 #[derive(Clone)]
-pub struct Readers {
+pub(crate) struct Readers {
     jobs: mpsc::Sender<Job>,
 }
 
@@ -39,7 +39,7 @@ impl std::fmt::Debug for Readers {
 
 impl Readers {
     /// The process's reader threads, started on the first call.
-    pub fn shared() -> std::io::Result<Readers> {
+    pub(crate) fn shared() -> std::io::Result<Readers> {
         static SHARED: std::sync::OnceLock<Readers> = std::sync::OnceLock::new();
         if let Some(readers) = SHARED.get() {
             return Ok(readers.clone());
@@ -66,7 +66,7 @@ impl Readers {
     }
 
     /// Runs `job` on a reader thread and waits for its answer.
-    pub async fn run<T: Send + 'static>(
+    pub(crate) async fn run<T: Send + 'static>(
         &self,
         job: impl FnOnce() -> T + Send + 'static,
     ) -> std::io::Result<T> {

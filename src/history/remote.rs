@@ -61,24 +61,13 @@ impl std::fmt::Debug for Remote {
     }
 }
 
-/// Whether `url` names a store this build can reach (`s3://BUCKET[/PREFIX]`).
-pub fn check_url(url: &str) -> Result<(), String> {
-    let rest = url
-        .strip_prefix("s3://")
-        .ok_or_else(|| format!("--history-store {url:?}: expected s3://BUCKET/PREFIX"))?;
-    if rest.split('/').next().is_none_or(str::is_empty) {
-        return Err(format!("--history-store {url:?}: the bucket is missing"));
-    }
-    Ok(())
-}
-
 impl Remote {
     /// The bucket `url` names (`s3://BUCKET/PREFIX`), for the store
     /// `store_id`. Settings come from the environment (`AWS_ACCESS_KEY_ID`,
     /// `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`, `AWS_ENDPOINT_URL`, ...);
     /// plain HTTP is allowed when the endpoint is an `http://` URL.
     pub fn open(url: &str, endpoint: Option<&str>, store_id: &str) -> anyhow::Result<Remote> {
-        check_url(url).map_err(anyhow::Error::msg)?;
+        crate::config::check_history_store(url).map_err(anyhow::Error::msg)?;
         // One crypto provider for every TLS client of the process (ring's;
         // a second install is refused, harmlessly).
         // (`ring`'s provider is marked deprecated for lacking post-quantum

@@ -10,7 +10,7 @@
 //! summaries, and written as one object named by the window's first
 //! millisecond, once (`remote`): a window is never held twice, whoever
 //! writes it, and a kill at any moment leaves it absent or whole. Then the
-//! manifest in Redis records it (`store::events::windows`). Where this
+//! manifest in Redis records it ([`store::events::windows`](crate::store::events::windows)). Where this
 //! process's history lacks events of a window (it was not running), the
 //! window's first block says so (its gap flag), and readers hear of a gap.
 //!
@@ -29,12 +29,12 @@ use std::time::{Duration, Instant};
 
 /// The sealer's lease.
 const LEASE_MS: u64 = 15_000;
-/// The lease's name (shard 0's slot of `store::events::shard_work`).
+/// The lease's name (shard 0's slot of [`store::events::shard_work`](crate::store::events::shard_work)).
 const WORK: &str = "history-sealer";
 /// Windows sealed per round at most (then the lease is renewed).
 const ROUND_WINDOWS: usize = 60;
 /// Longest wait before a store that refused is tried again.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// How often every process asks whether the store answers.
 const PROBE_EVERY: Duration = Duration::from_secs(5);
 /// How often retention looks for windows to remove: every six windows,
@@ -53,7 +53,7 @@ fn window_of(ms: u64, span: u64) -> u64 {
 /// it reads what the manifest gained, every 5 s it asks whether the store
 /// answers, and it takes the lease when it is free and seals what is due
 /// while it holds it.
-pub async fn run(history: History, store: Store, span_ms: u64, mut shutdown: Shutdown) {
+pub(crate) async fn run(history: History, store: Store, span_ms: u64, mut shutdown: Shutdown) {
     let Some(tier) = history.tier().cloned() else {
         return;
     };

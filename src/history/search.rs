@@ -30,7 +30,7 @@ static JUDGING: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 const JUDGE_TURN: usize = 4 * frame::PARSE_TURN;
 
 /// One rule, ready to run over the history.
-pub struct Search {
+pub(crate) struct Search {
     want: Want,
     anchors: Option<Arc<Vec<Anchor>>>,
     prefilter: Prefilter,
@@ -40,7 +40,7 @@ pub struct Search {
 }
 
 /// What one step of a search found.
-pub struct Found {
+pub(crate) struct Found {
     /// Matching statuses the reader may see now, newest first, with the
     /// ids of their events.
     pub statuses: Vec<(EventId, Arc<Frame>)>,
@@ -55,7 +55,7 @@ pub struct Found {
 impl Search {
     /// A search for `expr` (checked, logins resolved) by a reader whose
     /// sight judges what they may see now (public statuses only).
-    pub fn new(expr: Expr, hides: Arc<Hides>, sight: ReplaySight) -> Search {
+    pub(crate) fn new(expr: Expr, hides: Arc<Hides>, sight: ReplaySight) -> Search {
         let anchors = anchors(&expr).map(Arc::new);
         let set = RuleSet::new(vec![(expr, "0".to_string(), None)], None);
         Search {
@@ -69,7 +69,7 @@ impl Search {
 
     /// Looks at the next stretch of the history older than `before` and
     /// newer than `floor`.
-    pub async fn step(
+    pub(crate) async fn step(
         &mut self,
         history: &History,
         before: EventId,

@@ -1,12 +1,12 @@
 //! The shared history as this process reads it (`--history-store`): the
 //! sealed windows of the object store (`remote`), known from the manifest
-//! in Redis (`store::events::windows`) and fetched on demand into a cache
+//! in Redis ([`store::events::windows`](crate::store::events::windows)) and fetched on demand into a cache
 //! on this process's disk (`<history-dir>/shared/`, bounded, the least
 //! recently used window leaving first).
 //!
 //! A window is a segment (`segment`): blocks with their CRCs and `prev`
 //! ids, so a window is read, verified and told apart from a gap exactly as
-//! the local history is. The history ([`History`]) reads the store only
+//! the local history is. The history ([`History`](super::History)) reads the store only
 //! where its own disk lacks events: before its first block, and across a
 //! gap in it (this process was not running). Where neither holds a stretch,
 //! the readers hear of a gap, as before.
@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The cache's folder in the history's directory.
-pub const CACHE_DIR: &str = "shared";
+pub(crate) const CACHE_DIR: &str = "shared";
 /// How often the manifest is read again at most, for a reader past its end.
 const REFRESH: Duration = Duration::from_secs(1);
 /// How often the whole manifest is read again (windows retention removed).
@@ -452,7 +452,7 @@ impl Tier {
 }
 
 /// `gaps` clipped to the events after `after` and before `before`.
-pub fn clip(gaps: Vec<Gap>, after: EventId, before: EventId) -> Vec<Gap> {
+pub(crate) fn clip(gaps: Vec<Gap>, after: EventId, before: EventId) -> Vec<Gap> {
     gaps.into_iter()
         .filter(|g| g.after < before && g.before > after)
         .map(|g| Gap {
@@ -463,7 +463,7 @@ pub fn clip(gaps: Vec<Gap>, after: EventId, before: EventId) -> Vec<Gap> {
 }
 
 /// The stretches missing from both `a` and `b` (each sorted, disjoint).
-pub fn both_missing(a: &[Gap], b: &[Gap]) -> Vec<Gap> {
+pub(crate) fn both_missing(a: &[Gap], b: &[Gap]) -> Vec<Gap> {
     let mut out = Vec::new();
     for x in a {
         for y in b {

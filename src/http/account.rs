@@ -20,7 +20,7 @@ use axum::Extension;
 use serde::Deserialize;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(CHANGE_PASSWORD_OP, change_password)
         .route(DELETE_OP, destroy)
@@ -48,7 +48,7 @@ pub fn routes() -> Routes {
 
 /// Body of `POST /api/v1/me/password`.
 #[derive(Debug, Deserialize)]
-pub struct ChangePassword {
+pub(crate) struct ChangePassword {
     /// The password now.
     pub current_password: String,
     /// The password from now on.
@@ -79,7 +79,7 @@ const CHANGE_PASSWORD_OP: Op = Op::post(
 /// the same admission bound and per-address rate limit as a login), stores
 /// the new one's hash, and ends every other session (their streams get
 /// `disconnect` `revoked` in every process) unless asked not to.
-pub async fn change_password(
+pub(crate) async fn change_password(
     State(state): State<AppState>,
     auth: AuthUser,
     client: Option<Extension<ClientAddr>>,
@@ -120,7 +120,7 @@ pub async fn change_password(
 
 /// Body of `DELETE /api/v1/me`.
 #[derive(Debug, Deserialize)]
-pub struct DeleteAccount {
+pub(crate) struct DeleteAccount {
     /// The password now.
     pub password: String,
 }
@@ -142,7 +142,7 @@ const DELETE_OP: Op = Op::delete(
 /// `DELETE /api/v1/me`: checks the password (as a login does), closes the
 /// account at once, then undoes what it holds (waiting for that up to
 /// [`DELETE_WAIT`]; a larger account finishes in the background).
-pub async fn destroy(
+pub(crate) async fn destroy(
     State(state): State<AppState>,
     auth: AuthUser,
     client: Option<Extension<ClientAddr>>,
@@ -191,7 +191,7 @@ const EXPORT_OP: Op = Op::get(
 /// `follower` (`{type, id, login}`) and `like` (`{type, status_id}`), newest
 /// first within each type. Read from Redis a page at a time as the client
 /// takes it, so an account of any size costs a page of memory.
-pub async fn export(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Response> {
+pub(crate) async fn export(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Response> {
     let mut user = state.store.users().get(auth.uid).await?;
     user.email = state.store.users().email(auth.uid).await?;
     let mut first = serde_json::to_value(&user).unwrap_or_default();

@@ -23,10 +23,10 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 
 /// Longest resolution note, in characters.
-pub const MAX_NOTE_CHARS: usize = 1000;
+pub(crate) const MAX_NOTE_CHARS: usize = 1000;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .schema_of::<AuditAction>("AuditAction")
         .schema(
@@ -76,7 +76,7 @@ const REPORTS_OP: Op = Op::get(
 .errors(&[400, 401, 403, 503]);
 
 /// `GET /api/v1/admin/reports`.
-pub async fn reports(
+pub(crate) async fn reports(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(mut q): Query<HashMap<String, String>>,
@@ -118,7 +118,7 @@ async fn find_report(state: &AppState, raw: &str) -> ApiResult<Report> {
 }
 
 /// `GET /api/v1/admin/reports/{id}`.
-pub async fn report(
+pub(crate) async fn report(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -129,7 +129,7 @@ pub async fn report(
 
 /// Body of `POST /api/v1/admin/reports/{id}/resolve`.
 #[derive(Debug, Deserialize)]
-pub struct Resolution {
+pub(crate) struct Resolution {
     /// `none`, `remove_status` or `suspend_user`.
     pub action: String,
     /// At most 1,000 characters.
@@ -150,7 +150,7 @@ fn already() -> ApiError {
 }
 
 /// `POST /api/v1/admin/reports/{id}/resolve`.
-pub async fn resolve(
+pub(crate) async fn resolve(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -266,7 +266,7 @@ const REMOVE_STATUS_OP: Op = Op::delete(
 .errors(&[401, 403, 404, 503]);
 
 /// `DELETE /api/v1/admin/statuses/{id}`.
-pub async fn remove_status(
+pub(crate) async fn remove_status(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -298,7 +298,7 @@ const USER_OP: Op = Op::get(
 .errors(&[401, 403, 404, 503]);
 
 /// `GET /api/v1/admin/users/{id}`.
-pub async fn user(
+pub(crate) async fn user(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -333,7 +333,7 @@ const UNSUSPEND_OP: Op = Op::delete(
 .errors(&[401, 403, 404, 503]);
 
 /// `POST /api/v1/admin/users/{id}/suspend`.
-pub async fn suspend(
+pub(crate) async fn suspend(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -342,7 +342,7 @@ pub async fn suspend(
 }
 
 /// `DELETE /api/v1/admin/users/{id}/suspend`.
-pub async fn unsuspend(
+pub(crate) async fn unsuspend(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -380,7 +380,7 @@ const AUDIT_OP: Op = Op::get(
 .errors(&[400, 401, 403, 503]);
 
 /// `GET /api/v1/admin/audit`.
-pub async fn audit(
+pub(crate) async fn audit(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,

@@ -1,4 +1,4 @@
-//! Bookmarks: a user's private list of statuses (`store::bookmarks`).
+//! Bookmarks: a user's private list of statuses ([`store::bookmarks`](crate::store::bookmarks)).
 
 use super::shared::extract::{detached, path_id};
 use super::shared::openapi::{Op, Params, Reply};
@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(CREATE_OP, create)
         .route(DESTROY_OP, destroy)
@@ -52,7 +52,7 @@ async fn set(state: AppState, auth: AuthUser, id: String, on: bool) -> ApiResult
 }
 
 /// `POST /api/v1/statuses/{id}/bookmark`: a status the caller may see.
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -71,7 +71,7 @@ const DESTROY_OP: Op = Op::delete(
 /// `DELETE /api/v1/statuses/{id}/bookmark`: touches only the caller's own
 /// bookmarks, so any status id answers `{bookmarked: false}` (one gone or
 /// hidden since included) and tells nothing about the status.
-pub async fn destroy(
+pub(crate) async fn destroy(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -92,7 +92,7 @@ const LIST_OP: Op = Op::get(
 
 /// `GET /api/v1/bookmarks`: a page of the caller's bookmarks, each judged
 /// now; those of statuses gone are forgotten on the way.
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,

@@ -22,14 +22,14 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// Longest message, in characters (Unicode scalar values).
-pub const MAX_TEXT_CHARS: usize = 1000;
+pub(crate) const MAX_TEXT_CHARS: usize = 1000;
 /// Longest group title, in characters.
-pub const MAX_TITLE_CHARS: usize = 100;
+pub(crate) const MAX_TITLE_CHARS: usize = 100;
 /// Most other participants of a group conversation.
-pub const MAX_OTHERS: usize = 50;
+pub(crate) const MAX_OTHERS: usize = 50;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .schema_of::<Message>("Message")
         .schema_of::<Conversation>("Conversation")
@@ -74,7 +74,7 @@ fn message_body_schema() -> serde_json::Value {
 
 /// Body of `POST /api/v1/conversations`.
 #[derive(Debug, Deserialize)]
-pub struct NewConversationBody {
+pub(crate) struct NewConversationBody {
     /// The other participants' ids: one makes a direct conversation, 2-50
     /// a group one (repeats count once).
     pub participants: Vec<JsonId>,
@@ -86,14 +86,14 @@ pub struct NewConversationBody {
 
 /// Body of `POST /api/v1/conversations/{id}/messages`.
 #[derive(Debug, Deserialize)]
-pub struct MessageBody {
+pub(crate) struct MessageBody {
     /// 1-1000 characters, not only white space.
     pub text: String,
 }
 
 /// A page of conversations.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct ConversationPage {
+pub(crate) struct ConversationPage {
     /// Newest activity first.
     pub conversations: Vec<Conversation>,
     /// Pass as `cursor` for the next page; null on the last page.
@@ -137,7 +137,7 @@ const CREATE_OP: Op = Op::post(
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/conversations`.
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     auth: AuthUser,
     headers: HeaderMap,
@@ -311,7 +311,7 @@ const LIST_OP: Op = Op::get(
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/conversations`.
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
@@ -337,7 +337,7 @@ const SHOW_OP: Op = Op::get(
 .errors(&[401, 404, 503]);
 
 /// `GET /api/v1/conversations/{id}`.
-pub async fn show(
+pub(crate) async fn show(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -371,7 +371,7 @@ const MESSAGES_OP: Op = Op::get(
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/conversations/{id}/messages`.
-pub async fn messages(
+pub(crate) async fn messages(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -400,7 +400,7 @@ const SEND_OP: Op = Op::post(
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/conversations/{id}/messages`.
-pub async fn send(
+pub(crate) async fn send(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -471,7 +471,7 @@ const READ_OP: Op = Op::post(
 .errors(&[401, 404, 503]);
 
 /// `POST /api/v1/conversations/{id}/read`.
-pub async fn read(
+pub(crate) async fn read(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -502,7 +502,7 @@ const LEAVE_OP: Op = Op::post(
 .errors(&[400, 401, 404, 503]);
 
 /// `POST /api/v1/conversations/{id}/leave`.
-pub async fn leave(
+pub(crate) async fn leave(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,

@@ -12,7 +12,7 @@ use axum::Json;
 use serde_json::{json, Value};
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new().route(DEMO_OP, demo)
 }
 
@@ -27,9 +27,9 @@ const DEMO_OP: Op = Op::get(
 ))
 .errors(&[404, 503]);
 
-/// `GET /api/v1/demo`: the viewer's pass (`demo::viewer`), the same for
+/// `GET /api/v1/demo`: the viewer's pass ([`demo::viewer`](crate::demo::viewer)), the same for
 /// every caller until it is renewed.
-pub async fn demo(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+pub(crate) async fn demo(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     let Some(viewer) = state.demo.as_ref() else {
         return Err(ApiError::not_found(
             "The demo view is on only with `firehose serve --demo`.",

@@ -2,11 +2,11 @@
 //! most ten times (`store`'s edit chain), and anyone who may see the status
 //! reads its versions.
 
-use super::mentions::resolve_mentions;
 use super::shared::extract::idempotency_key;
 use super::shared::extract::{detached, path_id, JsonBody};
 use super::shared::openapi::{Auth, Op, Reply};
 use super::shared::routes::Routes;
+use super::shared::status_text::resolve_mentions;
 use super::shared::visibility::visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
@@ -21,14 +21,14 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(EDIT_OP, edit)
         .route(HISTORY_OP, history)
         .schema(
             "EditStatus",
             json!({"type": "object", "required": ["message"], "properties": {
-                "message": {"type": "string", "minLength": 1, "maxLength": super::statuses::MAX_MESSAGE_CHARS,
+                "message": {"type": "string", "minLength": 1, "maxLength": crate::http::shared::status_text::MAX_MESSAGE_CHARS,
                     "pattern": super::shared::openapi::readable_pattern(),
                     "description": "1-280 characters (Unicode scalar values), not only white space."},
             }}),
@@ -37,7 +37,7 @@ pub fn routes() -> Routes {
 
 /// Body of `PATCH /api/v1/statuses/{id}`.
 #[derive(Debug, Deserialize)]
-pub struct EditStatus {
+pub(crate) struct EditStatus {
     /// The new text, 1-280 characters.
     pub message: String,
 }
@@ -52,7 +52,7 @@ const EDIT_OP: Op = Op::patch(
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `PATCH /api/v1/statuses/{id}`: the status as edited, with `edited_at`.
-pub async fn edit(
+pub(crate) async fn edit(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -63,7 +63,7 @@ pub async fn edit(
     let sid = path_id(&id, "status")?;
     let idem = idempotency_key(&headers)?;
     let n = body.message.chars().count();
-    if n == 0 || n > super::statuses::MAX_MESSAGE_CHARS {
+    if n == 0 || n > crate::http::shared::status_text::MAX_MESSAGE_CHARS {
         return Err(ApiError::invalid(
             "invalid_message",
             "message must be 1 to 280 characters.",
@@ -156,7 +156,7 @@ const HISTORY_OP: Op = Op::get(
 .errors(&[401, 403, 404, 503]);
 
 /// `GET /api/v1/statuses/{id}/history`: for whoever may see the status.
-pub async fn history(
+pub(crate) async fn history(
     State(state): State<AppState>,
     MaybeUser(viewer): MaybeUser,
     Path(id): Path<String>,

@@ -18,10 +18,10 @@ use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 
 /// Most ids in one batch follow or unfollow.
-pub const MAX_BATCH: usize = 1000;
+pub(crate) const MAX_BATCH: usize = 1000;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(CREATE_OP, create)
         .route(DESTROY_OP, destroy)
@@ -72,7 +72,7 @@ const REQUESTS_IN_OP: Op = Op::get(
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/follow_requests`: who asked to follow the caller.
-pub async fn requests_in(
+pub(crate) async fn requests_in(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
@@ -90,7 +90,7 @@ const REQUESTS_OUT_OP: Op = Op::get(
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/follow_requests/outgoing`: whom the caller asked to follow.
-pub async fn requests_out(
+pub(crate) async fn requests_out(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
@@ -110,7 +110,7 @@ const AUTHORIZE_OP: Op = Op::post(
 
 /// `POST /api/v1/follow_requests/{id}/authorize`: the requester follows the
 /// caller from now on; 404 when there is no such request.
-pub async fn authorize(
+pub(crate) async fn authorize(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -129,7 +129,7 @@ const REJECT_OP: Op = Op::post(
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/follow_requests/{id}/reject`: 404 when there is no such request.
-pub async fn reject(
+pub(crate) async fn reject(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -178,7 +178,7 @@ const CREATE_OP: Op = Op::post(
 .errors(&[401, 403, 404, 409, 429, 503]);
 
 /// `POST /api/v1/users/{id}/follow`: 409 when already following.
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -236,7 +236,7 @@ const DESTROY_OP: Op = Op::delete(
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/users/{id}/follow`: idempotent.
-pub async fn destroy(
+pub(crate) async fn destroy(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -262,7 +262,7 @@ pub async fn destroy(
 
 /// Body of the batch calls.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
-pub struct Batch {
+pub(crate) struct Batch {
     /// User ids (strings or numbers), at most 1000.
     #[schema(value_type = Vec<String>)]
     pub ids: Vec<JsonId>,
@@ -271,7 +271,7 @@ pub struct Batch {
 /// Answer of the batch calls: per id, whether this call changed the
 /// relationship (false for unknown users, yourself, or no change).
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct BatchReply {
+pub(crate) struct BatchReply {
     /// id -> changed.
     pub results: BTreeMap<String, bool>,
 }
@@ -344,7 +344,7 @@ const CREATE_MANY_OP: Op = Op::post("/api/v1/follows", "follows", "Follow up to 
     .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/follows`: follow many.
-pub async fn create_many(
+pub(crate) async fn create_many(
     State(state): State<AppState>,
     auth: AuthUser,
     JsonBody(body): JsonBody<Batch>,
@@ -358,7 +358,7 @@ const DESTROY_MANY_OP: Op = Op::delete("/api/v1/follows", "follows", "Unfollow u
     .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `DELETE /api/v1/follows`: unfollow many.
-pub async fn destroy_many(
+pub(crate) async fn destroy_many(
     State(state): State<AppState>,
     auth: AuthUser,
     JsonBody(body): JsonBody<Batch>,
@@ -396,7 +396,7 @@ const FOLLOWERS_OP: Op = Op::get(
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/users/{id}/followers`.
-pub async fn followers(
+pub(crate) async fn followers(
     State(state): State<AppState>,
     _viewer: MaybeUser,
     Path(id): Path<String>,
@@ -416,7 +416,7 @@ const FOLLOWING_OP: Op = Op::get(
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/users/{id}/following`.
-pub async fn following(
+pub(crate) async fn following(
     State(state): State<AppState>,
     _viewer: MaybeUser,
     Path(id): Path<String>,

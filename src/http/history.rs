@@ -1,12 +1,12 @@
-//! The history on disk (`crate::history`): how far back it reaches, a
+//! The history on disk ([`crate::history`]): how far back it reaches, a
 //! filter rule run over it (search and counts), and the public timeline
 //! (every public status it holds, newest first).
 
-use super::rule_items::check_items;
 use super::shared::extract::known_params;
 use super::shared::openapi::{Op, Params, Reply};
 use super::shared::paging::statuses_json;
 use super::shared::routes::Routes;
+use super::shared::rule_items::check_items;
 use super::shared::visibility::only_visible_hiding;
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ApiResult};
@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Most statuses a search page holds.
-pub const MAX_SEARCH_COUNT: usize = 500;
+pub(crate) const MAX_SEARCH_COUNT: usize = 500;
 /// How long a search page may scan before it answers with what it found
 /// (and a cursor to go on from).
 const SEARCH_TIME: Duration = Duration::from_secs(5);
@@ -38,7 +38,7 @@ const COUNTS_TIME: Duration = Duration::from_secs(20);
 const MAX_BUCKETS: u64 = 100_000;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(SHOW_OP, show)
         .route(SEARCH_OP, search)
@@ -69,7 +69,7 @@ const SHOW_OP: Op = Op::get(
 
 /// `GET /api/v1/history` (any token): the extent of the history this
 /// process serves resumes from (empty with `--history 0`).
-pub async fn show(State(state): State<AppState>, _auth: AuthUser) -> Json<Summary> {
+pub(crate) async fn show(State(state): State<AppState>, _auth: AuthUser) -> Json<Summary> {
     Json(
         state
             .history
@@ -264,7 +264,7 @@ fn floor(ms: Option<u64>) -> EventId {
 /// `GET /api/v1/history/search`: the page of public statuses matching
 /// `query` older than `cursor` (or `until`) and not older than `since`,
 /// newest first, as the reader may see them now.
-pub async fn search(
+pub(crate) async fn search(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
@@ -312,7 +312,7 @@ pub async fn search(
 /// `GET /api/v1/history/counts`: how many public statuses `query` matches
 /// per bucket over the window, oldest first, every bucket listed (zeros
 /// too), with the total.
-pub async fn counts(
+pub(crate) async fn counts(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
@@ -397,7 +397,7 @@ const MAX_ID_READS: usize = 4;
 /// never skips or repeats while statuses are posted), or from a status id
 /// down (`max_id`, inclusive; with a cursor too, a bound on what its page
 /// holds). Empty with `--history 0`.
-pub async fn public(
+pub(crate) async fn public(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,

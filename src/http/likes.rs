@@ -16,7 +16,7 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(CREATE_OP, create)
         .route(DESTROY_OP, destroy)
@@ -26,7 +26,7 @@ pub fn routes() -> Routes {
 
 /// Answer of like and unlike.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct LikeReply {
+pub(crate) struct LikeReply {
     /// Whether the caller likes the status now.
     pub liked: bool,
     /// How many users like it.
@@ -67,7 +67,7 @@ const CREATE_OP: Op = Op::post(
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/statuses/{id}/like`: idempotent.
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -86,7 +86,7 @@ const DESTROY_OP: Op = Op::delete(
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/statuses/{id}/like`: idempotent.
-pub async fn destroy(
+pub(crate) async fn destroy(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -105,7 +105,7 @@ const LIKED_BY_OP: Op = Op::get(
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/statuses/{id}/liked_by`: users, oldest like first.
-pub async fn liked_by(
+pub(crate) async fn liked_by(
     State(state): State<AppState>,
     MaybeUser(viewer): MaybeUser,
     Path(id): Path<String>,
@@ -130,7 +130,7 @@ const USER_LIKES_OP: Op = Op::get(
 
 /// `GET /api/v1/users/{id}/likes`: the statuses a user likes, newest like
 /// first (those the caller may see).
-pub async fn user_likes(
+pub(crate) async fn user_likes(
     State(state): State<AppState>,
     MaybeUser(viewer): MaybeUser,
     Path(id): Path<String>,

@@ -1,7 +1,7 @@
 //! Lists: a user's own lists of accounts (create, read, rename, delete),
-//! their members, and the list timeline (`store::lists`). Only the owner
+//! their members, and the list timeline ([`store::lists`](crate::store::lists)). Only the owner
 //! sees a list: another user's list id is 404. The list stream is
-//! `http::stream` (`/api/v1/stream/list`).
+//! [`http::stream`](crate::http::stream) (`/api/v1/stream/list`).
 
 use super::shared::extract::idempotency_key;
 use super::shared::extract::{detached, path_id, JsonBody, JsonId};
@@ -23,10 +23,10 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Longest list title, in characters.
-pub const MAX_TITLE_CHARS: usize = 50;
+pub(crate) const MAX_TITLE_CHARS: usize = 50;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(CREATE_OP, create)
         .route(INDEX_OP, index)
@@ -72,7 +72,7 @@ fn list_json(list: &ListInfo) -> Value {
 
 /// Body of `POST /api/v1/lists` and `PATCH /api/v1/lists/{id}`.
 #[derive(Debug, Deserialize)]
-pub struct NewList {
+pub(crate) struct NewList {
     /// 1-50 characters.
     pub title: String,
 }
@@ -100,7 +100,7 @@ const CREATE_OP: Op = Op::post(
 .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/lists`.
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     auth: AuthUser,
     headers: HeaderMap,
@@ -132,7 +132,7 @@ const INDEX_OP: Op = Op::get(
 .errors(&[401, 503]);
 
 /// `GET /api/v1/lists`.
-pub async fn index(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
+pub(crate) async fn index(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
     let lists = state.store.lists().of(auth.uid).await?;
     Ok(Json(
         json!({ "lists": lists.iter().map(list_json).collect::<Vec<_>>() }),
@@ -148,7 +148,7 @@ const SHOW_OP: Op = Op::get(
 .errors(&[401, 404, 503]);
 
 /// `GET /api/v1/lists/{id}`.
-pub async fn show(
+pub(crate) async fn show(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -165,7 +165,7 @@ const UPDATE_OP: Op = Op::patch("/api/v1/lists/{id}", "lists", "Rename one of yo
     .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `PATCH /api/v1/lists/{id}`.
-pub async fn update(
+pub(crate) async fn update(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -192,7 +192,7 @@ const DESTROY_OP: Op = Op::delete(
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/lists/{id}`.
-pub async fn destroy(
+pub(crate) async fn destroy(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -207,7 +207,7 @@ pub async fn destroy(
 
 /// Body of the member calls.
 #[derive(Debug, Deserialize)]
-pub struct ListBatch {
+pub(crate) struct ListBatch {
     /// User ids (strings or numbers), at most 100.
     pub ids: Vec<JsonId>,
 }
@@ -222,7 +222,7 @@ const ADD_OP: Op = Op::post(
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/lists/{id}/members`.
-pub async fn add_members(
+pub(crate) async fn add_members(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -241,7 +241,7 @@ const REMOVE_OP: Op = Op::delete(
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `DELETE /api/v1/lists/{id}/members`.
-pub async fn remove_members(
+pub(crate) async fn remove_members(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -329,7 +329,7 @@ const MEMBERS_OP: Op = Op::get(
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/lists/{id}/members`.
-pub async fn members(
+pub(crate) async fn members(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -356,7 +356,7 @@ const TIMELINE_OP: Op = Op::get(
 
 /// `GET /api/v1/timelines/list/{id}`: what the caller may see of it, less
 /// anyone they block or mute or who blocks them.
-pub async fn timeline(
+pub(crate) async fn timeline(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,

@@ -4,31 +4,29 @@
 //! parameters; `paging`, `visibility`, `routes`, `openapi`, `cors`). This module
 //! holds the router and its one middleware layer.
 
-pub mod account;
-pub mod admin;
-pub mod bookmarks;
-pub mod conversations;
-pub mod demo;
-pub mod edits;
-pub mod follows;
-pub mod groups;
-pub mod history;
-pub mod likes;
-pub mod lists;
-pub mod mentions;
-pub mod notifications;
-pub mod ops;
-pub mod relations;
-pub mod reports;
-pub mod rule_items;
-pub mod rules;
-pub mod sessions;
-pub mod shared;
-pub mod statuses;
-pub mod stream;
-pub mod timelines;
-pub mod trends;
-pub mod users;
+pub(crate) mod account;
+pub(crate) mod admin;
+pub(crate) mod bookmarks;
+pub(crate) mod conversations;
+pub(crate) mod demo;
+pub(crate) mod edits;
+pub(crate) mod follows;
+pub(crate) mod groups;
+pub(crate) mod history;
+pub(crate) mod likes;
+pub(crate) mod lists;
+pub(crate) mod notifications;
+pub(crate) mod ops;
+pub(crate) mod relations;
+pub(crate) mod reports;
+pub(crate) mod rules;
+pub(crate) mod sessions;
+pub(crate) mod shared;
+pub(crate) mod statuses;
+pub(crate) mod stream;
+pub(crate) mod timelines;
+pub(crate) mod trends;
+pub(crate) mod users;
 
 use crate::error::ApiError;
 use crate::state::AppState;

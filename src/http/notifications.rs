@@ -1,6 +1,6 @@
 //! Notifications: the list (newest first, by type, grouped), the unread
-//! count and the read marker (`store::notifications`; made by
-//! `crate::notifier`). Each is judged when read: nothing from anyone the
+//! count and the read marker ([`store::notifications`](crate::store::notifications); made by
+//! [`crate::notifier`]). Each is judged when read: nothing from anyone the
 //! reader blocks or mutes or who blocks them, from an account gone or
 //! suspended, or about a status the reader may not see now.
 
@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 /// The types of notification.
-pub const TYPES: [&str; 8] = [
+pub(crate) const TYPES: [&str; 8] = [
     "follow",
     "follow_request",
     "like",
@@ -39,7 +39,7 @@ pub const TYPES: [&str; 8] = [
 const CATCH_UP: Duration = Duration::from_secs(1);
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(LIST_OP, list)
         .route(UNREAD_OP, unread)
@@ -174,7 +174,7 @@ const LIST_OP: Op = Op::get(
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/notifications`.
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
@@ -297,7 +297,10 @@ const UNREAD_OP: Op = Op::get(
 .errors(&[401, 503]);
 
 /// `GET /api/v1/notifications/unread`.
-pub async fn unread(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
+pub(crate) async fn unread(
+    State(state): State<AppState>,
+    auth: AuthUser,
+) -> ApiResult<Json<Value>> {
     crate::notifier::caught_up(&state.store, CATCH_UP).await;
     let marker = state.store.notifications().marker(auth.uid).await?;
     let (all, _) = visible(&state, &auth, None, MAX_NOTIFICATIONS, None).await?;
@@ -310,7 +313,7 @@ pub async fn unread(State(state): State<AppState>, auth: AuthUser) -> ApiResult<
 
 /// Body of `POST /api/v1/notifications/read`.
 #[derive(Debug, Deserialize)]
-pub struct ReadMarker {
+pub(crate) struct ReadMarker {
     /// A notification id.
     pub up_to: JsonId,
 }
@@ -325,7 +328,7 @@ const READ_OP: Op = Op::post(
 .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/notifications/read`.
-pub async fn read(
+pub(crate) async fn read(
     State(state): State<AppState>,
     auth: AuthUser,
     JsonBody(body): JsonBody<ReadMarker>,

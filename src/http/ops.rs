@@ -13,7 +13,7 @@ use axum::Json;
 use serde_json::json;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(HEALTHZ_OP, healthz)
         .route(READYZ_OP, readyz)
@@ -31,7 +31,7 @@ pub fn routes() -> Routes {
 /// The page's and `/docs`' policy: their own scripts, styles and
 /// connections only (no inline code: the scripts and styles are files of
 /// their own), nothing framing them.
-pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
+pub(crate) const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'none'";
 
 /// An HTML page with its policy.
 fn html(body: &'static str) -> Response {
@@ -96,7 +96,7 @@ asset_op!(
 );
 
 /// `GET /assets/page.js`.
-pub async fn page_js() -> Response {
+pub(crate) async fn page_js() -> Response {
     asset(
         "text/javascript; charset=utf-8",
         include_str!("assets/page.js"),
@@ -104,12 +104,12 @@ pub async fn page_js() -> Response {
 }
 
 /// `GET /assets/page.css`.
-pub async fn page_css() -> Response {
+pub(crate) async fn page_css() -> Response {
     asset("text/css; charset=utf-8", include_str!("assets/page.css"))
 }
 
 /// `GET /assets/dashboard.js`.
-pub async fn dashboard_js() -> Response {
+pub(crate) async fn dashboard_js() -> Response {
     asset(
         "text/javascript; charset=utf-8",
         include_str!("assets/dashboard.js"),
@@ -117,7 +117,7 @@ pub async fn dashboard_js() -> Response {
 }
 
 /// `GET /assets/coast.js`.
-pub async fn coast_js() -> Response {
+pub(crate) async fn coast_js() -> Response {
     asset(
         "text/javascript; charset=utf-8",
         include_str!("assets/coast.js"),
@@ -125,7 +125,7 @@ pub async fn coast_js() -> Response {
 }
 
 /// `GET /assets/docs.js`.
-pub async fn docs_js() -> Response {
+pub(crate) async fn docs_js() -> Response {
     asset(
         "text/javascript; charset=utf-8",
         include_str!("assets/docs.js"),
@@ -133,7 +133,7 @@ pub async fn docs_js() -> Response {
 }
 
 /// `GET /assets/docs.css`.
-pub async fn docs_css() -> Response {
+pub(crate) async fn docs_css() -> Response {
     asset("text/css; charset=utf-8", include_str!("assets/docs.css"))
 }
 
@@ -144,12 +144,12 @@ const HEALTHZ_OP: Op = Op::get("/healthz", "operations", "The process is up")
     ));
 
 /// `GET /healthz`: the process is up.
-pub async fn healthz() -> Json<serde_json::Value> {
+pub(crate) async fn healthz() -> Json<serde_json::Value> {
     Json(json!({"status": "ok"}))
 }
 
 /// The readiness probe's path.
-pub const READINESS: &str = "/readyz";
+pub(crate) const READINESS: &str = "/readyz";
 
 const READYZ_OP: Op = Op::get(READINESS, "operations", "Redis is reachable (503 if not)")
     .auth(Auth::None)
@@ -162,7 +162,7 @@ const READYZ_OP: Op = Op::get(READINESS, "operations", "Redis is reachable (503 
 /// (pinged every 2 s), 503 when either is not. With a shared history,
 /// `history_store` says whether its object store answers (the process
 /// serves either way: from its disk and the buffer while it does not).
-pub async fn readyz(State(state): State<AppState>) -> Response {
+pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
     if state.store.ping().await.is_err() {
         return ApiError::unavailable().into_response();
     }
@@ -189,7 +189,7 @@ const PROMETHEUS_OP: Op = Op::get("/metrics", "operations", "Prometheus metrics"
 /// `GET /metrics`: the metrics in the text format a scraper reads (every
 /// Prometheus reads both): OpenMetrics when the `Accept` header asks for
 /// it, else labelled as Prometheus text 0.0.4.
-pub async fn prometheus(State(state): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn prometheus(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let m = metrics();
     let depth = state.store.fanout_depth().await.map(|d| d as f64);
     m.fanout_depth.set(depth.unwrap_or(-1.0));
@@ -238,14 +238,14 @@ pub async fn prometheus(State(state): State<AppState>, headers: HeaderMap) -> Re
     ([(header::CONTENT_TYPE, content_type)], m.render()).into_response()
 }
 
-/// `/openapi.json`, registered by `http::routes` with the document of
+/// `/openapi.json`, registered by [`http::routes`](crate::http::routes) with the document of
 /// every other route.
-pub const OPENAPI_OP: Op = Op::get("/openapi.json", "operations", "This document")
+pub(crate) const OPENAPI_OP: Op = Op::get("/openapi.json", "operations", "This document")
     .auth(Auth::None)
     .reply(Reply::Inline(r#"{"type":"object"}"#));
 
 /// `GET /openapi.json`: `document`, made once from every route.
-pub fn openapi(document: axum::body::Bytes) -> Response {
+pub(crate) fn openapi(document: axum::body::Bytes) -> Response {
     ([(header::CONTENT_TYPE, "application/json")], document).into_response()
 }
 
@@ -258,7 +258,7 @@ const DOCS_OP: Op = Op::get(
 .reply(Reply::Text("text/html"));
 
 /// `GET /docs`: a readable API reference rendered in the browser from /openapi.json.
-pub async fn docs() -> Response {
+pub(crate) async fn docs() -> Response {
     html(include_str!("assets/docs.html"))
 }
 
@@ -271,6 +271,6 @@ const PAGE_OP: Op = Op::get(
 .reply(Reply::Text("text/html"));
 
 /// `GET /`: the browser page.
-pub async fn page() -> Response {
+pub(crate) async fn page() -> Response {
     html(include_str!("assets/index.html"))
 }

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(BLOCK_OP, block)
         .route(UNBLOCK_OP, unblock)
@@ -71,7 +71,7 @@ const BLOCK_OP: Op = Op::post(
 .errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/users/{id}/block`.
-pub async fn block(
+pub(crate) async fn block(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -88,7 +88,7 @@ const UNBLOCK_OP: Op = Op::delete(
 .errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/users/{id}/block`.
-pub async fn unblock(
+pub(crate) async fn unblock(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -105,7 +105,7 @@ const MUTE_OP: Op = Op::post(
 .errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/users/{id}/mute`.
-pub async fn mute(
+pub(crate) async fn mute(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -122,7 +122,7 @@ const UNMUTE_OP: Op = Op::delete(
 .errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/users/{id}/mute`.
-pub async fn unmute(
+pub(crate) async fn unmute(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -140,7 +140,7 @@ const BLOCKS_OP: Op = Op::get(
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/blocks`.
-pub async fn blocks(
+pub(crate) async fn blocks(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
@@ -158,7 +158,7 @@ const MUTES_OP: Op = Op::get(
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/mutes`.
-pub async fn mutes(
+pub(crate) async fn mutes(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,

@@ -19,10 +19,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 /// Longest comment, in characters.
-pub const MAX_COMMENT_CHARS: usize = 1000;
+pub(crate) const MAX_COMMENT_CHARS: usize = 1000;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .schema_of::<Report>("Report")
         .schema(
@@ -46,7 +46,7 @@ pub fn routes() -> Routes {
 
 /// Body of `POST /api/v1/reports`.
 #[derive(Debug, Deserialize)]
-pub struct NewReport {
+pub(crate) struct NewReport {
     /// The status reported (`null` is not "absent": exactly one is sent).
     #[serde(default, deserialize_with = "present")]
     pub status_id: Option<Value>,
@@ -75,7 +75,7 @@ const CREATE_OP: Op = Op::post(
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/reports`.
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     auth: AuthUser,
     JsonBody(body): JsonBody<NewReport>,

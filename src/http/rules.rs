@@ -1,11 +1,11 @@
 //! Filter rules kept per user: add (with duplicates answered, a dry run,
 //! the per-user cap), delete, list. Items are checked by `rule_items`.
 
-use super::rule_items::{check_items, MAX_TAG_CHARS};
 use super::shared::extract::known_params;
 use super::shared::extract::JsonBody;
 use super::shared::openapi::{Op, Reply};
 use super::shared::routes::Routes;
+use super::shared::rule_items::{check_items, MAX_TAG_CHARS};
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .schema_of::<StoredRule>("Rule")
         .schema(
@@ -64,7 +64,7 @@ const CHANGE_OP: Op = Op::post(
 .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/stream/rules`.
-pub async fn change(
+pub(crate) async fn change(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
@@ -167,7 +167,7 @@ const LIST_OP: Op = Op::get(
 .errors(&[401, 503]);
 
 /// `GET /api/v1/stream/rules`.
-pub async fn list(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
+pub(crate) async fn list(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
     Ok(Json(
         json!({"data": state.store.rules().all(auth.uid).await?}),
     ))

@@ -15,7 +15,7 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(CREATE_OP, create)
         .route(DESTROY_OP, destroy)
@@ -40,7 +40,7 @@ pub fn routes() -> Routes {
 
 /// Body of `POST /api/v1/sessions`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
-pub struct Login {
+pub(crate) struct Login {
     /// Login or email, any case.
     pub identifier: String,
     /// The password.
@@ -49,7 +49,7 @@ pub struct Login {
 
 /// Answer of `POST /api/v1/sessions`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct LoginReply {
+pub(crate) struct LoginReply {
     /// Bearer token (HS256 JWT).
     pub token: String,
     /// Expiry of the token, seconds since the epoch.
@@ -68,7 +68,7 @@ const CREATE_OP: Op = Op::post("/api/v1/sessions", "sessions", "Log in with logi
     .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/sessions`: log in with login or email and password.
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     client: Option<Extension<ClientAddr>>,
     JsonBody(body): JsonBody<Login>,
@@ -149,7 +149,10 @@ fn shared_viewer(state: &AppState, auth: &AuthUser) -> ApiResult<()> {
 
 /// `DELETE /api/v1/sessions/current`: log out; the token stops working and
 /// streams opened with it are closed.
-pub async fn destroy(State(state): State<AppState>, auth: AuthUser) -> ApiResult<StatusCode> {
+pub(crate) async fn destroy(
+    State(state): State<AppState>,
+    auth: AuthUser,
+) -> ApiResult<StatusCode> {
     shared_viewer(&state, &auth)?;
     state.store.sessions().end(auth.uid, &auth.sid).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -157,7 +160,7 @@ pub async fn destroy(State(state): State<AppState>, auth: AuthUser) -> ApiResult
 
 /// Answer of `GET /api/v1/sessions/current`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct SessionInfo {
+pub(crate) struct SessionInfo {
     /// The user id.
     pub uid: String,
     /// Scopes of the token.
@@ -175,7 +178,10 @@ const SHOW_OP: Op = Op::get(
 .errors(&[401, 503]);
 
 /// `GET /api/v1/sessions/current`: the session's scopes and viewed statuses.
-pub async fn show(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<SessionInfo>> {
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    auth: AuthUser,
+) -> ApiResult<Json<SessionInfo>> {
     let viewed = state.store.sessions().viewed(auth.uid, &auth.sid).await?;
     Ok(Json(SessionInfo {
         uid: auth.uid.to_string(),
@@ -186,7 +192,7 @@ pub async fn show(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Js
 
 /// One live session, as `GET /api/v1/sessions` lists it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct SessionListed {
+pub(crate) struct SessionListed {
     /// The session id (what `DELETE /api/v1/sessions/{id}` takes).
     pub id: String,
     /// When it was created (seconds since the epoch).
@@ -199,7 +205,7 @@ pub struct SessionListed {
 
 /// Answer of `GET /api/v1/sessions`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct SessionList {
+pub(crate) struct SessionList {
     /// The caller's live sessions, newest first.
     pub sessions: Vec<SessionListed>,
 }
@@ -213,7 +219,7 @@ const LIST_OP: Op = Op::get(
 .errors(&[401, 503]);
 
 /// `GET /api/v1/sessions`: the caller's live sessions, newest first.
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     auth: AuthUser,
 ) -> ApiResult<(NoStore, Json<SessionList>)> {
@@ -243,7 +249,7 @@ const END_OP: Op = Op::delete(
 
 /// `DELETE /api/v1/sessions/{id}`: ends one of the caller's sessions; 404
 /// for an id that is not one of them.
-pub async fn end(
+pub(crate) async fn end(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,

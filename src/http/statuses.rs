@@ -1,10 +1,10 @@
 //! Statuses: post, read, delete.
 
-use super::mentions::resolve_mentions;
 use super::shared::extract::idempotency_key;
 use super::shared::extract::{detached, path_id, JsonBody, JsonId};
 use super::shared::openapi::{Auth, Op, Params, Reply};
 use super::shared::routes::Routes;
+use super::shared::status_text::{resolve_mentions, MAX_MESSAGE_CHARS};
 use super::shared::visibility::visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
@@ -21,11 +21,8 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
-/// Longest message, in Unicode scalar values.
-pub const MAX_MESSAGE_CHARS: usize = 280;
-
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(CREATE_OP, create)
         .route(SHOW_OP, show)
@@ -82,7 +79,7 @@ const REPOST_OP: Op = Op::post(
 /// `POST /api/v1/statuses/{id}/repost`: 201 with the new repost, or 200 with
 /// the caller's existing repost of it. A repost of a repost reposts the
 /// original; a private account's statuses cannot be reposted (403).
-pub async fn repost(
+pub(crate) async fn repost(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -169,7 +166,7 @@ const UNREPOST_OP: Op = Op::delete(
 
 /// `DELETE /api/v1/statuses/{id}/repost`: undoes the caller's repost of the
 /// status (idempotent).
-pub async fn unrepost(
+pub(crate) async fn unrepost(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -201,7 +198,7 @@ const MAX_ANCESTORS: usize = 200;
 
 /// Answer of `GET /api/v1/statuses/{id}/context`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Context {
+pub(crate) struct Context {
     /// The statuses this one replies to, up the chain, oldest first (it
     /// stops at one that is gone or that the caller may not see).
     pub ancestors: Vec<Status>,
@@ -228,7 +225,7 @@ const CONTEXT_OP: Op = Op::get(
 
 /// `GET /api/v1/statuses/{id}/context`: the conversation around a status,
 /// as the caller may see it.
-pub async fn context(
+pub(crate) async fn context(
     State(state): State<AppState>,
     MaybeUser(viewer): MaybeUser,
     Path(id): Path<String>,
@@ -285,7 +282,7 @@ pub async fn context(
 
 /// Body of `POST /api/v1/statuses`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
-pub struct CreateStatus {
+pub(crate) struct CreateStatus {
     /// 1-280 characters, not only white space.
     pub message: String,
     /// Latitude in [-90, 90], with `lon`.
@@ -350,7 +347,7 @@ const CREATE_OP: Op = Op::post("/api/v1/statuses", "statuses", "Post a status")
 /// `POST /api/v1/statuses`: post a status. With an `Idempotency-Key` used
 /// by the same user in the last 24 hours, answers the first answer again
 /// and creates nothing.
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     auth: AuthUser,
     headers: HeaderMap,
@@ -386,7 +383,7 @@ const SHOW_OP: Op = Op::get(
 
 /// `GET /api/v1/statuses/{id}`: one status; with a token, it is recorded in
 /// the session's recently viewed statuses.
-pub async fn show(
+pub(crate) async fn show(
     State(state): State<AppState>,
     MaybeUser(viewer): MaybeUser,
     Path(id): Path<String>,
@@ -408,7 +405,7 @@ const DESTROY_OP: Op = Op::delete("/api/v1/statuses/{id}", "statuses", "Delete y
     .errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/statuses/{id}`: delete one of your statuses.
-pub async fn destroy(
+pub(crate) async fn destroy(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,

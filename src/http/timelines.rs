@@ -18,7 +18,7 @@ use axum::response::Response;
 use std::collections::HashMap;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(HOME_OP, home)
         .route(PROFILE_OP, profile)
@@ -36,7 +36,7 @@ const MENTIONS_OP: Op = Op::get(
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/timelines/mentions`: statuses mentioning the caller, newest first.
-pub async fn mentions(
+pub(crate) async fn mentions(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
@@ -65,7 +65,7 @@ const TAG_OP: Op = Op::get(
 
 /// `GET /api/v1/timelines/tag/{tag}`: statuses carrying `#tag` (any case,
 /// with or without the `#`), newest first or ranked (`order=top`).
-pub async fn tag(
+pub(crate) async fn tag(
     State(state): State<AppState>,
     MaybeUser(viewer): MaybeUser,
     Path(tag): Path<String>,
@@ -74,7 +74,7 @@ pub async fn tag(
     let order = order(&mut q)?;
     let (page, count) = paging(&q)?;
     let tag = tag.trim_start_matches('#').to_lowercase();
-    if tag.is_empty() || tag.chars().count() > crate::http::statuses::MAX_MESSAGE_CHARS {
+    if tag.is_empty() || tag.chars().count() > crate::http::shared::status_text::MAX_MESSAGE_CHARS {
         return Err(ApiError::invalid(
             "invalid_tag",
             "Give a hashtag, such as rust.",
@@ -112,7 +112,7 @@ const HOME_OP: Op = Op::get(
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/timelines/home`: newest first, or ranked (`order=top`).
-pub async fn home(
+pub(crate) async fn home(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(mut q): Query<HashMap<String, String>>,
@@ -151,7 +151,7 @@ const PROFILE_OP: Op = Op::get(
 .errors(&[400, 401, 403, 404, 503]);
 
 /// `GET /api/v1/users/{id}/statuses`: a user's own statuses, newest first.
-pub async fn profile(
+pub(crate) async fn profile(
     State(state): State<AppState>,
     MaybeUser(viewer): MaybeUser,
     Path(id): Path<String>,

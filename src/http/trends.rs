@@ -11,13 +11,13 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new().route(TAGS_OP, tags)
 }
 
 /// One trending hashtag.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct Trend {
+pub(crate) struct Trend {
     /// The hashtag, lowercased, without `#`.
     pub tag: String,
     /// Public statuses carrying it in the window.
@@ -39,7 +39,7 @@ const TAGS_OP: Op = Op::get(
 /// `GET /api/v1/trends/tags?window=3600&limit=10`: the most used hashtags of
 /// public statuses in the last `window` seconds (60-86400, default 3600),
 /// counted in per-minute buckets; `limit` 1-100 (default 10).
-pub async fn tags(
+pub(crate) async fn tags(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<Vec<Trend>>> {

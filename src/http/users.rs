@@ -19,10 +19,10 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Longest accepted email, in characters.
-pub const MAX_EMAIL_CHARS: usize = 254;
+pub(crate) const MAX_EMAIL_CHARS: usize = 254;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(CREATE_OP, create)
         .route(LOOKUP_OP, lookup)
@@ -85,7 +85,7 @@ fn update_me_schema() -> serde_json::Value {
 
 /// Body of `POST /api/v1/users`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
-pub struct CreateUser {
+pub(crate) struct CreateUser {
     /// 3-30 of `[A-Za-z0-9_]`, not all digits, unique ignoring case.
     pub login: String,
     /// 1-50 characters.
@@ -102,7 +102,7 @@ fn login_re() -> &'static Regex {
 }
 
 /// Checks a login against the contract's rules.
-pub fn validate_login(login: &str) -> ApiResult<()> {
+pub(crate) fn validate_login(login: &str) -> ApiResult<()> {
     if !login_re().is_match(login) {
         return Err(ApiError::invalid(
             "invalid_login",
@@ -119,7 +119,7 @@ pub fn validate_login(login: &str) -> ApiResult<()> {
 }
 
 /// Checks a display name: 1-50 characters, not only white space.
-pub fn validate_name(name: &str) -> ApiResult<()> {
+pub(crate) fn validate_name(name: &str) -> ApiResult<()> {
     let n = name.chars().count();
     if n == 0 || n > 50 || crate::text::unreadable(name).is_some() {
         return Err(ApiError::invalid(
@@ -159,7 +159,7 @@ const CREATE_OP: Op = Op::post("/api/v1/users", "users", "Sign up")
     .errors(&[400, 408, 409, 413, 415, 429, 503]);
 
 /// `POST /api/v1/users`: sign up.
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     client: Option<Extension<ClientAddr>>,
     JsonBody(body): JsonBody<CreateUser>,
@@ -210,7 +210,10 @@ const SHOW_OP: Op = Op::get("/api/v1/users/{id}", "users", "A user")
     .errors(&[401, 404, 503]);
 
 /// `GET /api/v1/users/{id}`.
-pub async fn show(State(state): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<User>> {
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<User>> {
     let uid = path_id(&id, "user")?;
     Ok(Json(state.store.users().get(uid).await?))
 }
@@ -225,7 +228,7 @@ const LOOKUP_OP: Op = Op::get(
 .errors(&[400, 401, 404, 429, 503]);
 
 /// `GET /api/v1/users/lookup?login=|email=|any=`.
-pub async fn lookup(
+pub(crate) async fn lookup(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
@@ -267,7 +270,7 @@ const ME_OP: Op = Op::get("/api/v1/me", "users", "The caller, with email")
     .errors(&[401, 503]);
 
 /// `GET /api/v1/me`: the caller, with the email.
-pub async fn me(
+pub(crate) async fn me(
     State(state): State<AppState>,
     auth: AuthUser,
 ) -> ApiResult<(
@@ -283,7 +286,7 @@ pub async fn me(
 /// Body of `PATCH /api/v1/me`.
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct UpdateMe {
+pub(crate) struct UpdateMe {
     /// New login (the sign-up rules; unique ignoring case among every login
     /// and email; the old one is free at once).
     pub login: Option<String>,
@@ -307,7 +310,7 @@ const UPDATE_ME_OP: Op = Op::patch(
 .errors(&[400, 401, 403, 408, 409, 413, 415, 429, 503]);
 
 /// `PATCH /api/v1/me`: change the name or the private flag.
-pub async fn update_me(
+pub(crate) async fn update_me(
     State(state): State<AppState>,
     auth: AuthUser,
     JsonBody(body): JsonBody<UpdateMe>,

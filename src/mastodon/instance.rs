@@ -19,7 +19,7 @@ fn configuration(streaming: &str) -> Value {
         "urls": { "streaming": streaming },
         "accounts": { "max_featured_tags": 0, "max_pinned_statuses": 0 },
         "statuses": {
-            "max_characters": crate::http::statuses::MAX_MESSAGE_CHARS,
+            "max_characters": crate::http::shared::status_text::MAX_MESSAGE_CHARS,
             "max_media_attachments": 0,
             "characters_reserved_per_url": 23,
         },

@@ -52,7 +52,7 @@ use axum::Router;
 
 /// The Mastodon API's router.
 /// The listener's router, and its SSE streams on the raw socket.
-pub fn listener(state: AppState) -> (Router, crate::serve::RawStreams) {
+pub(crate) fn listener(state: AppState) -> (Router, crate::serve::RawStreams) {
     let (router, m) = router_of(state);
     let opener = streaming::raw::Opener::new(m);
     (router, crate::serve::RawStreams::Other(opener))

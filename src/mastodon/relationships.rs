@@ -4,7 +4,7 @@
 //! it stands after; `GET /api/v1/accounts/relationships` reads them.
 //!
 //! A relationship is read from the store as our read paths read it (who
-//! follows whom, the follow requests, the hiding bits of `crate::hides`):
+//! follows whom, the follow requests, the hiding bits of [`crate::hides`]):
 //! facts, not rules.
 
 use super::render::{users_page, viewer};

@@ -9,7 +9,7 @@ use super::user::User;
 
 /// An event as it is published on the events channel and kept in the replay
 /// buffer (without its `id`, which is the buffer entry's id; see
-/// `store::events`). The one schema of every event: the store serializes it,
+/// [`store::events`](crate::store::events)). The one schema of every event: the store serializes it,
 /// the streams parse it, and clients read it (`type` names the variant).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]

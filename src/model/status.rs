@@ -56,7 +56,7 @@ pub struct Status {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edited_at: Option<f64>,
     /// Likes, reposts and replies it has (read at the time of the answer;
-    /// always the last fields, see `store::cache`).
+    /// always the last fields, see [`store::cache`](crate::store::cache)).
     #[serde(flatten)]
     pub counts: Counts,
 }

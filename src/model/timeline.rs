@@ -23,7 +23,7 @@ pub fn trims_homes(sid: u64) -> bool {
 /// A status's score in the timelines of statuses (homes, profiles,
 /// mentions, hashtags, replies, groups): the whole second of its `posted`.
 /// Statuses of one second tie, and Redis orders ties by member, which for
-/// snowflake ids is their order (`store::ids`), so a timeline is in
+/// snowflake ids is their order ([`store::ids`](crate::store::ids)), so a timeline is in
 /// `posted` order all the same; a whole number costs a small ZSET's
 /// inserts a fraction of what a fraction does (`post_whole.lua` says why).
 /// The scripts that write timelines keep the same score.
@@ -35,7 +35,7 @@ pub fn timeline_score(posted: f64) -> u64 {
 mod tests {
     use super::*;
 
-    /// Ids as one process issues them (`store::ids`: ms << 12 | instance
+    /// Ids as one process issues them ([`store::ids`](crate::store::ids): ms << 12 | instance
     /// << 6 | sequence), a few a millisecond or one a second apart: about
     /// one in eight trims, and never a long run without one.
     #[test]

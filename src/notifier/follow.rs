@@ -1,5 +1,5 @@
 //! The notifier's loop: the shards this process holds (about its share,
-//! `store::events::shard_work`), their events worked in log order.
+//! [`store::events::shard_work`](crate::store::events::shard_work)), their events worked in log order.
 //!
 //! In step with the log it takes the events as its process's hub hands
 //! them on (`store::events::tap`), every shard's, and works those of the
@@ -188,7 +188,7 @@ impl Held {
 }
 
 /// Runs until shutdown.
-pub async fn run(store: Store, tap: Tap, mut shutdown: Shutdown) {
+pub(crate) async fn run(store: Store, tap: Tap, mut shutdown: Shutdown) {
     let mut held = Held {
         holder: format!("{}-{}", std::process::id(), rand::random::<u64>()),
         shards: BTreeMap::new(),
@@ -282,7 +282,7 @@ pub async fn run(store: Store, tap: Tap, mut shutdown: Shutdown) {
 /// log held when this was called (every shard's newest entry then, passed
 /// by the shard's position), waiting up to `wait` for it: every shard read
 /// once, then only the positions of those still owed.
-pub async fn caught_up(store: &Store, wait: Duration) -> bool {
+pub(crate) async fn caught_up(store: &Store, wait: Duration) -> bool {
     let work = store.events().work(WORK);
     let Ok(marks) = work.marks().await else {
         return true;

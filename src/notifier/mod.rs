@@ -4,7 +4,7 @@
 //!
 //! The work is split by the log's shards: each process makes the
 //! notifications of about its share of them (a lease on each shard it
-//! holds, `store::events::shard_work`; another process takes a dead one's
+//! holds, [`store::events::shard_work`](crate::store::events::shard_work); another process takes a dead one's
 //! shards within [`follow`]'s lease), from the position kept in each
 //! shard, so that no process has to keep up with the whole network's
 //! notifications alone. A write acknowledged to its client has its event
@@ -22,4 +22,4 @@
 mod changes;
 mod follow;
 
-pub use follow::{caught_up, run};
+pub(crate) use follow::{caught_up, run};

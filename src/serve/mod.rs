@@ -44,15 +44,15 @@ use tracing::Instrument;
 
 /// The streams a listener answers on the raw socket, before hyper.
 #[derive(Clone)]
-pub enum RawStreams {
-    /// Ours: the stream paths of this API (`http::stream`).
+pub(crate) enum RawStreams {
+    /// Ours: the stream paths of this API ([`http::stream`](crate::http::stream)).
     Ours,
     /// Another API's, opened by it (the Mastodon listener's SSE streams).
     Other(Arc<dyn RawOpener>),
 }
 
 /// Another API's streams on the raw socket ([`RawStreams::Other`]).
-pub trait RawOpener: Send + Sync + 'static {
+pub(crate) trait RawOpener: Send + Sync + 'static {
     /// The stream the request `parts` asks for, opened (or refused), with
     /// what serves it on the raw socket; `None` when the request is not one
     /// of its streams (hyper and the router serve it).
@@ -61,11 +61,11 @@ pub trait RawOpener: Send + Sync + 'static {
 
 /// Serves an opened (or refused) stream on the raw socket until it ends; a
 /// write blocked longer than the `Duration` ends it.
-pub type RawServe = Box<dyn FnOnce(TcpStream, Duration) -> BoxFuture<'static, ()> + Send>;
+pub(crate) type RawServe = Box<dyn FnOnce(TcpStream, Duration) -> BoxFuture<'static, ()> + Send>;
 
 /// Serves `router` on `listener` until `shutdown`, then waits for every
 /// connection to finish (streams end with a `disconnect` event).
-pub async fn accept_loop(
+pub(crate) async fn accept_loop(
     listener: TcpListener,
     state: AppState,
     router: Router,

@@ -47,7 +47,7 @@ pub(super) async fn raw_stream(tcp: TcpStream, mut opened: Box<RawStream>, timeo
 
 /// Writes an SSE or NDJSON stream. Uncompressed, its socket is shared with
 /// the hub, which writes the live events itself while this task waits
-/// (`stream::direct`); the task writes the head, the replay, whatever the
+/// ([`stream::direct`](crate::stream::direct)); the task writes the head, the replay, whatever the
 /// hub queued and the end, and watches for the client's hang-up.
 pub(super) async fn plain_stream(
     mut tcp: TcpStream,

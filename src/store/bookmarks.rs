@@ -3,7 +3,7 @@
 //! One ZSET per user in the user's slot, scored by minus the time of the
 //! bookmark, so the cursor walk of every list of ids (`paging`) pages it
 //! exactly while bookmarks come and go. What a page shows is judged when it
-//! is read (`http::bookmarks`): a status deleted since is dropped from the
+//! is read ([`http::bookmarks`](crate::http::bookmarks)): a status deleted since is dropped from the
 //! page and from the set; one its reader may no longer see is left out of
 //! the page but kept (a follow approved again brings it back).
 
@@ -14,7 +14,7 @@ use crate::model::now;
 use redis::AsyncCommands;
 
 /// Bookmarks a user keeps at most.
-pub const MAX_BOOKMARKS: usize = 10_000;
+pub(crate) const MAX_BOOKMARKS: usize = 10_000;
 
 /// A user's bookmarks (`Store::bookmarks`).
 #[derive(Clone, Copy)]

@@ -10,7 +10,7 @@
 //! announced once.
 
 use super::chains::message::MessageOp;
-pub use super::chains::message::Sent;
+pub(crate) use super::chains::message::Sent;
 use super::outbox::payloads::NewConversation;
 use super::outbox::{Begun, Op, Owed};
 use super::paging::{Cursor, IdPage, Page};

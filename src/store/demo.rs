@@ -34,7 +34,7 @@ impl Demo<'_> {
         Ok(())
     }
 
-    /// The demo viewer's user id (`demo::viewer`), once made.
+    /// The demo viewer's user id ([`demo::viewer`](crate::demo::viewer)), once made.
     pub async fn viewer(self) -> StoreResult<Option<u64>> {
         let mut conn = self.store.conn();
         let uid: Option<u64> = conn.hget(self.store.keys.demo(), "viewer").await?;

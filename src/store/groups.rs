@@ -19,9 +19,9 @@ use std::collections::HashMap;
 type GroupRow = (HashMap<String, String>, Option<String>, Option<f64>);
 
 /// A group's kinds.
-pub const KINDS: [&str; 3] = ["public", "private", "announcement"];
+pub(crate) const KINDS: [&str; 3] = ["public", "private", "announcement"];
 /// Its roles.
-pub const ROLES: [&str; 3] = ["owner", "moderator", "member"];
+pub(crate) const ROLES: [&str; 3] = ["owner", "moderator", "member"];
 
 /// A change of membership, as `group_member.lua` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

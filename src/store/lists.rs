@@ -20,11 +20,11 @@ use crate::model::{now, timeline_score, Event, IdString, HOME_CAP};
 use redis::AsyncCommands;
 
 /// Lists a user keeps at most.
-pub const MAX_LISTS: usize = 100;
+pub(crate) const MAX_LISTS: usize = 100;
 /// Members a list holds at most.
-pub const MAX_MEMBERS: usize = 5_000;
+pub(crate) const MAX_MEMBERS: usize = 5_000;
 /// Users one call adds or removes at most.
-pub const MAX_MEMBERS_A_CALL: usize = 100;
+pub(crate) const MAX_MEMBERS_A_CALL: usize = 100;
 
 /// One list, as its owner reads it.
 #[derive(Debug, Clone, PartialEq)]

@@ -21,12 +21,12 @@
 //!   is finished, the `Op` enum that only delegates), [`chains`] (each
 //!   op's payload type with its chain of single-slot steps in one file, and
 //!   for a post its one-script path too), [`fanout`] (the durable fan-out
-//!   queues), and [`writes`]: [`ids`] (snowflakes), [`emitter`] (the group
-//!   commit of events), [`fanout_hints`], `posting`, `undo` (what an
+//!   queues), and [`writes`]: [`ids`] (snowflakes), [`emitter`](writes::emitter) (the group
+//!   commit of events), [`fanout_hints`](writes::fanout_hints), `posting`, `undo` (what an
 //!   account's deletion starts).
 //! - [`caches`], all in one field of the handle (`caches::set`): [`cache`]
-//!   (statuses, counts, sessions), [`home_cache`],
-//!   [`view_cache`] and [`tracked`] under them, kept true by Redis's
+//!   (statuses, counts, sessions), [`home_cache`](caches::home_cache),
+//!   [`view_cache`](caches::view_cache) and [`tracked`](caches::tracked) under them, kept true by Redis's
 //!   invalidation pushes; the per-process `rank_cache`, `trend_memo` and
 //!   `suspended`.
 //!
@@ -39,41 +39,41 @@
 //! here for the entities'), whose header says why it is atomic and which
 //! keys it touches, named once in [`Scripts`].
 
-pub mod bookmarks;
-pub mod caches;
+pub(crate) mod bookmarks;
+pub(crate) mod caches;
 pub mod chains;
-pub mod conversations;
-pub mod demo;
-pub mod edits;
+pub(crate) mod conversations;
+pub(crate) mod demo;
+pub(crate) mod edits;
 pub mod events;
-pub mod fanout;
-pub mod follow_requests;
+pub(crate) mod fanout;
+pub(crate) mod follow_requests;
 pub mod follows;
-pub mod groups;
-pub mod leases;
-pub mod likes;
-pub mod lists;
-pub mod notifications;
+pub(crate) mod groups;
+pub(crate) mod leases;
+pub(crate) mod likes;
+pub(crate) mod lists;
+pub(crate) mod notifications;
 pub use chains::edit::{EditRefused, Edited, EDIT_WINDOW, MAX_EDITS};
-pub mod moderation;
+pub(crate) mod moderation;
 pub mod outbox;
 pub mod paging;
-pub mod plumbing;
-pub mod ranking;
-pub mod rate;
-pub mod relations;
-pub mod rules;
-pub mod sessions;
-pub mod social;
-pub mod statuses;
-pub mod trends;
+pub(crate) mod plumbing;
+pub(crate) mod ranking;
+pub(crate) mod rate;
+pub(crate) mod relations;
+pub(crate) mod rules;
+pub(crate) mod sessions;
+pub(crate) mod social;
+pub(crate) mod statuses;
+pub(crate) mod trends;
 pub mod users;
-pub mod writes;
-pub mod zstd_dicts;
+pub(crate) mod writes;
+pub(crate) mod zstd_dicts;
 
-pub use caches::{cache, home_cache, tracked, view_cache};
+pub(crate) use caches::cache;
 pub use plumbing::{conn, keys, layout};
-pub use writes::{emitter, fanout_hints, ids};
+pub use writes::ids;
 
 pub use plumbing::error::{StoreError, StoreResult};
 pub use plumbing::handle::{cluster_nodes, Store};

@@ -18,9 +18,9 @@ use redis::AsyncCommands;
 use std::collections::HashSet;
 
 /// Reasons a report may give.
-pub const REASONS: [&str; 4] = ["spam", "abuse", "illegal", "other"];
+pub(crate) const REASONS: [&str; 4] = ["spam", "abuse", "illegal", "other"];
 /// Resolutions of a report.
-pub const ACTIONS: [&str; 3] = ["none", "remove_status", "suspend_user"];
+pub(crate) const ACTIONS: [&str; 3] = ["none", "remove_status", "suspend_user"];
 
 /// Which reports to list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,9 @@
 //! Notifications: each user's newest 1,000, in their slot (a ZSET of ids,
 //! a HASH of their JSON, a HASH of what each is of, so the same like or
 //! follow is notified once and its undoing finds it), and a read marker
-//! that only moves forward. They are made by the notifier (`crate::notifier`)
+//! that only moves forward. They are made by the notifier ([`crate::notifier`])
 //! from the events of the log, shard by shard; its leases and positions are
-//! in each shard's slot (`store::events::shard_work`).
+//! in each shard's slot ([`store::events::shard_work`](crate::store::events::shard_work)).
 
 use super::plumbing::error::{parse_id, StoreError, StoreResult};
 use super::plumbing::handle::Store;
@@ -13,7 +13,7 @@ use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
 /// Notifications a user keeps.
-pub const MAX_NOTIFICATIONS: usize = 1_000;
+pub(crate) const MAX_NOTIFICATIONS: usize = 1_000;
 
 /// The scripts the notifier runs in pipelines.
 const NOTIFY_ADD: &str = include_str!("lua/notify_add.lua");
@@ -291,7 +291,7 @@ impl Notifications<'_> {
     /// Where the one notifier of the layout before the notifier went by
     /// shards had got to (`None`: none ran): where each shard's
     /// notifications start when no process has made them yet
-    /// (`store::events::shard_work`).
+    /// ([`store::events::shard_work`](crate::store::events::shard_work)).
     pub async fn notifier_position(self) -> StoreResult<Option<String>> {
         let mut conn = self.store.conn();
         Ok(conn.get(self.store.keys.notifier_position()).await?)

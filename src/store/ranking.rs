@@ -3,7 +3,7 @@
 //! ties newest first; a repost ranks as the status it reposts. A ranking's
 //! rows (each entry's status, time and counts) are read at most every
 //! 2.5 s per timeline and process (counts then at most 2.5 s old, so none
-//! shown is older than [`RANK_COUNTS_TTL`]), and again whenever the
+//! shown is older than 5 s), and again whenever the
 //! timeline changed (its newest entry or its length, read on every request:
 //! no status missing), so a ranked page costs one small Redis round trip,
 //! the scores of at most 1,000 rows and the page's statuses.
@@ -16,10 +16,7 @@ use crate::model::{now, Counts, HOME_CAP};
 use redis::AsyncCommands;
 use rustc_hash::FxHashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// How old the counts a ranking uses may be.
-pub const RANK_COUNTS_TTL: Duration = Duration::from_secs(5);
+use std::time::Instant;
 
 /// Which timeline to rank.
 #[derive(Debug, Clone)]
@@ -31,10 +28,10 @@ pub enum Ranked {
 }
 
 /// One ranked entry: the status shown, its counts and its score.
-pub type RankedEntry = (Arc<CachedStatus>, Counts, f64);
+pub(crate) type RankedEntry = (Arc<CachedStatus>, Counts, f64);
 
 /// The score of a status with `counts` posted at `posted`, at `at`.
-pub fn score(counts: Counts, posted: f64, at: f64) -> f64 {
+pub(crate) fn score(counts: Counts, posted: f64, at: f64) -> f64 {
     let age_hours = ((at - posted) / 3600.0).max(0.0);
     let engagement =
         1.0 + counts.likes as f64 + 2.0 * counts.reposts as f64 + counts.replies as f64;
@@ -156,7 +153,7 @@ impl Store {
             .collect())
     }
 
-    /// Counts at most [`RANK_COUNTS_TTL`] old: from the counts cache, the
+    /// Counts at most [`HALF_TTL`] old: from the counts cache, the
     /// rest read in one pipeline (and cached).
     async fn rank_counts(&self, ids: &[u64]) -> StoreResult<Vec<Counts>> {
         let at = Instant::now();

@@ -1,5 +1,5 @@
 //! Blocks and mutes: the lists a user keeps, and the `hide` HASH of each
-//! user (`crate::hides`) that read paths, fan-out and the streams consult.
+//! user ([`crate::hides`]) that read paths, fan-out and the streams consult.
 //!
 //! A block or mute change is an outbox op (`chains/relate.rs`): the
 //! source's side (`relate.lua`), for a block the target's side, the homes
@@ -57,7 +57,7 @@ impl Relations<'_> {
         self.store.run_relate(&owed.entry, &op).await
     }
 
-    /// The relation bits `viewer` holds about `other` (`crate::hides`).
+    /// The relation bits `viewer` holds about `other` ([`crate::hides`]).
     pub async fn bits(self, viewer: u64, other: u64) -> StoreResult<u8> {
         let key = self.store.keys.hide(viewer);
         if let Some(hides) = self.store.caches.views.hides(&key).await? {
@@ -68,7 +68,7 @@ impl Relations<'_> {
         Ok(bits_of(v.as_deref()))
     }
 
-    /// User `uid` (as [`Users::get`] reads it) and `viewer`'s relation
+    /// User `uid` (as [`Users::get`](super::users::Users::get) reads it) and `viewer`'s relation
     /// bits toward them ([`Relations::bits`]): from the view cache
     /// after one barrier, or in one round trip.
     pub async fn user_with_relation(self, uid: u64, viewer: u64) -> StoreResult<(User, u8)> {

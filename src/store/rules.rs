@@ -9,7 +9,7 @@ use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
 /// Most rules a user may keep.
-pub const MAX_RULES: usize = 1000;
+pub(crate) const MAX_RULES: usize = 1000;
 
 /// A rule as kept and answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]

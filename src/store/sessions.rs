@@ -22,7 +22,7 @@
 //! every process), as an outbox op ([`Sessions::end_many`]) so that a crash
 //! between them is finished by a worker.
 
-pub use super::caches::cache::SessionUser;
+pub(crate) use super::caches::cache::SessionUser;
 use super::chains::end_sessions::EndSessionsOp;
 use super::outbox::Op;
 use super::plumbing::error::{parse_id, StoreResult};
@@ -33,17 +33,17 @@ use redis::AsyncCommands;
 use std::collections::BTreeMap;
 
 /// Most recently viewed statuses kept per session.
-pub const VIEWED_CAP: usize = 25;
+pub(crate) const VIEWED_CAP: usize = 25;
 /// Sessions dropped per clean-up step.
 const CLEANUP_BATCH: usize = 100;
 /// Sessions a clean-up step reads from each partition of the index among
 /// those it cannot tell apart by the index alone (about 1,000 in all).
 const NEAR_PER_PART: usize = CLEANUP_BATCH * 10 / OUTBOX_PARTS;
 /// Most live sessions a user keeps: a login beyond ends the oldest.
-pub const SESSIONS_PER_USER: usize = 100;
+pub(crate) const SESSIONS_PER_USER: usize = 100;
 /// Seconds of use within which the clean-up's index is not moved again: a
 /// session's score there is at most this much older than its authority's.
-pub const RECENT_GRAIN: f64 = 60.0;
+pub(crate) const RECENT_GRAIN: f64 = 60.0;
 
 /// Sessions: tokens' authority, their index and clean-up (`Store::sessions`).
 #[derive(Clone, Copy)]

@@ -4,7 +4,7 @@ use super::plumbing::error::StoreResult;
 use super::plumbing::handle::Store;
 
 /// Most statuses a conversation's descendants are gathered from.
-pub const MAX_DESCENDANTS: usize = 10_000;
+pub(crate) const MAX_DESCENDANTS: usize = 10_000;
 
 impl Store {
     /// Every reply below `sid` (breadth first, at most [`MAX_DESCENDANTS`]),

@@ -4,7 +4,7 @@ use super::caches::cache::CachedStatus;
 use super::chains::delete::DeleteOp;
 use super::chains::post::{PostEnd, PostOp, Whole};
 use super::outbox::{Begun, Op, Owed};
-pub use super::paging::Page;
+pub(crate) use super::paging::Page;
 use super::plumbing::error::{parse_id, StoreError, StoreResult};
 use super::plumbing::handle::Store;
 use super::writes::posting::{PostOptions, Posted};
@@ -21,7 +21,7 @@ pub struct StatusNow {
 }
 
 /// A status as answered: its cached part and its current counts.
-pub type Shown = (Arc<CachedStatus>, Counts);
+pub(crate) type Shown = (Arc<CachedStatus>, Counts);
 
 /// Which timeline.
 #[derive(Debug, Clone)]

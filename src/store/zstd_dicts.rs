@@ -1,5 +1,5 @@
 //! The stream compression dictionaries (`compress=zstd`): the newest few
-//! in `{g}`, one of them current. `crate::stream::zstd` trains and uses
+//! in `{g}`, one of them current. [`crate::stream::zstd`] trains and uses
 //! them.
 
 use super::plumbing::error::StoreResult;
@@ -7,7 +7,7 @@ use super::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 /// Dictionaries kept: the current one and the three before it.
-pub const KEPT: usize = 4;
+pub(crate) const KEPT: usize = 4;
 
 /// The zstd dictionaries streams share (`Store::zstd_dicts`).
 #[derive(Clone, Copy)]

@@ -17,7 +17,7 @@ pub enum Coding {
 /// may open: zstd when it ranks above gzip (named alone, or with a higher
 /// quality), gzip when taken (it costs the server less: its pieces are
 /// shared), else none.
-pub fn plain_coding(values: &[&str]) -> (Coding, Coding) {
+pub(crate) fn plain_coding(values: &[&str]) -> (Coding, Coding) {
     let gzip = super::deflate::quality(values.iter().copied(), &["gzip", "x-gzip"]);
     let zstd = super::deflate::quality(values.iter().copied(), &["zstd"]);
     let fallback = match gzip > 0.0 {

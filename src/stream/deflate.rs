@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 /// The last four octets of a sync flush, which permessage-deflate leaves
 /// out of every message (RFC 7692 §7.2.1).
-pub const SYNC_TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
+pub(crate) const SYNC_TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
 
 /// The zlib level: the default's ratio, at a cost paid once per event.
 const LEVEL: u32 = 6;
@@ -82,16 +82,16 @@ impl Deflated {
 /// pieces, then (when the stream ends for good) the final block and the
 /// trailer, whose CRC is combined from the pieces' own.
 #[derive(Debug, Default)]
-pub struct Gzip {
+pub(crate) struct Gzip {
     crc: crc32fast::Hasher,
 }
 
 impl Gzip {
     /// A gzip member's header: deflate, no name, no time, unknown OS.
-    pub const HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff];
+    pub(crate) const HEADER: [u8; 10] = [0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff];
 
     /// Appends a piece.
-    pub fn push(&mut self, piece: &Deflated, out: &mut Vec<u8>) {
+    pub(crate) fn push(&mut self, piece: &Deflated, out: &mut Vec<u8>) {
         out.extend_from_slice(&piece.bytes);
         self.crc.combine(&crc32fast::Hasher::new_with_initial_len(
             piece.crc, piece.len,
@@ -100,7 +100,7 @@ impl Gzip {
 
     /// Appends the end of the member: an empty final block (fixed Huffman:
     /// BFINAL, BTYPE 01, end-of-block), then CRC-32 and length.
-    pub fn finish(&self, out: &mut Vec<u8>) {
+    pub(crate) fn finish(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&[0x03, 0x00]);
         let crc = self.crc.clone();
         let len = crc.total_len() as u32;
@@ -111,13 +111,14 @@ impl Gzip {
 
 /// Whether an `Accept-Encoding` header value takes gzip: named (or `*`)
 /// with a nonzero quality; an explicit `gzip;q=0` refuses it.
-pub fn accepts_gzip<'a>(values: impl Iterator<Item = &'a str>) -> bool {
+#[cfg(test)]
+fn accepts_gzip<'a>(values: impl Iterator<Item = &'a str>) -> bool {
     quality(values, &["gzip", "x-gzip"]) > 0.0
 }
 
 /// The quality `Accept-Encoding` gives a coding named by any of `names`:
 /// its own, else `*`'s, else 0.
-pub fn quality<'a>(values: impl Iterator<Item = &'a str>, names: &[&str]) -> f32 {
+pub(crate) fn quality<'a>(values: impl Iterator<Item = &'a str>, names: &[&str]) -> f32 {
     let mut star = None;
     for item in values.flat_map(|v| v.split(',')) {
         let mut parts = item.split(';').map(str::trim);

@@ -47,7 +47,7 @@ pub struct Direct {
     /// client: each write one chunk).
     chunked: bool,
     /// For another API's stream: its bytes of each event
-    /// (`stream::translate`).
+    /// ([`stream::translate`](crate::stream::translate)).
     pick: Option<Pick>,
 }
 
@@ -191,14 +191,14 @@ fn unwritten(parts: &[&[u8]], n: usize) -> Vec<u8> {
 
 /// A socket shared with the hub's [`Direct`] writes, as the task's writer.
 #[derive(Debug, Clone)]
-pub struct SharedTcp(pub Arc<TcpStream>);
+pub(crate) struct SharedTcp(pub Arc<TcpStream>);
 
 impl SharedTcp {
     /// Resolves once the client has hung up (or the socket failed); what
     /// it sends meanwhile is read and dropped. It waits in the socket's one
     /// reader slot, not `readable()`'s waiter list: nothing to link and
     /// unlink on every delivery, raced as a stream's task races it.
-    pub async fn hung_up(&self) {
+    pub(crate) async fn hung_up(&self) {
         loop {
             if std::future::poll_fn(|cx| self.0.poll_read_ready(cx))
                 .await

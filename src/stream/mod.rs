@@ -3,7 +3,7 @@
 //! [`firehose_filters::Index`] to the bounded queues of the matching
 //! connections.
 //!
-//! - [`frame`]: an event parsed once (into the typed `model::Event`) and
+//! - [`frame`]: an event parsed once (into the typed [`model::Event`](crate::model::Event)) and
 //!   serialized once ([`Frame`]), shared by every connection that gets it;
 //!   the typed control events ([`frame::Control`]).
 //! - [`hub`]: the subscriber task (reconnects, catches up from the replay
@@ -32,23 +32,23 @@
 //! never a `Feed`; a feed names the hub's connection and the wire, not the
 //! other way round.
 
-pub mod coding;
-pub mod deflate;
-pub mod direct;
-pub mod feed;
+pub(crate) mod coding;
+pub(crate) mod deflate;
+pub(crate) mod direct;
+pub(crate) mod feed;
 pub mod frame;
 pub mod hub;
-pub mod out;
+pub(crate) mod out;
 pub mod queue;
-pub mod replay_sight;
-pub mod rule_set;
-pub mod stream_limits;
-pub mod translate;
+pub(crate) mod replay_sight;
+pub(crate) mod rule_set;
+pub(crate) mod stream_limits;
+pub(crate) mod translate;
 pub mod want;
 pub mod wire;
-pub mod ws_codec;
-pub mod zstd;
-pub mod zstd_body;
+pub(crate) mod ws_codec;
+pub(crate) mod zstd;
+pub(crate) mod zstd_body;
 
 pub use feed::Feed;
 pub use frame::{EventId, Frame};

@@ -15,6 +15,6 @@ pub enum Out {
     /// matches up to that id was written before it.
     Keepalive(Option<EventId>),
     /// Bytes already encoded: the rest of a write the hub began
-    /// ([`Delivery::Rest`]).
+    /// ([`Delivery::Rest`](super::queue::Delivery::Rest)).
     Raw(Vec<u8>),
 }

@@ -249,7 +249,7 @@ pub enum Delivery {
     /// those for this connection are ahead of this in its queue.
     Keepalive(Option<EventId>),
     /// The rest of an event or keep-alive the hub began writing into the
-    /// socket itself (the connection's direct sink, `stream::direct`): written before anything else.
+    /// socket itself (the connection's direct sink, [`stream::direct`](crate::stream::direct)): written before anything else.
     Rest(Vec<u8>),
 }
 

@@ -1,12 +1,12 @@
 //! What a replay may serve now: each replayed event judged with the
-//! reader's present rights (`crate::visibility::Sight`), not those it had
+//! reader's present rights ([`crate::visibility::Sight`]), not those it had
 //! when the event was made. A status deleted since, or whose author has
 //! since been deleted, suspended or made private (to a reader who does not
 //! follow them), a reply to a status the reader may not see, a message of
 //! a conversation the reader left and a status of a private group the
 //! reader is no longer in are not served again; `delete` events always
 //! are. Every replay (`count`, `since`, `Last-Event-ID`) passes here:
-//! `stream::feed` pushes no replayed event that [`ReplaySight::keep`]
+//! [`stream::feed`](crate::stream::feed) pushes no replayed event that [`ReplaySight::keep`]
 //! refused.
 
 use super::frame::Frame;
@@ -16,7 +16,7 @@ use crate::visibility::{Reach, Sight};
 use std::sync::Arc;
 
 /// One replay's judgement.
-pub struct ReplaySight {
+pub(crate) struct ReplaySight {
     sight: Sight,
     /// The statuses the page's likes are of, as they are now (`None`:
     /// gone); forgotten with each page.
@@ -25,7 +25,7 @@ pub struct ReplaySight {
 
 impl ReplaySight {
     /// For a replay of `stream` to `sight`'s reader.
-    pub fn new(sight: Sight) -> ReplaySight {
+    pub(crate) fn new(sight: Sight) -> ReplaySight {
         ReplaySight {
             sight,
             liked: Default::default(),
@@ -35,7 +35,7 @@ impl ReplaySight {
     /// The reach a stream shows: the user stream (and the group streams,
     /// whose membership `Sight` checks) shows what its reader's home and
     /// groups show; every other stream public statuses only.
-    pub fn reach(stream: &str) -> Reach {
+    pub(crate) fn reach(stream: &str) -> Reach {
         if stream == "user"
             || super::want::is_group_stream(stream)
             || super::want::is_list_stream(stream)
@@ -49,7 +49,7 @@ impl ReplaySight {
     /// Keeps the frames the reader may see now, in order; what they need
     /// is read first in one pipeline each. What was read for the page
     /// before is forgotten first (bounded, however long the replay).
-    pub async fn keep(&mut self, frames: Vec<Arc<Frame>>) -> StoreResult<Vec<Arc<Frame>>> {
+    pub(crate) async fn keep(&mut self, frames: Vec<Arc<Frame>>) -> StoreResult<Vec<Arc<Frame>>> {
         self.sight.trim();
         self.liked.clear();
         let mut sids = Vec::new();

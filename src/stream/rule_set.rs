@@ -11,7 +11,7 @@ use firehose_filters::Rule;
 use std::collections::HashMap;
 
 /// Most ad-hoc rules one filter stream may carry.
-pub const MAX_ADHOC_RULES: usize = 100;
+pub(crate) const MAX_ADHOC_RULES: usize = 100;
 
 /// Rules of one subscription, in order, each with its label.
 #[derive(Debug, Default)]
@@ -81,14 +81,14 @@ impl RuleSet {
 
 /// Whether a rule-carrying subscription's `Rule` holds a filter of its own
 /// (follow, track, locations), which the main index routes.
-pub fn filter_part(rule: &Rule) -> bool {
+pub(crate) fn filter_part(rule: &Rule) -> bool {
     matches!(rule, Rule::Filter(spec) if !spec.is_empty())
 }
 
 /// The caller's persistent rules, parsed, for a search stream: logins
 /// resolved now (one that names no user any more matches nothing). A
 /// stored value that no longer parses (none should) is skipped.
-pub async fn load(store: &Store, uid: u64) -> StoreResult<RuleSet> {
+pub(crate) async fn load(store: &Store, uid: u64) -> StoreResult<RuleSet> {
     let (version, stored) = store.rules().versioned(uid).await?;
     let mut logins: HashMap<String, Option<u64>> = HashMap::new();
     let mut rules = Vec::with_capacity(stored.len());

@@ -1,6 +1,6 @@
 //! Events in another API's framing, made before the hub routes them, so
 //! that the hub writes them straight into that API's sockets as it writes
-//! ours (`stream::direct`): one encoding per event, shared.
+//! ours ([`stream::direct`](crate::stream::direct)): one encoding per event, shared.
 //!
 //! The other API (the Mastodon listener) installs a [`Translator`]; while
 //! at least one of its streams is open ([`Translation::want`]), the
@@ -18,7 +18,7 @@ use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
 
 /// The longest the hub waits for a batch's translations.
-pub const MOST_WAIT: Duration = Duration::from_millis(50);
+pub(crate) const MOST_WAIT: Duration = Duration::from_millis(50);
 
 /// Makes events' translations (each frame's [`Frame::translated`]).
 pub trait Translator: Send + Sync + 'static {

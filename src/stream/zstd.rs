@@ -36,7 +36,7 @@ const MAX_SAMPLES: usize = 5_000;
 /// Samples below which a training adds made-up events of every kind.
 const MIN_SAMPLES: usize = 1_000;
 /// How often a process looks for a new current dictionary.
-pub const FOLLOW: Duration = Duration::from_secs(10);
+pub(crate) const FOLLOW: Duration = Duration::from_secs(10);
 
 /// A dictionary ready to compress with.
 pub struct Dict {
@@ -180,7 +180,7 @@ async fn load_current(store: &Store) -> anyhow::Result<Option<Dict>> {
 /// loaded one) and, every `retrain` (when this process takes the trainer's
 /// lease and the store has a dictionary: someone uses zstd), trains a new
 /// one from the buffer and publishes it. Runs until shutdown.
-pub async fn run(dicts: Arc<Dictionaries>, retrain: Duration, mut shutdown: Shutdown) {
+pub(crate) async fn run(dicts: Arc<Dictionaries>, retrain: Duration, mut shutdown: Shutdown) {
     let Some(store) = dicts.store.clone() else {
         return;
     };
@@ -217,7 +217,7 @@ pub async fn run(dicts: Arc<Dictionaries>, retrain: Duration, mut shutdown: Shut
 }
 
 /// Trains a dictionary from the buffer and makes it the current one.
-pub async fn retrain_now(store: &Store) {
+pub(crate) async fn retrain_now(store: &Store) {
     match train_from(store).await {
         Ok(dict) => match store
             .zstd_dicts()
@@ -276,7 +276,7 @@ async fn train_from(store: &Store) -> anyhow::Result<Dict> {
 
 /// Trains a dictionary on `samples`, with made-up events added when there
 /// are fewer than [`MIN_SAMPLES`].
-pub fn train(mut samples: Vec<Vec<u8>>) -> Option<Dict> {
+pub(crate) fn train(mut samples: Vec<Vec<u8>>) -> Option<Dict> {
     if samples.len() < MIN_SAMPLES {
         samples.extend(made_up(MIN_SAMPLES * 2 - samples.len()));
     }
@@ -287,7 +287,7 @@ pub fn train(mut samples: Vec<Vec<u8>>) -> Option<Dict> {
 /// What a dictionary may learn of an event: a public status, delete,
 /// update, like, repost or follow, with every string that is not an id, a
 /// number or a type replaced by filler of its length.
-pub fn sample_of(json: &str) -> Option<Vec<u8>> {
+pub(crate) fn sample_of(json: &str) -> Option<Vec<u8>> {
     let mut v: Value = serde_json::from_str(json).ok()?;
     let kind = v.get("type")?.as_str()?;
     if !matches!(

@@ -15,7 +15,7 @@ const BODY_HASH_LOG: u32 = 12;
 /// flushed, so the client decodes every event as it arrives. Each holds
 /// about 150 KiB (its window and tables); [`ZstdBody::open`] keeps their
 /// number under a bound.
-pub struct ZstdBody {
+pub(crate) struct ZstdBody {
     cctx: CCtx<'static>,
 }
 
@@ -36,17 +36,12 @@ impl std::fmt::Debug for ZstdBody {
 
 impl ZstdBody {
     /// A new body, unless `max` are alive already.
-    pub fn open(max: usize) -> Option<ZstdBody> {
+    pub(crate) fn open(max: usize) -> Option<ZstdBody> {
         LIVE.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
             (n < max).then_some(n + 1)
         })
         .ok()?;
         Some(ZstdBody::made())
-    }
-
-    /// Plain zstd bodies alive in this process.
-    pub fn live() -> usize {
-        LIVE.load(Ordering::Relaxed)
     }
 
     fn made() -> Self {
@@ -60,7 +55,7 @@ impl ZstdBody {
     }
 
     /// Appends `data` compressed and flushed.
-    pub fn push(&mut self, data: &[u8], out: &mut Vec<u8>) {
+    pub(crate) fn push(&mut self, data: &[u8], out: &mut Vec<u8>) {
         self.step(
             data,
             zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_flush,
@@ -69,7 +64,7 @@ impl ZstdBody {
     }
 
     /// Appends the end of the frame.
-    pub fn finish(&mut self, out: &mut Vec<u8>) {
+    pub(crate) fn finish(&mut self, out: &mut Vec<u8>) {
         self.step(&[], zstd_safe::zstd_sys::ZSTD_EndDirective::ZSTD_e_end, out);
     }
 

@@ -32,7 +32,7 @@ pub enum Rule {
 }
 
 impl Rule {
-    /// Whether this rule alone wants `event`, as an [`Index`] holding only
+    /// Whether this rule alone wants `event`, as an [`Index`](super::Index) holding only
     /// it would route it: for one subscription's replay, where building an
     /// index would cost more than the check. A user rule follows the follow
     /// and unfollow events of its user, as the index does.

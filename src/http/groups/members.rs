@@ -51,7 +51,7 @@ async fn member_page(
 }
 
 /// `GET /api/v1/groups/{id}/members`.
-pub async fn members(
+pub(crate) async fn members(
     State(state): State<AppState>,
     MaybeUser(viewer): MaybeUser,
     Path(id): Path<String>,
@@ -70,7 +70,7 @@ pub async fn members(
 
 /// Body of `POST /api/v1/groups/{id}/members`.
 #[derive(Debug, Deserialize)]
-pub struct AddMember {
+pub(crate) struct AddMember {
     /// Who to add.
     pub user_id: JsonId,
 }
@@ -85,7 +85,7 @@ pub(super) const ADD_OP: Op = Op::post(
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/groups/{id}/members`.
-pub async fn add(
+pub(crate) async fn add(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -119,7 +119,7 @@ pub async fn add(
 
 /// Body of `PATCH /api/v1/groups/{id}/members/{uid}`.
 #[derive(Debug, Deserialize)]
-pub struct SetRole {
+pub(crate) struct SetRole {
     /// `owner`, `moderator` or `member`.
     pub role: String,
 }
@@ -134,7 +134,7 @@ pub(super) const ROLE_OP: Op = Op::patch(
 .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 429, 503]);
 
 /// `PATCH /api/v1/groups/{id}/members/{uid}`.
-pub async fn set_role(
+pub(crate) async fn set_role(
     State(state): State<AppState>,
     auth: AuthUser,
     Path((id, uid)): Path<(String, String)>,
@@ -163,7 +163,7 @@ pub(super) const REMOVE_OP: Op = Op::delete(
 .errors(&[401, 403, 404, 409, 429, 503]);
 
 /// `DELETE /api/v1/groups/{id}/members/{uid}`.
-pub async fn remove(
+pub(crate) async fn remove(
     State(state): State<AppState>,
     auth: AuthUser,
     Path((id, uid)): Path<(String, String)>,
@@ -186,7 +186,7 @@ pub(super) const REQUESTS_OP: Op = Op::get(
 .errors(&[400, 401, 403, 404, 503]);
 
 /// `GET /api/v1/groups/{id}/requests`.
-pub async fn requests(
+pub(crate) async fn requests(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -215,7 +215,7 @@ pub(super) const AUTHORIZE_OP: Op = Op::post(
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/groups/{id}/requests/{uid}/authorize`.
-pub async fn authorize(
+pub(crate) async fn authorize(
     State(state): State<AppState>,
     auth: AuthUser,
     Path((id, uid)): Path<(String, String)>,
@@ -232,7 +232,7 @@ pub(super) const REJECT_OP: Op = Op::post(
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/groups/{id}/requests/{uid}/reject`.
-pub async fn reject(
+pub(crate) async fn reject(
     State(state): State<AppState>,
     auth: AuthUser,
     Path((id, uid)): Path<(String, String)>,

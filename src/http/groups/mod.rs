@@ -3,7 +3,7 @@
 //! reject), the group timeline and removing its statuses. Posting into a
 //! group is `POST /api/v1/statuses` with `group_id` (`statuses.rs`).
 
-pub mod members;
+pub(crate) mod members;
 mod support;
 
 use super::shared::extract::{detached, path_id, JsonBody};
@@ -32,12 +32,12 @@ use std::collections::HashMap;
 use support::{change, find, group_id, no_group, readable, room_for};
 
 /// Longest group name, in characters.
-pub const MAX_NAME_CHARS: usize = 50;
+pub(crate) const MAX_NAME_CHARS: usize = 50;
 /// Longest description, in characters.
-pub const MAX_DESCRIPTION_CHARS: usize = 500;
+pub(crate) const MAX_DESCRIPTION_CHARS: usize = 500;
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .schema_of::<Group>("Group")
         .schema_of::<Membership>("Membership")
@@ -93,7 +93,7 @@ pub fn routes() -> Routes {
 
 /// Body of `POST /api/v1/groups`.
 #[derive(Debug, Deserialize)]
-pub struct NewGroup {
+pub(crate) struct NewGroup {
     /// 1-50 characters.
     pub name: String,
     /// At most 500 characters.
@@ -113,7 +113,7 @@ const CREATE_OP: Op = Op::post(
 .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/groups`.
-pub async fn create(
+pub(crate) async fn create(
     State(state): State<AppState>,
     auth: AuthUser,
     JsonBody(body): JsonBody<NewGroup>,
@@ -156,7 +156,7 @@ pub async fn create(
 
 /// A page of groups.
 #[derive(Debug, Serialize)]
-pub struct GroupPage {
+pub(crate) struct GroupPage {
     /// The caller's groups, oldest first.
     pub groups: Vec<Group>,
     /// Pass as `cursor` for the next page; null on the last page.
@@ -173,7 +173,7 @@ const LIST_OP: Op = Op::get(
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/groups`.
-pub async fn list(
+pub(crate) async fn list(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
@@ -192,7 +192,7 @@ const SHOW_OP: Op = Op::get("/api/v1/groups/{id}", "groups", "A group, to anyone
     .errors(&[401, 404, 503]);
 
 /// `GET /api/v1/groups/{id}`.
-pub async fn show(
+pub(crate) async fn show(
     State(state): State<AppState>,
     MaybeUser(viewer): MaybeUser,
     Path(id): Path<String>,
@@ -210,7 +210,7 @@ const JOIN_OP: Op = Op::post(
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/groups/{id}/join`.
-pub async fn join(
+pub(crate) async fn join(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -234,7 +234,7 @@ const LEAVE_OP: Op = Op::post(
 .errors(&[401, 403, 404, 409, 429, 503]);
 
 /// `POST /api/v1/groups/{id}/leave`.
-pub async fn leave(
+pub(crate) async fn leave(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
@@ -259,7 +259,7 @@ const STATUSES_OP: Op = Op::get(
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/groups/{id}/statuses`.
-pub async fn statuses(
+pub(crate) async fn statuses(
     State(state): State<AppState>,
     MaybeUser(viewer): MaybeUser,
     Path(id): Path<String>,
@@ -287,7 +287,7 @@ const REMOVE_STATUS_OP: Op = Op::delete(
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/groups/{id}/statuses/{sid}`: as its author's delete.
-pub async fn remove_status(
+pub(crate) async fn remove_status(
     State(state): State<AppState>,
     auth: AuthUser,
     Path((id, sid)): Path<(String, String)>,

@@ -7,18 +7,19 @@
 use axum::http::{HeaderMap, HeaderValue};
 
 /// Methods a page may use.
-pub const ALLOW_METHODS: &str = "GET, POST, PATCH, DELETE, OPTIONS";
+pub(crate) const ALLOW_METHODS: &str = "GET, POST, PATCH, DELETE, OPTIONS";
 /// Request headers a page may send.
-pub const ALLOW_HEADERS: &str = "Authorization, Content-Type, Last-Event-ID, Idempotency-Key";
+pub(crate) const ALLOW_HEADERS: &str =
+    "Authorization, Content-Type, Last-Event-ID, Idempotency-Key";
 /// Response headers a page may read.
-pub const EXPOSE_HEADERS: &str = "Retry-After, X-Request-Id";
+pub(crate) const EXPOSE_HEADERS: &str = "Retry-After, X-Request-Id";
 /// How long a browser may keep a preflight's answer, seconds.
-pub const MAX_AGE: &str = "600";
+pub(crate) const MAX_AGE: &str = "600";
 
 /// The `Access-Control-Allow-Origin` value for a request from `origin`
 /// under the configured `allowed` origins, if it is allowed: `*` for any,
 /// else the origin itself (then the answer varies by `Origin`).
-pub fn allow(allowed: &str, origin: Option<&HeaderValue>) -> Option<HeaderValue> {
+pub(crate) fn allow(allowed: &str, origin: Option<&HeaderValue>) -> Option<HeaderValue> {
     let origin = origin?;
     let allowed = allowed.trim();
     if allowed == "*" {
@@ -34,7 +35,7 @@ pub fn allow(allowed: &str, origin: Option<&HeaderValue>) -> Option<HeaderValue>
 
 /// Adds the CORS headers of an answer whose request came with `allow`'s
 /// origin.
-pub fn decorate(headers: &mut HeaderMap, allow: HeaderValue) {
+pub(crate) fn decorate(headers: &mut HeaderMap, allow: HeaderValue) {
     use axum::http::header;
     if allow != "*" {
         headers.append(header::VARY, HeaderValue::from_static("origin"));

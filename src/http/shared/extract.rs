@@ -13,7 +13,7 @@ use serde::de::DeserializeOwned;
 /// A JSON request body with contract-shaped errors: 415 unless the
 /// Content-Type is `application/json` (or a `+json` type), 413 when too
 /// large, 400 when it is not valid JSON of the expected shape.
-pub struct JsonBody<T>(pub T);
+pub(crate) struct JsonBody<T>(pub T);
 
 /// Whether a Content-Type header names JSON (`application/json`, with or
 /// without parameters, or an `application/*+json` type).
@@ -89,7 +89,7 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
 /// drops the handler's future, which would otherwise cancel the write half
 /// way (after its commit, before the work the commit implies); a spawned
 /// task runs to the end whatever becomes of the request.
-pub async fn detached<T, F>(write: F) -> Result<T, ApiError>
+pub(crate) async fn detached<T, F>(write: F) -> Result<T, ApiError>
 where
     T: Send + 'static,
     F: std::future::Future<Output = Result<T, ApiError>> + Send + 'static,
@@ -101,7 +101,7 @@ where
 }
 
 /// Parses an id from a path segment; anything else is an unknown id (404).
-pub fn path_id(raw: &str, what: &str) -> Result<u64, ApiError> {
+pub(crate) fn path_id(raw: &str, what: &str) -> Result<u64, ApiError> {
     match raw.parse::<u64>() {
         Ok(id) if id > 0 && !raw.starts_with('+') => Ok(id),
         _ => Err(ApiError::not_found(format!("No such {what}."))),
@@ -109,12 +109,12 @@ pub fn path_id(raw: &str, what: &str) -> Result<u64, ApiError> {
 }
 
 /// Longest id string accepted in a body (a u64 has at most 20 digits).
-pub const MAX_ID_CHARS: usize = 20;
+pub(crate) const MAX_ID_CHARS: usize = 20;
 
 /// An id sent as a JSON string or number.
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(untagged)]
-pub enum JsonId {
+pub(crate) enum JsonId {
     /// `"42"`.
     Text(String),
     /// `42`.
@@ -127,7 +127,7 @@ pub enum JsonId {
 
 impl JsonId {
     /// The id, if it is a positive integer.
-    pub fn parse(&self) -> Option<u64> {
+    pub(crate) fn parse(&self) -> Option<u64> {
         match self {
             JsonId::Text(s) => s.trim().parse::<u64>().ok(),
             JsonId::Unsigned(n) => Some(*n),
@@ -140,7 +140,7 @@ impl JsonId {
 
     /// Whether it is a string of at most [`MAX_ID_CHARS`] characters or a
     /// whole number (not `4.2`).
-    pub fn is_whole(&self) -> bool {
+    pub(crate) fn is_whole(&self) -> bool {
         match self {
             JsonId::Float(f) => f.is_finite() && f.fract() == 0.0,
             JsonId::Text(s) => s.chars().count() <= MAX_ID_CHARS,
@@ -149,7 +149,7 @@ impl JsonId {
     }
 
     /// The id as the client wrote it, for echoing back.
-    pub fn raw(&self) -> String {
+    pub(crate) fn raw(&self) -> String {
         match self {
             JsonId::Text(s) => s.clone(),
             JsonId::Unsigned(n) => n.to_string(),
@@ -161,7 +161,7 @@ impl JsonId {
 
 /// 400 unless every query parameter is one of `allowed` (the OpenAPI
 /// document lists them; a misspelt one should not be silently ignored).
-pub fn known_params(
+pub(crate) fn known_params(
     q: &std::collections::HashMap<String, String>,
     allowed: &[&str],
 ) -> Result<(), ApiError> {
@@ -178,15 +178,15 @@ pub fn known_params(
 }
 
 /// `Cache-Control: no-store` for responses carrying tokens or private data.
-pub fn no_store() -> (header::HeaderName, HeaderValue) {
+pub(crate) fn no_store() -> (header::HeaderName, HeaderValue) {
     (header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
 }
 
 /// Longest `Idempotency-Key`, in bytes.
-pub const MAX_IDEMPOTENCY_KEY: usize = 64;
+pub(crate) const MAX_IDEMPOTENCY_KEY: usize = 64;
 
 /// The `Idempotency-Key` header, if any: 1-64 visible ASCII characters.
-pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, ApiError> {
+pub(crate) fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>, ApiError> {
     let Some(raw) = headers.get("idempotency-key") else {
         return Ok(None);
     };
@@ -201,4 +201,12 @@ pub fn idempotency_key(headers: &axum::http::HeaderMap) -> Result<Option<String>
         ));
     }
     Ok(Some(key.to_string()))
+}
+
+/// The client's address, as the accept loop found it.
+pub(crate) fn client_addr(parts: &axum::http::request::Parts) -> Option<std::net::IpAddr> {
+    parts
+        .extensions
+        .get::<crate::rate_limits::ClientAddr>()
+        .map(|c| c.0)
 }

@@ -3,9 +3,11 @@
 //! (`visibility`), the route table with its OpenAPI operations (`routes`,
 //! `openapi`) and CORS (`cors`).
 
-pub mod cors;
-pub mod extract;
-pub mod openapi;
-pub mod paging;
-pub mod routes;
-pub mod visibility;
+pub(crate) mod cors;
+pub(crate) mod extract;
+pub(crate) mod openapi;
+pub(crate) mod paging;
+pub(crate) mod routes;
+pub(crate) mod rule_items;
+pub(crate) mod status_text;
+pub(crate) mod visibility;

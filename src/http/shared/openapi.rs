@@ -175,7 +175,7 @@ pub enum Reply {
 }
 
 /// The query parameters every stream takes to resume.
-pub const RESUME: &[(&str, &str)] = &[
+pub(crate) const RESUME: &[(&str, &str)] = &[
     (
         "access_token",
         "The JWT, for clients that cannot set headers (never logged).",
@@ -199,7 +199,7 @@ pub const RESUME: &[(&str, &str)] = &[
 ];
 
 /// [`RESUME`] and the partition of a firehose, sample or search stream.
-pub const PARTED: &[(&str, &str)] = &[
+pub(crate) const PARTED: &[(&str, &str)] = &[
     (
         "access_token",
         "The JWT, for clients that cannot set headers (never logged).",
@@ -372,20 +372,20 @@ fn object_params(params: Params) -> Option<(&'static str, &'static str, Value)> 
 
 /// Characters Rust's `char::is_whitespace` (Unicode White_Space) matches,
 /// as a regex class body.
-pub const WS: &str =
+pub(crate) const WS: &str =
     r"\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000";
-/// The format characters `text::INVISIBLE` lists, as a regex class body:
+/// The format characters [`text::INVISIBLE`](crate::text::INVISIBLE) lists, as a regex class body:
 /// a text made only of these and white space is refused.
-pub const FMT: &str = r"\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb";
+pub(crate) const FMT: &str = r"\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb";
 /// Characters Rust's `char::is_control` matches, as a regex class body.
-pub const CC: &str = r"\u0000-\u001f\u007f-\u009f";
+pub(crate) const CC: &str = r"\u0000-\u001f\u007f-\u009f";
 /// [`CC`] less `\t` and `\n`, which a message may hold.
-pub const CC_TEXT: &str = r"\u0000-\u0008\u000b-\u001f\u007f-\u009f";
+pub(crate) const CC_TEXT: &str = r"\u0000-\u0008\u000b-\u001f\u007f-\u009f";
 
-/// The pattern of a text a person writes (what `text::unreadable`
+/// The pattern of a text a person writes (what [`text::unreadable`](crate::text::unreadable)
 /// refuses: no control character but new lines and tabs, and something
 /// that shows).
-pub fn readable_pattern() -> String {
+pub(crate) fn readable_pattern() -> String {
     format!("^[^{CC_TEXT}]*[^{CC}{WS}{FMT}][^{CC_TEXT}]*$")
 }
 
@@ -510,7 +510,7 @@ fn operation(op: &Op) -> Value {
 
 /// The whole document, of these operations and the schemas their
 /// resources registered.
-pub fn document(ops: &[Op], registered: &Map<String, Value>) -> Value {
+pub(crate) fn document(ops: &[Op], registered: &Map<String, Value>) -> Value {
     let mut paths = Map::new();
     for op in ops {
         let item = paths

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 /// A whole number written in decimal digits only (no sign, no spaces), as
 /// the OpenAPI document's integer parameters say.
-pub fn uint(raw: &str) -> Option<u64> {
+pub(crate) fn uint(raw: &str) -> Option<u64> {
     if raw.is_empty() || !raw.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -22,7 +22,7 @@ pub fn uint(raw: &str) -> Option<u64> {
 }
 
 /// Parses `count`: 1-200, `default` when absent.
-pub fn count_param(q: &HashMap<String, String>, default: usize) -> ApiResult<usize> {
+pub(crate) fn count_param(q: &HashMap<String, String>, default: usize) -> ApiResult<usize> {
     match q.get("count") {
         None => Ok(default),
         Some(c) => match uint(c) {
@@ -36,7 +36,7 @@ pub fn count_param(q: &HashMap<String, String>, default: usize) -> ApiResult<usi
 }
 
 /// Parses `count` (1-200, default 30) and `page` (>= 1) or `max_id`.
-pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
+pub(crate) fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
     crate::http::shared::extract::known_params(q, &["count", "page", "max_id"])?;
     let count = count_param(q, 30)?;
     let page = match (q.get("page"), q.get("max_id")) {
@@ -70,7 +70,7 @@ pub fn paging(q: &HashMap<String, String>) -> ApiResult<(Page, usize)> {
 }
 
 /// A JSON array of statuses serialized but for their counts.
-pub fn json_page(statuses: &[Shown]) -> Response {
+pub(crate) fn json_page(statuses: &[Shown]) -> Response {
     (
         [(header::CONTENT_TYPE, "application/json")],
         statuses_json(statuses),
@@ -79,7 +79,7 @@ pub fn json_page(statuses: &[Shown]) -> Response {
 }
 
 /// The JSON array of statuses (each serialized but for its counts).
-pub fn statuses_json(statuses: &[Shown]) -> Vec<u8> {
+pub(crate) fn statuses_json(statuses: &[Shown]) -> Vec<u8> {
     let mut body = Vec::with_capacity(
         2 + statuses
             .iter()
@@ -99,7 +99,7 @@ pub fn statuses_json(statuses: &[Shown]) -> Vec<u8> {
 
 /// Parses the paging of a list of users: `cursor` (default 0) and `count`
 /// (1-200, default 20); no other parameter.
-pub fn user_paging(q: &HashMap<String, String>) -> ApiResult<(Cursor, usize)> {
+pub(crate) fn user_paging(q: &HashMap<String, String>) -> ApiResult<(Cursor, usize)> {
     crate::http::shared::extract::known_params(q, &["count", "cursor"])?;
     let count = count_param(q, 20)?;
     let cursor = match q.get("cursor").map(String::as_str) {
@@ -113,7 +113,7 @@ pub fn user_paging(q: &HashMap<String, String>) -> ApiResult<(Cursor, usize)> {
 
 /// A page of users.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct UserPage {
+pub(crate) struct UserPage {
     /// Users, oldest follow first.
     pub users: Vec<User>,
     /// Pass as `cursor` for the next page; null on the last page.
@@ -122,7 +122,7 @@ pub struct UserPage {
 
 impl UserPage {
     /// The users of a page of ids.
-    pub async fn of(state: &AppState, page: IdPage) -> ApiResult<Json<UserPage>> {
+    pub(crate) async fn of(state: &AppState, page: IdPage) -> ApiResult<Json<UserPage>> {
         Ok(Json(UserPage {
             users: state.store.users().many(&page.ids).await?,
             next_cursor: page.next_cursor,
@@ -132,15 +132,15 @@ impl UserPage {
 
 /// The order of a home or hashtag timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
+pub(crate) enum Order {
     /// Newest first.
     Latest,
-    /// Ranked (`store::ranking`), paged by `page` only.
+    /// Ranked ([`store::ranking`](crate::store::ranking)), paged by `page` only.
     Top,
 }
 
 /// Takes `order` (`latest`, the default, or `top`) out of the query.
-pub fn order(q: &mut HashMap<String, String>) -> ApiResult<Order> {
+pub(crate) fn order(q: &mut HashMap<String, String>) -> ApiResult<Order> {
     match q.remove("order").as_deref() {
         None | Some("latest") => Ok(Order::Latest),
         Some("top") => {
@@ -160,7 +160,7 @@ pub fn order(q: &mut HashMap<String, String>) -> ApiResult<Order> {
 }
 
 /// A ranked page as JSON: each status with its counts and its `score`.
-pub fn ranked_json(entries: Vec<crate::store::ranking::RankedEntry>) -> Response {
+pub(crate) fn ranked_json(entries: Vec<crate::store::ranking::RankedEntry>) -> Response {
     let list: Vec<serde_json::Value> = entries
         .into_iter()
         .map(|(status, counts, score)| {

@@ -1,7 +1,7 @@
 //! Who may see what: the visibility policy every read path and handler
 //! applies. A private account's statuses, and replies to them, reach only
 //! the author and approved followers; a user blocked by an author sees
-//! none of the author's statuses nor reposts of them (`crate::hides`).
+//! none of the author's statuses nor reposts of them ([`crate::hides`]).
 
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ApiResult};
@@ -14,7 +14,7 @@ use crate::visibility::{Reach, Sight};
 
 /// Whether `author` blocks `viewer` (then the author's statuses are 404 to
 /// the viewer and their profile timeline too).
-pub async fn blocked_by(
+pub(crate) async fn blocked_by(
     state: &AppState,
     viewer: Option<&AuthUser>,
     author: u64,
@@ -27,36 +27,9 @@ pub async fn blocked_by(
     }
 }
 
-/// Whether `viewer` may see what `author` posts: not if the author blocks
-/// the viewer; else everyone for public accounts, the author and followers
-/// for private ones.
-pub async fn can_see(state: &AppState, viewer: Option<&AuthUser>, author: u64) -> ApiResult<bool> {
-    if blocked_by(state, viewer, author).await? {
-        return Ok(false);
-    }
-    privacy_allows(state, viewer, author).await
-}
-
-/// The privacy half of [`can_see`]: public account, the author, or a follower.
-async fn privacy_allows(
-    state: &AppState,
-    viewer: Option<&AuthUser>,
-    author: u64,
-) -> ApiResult<bool> {
-    if viewer.is_some_and(|v| v.uid == author) {
-        return Ok(true);
-    }
-    match state.store.users().get(author).await {
-        Ok(user) => privacy_allows_user(state, viewer, &user).await,
-        // An account being deleted: its statuses are on their way out.
-        Err(StoreError::NotFound(_)) => Ok(false),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// [`privacy_allows`] for a user already read: the user themself, a public
-/// account, or a follower of a private one.
-pub async fn privacy_allows_user(
+/// Whether `viewer` may see what `user` posts, as far as privacy goes: the
+/// user themself, a public account, or a follower of a private one.
+pub(crate) async fn privacy_allows_user(
     state: &AppState,
     viewer: Option<&AuthUser>,
     user: &User,
@@ -82,7 +55,11 @@ fn actors(status: &Status) -> [u64; 2] {
 
 /// The status `sid` if `viewer` may see it; else 404, as if it did not
 /// exist (a private account's statuses are not even acknowledged).
-pub async fn visible(state: &AppState, viewer: Option<&AuthUser>, sid: u64) -> ApiResult<Status> {
+pub(crate) async fn visible(
+    state: &AppState,
+    viewer: Option<&AuthUser>,
+    sid: u64,
+) -> ApiResult<Status> {
     let status = state.store.statuses().get(sid).await.map_err(|e| match e {
         StoreError::NotFound(_) => ApiError::not_found("No such status."),
         e => e.into(),
@@ -97,7 +74,7 @@ pub async fn visible(state: &AppState, viewer: Option<&AuthUser>, sid: u64) -> A
 /// needs it, a like for its event's privacy, does not read it again). The
 /// status comes without fresh counts, and the author's account with the
 /// viewer's relation to them in one round trip.
-pub async fn visible_with_author(
+pub(crate) async fn visible_with_author(
     state: &AppState,
     viewer: &AuthUser,
     sid: u64,
@@ -129,7 +106,7 @@ pub async fn visible_with_author(
 /// Whether `viewer` may see `status`: its author's statuses; for a reply
 /// to a private account's status, that account's too; for a repost, the
 /// reposted author must not block the viewer.
-pub async fn may_see(
+pub(crate) async fn may_see(
     state: &AppState,
     viewer: Option<&AuthUser>,
     status: &Status,
@@ -139,7 +116,7 @@ pub async fn may_see(
 
 /// [`may_see`], with the author's account and whether they block the
 /// viewer when those were read already. The judgement is
-/// `crate::visibility::Sight`'s, the one stream replays apply.
+/// [`crate::visibility::Sight`]'s, the one stream replays apply.
 async fn may_see_by(
     state: &AppState,
     viewer: Option<&AuthUser>,
@@ -158,7 +135,7 @@ async fn may_see_by(
 
 /// Whether `viewer` may read `gid`'s content: anyone a public or
 /// announcement group's, members a private one's; `None` for no such group.
-pub async fn may_read_group(
+pub(crate) async fn may_read_group(
     state: &AppState,
     viewer: Option<&AuthUser>,
     gid: u64,
@@ -178,7 +155,7 @@ fn id_of(field: &Option<String>) -> Option<u64> {
 /// Keeps the statuses `viewer` may see (a private author's only for the
 /// author and their followers; none by someone who blocks the viewer, nor
 /// reposts of them).
-pub async fn only_visible(
+pub(crate) async fn only_visible(
     state: &AppState,
     viewer: Option<&AuthUser>,
     statuses: Vec<Shown>,
@@ -188,8 +165,8 @@ pub async fn only_visible(
 
 /// [`only_visible`], also dropping the statuses (and reposts of them) of
 /// anyone `viewer` holds a relation with under `mask` (for the mentions
-/// timeline, any block or mute: `hides::FEED`).
-pub async fn only_visible_hiding(
+/// timeline, any block or mute: [`hides::FEED`]).
+pub(crate) async fn only_visible_hiding(
     state: &AppState,
     viewer: Option<&AuthUser>,
     statuses: Vec<Shown>,

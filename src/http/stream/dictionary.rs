@@ -1,5 +1,5 @@
 //! `GET /api/v1/stream/zstd-dictionary`: the dictionary `compress=zstd`
-//! sockets' frames are made with (`crate::stream::zstd`).
+//! sockets' frames are made with ([`crate::stream::zstd`]).
 
 use crate::error::{ApiError, ApiResult};
 use crate::http::shared::openapi::{Auth, Op, Reply};
@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
 
 /// The response header naming a dictionary.
-pub const ID_HEADER: &str = "zstd-dictionary-id";
+pub(crate) const ID_HEADER: &str = "zstd-dictionary-id";
 
 pub(super) const DICTIONARY_OP: Op = Op::get("/api/v1/stream/zstd-dictionary", "streams", "The zstd dictionary of compress=zstd WebSocket streams (the current one, or ?id= one of the last four); its id in Zstd-Dictionary-Id").auth(Auth::None).query(&[(
         "id",
@@ -18,7 +18,7 @@ pub(super) const DICTIONARY_OP: Op = Op::get("/api/v1/stream/zstd-dictionary", "
     )]).reply(Reply::Text("application/octet-stream")).errors(&[400, 404, 503]);
 
 /// `GET /api/v1/stream/zstd-dictionary`.
-pub async fn dictionary(
+pub(crate) async fn dictionary(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Response> {

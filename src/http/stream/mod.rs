@@ -5,11 +5,11 @@
 //! `Accept: application/x-ndjson`, and WebSocket on an upgrade request. The
 //! transport code only formats what the connection's [`Feed`] hands out;
 //! matching happens once per event in the hub. The bytes of plain streams
-//! are `stream::wire`'s; the WebSocket protocol is [`ws`].
+//! are [`stream::wire`](crate::stream::wire)'s; the WebSocket protocol is [`ws_codec`](crate::stream::ws_codec).
 
-pub mod dictionary;
-pub mod open;
-pub mod ws_session;
+pub(crate) mod dictionary;
+pub(crate) mod open;
+pub(crate) mod ws_session;
 
 use crate::error::ApiResult;
 use crate::http::shared::openapi::{Auth, Op, Reply, PARTED, RESUME};
@@ -45,7 +45,7 @@ const MULTIPLEXED_OP: Op = Op::get(
     ]).status(101).reply(Reply::Stream).errors(&[400, 401, 403, 429, 503]);
 
 /// Routes of this resource, each with its OpenAPI operation.
-pub fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .route(FIREHOSE_OP, firehose)
         .route(SAMPLE_OP, sample)
@@ -69,7 +69,7 @@ const FIREHOSE_OP: Op = Op::get(
 .errors(&[400, 401, 403, 429, 503]);
 
 /// `GET /api/v1/stream/firehose`: every public event (scope `firehose`).
-pub async fn firehose(State(state): State<AppState>, req: Request) -> Response {
+pub(crate) async fn firehose(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Firehose).await
 }
 
@@ -101,7 +101,7 @@ const SAMPLE_OP: Op = Op::get(
 .errors(&[400, 401, 403, 429, 503]);
 
 /// `GET /api/v1/stream/sample?rate=`: the same sample of public statuses for every client at one rate.
-pub async fn sample(State(state): State<AppState>, req: Request) -> Response {
+pub(crate) async fn sample(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Sample).await
 }
 
@@ -131,7 +131,7 @@ const FILTER_OP: Op = Op::get(
 .errors(&[400, 401, 403, 429, 503]);
 
 /// `GET /api/v1/stream/filter?follow=&track=&locations=`.
-pub async fn filter(State(state): State<AppState>, req: Request) -> Response {
+pub(crate) async fn filter(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Filter).await
 }
 
@@ -146,7 +146,7 @@ const USER_OP: Op = Op::get(
 .errors(&[400, 401, 403, 429, 503]);
 
 /// `GET /api/v1/stream/user`: what the caller's home timeline gets, plus follows of and by them.
-pub async fn user(State(state): State<AppState>, req: Request) -> Response {
+pub(crate) async fn user(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::User).await
 }
 
@@ -161,7 +161,7 @@ const SEARCH_OP: Op = Op::get(
 .errors(&[400, 401, 403, 429, 503]);
 
 /// `GET /api/v1/stream/search`: public statuses matching the caller's rules.
-pub async fn search(State(state): State<AppState>, req: Request) -> Response {
+pub(crate) async fn search(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Search).await
 }
 
@@ -188,7 +188,7 @@ const GROUP_OP: Op = Op::get(
 .errors(&[400, 401, 403, 404, 429, 503]);
 
 /// `GET /api/v1/stream/group?id=G`: a group's statuses and their deletes.
-pub async fn group(State(state): State<AppState>, req: Request) -> Response {
+pub(crate) async fn group(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::Group).await
 }
 
@@ -216,7 +216,7 @@ const LIST_OP: Op = Op::get(
 
 /// `GET /api/v1/stream/list?id=L`: the statuses of a list's members and
 /// their deletes.
-pub async fn list(State(state): State<AppState>, req: Request) -> Response {
+pub(crate) async fn list(State(state): State<AppState>, req: Request) -> Response {
     serve(state, req, Kind::List).await
 }
 

@@ -7,7 +7,8 @@
 
 use crate::auth::{AuthUser, StreamUser, SCOPE_FIREHOSE};
 use crate::error::{ApiError, ApiResult};
-use crate::http::rule_items::check_items;
+use crate::http::shared::extract::client_addr;
+use crate::http::shared::rule_items::check_items;
 use crate::http::shared::visibility::may_read_group;
 use crate::state::AppState;
 use crate::stream::feed::{Replay, MAX_COUNT};
@@ -26,7 +27,7 @@ use std::time::Duration;
 
 /// The streams.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Every public event (scope `firehose`).
     Firehose,
     /// A sample of public statuses.
@@ -45,7 +46,7 @@ pub enum Kind {
 
 impl Kind {
     /// Every stream, in the order error messages list them.
-    pub const ALL: [Kind; 7] = [
+    pub(crate) const ALL: [Kind; 7] = [
         Kind::Filter,
         Kind::User,
         Kind::Sample,
@@ -56,7 +57,7 @@ impl Kind {
     ];
 
     /// Its name (the multiplexed socket's `stream`, the path's last part).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Firehose => "firehose",
             Kind::Sample => "sample",
@@ -69,7 +70,7 @@ impl Kind {
     }
 
     /// The scope a token must grant to open it, if any.
-    pub fn scope(self) -> Option<&'static str> {
+    pub(crate) fn scope(self) -> Option<&'static str> {
         match self {
             Kind::Firehose => Some(SCOPE_FIREHOSE),
             _ => None,
@@ -77,19 +78,19 @@ impl Kind {
     }
 
     /// The stream named `name`.
-    pub fn named(name: &str) -> Option<Kind> {
+    pub(crate) fn named(name: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.name() == name)
     }
 
     /// The stream served at `path` (not the multiplexed socket's).
-    pub fn at(path: &str) -> Option<Kind> {
+    pub(crate) fn at(path: &str) -> Option<Kind> {
         Kind::named(path.strip_prefix("/api/v1/stream/")?)
     }
 }
 
 /// What a client asks of one stream, however it was sent.
 #[derive(Debug)]
-pub struct Ask {
+pub(crate) struct Ask {
     /// `follow`: user ids as written.
     pub follow: Vec<String>,
     /// `track`: phrases.
@@ -116,7 +117,7 @@ pub struct Ask {
 }
 
 /// What a stream was asked for, parsed.
-pub struct Asked {
+pub(crate) struct Asked {
     /// The subscription's name (a group stream's names its group).
     pub name: &'static str,
     /// What it wants.
@@ -128,7 +129,7 @@ pub struct Asked {
 /// 400 when the query names one of `names` more than once: the map the
 /// query is read into keeps one value, and which one a client meant is not
 /// for the server to guess.
-pub fn once_each(query: Option<&str>, names: &[&'static str]) -> ApiResult<()> {
+pub(crate) fn once_each(query: Option<&str>, names: &[&'static str]) -> ApiResult<()> {
     for name in names {
         let n = query
             .unwrap_or_default()
@@ -151,7 +152,7 @@ pub fn once_each(query: Option<&str>, names: &[&'static str]) -> ApiResult<()> {
 
 impl Ask {
     /// From a stream URL's query string and headers: comma-separated lists.
-    pub fn from_query(q: &HashMap<String, String>, headers: &HeaderMap) -> Ask {
+    pub(crate) fn from_query(q: &HashMap<String, String>, headers: &HeaderMap) -> Ask {
         fn split(s: Option<&String>) -> Vec<String> {
             match s.map(|s| s.trim()) {
                 None | Some("") => Vec::new(),
@@ -186,7 +187,12 @@ impl Ask {
 
     /// The rule and replay point asked for, for `kind` opened by `auth`:
     /// the one parser of both, whether they came in a URL or a message.
-    pub async fn resolve(&self, state: &AppState, auth: &AuthUser, kind: Kind) -> ApiResult<Asked> {
+    pub(super) async fn resolve(
+        &self,
+        state: &AppState,
+        auth: &AuthUser,
+        kind: Kind,
+    ) -> ApiResult<Asked> {
         if let Some(scope) = kind.scope() {
             auth.require(scope)?;
         }
@@ -377,7 +383,7 @@ async fn adhoc_rules(
 
 /// The group a group stream names, if `auth` may read it: 400 without
 /// one, 404 for one that does not exist or that they may not read.
-pub async fn readable_group(
+pub(crate) async fn readable_group(
     state: &AppState,
     auth: &AuthUser,
     raw: Option<&str>,
@@ -419,7 +425,7 @@ async fn own_list(state: &AppState, auth: &AuthUser, raw: Option<&str>) -> ApiRe
 /// After subscribing to a group or list: whether the reader may still read
 /// it (a leave or delete that raced the subscription is caught here, or by
 /// the hub).
-pub async fn still_reads(state: &AppState, auth: &AuthUser, want: &Want) -> ApiResult<bool> {
+pub(crate) async fn still_reads(state: &AppState, auth: &AuthUser, want: &Want) -> ApiResult<bool> {
     if let Some(view) = &want.list {
         return match state.store.lists().get(auth.uid, view.id).await {
             Ok(_) => Ok(true),
@@ -434,13 +440,13 @@ pub async fn still_reads(state: &AppState, auth: &AuthUser, want: &Want) -> ApiR
 }
 
 /// A filter parameter refused, in the contract's shape.
-pub fn filter_error(e: ParseError) -> ApiError {
+pub(crate) fn filter_error(e: ParseError) -> ApiError {
     ApiError::invalid("invalid_filter", e.to_string())
 }
 
 /// A stream request accepted: its feed (already subscribed, replay queued)
 /// and its slot in the per-user limit.
-pub struct Opened {
+pub(crate) struct Opened {
     /// The connection's feed.
     pub feed: Feed,
     /// Released when the stream ends.
@@ -451,7 +457,7 @@ pub struct Opened {
 
 /// Whether `compress` asks for zstd (a WebSocket's events as zstd frames;
 /// a plain stream's coding is its `Accept-Encoding`'s); another value: 400.
-pub fn zstd_asked(compress: Option<&str>) -> ApiResult<bool> {
+pub(crate) fn zstd_asked(compress: Option<&str>) -> ApiResult<bool> {
     match compress {
         None => Ok(false),
         Some("zstd") => Ok(true),
@@ -463,7 +469,7 @@ pub fn zstd_asked(compress: Option<&str>) -> ApiResult<bool> {
 }
 
 /// Whether the request asks to upgrade to WebSocket.
-pub fn is_upgrade(headers: &HeaderMap) -> bool {
+pub(crate) fn is_upgrade(headers: &HeaderMap) -> bool {
     headers
         .get(header::UPGRADE)
         .and_then(|v| v.to_str().ok())
@@ -472,7 +478,7 @@ pub fn is_upgrade(headers: &HeaderMap) -> bool {
 
 /// The plain stream a GET asks for: NDJSON by `Accept`, else SSE; gzipped
 /// or zstd-coded as `Accept-Encoding` asks.
-pub fn plain_encoder(headers: &HeaderMap, max_zstd: usize) -> Encoder {
+pub(crate) fn plain_encoder(headers: &HeaderMap, max_zstd: usize) -> Encoder {
     let accepted: Vec<&str> = headers
         .get_all(header::ACCEPT_ENCODING)
         .iter()
@@ -496,17 +502,9 @@ fn plain_transport(headers: &HeaderMap) -> Transport {
     }
 }
 
-/// The client's address, as the accept loop found it.
-pub fn client_addr(parts: &Parts) -> Option<std::net::IpAddr> {
-    parts
-        .extensions
-        .get::<crate::rate_limits::ClientAddr>()
-        .map(|c| c.0)
-}
-
 /// Authenticates, parses the filter and resume parameters, takes a stream
 /// slot and subscribes: everything before the first byte of the response.
-pub async fn prepare(
+pub(crate) async fn prepare(
     state: &AppState,
     parts: &mut Parts,
     kind: Kind,
@@ -551,7 +549,7 @@ pub async fn prepare(
 /// For a plain (non-WebSocket) GET of a stream path: the opened stream and
 /// its encoder. `None` when the request is not one. Used by the server's
 /// raw stream path, which writes the response itself.
-pub async fn open_plain(
+pub(crate) async fn open_plain(
     state: &AppState,
     parts: &mut Parts,
 ) -> Option<ApiResult<(Opened, Encoder)>> {
@@ -575,7 +573,7 @@ pub async fn open_plain(
 }
 
 /// A feed for a new connection of `auth`'s session.
-pub fn new_feed(state: &AppState, auth: &AuthUser) -> Feed {
+pub(crate) fn new_feed(state: &AppState, auth: &AuthUser) -> Feed {
     let mut feed = Feed::new(
         state.hub.clone(),
         state.history.clone(),
@@ -592,6 +590,6 @@ pub fn new_feed(state: &AppState, auth: &AuthUser) -> Feed {
 }
 
 /// The keep-alive period (and WebSocket ping period).
-pub fn keepalive(state: &AppState) -> Duration {
+pub(crate) fn keepalive(state: &AppState) -> Duration {
     state.cfg.keepalive()
 }

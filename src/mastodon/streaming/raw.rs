@@ -2,7 +2,7 @@
 //! (`serve::raw`): a connection's first request for
 //! `/api/v1/streaming/<stream>` is answered here, not by hyper, and once
 //! the stream is live the hub writes each event's Mastodon message into
-//! the socket itself (`stream::direct`), from the payload made before the
+//! the socket itself ([`stream::direct`](crate::stream::direct)), from the payload made before the
 //! event was routed ([`Opener`] is the hub's `Translator` while such a
 //! stream is open). The stream's task writes the rest: the head, the
 //! replay, what the hub could not judge (a notification, a message, an edit

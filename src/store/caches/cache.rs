@@ -153,7 +153,7 @@ impl StatusCache {
 }
 
 /// How long a status's counts read for a timeline page are reused.
-pub const COUNTS_TTL: Duration = Duration::from_secs(1);
+pub(crate) const COUNTS_TTL: Duration = Duration::from_secs(1);
 /// Most statuses whose counts are remembered (per shard, about).
 const COUNTS_PER_SHARD: usize = 8192;
 

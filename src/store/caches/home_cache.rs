@@ -1,11 +1,11 @@
 //! The heads of home timelines kept in process, kept true by Redis itself
-//! (server-assisted client-side caching, [`crate::store::tracked`]).
+//! (server-assisted client-side caching, [`tracked`](super::tracked)).
 //!
 //! A home read starts with the ids at the top of the reader's home. This
 //! cache keeps that first chunk per home, read over the tracking link; a hit
 //! waits for the link's barrier, so it shows every write completed before
 //! the read began, and a fill overtaken by a change is used once and not
-//! kept (the invariants are [`crate::store::tracked`]'s).
+//! kept (the invariants are [`tracked`](super::tracked)'s).
 //!
 //! Bounds: `--home-cache` entries (each the first chunk of one home, at
 //! most 64 ids; 35 for the default page of 30), then an arbitrary entry is
@@ -24,7 +24,7 @@ const MAX_IDS: usize = 64;
 
 /// The ids of a home's first chunk, newest first, from its ids joined by
 /// commas (`home_ids.lua`).
-pub fn split_ids(joined: &str) -> Vec<u64> {
+pub(crate) fn split_ids(joined: &str) -> Vec<u64> {
     joined.split(',').filter_map(|id| id.parse().ok()).collect()
 }
 
@@ -37,27 +37,17 @@ struct Head {
 
 /// The cache; cheap to share. Without a link, reads go to Redis directly.
 #[derive(Clone)]
-pub struct HomeCache {
+pub(crate) struct HomeCache {
     tracked: Tracked<Head>,
 }
 
 impl HomeCache {
     /// A cache of `cap` homes over its own RESP3 connection to the Redis
     /// `client` talks to; `None` or `cap` 0: disabled.
-    pub fn new(client: Option<&Client>, cap: usize) -> HomeCache {
+    pub(crate) fn new(client: Option<&Client>, cap: usize) -> HomeCache {
         HomeCache {
             tracked: Tracked::new(client, cap, "home-cache"),
         }
-    }
-
-    /// Entries held now.
-    pub fn len(&self) -> usize {
-        self.tracked.len()
-    }
-
-    /// Whether no entry is held.
-    pub fn is_empty(&self) -> bool {
-        self.tracked.is_empty()
     }
 
     /// The ids at ranks `0..=stop` of the home at `key`, newest first, as
@@ -65,7 +55,7 @@ impl HomeCache {
     /// link; `Ok(None)` when there is no link (or it broke) or the head is
     /// longer than [`MAX_IDS`] (the caller reads from Redis), an error when
     /// Redis did not answer the link in time.
-    pub async fn head(
+    pub(crate) async fn head(
         &self,
         key: &str,
         stop: isize,

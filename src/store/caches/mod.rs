@@ -5,11 +5,11 @@
 //! memories of ranked rows (`rank_cache`), trending answers (`trend_memo`) and
 //! suspended users (`suspended`).
 
-pub mod cache;
-pub mod home_cache;
-pub mod rank_cache;
+pub(crate) mod cache;
+pub(crate) mod home_cache;
+pub(crate) mod rank_cache;
 pub(crate) mod set;
-pub mod suspended;
-pub mod tracked;
-pub mod trend_memo;
-pub mod view_cache;
+pub(crate) mod suspended;
+pub(crate) mod tracked;
+pub(crate) mod trend_memo;
+pub(crate) mod view_cache;

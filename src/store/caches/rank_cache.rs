@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Half of it for the counts when rows are read, half for the rows' age,
-/// so no count shown is older than `RANK_COUNTS_TTL`.
+/// so no count shown is older than 5 s.
 pub(crate) const HALF_TTL: Duration = Duration::from_millis(2500);
 
 /// One entry of a ranked timeline, as a ranking needs it: which status it
@@ -30,7 +30,7 @@ pub(crate) struct Rows {
 
 /// Rankable rows of recently ranked timelines (per process): a ranked page
 /// reads only the timeline's version from Redis while its rows are younger
-/// than half [`RANK_COUNTS_TTL`] (their counts were at most as old when
+/// than [`HALF_TTL`] (their counts were at most as old when
 /// read) and the timeline has not changed, scores them afresh and reads the page's statuses alone.
 #[derive(Default)]
 pub(crate) struct RankCache {

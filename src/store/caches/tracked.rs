@@ -1,6 +1,6 @@
 //! Values read from Redis kept in process, kept true by Redis itself
 //! (server-assisted client-side caching: `CLIENT TRACKING`). The machinery
-//! under [`crate::store::home_cache`] and [`crate::store::view_cache`].
+//! under [`home_cache`](super::home_cache) and [`view_cache`](super::view_cache).
 //!
 //! A cache reads its keys over one dedicated RESP3 connection (the *link*)
 //! on which tracking is on: Redis remembers every key read over it and, at
@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{watch, Notify};
 
 /// How long a link waits on Redis before it is given up.
-pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Least time between two attempts to open a link.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -59,7 +59,7 @@ enum Entry<V> {
 
 /// How a wait on the link ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Passage {
+pub(crate) enum Passage {
     /// The barrier (or the read) came back: what is held is fresh.
     Passed,
     /// The link broke (closed, or an error): read Redis the ordinary way.
@@ -72,7 +72,7 @@ pub enum Passage {
 impl Passage {
     /// The caller's answer when the wait did not pass: `Ok` to read Redis
     /// directly, `Err` when Redis did not answer in time.
-    pub fn fallback(self) -> Result<(), crate::store::plumbing::error::StoreError> {
+    pub(crate) fn fallback(self) -> Result<(), crate::store::plumbing::error::StoreError> {
         match self {
             Passage::TimedOut => Err(crate::store::plumbing::error::StoreError::Unavailable(
                 "Redis did not answer the cache's connection in time".into(),
@@ -166,7 +166,7 @@ impl Barrier {
 }
 
 /// The tracking connection.
-pub struct Link {
+pub(crate) struct Link {
     id: u64,
     conn: MultiplexedConnection,
     barrier: Arc<Barrier>,
@@ -174,7 +174,7 @@ pub struct Link {
 
 impl Link {
     /// The connection to read over (tracked: what is read is invalidated).
-    pub fn conn(&self) -> MultiplexedConnection {
+    pub(crate) fn conn(&self) -> MultiplexedConnection {
         self.conn.clone()
     }
 
@@ -244,7 +244,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The cache; cheap to share. Without a link, callers read Redis directly.
-pub struct Tracked<V> {
+pub(crate) struct Tracked<V> {
     client: Option<Client>,
     shared: Arc<Shared<V>>,
 }
@@ -262,7 +262,7 @@ impl<V: Clone + Send + 'static> Tracked<V> {
     /// A cache of `cap` entries over its own RESP3 connection (named
     /// `firehose-<name>`) to the Redis `client` talks to; `None` or `cap` 0:
     /// disabled.
-    pub fn new(client: Option<&Client>, cap: usize, name: &'static str) -> Tracked<V> {
+    pub(crate) fn new(client: Option<&Client>, cap: usize, name: &'static str) -> Tracked<V> {
         let client = client.filter(|_| cap > 0).map(|c| {
             let info = c.get_connection_info().clone();
             let redis = info
@@ -286,19 +286,9 @@ impl<V: Clone + Send + 'static> Tracked<V> {
         }
     }
 
-    /// Entries held now (fills on their way included).
-    pub fn len(&self) -> usize {
-        lock(&self.shared.entries).len()
-    }
-
-    /// Whether no entry is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The value held for `key` as read over `link`, with no barrier: a
     /// candidate, to be confirmed after one ([`Link::pass`]).
-    pub fn held(&self, link: &Link, key: &[u8]) -> Option<V> {
+    pub(crate) fn held(&self, link: &Link, key: &[u8]) -> Option<V> {
         match lock(&self.shared.entries).get(key) {
             Some(Entry::Ready { link: l, value }) if *l == link.id => Some(value.clone()),
             _ => None,
@@ -308,7 +298,7 @@ impl<V: Clone + Send + 'static> Tracked<V> {
     /// The value held for `key`, as fresh as a read from Redis begun now:
     /// looked up, then confirmed after the barrier; `Ok(None)` on a miss,
     /// the failure when the link failed (it is given up).
-    pub async fn hit(&self, link: &Link, key: &[u8]) -> Result<Option<V>, Passage> {
+    pub(crate) async fn hit(&self, link: &Link, key: &[u8]) -> Result<Option<V>, Passage> {
         if self.held(link, key).is_none() {
             return Ok(None);
         }
@@ -318,7 +308,7 @@ impl<V: Clone + Send + 'static> Tracked<V> {
 
     /// `read` (a command sent over `link`'s connection) within
     /// [`RESPONSE_TIMEOUT`], giving the link up when it fails.
-    pub async fn timed<T>(
+    pub(crate) async fn timed<T>(
         &self,
         link: &Link,
         read: impl std::future::Future<Output = redis::RedisResult<T>>,
@@ -334,7 +324,7 @@ impl<V: Clone + Send + 'static> Tracked<V> {
     }
 
     /// [`Link::pass`], giving the link up when it failed.
-    pub async fn pass(&self, link: &Link) -> Result<(), Passage> {
+    pub(crate) async fn pass(&self, link: &Link) -> Result<(), Passage> {
         match link.pass().await {
             Passage::Passed => Ok(()),
             failed => {
@@ -346,7 +336,7 @@ impl<V: Clone + Send + 'static> Tracked<V> {
 
     /// Marks `key` as being read (evicting an arbitrary entry when full);
     /// the token to [`Tracked::keep`] its answer with.
-    pub fn reserve(&self, key: &[u8]) -> u64 {
+    pub(crate) fn reserve(&self, key: &[u8]) -> u64 {
         let token = self.shared.next_token.fetch_add(1, Ordering::Relaxed);
         let mut entries = lock(&self.shared.entries);
         if entries.len() >= self.shared.cap && !entries.contains_key(key) {
@@ -360,7 +350,7 @@ impl<V: Clone + Send + 'static> Tracked<V> {
 
     /// Keeps `value`, read over `link` after [`Tracked::reserve`] gave
     /// `token`, unless an invalidation of `key` came first.
-    pub fn keep(&self, link: &Link, key: &[u8], token: u64, value: V) {
+    pub(crate) fn keep(&self, link: &Link, key: &[u8], token: u64, value: V) {
         let mut entries = lock(&self.shared.entries);
         if let Some(entry) = entries.get_mut(key) {
             if matches!(entry, Entry::Filling(t) if *t == token) {
@@ -374,13 +364,13 @@ impl<V: Clone + Send + 'static> Tracked<V> {
 
     /// Gives `link` up after it failed: the cache empties and reads go to
     /// Redis until a new link is open.
-    pub fn lose(&self, link: &Link) {
+    pub(crate) fn lose(&self, link: &Link) {
         self.shared.lose(link.id);
     }
 
     /// The current link, or `None` (and an attempt to open one begun, at
     /// most once a second).
-    pub fn link(&self) -> Option<Arc<Link>> {
+    pub(crate) fn link(&self) -> Option<Arc<Link>> {
         let client = self.client.as_ref()?;
         if let Some(link) = lock(&self.shared.link).clone() {
             return Some(link);

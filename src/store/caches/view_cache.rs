@@ -1,12 +1,12 @@
 //! Accounts and users' relations kept in process, kept true by Redis itself
-//! (server-assisted client-side caching, [`crate::store::tracked`]): what every
+//! (server-assisted client-side caching, [`tracked`](super::tracked)): what every
 //! visibility check reads (a user's HASH for `private` and `suspended`, the
 //! viewer's hide HASH for who blocks or mutes whom) without a command of
 //! its own when it was read before and has not changed since.
 //!
 //! A hit waits for the link's barrier, or for a fill of another key of the
 //! same read sent after it began, so it shows every write completed before
-//! the read began (the invariants are [`crate::store::tracked`]'s).
+//! the read began (the invariants are [`tracked`](super::tracked)'s).
 //!
 //! Bounds: `--view-cache` entries: a user's HASH (a few hundred bytes), or a
 //! hide HASH of at most [`MAX_PAIRS`] relations (larger ones are marked as
@@ -23,11 +23,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The most relations a kept hide HASH holds (~2 KB).
-pub const MAX_PAIRS: usize = 64;
+pub(crate) const MAX_PAIRS: usize = 64;
 
 /// What the cache holds for a key.
 #[derive(Clone)]
-pub enum View {
+pub(crate) enum View {
     /// A user's HASH as `HGETALL` gives it (empty: no such user).
     User(Arc<HashMap<String, String>>),
     /// A hide HASH of at most [`MAX_PAIRS`] relations.
@@ -39,7 +39,7 @@ pub enum View {
 
 /// Which kind of HASH a key is.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     User,
     Hides,
 }
@@ -47,14 +47,14 @@ pub enum Kind {
 /// The cache; cheap to share. Without a link (disabled, a cluster, Redis
 /// lost), every method answers `None` and the caller reads Redis.
 #[derive(Clone)]
-pub struct ViewCache {
+pub(crate) struct ViewCache {
     tracked: Tracked<View>,
 }
 
 impl View {
     /// The user, as [`User::from_hash`] (`admin`: [`User::from_hash_admin`])
     /// reads it; `None` for no such user or not a user's HASH.
-    pub fn user(&self, admin: bool) -> Option<User> {
+    pub(crate) fn user(&self, admin: bool) -> Option<User> {
         match self {
             View::User(h) if admin => User::from_hash_admin(h),
             View::User(h) => User::from_hash(h),
@@ -63,7 +63,7 @@ impl View {
     }
 
     /// The relations of a hide HASH, when read in whole.
-    pub fn hides(&self) -> Option<&Arc<Hides>> {
+    pub(crate) fn hides(&self) -> Option<&Arc<Hides>> {
         match self {
             View::Hides(h) | View::ManyHides(Some(h)) => Some(h),
             _ => None,
@@ -74,26 +74,16 @@ impl View {
 impl ViewCache {
     /// A cache of `cap` HASHes over its own RESP3 connection to the Redis
     /// `client` talks to; `None` or `cap` 0: disabled.
-    pub fn new(client: Option<&Client>, cap: usize) -> ViewCache {
+    pub(crate) fn new(client: Option<&Client>, cap: usize) -> ViewCache {
         ViewCache {
             tracked: Tracked::new(client, cap, "view-cache"),
         }
     }
 
-    /// Entries held now.
-    pub fn len(&self) -> usize {
-        self.tracked.len()
-    }
-
-    /// Whether no entry is held.
-    pub fn is_empty(&self) -> bool {
-        self.tracked.is_empty()
-    }
-
     /// Whether the hide HASH at `key` was found too large to keep (a hint,
     /// no barrier: the caller then reads what it needs from Redis, which is
     /// right whatever the HASH holds now).
-    pub fn many(&self, key: &str) -> bool {
+    pub(crate) fn many(&self, key: &str) -> bool {
         self.tracked.link().is_some_and(|link| {
             matches!(
                 self.tracked.held(&link, key.as_bytes()),
@@ -105,7 +95,7 @@ impl ViewCache {
     /// The hide HASH at `key` in whole, held or read over the link;
     /// `Ok(None)` when the caller reads Redis (no link, or a HASH too large
     /// to keep).
-    pub async fn hides(&self, key: &str) -> StoreResult<Option<Arc<Hides>>> {
+    pub(crate) async fn hides(&self, key: &str) -> StoreResult<Option<Arc<Hides>>> {
         if self.many(key) {
             return Ok(None);
         }
@@ -118,7 +108,7 @@ impl ViewCache {
     /// over the link in one pipeline (whose answer is the barrier of the
     /// held ones). `Ok(None)` without a link or when it broke (the caller
     /// reads Redis), an error when Redis did not answer the link in time.
-    pub async fn get(&self, keys: &[(&str, Kind)]) -> StoreResult<Option<Vec<View>>> {
+    pub(crate) async fn get(&self, keys: &[(&str, Kind)]) -> StoreResult<Option<Vec<View>>> {
         let Some(link) = self.tracked.link() else {
             return Ok(None);
         };

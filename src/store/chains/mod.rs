@@ -10,17 +10,17 @@
 
 pub mod account;
 pub mod delete;
-pub mod edit;
-pub mod end_sessions;
-pub mod follow;
-pub mod like;
-pub mod message;
-pub mod post;
-pub mod relate;
-pub mod rename;
-pub mod request;
+pub(crate) mod edit;
+pub(crate) mod end_sessions;
+pub(crate) mod follow;
+pub(crate) mod like;
+pub(crate) mod message;
+pub(crate) mod post;
+pub(crate) mod relate;
+pub(crate) mod rename;
+pub(crate) mod request;
 pub mod signup;
-pub mod suspend;
+pub(crate) mod suspend;
 
 use super::plumbing::error::StoreResult;
 use super::plumbing::handle::Store;

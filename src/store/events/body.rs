@@ -16,7 +16,7 @@ pub fn body(event: &Event) -> Body {
 /// chosen by (`Keys::log_shard`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Body {
-    /// Its partition key (`model::Event::partition_key`).
+    /// Its partition key ([`model::Event::partition_key`](crate::model::Event::partition_key)).
     pub key: u64,
     /// Its JSON without the `id`.
     pub json: String,

@@ -2,7 +2,7 @@
 //! per node (one Redis: one connection; a cluster: the cluster client's
 //! connection to each master, with sharded pub/sub), whose messages arrive
 //! as pushes, and probes of each node's time on the same connections
-//! (`store::events::merge`).
+//! ([`store::events::merge`](crate::store::events::merge)).
 
 use super::handle::Events;
 use super::id::EventId;

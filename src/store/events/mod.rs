@@ -3,14 +3,14 @@
 //!
 //! An event goes to the shard of its partition key (`Keys::log_shard`: (a status's own events
 //! a status's own events by the status, every other event by the user
-//! who caused it: [`body`]),
+//! who caused it: [`body()`]),
 //! each shard its own buffer (a STREAM), emitted marks and channel, in a
 //! hash tag of its own, so that no key, slot or channel is written by
 //! every event. An event is stored as its JSON body without the `id` field
 //! (the id comes from the entry); [`with_id`] splices the id in, giving the
 //! exact JSON that was published. An entry holds the events of a batch of
 //! writes of one shard (`e` once per event, in order: the group commit of
-//! `store::emitter`). The first event of entry `<ms>-<seq>` has that id;
+//! [`store::writes::emitter`](crate::store::writes::emitter)). The first event of entry `<ms>-<seq>` has that id;
 //! the n-th after it `<ms>-<seq>.<n>` ([`EventId`]).
 //!
 //! An entry's id is a position in the whole log: its node's time when it

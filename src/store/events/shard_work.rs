@@ -8,7 +8,7 @@
 //! worked is kept in the shard's marks HASH (field `~p:<work>`), so that
 //! whoever holds the shard next goes on from there, and a reader can ask
 //! whether the work has passed every shard's newest entry
-//! ([`ShardWork::behind`]).
+//! ([`ShardWork::marks`]).
 
 use super::handle::Events;
 use super::id::EventId;

@@ -31,7 +31,7 @@ pub struct Finish {
 
 impl Store {
     /// Finishes an outbox entry: its events (once: `emit_once.lua`, in
-    /// `{g}`, in the process's next batch: `store::emitter`), then the
+    /// `{g}`, in the process's next batch: [`store::writes::emitter`](crate::store::writes::emitter)), then the
     /// entry retired in its partition with its answer kept and its fan-out
     /// tasks queued on the partition's queue (`op_retire.lua`; this
     /// process's workers are woken for them). Returns the first event's id

@@ -40,10 +40,10 @@
 //! between steps is finished later, and a retry repeats nothing. Events go
 //! out last, so a client that gets an event can read what it refers to.
 
-pub mod entry;
-pub mod finish;
+pub(crate) mod entry;
+pub(crate) mod finish;
 mod op;
-pub mod payloads;
+pub(crate) mod payloads;
 
 use super::plumbing::error::{StoreError, StoreResult};
 use super::plumbing::handle::Store;
@@ -148,7 +148,7 @@ impl Store {
     /// its raw member, its partition and, when it parses, the entry. On the
     /// way, forgets the `emitted` marks of ops retired more than
     /// [`Store::emitted_kept`] seconds ago, and hints the workers at every
-    /// fan-out queue that is not empty (`store::fanout_hints`).
+    /// fan-out queue that is not empty ([`store::writes::fanout_hints`](crate::store::writes::fanout_hints)).
     pub async fn claim_ops(&self, most: usize) -> StoreResult<Vec<Claimed>> {
         let cutoff = now() - self.emitted_kept();
         let deadline = self.lease_deadline();

@@ -60,7 +60,7 @@ pub fn cluster_nodes(list: &str) -> Vec<String> {
 /// The least a shard of the log keeps, whatever `--replay-maxlen`: the
 /// history's archiver reads every shard behind the writes, and a shard
 /// that kept one event would drop it at its shard's next write.
-pub const MIN_SHARD_SHARE: u64 = 4;
+pub(crate) const MIN_SHARD_SHARE: u64 = 4;
 
 impl Store {
     /// Connects lazily: the first command opens the connection, and a lost

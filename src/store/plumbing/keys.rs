@@ -6,7 +6,7 @@
 //! value itself (`fh:name:{bob}`), the global keys (counters, the sessions'
 //! clean-up index, the event buffer, the outbox of sign-ups, the fan-out
 //! queue) the tag `{g}`, and each of the [`OUTBOX_PARTS`] outbox partitions
-//! (every other write, and the idempotency keys: `store::outbox`) and of
+//! (every other write, and the idempotency keys: [`store::outbox`](crate::store::outbox)) and of
 //! the [`TREND_PARTS`] trending partitions (a hashtag's counts: its
 //! [`trend_part`]) a tag of its own, chosen so that the partitions' slots
 //! are spread evenly over the 16,384. Every Lua
@@ -132,7 +132,7 @@ impl Keys {
     }
 
     /// The event log's shard of an event with this partition key
-    /// (`model::Event::partition_key`): the same spread as a partitioned
+    /// ([`model::Event::partition_key`](crate::model::Event::partition_key)): the same spread as a partitioned
     /// stream's, so partition `k` of `n` (where `n` divides the shards)
     /// holds exactly the shards `j` with `j % n == k`.
     pub fn log_shard(&self, key: u64) -> usize {
@@ -294,7 +294,7 @@ impl Keys {
     pub fn mutes(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:mutes", self.prefix)
     }
-    /// HASH: the user's relations that hide (`store::relations`): other
+    /// HASH: the user's relations that hide ([`store::relations`](crate::store::relations)): other
     /// user id -> `<bits>:<seq>`, `seq` -> the counter of changes, and the
     /// op numbers that order changes (`o<bit>:<id>`, `x:<id>`).
     pub fn hide(&self, uid: u64) -> String {
@@ -432,7 +432,7 @@ impl Keys {
         format!("{}:user:{{{uid}}}:notif_read", self.prefix)
     }
     /// STRING: the process that holds shard `k` of the log for the work
-    /// `work` (`store::events::shard_work`; a lease).
+    /// `work` ([`store::events::shard_work`](crate::store::events::shard_work); a lease).
     pub fn log_work_lease(&self, k: usize, work: &str) -> String {
         format!("{}:{{{}}}:work:{work}", self.prefix, self.log[k])
     }
@@ -443,7 +443,7 @@ impl Keys {
     }
     /// STRING: the last event the notifier made notifications of, when one
     /// process made them all (layout 2 before the notifier went by shards:
-    /// each shard's position starts here, `store::events::shard_work`).
+    /// each shard's position starts here, [`store::events::shard_work`](crate::store::events::shard_work)).
     pub fn notifier_position(&self) -> String {
         format!("{}:{{g}}:notifier:pos", self.prefix)
     }
@@ -505,7 +505,7 @@ impl Keys {
     pub fn status_versions(&self, sid: u64) -> String {
         format!("{}:status:{{s{sid}}}:versions", self.prefix)
     }
-    /// STRING: the key layout the data was written in (`store::layout`).
+    /// STRING: the key layout the data was written in ([`store::layout`](crate::store::layout)).
     pub fn layout(&self) -> String {
         format!("{}:{{g}}:layout", self.prefix)
     }
@@ -514,12 +514,12 @@ impl Keys {
         format!("{}:{{g}}:log_shards", self.prefix)
     }
     /// STREAM: the replay buffer of events of key layout 1 (one stream;
-    /// read only by the upgrade: `store::layout`).
+    /// read only by the upgrade: [`store::layout`](crate::store::layout)).
     pub fn events(&self) -> String {
         format!("{}:{{g}}:events", self.prefix)
     }
     /// STREAM: event log shard `k`'s buffer: its events, each entry's id
-    /// a position in the whole log (`store::events::EventId`).
+    /// a position in the whole log ([`store::events::EventId`](crate::store::events::EventId)).
     pub fn log_events(&self, k: usize) -> String {
         format!("{}:{{{}}}:events", self.prefix, self.log[k])
     }
@@ -537,7 +537,7 @@ impl Keys {
     pub fn event_stream_name(&self) -> String {
         format!("{}:{{g}}:events:name", self.prefix)
     }
-    /// ZSET: the shared history's windows (`store::events::windows`).
+    /// ZSET: the shared history's windows ([`store::events::windows`](crate::store::events::windows)).
     pub fn history_windows(&self) -> String {
         format!("{}:{{h}}:windows", self.prefix)
     }
@@ -579,7 +579,7 @@ impl Keys {
         format!("{}:{{{}}}:sessions", self.prefix, self.parts[k])
     }
     /// HASH: key layout 1's marks, op number -> 1 for each op whose events
-    /// were in its buffer (read only by the upgrade: `store::layout`).
+    /// were in its buffer (read only by the upgrade: [`store::layout`](crate::store::layout)).
     pub fn emitted(&self) -> String {
         format!("{}:{{g}}:emitted", self.prefix)
     }

@@ -14,7 +14,7 @@
 //! one process (a lock; the others wait for it), copies each entry of the
 //! old buffer into the shards of its events under the same id, each shard's
 //! copy holding a placeholder (field `-`) where another shard's event was,
-//! so that every event keeps its id (`store::events::entry`); marks what
+//! so that every event keeps its id ([`store::events::entry`](crate::store::events::entry)); marks what
 //! the old buffer had lost on the shards (XSETID), so a resume point before
 //! it still gets `resume_gap`; copies the marks of the ops still in the
 //! outbox to every shard (a rerun must not emit them twice); then removes

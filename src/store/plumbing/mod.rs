@@ -5,10 +5,10 @@
 //! layout check made before serving (`layout`).
 
 pub mod conn;
-pub mod error;
-pub mod handle;
+pub(crate) mod error;
+pub(crate) mod handle;
 pub mod keys;
 pub mod layout;
 pub(crate) mod replicas;
-pub mod scripts;
+pub(crate) mod scripts;
 pub(crate) mod settings;

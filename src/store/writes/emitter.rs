@@ -27,12 +27,12 @@ use tokio::sync::{mpsc, oneshot};
 
 /// Most ops in one call (and so events in one published message, times
 /// the few events an op has).
-pub const MOST_OPS: usize = 64;
+pub(crate) const MOST_OPS: usize = 64;
 
 /// Most events in one call (one buffer entry) but for a single op's, so
 /// that the script's XADD stays well inside Lua's limit on arguments
 /// (an op has at most a status and its mentions' notices).
-pub const MOST_EVENTS: usize = 1024;
+pub(crate) const MOST_EVENTS: usize = 1024;
 
 /// Turns the emitting task gives the runtime before it takes a batch.
 const YIELDS: usize = 3;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 /// A fan-out queue: partition `k`'s.
-pub type Queue = usize;
+pub(crate) type Queue = usize;
 
 /// The queues hinted at, and the workers waiting for one.
 #[derive(Debug, Default)]

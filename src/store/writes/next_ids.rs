@@ -1,4 +1,4 @@
-//! Fresh user and status ids from the store's generator ([`IdGen`]).
+//! Fresh user and status ids from the store's generator ([`IdGen`](super::ids::IdGen)).
 
 use super::ids::{INSTANCES, LEASE_TTL};
 use crate::store::plumbing::error::{StoreError, StoreResult};

@@ -1,7 +1,7 @@
 //! A lagging stream: one whose queue was full, so that the hub let it go
 //! from live delivery (`ClientConn::offer`). It is not dropped. It reads on
 //! from the buffer and the history at its client's pace, as a resume from
-//! the first event it missed would, with at most [`LAG_BYTES`] of events
+//! the first event it missed would, with at most [`LAG_BYTES`](super::replay_job::LAG_BYTES) of events
 //! read ahead of its socket; then it rejoins live delivery with no gap and
 //! no duplicate.
 //!

@@ -36,7 +36,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// Events replayed at most by `count=N`.
-pub const MAX_COUNT: usize = 1000;
+pub(crate) const MAX_COUNT: usize = 1000;
 
 /// Where a replay starts.
 #[derive(Debug, Clone)]

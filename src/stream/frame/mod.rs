@@ -109,7 +109,7 @@ struct Ids {
 
 impl Frame {
     /// The users who caused the event (none: 0), for the hub's check of
-    /// each viewer's relations (`crate::hides`).
+    /// each viewer's relations ([`crate::hides`]).
     pub fn actors(&self) -> &[u64] {
         match self.ids.actors {
             [0, _] => &[],
@@ -433,7 +433,7 @@ struct IdOnly<'a> {
 }
 
 /// The buffer id a published event carries: spliced in first (as
-/// `store::events` does) it is read off the front; else parsed.
+/// [`store::events`](crate::store::events) does) it is read off the front; else parsed.
 fn published_id(json: &str) -> Option<String> {
     if let Some(rest) = json.strip_prefix("{\"id\":\"") {
         let end = rest.find('"')?;

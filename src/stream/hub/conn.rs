@@ -5,7 +5,7 @@
 //! dropped ([`ClientConn::offer`]): the hub lets go of the events it had
 //! queued, remembers the first of them and from then on drops its events,
 //! and the connection's feed reads them from the buffer and the history at
-//! the client's pace until it has caught up (`stream::feed`'s lag), when it
+//! the client's pace until it has caught up ([`stream::feed`](crate::stream::feed)'s lag), when it
 //! rejoins ([`ClientConn::rejoin`]).
 
 use crate::metrics::{global as metrics, inc};

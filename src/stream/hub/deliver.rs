@@ -2,7 +2,7 @@
 //! it, through the helper tasks that share the connections out over the
 //! cores while the dispatcher routes on, or queued by the dispatcher itself
 //! when the rate says that is cheaper
-//! ([`Pace`](super::helpers::Pace)).
+//! ([`Pace`]).
 
 use super::conn::ClientConn;
 use super::helpers::{Helper, Job, Pace, HELPER_BACKLOG};

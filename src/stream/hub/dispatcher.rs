@@ -172,14 +172,14 @@ impl Dispatcher {
     }
 
     /// Has `batch` translated for another API's streams, if any is open
-    /// (`stream::translate`), before it is routed.
+    /// ([`stream::translate`](crate::stream::translate)), before it is routed.
     async fn translate(&self, batch: &[Arc<Frame>]) {
         let translation = self.translation.clone();
         translation.run(batch).await;
     }
 
     /// On shutdown: ends every open connection, and any whose `Open` is
-    /// still queued; from here on [`Hub::open`] ends them itself.
+    /// still queued; from here on [`Hub::open`](super::Hub::open) ends them itself.
     pub(super) fn close_all(&mut self, cmds: &mut mpsc::UnboundedReceiver<Cmd>) {
         cmds.close();
         while let Ok(cmd) = cmds.try_recv() {

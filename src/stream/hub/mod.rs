@@ -9,14 +9,14 @@
 //! connection, whatever the number of connections.
 
 mod catch_up;
-pub mod conn;
+pub(crate) mod conn;
 mod deliver;
 mod dispatcher;
 mod groups;
 mod helpers;
 mod keepalive;
 mod lists;
-pub mod msg;
+pub(crate) mod msg;
 mod routes;
 mod rules;
 mod sessions;
@@ -24,7 +24,7 @@ mod split;
 mod subscriber;
 #[cfg(test)]
 mod tests;
-pub mod viewers;
+pub(crate) mod viewers;
 
 pub use conn::ClientConn;
 use msg::{Cmd, SHUTDOWN};
@@ -53,7 +53,7 @@ pub struct Hub {
     /// The store, shared: every connection's feed reads through it (a
     /// `Store` inline would cost each one 800 bytes).
     store: Arc<Store>,
-    /// Another API's framing of the events (`stream::translate`).
+    /// Another API's framing of the events ([`stream::translate`](crate::stream::translate)).
     translation: Arc<Translation>,
 }
 
@@ -106,7 +106,7 @@ impl Hub {
         )
     }
 
-    /// Another API's translations of the events (`stream::translate`).
+    /// Another API's translations of the events ([`stream::translate`](crate::stream::translate)).
     pub fn translation(&self) -> &Arc<Translation> {
         &self.translation
     }

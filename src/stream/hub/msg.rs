@@ -50,4 +50,4 @@ pub(super) enum Msg {
 }
 
 /// The code and reason every stream ends with when the server shuts down.
-pub const SHUTDOWN: (&str, &str) = ("shutdown", "The server is shutting down.");
+pub(crate) const SHUTDOWN: (&str, &str) = ("shutdown", "The server is shutting down.");

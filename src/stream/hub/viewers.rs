@@ -1,5 +1,5 @@
 //! The users with subscriptions here and their hiding relations
-//! (`crate::hides`): what the dispatcher asks before delivering an event
+//! ([`crate::hides`]): what the dispatcher asks before delivering an event
 //! caused by someone a viewer blocked or muted, or who blocked them. Kept
 //! current by the relation changes heard on the channel, with no Redis
 //! round trip per delivery.
@@ -15,7 +15,7 @@ pub(super) const RELATION_LOG: usize = 16_384;
 /// What of a viewer's relations hides an event on a stream: on the user
 /// stream (their home's) any relation, on every other stream being blocked
 /// by whoever caused it.
-pub fn hide_mask(stream: &str) -> u8 {
+pub(crate) fn hide_mask(stream: &str) -> u8 {
     if stream == "user" || crate::stream::want::is_list_stream(stream) {
         hides::FEED
     } else {

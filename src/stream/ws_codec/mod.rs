@@ -15,33 +15,33 @@ use base64::Engine as _;
 use sha1::{Digest, Sha1};
 
 /// Frame opcodes.
-pub mod op {
+pub(crate) mod op {
     /// The rest of a fragmented message.
-    pub const CONTINUATION: u8 = 0x0;
+    pub(crate) const CONTINUATION: u8 = 0x0;
     /// A text message.
-    pub const TEXT: u8 = 0x1;
+    pub(crate) const TEXT: u8 = 0x1;
     /// A binary message.
-    pub const BINARY: u8 = 0x2;
+    pub(crate) const BINARY: u8 = 0x2;
     /// The closing handshake.
-    pub const CLOSE: u8 = 0x8;
+    pub(crate) const CLOSE: u8 = 0x8;
     /// A ping.
-    pub const PING: u8 = 0x9;
+    pub(crate) const PING: u8 = 0x9;
     /// A pong.
-    pub const PONG: u8 = 0xA;
+    pub(crate) const PONG: u8 = 0xA;
 }
 
 /// Close codes the server sends.
-pub mod close {
+pub(crate) mod close {
     /// The stream is over.
-    pub const NORMAL: u16 = 1000;
+    pub(crate) const NORMAL: u16 = 1000;
     /// The client broke the protocol.
-    pub const PROTOCOL: u16 = 1002;
+    pub(crate) const PROTOCOL: u16 = 1002;
     /// A text message that is not UTF-8 (or a malformed compressed one).
-    pub const INVALID_DATA: u16 = 1007;
+    pub(crate) const INVALID_DATA: u16 = 1007;
     /// A message larger than the server reads.
-    pub const TOO_BIG: u16 = 1009;
+    pub(crate) const TOO_BIG: u16 = 1009;
     /// The server is restarting: come back later (the reason names when).
-    pub const RESTART: u16 = 1012;
+    pub(crate) const RESTART: u16 = 1012;
 }
 
 /// The extension response when the client's permessage-deflate offer is
@@ -54,7 +54,7 @@ const DEFLATE_RESPONSE: &str =
 
 /// A valid opening handshake.
 #[derive(Debug)]
-pub struct Handshake {
+pub(crate) struct Handshake {
     /// `Sec-WebSocket-Accept`.
     accept: String,
     /// Whether permessage-deflate was negotiated.
@@ -74,7 +74,7 @@ fn has_token(headers: &HeaderMap, name: &str, token: &str) -> bool {
 impl Handshake {
     /// Reads an upgrade request's headers (RFC 6455 §4.2.1); the error says
     /// what is wrong.
-    pub fn read(headers: &HeaderMap) -> Result<Handshake, &'static str> {
+    pub(crate) fn read(headers: &HeaderMap) -> Result<Handshake, &'static str> {
         if !has_token(headers, "upgrade", "websocket") {
             return Err("The Upgrade header must be websocket.");
         }
@@ -110,7 +110,7 @@ impl Handshake {
     }
 
     /// The `101 Switching Protocols` response's headers.
-    pub fn headers(&self) -> Vec<(&'static str, &str)> {
+    pub(crate) fn headers(&self) -> Vec<(&'static str, &str)> {
         let mut headers = vec![
             ("upgrade", "websocket"),
             ("connection", "upgrade"),
@@ -123,7 +123,7 @@ impl Handshake {
     }
 
     /// The `101 Switching Protocols` response.
-    pub fn response_head(&self) -> String {
+    pub(crate) fn response_head(&self) -> String {
         let mut head = String::from("HTTP/1.1 101 Switching Protocols\r\n");
         for (name, value) in self.headers() {
             head.push_str(name);
@@ -175,7 +175,7 @@ fn deflate_offer_acceptable(offer: &str) -> bool {
 
 /// A frame header (FIN set, RSV1 when the payload is deflated) in a
 /// buffer of its own, and its length.
-pub fn header(opcode: u8, deflated: bool, len: usize) -> ([u8; 10], usize) {
+pub(crate) fn header(opcode: u8, deflated: bool, len: usize) -> ([u8; 10], usize) {
     let mut h = [0u8; 10];
     h[0] = 0x80 | if deflated { 0x40 } else { 0 } | opcode;
     let n = if len < 126 {
@@ -194,19 +194,19 @@ pub fn header(opcode: u8, deflated: bool, len: usize) -> ([u8; 10], usize) {
 }
 
 /// Appends a frame header: FIN set, RSV1 when the payload is deflated.
-pub fn frame_header(opcode: u8, deflated: bool, len: usize, out: &mut Vec<u8>) {
+pub(crate) fn frame_header(opcode: u8, deflated: bool, len: usize, out: &mut Vec<u8>) {
     let (h, n) = header(opcode, deflated, len);
     out.extend_from_slice(&h[..n]);
 }
 
 /// Appends a whole frame.
-pub fn frame(opcode: u8, payload: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn frame(opcode: u8, payload: &[u8], out: &mut Vec<u8>) {
     frame_header(opcode, false, payload.len(), out);
     out.extend_from_slice(payload);
 }
 
 /// Appends a close frame with `code` and a reason (at most 123 bytes).
-pub fn close_frame(code: u16, reason: &str, out: &mut Vec<u8>) {
+pub(crate) fn close_frame(code: u16, reason: &str, out: &mut Vec<u8>) {
     let mut end = reason.len().min(123);
     while !reason.is_char_boundary(end) {
         end -= 1;
@@ -218,7 +218,7 @@ pub fn close_frame(code: u16, reason: &str, out: &mut Vec<u8>) {
 
 /// A message from the client.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Message {
+pub(crate) enum Message {
     /// A text message.
     Text(String),
     /// A binary message (the streams read none; it still counts as life).
@@ -234,7 +234,7 @@ pub enum Message {
 /// How the client broke the protocol: the close code and reason to answer
 /// with before closing.
 #[derive(Debug, PartialEq, Eq)]
-pub struct ProtocolError {
+pub(crate) struct ProtocolError {
     /// The close code.
     pub code: u16,
     /// A human sentence.
@@ -247,7 +247,7 @@ fn broke(code: u16, reason: &'static str) -> ProtocolError {
 
 /// The client's frames, read incrementally from whatever bytes arrive.
 #[derive(Debug)]
-pub struct Reader {
+pub(crate) struct Reader {
     /// Whether permessage-deflate was negotiated.
     deflate: bool,
     /// The largest message (and frame) read, compressed or not.
@@ -263,7 +263,7 @@ pub struct Reader {
 
 impl Reader {
     /// A reader for a socket with or without permessage-deflate.
-    pub fn new(deflate: bool, max_message: usize) -> Reader {
+    pub(crate) fn new(deflate: bool, max_message: usize) -> Reader {
         Reader {
             deflate,
             max_message,
@@ -274,12 +274,12 @@ impl Reader {
     }
 
     /// Takes bytes read from the socket.
-    pub fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.pending.extend_from_slice(bytes);
     }
 
     /// The next complete message, `Ok(None)` when more bytes are needed.
-    pub fn next_message(&mut self) -> Result<Option<Message>, ProtocolError> {
+    pub(crate) fn next_message(&mut self) -> Result<Option<Message>, ProtocolError> {
         loop {
             let Some((fin, rsv1, opcode, payload)) = self.frame()? else {
                 // Between frames an idle socket keeps no buffer.

@@ -2,16 +2,17 @@
 //! JSON as SSE data, one text message per event) and the multiplexed socket
 //! at `/api/v1/stream`, whose clients subscribe and unsubscribe named
 //! streams with control messages, rate-limited; pings and the pong deadline.
-//! The frames are `stream::ws_codec`'s; this loop moves them over any
+//! The frames are [`stream::ws_codec`](crate::stream::ws_codec)'s; this loop moves them over any
 //! socket: the raw TCP stream of a connection's first request
 //! (`serve.rs`), or hyper's upgraded connection after a kept-alive one.
 
 mod control;
 mod who;
 
-use super::open::{client_addr, is_upgrade, keepalive, new_feed, prepare, Kind, Opened};
+use super::open::{is_upgrade, keepalive, new_feed, prepare, Kind, Opened};
 use crate::auth::StreamUser;
 use crate::error::{ApiError, ApiResult};
+use crate::http::shared::extract::client_addr;
 use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
 use crate::stream::stream_limits::StreamGuard;
@@ -35,7 +36,7 @@ use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// A WebSocket accepted: everything its loop needs.
-pub struct WsOpened {
+pub(crate) struct WsOpened {
     feed: Feed,
     /// The socket's slot in the per-user limit, held until it ends.
     _guard: StreamGuard,
@@ -51,15 +52,15 @@ pub struct WsOpened {
 
 impl WsOpened {
     /// The `101 Switching Protocols` response head.
-    pub fn response_head(&self) -> String {
+    pub(crate) fn response_head(&self) -> String {
         self.handshake.response_head()
     }
 
     /// Lets the hub write this socket's live events into `tcp` itself
-    /// while its task waits (`stream::direct`), if it is a stream path
+    /// while its task waits ([`stream::direct`](crate::stream::direct)), if it is a stream path
     /// upgraded without permessage-deflate (a multiplexed socket's
     /// subscriptions come and go; a deflating one is served by its task).
-    pub fn write_directly(&mut self, tcp: Arc<TcpStream>) {
+    pub(crate) fn write_directly(&mut self, tcp: Arc<TcpStream>) {
         if !self.multiplexed && !self.handshake.deflate && !self.zstd {
             self.feed.write_directly(tcp, Transport::WebSocket, false);
         }
@@ -69,7 +70,10 @@ impl WsOpened {
 /// For a WebSocket upgrade of a stream path or the multiplexed path: the
 /// socket opened (authenticated, slot taken, subscribed) or why not.
 /// `None` when the request is not one.
-pub async fn open_websocket(state: &AppState, parts: &mut Parts) -> Option<ApiResult<WsOpened>> {
+pub(crate) async fn open_websocket(
+    state: &AppState,
+    parts: &mut Parts,
+) -> Option<ApiResult<WsOpened>> {
     let path = parts.uri.path();
     let kind = match path {
         "/api/v1/stream" => None,
@@ -159,7 +163,11 @@ fn write_timeout(state: &AppState) -> Duration {
 /// A WebSocket upgrade that arrived through the router (a kept-alive
 /// connection's later request): answered 101 by hyper, then served on its
 /// upgraded connection.
-pub async fn upgrade(state: AppState, mut req: Request, kind: Option<Kind>) -> ApiResult<Response> {
+pub(crate) async fn upgrade(
+    state: AppState,
+    mut req: Request,
+    kind: Option<Kind>,
+) -> ApiResult<Response> {
     let on_upgrade = hyper::upgrade::on(&mut req);
     let (mut parts, _) = req.into_parts();
     let opened = open(&state, &mut parts, kind).await?;
@@ -180,7 +188,7 @@ pub async fn upgrade(state: AppState, mut req: Request, kind: Option<Kind>) -> A
 }
 
 /// `GET /api/v1/stream` (WebSocket): subscribe and unsubscribe with control messages.
-pub async fn multiplexed(State(state): State<AppState>, req: Request) -> Response {
+pub(crate) async fn multiplexed(State(state): State<AppState>, req: Request) -> Response {
     let run = async {
         if !is_upgrade(req.headers()) {
             let (mut parts, _) = req.into_parts();
@@ -244,7 +252,7 @@ enum Ending {
 /// `early` holds bytes the client sent right behind its request) until the
 /// stream ends, the client closes or breaks the protocol, or a write
 /// stays blocked past `timeout`.
-pub async fn run<S>(mut io: S, early: &[u8], opened: Box<WsOpened>, timeout: Duration)
+pub(crate) async fn run<S>(mut io: S, early: &[u8], opened: Box<WsOpened>, timeout: Duration)
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {

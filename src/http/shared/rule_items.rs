@@ -11,10 +11,10 @@ use serde_json::Value;
 use std::collections::HashMap;
 
 /// Longest tag, in characters.
-pub const MAX_TAG_CHARS: usize = 128;
+pub(crate) const MAX_TAG_CHARS: usize = 128;
 
 /// One item accepted.
-pub struct CheckedRule {
+pub(crate) struct CheckedRule {
     /// As sent.
     pub value: String,
     /// As sent, or `None`.
@@ -25,7 +25,7 @@ pub struct CheckedRule {
 
 /// An invalid rule, in the contract's shape: `field` names where it was
 /// sent (`rule` for the rules endpoint's `add`, `rules` for ad-hoc ones).
-pub fn invalid(field: &str, index: usize, column: Option<usize>, message: &str) -> ApiError {
+pub(crate) fn invalid(field: &str, index: usize, column: Option<usize>, message: &str) -> ApiError {
     let place = if field == "rules" {
         format!("rules item {index}")
     } else {
@@ -44,7 +44,7 @@ pub fn invalid(field: &str, index: usize, column: Option<usize>, message: &str) 
 
 /// Checks every item (all or nothing); `bare`: a string item is a value
 /// without tag.
-pub async fn check_items(
+pub(crate) async fn check_items(
     state: &AppState,
     field: &str,
     items: &[Value],

@@ -1,17 +1,21 @@
-//! Who a status's text mentions, and which of them may see it: shared by
-//! posting (`statuses`) and editing (`edits`).
+//! A status's text: how long it may be, who it mentions and which of them
+//! may see it. Shared by posting (`http::statuses`), editing
+//! (`http::edits`) and the Mastodon API's instance document.
 
 use crate::auth::AuthUser;
 use crate::error::ApiResult;
 use crate::state::AppState;
 use crate::text;
 
+/// Longest message, in Unicode scalar values.
+pub(crate) const MAX_MESSAGE_CHARS: usize = 280;
+
 /// The logins `message` mentions that belong to users, in order, and the
 /// users among them who may see a status of `author`'s with this text
 /// (whose mentions timelines it enters): of a private account, its
 /// followers; of a reply to a private account (`audience`), that account
 /// and its followers; of a private group (`private_group`), its members.
-pub async fn resolve_mentions(
+pub(crate) async fn resolve_mentions(
     state: &AppState,
     author: &AuthUser,
     message: &str,
