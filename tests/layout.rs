@@ -624,3 +624,126 @@ fn the_reader_sees_the_imports_it_is_meant_to() {
         vec![vec![PathBuf::from("x"), PathBuf::from("y")]]
     );
 }
+
+/// The rungs of `src/`, top to bottom (ARCHITECTURE.md, *The parts*): a
+/// module imports only from its own rung and the rungs below it. Within a
+/// rung, the modules may lean either way (`stream` ◄─► `history`), each pair
+/// of files still free of circles. A new top-level module is placed here.
+const LADDER: &[&[&str]] = &[
+    &["tail"],
+    &["app"],
+    &["mastodon", "serve", "http", "auth"],
+    &["state"],
+    &["demo", "notifier", "workers"],
+    &["stream", "history"],
+    &["visibility"],
+    &[
+        "rate_limits",
+        "error",
+        "jwt",
+        "password",
+        "embedded",
+        "nofile",
+    ],
+    &["store"],
+    &["model", "hides", "config", "text", "metrics", "shutdown"],
+];
+
+/// The top-level module of a file of `src/` (`store` for
+/// `src/store/caches/cache.rs`), `None` for `lib.rs`.
+fn top_module(src: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(src).ok()?;
+    let first = rel.components().next()?.as_os_str().to_string_lossy();
+    let name = first.trim_end_matches(".rs").to_string();
+    (name != "lib").then_some(name)
+}
+
+#[test]
+fn every_module_imports_only_from_its_rung_and_below() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    let rung = |module: &str| LADDER.iter().position(|r| r.contains(&module));
+    let krate = Crate::read(&src.join("lib.rs"));
+    let mut report = String::new();
+    let mut crossings = 0;
+    for file in krate.files.values() {
+        if let Some(module) = top_module(&src, file) {
+            if rung(&module).is_none() {
+                report.push_str(&format!("`{module}` has no rung in LADDER\n"));
+            }
+        }
+    }
+    for (from, tos) in imports(&krate) {
+        let Some(a) = top_module(&src, &from) else {
+            continue;
+        };
+        for (to, paths) in tos {
+            let Some(b) = top_module(&src, &to) else {
+                continue;
+            };
+            let (Some(ra), Some(rb)) = (rung(&a), rung(&b)) else {
+                continue;
+            };
+            if ra != rb {
+                crossings += 1;
+            }
+            if rb < ra {
+                let short = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+                let names: Vec<&str> = paths.iter().map(String::as_str).take(3).collect();
+                report.push_str(&format!(
+                    "{} (`{a}`) imports {} (`{b}`), a rung above: {}\n",
+                    short(&from),
+                    short(&to),
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    assert!(crossings > 100, "the imports were not read ({crossings})");
+    assert!(report.is_empty(), "the ladder is broken:\n{report}");
+}
+
+/// The handler module of a file of `src/http/` (`statuses`, `groups` for
+/// `src/http/groups/members.rs`): `None` for the router (`mod.rs`) and for
+/// `shared/`, where the policy and parsing handlers share live.
+fn handler_of(http: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(http).ok()?;
+    let first = rel.components().next()?.as_os_str().to_string_lossy();
+    let name = first.trim_end_matches(".rs").to_string();
+    (name != "mod" && name != "shared").then_some(name)
+}
+
+#[test]
+fn no_handler_imports_another() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let http = root.join("src/http");
+    let krate = Crate::read(&root.join("src/lib.rs"));
+    let mut report = String::new();
+    let mut handlers = BTreeSet::new();
+    for (from, tos) in imports(&krate) {
+        let Some(a) = handler_of(&http, &from) else {
+            continue;
+        };
+        handlers.insert(a.clone());
+        for (to, paths) in tos {
+            match handler_of(&http, &to) {
+                Some(b) if b != a => {
+                    let short = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+                    let names: Vec<&str> = paths.iter().map(String::as_str).take(3).collect();
+                    report.push_str(&format!(
+                        "{} imports the handler {}: {} (shared policy goes in src/http/shared/)\n",
+                        short(&from),
+                        short(&to),
+                        names.join(", ")
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        handlers.len() > 15,
+        "the handlers were not read: {handlers:?}"
+    );
+    assert!(report.is_empty(), "handlers import each other:\n{report}");
+}
