@@ -22,6 +22,7 @@
 //! reads, and [`Sight::prefetch`] reads what a page needs in one pipeline.
 
 use crate::hides::{self, Hides};
+use crate::model::GroupKind;
 use crate::model::{Status, User};
 use crate::store::statuses::StatusNow;
 use crate::store::{Store, StoreError, StoreResult};
@@ -284,7 +285,9 @@ impl Sight {
             return Ok(*reads);
         }
         let reads = match self.store.groups().get(gid, self.viewer).await {
-            Ok(g) => g.kind != "private" || (self.reach == Reach::Followers && g.role.is_some()),
+            Ok(g) => {
+                g.kind != GroupKind::Private || (self.reach == Reach::Followers && g.role.is_some())
+            }
             Err(StoreError::NotFound(_)) => false,
             Err(e) => return Err(e),
         };

@@ -11,6 +11,7 @@ use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::hides;
+use crate::model::GroupRole;
 use crate::model::Notification;
 use crate::state::AppState;
 use crate::store::notifications::{Stored, MAX_NOTIFICATIONS};
@@ -114,9 +115,7 @@ async fn visible(
                     Some(&b) => b,
                     None => {
                         let role = state.store.groups().standing(gid, auth.uid).await?;
-                        let b = role
-                            .and_then(|r| r.role)
-                            .is_some_and(|r| r == "owner" || r == "moderator");
+                        let b = role.and_then(|r| r.role).is_some_and(GroupRole::is_staff);
                         staff_of.insert(gid, b);
                         b
                     }

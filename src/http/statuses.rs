@@ -9,6 +9,7 @@ use super::shared::visibility::visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, Status};
+use crate::model::{GroupKind, GroupRole};
 use crate::state::AppState;
 use crate::store::follows::Cursor;
 use crate::store::writes::posting::{PostOptions, Posted};
@@ -116,7 +117,7 @@ pub(crate) async fn repost(
     }
     let store = state.store.clone();
     let outcome = detached(async move {
-        let (sid, posted) = store.next_status_id().await?;
+        let (sid, posted) = store.next_snowflake().await?;
         let status = Status {
             id: sid.to_string(),
             uid: auth.uid.to_string(),
@@ -458,11 +459,11 @@ async fn posting_group(
         }
         Err(e) => return Err(e.into()),
     };
-    match group.role.as_deref() {
+    match group.role {
         None => Err(ApiError::forbidden("Only the group's members post in it.")),
-        Some("member") if group.kind == "announcement" => Err(ApiError::forbidden(
-            "Only owners and moderators post in an announcement group.",
-        )),
+        Some(GroupRole::Member) if group.kind == GroupKind::Announcement => Err(
+            ApiError::forbidden("Only owners and moderators post in an announcement group."),
+        ),
         Some(_) => Ok(Some(group)),
     }
 }
@@ -504,7 +505,7 @@ async fn publish(
     let group = posting_group(&state, &auth, body.group_id.as_ref(), parent_group).await?;
     let private_group = group
         .as_ref()
-        .filter(|g| g.kind == "private")
+        .filter(|g| g.kind == GroupKind::Private)
         .and_then(|g| g.id.parse().ok());
     let (mentions, mentioned) = resolve_mentions(
         &state,
@@ -514,7 +515,7 @@ async fn publish(
         private_group,
     )
     .await?;
-    let (sid, posted) = state.store.next_status_id().await?;
+    let (sid, posted) = state.store.next_snowflake().await?;
     let status = Status {
         id: sid.to_string(),
         uid: auth.uid.to_string(),
@@ -524,7 +525,7 @@ async fn publish(
         repost_of: None,
         repost_of_uid: None,
         audience,
-        group_private: group.as_ref().is_some_and(|g| g.kind == "private"),
+        group_private: group.as_ref().is_some_and(|g| g.kind == GroupKind::Private),
         group_id: group.map(|g| g.id),
         edited_at: None,
         counts: Default::default(),

@@ -15,7 +15,10 @@ mod user;
 
 pub use clock::now;
 pub use event::{spread, Event, IdString};
-pub use social::{AuditAction, Conversation, Group, Membership, Message, Notification, Report};
+pub use social::{
+    AuditAction, Conversation, Group, GroupKind, GroupRole, Membership, Message, Notification,
+    Report,
+};
 pub use status::{Counts, Status};
 pub use timeline::{timeline_score, trims_homes, HOME_CAP, HOME_TRIM_EVERY};
 pub use user::User;

@@ -49,6 +49,75 @@ pub struct Message {
     pub sent: f64,
 }
 
+/// What kind of group it is: who may read it and who may post in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupKind {
+    /// Anyone reads it; members post.
+    Public,
+    /// Members read it and post; joining is asked and granted.
+    Private,
+    /// Anyone reads it; owners and moderators post.
+    Announcement,
+}
+
+/// A member's role in a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupRole {
+    /// Runs the group: roles, removals, the group itself.
+    Owner,
+    /// Admits, refuses and removes members; posts in announcements.
+    Moderator,
+    /// A member.
+    Member,
+}
+
+impl GroupKind {
+    /// Every kind's name, as the API spells it.
+    pub const NAMES: [&'static str; 3] = ["public", "private", "announcement"];
+
+    /// The kind `name` spells.
+    pub fn parse(name: &str) -> Option<GroupKind> {
+        match name {
+            "public" => Some(GroupKind::Public),
+            "private" => Some(GroupKind::Private),
+            "announcement" => Some(GroupKind::Announcement),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+}
+
+impl GroupRole {
+    /// Every role's name, as the API spells it.
+    pub const NAMES: [&'static str; 3] = ["owner", "moderator", "member"];
+
+    /// The role `name` spells.
+    pub fn parse(name: &str) -> Option<GroupRole> {
+        match name {
+            "owner" => Some(GroupRole::Owner),
+            "moderator" => Some(GroupRole::Moderator),
+            "member" => Some(GroupRole::Member),
+            _ => None,
+        }
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// Whether it runs the group (owner or moderator).
+    pub fn is_staff(self) -> bool {
+        matches!(self, GroupRole::Owner | GroupRole::Moderator)
+    }
+}
+
 /// A group as one user sees it.
 #[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct Group {
@@ -59,7 +128,8 @@ pub struct Group {
     /// At most 500 characters.
     pub description: String,
     /// `public`, `private` or `announcement`.
-    pub kind: String,
+    #[schema(inline)]
+    pub kind: GroupKind,
     /// How many members it has.
     pub members: u64,
     /// An owner's id (the creator while an owner).
@@ -67,7 +137,8 @@ pub struct Group {
     /// When it was created.
     pub created: f64,
     /// The caller's role (`owner`, `moderator`, `member`), or null.
-    pub role: Option<String>,
+    #[schema(inline)]
+    pub role: Option<GroupRole>,
     /// Whether the caller's join request is pending.
     pub requested: bool,
 }
@@ -82,7 +153,8 @@ pub struct Membership {
     /// Whether they are a member.
     pub member: bool,
     /// Their role, or null.
-    pub role: Option<String>,
+    #[schema(inline)]
+    pub role: Option<GroupRole>,
     /// Whether their join request is pending.
     pub requested: bool,
 }

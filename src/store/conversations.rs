@@ -60,7 +60,7 @@ impl Conversations<'_> {
     pub async fn send(self, out: Outgoing<'_>) -> StoreResult<Sent> {
         // Message ids are status ids (time-ordered, no shared counter), so
         // `max_id` pages messages as it pages timelines.
-        let (mid, at) = self.store.next_status_id().await?;
+        let (mid, at) = self.store.next_snowflake().await?;
         let message = MessageOp {
             cid: out.cid,
             mid,

@@ -11,17 +11,12 @@
 use super::paging::{Cursor, IdPage};
 use super::plumbing::error::{StoreError, StoreResult};
 use super::plumbing::handle::Store;
-use crate::model::Group;
+use crate::model::{Group, GroupKind, GroupRole};
 use redis::AsyncCommands;
 use std::collections::HashMap;
 
 /// A group's HASH, the viewer's role and their request's time.
 type GroupRow = (HashMap<String, String>, Option<String>, Option<f64>);
-
-/// A group's kinds.
-pub(crate) const KINDS: [&str; 3] = ["public", "private", "announcement"];
-/// Its roles.
-pub(crate) const ROLES: [&str; 3] = ["owner", "moderator", "member"];
 
 /// A change of membership, as `group_member.lua` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +32,7 @@ pub enum Change {
     /// The actor (owner, moderator) refuses the target's request.
     Reject,
     /// The actor (owner) gives the target a role.
-    Role(&'static str),
+    Role(GroupRole),
     /// The actor removes the target (owners anyone, moderators members).
     Remove,
     /// The actor's account is deleted: out of the group whatever their
@@ -69,8 +64,8 @@ impl Change {
 /// A user's standing in a group after a change.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Standing {
-    /// `owner`, `moderator`, `member`, or `None` for a non-member.
-    pub role: Option<String>,
+    /// Their role, or `None` for a non-member.
+    pub role: Option<GroupRole>,
     /// Whether their join request is pending.
     pub requested: bool,
 }
@@ -112,10 +107,10 @@ impl Groups<'_> {
         uid: u64,
         name: &str,
         description: &str,
-        kind: &str,
+        kind: GroupKind,
     ) -> StoreResult<u64> {
-        // Group ids are status ids: time-ordered, no shared counter.
-        let (gid, created) = self.store.next_status_id().await?;
+        // Group ids are snowflakes: time-ordered, no shared counter.
+        let (gid, created) = self.store.next_snowflake().await?;
         let mut conn = self.store.conn();
         let _: () = conn
             .zadd(self.store.keys.user_groups(uid), gid, created)
@@ -130,7 +125,7 @@ impl Groups<'_> {
             .arg(gid)
             .arg(name)
             .arg(description)
-            .arg(kind)
+            .arg(kind.name())
             .arg(created)
             .arg(uid)
             .invoke_async(&mut conn)
@@ -164,7 +159,7 @@ impl Groups<'_> {
                 .await?;
         }
         let role = match change {
-            Change::Role(r) => r,
+            Change::Role(r) => r.name(),
             _ => "",
         };
         let reply: (String, String, String) = self
@@ -185,7 +180,7 @@ impl Groups<'_> {
             .await?;
         let (outcome, role, requested) = reply;
         let standing = Standing {
-            role: (!role.is_empty()).then_some(role),
+            role: GroupRole::parse(&role),
             requested: requested == "1",
         };
         if outcome == "ok" && standing.role.is_none() && !standing.requested {
@@ -231,7 +226,7 @@ impl Groups<'_> {
             .query_async(&mut conn)
             .await?;
         Ok(kind.map(|_| Standing {
-            role,
+            role: role.as_deref().and_then(GroupRole::parse),
             requested: requested.is_some(),
         }))
     }
@@ -270,11 +265,16 @@ impl Groups<'_> {
                     id: h.get("id").cloned().unwrap_or_default(),
                     name: h.get("name").cloned().unwrap_or_default(),
                     description: h.get("description").cloned().unwrap_or_default(),
-                    kind: h.get("kind").cloned().unwrap_or_default(),
+                    // A kind this build does not know reads as private:
+                    // shown to its members only.
+                    kind: h
+                        .get("kind")
+                        .and_then(|k| GroupKind::parse(k))
+                        .unwrap_or(GroupKind::Private),
                     members: num("members") as u64,
                     owner: h.get("owner").cloned().filter(|o| !o.is_empty()),
                     created: num("created"),
-                    role: if viewer.is_some() { role } else { None },
+                    role: viewer.and(role.as_deref().and_then(GroupRole::parse)),
                     requested: viewer.is_some() && requested.is_some(),
                 })
             })
@@ -318,7 +318,7 @@ impl Groups<'_> {
         requests: bool,
         cursor: &Cursor,
         count: usize,
-    ) -> StoreResult<(Vec<(u64, Option<String>)>, Option<String>)> {
+    ) -> StoreResult<(Vec<(u64, Option<GroupRole>)>, Option<String>)> {
         let key = if requests {
             self.store.keys.group_requests(gid)
         } else {
@@ -334,6 +334,9 @@ impl Groups<'_> {
             .arg(&ids)
             .query_async(&mut conn)
             .await?;
+        let roles = roles
+            .into_iter()
+            .map(|r| r.as_deref().and_then(GroupRole::parse));
         Ok((ids.into_iter().zip(roles).collect(), next_cursor))
     }
 
@@ -343,7 +346,7 @@ impl Groups<'_> {
         let roles: Vec<(u64, String)> = conn.hgetall(self.store.keys.group_roles(gid)).await?;
         Ok(roles
             .into_iter()
-            .filter(|(_, r)| r == "owner" || r == "moderator")
+            .filter(|(_, r)| GroupRole::parse(r).is_some_and(GroupRole::is_staff))
             .map(|(u, _)| u)
             .take(n)
             .collect())

@@ -76,7 +76,7 @@ impl Moderation<'_> {
         mut report: Report,
         max_open: usize,
     ) -> StoreResult<Option<Report>> {
-        let (id, created) = self.store.next_status_id().await?;
+        let (id, created) = self.store.next_snowflake().await?;
         report.id = id.to_string();
         report.created = created;
         let json = to_json(&report)?;
@@ -161,7 +161,7 @@ impl Moderation<'_> {
         resolved.resolved_by = Some(admin.to_string());
         resolved.resolved_at = Some(at);
         resolved.note = note;
-        let (audit_id, _) = self.store.next_status_id().await?;
+        let (audit_id, _) = self.store.next_snowflake().await?;
         let entry = AuditAction {
             id: audit_id.to_string(),
             at,
@@ -217,7 +217,7 @@ impl Moderation<'_> {
         target: &str,
         keep: usize,
     ) -> StoreResult<()> {
-        let (id, _) = self.store.next_status_id().await?;
+        let (id, _) = self.store.next_snowflake().await?;
         self.audit_put(id, admin, action, target, None, keep).await
     }
 
@@ -296,7 +296,7 @@ impl Moderation<'_> {
             }
         }
         // The audit entry's id is drawn now, so a rerun writes the same one.
-        let (audit_id, _) = self.store.next_status_id().await?;
+        let (audit_id, _) = self.store.next_snowflake().await?;
         let op = SuspendOp {
             uid,
             on,

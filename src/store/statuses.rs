@@ -52,7 +52,7 @@ impl Store {
 }
 
 impl Statuses<'_> {
-    /// Stores a status whose id came from [`Store::next_status_id`], emits its
+    /// Stores a status whose id came from [`Store::next_snowflake`], emits its
     /// events and fans it out (a chain of single-slot steps driven from the
     /// outbox: see `outbox`; on one Redis a plain post is one script,
     /// [`Store::post_whole`]). With an idempotency key already used by this

@@ -8,9 +8,10 @@ use crate::hides;
 use crate::http::shared::extract::{path_id, JsonBody, JsonId};
 use crate::http::shared::openapi::{Auth, Op, Params, Reply};
 use crate::http::shared::paging::user_paging;
+use crate::model::GroupRole;
 use crate::model::Membership;
 use crate::state::AppState;
-use crate::store::groups::{Change, Refused, ROLES};
+use crate::store::groups::{Change, Refused};
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde::Deserialize;
@@ -30,12 +31,12 @@ pub(super) const MEMBERS_OP: Op = Op::get(
 /// A page of users with their roles.
 async fn member_page(
     state: &AppState,
-    rows: Vec<(u64, Option<String>)>,
+    rows: Vec<(u64, Option<GroupRole>)>,
     next_cursor: Option<String>,
 ) -> ApiResult<Json<Value>> {
     let ids: Vec<u64> = rows.iter().map(|(id, _)| *id).collect();
     let users = state.store.users().many(&ids).await?;
-    let roles: HashMap<u64, Option<String>> = rows.into_iter().collect();
+    let roles: HashMap<u64, Option<GroupRole>> = rows.into_iter().collect();
     let users: Vec<Value> = users
         .into_iter()
         .map(|u| {
@@ -100,7 +101,7 @@ pub(crate) async fn add(
         .ok_or_else(|| ApiError::not_found("No such user."))?;
     state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
-    if !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
+    if !group.role.is_some_and(GroupRole::is_staff) {
         return Err(refused(Refused::Forbidden));
     }
     if !state.store.users().exists(target).await? {
@@ -143,7 +144,7 @@ pub(crate) async fn set_role(
     auth.require(SCOPE_WRITE)?;
     let gid = group_id(&id)?;
     let target = path_id(&uid, "member")?;
-    let Some(role) = ROLES.iter().find(|r| **r == body.role) else {
+    let Some(role) = GroupRole::parse(&body.role) else {
         return Err(ApiError::invalid(
             "invalid_role",
             "role must be owner, moderator or member.",
@@ -195,7 +196,7 @@ pub(crate) async fn requests(
     let gid = group_id(&id)?;
     let (cursor, count) = user_paging(&q)?;
     let group = find(&state, gid, Some(auth.uid)).await?;
-    if !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
+    if !group.role.is_some_and(GroupRole::is_staff) {
         return Err(refused(Refused::Forbidden));
     }
     let (rows, next) = state

@@ -14,8 +14,9 @@ use super::shared::visibility::only_visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, Group, Membership};
+use crate::model::{GroupKind, GroupRole};
 use crate::state::AppState;
-use crate::store::groups::{Change, KINDS, ROLES};
+use crate::store::groups::Change;
 use crate::store::statuses::Timeline;
 use crate::store::StoreError;
 use axum::extract::{Path, Query, State};
@@ -46,7 +47,7 @@ pub(crate) fn routes() -> Routes {
             json!({"type": "object", "required": ["name", "kind"], "properties": {
                 "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": super::shared::openapi::readable_pattern()},
                 "description": {"type": ["string", "null"], "maxLength": MAX_DESCRIPTION_CHARS},
-                "kind": {"type": "string", "enum": KINDS},
+                "kind": {"type": "string", "enum": GroupKind::NAMES},
             }}),
         )
         .schema(
@@ -72,7 +73,7 @@ pub(crate) fn routes() -> Routes {
         .schema(
             "SetRole",
             json!({"type": "object", "required": ["role"], "properties": {
-                "role": {"type": "string", "enum": ROLES},
+                "role": {"type": "string", "enum": GroupRole::NAMES},
             }}),
         )
         .route(CREATE_OP, create)
@@ -133,12 +134,12 @@ pub(crate) async fn create(
             format!("description must be at most {MAX_DESCRIPTION_CHARS} characters."),
         ));
     }
-    if !KINDS.contains(&body.kind.as_str()) {
+    let Some(kind) = GroupKind::parse(&body.kind) else {
         return Err(ApiError::invalid(
             "invalid_kind",
             "kind must be public, private or announcement.",
         ));
-    }
+    };
     state.rate.write(auth.uid).await?;
     room_for(&state, auth.uid).await?;
     let store = state.store.clone();
@@ -146,7 +147,7 @@ pub(crate) async fn create(
     let gid = detached(async move {
         Ok(store
             .groups()
-            .create(uid, &body.name, &description, &body.kind)
+            .create(uid, &body.name, &description, kind)
             .await?)
     })
     .await?;
@@ -297,7 +298,7 @@ pub(crate) async fn remove_status(
     let sid = path_id(&sid, "status")?;
     state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
-    if group.kind == "private" && group.role.is_none() {
+    if group.kind == GroupKind::Private && group.role.is_none() {
         return Err(no_group());
     }
     let status = match state.store.statuses().get(sid).await {
@@ -308,7 +309,7 @@ pub(crate) async fn remove_status(
         Err(e) => return Err(e.into()),
     };
     let author: u64 = status.uid.parse().unwrap_or(0);
-    if author != auth.uid && !matches!(group.role.as_deref(), Some("owner" | "moderator")) {
+    if author != auth.uid && !group.role.is_some_and(GroupRole::is_staff) {
         return Err(ApiError::forbidden(
             "Only its author, an owner or a moderator removes a group's status.",
         ));

@@ -5,6 +5,7 @@ use crate::auth::AuthUser;
 use crate::error::{ApiError, ApiResult};
 use crate::http::shared::extract::{detached, path_id};
 use crate::http::shared::visibility::may_read_group;
+use crate::model::GroupKind;
 use crate::model::{Group, Membership};
 use crate::state::AppState;
 use crate::store::groups::{Change, Refused, Standing};
@@ -58,7 +59,7 @@ pub(super) fn membership(gid: u64, uid: u64, s: &Standing) -> Json<Membership> {
         group_id: gid.to_string(),
         user_id: uid.to_string(),
         member: s.role.is_some(),
-        role: s.role.clone(),
+        role: s.role,
         requested: s.requested,
     })
 }
@@ -79,7 +80,7 @@ pub(super) async fn change(
         detached(async move { Ok(store.groups().change(gid, actor, target, what, max).await?) })
             .await?;
     let standing = outcome.map_err(refused)?;
-    if group.kind == "private" && standing.role.is_none() {
+    if group.kind == GroupKind::Private && standing.role.is_none() {
         state.store.groups().announce_left(gid, target).await?;
     }
     Ok(membership(gid, target, &standing))

@@ -6,6 +6,7 @@
 use crate::auth::AuthUser;
 use crate::error::{ApiError, ApiResult};
 use crate::hides;
+use crate::model::GroupKind;
 use crate::model::{Status, User};
 use crate::state::AppState;
 use crate::store::statuses::Shown;
@@ -145,7 +146,9 @@ pub(crate) async fn may_read_group(
         Err(StoreError::NotFound(_)) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    Ok(Some(group.kind != "private" || group.role.is_some()))
+    Ok(Some(
+        group.kind != GroupKind::Private || group.role.is_some(),
+    ))
 }
 
 fn id_of(field: &Option<String>) -> Option<u64> {

@@ -1,4 +1,5 @@
-//! Fresh user and status ids from the store's generator ([`IdGen`](super::ids::IdGen)).
+//! Fresh ids (snowflakes) from the store's generator ([`IdGen`](super::ids::IdGen)): one for
+//! every kind of thing that has an id.
 
 use super::ids::{INSTANCES, LEASE_TTL};
 use crate::store::plumbing::error::{StoreError, StoreResult};
@@ -11,11 +12,13 @@ impl Store {
     /// 2026-11-27 keep the ids the `{g}` counter gave them, all below
     /// [`FIRST`](super::ids::FIRST)).
     pub async fn next_user_id(&self) -> StoreResult<u64> {
-        Ok(self.next_status_id().await?.0)
+        Ok(self.next_snowflake().await?.0)
     }
 
-    /// A fresh status id and its `posted` time (see the module header).
-    pub async fn next_status_id(&self) -> StoreResult<(u64, f64)> {
+    /// A fresh snowflake and its time (see the module header): the id of
+    /// every kind of thing that has one here (statuses, users, groups,
+    /// lists, conversations and messages, reports, audit entries, rules).
+    pub async fn next_snowflake(&self) -> StoreResult<(u64, f64)> {
         let instance = match self.ids.usable() {
             Some((lease, false)) => lease.instance,
             _ => self.lease_instance().await?,

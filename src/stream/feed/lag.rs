@@ -21,6 +21,7 @@ use super::replay_job::Lag;
 use super::{Feed, Sub};
 use crate::metrics::{global as metrics, inc};
 use crate::store::StoreResult;
+use crate::stream::frame::WarningCode;
 use crate::stream::frame::{Control, EventId};
 use std::sync::Arc;
 
@@ -47,7 +48,7 @@ impl Feed {
         if self.lag == Lag::Live {
             let behind = (crate::model::now() - from.0 as f64 / 1000.0).max(0.0);
             self.push_control(Control::Warning {
-                code: "lagging",
+                code: WarningCode::Lagging,
                 message: format!(
                     "The stream is {behind:.1} s behind live delivery; it goes on from the history at the pace you read, and says caught_up when it is live again."
                 ),
@@ -124,7 +125,7 @@ impl Feed {
             }
         }
         self.push_control(Control::warning(
-            "caught_up",
+            WarningCode::CaughtUp,
             "The stream has caught up and is live again.",
         ));
     }

@@ -10,13 +10,13 @@ mod lag;
 mod replay;
 mod replay_job;
 
+use crate::stream::frame::DisconnectCode;
 use crate::stream::out::Out;
 use replay_job::{resume_gap, Lag, ReplayJob};
 
 use super::direct::Direct;
 use super::frame::{Control, EventId};
 use super::hub::conn::ClientConn;
-use super::hub::msg::SHUTDOWN;
 use super::hub::Hub;
 use super::queue::Delivery;
 use super::replay_sight::ReplaySight;
@@ -112,8 +112,8 @@ fn expiry(expires: u64) -> Instant {
 impl Feed {
     /// Asks the connection to end: `disconnect` with this code and reason,
     /// then close (the first reason given wins).
-    pub fn kill(&self, code: &'static str, reason: impl Into<String>) {
-        self.conn.kill(code, reason);
+    pub fn kill(&self, code: DisconnectCode, reason: impl Into<String>) {
+        self.conn.kill_saying(code, reason);
     }
 
     /// The connection lives on under `session`, whose token expires at
@@ -364,7 +364,10 @@ impl Feed {
                 // shutdown still ends it by the next keep-alive (read here,
                 // not on every delivery: the signal is shared).
                 if self.shutdown.is_set() {
-                    return Some(self.end(SHUTDOWN.0, SHUTDOWN.1));
+                    return Some(self.end(
+                        DisconnectCode::Shutdown,
+                        DisconnectCode::Shutdown.sentence(),
+                    ));
                 }
                 Some(Out::Keepalive(self.position(hub_at)))
             }
@@ -473,12 +476,12 @@ impl Feed {
     }
 
     /// Ends the feed with a `disconnect` event.
-    pub fn end(&mut self, code: &'static str, reason: &str) -> Out {
-        tracing::debug!(code, "feed ended");
+    pub fn end(&mut self, code: DisconnectCode, reason: &str) -> Out {
+        tracing::debug!(?code, "feed ended");
         self.ended = true;
         self.hub.close(self.conn.id);
         let spread = self.reconnect_spread.as_millis() as u64;
-        if code == SHUTDOWN.0 && spread > 0 {
+        if code == DisconnectCode::Shutdown && spread > 0 {
             self.retry_hint = Some(rand::random_range(spread / 10..=spread));
         }
         Out::Control(

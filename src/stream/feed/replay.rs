@@ -9,8 +9,8 @@ use crate::hides::Hides;
 use crate::history::History;
 use crate::metrics::{global as metrics, inc};
 use crate::store::StoreResult;
+use crate::stream::frame::DisconnectCode;
 use crate::stream::frame::{self, EventId, Frame, Incoming};
-use crate::stream::hub::msg::SHUTDOWN;
 use crate::stream::hub::viewers::hide_mask;
 use crate::stream::out::Out;
 use crate::stream::want::Want;
@@ -360,7 +360,9 @@ impl Feed {
         let step = tokio::select! {
             biased;
             (code, reason) = conn.killed() => return Some(self.end(code, &reason)),
-            _ = shutdown.wait() => return Some(self.end(SHUTDOWN.0, SHUTDOWN.1)),
+            _ = shutdown.wait() => {
+                return Some(self.end(DisconnectCode::Shutdown, DisconnectCode::Shutdown.sentence()))
+            }
             step = self.replay_step() => step,
         };
         if let Err(e) = step {
@@ -373,7 +375,7 @@ impl Feed {
     pub(super) fn unavailable(&mut self, e: &crate::store::StoreError) -> Out {
         tracing::warn!(conn = self.conn.id, uid = self.conn.uid, error = %e, "replay page failed");
         self.end(
-            "unavailable",
+            DisconnectCode::Unavailable,
             "The data store is unreachable; reconnect with Last-Event-ID to resume.",
         )
     }

@@ -4,6 +4,7 @@
 
 use crate::hides::Hides;
 use crate::metrics::global as metrics;
+use crate::stream::frame::WarningCode;
 use crate::stream::frame::{Control, EventId, Frame};
 use crate::stream::replay_sight::ReplaySight;
 use crate::stream::want::Want;
@@ -68,7 +69,7 @@ impl Drop for Reading {
 /// oldest event still held.
 pub(super) fn resume_gap(message: &str, oldest: Option<f64>) -> Control {
     Control::Warning {
-        code: "resume_gap",
+        code: WarningCode::ResumeGap,
         message: message.to_string(),
         percent_full: None,
         expires_at: None,

@@ -13,9 +13,8 @@ use std::sync::Arc;
 pub enum Control {
     /// Something the client should know; the stream goes on.
     Warning {
-        /// `resume_gap`, `falling_behind`, `lagging`, `caught_up` or
-        /// `token_expiring`.
-        code: &'static str,
+        /// What it is about.
+        code: WarningCode,
         /// A human sentence.
         message: String,
         /// How full the queue is (`falling_behind`).
@@ -34,8 +33,8 @@ pub enum Control {
     },
     /// The last event of a stream: why it ends.
     Disconnect {
-        /// `stall`, `revoked`, `expired`, `shutdown`, `timeout`, ...
-        code: &'static str,
+        /// Why.
+        code: DisconnectCode,
         /// A human sentence.
         reason: String,
         /// On `shutdown`: milliseconds to wait before reconnecting, drawn
@@ -86,9 +85,72 @@ pub enum Control {
     },
 }
 
+/// A `warning`'s `code`: what the client should know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarningCode {
+    /// A resume asked for events the server no longer holds (`oldest`).
+    ResumeGap,
+    /// The connection's queue is 80 % full (`percent_full`).
+    FallingBehind,
+    /// The queue filled: the stream goes on from the log (`behind`).
+    Lagging,
+    /// A lagging stream is live again.
+    CaughtUp,
+    /// The stream's token expires soon (`expires_at`).
+    TokenExpiring,
+}
+
+/// A `disconnect`'s `code`: why the stream ends, with the sentence said
+/// unless the one ending it gives its own ([`DisconnectCode::sentence`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DisconnectCode {
+    /// The server is shutting down (`retry_after_ms` spreads the returns).
+    Shutdown,
+    /// The session ended (a logout, a password change, a revocation).
+    Revoked,
+    /// The account was suspended.
+    Suspended,
+    /// The token expired.
+    Expired,
+    /// A refreshed token lacks the scope the stream needs.
+    Forbidden,
+    /// The process's stream service stopped.
+    Unavailable,
+    /// A WebSocket answered no ping in time.
+    Timeout,
+    /// The list the stream follows was deleted.
+    ListDeleted,
+    /// The reader left (or was removed from) the group the stream follows.
+    GroupLeft,
+    /// Closed for no reason given.
+    Closed,
+}
+
+impl DisconnectCode {
+    /// The sentence a `disconnect` of this code says.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            DisconnectCode::Shutdown => "The server is shutting down.",
+            DisconnectCode::Revoked => "The session has ended.",
+            DisconnectCode::Suspended => "The account is suspended.",
+            DisconnectCode::Expired => "The token has expired; log in again.",
+            DisconnectCode::Forbidden => "The token lacks the scope this stream needs.",
+            DisconnectCode::Unavailable => {
+                "The stream service stopped; reconnect with Last-Event-ID to resume."
+            }
+            DisconnectCode::Timeout => "No pong arrived in time.",
+            DisconnectCode::ListDeleted => "The list was deleted.",
+            DisconnectCode::GroupLeft => "You no longer read this group.",
+            DisconnectCode::Closed => "The stream was closed.",
+        }
+    }
+}
+
 impl Control {
     /// A `warning` with this code and message.
-    pub fn warning(code: &'static str, message: impl Into<String>) -> Control {
+    pub fn warning(code: WarningCode, message: impl Into<String>) -> Control {
         Control::Warning {
             code,
             message: message.into(),

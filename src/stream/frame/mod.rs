@@ -6,7 +6,7 @@ mod forms;
 use super::deflate::Deflated;
 use crate::model;
 use bytes::Bytes;
-pub use control::{Control, ControlFrame};
+pub use control::{Control, ControlFrame, DisconnectCode, WarningCode};
 use firehose_filters::rules::RuleStatus;
 use firehose_filters::{Event, StatusView};
 use serde::Deserialize;

@@ -6,6 +6,7 @@
 use super::dispatcher::Dispatcher;
 use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
+use crate::stream::frame::WarningCode;
 use crate::stream::frame::{self, Control};
 use std::time::Duration;
 
@@ -54,7 +55,7 @@ impl Dispatcher {
                     if since.elapsed() > CATCH_UP_PATIENCE {
                         tracing::error!(error = %e, "catch-up from the replay buffer failed; telling every stream resume_gap");
                         let msg = Control::warning(
-                            "resume_gap",
+                            WarningCode::ResumeGap,
                             "Events may have been lost while the server could not read the replay buffer.",
                         )
                         .encode();
@@ -96,7 +97,7 @@ impl Dispatcher {
     /// subscription was down are gone from the buffer.
     fn tell_lost_while_away(&self) {
         let msg = Control::warning(
-            "resume_gap",
+            WarningCode::ResumeGap,
             "Events were lost while the server was disconnected from Redis.",
         )
         .encode();

@@ -11,6 +11,7 @@
 use crate::metrics::{global as metrics, inc};
 use crate::stream::direct::Direct;
 use crate::stream::frame::{Control, ControlFrame, EventId};
+use crate::stream::frame::{DisconnectCode, WarningCode};
 use crate::stream::queue::{Delivery, Queue, Refused};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -50,7 +51,7 @@ pub struct ClientConn {
     /// Also signalled by [`ClientConn::kill`], for the waits that are not on the
     /// queue (a replay's Redis reads).
     pub(super) killed: Notify,
-    pub(super) reason: Mutex<Option<(&'static str, String)>>,
+    pub(super) reason: Mutex<Option<(DisconnectCode, String)>>,
     /// Set when its queue was full: the hub drops its events until the
     /// feed has read them from the buffer and clears it.
     lagging: AtomicBool,
@@ -114,11 +115,17 @@ impl ClientConn {
         (self.id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32) as usize % shares
     }
 
-    /// Asks the connection to send `disconnect` with this code and close.
-    /// The first reason given wins. The stream's task learns it at its next
-    /// turn: woken by a [`Delivery::Wake`] when its queue has room, and when
-    /// it has none the task has deliveries to take, so it turns anyway.
-    pub fn kill(&self, code: &'static str, reason: impl Into<String>) {
+    /// Asks the connection to send `disconnect` with this code (and its
+    /// sentence) and close. The first reason given wins. The stream's task
+    /// learns it at its next turn: woken by a [`Delivery::Wake`] when its
+    /// queue has room, and when it has none the task has deliveries to
+    /// take, so it turns anyway.
+    pub fn kill(&self, code: DisconnectCode) {
+        self.kill_saying(code, code.sentence());
+    }
+
+    /// [`ClientConn::kill`] with a sentence of the caller's.
+    pub fn kill_saying(&self, code: DisconnectCode, reason: impl Into<String>) {
         if let Ok(mut r) = self.reason.lock() {
             if r.is_none() {
                 *r = Some((code, reason.into()));
@@ -135,16 +142,15 @@ impl ClientConn {
     }
 
     /// The code and reason [`ClientConn::kill`] was given.
-    pub fn kill_reason(&self) -> (&'static str, String) {
-        self.reason
-            .lock()
-            .ok()
-            .and_then(|r| r.clone())
-            .unwrap_or(("closed", "The stream was closed.".to_string()))
+    pub fn kill_reason(&self) -> (DisconnectCode, String) {
+        self.reason.lock().ok().and_then(|r| r.clone()).unwrap_or((
+            DisconnectCode::Closed,
+            DisconnectCode::Closed.sentence().to_string(),
+        ))
     }
 
     /// Waits until [`ClientConn::kill`] is called; returns the code and reason.
-    pub async fn killed(&self) -> (&'static str, String) {
+    pub async fn killed(&self) -> (DisconnectCode, String) {
         if !self.is_killed() {
             self.killed.notified().await;
         }
@@ -176,7 +182,7 @@ impl ClientConn {
                 if used * 5 >= self.cap * 4 && !self.warned.swap(true, Ordering::Relaxed) {
                     let pct = used * 100 / self.cap;
                     let warning = Control::Warning {
-                        code: "falling_behind",
+                        code: WarningCode::FallingBehind,
                         message: "Your stream queue is filling up; read faster or the stream leaves live delivery and goes on from the history.".into(),
                         percent_full: Some(pct),
                         expires_at: None,
@@ -336,7 +342,7 @@ impl ClientConn {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| (d + left).as_secs());
         let warning = Control::Warning {
-            code: "token_expiring",
+            code: WarningCode::TokenExpiring,
             message: format!(
                 "The token expires in {} s; the stream ends then. Reconnect with a new token (Last-Event-ID resumes).",
                 left.as_secs()

@@ -11,7 +11,7 @@ use super::conn::ClientConn;
 use super::deliver::Deliveries;
 use super::helpers::Helper;
 use super::keepalive::Timers;
-use super::msg::{Cmd, Msg, SHUTDOWN};
+use super::msg::{Cmd, Msg};
 use super::routes::{Copies, Routes};
 use super::sessions::Sessions;
 use super::subscriber::HeardMark;
@@ -20,6 +20,7 @@ use crate::metrics::{global as metrics, inc};
 use crate::shutdown::Shutdown;
 use crate::store::events::Tap;
 use crate::store::Store;
+use crate::stream::frame::DisconnectCode;
 use crate::stream::frame::{self, EventId, Frame, Incoming};
 use crate::stream::rule_set;
 use crate::stream::translate::Translation;
@@ -71,10 +72,7 @@ impl Drop for Dispatcher {
     /// end them, so that their clients reconnect.
     fn drop(&mut self) {
         for conn in self.open.values() {
-            conn.kill(
-                "unavailable",
-                "The stream service stopped; reconnect with Last-Event-ID to resume.",
-            );
+            conn.kill(DisconnectCode::Unavailable);
         }
     }
 }
@@ -188,7 +186,7 @@ impl Dispatcher {
             }
         }
         for conn in self.open.values() {
-            conn.kill(SHUTDOWN.0, SHUTDOWN.1);
+            conn.kill(DisconnectCode::Shutdown);
         }
     }
 
@@ -196,7 +194,7 @@ impl Dispatcher {
         match cmd {
             Cmd::Open { conn } => {
                 if !self.sessions.open(conn.id, &conn.session) {
-                    conn.kill("revoked", "The session has ended.");
+                    conn.kill(DisconnectCode::Revoked);
                 }
                 self.timers.schedule(&conn, conn.opened_at);
                 self.open.insert(conn.id, conn);
@@ -220,7 +218,7 @@ impl Dispatcher {
                     self.reload_rules(uid);
                 }
                 if added.list_gone {
-                    self.end_subs(vec![sub], "list_deleted", "The list was deleted.");
+                    self.end_subs(vec![sub], DisconnectCode::ListDeleted);
                 }
                 let _ = ack.send(());
             }
@@ -282,7 +280,7 @@ impl Dispatcher {
         self.store.suspended().set(uid, on);
         if on {
             for conn in self.open.values().filter(|c| c.uid == uid) {
-                conn.kill("suspended", "The account is suspended.");
+                conn.kill(DisconnectCode::Suspended);
             }
         }
     }
@@ -291,19 +289,19 @@ impl Dispatcher {
     /// more; a connection with nothing else subscribed ends.
     fn group_left(&mut self, gid: u64, uid: u64) {
         let subs = self.routes.groups.left(gid, uid);
-        self.end_subs(subs, "group_left", "You no longer read this group.");
+        self.end_subs(subs, DisconnectCode::GroupLeft);
     }
 
     /// Ends `subs`; a connection left with nothing subscribed ends with
-    /// `code` and `message`.
-    fn end_subs(&mut self, subs: Vec<SubId>, code: &'static str, message: &'static str) {
+    /// `code`.
+    fn end_subs(&mut self, subs: Vec<SubId>, code: DisconnectCode) {
         for sub in subs {
             let Some(conn) = self.routes.get(&sub).map(|e| e.conn.clone()) else {
                 continue;
             };
             self.remove_sub(sub);
             if !self.routes.has_conn(conn.id) {
-                conn.kill(code, message);
+                conn.kill(code);
             }
         }
     }
@@ -356,7 +354,7 @@ impl Dispatcher {
         self.store.session_cache().revoke(&sid);
         for id in self.sessions.revoke(sid) {
             if let Some(conn) = self.open.get(&id) {
-                conn.kill("revoked", "The session has ended.");
+                conn.kill(DisconnectCode::Revoked);
             }
         }
     }
@@ -370,7 +368,7 @@ impl Dispatcher {
             Some(Incoming::GroupLeft(gid, uid)) => self.group_left(gid, uid),
             Some(Incoming::ListChanged(change)) => {
                 let ended = self.routes.lists.changed(change);
-                self.end_subs(ended, "list_deleted", "The list was deleted.");
+                self.end_subs(ended, DisconnectCode::ListDeleted);
             }
             Some(Incoming::Suspended(uid, on)) => self.suspended(uid, on),
             Some(Incoming::RulesChanged(uid, version)) => {

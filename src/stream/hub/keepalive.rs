@@ -3,6 +3,7 @@
 //! needs a timer of its own.
 
 use super::conn::ClientConn;
+use crate::stream::frame::DisconnectCode;
 use crate::stream::frame::EventId;
 use crate::stream::queue::Delivery;
 use rustc_hash::FxHashMap;
@@ -80,7 +81,7 @@ impl Timers {
                 continue;
             };
             if now >= conn.expires_at() {
-                conn.kill("expired", "The token has expired; log in again.");
+                conn.kill(DisconnectCode::Expired);
                 continue;
             }
             // The warning is traffic enough: the keep-alive waits its turn.

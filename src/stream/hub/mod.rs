@@ -26,8 +26,9 @@ mod subscriber;
 mod tests;
 pub(crate) mod viewers;
 
+use crate::stream::frame::DisconnectCode;
 pub use conn::ClientConn;
-use msg::{Cmd, SHUTDOWN};
+use msg::Cmd;
 
 use crate::hides::Hides;
 use crate::shutdown::Shutdown;
@@ -145,7 +146,7 @@ impl Hub {
     /// connection is closed at once.
     pub fn open(&self, conn: &Arc<ClientConn>) {
         if self.cmds.send(Cmd::Open { conn: conn.clone() }).is_err() {
-            conn.kill(SHUTDOWN.0, SHUTDOWN.1);
+            conn.kill(DisconnectCode::Shutdown);
         }
     }
 

@@ -1,5 +1,5 @@
 //! The messages the dispatcher reads: [`Cmd`] from the hub's handles, [`Msg`]
-//! from the Redis subscriber, and the [`SHUTDOWN`] every stream ends with.
+//! from the Redis subscriber.
 
 use super::conn::ClientConn;
 use crate::hides::Hides;
@@ -48,6 +48,3 @@ pub(super) enum Msg {
     Raw(String),
     Resubscribed,
 }
-
-/// The code and reason every stream ends with when the server shuts down.
-pub(crate) const SHUTDOWN: (&str, &str) = ("shutdown", "The server is shutting down.");

@@ -2,6 +2,7 @@
 
 use super::keepalive::DUE_SLACK;
 use super::*;
+use crate::stream::frame::DisconnectCode;
 use crate::stream::queue::Delivery;
 use tokio::time::Instant;
 
@@ -56,7 +57,7 @@ async fn keepalives_and_expiry_come_off_one_heap() {
     // The short token's next due time is its expiry, not a keep-alive.
     d.keep_alive(Instant::now() + Duration::from_secs(20));
     assert!(short.is_killed());
-    assert_eq!(short.kill_reason().0, "expired");
+    assert_eq!(short.kill_reason().0, DisconnectCode::Expired);
     assert!(!long.is_killed());
     assert_eq!(d.timers.len(), 1);
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::stream::frame::WarningCode;
 use crate::stream::frame::{parse, Control, Incoming};
 use std::io::Read;
 use std::sync::Arc;
@@ -26,7 +27,7 @@ fn gzip_and_zstd_bodies_decode_to_the_plain_one() {
     let outs = [
         Out::Event(f.clone(), "firehose"),
         Out::Keepalive(None),
-        Out::Control(Control::warning("resume_gap", "gap").encode()),
+        Out::Control(Control::warning(WarningCode::ResumeGap, "gap").encode()),
         Out::Event(f, "firehose"),
     ];
     let none = Coding::Identity;
@@ -77,7 +78,7 @@ fn zstd_sockets_send_events_as_binary_frames_and_answers_as_text() {
     assert_eq!(answer[0], 0x80 | op::TEXT);
     let mut warning = Vec::new();
     enc.push(
-        &Out::Control(Control::warning("resume_gap", "gap").encode()),
+        &Out::Control(Control::warning(WarningCode::ResumeGap, "gap").encode()),
         &mut warning,
     );
     assert_eq!(warning[0], 0x80 | op::BINARY);
@@ -143,7 +144,7 @@ fn an_event_is_deflated_once_for_every_connection() {
 fn a_batch_of_a_compressed_body_is_one_piece_that_decodes_to_the_plain_batch() {
     let f = frame();
     // Encoded once: a control carries the time it was made.
-    let warning = Control::warning("resume_gap", "gap").encode();
+    let warning = Control::warning(WarningCode::ResumeGap, "gap").encode();
     let outs = || {
         let mut outs: Vec<Out> = (0..50).map(|_| Out::Event(f.clone(), "firehose")).collect();
         // Things that are not events go in order between the gathered ones.

@@ -8,6 +8,7 @@ use crate::http::shared::extract::JsonId;
 use crate::http::stream::open::{still_reads, Ask, Kind};
 use crate::state::AppState;
 use crate::stream::frame::Control;
+use crate::stream::frame::DisconnectCode;
 use crate::stream::want::{group_stream, is_group_stream, is_list_stream, list_stream};
 
 /// A keyed stream's subscription name of an id, and its test of a name.
@@ -153,7 +154,7 @@ async fn refresh(
     if let Who::Reader(_, kind) = who {
         if let Some(scope) = kind.scope().filter(|s| !fresh.has_scope(s)) {
             feed.kill(
-                "forbidden",
+                DisconnectCode::Forbidden,
                 format!("The new token lacks the {scope:?} scope this stream needs."),
             );
             return None;

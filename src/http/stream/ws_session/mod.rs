@@ -15,6 +15,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::http::shared::extract::client_addr;
 use crate::metrics::{global as metrics, inc};
 use crate::state::AppState;
+use crate::stream::frame::DisconnectCode;
 use crate::stream::stream_limits::StreamGuard;
 use control::{handle_control, ws_error};
 use who::{QueryResume, Who};
@@ -340,7 +341,7 @@ where
         // A pong is due after each ping; two missed ones close the socket.
         let out = match out {
             Out::Keepalive(_) if pong_overdue(last_pong, keepalive) => {
-                feed.end("timeout", "No pong arrived in time.")
+                feed.end(DisconnectCode::Timeout, DisconnectCode::Timeout.sentence())
             }
             out => out,
         };
