@@ -24,11 +24,11 @@
 //! - [`stream_limits`]: the per-user concurrent-stream limit, leased in Redis.
 //! - [`translate`]: events in another API's framing (the Mastodon
 //!   listener's), made before routing so that the hub writes them too.
-//! - [`out`]: what a feed hands its encoder; [`coding`]: a plain body's
+//! - [`Out`]: what a feed hands its encoder ([`queue`]); [`coding`]: a plain body's
 //!   `Content-Encoding`; [`deflate`], [`zstd`], [`zstd_body`], [`ws_codec`]:
 //!   the codecs, each event compressed once for every socket.
 //!
-//! Layering: `wire` encodes what it is handed (a source of [`out::Out`]),
+//! Layering: `wire` encodes what it is handed (a source of [`Out`]),
 //! never a `Feed`; a feed names the hub's connection and the wire, not the
 //! other way round.
 
@@ -38,7 +38,6 @@ pub(crate) mod direct;
 pub(crate) mod feed;
 pub mod frame;
 pub mod hub;
-pub(crate) mod out;
 pub mod queue;
 pub(crate) mod replay_sight;
 pub(crate) mod rule_set;
@@ -53,4 +52,4 @@ pub(crate) mod zstd_body;
 pub use feed::Feed;
 pub use frame::{EventId, Frame};
 pub use hub::Hub;
-pub use out::Out;
+pub use queue::Out;

@@ -1,5 +1,6 @@
 //! A connection's bounded queue: the hub pushes (from any thread), the
-//! connection's task takes.
+//! connection's task takes ([`Delivery`]); and what the task hands its
+//! encoder ([`Out`]).
 //!
 //! A mutex around a ring buffer and the taker's waker rather than tokio's
 //! `mpsc`: a delivery costs one uncontended lock on each side and at most one
@@ -251,6 +252,23 @@ pub enum Delivery {
     /// The rest of an event or keep-alive the hub began writing into the
     /// socket itself (the connection's direct sink, [`stream::direct`](crate::stream::direct)): written before anything else.
     Rest(Vec<u8>),
+}
+
+/// What the transport writes next: what a feed hands its encoder, made
+/// from the [`Delivery`] it took.
+#[derive(Debug)]
+pub enum Out {
+    /// An event, for the named subscription.
+    Event(Arc<Frame>, &'static str),
+    /// A control event.
+    Control(Arc<ControlFrame>),
+    /// Time for a keep-alive (SSE comment, NDJSON blank line, WebSocket
+    /// ping), with the stream's position when it has one: every event it
+    /// matches up to that id was written before it.
+    Keepalive(Option<EventId>),
+    /// Bytes already encoded: the rest of a write the hub began
+    /// ([`Delivery::Rest`]).
+    Raw(Vec<u8>),
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ mod replay;
 mod replay_job;
 
 use crate::stream::frame::DisconnectCode;
-use crate::stream::out::Out;
+use crate::stream::queue::Out;
 use replay_job::{resume_gap, Lag, ReplayJob};
 
 use super::direct::Direct;

@@ -12,7 +12,7 @@ use crate::store::StoreResult;
 use crate::stream::frame::DisconnectCode;
 use crate::stream::frame::{self, EventId, Frame, Incoming};
 use crate::stream::hub::viewers::hide_mask;
-use crate::stream::out::Out;
+use crate::stream::queue::Out;
 use crate::stream::want::Want;
 use std::sync::Arc;
 

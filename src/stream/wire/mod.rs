@@ -12,7 +12,7 @@ mod send;
 use super::coding::Coding;
 use super::deflate::{Deflated, Gzip};
 use super::frame::{ControlFrame, EventId, Frame, DEFLATED_FORMS};
-use super::out::Out;
+use super::queue::Out;
 use super::ws_codec::{self, op};
 use super::zstd::Dictionaries;
 use super::zstd_body::ZstdBody;
