@@ -76,7 +76,7 @@ impl Conversations<'_> {
             .idempotency_key
             .map(|k| self.store.keys.idempotency(out.uid, &format!("m:{k}")));
         let first = match self.store.begin_op(&op, key.as_deref()).await? {
-            Begun::Started(owed) => return self.store.run_message(&owed.entry, &message).await,
+            Begun::Started(owed) => return message.run(self.store, &owed.entry).await,
             Begun::Duplicate(first) => first,
         };
         let Some(pending) = first.strip_prefix("pending|") else {
@@ -92,7 +92,7 @@ impl Conversations<'_> {
                 "idempotency key of a non-message".into(),
             ));
         };
-        self.store.run_message(&owed.entry, first).await
+        first.run(self.store, &owed.entry).await
     }
 
     /// Most conversations a user may be in.

@@ -8,7 +8,7 @@ use super::plumbing::error::{StoreError, StoreResult};
 use super::plumbing::handle::Store;
 
 impl Store {
-    /// Edits status `sid` by `uid` (see [`Store::run_edit`]). With an
+    /// Edits status `sid` by `uid` (see [`EditOp::run`](crate::store::chains::edit::EditOp::run)). With an
     /// idempotency key this author used for an edit of this status within
     /// [`IDEMPOTENCY_TTL`](crate::store::outbox::IDEMPOTENCY_TTL), edits
     /// nothing (finishing the first edit if it is still under way) and
@@ -57,6 +57,6 @@ impl Store {
         let Op::Edit(op) = &owed.op else {
             return Err(StoreError::Internal("not an edit".into()));
         };
-        self.run_edit(&owed.entry, op).await
+        op.run(self, &owed.entry).await
     }
 }

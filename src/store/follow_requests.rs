@@ -51,7 +51,7 @@ impl FollowRequests<'_> {
             at: now(),
         };
         let owed = self.store.start_op(Op::Request(op.clone())).await?;
-        self.store.run_request(&owed.entry, &op).await
+        op.run(self.store, &owed.entry).await
     }
 
     /// Whether `source` has asked to follow `target`.

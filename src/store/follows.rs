@@ -67,7 +67,7 @@ impl Follows<'_> {
             at: now,
         };
         let owed = self.store.start_op(Op::Follow(op.clone())).await?;
-        self.store.run_follow(&owed.entry, &op).await
+        op.run(self.store, &owed.entry).await
     }
 
     /// Makes `source` follow (or unfollow) each of `targets`, distinct ids

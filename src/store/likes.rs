@@ -48,7 +48,7 @@ impl Likes<'_> {
             at: now(),
         };
         let owed = self.store.start_op(Op::Like(op.clone())).await?;
-        self.store.run_like(&owed.entry, &op).await
+        op.run(self.store, &owed.entry).await
     }
 
     /// Whether `uid` likes each of `sids` (one command, in the user's slot).

@@ -305,7 +305,7 @@ impl Moderation<'_> {
             keep,
         };
         let owed = self.store.start_op(Op::Suspend(op.clone())).await?;
-        self.store.run_suspend(&owed.entry, &op).await
+        op.run(self.store, &owed.entry).await
     }
 
     /// Whether `uid` is suspended (from Redis).

@@ -54,7 +54,7 @@ impl Relations<'_> {
             at,
         };
         let owed = self.store.start_op(Op::Relate(op.clone())).await?;
-        self.store.run_relate(&owed.entry, &op).await
+        op.run(self.store, &owed.entry).await
     }
 
     /// The relation bits `viewer` holds about `other` ([`crate::hides`]).

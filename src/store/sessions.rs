@@ -331,7 +331,7 @@ impl Sessions<'_> {
         }
         let op = EndSessionsOp { sessions, cutoff };
         let owed = self.store.start_op(Op::EndSessions(op.clone())).await?;
-        self.store.run_end_sessions(&owed.entry, &op).await
+        op.run(self.store, &owed.entry).await
     }
 
     /// Ends sessions, each step idempotent (a chain that runs it may run

@@ -98,7 +98,7 @@ impl Statuses<'_> {
             Begun::Started(owed) => *owed,
             Begun::Duplicate(first) => return self.first_answer(first).await,
         };
-        match self.store.run_post(&owed.entry, &post).await? {
+        match post.run(self.store, &owed.entry).await? {
             PostEnd::Created => {
                 self.remember_posted(&post.fields);
                 Ok(Posted::Created)
@@ -159,7 +159,7 @@ impl Statuses<'_> {
             at: now,
         };
         let owed = self.store.start_op(Op::Delete(op.clone())).await?;
-        self.store.run_delete(&owed.entry, &op).await
+        op.run(self.store, &owed.entry).await
     }
 
     /// The repost of `sid` by `uid`, if there is one.

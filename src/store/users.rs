@@ -122,7 +122,7 @@ impl Users<'_> {
             at: signup,
         };
         let owed = self.store.start_op(Op::User(op.clone())).await?;
-        self.store.run_user(&owed.entry, &op).await?;
+        op.run(self.store, &owed.entry).await?;
         Ok(User {
             id: uid.to_string(),
             login: new.login.to_string(),
@@ -249,7 +249,7 @@ impl Users<'_> {
             new: new.to_string(),
         };
         let owed = self.store.start_op(Op::Rename(op.clone())).await?;
-        self.store.run_rename(&owed.entry, &op).await
+        op.run(self.store, &owed.entry).await
     }
 
     /// The user's `dm_policy` (`everyone` when never set).

@@ -4,7 +4,7 @@
 //! keys go. The whole is one outbox op whose steps all read what is left,
 //! so a process that dies half way leaves the rest to a worker, and a rerun
 //! repeats nothing. A feature that gives a user something to hold (a group
-//! membership, filter rules) adds its pass to [`Store::run_account_delete`].
+//! membership, filter rules) adds its pass to [`DeleteAccountOp::run`].
 
 use crate::model::HOME_CAP;
 use crate::store::groups::Change;
@@ -80,137 +80,6 @@ impl Store {
         self.sessions().close(&sessions, None).await?;
         let _: () = conn.del(self.keys.user_sessions(uid)).await?;
         Ok(())
-    }
-
-    /// The whole deletion: closed (again: idempotent), emptied, its keys
-    /// removed, the op retired.
-    pub(crate) async fn run_account_delete(
-        &self,
-        entry: &Entry,
-        op: &DeleteAccountOp,
-    ) -> StoreResult<()> {
-        let DeleteAccountOp { uid, at, .. } = *op;
-        self.close_account(entry, op).await?;
-        let private = {
-            let mut conn = self.conn();
-            let p: Option<String> = conn.hget(self.keys.user(uid), "private").await?;
-            p.as_deref() == Some("1")
-        };
-        // The statuses first, while the follows stand, so that each delete
-        // reaches every stream its author's delete would (followers' user
-        // streams too). Newest first, so that what timelines show goes
-        // first, a round at a time; then the round leaves the followers'
-        // homes, one ZREM per home, before the next. Only the newest
-        // HOME_CAP can be in a home (a home keeps its newest HOME_CAP).
-        let homed = self.homed_statuses(uid).await?;
-        let homed = &homed;
-        let profile = self.keys.profile(uid);
-        self.undo_rounds(entry, &profile, true, |round| async move {
-            let delete = |sid| self.delete_for_account(sid, uid, private, at);
-            self.undo_all(round.clone(), &delete).await?;
-            let shown: Vec<u64> = round.into_iter().filter(|s| homed.contains(s)).collect();
-            self.unhome_everywhere(uid, &shown).await
-        })
-        .await?;
-        // Then what they posted in groups (in no home).
-        let group_statuses = self.keys.user_group_statuses(uid);
-        self.undo_each(entry, &group_statuses, true, |sid| {
-            self.delete_for_account(sid, uid, private, at)
-        })
-        .await?;
-        // Then the follows: the deletes above went where the author's own
-        // would have.
-        self.undo_each(entry, &self.keys.followers(uid), false, |f| async move {
-            self.undo_follow(f, uid, at).await
-        })
-        .await?;
-        self.undo_each(entry, &self.keys.following(uid), false, |t| async move {
-            self.undo_follow(uid, t, at).await
-        })
-        .await?;
-        self.undo_each(entry, &self.keys.requests(uid), false, |s| async move {
-            self.follow_requests().withdraw(s, uid).await.map(|_| ())
-        })
-        .await?;
-        self.undo_each(entry, &self.keys.requested(uid), false, |t| async move {
-            self.follow_requests().withdraw(uid, t).await.map(|_| ())
-        })
-        .await?;
-        self.undo_each(
-            entry,
-            &self.keys.user_groups(uid),
-            false,
-            |gid| async move {
-                self.groups()
-                    .change(gid, uid, uid, Change::Purge, usize::MAX)
-                    .await
-                    .map(|_| ())
-            },
-        )
-        .await?;
-        self.undo_each(entry, &self.keys.likes(uid), true, |sid| async move {
-            let status = self.statuses().get(sid).await?;
-            let author: u64 = status.uid.parse().unwrap_or(0);
-            let author_private = self
-                .users()
-                .get(author)
-                .await
-                .map(|u| u.private)
-                .unwrap_or(false);
-            self.likes()
-                .set(uid, sid, author, author_private, false)
-                .await
-                .map(|_| ())
-        })
-        .await?;
-        self.undo_relations(uid, at).await?;
-        self.undo_each(entry, &self.keys.user_convs(uid), false, |cid| async move {
-            self.conversations().leave_as(cid, uid, true).await
-        })
-        .await?;
-        self.lists().drop_all(uid).await?;
-        // What is left is the user's own keys, all in their slot.
-        let k = &self.keys;
-        let mut conn = self.conn();
-        let _: () = redis::cmd("DEL")
-            .arg(k.user(uid))
-            .arg(k.secret(uid))
-            .arg(k.home(uid))
-            .arg(k.profile(uid))
-            .arg(k.mentions(uid))
-            .arg(k.likes(uid))
-            .arg(k.following(uid))
-            .arg(k.followers(uid))
-            .arg(k.follow_applied(uid))
-            .arg(k.follower_seq(uid))
-            .arg(k.deleted(uid))
-            .arg(k.requests(uid))
-            .arg(k.requested(uid))
-            .arg(k.hide(uid))
-            .arg(k.hidden_by(uid))
-            .arg(k.blocks(uid))
-            .arg(k.mutes(uid))
-            .arg(k.user_convs(uid))
-            .arg(k.user_groups(uid))
-            .arg(k.user_group_statuses(uid))
-            .arg(k.direct(uid))
-            .arg(k.stream_leases(uid))
-            .arg(k.user_sessions(uid))
-            .arg(k.live_sessions(uid))
-            .arg(k.undo_round(uid))
-            .arg(k.rules(uid))
-            .arg(k.rule_values(uid))
-            .arg(k.rule_order(uid))
-            .arg(k.bookmarks(uid))
-            .arg(k.lists(uid))
-            .arg(k.notifications(uid))
-            .arg(k.notification_data(uid))
-            .arg(k.notification_keys(uid))
-            .arg(k.notification_marker(uid))
-            .arg(k.markers(uid))
-            .query_async(&mut conn)
-            .await?;
-        self.finish_with(entry, Vec::new()).await
     }
 
     /// The statuses whose deletes must reach the followers' homes: the
@@ -297,5 +166,148 @@ impl Store {
             settled(r)?;
         }
         Ok(())
+    }
+}
+
+impl DeleteAccountOp {
+    /// The whole deletion: closed (again: idempotent), emptied, its keys
+    /// removed, the op retired.
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<()> {
+        let DeleteAccountOp { uid, at, .. } = *self;
+        store.close_account(entry, self).await?;
+        let private = {
+            let mut conn = store.conn();
+            let p: Option<String> = conn.hget(store.keys.user(uid), "private").await?;
+            p.as_deref() == Some("1")
+        };
+        // The statuses first, while the follows stand, so that each delete
+        // reaches every stream its author's delete would (followers' user
+        // streams too). Newest first, so that what timelines show goes
+        // first, a round at a time; then the round leaves the followers'
+        // homes, one ZREM per home, before the next. Only the newest
+        // HOME_CAP can be in a home (a home keeps its newest HOME_CAP).
+        let homed = store.homed_statuses(uid).await?;
+        let homed = &homed;
+        let profile = store.keys.profile(uid);
+        store
+            .undo_rounds(entry, &profile, true, |round| async move {
+                let delete = |sid| store.delete_for_account(sid, uid, private, at);
+                store.undo_all(round.clone(), &delete).await?;
+                let shown: Vec<u64> = round.into_iter().filter(|s| homed.contains(s)).collect();
+                store.unhome_everywhere(uid, &shown).await
+            })
+            .await?;
+        // Then what they posted in groups (in no home).
+        let group_statuses = store.keys.user_group_statuses(uid);
+        store
+            .undo_each(entry, &group_statuses, true, |sid| {
+                store.delete_for_account(sid, uid, private, at)
+            })
+            .await?;
+        // Then the follows: the deletes above went where the author's own
+        // would have.
+        store
+            .undo_each(entry, &store.keys.followers(uid), false, |f| async move {
+                store.undo_follow(f, uid, at).await
+            })
+            .await?;
+        store
+            .undo_each(entry, &store.keys.following(uid), false, |t| async move {
+                store.undo_follow(uid, t, at).await
+            })
+            .await?;
+        store
+            .undo_each(entry, &store.keys.requests(uid), false, |s| async move {
+                store.follow_requests().withdraw(s, uid).await.map(|_| ())
+            })
+            .await?;
+        store
+            .undo_each(entry, &store.keys.requested(uid), false, |t| async move {
+                store.follow_requests().withdraw(uid, t).await.map(|_| ())
+            })
+            .await?;
+        store
+            .undo_each(
+                entry,
+                &store.keys.user_groups(uid),
+                false,
+                |gid| async move {
+                    store
+                        .groups()
+                        .change(gid, uid, uid, Change::Purge, usize::MAX)
+                        .await
+                        .map(|_| ())
+                },
+            )
+            .await?;
+        store
+            .undo_each(entry, &store.keys.likes(uid), true, |sid| async move {
+                let status = store.statuses().get(sid).await?;
+                let author: u64 = status.uid.parse().unwrap_or(0);
+                let author_private = store
+                    .users()
+                    .get(author)
+                    .await
+                    .map(|u| u.private)
+                    .unwrap_or(false);
+                store
+                    .likes()
+                    .set(uid, sid, author, author_private, false)
+                    .await
+                    .map(|_| ())
+            })
+            .await?;
+        store.undo_relations(uid, at).await?;
+        store
+            .undo_each(
+                entry,
+                &store.keys.user_convs(uid),
+                false,
+                |cid| async move { store.conversations().leave_as(cid, uid, true).await },
+            )
+            .await?;
+        store.lists().drop_all(uid).await?;
+        // What is left is the user's own keys, all in their slot.
+        let k = &store.keys;
+        let mut conn = store.conn();
+        let _: () = redis::cmd("DEL")
+            .arg(k.user(uid))
+            .arg(k.secret(uid))
+            .arg(k.home(uid))
+            .arg(k.profile(uid))
+            .arg(k.mentions(uid))
+            .arg(k.likes(uid))
+            .arg(k.following(uid))
+            .arg(k.followers(uid))
+            .arg(k.follow_applied(uid))
+            .arg(k.follower_seq(uid))
+            .arg(k.deleted(uid))
+            .arg(k.requests(uid))
+            .arg(k.requested(uid))
+            .arg(k.hide(uid))
+            .arg(k.hidden_by(uid))
+            .arg(k.blocks(uid))
+            .arg(k.mutes(uid))
+            .arg(k.user_convs(uid))
+            .arg(k.user_groups(uid))
+            .arg(k.user_group_statuses(uid))
+            .arg(k.direct(uid))
+            .arg(k.stream_leases(uid))
+            .arg(k.user_sessions(uid))
+            .arg(k.live_sessions(uid))
+            .arg(k.undo_round(uid))
+            .arg(k.rules(uid))
+            .arg(k.rule_values(uid))
+            .arg(k.rule_order(uid))
+            .arg(k.bookmarks(uid))
+            .arg(k.lists(uid))
+            .arg(k.notifications(uid))
+            .arg(k.notification_data(uid))
+            .arg(k.notification_keys(uid))
+            .arg(k.notification_marker(uid))
+            .arg(k.markers(uid))
+            .query_async(&mut conn)
+            .await?;
+        store.finish_with(entry, Vec::new()).await
     }
 }

@@ -42,15 +42,7 @@ pub(crate) enum Homes {
 }
 
 impl Store {
-    /// A delete's steps: the mark (ownership checked), the likers' lists,
-    /// the author's timelines, the parent's replies, the indices, the
-    /// trending bucket, the repost mapping, the reposts of it, the
-    /// tombstone, the first followers' homes; then its event.
-    pub(crate) async fn run_delete(&self, entry: &Entry, op: &DeleteOp) -> StoreResult<()> {
-        self.run_delete_reaching(entry, op, Homes::Queued).await
-    }
-
-    /// [`Store::run_delete`], reaching the followers' `homes` as asked.
+    /// [`DeleteOp::run`], reaching the followers' `homes` as asked.
     pub(crate) async fn run_delete_reaching(
         &self,
         entry: &Entry,
@@ -237,5 +229,15 @@ impl Store {
             }
         }
         Ok(())
+    }
+}
+
+impl DeleteOp {
+    /// A delete's steps: the mark (ownership checked), the likers' lists,
+    /// the author's timelines, the parent's replies, the indices, the
+    /// trending bucket, the repost mapping, the reposts of it, the
+    /// tombstone, the first followers' homes; then its event.
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<()> {
+        store.run_delete_reaching(entry, self, Homes::Queued).await
     }
 }

@@ -82,154 +82,6 @@ pub(crate) fn trend_member(sid: u64, edits: u64) -> String {
 }
 
 impl Store {
-    /// Runs an edit's steps.
-    pub(crate) async fn run_edit(&self, entry: &Entry, op: &EditOp) -> StoreResult<Edited> {
-        let EditOp {
-            sid,
-            uid,
-            message,
-            hashtags,
-            mentions,
-            mentioned,
-            private,
-            at,
-            idempotency_key,
-        } = op;
-        let (sid, uid, at) = (*sid, *uid, *at);
-        let version = serde_json::json!({
-            "message": message, "hashtags": hashtags, "mentions": mentions, "at": at,
-        })
-        .to_string();
-        let mut conn = self.conn();
-        let reply: Vec<String> = self
-            .scripts
-            .status_edit
-            .key(self.keys.status(sid))
-            .key(self.keys.status_versions(sid))
-            .arg(uid)
-            .arg(entry.n)
-            .arg(message)
-            .arg(serde_json::to_string(hashtags).unwrap_or_default())
-            .arg(serde_json::to_string(mentions).unwrap_or_default())
-            .arg(serde_json::to_string(mentioned).unwrap_or_default())
-            .arg(at)
-            .arg(EDIT_WINDOW)
-            .arg(MAX_EDITS)
-            .arg(version)
-            .invoke_async(&mut conn)
-            .await?;
-        let refused = match reply.first().map(String::as_str) {
-            Some("ok" | "again") => None,
-            Some("forbidden") => Some(EditRefused::NotAuthor),
-            Some("repost") => Some(EditRefused::Repost),
-            Some("window") => Some(EditRefused::Window),
-            Some("limit") => Some(EditRefused::Limit),
-            _ => Some(EditRefused::Missing),
-        };
-        if let Some(why) = refused {
-            self.finish_op(entry, Finish::default()).await?;
-            return Ok(Edited::Refused(why));
-        }
-        self.caches.status.forget(sid);
-        let previous = reply.get(1).cloned().unwrap_or_default();
-        let old_tags: Vec<String> = reply
-            .get(2)
-            .and_then(|t| serde_json::from_str(t).ok())
-            .unwrap_or_default();
-        let old_mentioned: Vec<u64> = reply
-            .get(3)
-            .and_then(|t| serde_json::from_str(t).ok())
-            .unwrap_or_default();
-        let edits: u64 = reply.get(4).and_then(|n| n.parse().ok()).unwrap_or(1);
-        let h: HashMap<String, String> = conn.hgetall(self.keys.status(sid)).await?;
-        let Some(status) = Status::from_hash(&h).filter(|_| !h.contains_key("deleted")) else {
-            // Deleted meanwhile: the delete took it out of every index.
-            self.finish_op(entry, Finish::default()).await?;
-            return Ok(Edited::Refused(EditRefused::Missing));
-        };
-        self.edit_indices(
-            sid,
-            &status,
-            (&old_tags, &old_mentioned),
-            (&status.hashtags, mentioned),
-        )
-        .await?;
-        // Judged now: a reply to an account made private since is for
-        // that account's followers, as if posted after.
-        let audience = self.statuses().audience_now(&status).await?;
-        let public = !*private && audience.is_none() && !status.group_private;
-        let (old_unique, new_unique) = (unique_tags(&old_tags), unique_tags(hashtags));
-        // Counted out under the version's member, in under the new one's.
-        self.count_trend(
-            &trend_member(sid, edits - 1),
-            status.posted,
-            &old_unique,
-            Count::Out,
-        )
-        .await?;
-        if public && !new_unique.is_empty() {
-            self.count_trend(
-                &trend_member(sid, edits),
-                status.posted,
-                &new_unique,
-                Count::In,
-            )
-            .await?;
-        }
-        self.caches.status.forget(sid);
-        // A delete that marked the status meanwhile took out what it saw;
-        // what this edit put in after that goes too, and no update is sent.
-        let gone: (bool, bool) = redis::pipe()
-            .hexists(self.keys.status(sid), "uid")
-            .hexists(self.keys.status(sid), "deleted")
-            .query_async(&mut conn)
-            .await?;
-        if !gone.0 || gone.1 {
-            self.edit_indices(sid, &status, (&status.hashtags, mentioned), (&[], &[]))
-                .await?;
-            self.count_trend(
-                &trend_member(sid, edits),
-                status.posted,
-                &new_unique,
-                Count::Out,
-            )
-            .await?;
-            self.finish_op(entry, Finish::default()).await?;
-            return Ok(Edited::Refused(EditRefused::Missing));
-        }
-        // Private as its status event is: to public streams a reply to a
-        // private account is as private as that account's own statuses.
-        let mut events = vec![body(&Event::Update {
-            at,
-            status: status.clone(),
-            private: !public,
-            audience: audience.map(IdString),
-            previous,
-        })];
-        // Those the edit mentions first are told, as a post tells them.
-        for &target in mentioned.iter().filter(|m| !old_mentioned.contains(m)) {
-            events.push(body(&Event::Mention {
-                at,
-                status: status.clone(),
-                target,
-                private: !public,
-            }));
-        }
-        let answer = idempotency_key
-            .as_deref()
-            .map(|k| (self.keys.idempotency(uid, k), "edited".to_string()));
-        self.finish_op(
-            entry,
-            Finish {
-                events,
-                answer,
-                ..Finish::default()
-            },
-        )
-        .await?;
-        Ok(Edited::Done(Box::new(status)))
-    }
-
     /// The hashtag timelines and mentions the old text was in, left, and
     /// those of the new one, entered.
     async fn edit_indices(
@@ -284,5 +136,161 @@ impl Store {
             .iter()
             .filter_map(|v| serde_json::from_str(v).ok())
             .collect())
+    }
+}
+
+impl EditOp {
+    /// Runs an edit's steps.
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<Edited> {
+        let EditOp {
+            sid,
+            uid,
+            message,
+            hashtags,
+            mentions,
+            mentioned,
+            private,
+            at,
+            idempotency_key,
+        } = self;
+        let (sid, uid, at) = (*sid, *uid, *at);
+        let version = serde_json::json!({
+            "message": message, "hashtags": hashtags, "mentions": mentions, "at": at,
+        })
+        .to_string();
+        let mut conn = store.conn();
+        let reply: Vec<String> = store
+            .scripts
+            .status_edit
+            .key(store.keys.status(sid))
+            .key(store.keys.status_versions(sid))
+            .arg(uid)
+            .arg(entry.n)
+            .arg(message)
+            .arg(serde_json::to_string(hashtags).unwrap_or_default())
+            .arg(serde_json::to_string(mentions).unwrap_or_default())
+            .arg(serde_json::to_string(mentioned).unwrap_or_default())
+            .arg(at)
+            .arg(EDIT_WINDOW)
+            .arg(MAX_EDITS)
+            .arg(version)
+            .invoke_async(&mut conn)
+            .await?;
+        let refused = match reply.first().map(String::as_str) {
+            Some("ok" | "again") => None,
+            Some("forbidden") => Some(EditRefused::NotAuthor),
+            Some("repost") => Some(EditRefused::Repost),
+            Some("window") => Some(EditRefused::Window),
+            Some("limit") => Some(EditRefused::Limit),
+            _ => Some(EditRefused::Missing),
+        };
+        if let Some(why) = refused {
+            store.finish_op(entry, Finish::default()).await?;
+            return Ok(Edited::Refused(why));
+        }
+        store.caches.status.forget(sid);
+        let previous = reply.get(1).cloned().unwrap_or_default();
+        let old_tags: Vec<String> = reply
+            .get(2)
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default();
+        let old_mentioned: Vec<u64> = reply
+            .get(3)
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_default();
+        let edits: u64 = reply.get(4).and_then(|n| n.parse().ok()).unwrap_or(1);
+        let h: HashMap<String, String> = conn.hgetall(store.keys.status(sid)).await?;
+        let Some(status) = Status::from_hash(&h).filter(|_| !h.contains_key("deleted")) else {
+            // Deleted meanwhile: the delete took it out of every index.
+            store.finish_op(entry, Finish::default()).await?;
+            return Ok(Edited::Refused(EditRefused::Missing));
+        };
+        store
+            .edit_indices(
+                sid,
+                &status,
+                (&old_tags, &old_mentioned),
+                (&status.hashtags, mentioned),
+            )
+            .await?;
+        // Judged now: a reply to an account made private since is for
+        // that account's followers, as if posted after.
+        let audience = store.statuses().audience_now(&status).await?;
+        let public = !*private && audience.is_none() && !status.group_private;
+        let (old_unique, new_unique) = (unique_tags(&old_tags), unique_tags(hashtags));
+        // Counted out under the version's member, in under the new one's.
+        store
+            .count_trend(
+                &trend_member(sid, edits - 1),
+                status.posted,
+                &old_unique,
+                Count::Out,
+            )
+            .await?;
+        if public && !new_unique.is_empty() {
+            store
+                .count_trend(
+                    &trend_member(sid, edits),
+                    status.posted,
+                    &new_unique,
+                    Count::In,
+                )
+                .await?;
+        }
+        store.caches.status.forget(sid);
+        // A delete that marked the status meanwhile took out what it saw;
+        // what this edit put in after that goes too, and no update is sent.
+        let gone: (bool, bool) = redis::pipe()
+            .hexists(store.keys.status(sid), "uid")
+            .hexists(store.keys.status(sid), "deleted")
+            .query_async(&mut conn)
+            .await?;
+        if !gone.0 || gone.1 {
+            store
+                .edit_indices(sid, &status, (&status.hashtags, mentioned), (&[], &[]))
+                .await?;
+            store
+                .count_trend(
+                    &trend_member(sid, edits),
+                    status.posted,
+                    &new_unique,
+                    Count::Out,
+                )
+                .await?;
+            store.finish_op(entry, Finish::default()).await?;
+            return Ok(Edited::Refused(EditRefused::Missing));
+        }
+        // Private as its status event is: to public streams a reply to a
+        // private account is as private as that account's own statuses.
+        let mut events = vec![body(&Event::Update {
+            at,
+            status: status.clone(),
+            private: !public,
+            audience: audience.map(IdString),
+            previous,
+        })];
+        // Those the edit mentions first are told, as a post tells them.
+        for &target in mentioned.iter().filter(|m| !old_mentioned.contains(m)) {
+            events.push(body(&Event::Mention {
+                at,
+                status: status.clone(),
+                target,
+                private: !public,
+            }));
+        }
+        let answer = idempotency_key
+            .as_deref()
+            .map(|k| (store.keys.idempotency(uid, k), "edited".to_string()));
+        store
+            .finish_op(
+                entry,
+                Finish {
+                    events,
+                    answer,
+                    ..Finish::default()
+                },
+            )
+            .await?;
+        Ok(Edited::Done(Box::new(status)))
     }
 }

@@ -17,16 +17,12 @@ pub struct EndSessionsOp {
     pub cutoff: Option<f64>,
 }
 
-impl Store {
+impl EndSessionsOp {
     /// Ends the op's sessions, then retires its entry. Returns how many
     /// ended (again, on a rerun).
-    pub(crate) async fn run_end_sessions(
-        &self,
-        entry: &Entry,
-        op: &EndSessionsOp,
-    ) -> StoreResult<usize> {
-        let n = self.sessions().close(&op.sessions, op.cutoff).await?;
-        self.finish_with(entry, Vec::new()).await?;
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<usize> {
+        let n = store.sessions().close(&self.sessions, self.cutoff).await?;
+        store.finish_with(entry, Vec::new()).await?;
         Ok(n)
     }
 }

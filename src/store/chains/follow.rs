@@ -33,54 +33,6 @@ pub struct FollowOp {
 }
 
 impl Store {
-    /// A follow change's steps: the follower's `following` (the authority),
-    /// the followee's `followers`, the follower's home; then its event when
-    /// it changed anything. Returns whether it did.
-    pub(crate) async fn run_follow(&self, entry: &Entry, op: &FollowOp) -> StoreResult<bool> {
-        let FollowOp {
-            source,
-            target,
-            follow,
-            at,
-        } = *op;
-        let mut conn = self.conn();
-        let (changed, applied, _count): (i64, i64, i64) = self
-            .scripts
-            .follow_source
-            .key(self.keys.following(source))
-            .key(self.keys.user(source))
-            .key(self.keys.follow_applied(source))
-            .key(self.keys.hide(source))
-            .arg(target)
-            .arg(if follow { "1" } else { "0" })
-            .arg(at)
-            .arg(entry.n)
-            .invoke_async(&mut conn)
-            .await?;
-        if applied == -1 {
-            self.finish_with(entry, Vec::new()).await?;
-            return Err(StoreError::follow_blocked());
-        }
-        if applied == 1 {
-            self.follow_steps(source, target, follow, entry.n as i64, at)
-                .await?;
-        }
-        let events = if changed == 1 {
-            let event = if follow {
-                Event::Follow { at, source, target }
-            } else {
-                Event::Unfollow { at, source, target }
-            };
-            vec![body(&event)]
-        } else {
-            Vec::new()
-        };
-        self.finish_with(entry, events).await?;
-        Ok(changed == 1)
-    }
-}
-
-impl Store {
     /// [`Follows::set_many`](crate::store::follows::Follows::set_many) on one Redis for one chunk: `follow_whole.lua`,
     /// every step of every change in one atomic script (one round trip, no
     /// outbox entry). Works the first targets of the chunk, at least one,
@@ -154,5 +106,54 @@ impl Store {
                 changed => Ok(changed == 1),
             })
             .collect())
+    }
+}
+
+impl FollowOp {
+    /// A follow change's steps: the follower's `following` (the authority),
+    /// the followee's `followers`, the follower's home; then its event when
+    /// it changed anything. Returns whether it did.
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<bool> {
+        let FollowOp {
+            source,
+            target,
+            follow,
+            at,
+        } = *self;
+        let mut conn = store.conn();
+        let (changed, applied, _count): (i64, i64, i64) = store
+            .scripts
+            .follow_source
+            .key(store.keys.following(source))
+            .key(store.keys.user(source))
+            .key(store.keys.follow_applied(source))
+            .key(store.keys.hide(source))
+            .arg(target)
+            .arg(if follow { "1" } else { "0" })
+            .arg(at)
+            .arg(entry.n)
+            .invoke_async(&mut conn)
+            .await?;
+        if applied == -1 {
+            store.finish_with(entry, Vec::new()).await?;
+            return Err(StoreError::follow_blocked());
+        }
+        if applied == 1 {
+            store
+                .follow_steps(source, target, follow, entry.n as i64, at)
+                .await?;
+        }
+        let events = if changed == 1 {
+            let event = if follow {
+                Event::Follow { at, source, target }
+            } else {
+                Event::Unfollow { at, source, target }
+            };
+            vec![body(&event)]
+        } else {
+            Vec::new()
+        };
+        store.finish_with(entry, events).await?;
+        Ok(changed == 1)
     }
 }

@@ -31,73 +31,6 @@ pub struct LikeOp {
 }
 
 impl Store {
-    /// A like change's steps: the status's likers (the authority), the
-    /// user's list of likes made to agree with it; then the like event.
-    /// Returns whether it changed and the likes now.
-    pub(crate) async fn run_like(&self, entry: &Entry, op: &LikeOp) -> StoreResult<(bool, u64)> {
-        let LikeOp {
-            uid,
-            sid,
-            author,
-            private,
-            like,
-            at,
-        } = *op;
-        let mut conn = self.conn();
-        let reply: redis::Value = self
-            .scripts
-            .like
-            .key(self.keys.status(sid))
-            .key(self.keys.likers(sid))
-            .key(self.keys.like_seq(sid))
-            .arg(uid)
-            .arg(entry.n)
-            .arg(at)
-            .arg(if like { "1" } else { "0" })
-            .invoke_async(&mut conn)
-            .await?;
-        self.caches.counts.forget(sid);
-        let Ok((changed, likes)) = redis::from_redis_value::<(i64, u64)>(reply) else {
-            self.finish_op(entry, Finish::default()).await?;
-            return Err(StoreError::NotFound("status"));
-        };
-        // The user's list follows the likers set: written, then checked
-        // again, so a like and an unlike racing leave it as the set says.
-        for _ in 0..2 {
-            let since: Option<f64> = conn.zscore(self.keys.likers(sid), uid).await?;
-            let _: () = match since {
-                Some(t) => conn.zadd(self.keys.likes(uid), sid, t).await?,
-                None => conn.zrem(self.keys.likes(uid), sid).await?,
-            };
-            let again: Option<f64> = conn.zscore(self.keys.likers(sid), uid).await?;
-            if again.is_some() == since.is_some() {
-                break;
-            }
-        }
-        let mut events = Vec::new();
-        if changed == 1 && like {
-            events.push(body(&Event::Like {
-                at,
-                status_id: sid,
-                source: uid,
-                target: author,
-                private,
-            }));
-        } else if changed == 1 {
-            // For the notifier, which takes the like's notification away.
-            events.push(body(&Event::Unlike {
-                at,
-                status_id: sid,
-                source: uid,
-                target: author,
-            }));
-        }
-        self.finish_with(entry, events).await?;
-        Ok((changed == 1, likes))
-    }
-}
-
-impl Store {
     /// [`Likes::set`](crate::store::likes::Likes::set) on one Redis: `like_whole.lua`, every step in one
     /// atomic script (one round trip, no outbox entry).
     pub(crate) async fn like_whole(
@@ -148,6 +81,73 @@ impl Store {
         self.caches.counts.forget(sid);
         let (changed, likes) = redis::from_redis_value::<(i64, u64)>(reply)
             .map_err(|_| StoreError::NotFound("status"))?;
+        Ok((changed == 1, likes))
+    }
+}
+
+impl LikeOp {
+    /// A like change's steps: the status's likers (the authority), the
+    /// user's list of likes made to agree with it; then the like event.
+    /// Returns whether it changed and the likes now.
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<(bool, u64)> {
+        let LikeOp {
+            uid,
+            sid,
+            author,
+            private,
+            like,
+            at,
+        } = *self;
+        let mut conn = store.conn();
+        let reply: redis::Value = store
+            .scripts
+            .like
+            .key(store.keys.status(sid))
+            .key(store.keys.likers(sid))
+            .key(store.keys.like_seq(sid))
+            .arg(uid)
+            .arg(entry.n)
+            .arg(at)
+            .arg(if like { "1" } else { "0" })
+            .invoke_async(&mut conn)
+            .await?;
+        store.caches.counts.forget(sid);
+        let Ok((changed, likes)) = redis::from_redis_value::<(i64, u64)>(reply) else {
+            store.finish_op(entry, Finish::default()).await?;
+            return Err(StoreError::NotFound("status"));
+        };
+        // The user's list follows the likers set: written, then checked
+        // again, so a like and an unlike racing leave it as the set says.
+        for _ in 0..2 {
+            let since: Option<f64> = conn.zscore(store.keys.likers(sid), uid).await?;
+            let _: () = match since {
+                Some(t) => conn.zadd(store.keys.likes(uid), sid, t).await?,
+                None => conn.zrem(store.keys.likes(uid), sid).await?,
+            };
+            let again: Option<f64> = conn.zscore(store.keys.likers(sid), uid).await?;
+            if again.is_some() == since.is_some() {
+                break;
+            }
+        }
+        let mut events = Vec::new();
+        if changed == 1 && like {
+            events.push(body(&Event::Like {
+                at,
+                status_id: sid,
+                source: uid,
+                target: author,
+                private,
+            }));
+        } else if changed == 1 {
+            // For the notifier, which takes the like's notification away.
+            events.push(body(&Event::Unlike {
+                at,
+                status_id: sid,
+                source: uid,
+                target: author,
+            }));
+        }
+        store.finish_with(entry, events).await?;
         Ok((changed == 1, likes))
     }
 }

@@ -44,9 +44,9 @@ pub struct Sent {
     pub message_id: u64,
 }
 
-impl Store {
+impl MessageOp {
     /// A message's steps; returns where it went.
-    pub(crate) async fn run_message(&self, entry: &Entry, op: &MessageOp) -> StoreResult<Sent> {
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<Sent> {
         let MessageOp {
             cid,
             mid,
@@ -56,8 +56,8 @@ impl Store {
             at,
             ref start,
             ref idempotency_key,
-        } = *op;
-        let mut conn = self.conn();
+        } = *self;
+        let mut conn = store.conn();
         // A direct pair has one conversation: the first claim wins, and a
         // message proposing another goes into the winner's.
         let cid = match start {
@@ -66,10 +66,10 @@ impl Store {
                     [a, b] => (*a.min(b), *a.max(b)),
                     _ => return Err(StoreError::Internal("a direct pair of two".into())),
                 };
-                let won: u64 = self
+                let won: u64 = store
                     .scripts
                     .direct_claim
-                    .key(self.keys.direct(lo))
+                    .key(store.keys.direct(lo))
                     .arg(hi)
                     .arg(cid)
                     .invoke_async(&mut conn)
@@ -88,17 +88,17 @@ impl Store {
         };
         let json =
             serde_json::to_string(&message).map_err(|e| StoreError::Internal(e.to_string()))?;
-        let mut inv = self.scripts.conv_send.prepare_invoke();
-        inv.key(self.keys.conv(cid))
-            .key(self.keys.conv_members(cid))
-            .key(self.keys.conv_messages(cid))
-            .key(self.keys.conv_bodies(cid))
-            .key(self.keys.conv_unread(cid))
+        let mut inv = store.scripts.conv_send.prepare_invoke();
+        inv.key(store.keys.conv(cid))
+            .key(store.keys.conv_members(cid))
+            .key(store.keys.conv_messages(cid))
+            .key(store.keys.conv_bodies(cid))
+            .key(store.keys.conv_unread(cid))
             .arg(mid)
             .arg(uid)
             .arg(&json)
             .arg(at)
-            .arg(self.limits.max_conversation_messages);
+            .arg(store.limits.max_conversation_messages);
         match start {
             Some(new) => {
                 inv.arg("1")
@@ -117,17 +117,17 @@ impl Store {
         let members: Vec<u64> = match reply.first().map(String::as_str) {
             Some("ok" | "again") => reply[1..].iter().filter_map(|m| m.parse().ok()).collect(),
             Some("full") => {
-                self.finish_with(entry, Vec::new()).await?;
+                store.finish_with(entry, Vec::new()).await?;
                 return Err(StoreError::Limit(
                     "conversation_full",
                     format!(
                         "This conversation holds its most messages ({}); start another.",
-                        self.limits.max_conversation_messages
+                        store.limits.max_conversation_messages
                     ),
                 ));
             }
             _ => {
-                self.finish_with(entry, Vec::new()).await?;
+                store.finish_with(entry, Vec::new()).await?;
                 return Err(StoreError::NotFound("conversation"));
             }
         };
@@ -136,7 +136,7 @@ impl Store {
         let mut pipe = redis::pipe();
         for m in &members {
             pipe.cmd("ZADD")
-                .arg(self.keys.user_convs(*m))
+                .arg(store.keys.user_convs(*m))
                 .arg("LT")
                 .arg(-at)
                 .arg(cid)
@@ -149,7 +149,7 @@ impl Store {
         };
         let answer = match idempotency_key {
             Some(key) => Some((
-                self.keys.idempotency(uid, &format!("m:{key}")),
+                store.keys.idempotency(uid, &format!("m:{key}")),
                 serde_json::to_string(&sent).map_err(|e| StoreError::Internal(e.to_string()))?,
             )),
             None => None,
@@ -159,15 +159,16 @@ impl Store {
             message,
             participants: members.into_iter().map(IdString).collect(),
         };
-        self.finish_op(
-            entry,
-            Finish {
-                events: vec![body(&event)],
-                tasks: Vec::new(),
-                answer,
-            },
-        )
-        .await?;
+        store
+            .finish_op(
+                entry,
+                Finish {
+                    events: vec![body(&event)],
+                    tasks: Vec::new(),
+                    answer,
+                },
+            )
+            .await?;
         Ok(sent)
     }
 }

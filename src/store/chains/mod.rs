@@ -4,9 +4,11 @@
 //! payload. The outbox (`outbox`) records a write before its first step
 //! and retires it, with its events, after the last; every step here is
 //! idempotent, so a worker may run a chain again from the start. A chain
-//! takes its entry (`outbox::entry`) and its payload, and names neither
-//! the `Op` enum nor another chain's payload; the entity modules start
-//! writes (build the op, record it, run its chain).
+//! is its payload's `run(store, entry)` (`PostOp::run`, as mini-redis's
+//! commands `apply`), takes its entry (`outbox::entry`) and names neither
+//! the `Op` enum nor another chain's payload; `Op::run` dispatches to it
+//! for a worker, and the entity modules start writes (build the op,
+//! record it, run its chain).
 
 pub mod account;
 pub mod delete;

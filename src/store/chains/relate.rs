@@ -41,101 +41,6 @@ struct Side {
 }
 
 impl Store {
-    /// A block or mute change's steps; returns whether the relation holds
-    /// when it is done.
-    pub(crate) async fn run_relate(&self, entry: &Entry, op: &RelateOp) -> StoreResult<bool> {
-        let RelateOp {
-            source,
-            target,
-            kind,
-            on,
-            at,
-        } = *op;
-        let block = kind == Relation::Block;
-        let (list, cap) = match kind {
-            Relation::Block => (self.keys.blocks(source), self.limits.max_blocks),
-            Relation::Mute => (self.keys.mutes(source), self.limits.max_mutes),
-        };
-        let src = self
-            .relate_side(
-                source,
-                target,
-                kind.bit(),
-                on,
-                entry.n,
-                Some((&list, -at, cap)),
-                block,
-            )
-            .await?;
-        match src.outcome {
-            1 => {}
-            -2 => {
-                self.finish_with(entry, Vec::new()).await?;
-                return Err(StoreError::NotFound("user"));
-            }
-            -1 => {
-                self.finish_with(entry, Vec::new()).await?;
-                let (code, what) = match kind {
-                    Relation::Block => ("block_limit", "block"),
-                    Relation::Mute => ("mute_limit", "mute"),
-                };
-                return Err(StoreError::Limit(
-                    code,
-                    format!("You may {what} at most {cap} users; lift one first."),
-                ));
-            }
-            _ => {
-                // A later change of this relation won: it says what holds.
-                self.finish_with(entry, Vec::new()).await?;
-                return Ok(src.bits & kind.bit() != 0);
-            }
-        }
-        let mut changes = vec![Change {
-            uid: source,
-            other: target,
-            bits: src.bits,
-            seq: src.seq,
-        }];
-        // Follows ended, source -> target and target -> source.
-        let (mut s_to_t, mut t_to_s) = (src.cut_following, src.cut_follower);
-        if block {
-            let tgt = self
-                .relate_side(target, source, hides::BLOCKED_BY, on, entry.n, None, true)
-                .await?;
-            if tgt.outcome == 1 {
-                changes.push(Change {
-                    uid: target,
-                    other: source,
-                    bits: tgt.bits,
-                    seq: tgt.seq,
-                });
-                t_to_s |= tgt.cut_following;
-                s_to_t |= tgt.cut_follower;
-            }
-        }
-        if on {
-            self.hide_in_home(source, target).await?;
-            if block {
-                self.hide_in_home(target, source).await?;
-            }
-        } else if !block {
-            self.unhide_in_home(source, target).await?;
-        }
-        let mut events = vec![body(&Event::Relation { at, changes })];
-        if s_to_t {
-            events.push(body(&Event::Unfollow { at, source, target }));
-        }
-        if t_to_s {
-            events.push(body(&Event::Unfollow {
-                at,
-                source: target,
-                target: source,
-            }));
-        }
-        self.finish_with(entry, events).await?;
-        Ok(src.bits & kind.bit() != 0)
-    }
-
     /// One side of a relation change (`relate.lua` on `uid`'s keys), with
     /// the list the source keeps (key, score, cap) on the source's side.
     #[allow(clippy::too_many_arguments)]
@@ -260,5 +165,102 @@ impl Store {
             self.settle_backfill(viewer, &ids, &hidden).await?;
         }
         Ok(())
+    }
+}
+
+impl RelateOp {
+    /// A block or mute change's steps; returns whether the relation holds
+    /// when it is done.
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<bool> {
+        let RelateOp {
+            source,
+            target,
+            kind,
+            on,
+            at,
+        } = *self;
+        let block = kind == Relation::Block;
+        let (list, cap) = match kind {
+            Relation::Block => (store.keys.blocks(source), store.limits.max_blocks),
+            Relation::Mute => (store.keys.mutes(source), store.limits.max_mutes),
+        };
+        let src = store
+            .relate_side(
+                source,
+                target,
+                kind.bit(),
+                on,
+                entry.n,
+                Some((&list, -at, cap)),
+                block,
+            )
+            .await?;
+        match src.outcome {
+            1 => {}
+            -2 => {
+                store.finish_with(entry, Vec::new()).await?;
+                return Err(StoreError::NotFound("user"));
+            }
+            -1 => {
+                store.finish_with(entry, Vec::new()).await?;
+                let (code, what) = match kind {
+                    Relation::Block => ("block_limit", "block"),
+                    Relation::Mute => ("mute_limit", "mute"),
+                };
+                return Err(StoreError::Limit(
+                    code,
+                    format!("You may {what} at most {cap} users; lift one first."),
+                ));
+            }
+            _ => {
+                // A later change of this relation won: it says what holds.
+                store.finish_with(entry, Vec::new()).await?;
+                return Ok(src.bits & kind.bit() != 0);
+            }
+        }
+        let mut changes = vec![Change {
+            uid: source,
+            other: target,
+            bits: src.bits,
+            seq: src.seq,
+        }];
+        // Follows ended, source -> target and target -> source.
+        let (mut s_to_t, mut t_to_s) = (src.cut_following, src.cut_follower);
+        if block {
+            let tgt = store
+                .relate_side(target, source, hides::BLOCKED_BY, on, entry.n, None, true)
+                .await?;
+            if tgt.outcome == 1 {
+                changes.push(Change {
+                    uid: target,
+                    other: source,
+                    bits: tgt.bits,
+                    seq: tgt.seq,
+                });
+                t_to_s |= tgt.cut_following;
+                s_to_t |= tgt.cut_follower;
+            }
+        }
+        if on {
+            store.hide_in_home(source, target).await?;
+            if block {
+                store.hide_in_home(target, source).await?;
+            }
+        } else if !block {
+            store.unhide_in_home(source, target).await?;
+        }
+        let mut events = vec![body(&Event::Relation { at, changes })];
+        if s_to_t {
+            events.push(body(&Event::Unfollow { at, source, target }));
+        }
+        if t_to_s {
+            events.push(body(&Event::Unfollow {
+                at,
+                source: target,
+                target: source,
+            }));
+        }
+        store.finish_with(entry, events).await?;
+        Ok(src.bits & kind.bit() != 0)
     }
 }

@@ -36,58 +36,6 @@ const RELABEL_PAGE: isize = 500;
 const RELABEL_EVENT: usize = 500;
 
 impl Store {
-    /// Runs a rename's steps; `Conflict` when the new value is taken.
-    pub(crate) async fn run_rename(&self, entry: &Entry, op: &RenameOp) -> StoreResult<()> {
-        let RenameOp {
-            uid,
-            field,
-            old,
-            new,
-        } = op;
-        let mut conn = self.conn();
-        // The new value is taken before the old is freed, so the user
-        // always holds one of them (a rerun finds the new one theirs).
-        let claimed = self.users().claim_name(new, *uid).await?;
-        if claimed && old.to_lowercase() != new.to_lowercase() {
-            self.users().release_name(old, *uid, None).await?;
-        }
-        if !claimed {
-            self.finish_with(entry, Vec::new()).await?;
-            let (code, what) = if field == "login" {
-                ("login_taken", "That login")
-            } else {
-                ("email_taken", "That email")
-            };
-            return Err(StoreError::Conflict(
-                code,
-                format!("{what} is taken (logins and emails are unique ignoring case)."),
-            ));
-        }
-        let _: () = if field == "login" {
-            conn.hset(self.keys.user(*uid), "login", new).await?
-        } else {
-            conn.hset(self.keys.secret(*uid), "email", new).await?
-        };
-        // Requests of this process carry the new login at once (others
-        // within the session cache's second).
-        self.caches.sessions.forget_user(*uid);
-        let mut events = Vec::new();
-        if field == "login" {
-            // Every status the user wrote shows the new login from now on;
-            // the hubs of every process drop the old copies from their caches.
-            for ids in self
-                .relabel_statuses(*uid, new)
-                .await?
-                .chunks(RELABEL_EVENT)
-            {
-                events.push(body(&Event::StatusesChanged {
-                    ids: ids.iter().copied().map(IdString).collect(),
-                }));
-            }
-        }
-        self.finish_with(entry, events).await
-    }
-
     /// Writes `login` into every status of `uid`'s (a page of the profile
     /// at a time) and forgets them in this process's cache; returns their ids.
     async fn relabel_statuses(&self, uid: u64, login: &str) -> StoreResult<Vec<u64>> {
@@ -126,5 +74,59 @@ impl Store {
             all.extend(page);
         }
         Ok(all)
+    }
+}
+
+impl RenameOp {
+    /// Runs a rename's steps; `Conflict` when the new value is taken.
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<()> {
+        let RenameOp {
+            uid,
+            field,
+            old,
+            new,
+        } = self;
+        let mut conn = store.conn();
+        // The new value is taken before the old is freed, so the user
+        // always holds one of them (a rerun finds the new one theirs).
+        let claimed = store.users().claim_name(new, *uid).await?;
+        if claimed && old.to_lowercase() != new.to_lowercase() {
+            store.users().release_name(old, *uid, None).await?;
+        }
+        if !claimed {
+            store.finish_with(entry, Vec::new()).await?;
+            let (code, what) = if field == "login" {
+                ("login_taken", "That login")
+            } else {
+                ("email_taken", "That email")
+            };
+            return Err(StoreError::Conflict(
+                code,
+                format!("{what} is taken (logins and emails are unique ignoring case)."),
+            ));
+        }
+        let _: () = if field == "login" {
+            conn.hset(store.keys.user(*uid), "login", new).await?
+        } else {
+            conn.hset(store.keys.secret(*uid), "email", new).await?
+        };
+        // Requests of this process carry the new login at once (others
+        // within the session cache's second).
+        store.caches.sessions.forget_user(*uid);
+        let mut events = Vec::new();
+        if field == "login" {
+            // Every status the user wrote shows the new login from now on;
+            // the hubs of every process drop the old copies from their caches.
+            for ids in store
+                .relabel_statuses(*uid, new)
+                .await?
+                .chunks(RELABEL_EVENT)
+            {
+                events.push(body(&Event::StatusesChanged {
+                    ids: ids.iter().copied().map(IdString).collect(),
+                }));
+            }
+        }
+        store.finish_with(entry, events).await
     }
 }

@@ -24,48 +24,48 @@ pub struct RequestOp {
     pub at: f64,
 }
 
-impl Store {
+impl RequestOp {
     /// A follow request's steps: the private account's incoming requests,
     /// the asker's outgoing ones; then, for a new request, its event.
     /// Returns whether the incoming set changed.
-    pub(crate) async fn run_request(&self, entry: &Entry, op: &RequestOp) -> StoreResult<bool> {
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<bool> {
         let RequestOp {
             source,
             target,
             ask,
             at,
-        } = *op;
-        let mut conn = self.conn();
+        } = *self;
+        let mut conn = store.conn();
         let changed: i64 = if ask {
-            let added: i64 = self
+            let added: i64 = store
                 .scripts
                 .request_add
-                .key(self.keys.requests(target))
-                .key(self.keys.hide(target))
+                .key(store.keys.requests(target))
+                .key(store.keys.hide(target))
                 .arg(at)
                 .arg(source)
                 .invoke_async(&mut conn)
                 .await?;
-            let mine: i64 = self
+            let mine: i64 = store
                 .scripts
                 .request_add
-                .key(self.keys.requested(source))
-                .key(self.keys.hide(source))
+                .key(store.keys.requested(source))
+                .key(store.keys.hide(source))
                 .arg(at)
                 .arg(target)
                 .invoke_async(&mut conn)
                 .await?;
             if added == -1 || mine == -1 {
                 // A block stands between them: nothing of the request stays.
-                let _: i64 = conn.zrem(self.keys.requests(target), source).await?;
-                let _: i64 = conn.zrem(self.keys.requested(source), target).await?;
-                self.finish_with(entry, Vec::new()).await?;
+                let _: i64 = conn.zrem(store.keys.requests(target), source).await?;
+                let _: i64 = conn.zrem(store.keys.requested(source), target).await?;
+                store.finish_with(entry, Vec::new()).await?;
                 return Err(StoreError::follow_blocked());
             }
             added
         } else {
-            let removed: i64 = conn.zrem(self.keys.requests(target), source).await?;
-            let _: i64 = conn.zrem(self.keys.requested(source), target).await?;
+            let removed: i64 = conn.zrem(store.keys.requests(target), source).await?;
+            let _: i64 = conn.zrem(store.keys.requested(source), target).await?;
             removed
         };
         let events = if ask && changed == 1 {
@@ -78,7 +78,7 @@ impl Store {
         } else {
             Vec::new()
         };
-        self.finish_with(entry, events).await?;
+        store.finish_with(entry, events).await?;
         Ok(changed == 1)
     }
 }

@@ -30,11 +30,11 @@ pub struct UserOp {
     pub at: f64,
 }
 
-impl Store {
+impl UserOp {
     /// A sign-up's steps: its names, the user's keys (fields set only if
     /// absent, so a late second run never resets counters), then the event.
     /// `Conflict` (and the entry retired, nothing kept) when a name is taken.
-    pub(crate) async fn run_user(&self, entry: &Entry, op: &UserOp) -> StoreResult<()> {
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<()> {
         let UserOp {
             uid,
             login,
@@ -42,28 +42,28 @@ impl Store {
             email,
             password,
             at,
-        } = op;
+        } = self;
         // Logins hold no '@' and emails do, so the two claims of two
         // sign-ups never wait on each other crosswise: one of them wins.
-        let login_free = self.users().claim_name(login, *uid).await?;
+        let login_free = store.users().claim_name(login, *uid).await?;
         if login_free {
-            Pauses::hold(self.pauses.signup).await;
+            Pauses::hold(store.pauses.signup).await;
         }
         let taken = if !login_free {
             Some(("login_taken", "That login is already taken."))
-        } else if !self.users().claim_name(email, *uid).await? {
-            self.users().release_name(login, *uid, None).await?;
+        } else if !store.users().claim_name(email, *uid).await? {
+            store.users().release_name(login, *uid, None).await?;
             Some(("email_taken", "That email is already registered."))
         } else {
             None
         };
         if let Some((code, message)) = taken {
-            self.finish_with(entry, Vec::new()).await?;
+            store.finish_with(entry, Vec::new()).await?;
             return Err(StoreError::Conflict(code, message.into()));
         }
-        let mut conn = self.conn();
-        let user = self.keys.user(*uid);
-        let secret = self.keys.secret(*uid);
+        let mut conn = store.conn();
+        let user = store.keys.user(*uid);
+        let secret = store.keys.secret(*uid);
         let mut pipe = redis::pipe();
         for (k, v) in [
             ("id", uid.to_string()),
@@ -92,7 +92,8 @@ impl Store {
             dm_policy: None,
             suspended: None,
         };
-        self.finish_with(entry, vec![body(&Event::User { at: *at, user })])
+        store
+            .finish_with(entry, vec![body(&Event::User { at: *at, user })])
             .await?;
         Ok(())
     }

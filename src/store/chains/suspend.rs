@@ -29,53 +29,54 @@ pub struct SuspendOp {
     pub keep: usize,
 }
 
-impl Store {
+impl SuspendOp {
     /// A suspension's steps (idempotent: a rerun finishes what a dead one
     /// began and records nothing twice).
-    pub(crate) async fn run_suspend(&self, entry: &Entry, op: &SuspendOp) -> StoreResult<bool> {
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<bool> {
         let SuspendOp {
             uid,
             on,
             admin,
             audit,
             keep,
-        } = *op;
-        let mut conn = self.conn();
-        let changed: i64 = self
+        } = *self;
+        let mut conn = store.conn();
+        let changed: i64 = store
             .scripts
             .user_suspend
-            .key(self.keys.user(uid))
+            .key(store.keys.user(uid))
             .arg(if on { "1" } else { "0" })
             .arg(entry.n)
             .invoke_async(&mut conn)
             .await?;
         if changed < 0 {
-            self.finish_op(entry, Finish::default()).await?;
+            store.finish_op(entry, Finish::default()).await?;
             return Err(StoreError::NotFound("user"));
         }
-        Pauses::hold(self.pauses.suspend).await;
+        Pauses::hold(store.pauses.suspend).await;
         if on {
-            let _: () = conn.sadd(self.keys.suspended(), uid).await?;
+            let _: () = conn.sadd(store.keys.suspended(), uid).await?;
         } else {
-            let _: () = conn.srem(self.keys.suspended(), uid).await?;
+            let _: () = conn.srem(store.keys.suspended(), uid).await?;
         }
-        self.caches.suspended.set(uid, on);
+        store.caches.suspended.set(uid, on);
         // The event before the sessions end, so that every hub ends the
         // user's streams with `suspended` (not `revoked`); a rerun emits it
         // again, which changes nothing.
         let event = crate::store::events::body(&Event::Suspended { uid, on });
-        self.events().emit(&event).await?;
+        store.events().emit(&event).await?;
         if on {
-            let sessions = self.sessions().all_of(uid).await?;
-            self.sessions().close(&sessions, None).await?;
+            let sessions = store.sessions().all_of(uid).await?;
+            store.sessions().close(&sessions, None).await?;
         }
         if let (1, Some(id)) = (changed, audit) {
             let action = if on { "suspend_user" } else { "unsuspend_user" };
-            self.moderation()
+            store
+                .moderation()
                 .audit_put(id, admin, action, &uid.to_string(), None, keep)
                 .await?;
         }
-        self.finish_with(entry, Vec::new()).await?;
+        store.finish_with(entry, Vec::new()).await?;
         Ok(changed == 1)
     }
 }

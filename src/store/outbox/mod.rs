@@ -108,22 +108,7 @@ impl Store {
     /// for the same entry, concurrently too (every step is idempotent and
     /// only the call that retires the entry emits and queues).
     pub async fn complete_op(&self, owed: &Owed) -> StoreResult<()> {
-        let e = &owed.entry;
-        let result = match &owed.op {
-            Op::User(op) => self.run_user(e, op).await.map(|_| ()),
-            Op::Post(op) => self.run_post(e, op).await.map(|_| ()),
-            Op::Delete(op) => self.run_delete(e, op).await.map(|_| ()),
-            Op::Edit(op) => self.run_edit(e, op).await.map(|_| ()),
-            Op::Follow(op) => self.run_follow(e, op).await.map(|_| ()),
-            Op::Like(op) => self.run_like(e, op).await.map(|_| ()),
-            Op::Request(op) => self.run_request(e, op).await.map(|_| ()),
-            Op::Rename(op) => self.run_rename(e, op).await,
-            Op::Relate(op) => self.run_relate(e, op).await.map(|_| ()),
-            Op::Message(op) => self.run_message(e, op).await.map(|_| ()),
-            Op::DeleteAccount(op) => self.run_account_delete(e, op).await,
-            Op::Suspend(op) => self.run_suspend(e, op).await.map(|_| ()),
-            Op::EndSessions(op) => self.run_end_sessions(e, op).await.map(|_| ()),
-        };
+        let result = owed.op.run(self, &owed.entry).await;
         match result {
             Err(
                 StoreError::NotFound(_)

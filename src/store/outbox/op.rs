@@ -16,6 +16,8 @@ use crate::store::chains::rename::RenameOp;
 use crate::store::chains::request::RequestOp;
 use crate::store::chains::signup::UserOp;
 use crate::store::chains::suspend::SuspendOp;
+use crate::store::plumbing::error::StoreResult;
+use crate::store::plumbing::handle::Store;
 use crate::store::plumbing::keys::{like_part, pair_part, user_part};
 use serde::{Deserialize, Serialize};
 
@@ -58,6 +60,27 @@ pub enum Op {
 }
 
 impl Op {
+    /// Runs the op's chain for its outbox `entry`, as its own type's
+    /// `run` does (`PostOp::run`, ...), its answer dropped: what a worker
+    /// finishing a dead request's write needs.
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<()> {
+        match self {
+            Op::User(op) => op.run(store, entry).await,
+            Op::Post(op) => op.run(store, entry).await.map(|_| ()),
+            Op::Delete(op) => op.run(store, entry).await,
+            Op::Edit(op) => op.run(store, entry).await.map(|_| ()),
+            Op::Follow(op) => op.run(store, entry).await.map(|_| ()),
+            Op::Like(op) => op.run(store, entry).await.map(|_| ()),
+            Op::Request(op) => op.run(store, entry).await.map(|_| ()),
+            Op::Rename(op) => op.run(store, entry).await,
+            Op::Relate(op) => op.run(store, entry).await.map(|_| ()),
+            Op::Message(op) => op.run(store, entry).await.map(|_| ()),
+            Op::DeleteAccount(op) => op.run(store, entry).await,
+            Op::Suspend(op) => op.run(store, entry).await.map(|_| ()),
+            Op::EndSessions(op) => op.run(store, entry).await.map(|_| ()),
+        }
+    }
+
     /// The outbox partition of this op. Ops whose numbers are compared
     /// with each other share one: every change between two users, a
     /// user's likes of one status. A user's own writes (a sign-up

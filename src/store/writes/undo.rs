@@ -24,7 +24,7 @@ impl Store {
             at,
         };
         let o = self.start_op(Op::Follow(op.clone())).await?;
-        self.run_follow(&o.entry, &op).await.map(|_| ())
+        op.run(self, &o.entry).await.map(|_| ())
     }
 
     /// Deletes one of the account's statuses as its author would, but for
@@ -125,7 +125,7 @@ impl Store {
                 at,
             };
             let o = self.start_op(Op::Relate(op.clone())).await?;
-            settled(self.run_relate(&o.entry, &op).await.map(|_| ()))?;
+            settled(op.run(self, &o.entry).await.map(|_| ()))?;
         }
         Ok(())
     }
