@@ -213,7 +213,7 @@ pub async fn run_listening(
     let raw = crate::serve::RawStreams::Ours;
     crate::serve::accept_loop(listener, state.clone(), app, shutdown.clone(), raw).await?;
     // Every connection has finished: no post can take another id.
-    if let Err(e) = state.store.release_id_lease().await {
+    if let Err(e) = state.store.mint().release_lease().await {
         tracing::warn!(error = %e, "could not give the status-id lease back");
     }
     for task in tasks {

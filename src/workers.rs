@@ -72,11 +72,12 @@ pub async fn fanout_worker(
         let Some(queue) = queue else { continue };
         let step = async {
             if !ready.contains(&queue) {
-                store.ensure_fanout_group(&mut conn, queue).await?;
+                store.fanout().ensure_group(&mut conn, queue).await?;
                 ready.insert(queue);
             }
             match store
-                .claim_fanout(&mut conn, queue, &consumer, reclaim_ms)
+                .fanout()
+                .claim(&mut conn, queue, &consumer, reclaim_ms)
                 .await?
             {
                 None => Ok(Step::Idle),
@@ -86,7 +87,8 @@ pub async fn fanout_worker(
                     // own range's rest may be queued by then).
                     hints.hint(queue);
                     let done = store
-                        .work_fanout(&mut conn, queue, &id, task.as_ref())
+                        .fanout()
+                        .work(&mut conn, queue, &id, task.as_ref())
                         .await;
                     hints.hint(queue);
                     done
@@ -123,14 +125,14 @@ pub async fn fanout_worker(
 pub async fn outbox_sweeper(store: Store, every: Duration, mut shutdown: Shutdown) {
     while !shutdown.is_set() {
         let swept = async {
-            let claimed = store.claim_ops(16).await?;
+            let claimed = store.outbox().claim(16).await?;
             let mut n = 0;
             for claim in claimed {
                 match &claim.owed {
                     // One op that fails (Redis refusing it, a bug) is left
                     // for its lease to run out again; the others claimed
                     // with it still run.
-                    Some(owed) => match store.complete_op(owed).await {
+                    Some(owed) => match store.outbox().complete(owed).await {
                         Ok(()) => n += 1,
                         Err(e) => tracing::warn!(
                             op = owed.entry.n,
@@ -144,7 +146,7 @@ pub async fn outbox_sweeper(store: Store, every: Duration, mut shutdown: Shutdow
                             op = crate::store::outbox::Entry::number(&claim.raw),
                             "dropping an outbox entry that cannot be parsed"
                         );
-                        store.drop_op(&claim).await?;
+                        store.outbox().forget(&claim).await?;
                     }
                 }
             }

@@ -401,7 +401,7 @@ impl World {
         mut status: Status,
         opts: PostOptions<'_>,
     ) -> Result<u64, StoreError> {
-        let (sid, posted) = self.store.next_snowflake().await?;
+        let (sid, posted) = self.store.mint().snowflake().await?;
         status.id = sid.to_string();
         status.posted = posted;
         self.store.statuses().post(&status, &opts).await?;

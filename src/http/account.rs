@@ -166,7 +166,7 @@ pub(crate) async fn destroy(
             .await?;
     let store = state.store.clone();
     let rest = tokio::spawn(async move {
-        if let Err(e) = store.complete_op(&owed).await {
+        if let Err(e) = store.outbox().complete(&owed).await {
             tracing::warn!(uid, error = %e, "account deletion interrupted; a worker will finish it");
         }
     });

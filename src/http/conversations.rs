@@ -226,7 +226,7 @@ pub(crate) async fn create(
         None => {
             let mut members = vec![auth.uid];
             members.extend(&others);
-            let (cid, _) = state.store.next_snowflake().await?;
+            let (cid, _) = state.store.mint().snowflake().await?;
             let kind = if direct { "direct" } else { "group" };
             (
                 cid,

@@ -191,16 +191,16 @@ const PROMETHEUS_OP: Op = Op::get("/metrics", "operations", "Prometheus metrics"
 /// it, else labelled as Prometheus text 0.0.4.
 pub(crate) async fn prometheus(State(state): State<AppState>, headers: HeaderMap) -> Response {
     let m = metrics();
-    let depth = state.store.fanout_depth().await.map(|d| d as f64);
+    let depth = state.store.fanout().depth().await.map(|d| d as f64);
     m.fanout_depth.set(depth.unwrap_or(-1.0));
     m.fanout_lag
-        .set(state.store.fanout_lag().await.unwrap_or(-1.0));
+        .set(state.store.fanout().lag().await.unwrap_or(-1.0));
     let sessions = state.store.sessions().count().await.map(|d| d as f64);
     m.sessions.set(sessions.unwrap_or(-1.0));
-    let outbox = state.store.outbox_depth().await.map(|d| d as f64);
+    let outbox = state.store.outbox().depth().await.map(|d| d as f64);
     m.outbox_depth.set(outbox.unwrap_or(-1.0));
     m.outbox_age
-        .set(state.store.outbox_age().await.unwrap_or(-1.0));
+        .set(state.store.outbox().age().await.unwrap_or(-1.0));
     let started = std::time::Instant::now();
     let ping = state
         .store

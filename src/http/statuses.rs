@@ -117,7 +117,7 @@ pub(crate) async fn repost(
     }
     let store = state.store.clone();
     let outcome = detached(async move {
-        let (sid, posted) = store.next_snowflake().await?;
+        let (sid, posted) = store.mint().snowflake().await?;
         let status = Status {
             id: sid.to_string(),
             uid: auth.uid.to_string(),
@@ -515,7 +515,7 @@ async fn publish(
         private_group,
     )
     .await?;
-    let (sid, posted) = state.store.next_snowflake().await?;
+    let (sid, posted) = state.store.mint().snowflake().await?;
     let status = Status {
         id: sid.to_string(),
         uid: auth.uid.to_string(),

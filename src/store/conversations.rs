@@ -60,7 +60,7 @@ impl Conversations<'_> {
     pub async fn send(self, out: Outgoing<'_>) -> StoreResult<Sent> {
         // Message ids are status ids (time-ordered, no shared counter), so
         // `max_id` pages messages as it pages timelines.
-        let (mid, at) = self.store.next_snowflake().await?;
+        let (mid, at) = self.store.mint().snowflake().await?;
         let message = MessageOp {
             cid: out.cid,
             mid,
@@ -75,7 +75,7 @@ impl Conversations<'_> {
         let key = out
             .idempotency_key
             .map(|k| self.store.keys.idempotency(out.uid, &format!("m:{k}")));
-        let first = match self.store.begin_op(&op, key.as_deref()).await? {
+        let first = match self.store.outbox().begin(&op, key.as_deref()).await? {
             Begun::Started(owed) => return message.run(self.store, &owed.entry).await,
             Begun::Duplicate(first) => first,
         };
@@ -85,7 +85,7 @@ impl Conversations<'_> {
         };
         // The first send is under way (or died): finish it (every step is
         // idempotent) and answer with it.
-        let owed = Owed::decode_pending(pending, self.store.lease_deadline())
+        let owed = Owed::decode_pending(pending, self.store.outbox().lease_deadline())
             .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
         let Op::Message(first) = &owed.op else {
             return Err(StoreError::Internal(

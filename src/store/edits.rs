@@ -39,12 +39,14 @@ impl Store {
             idempotency_key: idempotency_key.clone(),
         });
         let key = idempotency_key.map(|k| self.keys.idempotency(uid, &k));
-        let owed = match self.begin_op(&op, key.as_deref()).await? {
+        let owed = match self.outbox().begin(&op, key.as_deref()).await? {
             Begun::Started(owed) => *owed,
             Begun::Duplicate(first) => {
                 if let Some(pending) = first.strip_prefix("pending|") {
-                    if let Some(owed) = Owed::decode_pending(pending, self.lease_deadline()) {
-                        self.complete_op(&owed).await?;
+                    if let Some(owed) =
+                        Owed::decode_pending(pending, self.outbox().lease_deadline())
+                    {
+                        self.outbox().complete(&owed).await?;
                     }
                 }
                 return match self.statuses().get(sid).await {

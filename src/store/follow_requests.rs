@@ -50,7 +50,7 @@ impl FollowRequests<'_> {
             ask,
             at: now(),
         };
-        let owed = self.store.start_op(Op::Request(op.clone())).await?;
+        let owed = self.store.outbox().start(Op::Request(op.clone())).await?;
         op.run(self.store, &owed.entry).await
     }
 

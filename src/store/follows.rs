@@ -66,7 +66,7 @@ impl Follows<'_> {
             follow,
             at: now,
         };
-        let owed = self.store.start_op(Op::Follow(op.clone())).await?;
+        let owed = self.store.outbox().start(Op::Follow(op.clone())).await?;
         op.run(self.store, &owed.entry).await
     }
 

@@ -110,7 +110,7 @@ impl Groups<'_> {
         kind: GroupKind,
     ) -> StoreResult<u64> {
         // Group ids are snowflakes: time-ordered, no shared counter.
-        let (gid, created) = self.store.next_snowflake().await?;
+        let (gid, created) = self.store.mint().snowflake().await?;
         let mut conn = self.store.conn();
         let _: () = conn
             .zadd(self.store.keys.user_groups(uid), gid, created)

@@ -47,7 +47,7 @@ impl Likes<'_> {
             like,
             at: now(),
         };
-        let owed = self.store.start_op(Op::Like(op.clone())).await?;
+        let owed = self.store.outbox().start(Op::Like(op.clone())).await?;
         op.run(self.store, &owed.entry).await
     }
 

@@ -72,7 +72,7 @@ impl Lists<'_> {
     /// Makes a list titled `title` for `uid` (with `idem`, a retry answers
     /// the first call's list). Past [`MAX_LISTS`], `too_many_lists`.
     pub async fn create(self, uid: u64, title: &str, idem: Option<&str>) -> StoreResult<ListInfo> {
-        let (lid, _) = self.store.next_snowflake().await?;
+        let (lid, _) = self.store.mint().snowflake().await?;
         let lists = self.store.keys.lists(uid);
         let idem_key = idem.map_or_else(|| lists.clone(), |k| self.store.keys.list_idem(uid, k));
         let mut conn = self.store.conn();

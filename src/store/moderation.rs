@@ -76,7 +76,7 @@ impl Moderation<'_> {
         mut report: Report,
         max_open: usize,
     ) -> StoreResult<Option<Report>> {
-        let (id, created) = self.store.next_snowflake().await?;
+        let (id, created) = self.store.mint().snowflake().await?;
         report.id = id.to_string();
         report.created = created;
         let json = to_json(&report)?;
@@ -161,7 +161,7 @@ impl Moderation<'_> {
         resolved.resolved_by = Some(admin.to_string());
         resolved.resolved_at = Some(at);
         resolved.note = note;
-        let (audit_id, _) = self.store.next_snowflake().await?;
+        let (audit_id, _) = self.store.mint().snowflake().await?;
         let entry = AuditAction {
             id: audit_id.to_string(),
             at,
@@ -217,7 +217,7 @@ impl Moderation<'_> {
         target: &str,
         keep: usize,
     ) -> StoreResult<()> {
-        let (id, _) = self.store.next_snowflake().await?;
+        let (id, _) = self.store.mint().snowflake().await?;
         self.audit_put(id, admin, action, target, None, keep).await
     }
 
@@ -296,7 +296,7 @@ impl Moderation<'_> {
             }
         }
         // The audit entry's id is drawn now, so a rerun writes the same one.
-        let (audit_id, _) = self.store.next_snowflake().await?;
+        let (audit_id, _) = self.store.mint().snowflake().await?;
         let op = SuspendOp {
             uid,
             on,
@@ -304,7 +304,7 @@ impl Moderation<'_> {
             audit: audit.then_some(audit_id),
             keep,
         };
-        let owed = self.store.start_op(Op::Suspend(op.clone())).await?;
+        let owed = self.store.outbox().start(Op::Suspend(op.clone())).await?;
         op.run(self.store, &owed.entry).await
     }
 

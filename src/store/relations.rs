@@ -53,7 +53,7 @@ impl Relations<'_> {
             on,
             at,
         };
-        let owed = self.store.start_op(Op::Relate(op.clone())).await?;
+        let owed = self.store.outbox().start(Op::Relate(op.clone())).await?;
         op.run(self.store, &owed.entry).await
     }
 

@@ -62,7 +62,7 @@ impl Rules<'_> {
             .arg(if dry_run { "1" } else { "0" })
             .arg(crate::model::now());
         for (value, tag) in items {
-            let (id, _) = self.store.next_snowflake().await?;
+            let (id, _) = self.store.mint().snowflake().await?;
             let tag =
                 serde_json::to_string(tag).map_err(|e| StoreError::Internal(e.to_string()))?;
             inv.arg(value).arg(tag).arg(id);

@@ -330,7 +330,11 @@ impl Sessions<'_> {
             return Ok(0);
         }
         let op = EndSessionsOp { sessions, cutoff };
-        let owed = self.store.start_op(Op::EndSessions(op.clone())).await?;
+        let owed = self
+            .store
+            .outbox()
+            .start(Op::EndSessions(op.clone()))
+            .await?;
         op.run(self.store, &owed.entry).await
     }
 

@@ -52,7 +52,7 @@ impl Store {
 }
 
 impl Statuses<'_> {
-    /// Stores a status whose id came from [`Store::next_snowflake`], emits its
+    /// Stores a status whose id came from [`Mint::snowflake`](crate::store::writes::next_ids::Mint::snowflake), emits its
     /// events and fans it out (a chain of single-slot steps driven from the
     /// outbox: see `outbox`; on one Redis a plain post is one script,
     /// [`Store::post_whole`]). With an idempotency key already used by this
@@ -94,7 +94,7 @@ impl Statuses<'_> {
         let key = opts
             .idempotency_key
             .map(|k| self.store.keys.idempotency(uid, k));
-        let owed = match self.store.begin_op(&op, key.as_deref()).await? {
+        let owed = match self.store.outbox().begin(&op, key.as_deref()).await? {
             Begun::Started(owed) => *owed,
             Begun::Duplicate(first) => return self.first_answer(first).await,
         };
@@ -127,9 +127,9 @@ impl Statuses<'_> {
         let Some(pending) = first.strip_prefix("pending|") else {
             return Ok(Posted::Duplicate(first));
         };
-        let owed = Owed::decode_pending(pending, self.store.lease_deadline())
+        let owed = Owed::decode_pending(pending, self.store.outbox().lease_deadline())
             .ok_or_else(|| StoreError::Internal("bad pending idempotency entry".into()))?;
-        self.store.complete_op(&owed).await?;
+        self.store.outbox().complete(&owed).await?;
         let Op::Post(post) = &owed.op else {
             return Err(StoreError::Internal("idempotency key of a non-post".into()));
         };
@@ -158,7 +158,7 @@ impl Statuses<'_> {
             private,
             at: now,
         };
-        let owed = self.store.start_op(Op::Delete(op.clone())).await?;
+        let owed = self.store.outbox().start(Op::Delete(op.clone())).await?;
         op.run(self.store, &owed.entry).await
     }
 

@@ -41,7 +41,7 @@ impl Store {
 impl Users<'_> {
     /// Deletes `uid`'s account: closes it at once (the user is 404, every
     /// session ends, the email is free, the login reserved) and returns the
-    /// op whose [`Store::complete_op`] undoes the rest.
+    /// op whose [`Outbox::complete`](crate::store::outbox::Outbox::complete) undoes the rest.
     pub async fn delete(self, uid: u64) -> StoreResult<Owed> {
         let user = self.get(uid).await?;
         let email = self.email(uid).await?.unwrap_or_default();
@@ -51,7 +51,11 @@ impl Users<'_> {
             email,
             at: now(),
         };
-        let owed = self.store.start_op(Op::DeleteAccount(op.clone())).await?;
+        let owed = self
+            .store
+            .outbox()
+            .start(Op::DeleteAccount(op.clone()))
+            .await?;
         self.store.close_account(&owed.entry, &op).await?;
         Ok(owed)
     }
@@ -107,12 +111,12 @@ impl Users<'_> {
     }
 
     /// Creates a user; `Conflict` when the login or the email is taken.
-    /// The user's id is a snowflake ([`Store::next_user_id`]); the sign-up
+    /// The user's id is a snowflake ([`Mint::user_id`](crate::store::writes::next_ids::Mint::user_id)); the sign-up
     /// is recorded in the user's outbox partition, then its names are
     /// claimed, each in its own slot, the user's keys written and the
     /// sign-up announced (`chains/signup.rs`).
     pub async fn create(self, new: &NewUser<'_>, signup: f64) -> StoreResult<User> {
-        let uid = self.store.next_user_id().await?;
+        let uid = self.store.mint().user_id().await?;
         let op = UserOp {
             uid,
             login: new.login.to_string(),
@@ -121,7 +125,7 @@ impl Users<'_> {
             password: new.password_hash.to_string(),
             at: signup,
         };
-        let owed = self.store.start_op(Op::User(op.clone())).await?;
+        let owed = self.store.outbox().start(Op::User(op.clone())).await?;
         op.run(self.store, &owed.entry).await?;
         Ok(User {
             id: uid.to_string(),
@@ -248,7 +252,7 @@ impl Users<'_> {
             old: old.to_string(),
             new: new.to_string(),
         };
-        let owed = self.store.start_op(Op::Rename(op.clone())).await?;
+        let owed = self.store.outbox().start(Op::Rename(op.clone())).await?;
         op.run(self.store, &owed.entry).await
     }
 

@@ -240,8 +240,8 @@ async fn reposts_racing_unfollows_leave_nothing_behind() {
     let (_, (_, repost)) = futures::join!(unfollows, repost);
     let rid = repost["id"].as_str().unwrap().to_string();
     app.eventually("the fan-out is done", || async {
-        store.outbox_depth().await.is_ok_and(|d| d == 0)
-            && store.fanout_depth().await.is_ok_and(|d| d == 0)
+        store.outbox().depth().await.is_ok_and(|d| d == 0)
+            && store.fanout().depth().await.is_ok_and(|d| d == 0)
     })
     .await;
     assert_eq!(

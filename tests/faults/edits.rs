@@ -83,7 +83,7 @@ async fn a_server_killed_mid_edits_leaves_each_status_one_consistent_version() {
     }
     assert!(answered.iter().all(|(_, c)| *c == 200), "{answered:?}");
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
-    let owed = store.outbox_depth().await.unwrap();
+    let owed = store.outbox().depth().await.unwrap();
     // A new process (with workers) finishes what the dead one owed.
     let second = ServerProcess::serve(&app.redis, &env).await;
     drained(&app).await;

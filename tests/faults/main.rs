@@ -44,8 +44,8 @@ async fn drained(app: &TestApp) {
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
     app.eventually("the outbox and the fan-out queue are empty", || async {
         // Errors (Redis still loading after a restart) count as not yet.
-        store.outbox_depth().await.is_ok_and(|d| d == 0)
-            && store.fanout_depth().await.is_ok_and(|d| d == 0)
+        store.outbox().depth().await.is_ok_and(|d| d == 0)
+            && store.fanout().depth().await.is_ok_and(|d| d == 0)
     })
     .await;
 }
@@ -119,7 +119,7 @@ async fn a_server_killed_mid_burst_leaves_its_fanout_to_the_next_process() {
     first.kill9().await;
     assert!(answered.iter().all(|s| *s == 201), "{answered:?}");
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
-    let owed = store.outbox_depth().await.unwrap();
+    let owed = store.outbox().depth().await.unwrap();
     let (stored, missing_before) = missing_from_homes(&app, &author, &fans);
     // A new process (with workers) finishes what the dead one owed.
     let second = ServerProcess::serve(&app.redis, &env).await;
@@ -415,10 +415,14 @@ async fn a_block_killed_between_its_events_and_its_retirement_is_announced_once(
     first.kill9().await;
     let _ = asked.await;
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
-    assert_eq!(store.outbox_depth().await.unwrap(), 1, "the block is owed");
+    assert_eq!(
+        store.outbox().depth().await.unwrap(),
+        1,
+        "the block is owed"
+    );
     let second = ServerProcess::serve(&app.redis, &[("FIREHOSE_OUTBOX_LEASE", "1")]).await;
     app.eventually("the sweeper retires it", || async {
-        store.outbox_depth().await.is_ok_and(|d| d == 0)
+        store.outbox().depth().await.is_ok_and(|d| d == 0)
     })
     .await;
     assert_eq!(relation_events(), 1, "announced once");

@@ -359,7 +359,7 @@ async fn fanout_reaches_2500_followers_once_the_workers_drain() {
     .await;
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
     app.eventually("the fan-out queue is empty", || async {
-        store.fanout_depth().await.unwrap() == 0
+        store.fanout().depth().await.unwrap() == 0
     })
     .await;
     // Delete fans out the same way: gone from every home, not just filtered on read.
@@ -386,10 +386,11 @@ async fn a_batch_abandoned_by_a_dead_worker_is_reclaimed_and_finished() {
     let mut conn = store.blocking_connection(Duration::from_secs(1)).unwrap();
     // The task is in the queue of the author's outbox partition.
     let queue = firehose::store::keys::user_part(idc.parse().unwrap());
-    store.ensure_fanout_group(&mut conn, queue).await.unwrap();
+    store.fanout().ensure_group(&mut conn, queue).await.unwrap();
     // The dead worker claims the task and never acknowledges it.
     let claimed = store
-        .claim_fanout(&mut conn, queue, "dead-worker", 60_000)
+        .fanout()
+        .claim(&mut conn, queue, "dead-worker", 60_000)
         .await
         .unwrap();
     assert!(claimed.is_some(), "a task was queued");
@@ -413,7 +414,7 @@ async fn a_batch_abandoned_by_a_dead_worker_is_reclaimed_and_finished() {
     })
     .await;
     app.eventually("nothing is left pending", || async {
-        store.fanout_depth().await.unwrap() == 0
+        store.fanout().depth().await.unwrap() == 0
     })
     .await;
     trigger.fire();
@@ -461,7 +462,7 @@ async fn tasks_queued_by_a_process_without_workers_are_worked_by_another() {
     .await;
     let store = firehose::store::Store::open(&app.redis.url(), &app.cfg).unwrap();
     app.eventually("every queue is empty", || async {
-        store.fanout_depth().await.unwrap() == 0
+        store.fanout().depth().await.unwrap() == 0
     })
     .await;
     drop(other);

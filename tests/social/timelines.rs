@@ -78,7 +78,7 @@ async fn home_timelines_keep_the_newest_1000() {
     while total < 1005 || (own_size() == 1000 && total < 1200) {
         let i = total;
         total += 1;
-        let (sid, posted) = store.next_snowflake().await.unwrap();
+        let (sid, posted) = store.mint().snowflake().await.unwrap();
         let status = firehose::model::Status {
             id: sid.to_string(),
             uid: id.clone(),

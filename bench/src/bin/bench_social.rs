@@ -70,7 +70,7 @@ impl Args {
 
 /// Waits until no committed write owes work (outbox and fan-out queue empty).
 async fn drained(store: &Store) -> anyhow::Result<()> {
-    while store.fanout_depth().await? > 0 || store.outbox_depth().await? > 0 {
+    while store.fanout().depth().await? > 0 || store.outbox().depth().await? > 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     Ok(())
@@ -377,7 +377,7 @@ async fn main() -> anyhow::Result<()> {
             .get_multiplexed_async_connection()
             .await?;
         loop {
-            let depth = store.fanout_depth().await?;
+            let depth = store.fanout().depth().await?;
             let score: Option<f64> = redis::cmd("ZSCORE")
                 .arg(&last_home)
                 .arg(&sid)

@@ -478,7 +478,7 @@ async fn main() -> anyhow::Result<()> {
     })
     .await;
     // The workers finish the fan-out past the inline part.
-    while store.fanout_depth().await? > 0 {
+    while store.fanout().depth().await? > 0 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let s1 = probe.snap().await?;

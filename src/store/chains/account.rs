@@ -147,7 +147,7 @@ impl Store {
             }
             each_round(round).await?;
             let _: () = conn.del(&round_key).await?;
-            self.extend_op(entry).await?;
+            self.outbox().extend(entry).await?;
         }
     }
 
@@ -194,7 +194,7 @@ impl DeleteAccountOp {
                 let delete = |sid| store.delete_for_account(sid, uid, private, at);
                 store.undo_all(round.clone(), &delete).await?;
                 let shown: Vec<u64> = round.into_iter().filter(|s| homed.contains(s)).collect();
-                store.unhome_everywhere(uid, &shown).await
+                store.fanout().unhome_everywhere(uid, &shown).await
             })
             .await?;
         // Then what they posted in groups (in no home).
@@ -308,6 +308,6 @@ impl DeleteAccountOp {
             .arg(k.markers(uid))
             .query_async(&mut conn)
             .await?;
-        store.finish_with(entry, Vec::new()).await
+        store.outbox().finish_with(entry, Vec::new()).await
     }
 }

@@ -36,7 +36,7 @@ pub(crate) enum Homes {
     /// The first followers inline, the rest by queued fan-out tasks.
     Queued,
     /// None: the caller takes the status out of the homes itself (an
-    /// account's deletion: [`Store::unhome_everywhere`]), or it is too old
+    /// account's deletion: [`Fanout::unhome_everywhere`](crate::store::fanout::Fanout::unhome_everywhere)), or it is too old
     /// to be in any (a home keeps its newest [`HOME_CAP`]).
     Skip,
 }
@@ -67,13 +67,13 @@ impl Store {
         match reply.first().map(String::as_str) {
             Some("ok") => {}
             Some("forbidden") => {
-                self.finish_op(entry, Finish::default()).await?;
+                self.outbox().finish(entry, Finish::default()).await?;
                 return Err(StoreError::Forbidden(
                     "Only the author may delete a status.".into(),
                 ));
             }
             _ => {
-                self.finish_op(entry, Finish::default()).await?;
+                self.outbox().finish(entry, Finish::default()).await?;
                 return Err(StoreError::NotFound("status"));
             }
         }
@@ -108,23 +108,28 @@ impl Store {
         // A group's status was in no home.
         let tasks = match (group, homes) {
             (Some(_), _) | (None, Homes::Skip) => Vec::new(),
-            (None, Homes::Queued) => self.fanout_inline(FanoutKind::Delete, sid, uid, at).await?,
+            (None, Homes::Queued) => {
+                self.fanout()
+                    .inline(FanoutKind::Delete, sid, uid, at)
+                    .await?
+            }
         };
-        self.finish_op(
-            entry,
-            Finish {
-                events: vec![body(&Event::Delete {
-                    at,
-                    status_id: sid,
-                    uid,
-                    private,
-                    group_id: group.map(crate::model::IdString),
-                })],
-                tasks,
-                answer: None,
-            },
-        )
-        .await?;
+        self.outbox()
+            .finish(
+                entry,
+                Finish {
+                    events: vec![body(&Event::Delete {
+                        at,
+                        status_id: sid,
+                        uid,
+                        private,
+                        group_id: group.map(crate::model::IdString),
+                    })],
+                    tasks,
+                    answer: None,
+                },
+            )
+            .await?;
         Ok(())
     }
 

@@ -185,7 +185,7 @@ impl EditOp {
             _ => Some(EditRefused::Missing),
         };
         if let Some(why) = refused {
-            store.finish_op(entry, Finish::default()).await?;
+            store.outbox().finish(entry, Finish::default()).await?;
             return Ok(Edited::Refused(why));
         }
         store.caches.status.forget(sid);
@@ -202,7 +202,7 @@ impl EditOp {
         let h: HashMap<String, String> = conn.hgetall(store.keys.status(sid)).await?;
         let Some(status) = Status::from_hash(&h).filter(|_| !h.contains_key("deleted")) else {
             // Deleted meanwhile: the delete took it out of every index.
-            store.finish_op(entry, Finish::default()).await?;
+            store.outbox().finish(entry, Finish::default()).await?;
             return Ok(Edited::Refused(EditRefused::Missing));
         };
         store
@@ -257,7 +257,7 @@ impl EditOp {
                     Count::Out,
                 )
                 .await?;
-            store.finish_op(entry, Finish::default()).await?;
+            store.outbox().finish(entry, Finish::default()).await?;
             return Ok(Edited::Refused(EditRefused::Missing));
         }
         // Private as its status event is: to public streams a reply to a
@@ -282,7 +282,8 @@ impl EditOp {
             .as_deref()
             .map(|k| (store.keys.idempotency(uid, k), "edited".to_string()));
         store
-            .finish_op(
+            .outbox()
+            .finish(
                 entry,
                 Finish {
                     events,

@@ -22,7 +22,7 @@ impl EndSessionsOp {
     /// ended (again, on a rerun).
     pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<usize> {
         let n = store.sessions().close(&self.sessions, self.cutoff).await?;
-        store.finish_with(entry, Vec::new()).await?;
+        store.outbox().finish_with(entry, Vec::new()).await?;
         Ok(n)
     }
 }

@@ -96,7 +96,9 @@ impl Store {
             )));
         }
         if !hidden.is_empty() && !copied.is_empty() {
-            self.settle_backfill(source, &copied, &hidden).await?;
+            self.fanout()
+                .settle_backfill(source, &copied, &hidden)
+                .await?;
         }
         Ok(outcomes
             .into_iter()
@@ -135,11 +137,12 @@ impl FollowOp {
             .invoke_async(&mut conn)
             .await?;
         if applied == -1 {
-            store.finish_with(entry, Vec::new()).await?;
+            store.outbox().finish_with(entry, Vec::new()).await?;
             return Err(StoreError::follow_blocked());
         }
         if applied == 1 {
             store
+                .fanout()
                 .follow_steps(source, target, follow, entry.n as i64, at)
                 .await?;
         }
@@ -153,7 +156,7 @@ impl FollowOp {
         } else {
             Vec::new()
         };
-        store.finish_with(entry, events).await?;
+        store.outbox().finish_with(entry, events).await?;
         Ok(changed == 1)
     }
 }

@@ -113,7 +113,7 @@ impl LikeOp {
             .await?;
         store.caches.counts.forget(sid);
         let Ok((changed, likes)) = redis::from_redis_value::<(i64, u64)>(reply) else {
-            store.finish_op(entry, Finish::default()).await?;
+            store.outbox().finish(entry, Finish::default()).await?;
             return Err(StoreError::NotFound("status"));
         };
         // The user's list follows the likers set: written, then checked
@@ -147,7 +147,7 @@ impl LikeOp {
                 target: author,
             }));
         }
-        store.finish_with(entry, events).await?;
+        store.outbox().finish_with(entry, events).await?;
         Ok((changed == 1, likes))
     }
 }

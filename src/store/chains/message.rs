@@ -117,7 +117,7 @@ impl MessageOp {
         let members: Vec<u64> = match reply.first().map(String::as_str) {
             Some("ok" | "again") => reply[1..].iter().filter_map(|m| m.parse().ok()).collect(),
             Some("full") => {
-                store.finish_with(entry, Vec::new()).await?;
+                store.outbox().finish_with(entry, Vec::new()).await?;
                 return Err(StoreError::Limit(
                     "conversation_full",
                     format!(
@@ -127,7 +127,7 @@ impl MessageOp {
                 ));
             }
             _ => {
-                store.finish_with(entry, Vec::new()).await?;
+                store.outbox().finish_with(entry, Vec::new()).await?;
                 return Err(StoreError::NotFound("conversation"));
             }
         };
@@ -160,7 +160,8 @@ impl MessageOp {
             participants: members.into_iter().map(IdString).collect(),
         };
         store
-            .finish_op(
+            .outbox()
+            .finish(
                 entry,
                 Finish {
                     events: vec![body(&event)],

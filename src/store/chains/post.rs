@@ -230,7 +230,7 @@ impl PostOp {
         let tags = unique_tags(&status.hashtags);
         let mut conn = store.conn();
         let quit = |end: PostEnd| async move {
-            store.finish_op(entry, Finish::default()).await?;
+            store.outbox().finish(entry, Finish::default()).await?;
             Ok(end)
         };
         if let Some(original) = original {
@@ -326,7 +326,8 @@ impl PostOp {
             Some(_) => Vec::new(),
             None => {
                 store
-                    .fanout_inline(FanoutKind::Post, sid, uid, status.posted)
+                    .fanout()
+                    .inline(FanoutKind::Post, sid, uid, status.posted)
                     .await?
             }
         };
@@ -366,7 +367,8 @@ impl PostOp {
             None => None,
         };
         store
-            .finish_op(
+            .outbox()
+            .finish(
                 entry,
                 Finish {
                     events,

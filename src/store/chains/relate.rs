@@ -162,7 +162,7 @@ impl Store {
                 .await?
                 .others(hides::FEED)
                 .collect();
-            self.settle_backfill(viewer, &ids, &hidden).await?;
+            self.fanout().settle_backfill(viewer, &ids, &hidden).await?;
         }
         Ok(())
     }
@@ -198,11 +198,11 @@ impl RelateOp {
         match src.outcome {
             1 => {}
             -2 => {
-                store.finish_with(entry, Vec::new()).await?;
+                store.outbox().finish_with(entry, Vec::new()).await?;
                 return Err(StoreError::NotFound("user"));
             }
             -1 => {
-                store.finish_with(entry, Vec::new()).await?;
+                store.outbox().finish_with(entry, Vec::new()).await?;
                 let (code, what) = match kind {
                     Relation::Block => ("block_limit", "block"),
                     Relation::Mute => ("mute_limit", "mute"),
@@ -214,7 +214,7 @@ impl RelateOp {
             }
             _ => {
                 // A later change of this relation won: it says what holds.
-                store.finish_with(entry, Vec::new()).await?;
+                store.outbox().finish_with(entry, Vec::new()).await?;
                 return Ok(src.bits & kind.bit() != 0);
             }
         }
@@ -260,7 +260,7 @@ impl RelateOp {
                 target: source,
             }));
         }
-        store.finish_with(entry, events).await?;
+        store.outbox().finish_with(entry, events).await?;
         Ok(src.bits & kind.bit() != 0)
     }
 }

@@ -94,7 +94,7 @@ impl RenameOp {
             store.users().release_name(old, *uid, None).await?;
         }
         if !claimed {
-            store.finish_with(entry, Vec::new()).await?;
+            store.outbox().finish_with(entry, Vec::new()).await?;
             let (code, what) = if field == "login" {
                 ("login_taken", "That login")
             } else {
@@ -127,6 +127,6 @@ impl RenameOp {
                 }));
             }
         }
-        store.finish_with(entry, events).await
+        store.outbox().finish_with(entry, events).await
     }
 }

@@ -59,7 +59,7 @@ impl RequestOp {
                 // A block stands between them: nothing of the request stays.
                 let _: i64 = conn.zrem(store.keys.requests(target), source).await?;
                 let _: i64 = conn.zrem(store.keys.requested(source), target).await?;
-                store.finish_with(entry, Vec::new()).await?;
+                store.outbox().finish_with(entry, Vec::new()).await?;
                 return Err(StoreError::follow_blocked());
             }
             added
@@ -78,7 +78,7 @@ impl RequestOp {
         } else {
             Vec::new()
         };
-        store.finish_with(entry, events).await?;
+        store.outbox().finish_with(entry, events).await?;
         Ok(changed == 1)
     }
 }

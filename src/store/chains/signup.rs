@@ -58,7 +58,7 @@ impl UserOp {
             None
         };
         if let Some((code, message)) = taken {
-            store.finish_with(entry, Vec::new()).await?;
+            store.outbox().finish_with(entry, Vec::new()).await?;
             return Err(StoreError::Conflict(code, message.into()));
         }
         let mut conn = store.conn();
@@ -93,6 +93,7 @@ impl UserOp {
             suspended: None,
         };
         store
+            .outbox()
             .finish_with(entry, vec![body(&Event::User { at: *at, user })])
             .await?;
         Ok(())

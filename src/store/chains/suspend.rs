@@ -50,7 +50,7 @@ impl SuspendOp {
             .invoke_async(&mut conn)
             .await?;
         if changed < 0 {
-            store.finish_op(entry, Finish::default()).await?;
+            store.outbox().finish(entry, Finish::default()).await?;
             return Err(StoreError::NotFound("user"));
         }
         Pauses::hold(store.pauses.suspend).await;
@@ -76,7 +76,7 @@ impl SuspendOp {
                 .audit_put(id, admin, action, &uid.to_string(), None, keep)
                 .await?;
         }
-        store.finish_with(entry, Vec::new()).await?;
+        store.outbox().finish_with(entry, Vec::new()).await?;
         Ok(changed == 1)
     }
 }

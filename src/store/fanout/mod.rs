@@ -11,7 +11,7 @@
 //! wait on [`fanout_hints`](super::writes::fanout_hints) instead of a blocking read,
 //! so an idle worker sends nothing. If the request dies or its client hangs
 //! up first, the entry's lease runs out and a worker's sweeper runs the
-//! chain again ([`Store::complete_op`]); only whoever retires the entry
+//! chain again ([`Outbox::complete`](crate::store::outbox::Outbox::complete)); only whoever retires the entry
 //! queues the ranges, so nothing is queued twice.
 //!
 //! A range runs between two cursors (score and member of a follower in the
@@ -40,7 +40,7 @@ use super::plumbing::conn::RedisConn;
 use super::plumbing::error::StoreResult;
 use super::plumbing::handle::Store;
 pub(crate) use super::writes::fanout_hints::Queue;
-use crate::model::{now, timeline_score, trims_homes, HOME_CAP};
+use crate::model::{timeline_score, trims_homes, HOME_CAP};
 use redis::AsyncCommands;
 
 /// The consumer group of the fan-out workers.
@@ -145,22 +145,31 @@ pub enum Step {
     Done(usize),
 }
 
-impl Store {
-    /// The outbox lease deadline for work starting now.
-    pub(crate) fn lease_deadline(&self) -> f64 {
-        now() + self.outbox_lease
-    }
+/// The fan-out: a status into its author's followers' homes, inline for
+/// the first and by the queues' workers for the rest (`Store::fanout`).
+#[derive(Clone, Copy)]
+pub struct Fanout<'a> {
+    pub(super) store: &'a Store,
+}
 
+impl Store {
+    /// The fan-out.
+    pub fn fanout(&self) -> Fanout<'_> {
+        Fanout { store: self }
+    }
+}
+
+impl<'a> Fanout<'a> {
     /// Reaches the first followers inline and cuts the rest into ranges:
     /// returns the tasks to queue (by `op_retire`, as the entry retires).
-    pub(crate) async fn fanout_inline(
-        &self,
+    pub(crate) async fn inline(
+        self,
         kind: FanoutKind,
         status_id: u64,
         uid: u64,
         posted: f64,
     ) -> StoreResult<Vec<String>> {
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let task = FanoutTask {
             kind,
             status_id,
@@ -171,25 +180,31 @@ impl Store {
             end_score: f64::INFINITY,
             end_member: String::new(),
         };
-        let followers = self.page(&mut conn, &task, self.fanout_inline).await?;
+        let followers = self
+            .page(&mut conn, &task, self.store.fanout_inline)
+            .await?;
         self.apply(&mut conn, &task, &followers).await?;
         let mut tasks = Vec::new();
-        if followers.len() >= self.fanout_inline {
+        if followers.len() >= self.store.fanout_inline {
             // Cut the rest into ranges at every `fanout_batch`-th follower.
-            let n: usize = conn.zcard(self.keys.followers(uid)).await?;
+            let n: usize = conn.zcard(self.store.keys.followers(uid)).await?;
             let mut cuts: Vec<(f64, String)> = followers
                 .last()
                 .map(|(m, s)| (*s, m.clone()))
                 .into_iter()
                 .collect();
             let ranks: Vec<usize> = (1..)
-                .map(|k| self.fanout_inline - 1 + k * self.fanout_batch)
+                .map(|k| self.store.fanout_inline - 1 + k * self.store.fanout_batch)
                 .take_while(|r| *r + 1 < n)
                 .collect();
             if !ranks.is_empty() {
                 let mut pipe = redis::pipe();
                 for r in &ranks {
-                    pipe.zrange_withscores(self.keys.followers(uid), *r as isize, *r as isize);
+                    pipe.zrange_withscores(
+                        self.store.keys.followers(uid),
+                        *r as isize,
+                        *r as isize,
+                    );
                 }
                 let found: Vec<Vec<(String, f64)>> = pipe.query_async(&mut conn).await?;
                 cuts.extend(found.into_iter().flatten().map(|(m, s)| (s, m)));
@@ -217,11 +232,11 @@ impl Store {
     /// chain that is itself background work and must know the homes are
     /// clean before it goes on (an account's deletion, a round of its
     /// statuses at a time, before its follows end).
-    pub(crate) async fn unhome_everywhere(&self, uid: u64, sids: &[u64]) -> StoreResult<()> {
+    pub(crate) async fn unhome_everywhere(self, uid: u64, sids: &[u64]) -> StoreResult<()> {
         if sids.is_empty() {
             return Ok(());
         }
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let mut task = FanoutTask {
             kind: FanoutKind::Delete,
             status_id: 0,
@@ -233,11 +248,11 @@ impl Store {
             end_member: String::new(),
         };
         loop {
-            let followers = self.page(&mut conn, &task, self.fanout_batch).await?;
+            let followers = self.page(&mut conn, &task, self.store.fanout_batch).await?;
             let homes: Vec<String> = followers
                 .iter()
                 .filter_map(|(member, _)| member.parse::<u64>().ok())
-                .map(|follower| self.keys.home(follower))
+                .map(|follower| self.store.keys.home(follower))
                 .collect();
             if !homes.is_empty() {
                 let mut pipe = redis::pipe();
@@ -247,7 +262,7 @@ impl Store {
                 let _: () = pipe.query_async(&mut conn).await?;
             }
             match followers.last() {
-                Some((member, score)) if followers.len() >= self.fanout_batch => {
+                Some((member, score)) if followers.len() >= self.store.fanout_batch => {
                     task.cursor_score = *score;
                     task.cursor_member = member.clone();
                 }
@@ -259,15 +274,16 @@ impl Store {
     /// Up to `limit` followers of the task's author after its cursor (and at
     /// most its end), in the followers ZSET's order.
     async fn page(
-        &self,
+        self,
         conn: &mut RedisConn,
         task: &FanoutTask,
         limit: usize,
     ) -> StoreResult<Vec<(String, f64)>> {
         let raw: Vec<(String, f64)> = self
+            .store
             .scripts
             .fanout_page
-            .key(self.keys.followers(task.uid))
+            .key(self.store.keys.followers(task.uid))
             .arg(task.cursor_score.to_string())
             .arg(&task.cursor_member)
             .arg(limit)
@@ -283,7 +299,7 @@ impl Store {
     /// docs): a post is taken back out of the homes of followers who have
     /// unfollowed meanwhile, and out of every home if the status has gone.
     async fn apply(
-        &self,
+        self,
         conn: &mut RedisConn,
         task: &FanoutTask,
         followers: &[(String, f64)],
@@ -300,7 +316,7 @@ impl Store {
             // A reply to a private account's status reaches only the homes
             // of those who also follow that account (or are it).
             let (audience, original): (Option<u64>, Option<u64>) = redis::cmd("HMGET")
-                .arg(self.keys.status(task.status_id))
+                .arg(self.store.keys.status(task.status_id))
                 .arg("audience")
                 .arg("repost_of_uid")
                 .query_async(conn)
@@ -309,7 +325,7 @@ impl Store {
             if let Some(p) = audience {
                 let mut pipe = redis::pipe();
                 for f in &ids {
-                    pipe.zscore(self.keys.following(*f), p);
+                    pipe.zscore(self.store.keys.following(*f), p);
                 }
                 let scores: Vec<Option<f64>> = pipe.query_async(conn).await?;
                 ids = ids
@@ -327,7 +343,8 @@ impl Store {
         match task.kind {
             FanoutKind::Delete => {
                 for &follower in &ids {
-                    pipe.zrem(self.keys.home(follower), task.status_id).ignore();
+                    pipe.zrem(self.store.keys.home(follower), task.status_id)
+                        .ignore();
                 }
                 let _: () = pipe.query_async(conn).await?;
                 return Ok(());
@@ -335,7 +352,7 @@ impl Store {
             FanoutKind::Post => {
                 let trim = trims_homes(task.status_id);
                 for &follower in &ids {
-                    let home = self.keys.home(follower);
+                    let home = self.store.keys.home(follower);
                     pipe.zadd(&home, task.status_id, timeline_score(task.posted))
                         .ignore();
                     if trim {
@@ -344,11 +361,11 @@ impl Store {
                     }
                 }
                 for &follower in &ids {
-                    pipe.zscore(self.keys.following(follower), task.uid);
+                    pipe.zscore(self.store.keys.following(follower), task.uid);
                     // A relation that hides the author, or the reposted
                     // author, from the follower (`crate::hides`).
                     pipe.cmd("HMGET")
-                        .arg(self.keys.hide(follower))
+                        .arg(self.store.keys.hide(follower))
                         .arg(task.uid)
                         .arg(repost_of.unwrap_or(0));
                 }
@@ -375,7 +392,8 @@ impl Store {
         if !undo.is_empty() {
             let mut pipe = redis::pipe();
             for follower in undo {
-                pipe.zrem(self.keys.home(follower), task.status_id).ignore();
+                pipe.zrem(self.store.keys.home(follower), task.status_id)
+                    .ignore();
             }
             let _: () = pipe.query_async(conn).await?;
         }
@@ -383,9 +401,9 @@ impl Store {
     }
 
     /// Whether a status exists and is not being deleted.
-    pub(crate) async fn status_live(&self, conn: &mut RedisConn, sid: u64) -> StoreResult<bool> {
+    pub(crate) async fn status_live(self, conn: &mut RedisConn, sid: u64) -> StoreResult<bool> {
         let (id, deleted): (Option<String>, Option<String>) = redis::cmd("HMGET")
-            .arg(self.keys.status(sid))
+            .arg(self.store.keys.status(sid))
             .arg("id")
             .arg("deleted")
             .query_async(conn)
@@ -396,24 +414,25 @@ impl Store {
     /// Steps 2 and 3 of a follow change (the followee's followers, the
     /// follower's home).
     pub(crate) async fn follow_steps(
-        &self,
+        self,
         source: u64,
         target: u64,
         follow: bool,
         seq: i64,
         at: f64,
     ) -> StoreResult<()> {
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let flag = if follow { "1" } else { "0" };
         let reply: redis::Value = self
+            .store
             .scripts
             .follow_target
-            .key(self.keys.followers(target))
-            .key(self.keys.user(target))
-            .key(self.keys.follower_seq(target))
-            .key(self.keys.profile(target))
-            .key(self.keys.deleted(target))
-            .key(self.keys.hide(target))
+            .key(self.store.keys.followers(target))
+            .key(self.store.keys.user(target))
+            .key(self.store.keys.follower_seq(target))
+            .key(self.store.keys.profile(target))
+            .key(self.store.keys.deleted(target))
+            .key(self.store.keys.hide(target))
             .arg(source)
             .arg(flag)
             .arg(seq)
@@ -426,10 +445,10 @@ impl Store {
                 Ok((_, newest, deleted)) => (newest, deleted),
                 Err(_) => (Vec::new(), Vec::new()),
             };
-        let mut inv = self.scripts.follow_home.prepare_invoke();
-        inv.key(self.keys.following(source))
-            .key(self.keys.home(source))
-            .key(self.keys.hide(source))
+        let mut inv = self.store.scripts.follow_home.prepare_invoke();
+        inv.key(self.store.keys.following(source))
+            .key(self.store.keys.home(source))
+            .key(self.store.keys.hide(source))
             .arg(target)
             .arg(HOME_CAP)
             .arg(newest.len() / 2);
@@ -460,16 +479,16 @@ impl Store {
     /// fan-out), nor a repost of a status by a user in `hidden` (those
     /// whose relations with `owner` hide them).
     pub(crate) async fn settle_backfill(
-        &self,
+        self,
         owner: u64,
         ids: &[u64],
         hidden: &[u64],
     ) -> StoreResult<()> {
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let mut pipe = redis::pipe();
         for id in ids {
             pipe.cmd("HMGET")
-                .arg(self.keys.status(*id))
+                .arg(self.store.keys.status(*id))
                 .arg("id")
                 .arg("deleted");
         }
@@ -481,12 +500,12 @@ impl Store {
             .map(|(id, _)| *id)
             .collect();
         if !gone.is_empty() {
-            let _: () = conn.zrem(self.keys.home(owner), gone).await?;
+            let _: () = conn.zrem(self.store.keys.home(owner), gone).await?;
         }
         if hidden.is_empty() {
             return Ok(());
         }
-        let found = self.statuses().many(ids).await?;
+        let found = self.store.statuses().many(ids).await?;
         for other in hidden {
             let other_s = other.to_string();
             let reposts: Vec<u64> = found
@@ -496,7 +515,7 @@ impl Store {
                         .then_some(*id)
                 })
                 .collect();
-            self.home_hide(owner, *other, &reposts).await?;
+            self.store.home_hide(owner, *other, &reposts).await?;
         }
         Ok(())
     }

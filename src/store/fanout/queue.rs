@@ -3,20 +3,19 @@
 //! `reclaim_ms`), worked a page at a time, and acknowledged together with
 //! the queueing of its next page.
 
-use super::{FanoutKind, FanoutTask, Queue, Step, GROUP};
+use super::{Fanout, FanoutKind, FanoutTask, Queue, Step, GROUP};
 use crate::model::now;
 use crate::store::plumbing::conn::RedisConn;
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 use crate::store::plumbing::keys::OUTBOX_PARTS;
 use redis::AsyncCommands;
 
-impl Store {
+impl<'a> Fanout<'a> {
     /// Creates the consumer group of `queue` if it is not there yet.
-    pub async fn ensure_fanout_group(&self, conn: &mut RedisConn, queue: Queue) -> StoreResult<()> {
+    pub async fn ensure_group(self, conn: &mut RedisConn, queue: Queue) -> StoreResult<()> {
         let created: redis::RedisResult<()> = redis::cmd("XGROUP")
             .arg("CREATE")
-            .arg(self.keys.part_fanout(queue))
+            .arg(self.store.keys.part_fanout(queue))
             .arg(GROUP)
             .arg("0")
             .arg("MKSTREAM")
@@ -30,14 +29,14 @@ impl Store {
 
     /// Takes one task of `queue`, without waiting: first one abandoned by a
     /// dead worker for longer than `reclaim_ms`, else a new one.
-    pub async fn claim_fanout(
-        &self,
+    pub async fn claim(
+        self,
         conn: &mut RedisConn,
         queue: Queue,
         consumer: &str,
         reclaim_ms: u64,
     ) -> StoreResult<Option<(String, Option<FanoutTask>)>> {
-        let key = self.keys.part_fanout(queue);
+        let key = self.store.keys.part_fanout(queue);
         let (_, claimed, _): (String, Vec<(String, Vec<String>)>, redis::Value) =
             redis::cmd("XAUTOCLAIM")
                 .arg(&key)
@@ -75,8 +74,8 @@ impl Store {
 
     /// Does the batch of a claimed task, then acknowledges it and queues the
     /// rest of its range in one step.
-    pub async fn work_fanout(
-        &self,
+    pub async fn work(
+        self,
         conn: &mut RedisConn,
         queue: Queue,
         entry_id: &str,
@@ -88,10 +87,10 @@ impl Store {
             let live =
                 task.kind == FanoutKind::Delete || self.status_live(conn, task.status_id).await?;
             if live {
-                let batch = self.page(conn, task, self.fanout_batch).await?;
+                let batch = self.page(conn, task, self.store.fanout_batch).await?;
                 self.apply(conn, task, &batch).await?;
                 reached = batch.len();
-                if batch.len() == self.fanout_batch {
+                if batch.len() == self.store.fanout_batch {
                     if let Some((m, s)) = batch.last() {
                         next = Some(FanoutTask {
                             cursor_score: *s,
@@ -103,9 +102,10 @@ impl Store {
             }
         }
         let _: i64 = self
+            .store
             .scripts
             .fanout_ack
-            .key(self.keys.part_fanout(queue))
+            .key(self.store.keys.part_fanout(queue))
             .arg(GROUP)
             .arg(entry_id)
             .arg(next.map(|n| n.encode()).unwrap_or_default())
@@ -116,11 +116,11 @@ impl Store {
 
     /// Tasks queued or in progress, in every queue (read one queue after
     /// another, as `outbox::outboxes` explains).
-    pub async fn fanout_depth(&self) -> StoreResult<u64> {
-        let mut conn = self.conn();
+    pub async fn depth(self) -> StoreResult<u64> {
+        let mut conn = self.store.conn();
         let mut depth = 0;
         for queue in 0..OUTBOX_PARTS {
-            let n: u64 = conn.xlen(self.keys.part_fanout(queue)).await?;
+            let n: u64 = conn.xlen(self.store.keys.part_fanout(queue)).await?;
             depth += n;
         }
         Ok(depth)
@@ -128,12 +128,12 @@ impl Store {
 
     /// Age in seconds of the oldest queued task of any queue (0 when all
     /// are empty).
-    pub async fn fanout_lag(&self) -> StoreResult<f64> {
-        let mut conn = self.conn();
+    pub async fn lag(self) -> StoreResult<f64> {
+        let mut conn = self.store.conn();
         let mut oldest: Option<f64> = None;
         for queue in 0..OUTBOX_PARTS {
             let rows: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-                .arg(self.keys.part_fanout(queue))
+                .arg(self.store.keys.part_fanout(queue))
                 .arg("-")
                 .arg("+")
                 .arg("COUNT")

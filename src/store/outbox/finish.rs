@@ -3,10 +3,10 @@
 //! doc), and the lease a long chain renews as it goes.
 
 use super::entry::Entry;
+use super::handle::Outbox;
 use crate::model::now;
 use crate::store::events::Body;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use crate::store::plumbing::settings::Pauses;
 use crate::store::writes::emitter;
 
@@ -29,20 +29,20 @@ pub struct Finish {
     pub answer: Option<(String, String)>,
 }
 
-impl Store {
+impl<'a> Outbox<'a> {
     /// Finishes an outbox entry: its events (once: `emit_once.lua`, in
     /// `{g}`, in the process's next batch: [`store::writes::emitter`](crate::store::writes::emitter)), then the
     /// entry retired in its partition with its answer kept and its fan-out
     /// tasks queued on the partition's queue (`op_retire.lua`; this
     /// process's workers are woken for them). Returns the first event's id
     /// when this call emitted them.
-    pub(crate) async fn finish_op(&self, entry: &Entry, f: Finish) -> StoreResult<Option<String>> {
-        let mut conn = self.conn();
+    pub(crate) async fn finish(self, entry: &Entry, f: Finish) -> StoreResult<Option<String>> {
+        let mut conn = self.store.conn();
         let mut first = None;
         let mut shards: Vec<usize> = f
             .events
             .iter()
-            .map(|b| self.keys.log_shard(b.key))
+            .map(|b| self.store.keys.log_shard(b.key))
             .collect();
         shards.sort_unstable();
         shards.dedup();
@@ -54,36 +54,37 @@ impl Store {
                 ));
             }
             let sink = |k| emitter::Sink {
-                conn: self.conn(),
-                scripts: self.scripts.clone(),
-                emitted: self.keys.log_emitted(k),
-                events: self.keys.log_events(k),
-                channel: self.keys.log_channel(k),
-                publish: self.publish_command(),
+                conn: self.store.conn(),
+                scripts: self.store.scripts.clone(),
+                emitted: self.store.keys.log_emitted(k),
+                events: self.store.keys.log_events(k),
+                channel: self.store.keys.log_channel(k),
+                publish: self.store.publish_command(),
                 shard: k,
-                maxlen: self.shard_maxlen(),
-                exact: !self.shard_trim(1).starts_with('~'),
+                maxlen: self.store.shard_maxlen(),
+                exact: !self.store.shard_trim(1).starts_with('~'),
             };
             let events = f
                 .events
                 .into_iter()
-                .map(|b| (self.keys.log_shard(b.key), b.json))
+                .map(|b| (self.store.keys.log_shard(b.key), b.json))
                 .collect();
             first = self
+                .store
                 .emitter
-                .emit(sink, entry.n, events, &self.clocks)
+                .emit(sink, entry.n, events, &self.store.clocks)
                 .await?;
         }
-        Pauses::hold(self.pauses.retire).await;
+        Pauses::hold(self.store.pauses.retire).await;
         let k = entry.part;
-        let outbox = self.keys.part_outbox(k);
-        let mut inv = self.scripts.op_retire.prepare_invoke();
-        inv.key(&outbox).key(self.keys.part_retired(k));
+        let outbox = self.store.keys.part_outbox(k);
+        let mut inv = self.store.scripts.op_retire.prepare_invoke();
+        inv.key(&outbox).key(self.store.keys.part_retired(k));
         match &f.answer {
             Some((key, _)) => inv.key(key),
             None => inv.key(&outbox),
         };
-        inv.key(self.keys.part_fanout(k))
+        inv.key(self.store.keys.part_fanout(k))
             .arg(&entry.member)
             .arg(entry.n)
             .arg(now())
@@ -100,14 +101,14 @@ impl Store {
         }
         let retired: i64 = inv.invoke_async(&mut conn).await?;
         if retired == 1 && !f.tasks.is_empty() {
-            self.fanout_hints.hint(k);
+            self.store.fanout_hints.hint(k);
         }
         Ok(first)
     }
 
     /// Retires an entry emitting these events (no fan-out, no answer).
-    pub(crate) async fn finish_with(&self, entry: &Entry, events: Vec<Body>) -> StoreResult<()> {
-        self.finish_op(
+    pub(crate) async fn finish_with(self, entry: &Entry, events: Vec<Body>) -> StoreResult<()> {
+        self.finish(
             entry,
             Finish {
                 events,
@@ -121,10 +122,10 @@ impl Store {
     /// Pushes an entry's lease out again (a long chain, an account's
     /// deletion, renews it as it goes, so no worker takes it over while
     /// it runs).
-    pub(crate) async fn extend_op(&self, entry: &Entry) -> StoreResult<()> {
-        let mut conn = self.conn();
+    pub(crate) async fn extend(self, entry: &Entry) -> StoreResult<()> {
+        let mut conn = self.store.conn();
         let _: i64 = redis::cmd("ZADD")
-            .arg(self.keys.part_outbox(entry.part))
+            .arg(self.store.keys.part_outbox(entry.part))
             .arg("XX")
             .arg(self.lease_deadline())
             .arg(&entry.member)

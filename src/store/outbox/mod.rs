@@ -32,26 +32,27 @@
 //!    fails, and a worker claims the entry again), and every run took its
 //!    lease before the entry was retired, so no run emits later than the
 //!    lease plus the grace after the retirement; the sweeper forgets a
-//!    mark [`MARK_MARGIN`] seconds after that ([`Store::emitted_kept`]).
+//!    mark [`MARK_MARGIN`] seconds after that ([`Outbox::emitted_kept`](crate::store::outbox::Outbox::emitted_kept)).
 //!
 //! A request runs the chain itself. If it dies (or its client hangs up and
 //! the task is dropped), the entry's lease runs out and a worker's sweeper
-//! claims it and runs the same chain ([`Store::complete_op`]): a crash
+//! claims it and runs the same chain ([`Outbox::complete`](crate::store::outbox::Outbox::complete)): a crash
 //! between steps is finished later, and a retry repeats nothing. Events go
 //! out last, so a client that gets an event can read what it refers to.
 
 pub(crate) mod entry;
 pub(crate) mod finish;
+mod handle;
 mod op;
 pub(crate) mod payloads;
 
 use super::plumbing::error::{StoreError, StoreResult};
-use super::plumbing::handle::Store;
 use super::plumbing::keys::OUTBOX_PARTS;
 
 use crate::model::now;
 pub use entry::Entry;
 pub use finish::{Finish, EMIT_GRACE, IDEMPOTENCY_TTL};
+pub use handle::Outbox;
 pub use op::{Op, Owed};
 use redis::AsyncCommands;
 
@@ -71,17 +72,17 @@ pub(crate) enum Begun {
     Duplicate(String),
 }
 
-impl Store {
+impl<'a> Outbox<'a> {
     /// Records `op` in its outbox (with an idempotency key, which lives in
     /// the op's partition: claims it too).
-    pub(crate) async fn begin_op(&self, op: &Op, idempotency: Option<&str>) -> StoreResult<Begun> {
+    pub(crate) async fn begin(self, op: &Op, idempotency: Option<&str>) -> StoreResult<Begun> {
         let json = serde_json::to_string(op).map_err(|e| StoreError::Internal(e.to_string()))?;
         let part = op.part();
-        let outbox = self.keys.part_outbox(part);
-        let counter = self.keys.part_next_op(part);
+        let outbox = self.store.keys.part_outbox(part);
+        let counter = self.store.keys.part_next_op(part);
         let deadline = self.lease_deadline();
-        let mut conn = self.conn();
-        let mut inv = self.scripts.op_begin.prepare_invoke();
+        let mut conn = self.store.conn();
+        let mut inv = self.store.scripts.op_begin.prepare_invoke();
         inv.key(&outbox).key(&counter);
         match idempotency {
             Some(key) => inv.key(key),
@@ -107,8 +108,8 @@ impl Store {
     /// Runs an outbox entry's chain to its end. Safe to run more than once
     /// for the same entry, concurrently too (every step is idempotent and
     /// only the call that retires the entry emits and queues).
-    pub async fn complete_op(&self, owed: &Owed) -> StoreResult<()> {
-        let result = owed.op.run(self, &owed.entry).await;
+    pub async fn complete(self, owed: &Owed) -> StoreResult<()> {
+        let result = owed.op.run(self.store, &owed.entry).await;
         match result {
             Err(
                 StoreError::NotFound(_)
@@ -121,8 +122,8 @@ impl Store {
     }
 
     /// Begins and runs a write that needs no idempotency key.
-    pub(crate) async fn start_op(&self, op: Op) -> StoreResult<Owed> {
-        match self.begin_op(&op, None).await? {
+    pub(crate) async fn start(self, op: Op) -> StoreResult<Owed> {
+        match self.begin(&op, None).await? {
             Begun::Started(owed) => Ok(*owed),
             Begun::Duplicate(_) => Err(StoreError::Internal("op_begin without a key".into())),
         }
@@ -132,21 +133,22 @@ impl Store {
     /// up to `most` from each partition, each as
     /// its raw member, its partition and, when it parses, the entry. On the
     /// way, forgets the `emitted` marks of ops retired more than
-    /// [`Store::emitted_kept`] seconds ago, and hints the workers at every
+    /// [`Outbox::emitted_kept`](crate::store::outbox::Outbox::emitted_kept) seconds ago, and hints the workers at every
     /// fan-out queue that is not empty ([`store::writes::fanout_hints`](crate::store::writes::fanout_hints)).
-    pub async fn claim_ops(&self, most: usize) -> StoreResult<Vec<Claimed>> {
+    pub async fn claim(self, most: usize) -> StoreResult<Vec<Claimed>> {
         let cutoff = now() - self.emitted_kept();
         let deadline = self.lease_deadline();
         let claims = (0..OUTBOX_PARTS).map(|part| async move {
-            let mut conn = self.conn();
-            let outbox = self.keys.part_outbox(part);
-            let retired = self.keys.part_retired(part);
+            let mut conn = self.store.conn();
+            let outbox = self.store.keys.part_outbox(part);
+            let retired = self.store.keys.part_retired(part);
             let (members, old, queued): (Vec<String>, Vec<String>, u64) = self
+                .store
                 .scripts
                 .outbox_claim
                 .key(&outbox)
                 .key(&retired)
-                .key(self.keys.part_fanout(part))
+                .key(self.store.keys.part_fanout(part))
                 .arg(now())
                 .arg(deadline)
                 .arg(most)
@@ -155,13 +157,13 @@ impl Store {
                 .invoke_async(&mut conn)
                 .await?;
             if queued > 0 {
-                self.fanout_hints.hint(part);
+                self.store.fanout_hints.hint(part);
             }
             if !old.is_empty() {
                 // The marks first: a crash between leaves numbers to
                 // forget again, never a mark nobody forgets.
-                for (shard, ops) in marks_by_shard(&old, self.keys.log_shards()) {
-                    let _: i64 = conn.hdel(self.keys.log_emitted(shard), ops).await?;
+                for (shard, ops) in marks_by_shard(&old, self.store.keys.log_shards()) {
+                    let _: i64 = conn.hdel(self.store.keys.log_emitted(shard), ops).await?;
                 }
                 let _: i64 = conn.zrem(&retired, &old).await?;
             }
@@ -186,39 +188,39 @@ impl Store {
 
     /// Seconds a mark in `emitted` is kept after its op retired: the
     /// lease, the grace to emit after it, and the margin for clocks.
-    pub fn emitted_kept(&self) -> f64 {
-        self.outbox_lease + EMIT_GRACE + MARK_MARGIN
+    pub fn emitted_kept(self) -> f64 {
+        self.store.outbox_lease + EMIT_GRACE + MARK_MARGIN
     }
 
     /// Drops an outbox entry that cannot be parsed (written by a foreign
     /// version), so it is not claimed for ever.
-    pub async fn drop_op(&self, claimed: &Claimed) -> StoreResult<()> {
-        let mut conn = self.conn();
+    pub async fn forget(self, claimed: &Claimed) -> StoreResult<()> {
+        let mut conn = self.store.conn();
         let _: () = conn
-            .zrem(self.keys.part_outbox(claimed.part), &claimed.raw)
+            .zrem(self.store.keys.part_outbox(claimed.part), &claimed.raw)
             .await?;
         Ok(())
     }
 
     /// Seconds since the oldest outbox entry (of every partition) began
     /// (its lease deadline less the lease), 0 when the outboxes are empty.
-    pub async fn outbox_age(&self) -> StoreResult<f64> {
+    pub async fn age(self) -> StoreResult<f64> {
         let mut oldest = 0.0f64;
         for outbox in self.outboxes() {
-            let mut conn = self.conn();
+            let mut conn = self.store.conn();
             let first: Vec<(String, f64)> = conn.zrange_withscores(outbox, 0, 0).await?;
             if let Some((_, deadline)) = first.first() {
-                oldest = oldest.max(now() - (deadline - self.outbox_lease));
+                oldest = oldest.max(now() - (deadline - self.store.outbox_lease));
             }
         }
         Ok(oldest)
     }
 
     /// Entries in the outboxes (work owed by committed writes).
-    pub async fn outbox_depth(&self) -> StoreResult<u64> {
+    pub async fn depth(self) -> StoreResult<u64> {
         let mut depth = 0;
         for outbox in self.outboxes() {
-            let mut conn = self.conn();
+            let mut conn = self.store.conn();
             let n: u64 = conn.zcard(outbox).await?;
             depth += n;
         }
@@ -230,8 +232,8 @@ impl Store {
     /// restarted were seen to leave the redis crate's cluster connection
     /// timing out for good (`streams_survive_a_redis_restart` on the
     /// cluster).
-    fn outboxes(&self) -> impl Iterator<Item = String> + '_ {
-        (0..OUTBOX_PARTS).map(|part| self.keys.part_outbox(part))
+    fn outboxes(self) -> impl Iterator<Item = String> + 'a {
+        (0..OUTBOX_PARTS).map(|part| self.store.keys.part_outbox(part))
     }
 }
 

@@ -6,51 +6,65 @@ use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;
 use std::time::Instant;
 
+/// Fresh ids from the store's generator (`Store::mint`).
+#[derive(Clone, Copy)]
+pub struct Mint<'a> {
+    store: &'a Store,
+}
+
 impl Store {
+    /// Fresh ids.
+    pub fn mint(&self) -> Mint<'_> {
+        Mint { store: self }
+    }
+}
+
+impl<'a> Mint<'a> {
     /// A fresh user id: a snowflake from the same generator as status ids,
     /// so a sign-up takes no shared counter (users signed up before
     /// 2026-11-27 keep the ids the `{g}` counter gave them, all below
     /// [`FIRST`](super::ids::FIRST)).
-    pub async fn next_user_id(&self) -> StoreResult<u64> {
-        Ok(self.next_snowflake().await?.0)
+    pub async fn user_id(self) -> StoreResult<u64> {
+        Ok(self.snowflake().await?.0)
     }
 
     /// A fresh snowflake and its time (see the module header): the id of
     /// every kind of thing that has one here (statuses, users, groups,
     /// lists, conversations and messages, reports, audit entries, rules).
-    pub async fn next_snowflake(&self) -> StoreResult<(u64, f64)> {
-        let instance = match self.ids.usable() {
+    pub async fn snowflake(self) -> StoreResult<(u64, f64)> {
+        let instance = match self.store.ids.usable() {
             Some((lease, false)) => lease.instance,
             _ => self.lease_instance().await?,
         };
-        Ok(self.ids.issue(instance))
+        Ok(self.store.ids.issue(instance))
     }
 
     /// Renews this process's instance lease, or takes a free number.
-    async fn lease_instance(&self) -> StoreResult<u64> {
-        let _one = self.ids.leasing.lock().await;
-        let held = match self.ids.usable() {
+    async fn lease_instance(self) -> StoreResult<u64> {
+        let _one = self.store.ids.leasing.lock().await;
+        let held = match self.store.ids.usable() {
             Some((lease, false)) => return Ok(lease.instance),
             Some((lease, true)) => Some(lease.instance),
-            None => self.ids.held(),
+            None => self.store.ids.held(),
         };
         let ttl_ms = LEASE_TTL.as_millis() as u64;
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         if let Some(instance) = held {
             let asked = Instant::now();
             let renewed: redis::RedisResult<i64> = self
+                .store
                 .scripts
                 .lease_renew
-                .key(self.keys.id_instance(instance))
-                .arg(&self.ids.token)
+                .key(self.store.keys.id_instance(instance))
+                .arg(&self.store.ids.token)
                 .arg(ttl_ms)
                 .invoke_async(&mut conn)
                 .await;
             match renewed {
-                Ok(1) => return Ok(self.ids.keep(instance, asked)),
+                Ok(1) => return Ok(self.store.ids.keep(instance, asked)),
                 Ok(_) => tracing::warn!(instance, "id instance lease lost; taking another"),
                 // Redis did not answer: a lease still valid serves on.
-                Err(e) => match self.ids.usable() {
+                Err(e) => match self.store.ids.usable() {
                     Some((lease, _)) => return Ok(lease.instance),
                     None => return Err(e.into()),
                 },
@@ -61,8 +75,8 @@ impl Store {
             let instance = (start + i) % INSTANCES;
             let asked = Instant::now();
             let taken: Option<String> = redis::cmd("SET")
-                .arg(self.keys.id_instance(instance))
-                .arg(&self.ids.token)
+                .arg(self.store.keys.id_instance(instance))
+                .arg(&self.store.ids.token)
                 .arg("NX")
                 .arg("PX")
                 .arg(ttl_ms)
@@ -70,7 +84,7 @@ impl Store {
                 .await?;
             if taken.is_some() {
                 tracing::info!(instance, "id instance leased");
-                return Ok(self.ids.keep(instance, asked));
+                return Ok(self.store.ids.keep(instance, asked));
             }
         }
         Err(StoreError::Unavailable(format!(
@@ -80,16 +94,17 @@ impl Store {
 
     /// Gives this process's status-id number back (at shutdown), so a
     /// restart does not wait for the lease to lapse. No id is issued after.
-    pub async fn release_id_lease(&self) -> StoreResult<()> {
-        let Some(instance) = self.ids.give_back() else {
+    pub async fn release_lease(self) -> StoreResult<()> {
+        let Some(instance) = self.store.ids.give_back() else {
             return Ok(());
         };
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let _: i64 = self
+            .store
             .scripts
             .lease_release
-            .key(self.keys.id_instance(instance))
-            .arg(&self.ids.token)
+            .key(self.store.keys.id_instance(instance))
+            .arg(&self.store.ids.token)
             .invoke_async(&mut conn)
             .await?;
         Ok(())

@@ -23,13 +23,13 @@ impl Store {
             follow: false,
             at,
         };
-        let o = self.start_op(Op::Follow(op.clone())).await?;
+        let o = self.outbox().start(Op::Follow(op.clone())).await?;
         op.run(self, &o.entry).await.map(|_| ())
     }
 
     /// Deletes one of the account's statuses as its author would, but for
     /// the followers' homes (the caller clears those a round at a time,
-    /// [`Store::unhome_everywhere`]). A status
+    /// [`Fanout::unhome_everywhere`](crate::store::fanout::Fanout::unhome_everywhere)). A status
     /// already marked by another delete (a run a process died during) has
     /// that delete finished here, before the follows go: found by its
     /// number in the author's outbox partition and run to its end (a worker
@@ -51,7 +51,7 @@ impl Store {
         };
         let op = Op::Delete(delete.clone());
         let part = op.part();
-        let o = self.start_op(op).await?;
+        let o = self.outbox().start(op).await?;
         match self
             .run_delete_reaching(&o.entry, &delete, Homes::Skip)
             .await
@@ -84,7 +84,7 @@ impl Store {
                 .filter_map(|member| Owed::decode_in(member, part))
                 .find(|e| matches!(&e.op, Op::Delete(d) if d.sid == sid));
             if let Some(earlier) = earlier {
-                let earlier = earlier.leased(self.lease_deadline());
+                let earlier = earlier.leased(self.outbox().lease_deadline());
                 let Op::Delete(op) = &earlier.op else {
                     return Ok(());
                 };
@@ -124,7 +124,7 @@ impl Store {
                 on: false,
                 at,
             };
-            let o = self.start_op(Op::Relate(op.clone())).await?;
+            let o = self.outbox().start(Op::Relate(op.clone())).await?;
             settled(op.run(self, &o.entry).await.map(|_| ()))?;
         }
         Ok(())
