@@ -1,6 +1,6 @@
 //! The relations between two users that hide content (blocks either way,
 //! mutes), as one user's map of other users to bits: what read paths and
-//! streams consult. Pure data; [`store::relations`](crate::store::relations) reads and writes it in
+//! streams consult. Pure data; [`store::relations`](crate::store::entities::relations) reads and writes it in
 //! Redis, the hub keeps a copy per connected user current from
 //! `relation` events.
 

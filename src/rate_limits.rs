@@ -1,6 +1,6 @@
 //! Abuse limits: token buckets for sign-up, login and new stream
 //! connections per client address, and for writes per user, counted in
-//! Redis ([`store::rate`](crate::store::rate): one key per address or user, in a slot of its
+//! Redis ([`store::rate`](crate::store::entities::rate): one key per address or user, in a slot of its
 //! own, one script per request), so N processes admit what one does.
 //!
 //! Each bucket holds up to `burst` tokens and refills at `per_minute / 60`

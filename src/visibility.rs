@@ -24,7 +24,7 @@
 use crate::hides::{self, Hides};
 use crate::model::GroupKind;
 use crate::model::{Status, User};
-use crate::store::statuses::StatusNow;
+use crate::store::entities::statuses::StatusNow;
 use crate::store::{Store, StoreError, StoreResult};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;

@@ -9,7 +9,7 @@
 use crate::jwt::Jwt;
 use crate::model::now;
 use crate::password::Passwords;
-use crate::store::users::NewUser;
+use crate::store::entities::users::NewUser;
 use crate::store::{Store, StoreError, StoreResult};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::Mutex;

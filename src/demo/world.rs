@@ -5,7 +5,7 @@
 
 use crate::model::{now, Status};
 use crate::password::Passwords;
-use crate::store::users::NewUser;
+use crate::store::entities::users::NewUser;
 use crate::store::writes::posting::PostOptions;
 use crate::store::{Store, StoreError};
 use crate::text;

@@ -13,7 +13,7 @@ use crate::auth::{AuthUser, SCOPE_ADMIN};
 use crate::error::{ApiError, ApiResult};
 use crate::model::{now, AuditAction, Report, User};
 use crate::state::AppState;
-use crate::store::moderation::{ReportState, Resolution as How, Resolved, ACTIONS};
+use crate::store::entities::moderation::{ReportState, Resolution as How, Resolved, ACTIONS};
 use crate::store::StoreError;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;

@@ -1,4 +1,4 @@
-//! Bookmarks: a user's private list of statuses ([`store::bookmarks`](crate::store::bookmarks)).
+//! Bookmarks: a user's private list of statuses ([`store::bookmarks`](crate::store::entities::bookmarks)).
 
 use super::shared::extract::{detached, path_id};
 use super::shared::openapi::{Op, Params, Reply};

@@ -11,7 +11,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::hides;
 use crate::model::{Conversation, Message};
 use crate::state::AppState;
-use crate::store::conversations::{Outgoing, Sent};
+use crate::store::entities::conversations::{Outgoing, Sent};
 use crate::store::outbox::payloads::NewConversation;
 use crate::store::StoreError;
 use axum::extract::{Path, Query, State};

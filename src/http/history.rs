@@ -451,7 +451,7 @@ pub(crate) async fn public(
     if let Some(max) = max_id {
         // The statuses read past `max_id` (the slack) are not the page's:
         // read on (a few pages at most) until it is full.
-        let below = |s: &crate::store::statuses::Shown| {
+        let below = |s: &crate::store::entities::statuses::Shown| {
             s.0.status.id.parse::<u64>().is_ok_and(|id| id <= max)
         };
         shown.retain(below);
@@ -486,7 +486,7 @@ async fn page(
     (mut at, bottom): (EventId, EventId),
     count: usize,
 ) -> ApiResult<(
-    Vec<crate::store::statuses::Shown>,
+    Vec<crate::store::entities::statuses::Shown>,
     Option<EventId>,
     Vec<crate::history::Gap>,
 )> {

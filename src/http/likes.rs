@@ -8,7 +8,7 @@ use super::shared::visibility::{only_visible, visible, visible_with_author};
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::store::statuses::Timeline;
+use crate::store::entities::statuses::Timeline;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use axum::Json;

@@ -1,5 +1,5 @@
 //! Lists: a user's own lists of accounts (create, read, rename, delete),
-//! their members, and the list timeline ([`store::lists`](crate::store::lists)). Only the owner
+//! their members, and the list timeline ([`store::lists`](crate::store::entities::lists)). Only the owner
 //! sees a list: another user's list id is 404. The list stream is
 //! [`http::stream`](crate::http::stream) (`/api/v1/stream/list`).
 
@@ -13,7 +13,7 @@ use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::hides;
 use crate::state::AppState;
-use crate::store::lists::{ListInfo, MemberChange, MAX_MEMBERS_A_CALL};
+use crate::store::entities::lists::{ListInfo, MemberChange, MAX_MEMBERS_A_CALL};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};

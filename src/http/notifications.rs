@@ -1,5 +1,5 @@
 //! Notifications: the list (newest first, by type, grouped), the unread
-//! count and the read marker ([`store::notifications`](crate::store::notifications); made by
+//! count and the read marker ([`store::notifications`](crate::store::entities::notifications); made by
 //! [`crate::notifier`]). Each is judged when read: nothing from anyone the
 //! reader blocks or mutes or who blocks them, from an account gone or
 //! suspended, or about a status the reader may not see now.
@@ -14,7 +14,7 @@ use crate::hides;
 use crate::model::GroupRole;
 use crate::model::Notification;
 use crate::state::AppState;
-use crate::store::notifications::{Stored, MAX_NOTIFICATIONS};
+use crate::store::entities::notifications::{Stored, MAX_NOTIFICATIONS};
 use crate::visibility::{Reach, Sight};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;

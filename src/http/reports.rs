@@ -9,7 +9,7 @@ use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::Report;
 use crate::state::AppState;
-use crate::store::moderation::REASONS;
+use crate::store::entities::moderation::REASONS;
 use crate::store::StoreError;
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -9,7 +9,7 @@ use super::shared::rule_items::{check_items, MAX_TAG_CHARS};
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
-use crate::store::rules::StoredRule;
+use crate::store::entities::rules::StoredRule;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -11,7 +11,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{now, Status};
 use crate::model::{GroupKind, GroupRole};
 use crate::state::AppState;
-use crate::store::follows::Cursor;
+use crate::store::entities::follows::Cursor;
 use crate::store::writes::posting::{PostOptions, Posted};
 use crate::store::StoreError;
 use crate::text;
@@ -258,7 +258,8 @@ pub(crate) async fn context(
     shown.sort_by_key(|s| s.0.status.id.parse::<u64>().unwrap_or(0));
     // Descendants are in id order, so a page starts after the last id
     // shown: replies posted or deleted meanwhile move nothing across it.
-    let sid_of = |s: &crate::store::statuses::Shown| s.0.status.id.parse::<u64>().unwrap_or(0);
+    let sid_of =
+        |s: &crate::store::entities::statuses::Shown| s.0.status.id.parse::<u64>().unwrap_or(0);
     let start = match cursor {
         Cursor::Start => 0,
         Cursor::Offset(n) => (n as usize).min(shown.len()),

@@ -10,9 +10,9 @@ use super::shared::visibility::{
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use crate::store::entities::ranking::{Ranked, RankedEntry};
+use crate::store::entities::statuses::Timeline;
 use crate::store::paging::Page;
-use crate::store::ranking::{Ranked, RankedEntry};
-use crate::store::statuses::Timeline;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
 use std::collections::HashMap;

@@ -8,7 +8,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{now, User};
 use crate::rate_limits::ClientAddr;
 use crate::state::AppState;
-use crate::store::users::NewUser;
+use crate::store::entities::users::NewUser;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Extension;

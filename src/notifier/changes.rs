@@ -3,8 +3,8 @@
 //! `notification` and `notification_removed` events of those that changed.
 
 use crate::model::{now, Event};
+use crate::store::entities::notifications::Stored;
 use crate::store::events::{body, EventId};
-use crate::store::notifications::Stored;
 use crate::store::{Store, StoreResult};
 use crate::visibility::{Reach, Sight};
 

@@ -5,17 +5,17 @@
 //!   [`StoreError`], the Lua [`Scripts`], [`conn`] (one server or a
 //!   cluster), [`keys`] (every key name), `replicas`
 //!   (`--redis-wait-replicas`), [`layout`] (the check made before serving).
-//! - Entities, one module each (this folder), most a view of the handle:
+//! - [`entities`], one module each, most a view of the handle:
 //!   `store.users().get(uid)`, `store.lists().create(..)`, a `Copy` type
 //!   holding `&Store` whose methods take it by value (so a future borrows
 //!   the handle, not the view), so the handle keeps only its plumbing, the
-//!   write path and one accessor per entity: [`users`], [`sessions`],
-//!   [`statuses`], [`edits`], [`follows`],
-//!   [`follow_requests`], [`likes`], [`bookmarks`], [`lists`],
-//!   [`notifications`], [`conversations`] (and [`social`], their reads),
-//!   [`groups`], [`relations`] (blocks, mutes), [`moderation`], [`rules`],
-//!   [`trends`], [`ranking`], [`leases`] (stream slots), [`rate`] (rate
-//!   limits), [`events`] (the replay buffer), [`zstd_dicts`], [`demo`];
+//!   write path and one accessor per entity: [`users`], [`sessions`](entities::sessions),
+//!   [`statuses`](entities::statuses), [`edits`](entities::edits), [`follows`],
+//!   [`follow_requests`](entities::follow_requests), [`likes`](entities::likes), [`bookmarks`](entities::bookmarks), [`lists`](entities::lists),
+//!   [`notifications`](entities::notifications), [`conversations`](entities::conversations) (and [`social`](entities::social), their reads),
+//!   [`groups`](entities::groups), [`relations`](entities::relations) (blocks, mutes), [`moderation`](entities::moderation), [`rules`](entities::rules),
+//!   [`trends`](entities::trends), [`ranking`](entities::ranking), [`leases`](entities::leases) (stream slots), [`rate`](entities::rate) (rate
+//!   limits), [`events`] (the replay buffer), [`zstd_dicts`](entities::zstd_dicts), [`demo`](entities::demo);
 //!   [`paging`] is how they page.
 //! - Writes that span slots: [`outbox`] (the op log: its entries, how one
 //!   is finished, the `Op` enum that only delegates), [`chains`] (each
@@ -35,43 +35,23 @@
 //! `mod.rs` (this file only declares and re-exports); a chain names its
 //! entry (`outbox::entry`) and `outbox::finish`, never the `Op` enum that
 //! names it; so no two files import each other (`tests/layout.rs`). Each
-//! Lua script is a `lua/<name>.lua` file in its callers' section (`lua/`
-//! here for the entities'), whose header says why it is atomic and which
+//! Lua script is a `lua/<name>.lua` file in its callers' section
+//! (`entities/lua/` for the entities'), whose header says why it is atomic and which
 //! keys it touches, named once in [`Scripts`].
 
-pub(crate) mod bookmarks;
 pub(crate) mod caches;
 pub mod chains;
-pub(crate) mod conversations;
-pub(crate) mod demo;
-pub(crate) mod edits;
+pub(crate) mod entities;
 pub mod events;
 pub(crate) mod fanout;
-pub(crate) mod follow_requests;
-pub mod follows;
-pub(crate) mod groups;
-pub(crate) mod leases;
-pub(crate) mod likes;
-pub(crate) mod lists;
-pub(crate) mod notifications;
 pub use chains::edit::{EditRefused, Edited, EDIT_WINDOW, MAX_EDITS};
-pub(crate) mod moderation;
 pub mod outbox;
 pub mod paging;
 pub(crate) mod plumbing;
-pub(crate) mod ranking;
-pub(crate) mod rate;
-pub(crate) mod relations;
-pub(crate) mod rules;
-pub(crate) mod sessions;
-pub(crate) mod social;
-pub(crate) mod statuses;
-pub(crate) mod trends;
-pub mod users;
 pub(crate) mod writes;
-pub(crate) mod zstd_dicts;
 
 pub(crate) use caches::cache;
+pub use entities::{follows, users};
 pub use plumbing::{conn, keys, layout};
 pub use writes::ids;
 

@@ -1,5 +1,5 @@
 //! The per-user concurrent-stream limit, counted in Redis across every
-//! server process (leases renewed by their holder, see [`store::leases`](crate::store::leases)), and
+//! server process (leases renewed by their holder, see [`store::leases`](crate::store::entities::leases)), and
 //! the connection gauge that goes with a slot.
 
 use crate::error::{ApiError, ApiResult};
@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The per-user concurrent-stream limit, counted in Redis across every
-/// server ([`StreamLeases::take`](crate::store::leases::StreamLeases::take)): this process's leases, renewed
+/// server ([`StreamLeases::take`](crate::store::entities::leases::StreamLeases::take)): this process's leases, renewed
 /// every third of their length by [`StreamLimits::renew`].
 pub struct StreamLimits {
     store: Store,

@@ -10,7 +10,7 @@
 //! ids are learnt: no status text, login or name of anyone ends up in a
 //! file everyone may fetch), retrained by one process at a time every
 //! `--zstd-retrain-secs`, published in Redis (the newest
-//! [`KEPT`](crate::store::zstd_dicts::KEPT) kept, so a client holding an older id can still
+//! [`KEPT`](crate::store::entities::zstd_dicts::KEPT) kept, so a client holding an older id can still
 //! fetch it) and followed by every process within [`FOLLOW`].
 //!
 //! A plain stream (SSE, NDJSON) coded with zstd is `zstd_body`'s.

@@ -11,7 +11,7 @@ use crate::http::shared::paging::user_paging;
 use crate::model::GroupRole;
 use crate::model::Membership;
 use crate::state::AppState;
-use crate::store::groups::{Change, Refused};
+use crate::store::entities::groups::{Change, Refused};
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde::Deserialize;

@@ -8,7 +8,7 @@ use crate::http::shared::visibility::may_read_group;
 use crate::model::GroupKind;
 use crate::model::{Group, Membership};
 use crate::state::AppState;
-use crate::store::groups::{Change, Refused, Standing};
+use crate::store::entities::groups::{Change, Refused, Standing};
 use crate::store::StoreError;
 use axum::http::StatusCode;
 use axum::Json;

@@ -4,8 +4,8 @@
 use crate::error::{ApiError, ApiResult};
 use crate::model::User;
 use crate::state::AppState;
-use crate::store::follows::{Cursor, IdPage};
-use crate::store::statuses::{Page, Shown};
+use crate::store::entities::follows::{Cursor, IdPage};
+use crate::store::entities::statuses::{Page, Shown};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -135,7 +135,7 @@ impl UserPage {
 pub(crate) enum Order {
     /// Newest first.
     Latest,
-    /// Ranked ([`store::ranking`](crate::store::ranking)), paged by `page` only.
+    /// Ranked ([`store::ranking`](crate::store::entities::ranking)), paged by `page` only.
     Top,
 }
 
@@ -160,7 +160,7 @@ pub(crate) fn order(q: &mut HashMap<String, String>) -> ApiResult<Order> {
 }
 
 /// A ranked page as JSON: each status with its counts and its `score`.
-pub(crate) fn ranked_json(entries: Vec<crate::store::ranking::RankedEntry>) -> Response {
+pub(crate) fn ranked_json(entries: Vec<crate::store::entities::ranking::RankedEntry>) -> Response {
     let list: Vec<serde_json::Value> = entries
         .into_iter()
         .map(|(status, counts, score)| {

@@ -9,7 +9,7 @@ use crate::hides;
 use crate::model::GroupKind;
 use crate::model::{Status, User};
 use crate::state::AppState;
-use crate::store::statuses::Shown;
+use crate::store::entities::statuses::Shown;
 use crate::store::StoreError;
 use crate::visibility::{Reach, Sight};
 

@@ -7,7 +7,7 @@
 //! membership, filter rules) adds its pass to [`DeleteAccountOp::run`].
 
 use crate::model::HOME_CAP;
-use crate::store::groups::Change;
+use crate::store::entities::groups::Change;
 use crate::store::outbox::entry::Entry;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::handle::Store;

@@ -1,12 +1,12 @@
 //! The chain that ends sessions: at their authority, then in the index
-//! with their revocation ([`store::sessions`](crate::store::sessions) starts it).
+//! with their revocation ([`store::sessions`](crate::store::entities::sessions) starts it).
 
 use crate::store::outbox::entry::Entry;
 use crate::store::plumbing::error::StoreResult;
 use crate::store::plumbing::handle::Store;
 use serde::{Deserialize, Serialize};
 
-/// Sessions ended ([`store::sessions`](crate::store::sessions)): at their authority, then in the
+/// Sessions ended ([`store::sessions`](crate::store::entities::sessions)): at their authority, then in the
 /// index with their revocation.
 /// (`Op::EndSessions`'s payload, as recorded in the outbox.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -2,7 +2,7 @@
 //! chain (the follower's `following`, the authority; the followee's
 //! `followers`; the follower's home; then the event), and on one Redis a
 //! chunk of follows in one atomic script, `follow_whole.lua`
-//! ([`Store::follow_whole`]). [`store::follows`](crate::store::follows) chooses.
+//! ([`Store::follow_whole`]). [`store::follows`](crate::store::entities::follows) chooses.
 
 use crate::model::{Event, HOME_CAP};
 use crate::store::events::body;
@@ -33,7 +33,7 @@ pub struct FollowOp {
 }
 
 impl Store {
-    /// [`Follows::set_many`](crate::store::follows::Follows::set_many) on one Redis for one chunk: `follow_whole.lua`,
+    /// [`Follows::set_many`](crate::store::entities::follows::Follows::set_many) on one Redis for one chunk: `follow_whole.lua`,
     /// every step of every change in one atomic script (one round trip, no
     /// outbox entry). Works the first targets of the chunk, at least one,
     /// until [`FOLLOW_COPY_BUDGET`] is spent, and answers for those. Reposts

@@ -1,7 +1,7 @@
 //! Liking, both ways: the op a like records ([`LikeOp`]) and its chain
 //! (the status's likers, the authority; the user's list of likes; then the
 //! event), and on one Redis the whole like in one atomic script,
-//! `like_whole.lua` ([`Store::like_whole`]). [`store::likes`](crate::store::likes) chooses.
+//! `like_whole.lua` ([`Store::like_whole`]). [`store::likes`](crate::store::entities::likes) chooses.
 
 use crate::model::{now, Event};
 use crate::store::events::body;
@@ -31,7 +31,7 @@ pub struct LikeOp {
 }
 
 impl Store {
-    /// [`Likes::set`](crate::store::likes::Likes::set) on one Redis: `like_whole.lua`, every step in one
+    /// [`Likes::set`](crate::store::entities::likes::Likes::set) on one Redis: `like_whole.lua`, every step in one
     /// atomic script (one round trip, no outbox entry).
     pub(crate) async fn like_whole(
         &self,

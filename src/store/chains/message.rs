@@ -12,7 +12,7 @@ use crate::store::plumbing::handle::Store;
 use serde::{Deserialize, Serialize};
 
 /// A message sent (and, for its first message, the conversation
-/// started): [`store::conversations`](crate::store::conversations).
+/// started): [`store::conversations`](crate::store::entities::conversations).
 /// (`Op::Message`'s payload, as recorded in the outbox.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageOp {

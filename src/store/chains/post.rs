@@ -4,7 +4,7 @@
 //! one Redis in one atomic script, `post_whole.lua` (no outbox entry, no
 //! chain: [`Store::post_whole`]). Group statuses, replies to private
 //! statuses, posts of authors past `--fanout-inline` followers, and every
-//! post on a cluster take the chain. [`store::statuses`](crate::store::statuses) chooses.
+//! post on a cluster take the chain. [`store::statuses`](crate::store::entities::statuses) chooses.
 
 use super::{unique_tags, Count, INDEX_CAP, TREND_BUCKET_TTL};
 use crate::model::{timeline_score, trims_homes, Event, Status, HOME_CAP};

@@ -12,7 +12,7 @@ use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
-/// A block or mute set or lifted ([`store::relations`](crate::store::relations)).
+/// A block or mute set or lifted ([`store::relations`](crate::store::entities::relations)).
 /// (`Op::Relate`'s payload, as recorded in the outbox.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RelateOp {

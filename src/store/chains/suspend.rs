@@ -1,5 +1,5 @@
 //! The suspension chain: the flag, the set the hubs load, the event, the
-//! sessions, the audit entry ([`store::moderation`](crate::store::moderation) starts it).
+//! sessions, the audit entry ([`store::moderation`](crate::store::entities::moderation) starts it).
 
 use crate::model::Event;
 use crate::store::outbox::entry::Entry;
@@ -11,7 +11,7 @@ use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
 /// An account suspended (`on`) or its suspension lifted by an admin
-/// ([`store::moderation`](crate::store::moderation)): the flag, the set the hubs load, the
+/// ([`store::moderation`](crate::store::entities::moderation)): the flag, the set the hubs load, the
 /// sessions, the audit entry (when `audit`), then the event.
 /// (`Op::Suspend`'s payload, as recorded in the outbox.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -38,19 +38,19 @@ pub enum Op {
     /// A follow request asked (`ask`) or withdrawn (rejected, cancelled,
     /// authorized).
     Request(RequestOp),
-    /// A block or mute set or lifted ([`store::relations`](crate::store::relations)).
+    /// A block or mute set or lifted ([`store::relations`](crate::store::entities::relations)).
     Relate(RelateOp),
     /// A message sent (and, for its first message, the conversation
-    /// started): [`store::conversations`](crate::store::conversations).
+    /// started): [`store::conversations`](crate::store::entities::conversations).
     Message(MessageOp),
     /// An account deleted (`chains/account.rs`): everything it holds
     /// undone as its own actions would undo it.
     DeleteAccount(DeleteAccountOp),
     /// An account suspended (`on`) or its suspension lifted by an admin
-    /// ([`store::moderation`](crate::store::moderation)): the flag, the set the hubs load, the
+    /// ([`store::moderation`](crate::store::entities::moderation)): the flag, the set the hubs load, the
     /// sessions, the audit entry (when `audit`), then the event.
     Suspend(SuspendOp),
-    /// Sessions ended ([`store::sessions`](crate::store::sessions)): at their authority, then in the
+    /// Sessions ended ([`store::sessions`](crate::store::entities::sessions)): at their authority, then in the
     /// index with their revocation.
     EndSessions(EndSessionsOp),
     /// An edit of status `sid` by `uid` (`chains/edit.rs`).

@@ -180,7 +180,7 @@ impl Keys {
     }
 
     /// ZSET: the user's sessions, session id -> created (a login beyond
-    /// [`crate::store::sessions::SESSIONS_PER_USER`] ends the oldest).
+    /// [`crate::store::entities::sessions::SESSIONS_PER_USER`] ends the oldest).
     pub fn user_sessions(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:sessions", self.prefix)
     }
@@ -294,7 +294,7 @@ impl Keys {
     pub fn mutes(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:mutes", self.prefix)
     }
-    /// HASH: the user's relations that hide ([`store::relations`](crate::store::relations)): other
+    /// HASH: the user's relations that hide ([`store::relations`](crate::store::entities::relations)): other
     /// user id -> `<bits>:<seq>`, `seq` -> the counter of changes, and the
     /// op numbers that order changes (`o<bit>:<id>`, `x:<id>`).
     pub fn hide(&self, uid: u64) -> String {
@@ -409,7 +409,7 @@ impl Keys {
     }
     /// ZSET: the user's bookmarks, status id -> minus the time it was
     /// bookmarked (score order: newest first); at most
-    /// [`crate::store::bookmarks::MAX_BOOKMARKS`].
+    /// [`crate::store::entities::bookmarks::MAX_BOOKMARKS`].
     pub fn bookmarks(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:bookmarks", self.prefix)
     }
@@ -465,7 +465,7 @@ impl Keys {
         format!("{}:{{g}}:zstd:trainer", self.prefix)
     }
     /// ZSET: the user's lists, list id -> created (oldest first); at most
-    /// [`crate::store::lists::MAX_LISTS`].
+    /// [`crate::store::entities::lists::MAX_LISTS`].
     pub fn lists(&self, uid: u64) -> String {
         format!("{}:user:{{{uid}}}:lists", self.prefix)
     }
@@ -476,7 +476,7 @@ impl Keys {
         format!("{}:user:{{{uid}}}:list:{lid}", self.prefix)
     }
     /// ZSET: a list's members, user id -> when added (oldest first); at
-    /// most [`crate::store::lists::MAX_MEMBERS`].
+    /// most [`crate::store::entities::lists::MAX_MEMBERS`].
     pub fn list_members(&self, uid: u64, lid: u64) -> String {
         format!("{}:user:{{{uid}}}:list:{lid}:members", self.prefix)
     }

@@ -1,5 +1,5 @@
 //! The Lua scripts, each named once, each a `lua/<name>.lua` file beside
-//! its callers' section (`store/lua/` the entities', `outbox/lua/`,
+//! its callers' section (`entities/lua/` the entities', `outbox/lua/`,
 //! `chains/lua/`, `fanout/lua/`, `writes/lua/`), whose header says why it is
 //! atomic and which keys it touches.
 
@@ -47,7 +47,7 @@ fn with_helpers(source: &str) -> Script {
 
 scripts! {
     // The entities'.
-    "" => [
+    "entities/" => [
         name_claim,
         name_release,
         drop_sessions,

@@ -16,7 +16,7 @@ pub struct PostOptions<'a> {
     pub notify_original: bool,
 }
 
-/// What [`Statuses::post`](crate::store::statuses::Statuses::post) did.
+/// What [`Statuses::post`](crate::store::entities::statuses::Statuses::post) did.
 #[derive(Debug, Clone)]
 pub enum Posted {
     /// Stored, and its events emitted.

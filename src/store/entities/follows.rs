@@ -4,12 +4,12 @@
 //! home timeline gains or loses the followee's newest statuses (step 3).
 //! Each step touches one user's keys only, and any step may be retried.
 
-use super::chains::follow::FollowOp;
-pub use super::chains::follow::FOLLOW_COPY_BUDGET;
-use super::outbox::Op;
-pub use super::paging::{Cursor, IdPage};
-use super::plumbing::error::{parse_id, StoreError, StoreResult};
-use super::plumbing::handle::Store;
+use crate::store::chains::follow::FollowOp;
+pub use crate::store::chains::follow::FOLLOW_COPY_BUDGET;
+use crate::store::outbox::Op;
+pub use crate::store::paging::{Cursor, IdPage};
+use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use futures::StreamExt;
 use redis::AsyncCommands;
 

@@ -22,12 +22,12 @@
 //! every process), as an outbox op ([`Sessions::end_many`]) so that a crash
 //! between them is finished by a worker.
 
-pub(crate) use super::caches::cache::SessionUser;
-use super::chains::end_sessions::EndSessionsOp;
-use super::outbox::Op;
-use super::plumbing::error::{parse_id, StoreResult};
-use super::plumbing::handle::Store;
-use super::plumbing::keys::{user_part, OUTBOX_PARTS};
+pub(crate) use crate::store::caches::cache::SessionUser;
+use crate::store::chains::end_sessions::EndSessionsOp;
+use crate::store::outbox::Op;
+use crate::store::plumbing::error::{parse_id, StoreResult};
+use crate::store::plumbing::handle::Store;
+use crate::store::plumbing::keys::{user_part, OUTBOX_PARTS};
 use crate::store::plumbing::settings::Pauses;
 use redis::AsyncCommands;
 use std::collections::BTreeMap;
@@ -573,7 +573,7 @@ impl Store {
             .await?;
         let kept: Option<String> = conn.get(self.keys.jwt_secret()).await?;
         kept.ok_or_else(|| {
-            super::plumbing::error::StoreError::Internal("the JWT secret vanished".into())
+            crate::store::plumbing::error::StoreError::Internal("the JWT secret vanished".into())
         })
     }
 }

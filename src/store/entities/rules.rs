@@ -3,8 +3,8 @@
 //! duplicates and an order ZSET (oldest first). Ids are status ids: unique,
 //! never reused.
 
-use super::plumbing::error::{StoreError, StoreResult};
-use super::plumbing::handle::Store;
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
@@ -160,7 +160,7 @@ impl Rules<'_> {
 
     /// Tells every process's hub that `uid`'s rules are now at `version`.
     async fn announce(self, uid: u64, version: u64) -> StoreResult<()> {
-        let body = super::events::body(&crate::model::Event::RulesChanged { uid, version });
+        let body = crate::store::events::body(&crate::model::Event::RulesChanged { uid, version });
         self.store.events().emit(&body).await?;
         Ok(())
     }

@@ -1,14 +1,14 @@
 //! Users: registration (unique login and email), lookup by any unique field,
 //! profiles.
 
-use super::caches::view_cache::Kind;
-use super::chains::account::DeleteAccountOp;
-use super::chains::rename::RenameOp;
-use super::chains::signup::UserOp;
-use super::outbox::{Op, Owed};
-use super::plumbing::error::{parse_id, StoreError, StoreResult};
-use super::plumbing::handle::Store;
 use crate::model::{now, User};
+use crate::store::caches::view_cache::Kind;
+use crate::store::chains::account::DeleteAccountOp;
+use crate::store::chains::rename::RenameOp;
+use crate::store::chains::signup::UserOp;
+use crate::store::outbox::{Op, Owed};
+use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 

@@ -11,12 +11,12 @@
 //! announced to every hub (`list_changed`, with the list's version) so that
 //! open streams of the list follow it.
 
-use super::paging::{Cursor, IdPage};
-use super::plumbing::error::{parse_id, StoreError, StoreResult};
-use super::plumbing::handle::Store;
-use super::statuses::Shown;
-use super::writes::ids::posted_of;
 use crate::model::{now, timeline_score, Event, IdString, HOME_CAP};
+use crate::store::entities::statuses::Shown;
+use crate::store::paging::{Cursor, IdPage};
+use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
+use crate::store::writes::ids::posted_of;
 use redis::AsyncCommands;
 
 /// Lists a user keeps at most.
@@ -252,7 +252,7 @@ impl Lists<'_> {
             MemberChange::Add => (ids, Vec::new()),
             MemberChange::Remove => (Vec::new(), ids),
         };
-        let body = super::events::body(&Event::ListChanged {
+        let body = crate::store::events::body(&Event::ListChanged {
             owner,
             list_id: lid,
             version,
@@ -332,19 +332,19 @@ impl Lists<'_> {
         self,
         uid: u64,
         lid: u64,
-        page: super::paging::Page,
+        page: crate::store::paging::Page,
         count: usize,
     ) -> StoreResult<Vec<Shown>> {
         let members = self.members(uid, lid).await?.ids;
         let (skip, max) = match page {
-            super::paging::Page::Number(n) => {
+            crate::store::paging::Page::Number(n) => {
                 let skip = (n.saturating_sub(1)).saturating_mul(count as u64);
                 if skip >= HOME_CAP as u64 {
                     return Ok(Vec::new());
                 }
                 (skip as usize, u64::MAX)
             }
-            super::paging::Page::MaxId(max) => (0, max),
+            crate::store::paging::Page::MaxId(max) => (0, max),
         };
         let want = (skip + count).min(HOME_CAP + count);
         let ids = self.merged_profiles(&members, max, want).await?;

@@ -2,10 +2,10 @@
 //! outbox (an idempotency key answers a repeat) and runs its chain
 //! (`chains/edit.rs`, which a worker runs too if the request dies).
 
-use super::chains::edit::{EditOp, EditRefused, Edited};
-use super::outbox::{Begun, Op, Owed};
-use super::plumbing::error::{StoreError, StoreResult};
-use super::plumbing::handle::Store;
+use crate::store::chains::edit::{EditOp, EditRefused, Edited};
+use crate::store::outbox::{Begun, Op, Owed};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 
 impl Store {
     /// Edits status `sid` by `uid` (see [`EditOp::run`](crate::store::chains::edit::EditOp::run)). With an

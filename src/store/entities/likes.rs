@@ -2,12 +2,12 @@
 //! reposts read as marks ([`Reposts`]): who reposted a status, which of
 //! some statuses a user reposted.
 
-use super::chains::like::LikeOp;
-use super::outbox::Op;
-use super::paging::{Cursor, IdPage};
-use super::plumbing::error::StoreResult;
-use super::plumbing::handle::Store;
 use crate::model::now;
+use crate::store::chains::like::LikeOp;
+use crate::store::outbox::Op;
+use crate::store::paging::{Cursor, IdPage};
+use crate::store::plumbing::error::StoreResult;
+use crate::store::plumbing::handle::Store;
 
 /// Likes: like and unlike, and a status's likers (`Store::likes`).
 #[derive(Clone, Copy)]
@@ -53,7 +53,8 @@ impl Likes<'_> {
 
     /// Whether `uid` likes each of `sids` (one command, in the user's slot).
     pub async fn liked(self, uid: u64, sids: &[u64]) -> StoreResult<Vec<bool>> {
-        super::bookmarks::zmember(self.store, &self.store.keys.likes(uid), sids).await
+        crate::store::entities::bookmarks::zmember(self.store, &self.store.keys.likes(uid), sids)
+            .await
     }
 
     /// Who likes a status, oldest like first, `count` from `cursor`.

@@ -2,11 +2,11 @@
 //! trending partition (`keys::trend_part`; written by `trend.lua` and
 //! `post_whole.lua`), and read here.
 
-use super::caches::trend_memo::Top;
-use super::plumbing::error::StoreResult;
-use super::plumbing::handle::Store;
-use super::plumbing::keys::TREND_PARTS;
 use crate::model::now;
+use crate::store::caches::trend_memo::Top;
+use crate::store::plumbing::error::StoreResult;
+use crate::store::plumbing::handle::Store;
+use crate::store::plumbing::keys::TREND_PARTS;
 use redis::AsyncCommands;
 impl Store {
     /// The most used hashtags of public statuses in the last `window`

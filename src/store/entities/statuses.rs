@@ -1,14 +1,14 @@
 //! Statuses: post, delete, read, and the profile and home timelines.
 
-use super::caches::cache::CachedStatus;
-use super::chains::delete::DeleteOp;
-use super::chains::post::{PostEnd, PostOp, Whole};
-use super::outbox::{Begun, Op, Owed};
-pub(crate) use super::paging::Page;
-use super::plumbing::error::{parse_id, StoreError, StoreResult};
-use super::plumbing::handle::Store;
-use super::writes::posting::{PostOptions, Posted};
 use crate::model::{timeline_score, Counts, Status, HOME_CAP};
+use crate::store::caches::cache::CachedStatus;
+use crate::store::chains::delete::DeleteOp;
+use crate::store::chains::post::{PostEnd, PostOp, Whole};
+use crate::store::outbox::{Begun, Op, Owed};
+pub(crate) use crate::store::paging::Page;
+use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
+use crate::store::writes::posting::{PostOptions, Posted};
 use redis::AsyncCommands;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -56,7 +56,7 @@ impl Statuses<'_> {
     /// events and fans it out (a chain of single-slot steps driven from the
     /// outbox: see `outbox`; on one Redis a plain post is one script,
     /// [`Store::post_whole`]). With an idempotency key already used by this
-    /// author within [`IDEMPOTENCY_TTL`](super::outbox::IDEMPOTENCY_TTL), creates nothing and returns the
+    /// author within [`IDEMPOTENCY_TTL`](crate::store::outbox::IDEMPOTENCY_TTL), creates nothing and returns the
     /// first answer (finishing the first write first if it is still under
     /// way).
     pub async fn post(self, status: &Status, opts: &PostOptions<'_>) -> StoreResult<Posted> {
@@ -409,7 +409,7 @@ impl Statuses<'_> {
                         .arg((start + chunk).min(HOME_CAP as isize) - 1)
                         .invoke_async(&mut conn)
                         .await?;
-                    super::caches::home_cache::split_ids(&joined).into()
+                    crate::store::caches::home_cache::split_ids(&joined).into()
                 }
             };
             let n = ids.len();
@@ -477,7 +477,7 @@ impl Statuses<'_> {
         max: u64,
         count: usize,
     ) -> StoreResult<Vec<String>> {
-        let score = match super::writes::ids::posted_of(max) {
+        let score = match crate::store::writes::ids::posted_of(max) {
             Some(posted) => timeline_score(posted).to_string(),
             None => match self.get(max).await {
                 Ok(s) => s.posted.to_string(),

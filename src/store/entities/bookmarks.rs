@@ -7,10 +7,10 @@
 //! page and from the set; one its reader may no longer see is left out of
 //! the page but kept (a follow approved again brings it back).
 
-use super::paging::{Cursor, IdPage};
-use super::plumbing::error::{StoreError, StoreResult};
-use super::plumbing::handle::Store;
 use crate::model::now;
+use crate::store::paging::{Cursor, IdPage};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 /// Bookmarks a user keeps at most.

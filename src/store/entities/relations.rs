@@ -6,15 +6,15 @@
 //! cleaned, then one `relation` event (internal: the hubs update their
 //! copies) and the unfollow events of the follows the block ended.
 
-use super::caches::view_cache::Kind;
-use super::chains::relate::RelateOp;
-use super::outbox::Op;
-use super::paging::{Cursor, IdPage};
-use super::plumbing::error::{StoreError, StoreResult};
-use super::plumbing::handle::Store;
 use crate::hides::Relation;
 use crate::hides::{self, Hides};
 use crate::model::User;
+use crate::store::caches::view_cache::Kind;
+use crate::store::chains::relate::RelateOp;
+use crate::store::outbox::Op;
+use crate::store::paging::{Cursor, IdPage};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 
@@ -68,7 +68,7 @@ impl Relations<'_> {
         Ok(bits_of(v.as_deref()))
     }
 
-    /// User `uid` (as [`Users::get`](super::users::Users::get) reads it) and `viewer`'s relation
+    /// User `uid` (as [`Users::get`](crate::store::entities::users::Users::get) reads it) and `viewer`'s relation
     /// bits toward them ([`Relations::bits`]): from the view cache
     /// after one barrier, or in one round trip.
     pub async fn user_with_relation(self, uid: u64, viewer: u64) -> StoreResult<(User, u8)> {

@@ -8,11 +8,11 @@
 //! no status missing), so a ranked page costs one small Redis round trip,
 //! the scores of at most 1,000 rows and the page's statuses.
 
-use super::caches::cache::CachedStatus;
-use super::caches::rank_cache::{Row, HALF_TTL};
-use super::plumbing::error::{parse_id, StoreResult};
-use super::plumbing::handle::Store;
 use crate::model::{now, Counts, HOME_CAP};
+use crate::store::caches::cache::CachedStatus;
+use crate::store::caches::rank_cache::{Row, HALF_TTL};
+use crate::store::plumbing::error::{parse_id, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use rustc_hash::FxHashSet;
 use std::sync::Arc;

@@ -5,10 +5,10 @@
 //! from the events of the log, shard by shard; its leases and positions are
 //! in each shard's slot ([`store::events::shard_work`](crate::store::events::shard_work)).
 
-use super::plumbing::error::{parse_id, StoreError, StoreResult};
-use super::plumbing::handle::Store;
 use crate::model::now;
 use crate::model::{timeline_score, Notification, Status, User};
+use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
@@ -81,7 +81,7 @@ impl Notifications<'_> {
         let mut pipe = redis::pipe();
         for (uid, n) in adds {
             let json = serde_json::to_string(n).map_err(|e| StoreError::Internal(e.to_string()))?;
-            let score = super::writes::ids::posted_of(n.number()).map_or(0, timeline_score);
+            let score = crate::store::writes::ids::posted_of(n.number()).map_or(0, timeline_score);
             pipe.cmd("EVAL")
                 .arg(NOTIFY_ADD)
                 .arg(3)

@@ -9,14 +9,14 @@
 //! answered (or whose request died after `op_begin`) is stored once and
 //! announced once.
 
-use super::chains::message::MessageOp;
-pub(crate) use super::chains::message::Sent;
-use super::outbox::payloads::NewConversation;
-use super::outbox::{Begun, Op, Owed};
-use super::paging::{Cursor, IdPage, Page};
-use super::plumbing::error::{parse_id, StoreError, StoreResult};
-use super::plumbing::handle::Store;
 use crate::model::{Conversation, Message};
+use crate::store::chains::message::MessageOp;
+pub(crate) use crate::store::chains::message::Sent;
+use crate::store::outbox::payloads::NewConversation;
+use crate::store::outbox::{Begun, Op, Owed};
+use crate::store::paging::{Cursor, IdPage, Page};
+use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 

@@ -8,10 +8,10 @@
 //! checked against each group when read (an entry left by a failed or
 //! interrupted change is dropped then).
 
-use super::paging::{Cursor, IdPage};
-use super::plumbing::error::{StoreError, StoreResult};
-use super::plumbing::handle::Store;
 use crate::model::{Group, GroupKind, GroupRole};
+use crate::store::paging::{Cursor, IdPage};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 
@@ -196,11 +196,13 @@ impl Groups<'_> {
             if let Some(at) = asked {
                 self.store
                     .events()
-                    .emit(&super::events::body(&crate::model::Event::GroupRequest {
-                        at,
-                        group_id: gid,
-                        source: target,
-                    }))
+                    .emit(&crate::store::events::body(
+                        &crate::model::Event::GroupRequest {
+                            at,
+                            group_id: gid,
+                            source: target,
+                        },
+                    ))
                     .await?;
             }
         }
@@ -355,20 +357,21 @@ impl Groups<'_> {
     /// Tells every process's hub that `uid` no longer reads private group
     /// `gid` (their group streams of it end).
     pub async fn announce_left(self, gid: u64, uid: u64) -> StoreResult<()> {
-        let body = super::events::body(&crate::model::Event::GroupLeft { group_id: gid, uid });
+        let body =
+            crate::store::events::body(&crate::model::Event::GroupLeft { group_id: gid, uid });
         self.store.events().emit(&body).await?;
         Ok(())
     }
 
     /// Adds a posted status to its group's timeline (newest
-    /// [`INDEX_CAP`](super::chains::INDEX_CAP) kept).
+    /// [`INDEX_CAP`](crate::store::chains::INDEX_CAP) kept).
     pub(crate) async fn timeline_add(self, gid: u64, sid: u64, score: u64) -> StoreResult<()> {
         let key = self.store.keys.group_timeline(gid);
         let mut conn = self.store.conn();
         let _: () = redis::pipe()
             .zadd(&key, sid, score)
             .ignore()
-            .zremrangebyrank(&key, 0, -(super::chains::INDEX_CAP as isize) - 1)
+            .zremrangebyrank(&key, 0, -(crate::store::chains::INDEX_CAP as isize) - 1)
             .ignore()
             .query_async(&mut conn)
             .await?;

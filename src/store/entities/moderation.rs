@@ -7,13 +7,13 @@
 //! the user's streams and keeps their events off every stream in every
 //! process; their sessions end.
 
-use super::caches::suspended::Suspended;
-use super::chains::suspend::SuspendOp;
-use super::outbox::Op;
-use super::paging::{Cursor, IdPage};
-use super::plumbing::error::{StoreError, StoreResult};
-use super::plumbing::handle::Store;
 use crate::model::{now, AuditAction, Report};
+use crate::store::caches::suspended::Suspended;
+use crate::store::chains::suspend::SuspendOp;
+use crate::store::outbox::Op;
+use crate::store::paging::{Cursor, IdPage};
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use std::collections::HashSet;
 
@@ -193,12 +193,14 @@ impl Moderation<'_> {
             if let Ok(reporter) = report.reporter.parse() {
                 self.store
                     .events()
-                    .emit(&super::events::body(&crate::model::Event::ReportResolved {
-                        at,
-                        report_id: report.id.clone(),
-                        reporter,
-                        admin,
-                    }))
+                    .emit(&crate::store::events::body(
+                        &crate::model::Event::ReportResolved {
+                            at,
+                            report_id: report.id.clone(),
+                            reporter,
+                            admin,
+                        },
+                    ))
                     .await?;
             }
         }

@@ -1,12 +1,12 @@
 //! Follow requests to private accounts: asked, listed, authorized, rejected
 //! or cancelled.
 
-use super::chains::request::RequestOp;
-use super::outbox::Op;
-use super::paging::{Cursor, IdPage};
-use super::plumbing::error::StoreResult;
-use super::plumbing::handle::Store;
 use crate::model::now;
+use crate::store::chains::request::RequestOp;
+use crate::store::outbox::Op;
+use crate::store::paging::{Cursor, IdPage};
+use crate::store::plumbing::error::StoreResult;
+use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 /// Which follow requests of a user.
