@@ -199,13 +199,25 @@ impl StreamClient {
             .unwrap_or_else(|| panic!("no event: {what}"))
     }
 
-    /// The next event that is not a control event.
+    /// The next event that is not a control event, within 30 s (control
+    /// events included: a stream that only ever warns fails), or a panic
+    /// naming `what`.
     pub(crate) async fn next_event(&mut self, what: &str) -> Msg {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let m = self.next(what).await;
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let m = self
+                .next_within(left.min(Duration::from_secs(10)))
+                .await
+                .unwrap_or_else(|| panic!("no event: {what}"));
             if m.data.get("id").is_some() {
                 return m;
             }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "only control events for 30 s: {what} (the last: {:?})",
+                m.data
+            );
         }
     }
 

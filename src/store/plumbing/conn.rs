@@ -16,15 +16,60 @@ use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use redis::{Arg, Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
-use tokio::sync::OnceCell;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// A cluster connection opened at first use (and retried at the next use
-/// when the cluster could not be reached), shared by every clone.
+/// when the cluster could not be reached), shared by every clone, and
+/// replaced when its requests have kept failing for [`HEAL_AFTER`].
+///
+/// The redis crate's cluster connection recovers from a failover by itself
+/// almost always; twice in many runs of the failover fault test it did not
+/// (`/readyz` said unavailable for minutes with all six nodes up and in
+/// sync).
+/// A connection whose requests keep failing that long is dropped and the
+/// next request opens a fresh one from the seed nodes, as a restart would.
 #[derive(Clone)]
 pub struct LazyCluster {
-    inner: Arc<(ClusterClient, OnceCell<ClusterConnection>)>,
+    inner: Arc<Shared>,
+}
+
+/// How long a cluster connection may keep failing before it is replaced
+/// (longer than a failover takes to settle with our node timeouts).
+const HEAL_AFTER: Duration = Duration::from_secs(8);
+
+/// A gap with no failure that ends a run of failures.
+const QUIET: Duration = Duration::from_secs(2);
+
+struct Shared {
+    client: ClusterClient,
+    /// The connection in use; `None` until opened, or once dropped.
+    conn: Mutex<Option<ClusterConnection>>,
+    /// One opening at a time: the others wait for its connection.
+    opening: tokio::sync::Mutex<()>,
+    /// The current run of failures.
+    failing: Mutex<FailureRun>,
+}
+
+/// A run of failures: each less than [`QUIET`] after the one before.
+#[derive(Default)]
+struct FailureRun(Option<(Instant, Instant)>);
+
+impl FailureRun {
+    /// Notes a failure at `now`; true when the run has lasted
+    /// [`HEAL_AFTER`] (and a new run begins).
+    fn fail(&mut self, now: Instant) -> bool {
+        let (began, last) = self.0.get_or_insert((now, now));
+        if now.duration_since(*last) > QUIET {
+            *began = now;
+        }
+        *last = now;
+        if now.duration_since(*began) < HEAL_AFTER {
+            return false;
+        }
+        self.0 = None;
+        true
+    }
 }
 
 impl LazyCluster {
@@ -38,16 +83,76 @@ impl LazyCluster {
             .max_retry_wait(500)
             .build()?;
         Ok(LazyCluster {
-            inner: Arc::new((client, OnceCell::new())),
+            inner: Arc::new(Shared {
+                client,
+                conn: Mutex::new(None),
+                opening: tokio::sync::Mutex::new(()),
+                failing: Mutex::new(FailureRun::default()),
+            }),
         })
     }
 
-    async fn get(&self) -> RedisResult<ClusterConnection> {
-        let (client, conn) = &*self.inner;
-        conn.get_or_try_init(|| client.get_async_connection())
-            .await
-            .cloned()
+    fn current(&self) -> Option<ClusterConnection> {
+        self.inner
+            .conn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
+
+    async fn get(&self) -> RedisResult<ClusterConnection> {
+        if let Some(conn) = self.current() {
+            return Ok(conn);
+        }
+        let _opening = self.inner.opening.lock().await;
+        if let Some(conn) = self.current() {
+            return Ok(conn);
+        }
+        let conn = self.inner.client.get_async_connection().await?;
+        *self.inner.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Notes how a request went. Failures of the link (not of a command:
+    /// a script's error is an answer) less than [`QUIET`] apart make a
+    /// run; a run longer than [`HEAL_AFTER`] drops the connection. Other
+    /// requests' successes do not end a run: a connection stuck on one
+    /// node still answers for the others.
+    fn note<T>(&self, result: &RedisResult<T>) {
+        let Err(e) = result else { return };
+        if !is_link_failure(e) {
+            return;
+        }
+        let mut run = self.inner.failing.lock().unwrap_or_else(|e| e.into_inner());
+        if !run.fail(Instant::now()) {
+            return;
+        }
+        drop(run);
+        let dropped = self
+            .inner
+            .conn
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if dropped.is_some() {
+            tracing::warn!(
+                error = %e,
+                "Redis Cluster requests kept failing for {} s: opening a new connection",
+                HEAL_AFTER.as_secs()
+            );
+        }
+    }
+}
+
+/// Whether an error says the link to the cluster is failing (no answer, a
+/// dropped connection, a cluster that is down) rather than a command's own.
+fn is_link_failure(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_timeout()
+        || e.is_connection_dropped()
+        || e.is_connection_refusal()
+        || e.is_cluster_error()
+        || e.is_unrecoverable_error()
 }
 
 /// A connection to Redis or to a Redis Cluster: cheap to clone, reconnects
@@ -155,8 +260,12 @@ impl ConnectionLike for RedisConn {
         match self {
             RedisConn::Single(c) => c.req_packed_command(cmd),
             RedisConn::Cluster(lazy) => Box::pin(async move {
-                let mut conn = lazy.get().await?;
-                conn.req_packed_command(cmd).await
+                let result = match lazy.get().await {
+                    Ok(mut conn) => conn.req_packed_command(cmd).await,
+                    Err(e) => Err(e),
+                };
+                lazy.note(&result);
+                result
             }),
         }
     }
@@ -170,8 +279,12 @@ impl ConnectionLike for RedisConn {
         match self {
             RedisConn::Single(c) => c.req_packed_commands(pipeline, offset, count),
             RedisConn::Cluster(lazy) => Box::pin(async move {
-                let mut conn = lazy.get().await?;
-                cluster_pipeline(&mut conn, pipeline, offset, count).await
+                let result = match lazy.get().await {
+                    Ok(mut conn) => cluster_pipeline(&mut conn, pipeline, offset, count).await,
+                    Err(e) => Err(e),
+                };
+                lazy.note(&result);
+                result
             }),
         }
     }
@@ -183,7 +296,31 @@ impl ConnectionLike for RedisConn {
 
 #[cfg(test)]
 mod tests {
-    use super::slot;
+    use super::{slot, FailureRun, HEAL_AFTER, QUIET};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_connection_is_replaced_after_a_long_run_of_failures_only() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let step = QUIET.as_millis() as u64 / 2;
+        let heal = HEAL_AFTER.as_millis() as u64;
+        let mut run = FailureRun::default();
+        // Failures a step apart: no heal until the run is HEAL_AFTER long.
+        let mut ms = 0;
+        while ms < heal {
+            assert!(!run.fail(at(ms)), "healed at {ms} ms");
+            ms += step;
+        }
+        assert!(run.fail(at(ms)), "a run of {ms} ms heals");
+        // ... and the next failure begins a new run.
+        assert!(!run.fail(at(ms + step)));
+        // A quiet gap ends a run: failures on either side never heal.
+        let mut run = FailureRun::default();
+        assert!(!run.fail(at(0)));
+        assert!(!run.fail(at(heal - 1)));
+        assert!(!run.fail(at(heal + step)));
+    }
 
     #[test]
     fn slots_follow_redis_cluster() {
