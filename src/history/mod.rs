@@ -87,6 +87,7 @@ impl<T> Default for Page<T> {
 
 /// What `GET /api/v1/history` tells.
 #[derive(Debug, Clone, Default, serde::Serialize, utoipa::ToSchema)]
+#[schema(as = HistorySummary)]
 pub struct Summary {
     /// The time of the oldest event held (seconds since the epoch).
     pub oldest: Option<f64>,

@@ -6,7 +6,7 @@
 //! none.
 
 use super::shared::extract::{detached, path_id, JsonBody};
-use super::shared::openapi::{Op, Params, Reply};
+use super::shared::openapi::{Op, Params, Reply, Typed};
 use super::shared::paging::user_paging;
 use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_ADMIN};
@@ -18,8 +18,8 @@ use crate::store::StoreError;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::collections::HashMap;
 
 /// Longest resolution note, in characters.
@@ -28,21 +28,6 @@ pub(crate) const MAX_NOTE_CHARS: usize = 1000;
 /// Routes of this resource, each with its OpenAPI operation.
 pub(crate) fn routes() -> Routes {
     Routes::new()
-        .schema_of::<AuditAction>("AuditAction")
-        .schema(
-            "ReportPage",
-            json!({"type": "object", "required": ["reports", "next_cursor"], "properties": {
-                "reports": {"type": "array", "items": {"$ref": "#/components/schemas/Report"}},
-                "next_cursor": {"type": ["string", "null"]},
-            }}),
-        )
-        .schema(
-            "AuditPage",
-            json!({"type": "object", "required": ["actions", "next_cursor"], "properties": {
-                "actions": {"type": "array", "items": {"$ref": "#/components/schemas/AuditAction"}},
-                "next_cursor": {"type": ["string", "null"]},
-            }}),
-        )
         .schema(
             "Resolution",
             json!({"type": "object", "required": ["action"], "properties": {
@@ -60,6 +45,31 @@ pub(crate) fn routes() -> Routes {
         .route(AUDIT_OP, audit)
 }
 
+/// A page of the report queue.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct ReportPage {
+    /// Newest first.
+    pub reports: Vec<Report>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// A page of the audit log.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct AuditPage {
+    /// Newest first.
+    pub actions: Vec<AuditAction>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Answer of suspend and unsuspend.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Suspended {
+    /// Whether the user is suspended now.
+    pub suspended: bool,
+}
+
 /// 403 unless the token has the `admin` scope.
 fn admin(auth: &AuthUser) -> ApiResult<()> {
     auth.require(SCOPE_ADMIN)
@@ -72,7 +82,7 @@ const REPORTS_OP: Op = Op::get(
 )
 .query(&[("state", "open (default) or resolved")])
 .params(Params::FollowPaging)
-.reply(Reply::Schema("ReportPage"))
+.reply(Reply::Of(Typed::of::<ReportPage>()))
 .errors(&[400, 401, 403, 503]);
 
 /// `GET /api/v1/admin/reports`.
@@ -80,7 +90,7 @@ pub(crate) async fn reports(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(mut q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ReportPage>> {
     admin(&auth)?;
     let which = match q.remove("state").as_deref() {
         None | Some("open") => ReportState::Open,
@@ -98,13 +108,14 @@ pub(crate) async fn reports(
         .moderation()
         .report_page(which, &cursor, count)
         .await?;
-    Ok(Json(
-        json!({"reports": reports, "next_cursor": next_cursor}),
-    ))
+    Ok(Json(ReportPage {
+        reports,
+        next_cursor,
+    }))
 }
 
 const REPORT_OP: Op = Op::get("/api/v1/admin/reports/{id}", "moderation", "One report")
-    .reply(Reply::Schema("Report"))
+    .reply(Reply::Of(Typed::of::<Report>()))
     .errors(&[401, 403, 404, 503]);
 
 async fn find_report(state: &AppState, raw: &str) -> ApiResult<Report> {
@@ -142,7 +153,7 @@ const RESOLVE_OP: Op = Op::post(
     "Resolve a report with an action (none, remove_status, suspend_user); already resolved: 409",
 )
 .body("Resolution")
-.reply(Reply::Schema("Report"))
+.reply(Reply::Of(Typed::of::<Report>()))
 .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 503]);
 
 fn already() -> ApiError {
@@ -294,7 +305,7 @@ const USER_OP: Op = Op::get(
     "moderation",
     "A user with suspended (suspended users too)",
 )
-.reply(Reply::Schema("User"))
+.reply(Reply::Of(Typed::of::<User>()))
 .errors(&[401, 403, 404, 503]);
 
 /// `GET /api/v1/admin/users/{id}`.
@@ -317,9 +328,7 @@ const SUSPEND_OP: Op = Op::post(
     "moderation",
     "Suspend a user (their sessions and streams end at once); idempotent",
 )
-.reply(Reply::Inline(
-    r#"{"type":"object","required":["suspended"],"properties":{"suspended":{"type":"boolean"}}}"#,
-))
+.reply(Reply::Of(Typed::of::<Suspended>()))
 .errors(&[401, 403, 404, 503]);
 
 const UNSUSPEND_OP: Op = Op::delete(
@@ -327,9 +336,7 @@ const UNSUSPEND_OP: Op = Op::delete(
     "moderation",
     "Lift a suspension; idempotent",
 )
-.reply(Reply::Inline(
-    r#"{"type":"object","required":["suspended"],"properties":{"suspended":{"type":"boolean"}}}"#,
-))
+.reply(Reply::Of(Typed::of::<Suspended>()))
 .errors(&[401, 403, 404, 503]);
 
 /// `POST /api/v1/admin/users/{id}/suspend`.
@@ -337,7 +344,7 @@ pub(crate) async fn suspend(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Suspended>> {
     set(state, auth, &id, true).await
 }
 
@@ -346,11 +353,11 @@ pub(crate) async fn unsuspend(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Suspended>> {
     set(state, auth, &id, false).await
 }
 
-async fn set(state: AppState, auth: AuthUser, id: &str, on: bool) -> ApiResult<Json<Value>> {
+async fn set(state: AppState, auth: AuthUser, id: &str, on: bool) -> ApiResult<Json<Suspended>> {
     admin(&auth)?;
     let uid = path_id(id, "user")?;
     let store = state.store.clone();
@@ -367,7 +374,7 @@ async fn set(state: AppState, auth: AuthUser, id: &str, on: bool) -> ApiResult<J
         StatusCode::NOT_FOUND => ApiError::not_found("No such user."),
         _ => e,
     })?;
-    Ok(Json(json!({ "suspended": on })))
+    Ok(Json(Suspended { suspended: on }))
 }
 
 const AUDIT_OP: Op = Op::get(
@@ -376,7 +383,7 @@ const AUDIT_OP: Op = Op::get(
     "The audit log, newest first: one entry per change an admin made",
 )
 .params(Params::FollowPaging)
-.reply(Reply::Schema("AuditPage"))
+.reply(Reply::Of(Typed::of::<AuditPage>()))
 .errors(&[400, 401, 403, 503]);
 
 /// `GET /api/v1/admin/audit`.
@@ -384,11 +391,12 @@ pub(crate) async fn audit(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AuditPage>> {
     admin(&auth)?;
     let (cursor, count) = user_paging(&q)?;
     let (actions, next_cursor) = state.store.moderation().audit_page(&cursor, count).await?;
-    Ok(Json(
-        json!({"actions": actions, "next_cursor": next_cursor}),
-    ))
+    Ok(Json(AuditPage {
+        actions,
+        next_cursor,
+    }))
 }

@@ -1,19 +1,16 @@
 //! Bookmarks: a user's private list of statuses ([`store::bookmarks`](crate::store::entities::bookmarks)).
 
 use super::shared::extract::{detached, path_id};
-use super::shared::openapi::{Op, Params, Reply};
-use super::shared::paging::{statuses_json, user_paging};
+use super::shared::openapi::{Op, Params, Reply, Typed};
+use super::shared::paging::{raw_statuses, user_paging, StatusPage};
 use super::shared::routes::Routes;
 use super::shared::visibility::{only_visible, visible};
 use crate::auth::{AuthUser, SCOPE_WRITE};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::state::AppState;
-use crate::store::StoreError;
 use axum::extract::{Path, Query, State};
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::collections::HashMap;
 
 /// Routes of this resource, each with its OpenAPI operation.
@@ -24,9 +21,14 @@ pub(crate) fn routes() -> Routes {
         .route(LIST_OP, list)
 }
 
-const REPLY_BOOKMARKED: Reply = Reply::Inline(
-    r#"{"type":"object","required":["bookmarked"],"properties":{"bookmarked":{"type":"boolean"}}}"#,
-);
+/// Answer of bookmark and unbookmark.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Bookmarked {
+    /// Whether the caller has the status bookmarked now.
+    pub bookmarked: bool,
+}
+
+const REPLY_BOOKMARKED: Reply = Reply::Of(Typed::of::<Bookmarked>());
 
 const CREATE_OP: Op = Op::post(
     "/api/v1/statuses/{id}/bookmark",
@@ -38,7 +40,7 @@ const CREATE_OP: Op = Op::post(
 
 /// Bookmarks status `id` for the caller (`on`: only one they may see) or
 /// removes the bookmark; answers `{bookmarked}`.
-async fn set(state: AppState, auth: AuthUser, id: String, on: bool) -> ApiResult<Json<Value>> {
+async fn set(state: AppState, auth: AuthUser, id: String, on: bool) -> ApiResult<Json<Bookmarked>> {
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid).await?;
     let sid = path_id(&id, "status")?;
@@ -48,7 +50,7 @@ async fn set(state: AppState, auth: AuthUser, id: String, on: bool) -> ApiResult
     let store = state.store.clone();
     let uid = auth.uid;
     let on = detached(async move { Ok(store.bookmarks().set(uid, sid, on).await?) }).await?;
-    Ok(Json(json!({ "bookmarked": on })))
+    Ok(Json(Bookmarked { bookmarked: on }))
 }
 
 /// `POST /api/v1/statuses/{id}/bookmark`: a status the caller may see.
@@ -56,7 +58,7 @@ pub(crate) async fn create(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Bookmarked>> {
     set(state, auth, id, true).await
 }
 
@@ -75,7 +77,7 @@ pub(crate) async fn destroy(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Bookmarked>> {
     set(state, auth, id, false).await
 }
 
@@ -85,9 +87,7 @@ const LIST_OP: Op = Op::get(
     "Your bookmarks, newest bookmark first; statuses since deleted or no longer visible drop out",
 )
 .params(Params::FollowPaging)
-.reply(Reply::Inline(
-    r##"{"type":"object","required":["statuses","next_cursor"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]}}}"##,
-))
+.reply(Reply::Of(Typed::of::<StatusPage>()))
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/bookmarks`: a page of the caller's bookmarks, each judged
@@ -96,7 +96,7 @@ pub(crate) async fn list(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Response> {
+) -> ApiResult<Json<StatusPage>> {
     let (cursor, count) = user_paging(&q)?;
     let page = state
         .store
@@ -116,13 +116,8 @@ pub(crate) async fn list(
         .shown(found.into_iter().filter_map(|(_, s)| s).collect())
         .await?;
     let shown = only_visible(&state, Some(&auth), shown).await?;
-    let mut body = b"{\"statuses\":".to_vec();
-    body.extend(statuses_json(&shown));
-    body.extend(b",\"next_cursor\":");
-    body.extend(
-        serde_json::to_vec(&page.next_cursor)
-            .map_err(|e| ApiError::from(StoreError::Internal(e.to_string())))?,
-    );
-    body.push(b'}');
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    Ok(Json(StatusPage {
+        statuses: raw_statuses(&shown)?,
+        next_cursor: page.next_cursor,
+    }))
 }

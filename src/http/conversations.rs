@@ -3,7 +3,7 @@
 
 use super::shared::extract::idempotency_key;
 use super::shared::extract::{detached, path_id, JsonBody, JsonId};
-use super::shared::openapi::{Op, Params, Reply};
+use super::shared::openapi::{Op, Params, Reply, Typed};
 use super::shared::paging::{paging, user_paging};
 use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
@@ -31,9 +31,6 @@ pub(crate) const MAX_OTHERS: usize = 50;
 /// Routes of this resource, each with its OpenAPI operation.
 pub(crate) fn routes() -> Routes {
     Routes::new()
-        .schema_of::<Message>("Message")
-        .schema_of::<Conversation>("Conversation")
-        .schema_of::<ConversationPage>("ConversationPage")
         .schema("NewConversationBody", new_conversation_schema())
         .schema("MessageBody", message_body_schema())
         .route(CREATE_OP, create)
@@ -133,7 +130,7 @@ const CREATE_OP: Op = Op::post(
 )
 .body("NewConversationBody")
 .status(201)
-.reply(Reply::Schema("Conversation"))
+.reply(Reply::Of(Typed::of::<Conversation>()))
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/conversations`.
@@ -307,7 +304,7 @@ const LIST_OP: Op = Op::get(
     "Your conversations, newest activity first, with unread counts",
 )
 .params(Params::FollowPaging)
-.reply(Reply::Schema("ConversationPage"))
+.reply(Reply::Of(Typed::of::<ConversationPage>()))
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/conversations`.
@@ -333,7 +330,7 @@ const SHOW_OP: Op = Op::get(
     "conversations",
     "A conversation you are in",
 )
-.reply(Reply::Schema("Conversation"))
+.reply(Reply::Of(Typed::of::<Conversation>()))
 .errors(&[401, 404, 503]);
 
 /// `GET /api/v1/conversations/{id}`.
@@ -367,7 +364,7 @@ const MESSAGES_OP: Op = Op::get(
     "A conversation's messages, newest first",
 )
 .params(Params::Paging)
-.reply(Reply::List("Message"))
+.reply(Reply::ListOf(Typed::of::<Message>()))
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/conversations/{id}/messages`.
@@ -396,7 +393,7 @@ const SEND_OP: Op = Op::post(
 )
 .body("MessageBody")
 .status(201)
-.reply(Reply::Schema("Message"))
+.reply(Reply::Of(Typed::of::<Message>()))
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/conversations/{id}/messages`.
@@ -467,7 +464,7 @@ const READ_OP: Op = Op::post(
     "conversations",
     "Mark a conversation read (unread: 0)",
 )
-.reply(Reply::Schema("Conversation"))
+.reply(Reply::Of(Typed::of::<Conversation>()))
 .errors(&[401, 404, 503]);
 
 /// `POST /api/v1/conversations/{id}/read`.

@@ -4,21 +4,21 @@
 
 use super::shared::extract::idempotency_key;
 use super::shared::extract::{detached, path_id, JsonBody};
-use super::shared::openapi::{Auth, Op, Reply};
+use super::shared::openapi::{Auth, Op, Reply, Typed};
 use super::shared::routes::Routes;
 use super::shared::status_text::resolve_mentions;
 use super::shared::visibility::visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
-use crate::model::{now, Status};
+use crate::model::{now, Status, Version};
 use crate::state::AppState;
 use crate::store::{EditRefused, Edited, EDIT_WINDOW, MAX_EDITS};
 use crate::text;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 /// Routes of this resource, each with its OpenAPI operation.
 pub(crate) fn routes() -> Routes {
@@ -48,7 +48,7 @@ const EDIT_OP: Op = Op::patch(
     "Edit your status: within 60 minutes of posting (then 403 edit_window_passed), at most 10 times (then 400 too_many_edits); honours Idempotency-Key",
 )
 .body("EditStatus")
-.reply(Reply::Schema("Status"))
+.reply(Reply::Of(Typed::of::<Status>()))
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `PATCH /api/v1/statuses/{id}`: the status as edited, with `edited_at`.
@@ -150,27 +150,32 @@ const HISTORY_OP: Op = Op::get(
     "A status's versions, oldest first: as posted, then each edit (one if never edited)",
 )
 .auth(Auth::Optional)
-.reply(Reply::Inline(
-    r#"{"type":"object","required":["versions"],"properties":{"versions":{"type":"array","items":{"type":"object","required":["message","hashtags","mentions","at"],"properties":{"message":{"type":"string"},"hashtags":{"type":"array","items":{"type":"string"}},"mentions":{"type":"array","items":{"type":"string"}},"at":{"type":"number"}}}}}}"#,
-))
+.reply(Reply::Of(Typed::of::<Versions>()))
 .errors(&[401, 403, 404, 503]);
+
+/// Answer of a status's history.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Versions {
+    /// Oldest first: as posted, then each edit.
+    pub versions: Vec<Version>,
+}
 
 /// `GET /api/v1/statuses/{id}/history`: for whoever may see the status.
 pub(crate) async fn history(
     State(state): State<AppState>,
     MaybeUser(viewer): MaybeUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Versions>> {
     let sid = path_id(&id, "status")?;
     let status = visible(&state, viewer.as_ref(), sid).await?;
     let mut versions = state.store.status_versions(sid).await?;
     if versions.is_empty() {
-        versions.push(json!({
-            "message": status.message,
-            "hashtags": status.hashtags,
-            "mentions": status.mentions,
-            "at": status.posted,
-        }));
+        versions.push(Version {
+            message: status.message,
+            hashtags: status.hashtags,
+            mentions: status.mentions,
+            at: status.posted,
+        });
     }
-    Ok(Json(json!({ "versions": versions })))
+    Ok(Json(Versions { versions }))
 }

@@ -1,11 +1,12 @@
 //! Following: follow and unfollow one user or many, list followers.
 
 use super::shared::extract::{detached, path_id, JsonBody, JsonId};
-use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::openapi::{Auth, Op, Params, Reply, Typed};
 use super::shared::paging::{user_paging, UserPage};
 use super::shared::routes::Routes;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
+use crate::http::shared::batch::BatchReply;
 use crate::model::now;
 use crate::state::AppState;
 use crate::store::entities::follow_requests::Requests;
@@ -14,8 +15,7 @@ use crate::store::{Store, StoreError, StoreResult};
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Most ids in one batch follow or unfollow.
 pub(crate) const MAX_BATCH: usize = 1000;
@@ -33,7 +33,6 @@ pub(crate) fn routes() -> Routes {
         .route(REQUESTS_OUT_OP, requests_out)
         .route(AUTHORIZE_OP, authorize)
         .route(REJECT_OP, reject)
-        .schema_of::<BatchReply>("BatchReply")
         .schema(
             "Batch",
             serde_json::json!({
@@ -68,7 +67,7 @@ const REQUESTS_IN_OP: Op = Op::get(
     "Who asked to follow you (a private account), oldest first",
 )
 .params(Params::FollowPaging)
-.reply(Reply::Schema("UserPage"))
+.reply(Reply::Of(Typed::of::<UserPage>()))
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/follow_requests`: who asked to follow the caller.
@@ -86,7 +85,7 @@ const REQUESTS_OUT_OP: Op = Op::get(
     "Whom you asked to follow, oldest first",
 )
 .params(Params::FollowPaging)
-.reply(Reply::Schema("UserPage"))
+.reply(Reply::Of(Typed::of::<UserPage>()))
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/follow_requests/outgoing`: whom the caller asked to follow.
@@ -103,9 +102,7 @@ const AUTHORIZE_OP: Op = Op::post(
     "follows",
     "Approve a follow request: the requester follows you",
 )
-.reply(Reply::Inline(
-    r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"}}}"#,
-))
+.reply(Reply::Of(Typed::of::<Following>()))
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/follow_requests/{id}/authorize`: the requester follows the
@@ -114,7 +111,7 @@ pub(crate) async fn authorize(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<Following>> {
     decide(state, auth, id, true).await
 }
 
@@ -123,9 +120,7 @@ const REJECT_OP: Op = Op::post(
     "follows",
     "Reject a follow request",
 )
-.reply(Reply::Inline(
-    r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"}}}"#,
-))
+.reply(Reply::Of(Typed::of::<Following>()))
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/follow_requests/{id}/reject`: 404 when there is no such request.
@@ -133,8 +128,35 @@ pub(crate) async fn reject(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<Following>> {
     decide(state, auth, id, false).await
+}
+
+/// Answer of follow, unfollow and a follow request's decision.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Following {
+    /// Whether the follower follows the user now.
+    pub following: bool,
+    /// Follow: true when a private account was asked instead. Unfollow:
+    /// false when a pending request was cancelled instead. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requested: Option<bool>,
+}
+
+impl Following {
+    fn now(following: bool) -> Json<Following> {
+        Json(Following {
+            following,
+            requested: None,
+        })
+    }
+
+    fn requested(requested: bool) -> Json<Following> {
+        Json(Following {
+            following: false,
+            requested: Some(requested),
+        })
+    }
 }
 
 async fn decide(
@@ -142,7 +164,7 @@ async fn decide(
     auth: AuthUser,
     id: String,
     approve: bool,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<Following>> {
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid).await?;
     let requester = path_id(&id, "follow request")?;
@@ -166,7 +188,7 @@ async fn decide(
         Ok(())
     })
     .await?;
-    Ok(Json(json!({"following": approve})))
+    Ok(Following::now(approve))
 }
 
 const CREATE_OP: Op = Op::post(
@@ -174,7 +196,7 @@ const CREATE_OP: Op = Op::post(
     "follows",
     "Follow a user (409 when already following); a private account gets a follow request (requested: true)",
 )
-.reply(Reply::Inline(r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#))
+.reply(Reply::Of(Typed::of::<Following>()))
 .errors(&[401, 403, 404, 409, 429, 503]);
 
 /// `POST /api/v1/users/{id}/follow`: 409 when already following.
@@ -182,7 +204,7 @@ pub(crate) async fn create(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<Following>> {
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid).await?;
     let target = path_id(&id, "user")?;
@@ -190,12 +212,12 @@ pub(crate) async fn create(
     let uid = auth.uid;
     let outcome = detached(async move { Ok(follow_or_ask(&store, uid, target).await?) }).await?;
     match outcome {
-        Followed::Now => Ok(Json(json!({"following": true}))),
+        Followed::Now => Ok(Following::now(true)),
         Followed::Already => Err(ApiError::conflict(
             "already_following",
             "You already follow this user.",
         )),
-        Followed::Asked => Ok(Json(json!({"following": false, "requested": true}))),
+        Followed::Asked => Ok(Following::requested(true)),
     }
 }
 
@@ -230,9 +252,7 @@ const DESTROY_OP: Op = Op::delete(
     "follows",
     "Unfollow a user, or cancel a follow request (then requested: false)",
 )
-.reply(Reply::Inline(
-    r#"{"type":"object","required":["following"],"properties":{"following":{"type":"boolean"},"requested":{"type":"boolean"}}}"#,
-))
+.reply(Reply::Of(Typed::of::<Following>()))
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/users/{id}/follow`: idempotent.
@@ -240,7 +260,7 @@ pub(crate) async fn destroy(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<Following>> {
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid).await?;
     let target = path_id(&id, "user")?;
@@ -255,9 +275,9 @@ pub(crate) async fn destroy(
     })
     .await?;
     if cancelled {
-        return Ok(Json(json!({"following": false, "requested": false})));
+        return Ok(Following::requested(false));
     }
-    Ok(Json(json!({"following": false})))
+    Ok(Following::now(false))
 }
 
 /// Body of the batch calls.
@@ -266,14 +286,6 @@ pub(crate) struct Batch {
     /// User ids (strings or numbers), at most 1000.
     #[schema(value_type = Vec<String>)]
     pub ids: Vec<JsonId>,
-}
-
-/// Answer of the batch calls: per id, whether this call changed the
-/// relationship (false for unknown users, yourself, or no change).
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub(crate) struct BatchReply {
-    /// id -> changed.
-    pub results: BTreeMap<String, bool>,
 }
 
 async fn batch(
@@ -340,7 +352,7 @@ async fn batch(
 
 const CREATE_MANY_OP: Op = Op::post("/api/v1/follows", "follows", "Follow up to 1000 users")
     .body("Batch")
-    .reply(Reply::Schema("BatchReply"))
+    .reply(Reply::Of(Typed::of::<BatchReply>()))
     .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/follows`: follow many.
@@ -354,7 +366,7 @@ pub(crate) async fn create_many(
 
 const DESTROY_MANY_OP: Op = Op::delete("/api/v1/follows", "follows", "Unfollow up to 1000 users")
     .body("Batch")
-    .reply(Reply::Schema("BatchReply"))
+    .reply(Reply::Of(Typed::of::<BatchReply>()))
     .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `DELETE /api/v1/follows`: unfollow many.
@@ -392,7 +404,7 @@ const FOLLOWERS_OP: Op = Op::get(
 )
 .auth(Auth::Optional)
 .params(Params::FollowPaging)
-.reply(Reply::Schema("UserPage"))
+.reply(Reply::Of(Typed::of::<UserPage>()))
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/users/{id}/followers`.
@@ -412,7 +424,7 @@ const FOLLOWING_OP: Op = Op::get(
 )
 .auth(Auth::Optional)
 .params(Params::FollowPaging)
-.reply(Reply::Schema("UserPage"))
+.reply(Reply::Of(Typed::of::<UserPage>()))
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/users/{id}/following`.

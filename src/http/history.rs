@@ -3,8 +3,8 @@
 //! (every public status it holds, newest first).
 
 use super::shared::extract::known_params;
-use super::shared::openapi::{Op, Params, Reply};
-use super::shared::paging::statuses_json;
+use super::shared::openapi::{Op, Params, Reply, Typed};
+use super::shared::paging::{raw_statuses, StatusPage};
 use super::shared::routes::Routes;
 use super::shared::rule_items::check_items;
 use super::shared::visibility::only_visible_hiding;
@@ -12,16 +12,16 @@ use crate::auth::AuthUser;
 use crate::error::{ApiError, ApiResult};
 use crate::history::search::{Found, Search};
 use crate::history::{History, Summary};
+use crate::model::Status;
 use crate::state::AppState;
 use crate::store::events::EventId;
 use crate::stream::replay_sight::ReplaySight;
 use crate::visibility::{Reach, Sight};
 use axum::extract::{Query, State};
-use axum::http::header;
-use axum::response::{IntoResponse, Response};
 use axum::Json;
 use firehose_filters::rules::{Expr, Term};
-use serde_json::json;
+use serde::Serialize;
+use serde_json::value::RawValue;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,19 +44,55 @@ pub(crate) fn routes() -> Routes {
         .route(SEARCH_OP, search)
         .route(COUNTS_OP, counts)
         .route(PUBLIC_OP, public)
-        .schema_of::<Summary>("HistorySummary")
-        .schema(
-            "HistoryGaps",
-            json!({
-                "type": "array",
-                "description": "Stretches of the asked window this server's history does not hold (missed while down, before it started, or damaged), oldest first: an answer with any is not complete.",
-                "items": {
-                    "type": "object",
-                    "required": ["from", "to"],
-                    "properties": {"from": {"type": "number"}, "to": {"type": "number"}}
-                }
-            }),
-        )
+}
+
+/// A stretch of the asked window this server's history does not hold
+/// (missed while down, before it started, or damaged).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct HistoryGap {
+    /// Its start (seconds since the epoch).
+    pub from: f64,
+    /// Its end.
+    pub to: f64,
+}
+
+/// Answer of a history search.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct SearchPage {
+    /// The matching statuses, newest first, as the caller may see them now.
+    #[schema(value_type = Vec<Status>)]
+    pub statuses: Box<RawValue>,
+    /// Pass as `cursor` for the next page; null when nothing older is left.
+    pub next_cursor: Option<String>,
+    /// The time of the oldest event the history holds (null: none).
+    pub oldest: Option<f64>,
+    /// False when the window has gaps.
+    pub complete: bool,
+    /// What the history does not hold of the window, oldest first: an
+    /// answer with any is not complete.
+    pub gaps: Vec<HistoryGap>,
+}
+
+/// Answer of history counts.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct HistoryCounts {
+    /// Every bucket of the window, oldest first (zeros too).
+    pub counts: Vec<Bucket>,
+    /// The sum of the buckets.
+    pub total: u64,
+    /// False when the window has gaps or counting ran out of time.
+    pub complete: bool,
+    /// What the history does not hold of the window, oldest first.
+    pub gaps: Vec<HistoryGap>,
+}
+
+/// One bucket of history counts.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Bucket {
+    /// Its start (seconds since the epoch).
+    pub start: u64,
+    /// How many statuses matched in it.
+    pub count: u64,
 }
 
 const SHOW_OP: Op = Op::get(
@@ -64,7 +100,7 @@ const SHOW_OP: Op = Op::get(
     "history",
     "How far back this server's history of events reaches (oldest time and id, newest id, events, bytes on disk)",
 )
-.reply(Reply::Schema("HistorySummary"))
+.reply(Reply::Of(Typed::of::<Summary>()))
 .errors(&[401]);
 
 /// `GET /api/v1/history` (any token): the extent of the history this
@@ -85,9 +121,7 @@ const SEARCH_OP: Op = Op::get(
     "Public statuses in the history matching a filter rule, newest first, as visible now",
 )
 .params(Params::HistorySearch)
-.reply(Reply::Inline(
-    r##"{"type":"object","required":["statuses","next_cursor","oldest"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"oldest":{"type":["number","null"]},"complete":{"type":"boolean"},"gaps":{"$ref":"#/components/schemas/HistoryGaps"}}}"##,
-))
+.reply(Reply::Of(Typed::of::<SearchPage>()))
 .errors(&[400, 401, 503]);
 
 const COUNTS_OP: Op = Op::get(
@@ -96,9 +130,7 @@ const COUNTS_OP: Op = Op::get(
     "How many public statuses in the history a filter rule matches, per minute, hour or day, oldest first",
 )
 .params(Params::HistoryCounts)
-.reply(Reply::Inline(
-    r##"{"type":"object","required":["counts","total"],"properties":{"counts":{"type":"array","items":{"type":"object","required":["start","count"],"properties":{"start":{"type":"integer"},"count":{"type":"integer"}}}},"total":{"type":"integer"},"complete":{"type":"boolean"},"gaps":{"$ref":"#/components/schemas/HistoryGaps"}}}"##,
-))
+.reply(Reply::Of(Typed::of::<HistoryCounts>()))
 .errors(&[400, 401, 503]);
 
 const PUBLIC_OP: Op = Op::get(
@@ -107,9 +139,7 @@ const PUBLIC_OP: Op = Op::get(
     "The public timeline: every public status the history holds, newest first, as visible now",
 )
 .params(Params::PublicTimeline)
-.reply(Reply::Inline(
-    r##"{"type":"object","required":["statuses","next_cursor"],"properties":{"statuses":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]}}}"##,
-))
+.reply(Reply::Of(Typed::of::<StatusPage>()))
 .errors(&[400, 401, 503]);
 
 /// The time window asked for, in milliseconds: `[since, until)`.
@@ -225,7 +255,7 @@ fn missing(
     top: EventId,
     damaged: &[crate::history::Gap],
     window: &Window,
-) -> Vec<serde_json::Value> {
+) -> Vec<HistoryGap> {
     let holes = match history(state) {
         Some(history) => history.holes(bottom, top, damaged, window.since_ms.is_some()),
         None => vec![crate::history::Gap {
@@ -243,7 +273,10 @@ fn missing(
                 g.after.0
             };
             let to = g.before.0.min(window.until_ms);
-            json!({"from": from as f64 / 1000.0, "to": to as f64 / 1000.0})
+            HistoryGap {
+                from: from as f64 / 1000.0,
+                to: to as f64 / 1000.0,
+            }
         })
         .collect()
 }
@@ -268,7 +301,7 @@ pub(crate) async fn search(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Response> {
+) -> ApiResult<Json<SearchPage>> {
     known_params(&q, &["query", "since", "until", "count", "cursor"])?;
     let count = match q.get("count") {
         None => 100,
@@ -294,19 +327,14 @@ pub(crate) async fn search(
     let bottom = floor(window.since_ms);
     let top = at;
     let (shown, next, damaged) = page(&state, &auth, &mut search, (at, bottom), count).await?;
-    let mut body = b"{\"statuses\":".to_vec();
-    body.extend(statuses_json(&shown));
     let gaps = missing(&state, bottom, top, &damaged, &window);
-    let tail = json!({
-        "next_cursor": next.map(|id| id.to_string()),
-        "oldest": history(&state).and_then(History::oldest),
-        "complete": gaps.is_empty(),
-        "gaps": gaps,
-    });
-    let tail = tail.to_string();
-    body.push(b',');
-    body.extend(tail.as_bytes().get(1..).unwrap_or_default());
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    Ok(Json(SearchPage {
+        statuses: raw_statuses(&shown)?,
+        next_cursor: next.map(|id| id.to_string()),
+        oldest: history(&state).and_then(History::oldest),
+        complete: gaps.is_empty(),
+        gaps,
+    }))
 }
 
 /// `GET /api/v1/history/counts`: how many public statuses `query` matches
@@ -316,7 +344,7 @@ pub(crate) async fn counts(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<HistoryCounts>> {
     known_params(&q, &["query", "since", "until", "bucket"])?;
     let bucket_ms: u64 = match q.get("bucket").map(|b| b.trim()) {
         None | Some("hour") => 3_600_000,
@@ -376,12 +404,18 @@ pub(crate) async fn counts(
     let gaps = missing(&state, bottom, top, &damaged, &window);
     complete &= gaps.is_empty();
     let total: u64 = counts.values().sum();
-    let rows: Vec<serde_json::Value> = (first_bucket.min(last_bucket)..=last_bucket)
-        .map(|b| json!({"start": b * bucket_ms / 1000, "count": counts.get(&b).copied().unwrap_or(0)}))
+    let rows = (first_bucket.min(last_bucket)..=last_bucket)
+        .map(|b| Bucket {
+            start: b * bucket_ms / 1000,
+            count: counts.get(&b).copied().unwrap_or(0),
+        })
         .collect();
-    Ok(Json(
-        json!({"counts": rows, "total": total, "complete": complete, "gaps": gaps}),
-    ))
+    Ok(Json(HistoryCounts {
+        counts: rows,
+        total,
+        complete,
+        gaps,
+    }))
 }
 
 /// How far past a `max_id`'s time a public timeline page starts reading.
@@ -401,7 +435,7 @@ pub(crate) async fn public(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Response> {
+) -> ApiResult<Json<StatusPage>> {
     known_params(&q, &["count", "cursor", "max_id"])?;
     let count = match q.get("count") {
         None => 20,
@@ -466,12 +500,10 @@ pub(crate) async fn public(
             next = after;
         }
     }
-    let mut body = b"{\"statuses\":".to_vec();
-    body.extend(statuses_json(&shown));
-    let tail = json!({ "next_cursor": next.map(|id| id.to_string()) }).to_string();
-    body.push(b',');
-    body.extend(tail.as_bytes().get(1..).unwrap_or_default());
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    Ok(Json(StatusPage {
+        statuses: raw_statuses(&shown)?,
+        next_cursor: next.map(|id| id.to_string()),
+    }))
 }
 
 /// One page of `search` over the history below `at` and not below

@@ -1,12 +1,13 @@
 //! Likes: like and unlike a status, who likes it, what a user likes.
 
 use super::shared::extract::{detached, path_id};
-use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::openapi::{Auth, Op, Params, Reply, Typed};
 use super::shared::paging::{json_page, paging, user_paging, UserPage};
 use super::shared::routes::Routes;
 use super::shared::visibility::{only_visible, visible, visible_with_author};
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
+use crate::model::Status;
 use crate::state::AppState;
 use crate::store::entities::statuses::Timeline;
 use axum::extract::{Path, Query, State};
@@ -61,9 +62,7 @@ const CREATE_OP: Op = Op::post(
     "likes",
     "Like a status (idempotent)",
 )
-.reply(Reply::Inline(
-    r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#,
-))
+.reply(Reply::Of(Typed::of::<LikeReply>()))
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/statuses/{id}/like`: idempotent.
@@ -80,9 +79,7 @@ const DESTROY_OP: Op = Op::delete(
     "likes",
     "Stop liking a status (idempotent)",
 )
-.reply(Reply::Inline(
-    r#"{"type":"object","required":["liked","likes"],"properties":{"liked":{"type":"boolean"},"likes":{"type":"integer","minimum":0}}}"#,
-))
+.reply(Reply::Of(Typed::of::<LikeReply>()))
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `DELETE /api/v1/statuses/{id}/like`: idempotent.
@@ -101,7 +98,7 @@ const LIKED_BY_OP: Op = Op::get(
 )
 .auth(Auth::Optional)
 .params(Params::FollowPaging)
-.reply(Reply::Schema("UserPage"))
+.reply(Reply::Of(Typed::of::<UserPage>()))
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/statuses/{id}/liked_by`: users, oldest like first.
@@ -125,7 +122,7 @@ const USER_LIKES_OP: Op = Op::get(
 )
 .auth(Auth::Optional)
 .params(Params::Paging)
-.reply(Reply::List("Status"))
+.reply(Reply::ListOf(Typed::of::<Status>()))
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/users/{id}/likes`: the statuses a user likes, newest like

@@ -5,21 +5,23 @@
 
 use super::shared::extract::idempotency_key;
 use super::shared::extract::{detached, path_id, JsonBody, JsonId};
-use super::shared::openapi::{Op, Params, Reply};
+use super::shared::openapi::{Op, Params, Reply, Typed};
 use super::shared::paging::{json_page, paging, user_paging, UserPage};
 use super::shared::routes::Routes;
 use super::shared::visibility::only_visible_hiding;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::hides;
+use crate::http::shared::batch::BatchReply;
+use crate::model::Status;
 use crate::state::AppState;
 use crate::store::entities::lists::{ListInfo, MemberChange, MAX_MEMBERS_A_CALL};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Longest list title, in characters.
@@ -38,14 +40,6 @@ pub(crate) fn routes() -> Routes {
         .route(MEMBERS_OP, members)
         .route(TIMELINE_OP, timeline)
         .schema(
-            "List",
-            json!({"type": "object", "required": ["id", "title", "members"], "properties": {
-                "id": {"type": "string"},
-                "title": {"type": "string"},
-                "members": {"type": "integer", "minimum": 0, "description": "How many members."},
-            }}),
-        )
-        .schema(
             "NewList",
             json!({"type": "object", "required": ["title"], "properties": {
                 "title": {"type": "string", "minLength": 1, "maxLength": MAX_TITLE_CHARS, "pattern": super::shared::openapi::readable_pattern()},
@@ -62,12 +56,31 @@ pub(crate) fn routes() -> Routes {
 }
 
 /// A list as its owner reads it.
-fn list_json(list: &ListInfo) -> Value {
-    json!({
-        "id": list.id.to_string(),
-        "title": list.title,
-        "members": list.members,
-    })
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct List {
+    /// The list's id.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// How many members it has.
+    pub members: u64,
+}
+
+impl From<ListInfo> for List {
+    fn from(list: ListInfo) -> List {
+        List {
+            id: list.id.to_string(),
+            title: list.title,
+            members: list.members,
+        }
+    }
+}
+
+/// Answer of `GET /api/v1/lists`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Lists {
+    /// The caller's lists, oldest first.
+    pub lists: Vec<List>,
 }
 
 /// Body of `POST /api/v1/lists` and `PATCH /api/v1/lists/{id}`.
@@ -96,7 +109,7 @@ const CREATE_OP: Op = Op::post(
 )
 .body("NewList")
 .status(201)
-.reply(Reply::Schema("List"))
+.reply(Reply::Of(Typed::of::<List>()))
 .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/lists`.
@@ -118,25 +131,19 @@ pub(crate) async fn create(
             .await?)
     })
     .await?;
-    Ok((StatusCode::CREATED, Json(list_json(&list))).into_response())
+    Ok((StatusCode::CREATED, Json(List::from(list))).into_response())
 }
 
-const INDEX_OP: Op = Op::get(
-    "/api/v1/lists",
-    "lists",
-    "Your lists, oldest first",
-)
-.reply(Reply::Inline(
-    r##"{"type":"object","required":["lists"],"properties":{"lists":{"type":"array","items":{"$ref":"#/components/schemas/List"}}}}"##,
-))
-.errors(&[401, 503]);
+const INDEX_OP: Op = Op::get("/api/v1/lists", "lists", "Your lists, oldest first")
+    .reply(Reply::Of(Typed::of::<Lists>()))
+    .errors(&[401, 503]);
 
 /// `GET /api/v1/lists`.
-pub(crate) async fn index(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
+pub(crate) async fn index(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Lists>> {
     let lists = state.store.lists().of(auth.uid).await?;
-    Ok(Json(
-        json!({ "lists": lists.iter().map(list_json).collect::<Vec<_>>() }),
-    ))
+    Ok(Json(Lists {
+        lists: lists.into_iter().map(List::from).collect(),
+    }))
 }
 
 const SHOW_OP: Op = Op::get(
@@ -144,7 +151,7 @@ const SHOW_OP: Op = Op::get(
     "lists",
     "One of your lists (another user's is 404)",
 )
-.reply(Reply::Schema("List"))
+.reply(Reply::Of(Typed::of::<List>()))
 .errors(&[401, 404, 503]);
 
 /// `GET /api/v1/lists/{id}`.
@@ -152,16 +159,16 @@ pub(crate) async fn show(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<List>> {
     let lid = path_id(&id, "list")?;
-    Ok(Json(list_json(
-        &state.store.lists().get(auth.uid, lid).await?,
+    Ok(Json(List::from(
+        state.store.lists().get(auth.uid, lid).await?,
     )))
 }
 
 const UPDATE_OP: Op = Op::patch("/api/v1/lists/{id}", "lists", "Rename one of your lists")
     .body("NewList")
-    .reply(Reply::Schema("List"))
+    .reply(Reply::Of(Typed::of::<List>()))
     .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `PATCH /api/v1/lists/{id}`.
@@ -170,7 +177,7 @@ pub(crate) async fn update(
     auth: AuthUser,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<NewList>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<List>> {
     auth.require(SCOPE_WRITE)?;
     let lid = path_id(&id, "list")?;
     check_title(&body.title)?;
@@ -180,7 +187,7 @@ pub(crate) async fn update(
         .lists()
         .rename(auth.uid, lid, &body.title)
         .await?;
-    Ok(Json(list_json(&list)))
+    Ok(Json(List::from(list)))
 }
 
 const DESTROY_OP: Op = Op::delete(
@@ -218,7 +225,7 @@ const ADD_OP: Op = Op::post(
     "Add up to 100 users to a list (at most 5,000 members, then 400 too_many_members); per id, whether they are a member after the call",
 )
 .body("ListBatch")
-.reply(Reply::Schema("BatchReply"))
+.reply(Reply::Of(Typed::of::<BatchReply>()))
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/lists/{id}/members`.
@@ -227,7 +234,7 @@ pub(crate) async fn add_members(
     auth: AuthUser,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<ListBatch>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<BatchReply>> {
     change(state, auth, id, body, MemberChange::Add).await
 }
 
@@ -237,7 +244,7 @@ const REMOVE_OP: Op = Op::delete(
     "Take up to 100 users out of a list; per id, whether they are a member after the call",
 )
 .body("ListBatch")
-.reply(Reply::Schema("BatchReply"))
+.reply(Reply::Of(Typed::of::<BatchReply>()))
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `DELETE /api/v1/lists/{id}/members`.
@@ -246,7 +253,7 @@ pub(crate) async fn remove_members(
     auth: AuthUser,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<ListBatch>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<BatchReply>> {
     change(state, auth, id, body, MemberChange::Remove).await
 }
 
@@ -259,7 +266,7 @@ async fn change(
     id: String,
     body: ListBatch,
     change: MemberChange,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<BatchReply>> {
     auth.require(SCOPE_WRITE)?;
     let lid = path_id(&id, "list")?;
     if !body.ids.iter().all(JsonId::is_whole) {
@@ -316,7 +323,7 @@ async fn change(
             (raw.raw(), is)
         })
         .collect();
-    Ok(Json(json!({ "results": results })))
+    Ok(Json(BatchReply { results }))
 }
 
 const MEMBERS_OP: Op = Op::get(
@@ -325,7 +332,7 @@ const MEMBERS_OP: Op = Op::get(
     "A list's members, oldest member first",
 )
 .params(Params::FollowPaging)
-.reply(Reply::Schema("UserPage"))
+.reply(Reply::Of(Typed::of::<UserPage>()))
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/lists/{id}/members`.
@@ -351,7 +358,7 @@ const TIMELINE_OP: Op = Op::get(
     "A list's timeline: its members' statuses, newest first, paged as the home timeline",
 )
 .params(Params::Paging)
-.reply(Reply::List("Status"))
+.reply(Reply::ListOf(Typed::of::<Status>()))
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/timelines/list/{id}`: what the caller may see of it, less

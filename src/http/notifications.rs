@@ -5,22 +5,22 @@
 //! suspended, or about a status the reader may not see now.
 
 use super::shared::extract::{known_params, JsonBody, JsonId};
-use super::shared::openapi::{Op, Reply};
+use super::shared::openapi::{Op, Reply, Typed};
 use super::shared::paging::{count_param, uint};
 use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::hides;
 use crate::model::GroupRole;
-use crate::model::Notification;
+use crate::model::{Notification, Status, User};
 use crate::state::AppState;
 use crate::store::entities::notifications::{Stored, MAX_NOTIFICATIONS};
 use crate::visibility::{Reach, Sight};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -45,7 +45,6 @@ pub(crate) fn routes() -> Routes {
         .route(LIST_OP, list)
         .route(UNREAD_OP, unread)
         .route(READ_OP, read)
-        .schema_of::<Notification>("Notification")
         .schema(
             "ReadMarker",
             json!({"type": "object", "required": ["up_to"], "properties": {
@@ -167,17 +166,60 @@ const LIST_OP: Op = Op::get(
     ("types", "Comma-separated types: follow, follow_request, like, repost, mention, reply, group_request, report_resolved."),
     ("grouped", "true: groups of notifications."),
 ])
-.reply(Reply::Inline(
-    r##"{"type":"object","required":["notifications","next_cursor"],"properties":{"notifications":{"type":"array","items":{"type":"object"}},"next_cursor":{"type":["string","null"]}}}"##,
-))
+.reply(Reply::Of(Typed::of::<NotificationPage>()))
 .errors(&[400, 401, 503]);
+
+/// Answer of `GET /api/v1/notifications`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct NotificationPage {
+    /// Newest first: notifications, or with `grouped=true` groups of them.
+    pub notifications: Vec<NotificationItem>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// A notification, or a group of them.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub(crate) enum NotificationItem {
+    /// One notification.
+    One(Notification),
+    /// A group (`grouped=true`).
+    Group(NotificationGroup),
+}
+
+/// Likes or reposts of one status, or follows, together; any other
+/// notification alone.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct NotificationGroup {
+    /// The id of its newest notification.
+    pub id: String,
+    /// The notifications' type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Who did it: the newest three.
+    pub accounts: Vec<User>,
+    /// How many notifications it holds.
+    pub count: usize,
+    /// When the newest happened (seconds since the epoch).
+    pub latest_at: f64,
+    /// The status it is about, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    /// For a `group_request`: the group asked to join.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<String>,
+    /// For a `report_resolved`: the report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report_id: Option<String>,
+}
 
 /// `GET /api/v1/notifications`.
 pub(crate) async fn list(
     State(state): State<AppState>,
     auth: AuthUser,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<NotificationPage>> {
     known_params(&q, &["count", "max_id", "cursor", "types", "grouped"])?;
     let count = count_param(&q, 30)?;
     let types = types_param(&q)?;
@@ -215,33 +257,31 @@ pub(crate) async fn list(
     crate::notifier::caught_up(&state.store, CATCH_UP).await;
     if grouped {
         let (all, _) = visible(&state, &auth, None, MAX_NOTIFICATIONS, types.as_deref()).await?;
-        let groups = group(all);
-        let page: Vec<&Value> = groups
-            .iter()
-            .filter(|g| {
-                below.is_none_or(|b| g["id"].as_str().and_then(|i| i.parse::<u64>().ok()) < Some(b))
-            })
+        let mut page: Vec<NotificationGroup> = group(all)
+            .into_iter()
+            .filter(|g| below.is_none_or(|b| g.id.parse::<u64>().ok() < Some(b)))
             .take(count + 1)
             .collect();
         let more = page.len() > count;
-        let page: Vec<Value> = page.into_iter().take(count).cloned().collect();
-        let next = more
-            .then(|| {
-                page.last()
-                    .and_then(|g| g["id"].as_str().map(str::to_string))
-            })
-            .flatten();
-        return Ok(Json(json!({"notifications": page, "next_cursor": next})));
+        page.truncate(count);
+        let next = more.then(|| page.last().map(|g| g.id.clone())).flatten();
+        return Ok(Json(NotificationPage {
+            notifications: page.into_iter().map(NotificationItem::Group).collect(),
+            next_cursor: next,
+        }));
     }
     let (page, more) = visible(&state, &auth, below, count, types.as_deref()).await?;
     let next = more.then(|| page.last().map(|n| n.id.clone())).flatten();
-    Ok(Json(json!({"notifications": page, "next_cursor": next})))
+    Ok(Json(NotificationPage {
+        notifications: page.into_iter().map(NotificationItem::One).collect(),
+        next_cursor: next,
+    }))
 }
 
 /// Likes and reposts of one status, and follows, grouped; every other
 /// notification a group of one. Newest group first; each group's id is its
 /// newest notification's.
-fn group(all: Vec<Notification>) -> Vec<Value> {
+fn group(all: Vec<Notification>) -> Vec<NotificationGroup> {
     let mut order: Vec<String> = Vec::new();
     let mut groups: HashMap<String, Vec<Notification>> = HashMap::new();
     for n in all {
@@ -263,24 +303,19 @@ fn group(all: Vec<Notification>) -> Vec<Value> {
         .into_iter()
         .filter_map(|key| {
             let members = groups.remove(&key)?;
-            let newest = members.first()?;
-            let mut g = json!({
-                "id": newest.id,
-                "type": newest.kind,
-                "accounts": members.iter().take(3).map(|n| &n.account).collect::<Vec<_>>(),
-                "count": members.len(),
-                "latest_at": newest.at,
-            });
-            if let Some(status) = &newest.status {
-                g["status"] = json!(status);
-            }
-            if let Some(group) = &newest.group_id {
-                g["group_id"] = json!(group);
-            }
-            if let Some(report) = &newest.report_id {
-                g["report_id"] = json!(report);
-            }
-            Some(g)
+            let count = members.len();
+            let accounts = members.iter().take(3).map(|n| n.account.clone()).collect();
+            let newest = members.into_iter().next()?;
+            Some(NotificationGroup {
+                id: newest.id,
+                kind: newest.kind,
+                accounts,
+                count,
+                latest_at: newest.at,
+                status: newest.status,
+                group_id: newest.group_id,
+                report_id: newest.report_id,
+            })
         })
         .collect()
 }
@@ -290,16 +325,21 @@ const UNREAD_OP: Op = Op::get(
     "notifications",
     "How many of your notifications are newer than your read marker",
 )
-.reply(Reply::Inline(
-    r#"{"type":"object","required":["count"],"properties":{"count":{"type":"integer","minimum":0}}}"#,
-))
+.reply(Reply::Of(Typed::of::<Unread>()))
 .errors(&[401, 503]);
+
+/// Answer of `GET /api/v1/notifications/unread`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Unread {
+    /// Notifications newer than the read marker.
+    pub count: u64,
+}
 
 /// `GET /api/v1/notifications/unread`.
 pub(crate) async fn unread(
     State(state): State<AppState>,
     auth: AuthUser,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Unread>> {
     crate::notifier::caught_up(&state.store, CATCH_UP).await;
     let marker = state.store.notifications().marker(auth.uid).await?;
     let (all, _) = visible(&state, &auth, None, MAX_NOTIFICATIONS, None).await?;
@@ -307,7 +347,9 @@ pub(crate) async fn unread(
         .iter()
         .filter(|n| n.id.parse::<u64>().is_ok_and(|id| id > marker))
         .count();
-    Ok(Json(json!({ "count": count })))
+    Ok(Json(Unread {
+        count: count as u64,
+    }))
 }
 
 /// Body of `POST /api/v1/notifications/read`.

@@ -1,7 +1,7 @@
 //! Operations: health, readiness, metrics, the OpenAPI document, the API
 //! reference and the browser page.
 
-use super::shared::openapi::{Auth, Op, Reply};
+use super::shared::openapi::{Auth, Op, Reply, Typed};
 use super::shared::routes::Routes;
 use crate::error::ApiError;
 use crate::metrics::global as metrics;
@@ -10,7 +10,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Response};
 use axum::Json;
-use serde_json::json;
+use serde::Serialize;
 
 /// Routes of this resource, each with its OpenAPI operation.
 pub(crate) fn routes() -> Routes {
@@ -139,13 +139,18 @@ pub(crate) async fn docs_css() -> Response {
 
 const HEALTHZ_OP: Op = Op::get("/healthz", "operations", "The process is up")
     .auth(Auth::None)
-    .reply(Reply::Inline(
-        r#"{"type":"object","properties":{"status":{"type":"string"}}}"#,
-    ));
+    .reply(Reply::Of(Typed::of::<Health>()));
+
+/// Answer of `GET /healthz`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Health {
+    /// `ok`.
+    pub status: &'static str,
+}
 
 /// `GET /healthz`: the process is up.
-pub(crate) async fn healthz() -> Json<serde_json::Value> {
-    Json(json!({"status": "ok"}))
+pub(crate) async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
 }
 
 /// The readiness probe's path.
@@ -153,10 +158,32 @@ pub(crate) const READINESS: &str = "/readyz";
 
 const READYZ_OP: Op = Op::get(READINESS, "operations", "Redis is reachable (503 if not)")
     .auth(Auth::None)
-    .reply(Reply::Inline(
-        r#"{"type":"object","properties":{"status":{"type":"string"},"redis":{"type":"string"},"events":{"type":"string"},"history_store":{"type":"string","enum":["ok","unreachable"]}}}"#,
-    ))
+    .reply(Reply::Of(Typed::of::<Ready>()))
     .errors(&[503]);
+
+/// Answer of `GET /readyz` when ready.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Ready {
+    /// `ready`.
+    pub status: &'static str,
+    /// `ok`: Redis answers.
+    pub redis: &'static str,
+    /// `subscribed`: the event subscription is up.
+    pub events: &'static str,
+    /// With a shared history only: whether its object store answers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub history_store: Option<Reachable>,
+}
+
+/// Whether a shared history's object store answers.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Reachable {
+    /// It answers.
+    Ok,
+    /// It does not (the process serves from its disk and buffer).
+    Unreachable,
+}
 
 /// `GET /readyz`: 200 when Redis answers and the event subscription is up
 /// (pinged every 2 s), 503 when either is not. With a shared history,
@@ -174,12 +201,22 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
         )
         .into_response();
     }
-    let mut ready = json!({"status": "ready", "redis": "ok", "events": "subscribed"});
-    if let Some(tier) = state.history.as_ref().and_then(|h| h.tier()) {
-        let reachable = tier.remote().health().0;
-        ready["history_store"] = json!(if reachable { "ok" } else { "unreachable" });
-    }
-    Json(ready).into_response()
+    let history_store =
+        state
+            .history
+            .as_ref()
+            .and_then(|h| h.tier())
+            .map(|tier| match tier.remote().health().0 {
+                true => Reachable::Ok,
+                false => Reachable::Unreachable,
+            });
+    Json(Ready {
+        status: "ready",
+        redis: "ok",
+        events: "subscribed",
+        history_store,
+    })
+    .into_response()
 }
 
 const PROMETHEUS_OP: Op = Op::get("/metrics", "operations", "Prometheus metrics")

@@ -1,7 +1,7 @@
 //! Blocks and mutes: set and lift them, list them.
 
 use super::shared::extract::{detached, path_id};
-use super::shared::openapi::{Op, Params, Reply};
+use super::shared::openapi::{Op, Params, Reply, Typed};
 use super::shared::paging::{user_paging, UserPage};
 use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
@@ -11,7 +11,7 @@ use crate::model::now;
 use crate::state::AppState;
 use axum::extract::{Path, Query, State};
 use axum::Json;
-use serde_json::{json, Value};
+use serde::Serialize;
 use std::collections::HashMap;
 
 /// Routes of this resource, each with its OpenAPI operation.
@@ -25,21 +25,35 @@ pub(crate) fn routes() -> Routes {
         .route(MUTES_OP, mutes)
 }
 
-/// Sets or lifts the caller's `kind` relation to the user `id`; answers
-/// `{<field>: holds}`.
+/// Answer of block and unblock.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Blocking {
+    /// Whether the caller blocks the user now.
+    pub blocking: bool,
+}
+
+/// Answer of mute and unmute.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Muting {
+    /// Whether the caller mutes the user now.
+    pub muting: bool,
+}
+
+/// Sets or lifts the caller's `kind` relation to the user `id`; whether it
+/// holds now.
 async fn set(
     state: AppState,
     auth: AuthUser,
     id: String,
     kind: Relation,
     on: bool,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<bool> {
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid).await?;
     let target = path_id(&id, "user")?;
-    let (field, verb) = match kind {
-        Relation::Block => ("blocking", "block"),
-        Relation::Mute => ("muting", "mute"),
+    let verb = match kind {
+        Relation::Block => "block",
+        Relation::Mute => "mute",
     };
     if target == auth.uid {
         return Err(ApiError::invalid(
@@ -49,18 +63,11 @@ async fn set(
     }
     let store = state.store.clone();
     let uid = auth.uid;
-    let holds =
-        detached(async move { Ok(store.relations().set(uid, target, kind, on, now()).await?) })
-            .await?;
-    Ok(Json(json!({ field: holds })))
+    detached(async move { Ok(store.relations().set(uid, target, kind, on, now()).await?) }).await
 }
 
-const REPLY_BLOCKING: Reply = Reply::Inline(
-    r#"{"type":"object","required":["blocking"],"properties":{"blocking":{"type":"boolean"}}}"#,
-);
-const REPLY_MUTING: Reply = Reply::Inline(
-    r#"{"type":"object","required":["muting"],"properties":{"muting":{"type":"boolean"}}}"#,
-);
+const REPLY_BLOCKING: Reply = Reply::Of(Typed::of::<Blocking>());
+const REPLY_MUTING: Reply = Reply::Of(Typed::of::<Muting>());
 
 const BLOCK_OP: Op = Op::post(
     "/api/v1/users/{id}/block",
@@ -75,8 +82,9 @@ pub(crate) async fn block(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    set(state, auth, id, Relation::Block, true).await
+) -> ApiResult<Json<Blocking>> {
+    let blocking = set(state, auth, id, Relation::Block, true).await?;
+    Ok(Json(Blocking { blocking }))
 }
 
 const UNBLOCK_OP: Op = Op::delete(
@@ -92,8 +100,9 @@ pub(crate) async fn unblock(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    set(state, auth, id, Relation::Block, false).await
+) -> ApiResult<Json<Blocking>> {
+    let blocking = set(state, auth, id, Relation::Block, false).await?;
+    Ok(Json(Blocking { blocking }))
 }
 
 const MUTE_OP: Op = Op::post(
@@ -109,8 +118,9 @@ pub(crate) async fn mute(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    set(state, auth, id, Relation::Mute, true).await
+) -> ApiResult<Json<Muting>> {
+    let muting = set(state, auth, id, Relation::Mute, true).await?;
+    Ok(Json(Muting { muting }))
 }
 
 const UNMUTE_OP: Op = Op::delete(
@@ -126,8 +136,9 @@ pub(crate) async fn unmute(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
-    set(state, auth, id, Relation::Mute, false).await
+) -> ApiResult<Json<Muting>> {
+    let muting = set(state, auth, id, Relation::Mute, false).await?;
+    Ok(Json(Muting { muting }))
 }
 
 const BLOCKS_OP: Op = Op::get(
@@ -136,7 +147,7 @@ const BLOCKS_OP: Op = Op::get(
     "Whom you block, newest block first",
 )
 .params(Params::FollowPaging)
-.reply(Reply::Schema("UserPage"))
+.reply(Reply::Of(Typed::of::<UserPage>()))
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/blocks`.
@@ -154,7 +165,7 @@ const MUTES_OP: Op = Op::get(
     "Whom you mute, newest mute first",
 )
 .params(Params::FollowPaging)
-.reply(Reply::Schema("UserPage"))
+.reply(Reply::Of(Typed::of::<UserPage>()))
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/mutes`.

@@ -2,7 +2,7 @@
 //! they can see; admins work the queue (`admin.rs`).
 
 use super::shared::extract::{JsonBody, JsonId};
-use super::shared::openapi::{Op, Reply};
+use super::shared::openapi::{Op, Reply, Typed};
 use super::shared::routes::Routes;
 use super::shared::visibility::visible;
 use crate::auth::{AuthUser, SCOPE_WRITE};
@@ -24,7 +24,6 @@ pub(crate) const MAX_COMMENT_CHARS: usize = 1000;
 /// Routes of this resource, each with its OpenAPI operation.
 pub(crate) fn routes() -> Routes {
     Routes::new()
-        .schema_of::<Report>("Report")
         .schema(
             "NewReport",
             json!({"type": "object", "required": ["reason"],
@@ -71,7 +70,7 @@ const CREATE_OP: Op = Op::post(
 )
 .body("NewReport")
 .status(201)
-.reply(Reply::Schema("Report"))
+.reply(Reply::Of(Typed::of::<Report>()))
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/reports`.

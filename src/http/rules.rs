@@ -3,7 +3,7 @@
 
 use super::shared::extract::known_params;
 use super::shared::extract::JsonBody;
-use super::shared::openapi::{Op, Reply};
+use super::shared::openapi::{Op, Reply, Typed};
 use super::shared::routes::Routes;
 use super::shared::rule_items::{check_items, MAX_TAG_CHARS};
 use crate::auth::{AuthUser, SCOPE_WRITE};
@@ -14,13 +14,13 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 
 /// Routes of this resource, each with its OpenAPI operation.
 pub(crate) fn routes() -> Routes {
     Routes::new()
-        .schema_of::<StoredRule>("Rule")
         .schema(
             "RulesRequest",
             json!({
@@ -46,6 +46,38 @@ pub(crate) fn routes() -> Routes {
         .route(LIST_OP, list)
 }
 
+/// Answer of `GET /api/v1/stream/rules`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct RuleList {
+    /// The caller's rules, oldest first.
+    pub data: Vec<StoredRule>,
+}
+
+/// Answer of a change of rules.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct RulesChanged {
+    /// An add: one rule per item, in order (one that existed already is
+    /// answered as it is).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Vec<StoredRule>>,
+    /// What changed.
+    pub meta: RulesMeta,
+}
+
+/// What a change of rules did.
+#[derive(Debug, Default, Serialize, utoipa::ToSchema)]
+pub(crate) struct RulesMeta {
+    /// An add: how many rules it created.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created: Option<usize>,
+    /// A delete: the ids deleted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deleted: Option<Vec<String>>,
+    /// A delete: the ids that were not the caller's rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_found: Option<Vec<String>>,
+}
+
 fn malformed(message: &str) -> ApiError {
     ApiError::invalid("invalid_request", message.to_string())
 }
@@ -58,9 +90,7 @@ const CHANGE_OP: Op = Op::post(
 .query(&[("dry_run", "true: validate and answer as the call would, changing nothing")])
 .body("RulesRequest")
 .status(201)
-.reply(Reply::Inline(
-    r##"{"type":"object","required":["meta"],"properties":{"data":{"type":"array","items":{"$ref":"#/components/schemas/Rule"}},"meta":{"type":"object"}}}"##,
-))
+.reply(Reply::Of(Typed::of::<RulesChanged>()))
 .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/stream/rules`.
@@ -116,7 +146,13 @@ async fn add_rules(
     };
     Ok((
         status,
-        Json(json!({"data": added.rules, "meta": {"created": added.created}})),
+        Json(RulesChanged {
+            data: Some(added.rules),
+            meta: RulesMeta {
+                created: Some(added.created),
+                ..RulesMeta::default()
+            },
+        }),
     )
         .into_response())
 }
@@ -151,7 +187,14 @@ async fn delete_rules(
     let (deleted, not_found) = state.store.rules().delete(auth.uid, &ids, dry_run).await?;
     Ok((
         StatusCode::OK,
-        Json(json!({"meta": {"deleted": deleted, "not_found": not_found}})),
+        Json(RulesChanged {
+            data: None,
+            meta: RulesMeta {
+                deleted: Some(deleted),
+                not_found: Some(not_found),
+                ..RulesMeta::default()
+            },
+        }),
     )
         .into_response())
 }
@@ -161,14 +204,15 @@ const LIST_OP: Op = Op::get(
     "streams",
     "Your filter rules, oldest first",
 )
-.reply(Reply::Inline(
-    r##"{"type":"object","required":["data"],"properties":{"data":{"type":"array","items":{"$ref":"#/components/schemas/Rule"}}}}"##,
-))
+.reply(Reply::Of(Typed::of::<RuleList>()))
 .errors(&[401, 503]);
 
 /// `GET /api/v1/stream/rules`.
-pub(crate) async fn list(State(state): State<AppState>, auth: AuthUser) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        json!({"data": state.store.rules().all(auth.uid).await?}),
-    ))
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    auth: AuthUser,
+) -> ApiResult<Json<RuleList>> {
+    Ok(Json(RuleList {
+        data: state.store.rules().all(auth.uid).await?,
+    }))
 }

@@ -1,7 +1,7 @@
 //! Sessions: log in (a JWT bound to a Redis session), log out, inspect.
 
 use super::shared::extract::{no_store, JsonBody};
-use super::shared::openapi::{Auth, Op, Reply};
+use super::shared::openapi::{Auth, Op, Reply, Typed};
 use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_FIREHOSE, SCOPE_READ, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
@@ -22,10 +22,6 @@ pub(crate) fn routes() -> Routes {
         .route(SHOW_OP, show)
         .route(LIST_OP, list)
         .route(END_OP, end)
-        .schema_of::<LoginReply>("LoginReply")
-        .schema_of::<SessionList>("SessionList")
-        .schema_of::<SessionListed>("SessionListed")
-        .schema_of::<SessionInfo>("SessionInfo")
         .schema(
             "Login",
             serde_json::json!({
@@ -64,7 +60,7 @@ const CREATE_OP: Op = Op::post("/api/v1/sessions", "sessions", "Log in with logi
     .auth(Auth::None)
     .body("Login")
     .status(201)
-    .reply(Reply::Schema("LoginReply"))
+    .reply(Reply::Of(Typed::of::<LoginReply>()))
     .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/sessions`: log in with login or email and password.
@@ -174,7 +170,7 @@ const SHOW_OP: Op = Op::get(
     "sessions",
     "The current session: scopes and recently viewed statuses",
 )
-.reply(Reply::Schema("SessionInfo"))
+.reply(Reply::Of(Typed::of::<SessionInfo>()))
 .errors(&[401, 503]);
 
 /// `GET /api/v1/sessions/current`: the session's scopes and viewed statuses.
@@ -215,7 +211,7 @@ const LIST_OP: Op = Op::get(
     "sessions",
     "Your live sessions, newest first (which one is current, when each was created and last seen)",
 )
-.reply(Reply::Schema("SessionList"))
+.reply(Reply::Of(Typed::of::<SessionList>()))
 .errors(&[401, 503]);
 
 /// `GET /api/v1/sessions`: the caller's live sessions, newest first.

@@ -2,7 +2,7 @@
 
 use super::shared::extract::idempotency_key;
 use super::shared::extract::{detached, path_id, JsonBody, JsonId};
-use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::openapi::{Auth, Op, Params, Reply, Typed};
 use super::shared::routes::Routes;
 use super::shared::status_text::{resolve_mentions, MAX_MESSAGE_CHARS};
 use super::shared::visibility::visible;
@@ -74,7 +74,7 @@ const REPOST_OP: Op = Op::post(
     "Repost a status: 201 with the repost (200 with the existing one if already reposted)",
 )
 .status(201)
-.reply(Reply::Schema("Status"))
+.reply(Reply::Of(Typed::of::<Status>()))
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/statuses/{id}/repost`: 201 with the new repost, or 200 with
@@ -160,10 +160,17 @@ const UNREPOST_OP: Op = Op::delete(
     "statuses",
     "Undo your repost of a status (idempotent)",
 )
-.reply(Reply::Inline(
-    r#"{"type":"object","required":["reposted","reposts"],"properties":{"reposted":{"type":"boolean"},"reposts":{"type":"integer","minimum":0}}}"#,
-))
+.reply(Reply::Of(Typed::of::<Unreposted>()))
 .errors(&[401, 403, 404, 429, 503]);
+
+/// Answer of undoing a repost.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Unreposted {
+    /// Whether the caller reposts the status now (false).
+    pub reposted: bool,
+    /// How many reposts it has.
+    pub reposts: u64,
+}
 
 /// `DELETE /api/v1/statuses/{id}/repost`: undoes the caller's repost of the
 /// status (idempotent).
@@ -171,7 +178,7 @@ pub(crate) async fn unrepost(
     State(state): State<AppState>,
     auth: AuthUser,
     Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<Unreposted>> {
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid).await?;
     let original = repost_root(&state, &auth, &id).await?;
@@ -189,9 +196,10 @@ pub(crate) async fn unrepost(
         .await?;
     }
     let reposts = state.store.statuses().get(root).await?.counts.reposts;
-    Ok(Json(
-        serde_json::json!({"reposted": false, "reposts": reposts}),
-    ))
+    Ok(Json(Unreposted {
+        reposted: false,
+        reposts,
+    }))
 }
 
 /// Most ancestors a conversation shows.
@@ -219,9 +227,7 @@ const CONTEXT_OP: Op = Op::get(
 )
 .auth(Auth::Optional)
 .params(Params::FollowPaging)
-.reply(Reply::Inline(
-    r##"{"type":"object","required":["ancestors","descendants"],"properties":{"ancestors":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"descendants":{"type":"array","items":{"$ref":"#/components/schemas/Status"}},"next_cursor":{"type":["string","null"]},"parent_missing":{"type":"boolean"}}}"##,
-))
+.reply(Reply::Of(Typed::of::<Context>()))
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/statuses/{id}/context`: the conversation around a status,
@@ -343,7 +349,7 @@ fn validate(body: &CreateStatus) -> ApiResult<()> {
 const CREATE_OP: Op = Op::post("/api/v1/statuses", "statuses", "Post a status")
     .body("CreateStatus")
     .status(201)
-    .reply(Reply::Schema("Status"))
+    .reply(Reply::Of(Typed::of::<Status>()))
     .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/statuses`: post a status. With an `Idempotency-Key` used
@@ -380,7 +386,7 @@ const SHOW_OP: Op = Op::get(
     "A status (recorded as viewed when a token is sent)",
 )
 .auth(Auth::Optional)
-.reply(Reply::Schema("Status"))
+.reply(Reply::Of(Typed::of::<Status>()))
 .errors(&[401, 403, 404, 503]);
 
 /// `GET /api/v1/statuses/{id}`: one status; with a token, it is recorded in

@@ -1,7 +1,7 @@
 //! Timelines: the caller's home timeline and any user's profile timeline.
 
 use super::shared::extract::path_id;
-use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::openapi::{Auth, Op, Params, Reply, Typed};
 use super::shared::paging::{json_page, order, paging, ranked_json, Order};
 use super::shared::routes::Routes;
 use super::shared::visibility::{
@@ -9,6 +9,7 @@ use super::shared::visibility::{
 };
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
+use crate::model::Status;
 use crate::state::AppState;
 use crate::store::entities::ranking::{Ranked, RankedEntry};
 use crate::store::entities::statuses::Timeline;
@@ -32,7 +33,7 @@ const MENTIONS_OP: Op = Op::get(
     "Statuses mentioning you, newest first",
 )
 .params(Params::Paging)
-.reply(Reply::List("Status"))
+.reply(Reply::ListOf(Typed::of::<Status>()))
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/timelines/mentions`: statuses mentioning the caller, newest first.
@@ -60,7 +61,7 @@ const TAG_OP: Op = Op::get(
 )
 .auth(Auth::Optional)
 .params(Params::OrderedPaging)
-.reply(Reply::List("Status"))
+.reply(Reply::ListOf(Typed::of::<Status>()))
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/timelines/tag/{tag}`: statuses carrying `#tag` (any case,
@@ -108,7 +109,7 @@ const HOME_OP: Op = Op::get(
     "Your home timeline, newest first",
 )
 .params(Params::OrderedPaging)
-.reply(Reply::List("Status"))
+.reply(Reply::ListOf(Typed::of::<Status>()))
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/timelines/home`: newest first, or ranked (`order=top`).
@@ -147,7 +148,7 @@ const PROFILE_OP: Op = Op::get(
 )
 .auth(Auth::Optional)
 .params(Params::Paging)
-.reply(Reply::List("Status"))
+.reply(Reply::ListOf(Typed::of::<Status>()))
 .errors(&[400, 401, 403, 404, 503]);
 
 /// `GET /api/v1/users/{id}/statuses`: a user's own statuses, newest first.

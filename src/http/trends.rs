@@ -1,6 +1,6 @@
 //! Trending hashtags over a sliding window.
 
-use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::openapi::{Auth, Op, Params, Reply, Typed};
 use super::shared::paging::uint;
 use super::shared::routes::Routes;
 use crate::error::{ApiError, ApiResult};
@@ -31,9 +31,7 @@ const TAGS_OP: Op = Op::get(
 )
 .auth(Auth::None)
 .params(Params::Trends)
-.reply(Reply::Inline(
-    r#"{"type":"array","items":{"type":"object","required":["tag","count"],"properties":{"tag":{"type":"string"},"count":{"type":"integer","minimum":1}}}}"#,
-))
+.reply(Reply::ListOf(Typed::of::<Trend>()))
 .errors(&[400, 503]);
 
 /// `GET /api/v1/trends/tags?window=3600&limit=10`: the most used hashtags of

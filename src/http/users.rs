@@ -1,7 +1,7 @@
 //! Users: sign-up, profiles, lookup by any unique field.
 
 use super::shared::extract::{no_store, path_id, JsonBody};
-use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::openapi::{Auth, Op, Params, Reply, Typed};
 use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
@@ -155,7 +155,7 @@ const CREATE_OP: Op = Op::post("/api/v1/users", "users", "Sign up")
     .auth(Auth::None)
     .body("CreateUser")
     .status(201)
-    .reply(Reply::Schema("User"))
+    .reply(Reply::Of(Typed::of::<User>()))
     .errors(&[400, 408, 409, 413, 415, 429, 503]);
 
 /// `POST /api/v1/users`: sign up.
@@ -206,7 +206,7 @@ pub(crate) async fn create(
 
 const SHOW_OP: Op = Op::get("/api/v1/users/{id}", "users", "A user")
     .auth(Auth::Optional)
-    .reply(Reply::Schema("User"))
+    .reply(Reply::Of(Typed::of::<User>()))
     .errors(&[401, 404, 503]);
 
 /// `GET /api/v1/users/{id}`.
@@ -224,7 +224,7 @@ const LOOKUP_OP: Op = Op::get(
     "Find a user by exactly one of login, email or any unique field; email= and any= count against a limit of 30 a minute per user",
 )
 .params(Params::Lookup)
-.reply(Reply::Schema("User"))
+.reply(Reply::Of(Typed::of::<User>()))
 .errors(&[400, 401, 404, 429, 503]);
 
 /// `GET /api/v1/users/lookup?login=|email=|any=`.
@@ -266,7 +266,7 @@ pub(crate) async fn lookup(
 }
 
 const ME_OP: Op = Op::get("/api/v1/me", "users", "The caller, with email")
-    .reply(Reply::Schema("User"))
+    .reply(Reply::Of(Typed::of::<User>()))
     .errors(&[401, 503]);
 
 /// `GET /api/v1/me`: the caller, with the email.
@@ -306,7 +306,7 @@ const UPDATE_ME_OP: Op = Op::patch(
     "Change your login, email, name or the private flag",
 )
 .body("UpdateMe")
-.reply(Reply::Schema("User"))
+.reply(Reply::Of(Typed::of::<User>()))
 .errors(&[400, 401, 403, 408, 409, 413, 415, 429, 503]);
 
 /// `PATCH /api/v1/me`: change the name or the private flag.

@@ -19,6 +19,6 @@ pub use social::{
     AuditAction, Conversation, Group, GroupKind, GroupRole, Membership, Message, Notification,
     Report,
 };
-pub use status::{Counts, Status};
+pub use status::{Counts, Status, Version};
 pub use timeline::{timeline_score, trims_homes, HOME_CAP, HOME_TRIM_EVERY};
 pub use user::User;

@@ -123,6 +123,19 @@ impl From<StatusJson> for Status {
     }
 }
 
+/// One version of a status's text: as posted, or as an edit left it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
+pub struct Version {
+    /// The text.
+    pub message: String,
+    /// Its hashtags, lowercased, without `#`.
+    pub hashtags: Vec<String>,
+    /// The logins it mentions.
+    pub mentions: Vec<String>,
+    /// When it was posted or edited (seconds since the epoch).
+    pub at: f64,
+}
+
 /// How many likes, reposts and replies a status has.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct Counts {

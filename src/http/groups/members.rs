@@ -6,16 +6,15 @@ use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::hides;
 use crate::http::shared::extract::{path_id, JsonBody, JsonId};
-use crate::http::shared::openapi::{Auth, Op, Params, Reply};
+use crate::http::shared::openapi::{Auth, Op, Params, Reply, Typed};
 use crate::http::shared::paging::user_paging;
-use crate::model::GroupRole;
 use crate::model::Membership;
+use crate::model::{GroupRole, User};
 use crate::state::AppState;
 use crate::store::entities::groups::{Change, Refused};
 use axum::extract::{Path, Query, State};
 use axum::Json;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 pub(super) const MEMBERS_OP: Op = Op::get(
@@ -25,30 +24,46 @@ pub(super) const MEMBERS_OP: Op = Op::get(
 )
 .auth(Auth::Optional)
 .params(Params::FollowPaging)
-.reply(Reply::Schema("MemberPage"))
+.reply(Reply::Of(Typed::of::<MemberPage>()))
 .errors(&[400, 401, 404, 503]);
+
+/// A page of a group's members or of its join requests.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct MemberPage {
+    /// Oldest first.
+    pub users: Vec<Member>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// A user with their role in the group (null: asked to join).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct Member {
+    /// The user.
+    #[serde(flatten)]
+    pub user: User,
+    /// Their role; null for a join request.
+    pub role: Option<GroupRole>,
+}
 
 /// A page of users with their roles.
 async fn member_page(
     state: &AppState,
     rows: Vec<(u64, Option<GroupRole>)>,
     next_cursor: Option<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<MemberPage>> {
     let ids: Vec<u64> = rows.iter().map(|(id, _)| *id).collect();
     let users = state.store.users().many(&ids).await?;
     let roles: HashMap<u64, Option<GroupRole>> = rows.into_iter().collect();
-    let users: Vec<Value> = users
+    let users = users
         .into_iter()
-        .map(|u| {
-            let id: u64 = u.id.parse().unwrap_or(0);
-            let mut v = serde_json::to_value(&u).unwrap_or(Value::Null);
-            if let Some(obj) = v.as_object_mut() {
-                obj.insert("role".into(), json!(roles.get(&id).cloned().flatten()));
-            }
-            v
+        .map(|user| {
+            let id: u64 = user.id.parse().unwrap_or(0);
+            let role = roles.get(&id).copied().flatten();
+            Member { user, role }
         })
         .collect();
-    Ok(Json(json!({"users": users, "next_cursor": next_cursor})))
+    Ok(Json(MemberPage { users, next_cursor }))
 }
 
 /// `GET /api/v1/groups/{id}/members`.
@@ -57,7 +72,7 @@ pub(crate) async fn members(
     MaybeUser(viewer): MaybeUser,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<MemberPage>> {
     let gid = group_id(&id)?;
     let (cursor, count) = user_paging(&q)?;
     readable(&state, viewer.as_ref(), gid).await?;
@@ -82,7 +97,7 @@ pub(super) const ADD_OP: Op = Op::post(
     "Add a user as a member (owners, moderators); idempotent",
 )
 .body("AddMember")
-.reply(Reply::Schema("Membership"))
+.reply(Reply::Of(Typed::of::<Membership>()))
 .errors(&[400, 401, 403, 404, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/groups/{id}/members`.
@@ -131,7 +146,7 @@ pub(super) const ROLE_OP: Op = Op::patch(
     "Set a member's role (owners only); the last owner: 409",
 )
 .body("SetRole")
-.reply(Reply::Schema("Membership"))
+.reply(Reply::Of(Typed::of::<Membership>()))
 .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 429, 503]);
 
 /// `PATCH /api/v1/groups/{id}/members/{uid}`.
@@ -160,7 +175,7 @@ pub(super) const REMOVE_OP: Op = Op::delete(
     "groups",
     "Remove a member (owners; moderators remove members only); the last owner: 409",
 )
-.reply(Reply::Schema("Membership"))
+.reply(Reply::Of(Typed::of::<Membership>()))
 .errors(&[401, 403, 404, 409, 429, 503]);
 
 /// `DELETE /api/v1/groups/{id}/members/{uid}`.
@@ -183,7 +198,7 @@ pub(super) const REQUESTS_OP: Op = Op::get(
     "Pending join requests, oldest first (owners, moderators)",
 )
 .params(Params::FollowPaging)
-.reply(Reply::Schema("MemberPage"))
+.reply(Reply::Of(Typed::of::<MemberPage>()))
 .errors(&[400, 401, 403, 404, 503]);
 
 /// `GET /api/v1/groups/{id}/requests`.
@@ -192,7 +207,7 @@ pub(crate) async fn requests(
     auth: AuthUser,
     Path(id): Path<String>,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<MemberPage>> {
     let gid = group_id(&id)?;
     let (cursor, count) = user_paging(&q)?;
     let group = find(&state, gid, Some(auth.uid)).await?;
@@ -212,7 +227,7 @@ pub(super) const AUTHORIZE_OP: Op = Op::post(
     "groups",
     "Accept a join request (owners, moderators); 404 if none",
 )
-.reply(Reply::Schema("Membership"))
+.reply(Reply::Of(Typed::of::<Membership>()))
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/groups/{id}/requests/{uid}/authorize`.
@@ -229,7 +244,7 @@ pub(super) const REJECT_OP: Op = Op::post(
     "groups",
     "Refuse a join request (owners, moderators); 404 if none",
 )
-.reply(Reply::Schema("Membership"))
+.reply(Reply::Of(Typed::of::<Membership>()))
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/groups/{id}/requests/{uid}/reject`.

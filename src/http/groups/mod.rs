@@ -7,13 +7,13 @@ pub(crate) mod members;
 mod support;
 
 use super::shared::extract::{detached, path_id, JsonBody};
-use super::shared::openapi::{Auth, Op, Params, Reply};
+use super::shared::openapi::{Auth, Op, Params, Reply, Typed};
 use super::shared::paging::{json_page, paging, user_paging};
 use super::shared::routes::Routes;
 use super::shared::visibility::only_visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
-use crate::model::{now, Group, Membership};
+use crate::model::{now, Group, Membership, Status};
 use crate::model::{GroupKind, GroupRole};
 use crate::state::AppState;
 use crate::store::entities::groups::Change;
@@ -40,28 +40,12 @@ pub(crate) const MAX_DESCRIPTION_CHARS: usize = 500;
 /// Routes of this resource, each with its OpenAPI operation.
 pub(crate) fn routes() -> Routes {
     Routes::new()
-        .schema_of::<Group>("Group")
-        .schema_of::<Membership>("Membership")
         .schema(
             "NewGroup",
             json!({"type": "object", "required": ["name", "kind"], "properties": {
                 "name": {"type": "string", "minLength": 1, "maxLength": MAX_NAME_CHARS, "pattern": super::shared::openapi::readable_pattern()},
                 "description": {"type": ["string", "null"], "maxLength": MAX_DESCRIPTION_CHARS},
                 "kind": {"type": "string", "enum": GroupKind::NAMES},
-            }}),
-        )
-        .schema(
-            "GroupPage",
-            json!({"type": "object", "required": ["groups", "next_cursor"], "properties": {
-                "groups": {"type": "array", "items": {"$ref": "#/components/schemas/Group"}},
-                "next_cursor": {"type": ["string", "null"]},
-            }}),
-        )
-        .schema(
-            "MemberPage",
-            json!({"type": "object", "required": ["users", "next_cursor"], "properties": {
-                "users": {"type": "array", "items": {"type": "object"}},
-                "next_cursor": {"type": ["string", "null"]},
             }}),
         )
         .schema(
@@ -110,7 +94,7 @@ const CREATE_OP: Op = Op::post(
 )
 .body("NewGroup")
 .status(201)
-.reply(Reply::Schema("Group"))
+.reply(Reply::Of(Typed::of::<Group>()))
 .errors(&[400, 401, 403, 408, 413, 415, 429, 503]);
 
 /// `POST /api/v1/groups`.
@@ -156,7 +140,7 @@ pub(crate) async fn create(
 }
 
 /// A page of groups.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(crate) struct GroupPage {
     /// The caller's groups, oldest first.
     pub groups: Vec<Group>,
@@ -170,7 +154,7 @@ const LIST_OP: Op = Op::get(
     "Your groups (those you are in or asked to join)",
 )
 .params(Params::FollowPaging)
-.reply(Reply::Schema("GroupPage"))
+.reply(Reply::Of(Typed::of::<GroupPage>()))
 .errors(&[400, 401, 503]);
 
 /// `GET /api/v1/groups`.
@@ -189,7 +173,7 @@ pub(crate) async fn list(
 
 const SHOW_OP: Op = Op::get("/api/v1/groups/{id}", "groups", "A group, to anyone")
     .auth(Auth::Optional)
-    .reply(Reply::Schema("Group"))
+    .reply(Reply::Of(Typed::of::<Group>()))
     .errors(&[401, 404, 503]);
 
 /// `GET /api/v1/groups/{id}`.
@@ -207,7 +191,7 @@ const JOIN_OP: Op = Op::post(
     "groups",
     "Join (a private group: ask to); idempotent",
 )
-.reply(Reply::Schema("Membership"))
+.reply(Reply::Of(Typed::of::<Membership>()))
 .errors(&[401, 403, 404, 429, 503]);
 
 /// `POST /api/v1/groups/{id}/join`.
@@ -231,7 +215,7 @@ const LEAVE_OP: Op = Op::post(
     "groups",
     "Leave (or cancel your request); idempotent; the last owner: 409",
 )
-.reply(Reply::Schema("Membership"))
+.reply(Reply::Of(Typed::of::<Membership>()))
 .errors(&[401, 403, 404, 409, 429, 503]);
 
 /// `POST /api/v1/groups/{id}/leave`.
@@ -254,9 +238,7 @@ const STATUSES_OP: Op = Op::get(
 )
 .auth(Auth::Optional)
 .params(Params::Paging)
-.reply(Reply::Inline(
-    r##"{"type":"array","items":{"$ref":"#/components/schemas/Status"}}"##,
-))
+.reply(Reply::ListOf(Typed::of::<Status>()))
 .errors(&[400, 401, 404, 503]);
 
 /// `GET /api/v1/groups/{id}/statuses`.

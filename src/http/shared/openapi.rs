@@ -6,7 +6,9 @@
 use super::paging::UserPage;
 use crate::model::{Counts, Status, User};
 use serde_json::{json, Map, Value};
-use utoipa::PartialSchema;
+use utoipa::openapi::schema::Schema;
+use utoipa::openapi::RefOr;
+use utoipa::{PartialSchema, ToSchema};
 
 /// Who may call an operation.
 #[derive(Clone, Copy, PartialEq)]
@@ -162,16 +164,45 @@ pub enum Params {
 pub enum Reply {
     /// No body.
     Empty,
-    /// A named schema.
-    Schema(&'static str),
-    /// An array of a named schema.
-    List(&'static str),
-    /// A schema written out (JSON).
+    /// A schema written out (JSON): for `/openapi.json` itself, whose
+    /// answer no Rust type describes.
     Inline(&'static str),
+    /// The type the handler answers with.
+    Of(Typed),
+    /// An array of the type the handler answers with.
+    ListOf(Typed),
     /// Text of this content type.
     Text(&'static str),
     /// A stream (SSE, NDJSON or WebSocket).
     Stream,
+}
+
+/// A reply's type, as the document names it: its schema and those it
+/// refers to join the document's components.
+#[derive(Clone, Copy)]
+pub struct Typed {
+    name: fn() -> std::borrow::Cow<'static, str>,
+    add: fn(&mut Vec<(String, RefOr<Schema>)>),
+}
+
+impl Typed {
+    /// The reply type `T` (`#[derive(Serialize, utoipa::ToSchema)]`).
+    pub const fn of<T: ToSchema>() -> Typed {
+        Typed {
+            name: T::name,
+            add: add_schemas::<T>,
+        }
+    }
+
+    fn reference(&self) -> Value {
+        reference(&(self.name)())
+    }
+}
+
+/// Adds `T`'s schema and those it refers to.
+fn add_schemas<T: ToSchema>(to: &mut Vec<(String, RefOr<Schema>)>) {
+    to.push((T::name().into_owned(), T::schema()));
+    T::schemas(to);
 }
 
 /// The query parameters every stream takes to resume.
@@ -426,14 +457,14 @@ fn operation(op: &Op) -> Value {
     }
     let ok = match op.reply {
         Reply::Empty => json!({"description": "Done."}),
-        Reply::Schema(s) => {
-            json!({"description": "OK", "content": {"application/json": {"schema": reference(s)}}})
-        }
-        Reply::List(s) => {
-            json!({"description": "OK", "content": {"application/json": {"schema": {"type": "array", "items": reference(s)}}}})
-        }
         Reply::Inline(s) => {
             json!({"description": "OK", "content": {"application/json": {"schema": serde_json::from_str::<Value>(s).unwrap_or(Value::Null)}}})
+        }
+        Reply::Of(t) => {
+            json!({"description": "OK", "content": {"application/json": {"schema": t.reference()}}})
+        }
+        Reply::ListOf(t) => {
+            json!({"description": "OK", "content": {"application/json": {"schema": {"type": "array", "items": t.reference()}}}})
         }
         Reply::Text(t) => {
             json!({"description": "OK", "content": {t: {"schema": {"type": "string"}}}})
@@ -518,6 +549,16 @@ pub(crate) fn document(ops: &[Op], registered: &Map<String, Value>) -> Value {
             .or_insert_with(|| json!({}));
         item[op.method] = operation(op);
     }
+    let mut schemas = schemas(registered);
+    let mut typed = Vec::new();
+    for op in ops {
+        if let Reply::Of(t) | Reply::ListOf(t) = op.reply {
+            (t.add)(&mut typed);
+        }
+    }
+    for (name, schema) in typed {
+        schemas.insert(name, serde_json::to_value(schema).unwrap_or(Value::Null));
+    }
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -527,7 +568,7 @@ pub(crate) fn document(ops: &[Op], registered: &Map<String, Value>) -> Value {
         },
         "paths": paths,
         "components": {
-            "schemas": schemas(registered),
+            "schemas": schemas,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}},
         },
     })

@@ -2,14 +2,16 @@
 //! `page` and `max_id` on timelines, `count` and `cursor` on lists of users.
 
 use crate::error::{ApiError, ApiResult};
-use crate::model::User;
+use crate::model::{Status, User};
 use crate::state::AppState;
 use crate::store::entities::follows::{Cursor, IdPage};
 use crate::store::entities::statuses::{Page, Shown};
+use crate::store::StoreError;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use std::collections::HashMap;
 
 /// A whole number written in decimal digits only (no sign, no spaces), as
@@ -109,6 +111,26 @@ pub(crate) fn user_paging(q: &HashMap<String, String>) -> ApiResult<(Cursor, usi
         })?,
     };
     Ok((cursor, count))
+}
+
+/// Statuses as one JSON array, each serialized once as stored
+/// ([`statuses_json`]): a field of a typed reply that documents itself as
+/// an array of `Status`.
+pub(crate) fn raw_statuses(statuses: &[Shown]) -> ApiResult<Box<RawValue>> {
+    String::from_utf8(statuses_json(statuses))
+        .map_err(|e| e.to_string())
+        .and_then(|json| RawValue::from_string(json).map_err(|e| e.to_string()))
+        .map_err(|e| ApiError::from(StoreError::Internal(format!("statuses: {e}"))))
+}
+
+/// A page of statuses.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(crate) struct StatusPage {
+    /// The statuses, as the caller may see them now ([`raw_statuses`]).
+    #[schema(value_type = Vec<Status>)]
+    pub statuses: Box<RawValue>,
+    /// Pass as `cursor` for the next page; null on the last page.
+    pub next_cursor: Option<String>,
 }
 
 /// A page of users.

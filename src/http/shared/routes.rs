@@ -55,16 +55,10 @@ impl Routes {
         self
     }
 
-    /// Adds a schema the resource's operations name (`body`, `Reply::Schema`).
+    /// Adds a request body's schema (the operations name it with `body`).
     pub fn schema(mut self, name: &str, schema: serde_json::Value) -> Routes {
         self.schemas.insert(name.to_string(), schema);
         self
-    }
-
-    /// A schema derived from a type (`utoipa::ToSchema`).
-    pub fn schema_of<T: utoipa::PartialSchema>(self, name: &str) -> Routes {
-        let schema = serde_json::to_value(T::schema()).unwrap_or_default();
-        self.schema(name, schema)
     }
 
     /// These routes and `other`'s.

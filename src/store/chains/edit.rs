@@ -7,7 +7,7 @@
 //! with it) and every later step is idempotent.
 
 use super::{unique_tags, Count, INDEX_CAP};
-use crate::model::{timeline_score, Event, IdString, Status};
+use crate::model::{timeline_score, Event, IdString, Status, Version};
 use crate::store::events::body;
 use crate::store::outbox::entry::Entry;
 use crate::store::outbox::finish::Finish;
@@ -127,9 +127,8 @@ impl Store {
         Ok(())
     }
 
-    /// A status's versions, oldest first (one, the status as posted, if
-    /// it was never edited): `{message, hashtags, mentions, at}` each.
-    pub async fn status_versions(&self, sid: u64) -> StoreResult<Vec<serde_json::Value>> {
+    /// A status's versions, oldest first (none if it was never edited).
+    pub async fn status_versions(&self, sid: u64) -> StoreResult<Vec<Version>> {
         let mut conn = self.conn();
         let raw: Vec<String> = conn.lrange(self.keys.status_versions(sid), 0, -1).await?;
         Ok(raw
@@ -154,10 +153,13 @@ impl EditOp {
             idempotency_key,
         } = self;
         let (sid, uid, at) = (*sid, *uid, *at);
-        let version = serde_json::json!({
-            "message": message, "hashtags": hashtags, "mentions": mentions, "at": at,
+        let version = serde_json::to_string(&Version {
+            message: message.clone(),
+            hashtags: hashtags.clone(),
+            mentions: mentions.clone(),
+            at,
         })
-        .to_string();
+        .unwrap_or_default();
         let mut conn = store.conn();
         let reply: Vec<String> = store
             .scripts

@@ -13,6 +13,7 @@ pub(crate) const MAX_RULES: usize = 1000;
 
 /// A rule as kept and answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = Rule)]
 pub struct StoredRule {
     /// Assigned by the server; null for a rule a dry run would create.
     pub id: Option<String>,
