@@ -8,11 +8,10 @@ use super::shared::paging::{paging, user_paging};
 use super::shared::routes::Routes;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
-use crate::hides;
 use crate::model::{Conversation, Message};
 use crate::state::AppState;
 use crate::store::entities::conversations::{Outgoing, Sent};
-use crate::store::outbox::payloads::NewConversation;
+use crate::store::entities::messaging::{Refusal, Start};
 use crate::store::StoreError;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -143,10 +142,50 @@ pub(crate) async fn create(
     auth.require(SCOPE_WRITE)?;
     let idem = idempotency_key(&headers)?;
     check_text(&body.text)?;
+    let others = participants(&body.participants, auth.uid)?;
+    let title = title(body.title.as_deref(), others.len() == 1)?;
+    state.rate.write(auth.uid).await?;
+    let opening = state
+        .store
+        .messaging()
+        .opening(auth.uid, &others)
+        .await?
+        .map_err(refused)?;
+    let me = state.store.users().get(auth.uid).await?;
+    let store = state.store.clone();
+    let uid = auth.uid;
+    let (sent, started) = detached(async move {
+        let start = Start {
+            uid,
+            login: &me.login,
+            others: &others,
+            title,
+            text: &body.text,
+            idempotency_key: idem.as_deref(),
+        };
+        Ok(store.messaging().open(start, opening).await?)
+    })
+    .await?;
+    let conversation = state
+        .store
+        .conversations()
+        .get(sent.conversation_id, auth.uid)
+        .await
+        .map_err(not_found)?;
+    let status = match started {
+        true => StatusCode::CREATED,
+        false => StatusCode::OK,
+    };
+    Ok((status, Json(conversation)).into_response())
+}
+
+/// The other participants named: user ids, each once, 1 to
+/// [`MAX_OTHERS`], not the caller.
+fn participants(named: &[JsonId], uid: u64) -> ApiResult<Vec<u64>> {
     let mut others: Vec<u64> = Vec::new();
-    for p in &body.participants {
+    for p in named {
         // Digits that name no user (0 among them) are an unknown user
-        // (404 below), not a malformed id.
+        // (404 later), not a malformed id.
         let zero = match p {
             JsonId::Text(s) => !s.is_empty() && s.bytes().all(|b| b == b'0'),
             JsonId::Unsigned(n) => *n == 0,
@@ -162,21 +201,24 @@ pub(crate) async fn create(
             others.push(id);
         }
     }
-    if others.is_empty() || others.len() > MAX_OTHERS || others.contains(&auth.uid) {
+    if others.is_empty() || others.len() > MAX_OTHERS || others.contains(&uid) {
         return Err(ApiError::invalid(
             "invalid_participants",
             format!("Name 1 to {MAX_OTHERS} other users; not yourself."),
         ));
     }
-    let direct = others.len() == 1;
-    let title = match body.title.as_deref() {
-        None => None,
-        Some(_) if direct => {
-            return Err(ApiError::invalid(
-                "invalid_title",
-                "A direct conversation has no title.",
-            ))
-        }
+    Ok(others)
+}
+
+/// A group conversation's title: none for a direct one, else 1 to
+/// [`MAX_TITLE_CHARS`] readable characters if given.
+fn title(title: Option<&str>, direct: bool) -> ApiResult<Option<String>> {
+    match title {
+        None => Ok(None),
+        Some(_) if direct => Err(ApiError::invalid(
+            "invalid_title",
+            "A direct conversation has no title.",
+        )),
         Some(t) => {
             let n = t.chars().count();
             if n == 0 || n > MAX_TITLE_CHARS || crate::text::unreadable(t).is_some() {
@@ -185,117 +227,32 @@ pub(crate) async fn create(
                     format!("title must be 1 to {MAX_TITLE_CHARS} characters."),
                 ));
             }
-            Some(t.to_string())
-        }
-    };
-    state.rate.write(auth.uid).await?;
-    for &other in &others {
-        if !state.store.users().exists(other).await? {
-            return Err(ApiError::not_found(format!("No such user: {other}.")));
+            Ok(Some(t.to_string()))
         }
     }
-    // A block either way closes messaging; the caller's relations hold both.
-    let relations = state.store.relations().hides(auth.uid).await?;
-    if let Some(other) = others
-        .iter()
-        .find(|o| relations.bits(**o) & hides::BLOCK_EITHER != 0)
-    {
-        return Err(ApiError::forbidden(format!(
-            "You cannot message {other}: a block stands between you."
-        )));
-    }
-    let existing = match direct {
-        true => {
-            state
-                .store
-                .conversations()
-                .direct_between(auth.uid, others[0])
-                .await?
-        }
-        false => None,
-    };
-    if existing.is_none() {
-        consent(&state, auth.uid, &others).await?;
-    }
-    let me = state.store.users().get(auth.uid).await?;
-    let (cid, start) = match existing {
-        Some(cid) => (cid, None),
-        None => {
-            let mut members = vec![auth.uid];
-            members.extend(&others);
-            let (cid, _) = state.store.mint().snowflake().await?;
-            let kind = if direct { "direct" } else { "group" };
-            (
-                cid,
-                Some(NewConversation {
-                    kind: kind.into(),
-                    title,
-                    members,
-                }),
-            )
-        }
-    };
-    let store = state.store.clone();
-    let uid = auth.uid;
-    let sent: Sent = detached(async move {
-        Ok(store
-            .conversations()
-            .send(Outgoing {
-                cid,
-                uid,
-                login: &me.login,
-                text: &body.text,
-                start,
-                idempotency_key: idem.as_deref(),
-            })
-            .await?)
-    })
-    .await?;
-    let conversation = state
-        .store
-        .conversations()
-        .get(sent.conversation_id, auth.uid)
-        .await
-        .map_err(not_found)?;
-    let status = if existing.is_some() || sent.conversation_id != cid {
-        StatusCode::OK
-    } else {
-        StatusCode::CREATED
-    };
-    Ok((status, Json(conversation)).into_response())
 }
 
-/// Whether every other participant consents to a new conversation with
-/// `uid`: their `dm_policy` is `everyone`, or they follow `uid`; and none is
-/// at their bound of conversations (nor the caller).
-async fn consent(state: &AppState, uid: u64, others: &[u64]) -> ApiResult<()> {
-    let cap = state.store.conversations().max_conversations();
-    if state.store.conversations().count(uid).await? >= cap {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "conversation_limit",
-            format!("You are in {cap} conversations, the most allowed; leave one first."),
-        )
-        .retry_after(3600));
+/// The API's error for a refusal of [`store::messaging`](crate::store::entities::messaging).
+fn refused(refusal: Refusal) -> ApiError {
+    let at_limit = |message: String| {
+        ApiError::new(StatusCode::TOO_MANY_REQUESTS, "conversation_limit", message)
+            .retry_after(3600)
+    };
+    match refusal {
+        Refusal::NoSuchUser(other) => ApiError::not_found(format!("No such user: {other}.")),
+        Refusal::Blocked(other) => ApiError::forbidden(format!(
+            "You cannot message {other}: a block stands between you."
+        )),
+        Refusal::OnlyFromFollowed(other) => ApiError::forbidden(format!(
+            "User {other} takes messages only from those they follow."
+        )),
+        Refusal::SenderAtLimit(cap) => at_limit(format!(
+            "You are in {cap} conversations, the most allowed; leave one first."
+        )),
+        Refusal::AtLimit(other, cap) => at_limit(format!(
+            "User {other} is in {cap} conversations, the most allowed."
+        )),
     }
-    for &other in others {
-        if state.store.users().dm_policy(other).await? == "following"
-            && !state.store.follows().is_following(other, uid).await?
-        {
-            return Err(ApiError::forbidden(format!(
-                "User {other} takes messages only from those they follow."
-            )));
-        }
-        if state.store.conversations().count(other).await? >= cap {
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "conversation_limit",
-                format!("User {other} is in {cap} conversations, the most allowed."),
-            )
-            .retry_after(3600));
-        }
-    }
-    Ok(())
 }
 
 const LIST_OP: Op = Op::get(
@@ -410,25 +367,18 @@ pub(crate) async fn send(
     check_text(&body.text)?;
     let members = members_with(&state, cid, auth.uid).await?;
     state.rate.write(auth.uid).await?;
-    // In a direct conversation a block either way stops sending.
-    if members.len() == 2
-        && state
-            .store
-            .conversations()
-            .direct_between(members[0], members[1])
-            .await?
-            == Some(cid)
+    if let Some(refusal) = state
+        .store
+        .messaging()
+        .may_send(auth.uid, cid, &members)
+        .await?
     {
-        let other = members
-            .iter()
-            .copied()
-            .find(|m| *m != auth.uid)
-            .unwrap_or(0);
-        if state.store.relations().bits(auth.uid, other).await? & hides::BLOCK_EITHER != 0 {
-            return Err(ApiError::forbidden(
-                "You cannot message this user: a block stands between you.",
-            ));
-        }
+        return Err(match refusal {
+            Refusal::Blocked(_) => {
+                ApiError::forbidden("You cannot message this user: a block stands between you.")
+            }
+            other => refused(other),
+        });
     }
     let me = state.store.users().get(auth.uid).await?;
     let store = state.store.clone();

@@ -63,6 +63,61 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
     Value::deserialize(d).map(Some)
 }
 
+/// What a report is about, as named.
+enum Target {
+    /// A status (reported with its author).
+    Status(u64),
+    /// A user.
+    User(u64),
+}
+
+impl NewReport {
+    /// Checks the reason and comment, and answers what is reported: exactly
+    /// one of `status_id` and `user_id` (not null; an id that names nothing
+    /// is 404).
+    fn target(&self) -> ApiResult<Target> {
+        if !REASONS.contains(&self.reason.as_str()) {
+            return Err(ApiError::invalid(
+                "invalid_reason",
+                "reason must be spam, abuse, illegal or other.",
+            ));
+        }
+        if self.comment.as_ref().is_some_and(|c| {
+            c.chars().count() > MAX_COMMENT_CHARS || crate::text::unreadable(c).is_some()
+        }) {
+            return Err(ApiError::invalid(
+                "invalid_comment",
+                format!("comment must be at most {MAX_COMMENT_CHARS} characters, hold a visible character and no control characters but new lines and tabs."),
+            ));
+        }
+        let id = |v: &Value| {
+            serde_json::from_value::<JsonId>(v.clone())
+                .ok()
+                .and_then(|j| j.parse())
+                .filter(|id| *id > 0)
+        };
+        if matches!(self.status_id, Some(Value::Null)) || matches!(self.user_id, Some(Value::Null))
+        {
+            return Err(ApiError::invalid(
+                "invalid_report",
+                "Give exactly one of status_id and user_id (not null).",
+            ));
+        }
+        match (&self.status_id, &self.user_id) {
+            (Some(s), None) => Ok(Target::Status(
+                id(s).ok_or_else(|| ApiError::not_found("No such status."))?,
+            )),
+            (None, Some(u)) => Ok(Target::User(
+                id(u).ok_or_else(|| ApiError::not_found("No such user."))?,
+            )),
+            _ => Err(ApiError::invalid(
+                "invalid_report",
+                "Give exactly one of status_id and user_id.",
+            )),
+        }
+    }
+}
+
 const CREATE_OP: Op = Op::post(
     "/api/v1/reports",
     "moderation",
@@ -80,52 +135,16 @@ pub(crate) async fn create(
     JsonBody(body): JsonBody<NewReport>,
 ) -> ApiResult<Response> {
     auth.require(SCOPE_WRITE)?;
-    if !REASONS.contains(&body.reason.as_str()) {
-        return Err(ApiError::invalid(
-            "invalid_reason",
-            "reason must be spam, abuse, illegal or other.",
-        ));
-    }
-    if body.comment.as_ref().is_some_and(|c| {
-        c.chars().count() > MAX_COMMENT_CHARS || crate::text::unreadable(c).is_some()
-    }) {
-        return Err(ApiError::invalid(
-            "invalid_comment",
-            format!("comment must be at most {MAX_COMMENT_CHARS} characters, hold a visible character and no control characters but new lines and tabs."),
-        ));
-    }
-    let id = |v: &Value| {
-        serde_json::from_value::<JsonId>(v.clone())
-            .ok()
-            .and_then(|j| j.parse())
-            .filter(|id| *id > 0)
-    };
-    if matches!(body.status_id, Some(Value::Null)) || matches!(body.user_id, Some(Value::Null)) {
-        return Err(ApiError::invalid(
-            "invalid_report",
-            "Give exactly one of status_id and user_id (not null).",
-        ));
-    }
-    let (user_id, status_id) = match (&body.status_id, &body.user_id) {
-        (Some(s), None) => {
-            let sid = id(s).ok_or_else(|| ApiError::not_found("No such status."))?;
+    let (user_id, status_id) = match body.target()? {
+        Target::Status(sid) => {
             let status = visible(&state, Some(&auth), sid).await?;
             (status.uid, Some(status.id))
         }
-        (None, Some(u)) => {
-            let uid = id(u).ok_or_else(|| ApiError::not_found("No such user."))?;
-            match state.store.users().get(uid).await {
-                Ok(user) => (user.id, None),
-                Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("No such user.")),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        _ => {
-            return Err(ApiError::invalid(
-                "invalid_report",
-                "Give exactly one of status_id and user_id.",
-            ))
-        }
+        Target::User(uid) => match state.store.users().get(uid).await {
+            Ok(user) => (user.id, None),
+            Err(StoreError::NotFound(_)) => return Err(ApiError::not_found("No such user.")),
+            Err(e) => return Err(e.into()),
+        },
     };
     if user_id == auth.uid.to_string() {
         return Err(ApiError::invalid(

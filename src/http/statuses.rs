@@ -8,10 +8,11 @@ use super::shared::status_text::{resolve_mentions, MAX_MESSAGE_CHARS};
 use super::shared::visibility::visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
+use crate::model::GroupKind;
 use crate::model::{now, Status};
-use crate::model::{GroupKind, GroupRole};
 use crate::state::AppState;
 use crate::store::entities::follows::Cursor;
+use crate::store::entities::groups::PostingRefused;
 use crate::store::writes::posting::{PostOptions, Posted};
 use crate::store::StoreError;
 use crate::text;
@@ -432,47 +433,34 @@ pub(crate) async fn destroy(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// The group a new status goes to: the one named, or its parent's (a
-/// reply belongs to its parent's group); the author must be a member, and
-/// in an announcement group an owner or moderator.
+/// The group a new status goes to ([`Groups::posting_in`](crate::store::entities::groups::Groups::posting_in)):
+/// the one named (an id that names none is no group), or its parent's.
 async fn posting_group(
     state: &AppState,
     auth: &AuthUser,
     named: Option<&JsonId>,
     parent_group: Option<String>,
 ) -> ApiResult<Option<crate::model::Group>> {
-    let named = match named {
-        Some(id) => Some(
-            id.parse()
-                .ok_or_else(|| ApiError::not_found("No such group."))?,
-        ),
-        None => None,
-    };
+    let no_group = || ApiError::not_found("No such group.");
+    let named = named
+        .map(|id| id.parse().ok_or_else(no_group))
+        .transpose()?;
     let parent: Option<u64> = parent_group.and_then(|g| g.parse().ok());
-    let gid = match (named, parent) {
-        (Some(n), Some(p)) if n != p => {
-            return Err(ApiError::invalid(
-                "invalid_group",
-                "A reply belongs to its parent's group.",
-            ))
+    let posting = state
+        .store
+        .groups()
+        .posting_in(auth.uid, named, parent)
+        .await?;
+    posting.map_err(|refused| match refused {
+        PostingRefused::Missing => no_group(),
+        PostingRefused::NotParentsGroup => {
+            ApiError::invalid("invalid_group", "A reply belongs to its parent's group.")
         }
-        (Some(g), _) | (None, Some(g)) => g,
-        (None, None) => return Ok(None),
-    };
-    let group = match state.store.groups().get(gid, Some(auth.uid)).await {
-        Ok(g) => g,
-        Err(crate::store::StoreError::NotFound(_)) => {
-            return Err(ApiError::not_found("No such group."))
+        PostingRefused::NotMember => ApiError::forbidden("Only the group's members post in it."),
+        PostingRefused::StaffOnly => {
+            ApiError::forbidden("Only owners and moderators post in an announcement group.")
         }
-        Err(e) => return Err(e.into()),
-    };
-    match group.role {
-        None => Err(ApiError::forbidden("Only the group's members post in it.")),
-        Some(GroupRole::Member) if group.kind == GroupKind::Announcement => Err(
-            ApiError::forbidden("Only owners and moderators post in an announcement group."),
-        ),
-        Some(_) => Ok(Some(group)),
-    }
+    })
 }
 
 /// Checks the reply target and mentions, then stores and fans out the status.

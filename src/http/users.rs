@@ -8,6 +8,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::model::{now, User};
 use crate::rate_limits::ClientAddr;
 use crate::state::AppState;
+use crate::store::entities::profile::ProfileChange;
 use crate::store::entities::users::NewUser;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -309,7 +310,8 @@ const UPDATE_ME_OP: Op = Op::patch(
 .reply(Reply::Of(Typed::of::<User>()))
 .errors(&[400, 401, 403, 408, 409, 413, 415, 429, 503]);
 
-/// `PATCH /api/v1/me`: change the name or the private flag.
+/// `PATCH /api/v1/me`: checks each value as sign-up does, then changes
+/// the account ([`store::profile`](crate::store::entities::profile)).
 pub(crate) async fn update_me(
     State(state): State<AppState>,
     auth: AuthUser,
@@ -334,80 +336,13 @@ pub(crate) async fn update_me(
             ));
         }
     }
-    // Each new name is taken and the old freed in one atomic step (409
-    // when another user holds it, ignoring case). A change of both is all
-    // or nothing: the new email is held for the user first, so that a
-    // login change that succeeds is never followed by an email refused,
-    // and given back if the login is refused.
-    let current_login = state.store.users().get(auth.uid).await?.login;
-    let current_email = state
-        .store
-        .users()
-        .email(auth.uid)
-        .await?
-        .unwrap_or_default();
-    let new_login = body.login.as_ref().filter(|l| **l != current_login);
-    let new_email = body.email.as_ref().filter(|e| **e != current_email);
-    let held = match (new_login, new_email) {
-        (Some(_), Some(email)) if email.to_lowercase() != current_email.to_lowercase() => {
-            if !state.store.users().claim_name(email, auth.uid).await? {
-                return Err(ApiError::conflict(
-                    "email_taken",
-                    "That email is taken (logins and emails are unique ignoring case).",
-                ));
-            }
-            Some(email)
-        }
-        _ => None,
+    let change = ProfileChange {
+        login: body.login.as_deref(),
+        email: body.email.as_deref(),
+        name: body.name.as_deref(),
+        private: body.private,
+        dm_policy: body.dm_policy.as_deref(),
     };
-    if let Some(login) = new_login {
-        let renamed = state
-            .store
-            .users()
-            .rename(auth.uid, "login", &current_login, login)
-            .await;
-        if let Err(e) = renamed {
-            if let Some(email) = held {
-                state
-                    .store
-                    .users()
-                    .release_name(email, auth.uid, None)
-                    .await?;
-            }
-            return Err(e.into());
-        }
-    }
-    if let Some(email) = new_email {
-        state
-            .store
-            .users()
-            .rename(auth.uid, "email", &current_email, email)
-            .await?;
-    }
-    let mut user = state
-        .store
-        .users()
-        .update_profile(auth.uid, body.name.as_deref(), body.private)
-        .await?;
-    if body.private == Some(false) {
-        // A public account has no one to approve: pending requests follow.
-        for requester in state.store.follow_requests().all(auth.uid).await? {
-            state
-                .store
-                .follows()
-                .set(requester, auth.uid, true, now())
-                .await?;
-            state
-                .store
-                .follow_requests()
-                .withdraw(requester, auth.uid)
-                .await?;
-        }
-    }
-    if let Some(policy) = &body.dm_policy {
-        state.store.users().set_dm_policy(auth.uid, policy).await?;
-    }
-    user.email = state.store.users().email(auth.uid).await?;
-    user.dm_policy = Some(state.store.users().dm_policy(auth.uid).await?);
+    let user = state.store.profile().change(auth.uid, &change).await?;
     Ok(Json(user))
 }

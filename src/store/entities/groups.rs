@@ -87,6 +87,19 @@ pub enum Refused {
     Full,
 }
 
+/// Why a status may not be posted in a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PostingRefused {
+    /// No such group.
+    Missing,
+    /// A reply names a group other than its parent's.
+    NotParentsGroup,
+    /// The author is not a member.
+    NotMember,
+    /// In an announcement group only owners and moderators post.
+    StaffOnly,
+}
+
 /// Groups and their members (`Store::groups`).
 #[derive(Clone, Copy)]
 pub struct Groups<'a> {
@@ -231,6 +244,35 @@ impl Groups<'_> {
             role: role.as_deref().and_then(GroupRole::parse),
             requested: requested.is_some(),
         }))
+    }
+
+    /// The group a new status of `uid` goes to: the one `named`, or its
+    /// parent's (a reply belongs to its parent's group; none for a status
+    /// in no group); the author must be a member, and in an announcement
+    /// group an owner or moderator.
+    pub async fn posting_in(
+        self,
+        uid: u64,
+        named: Option<u64>,
+        parent: Option<u64>,
+    ) -> StoreResult<Result<Option<Group>, PostingRefused>> {
+        let gid = match (named, parent) {
+            (Some(n), Some(p)) if n != p => return Ok(Err(PostingRefused::NotParentsGroup)),
+            (Some(g), _) | (None, Some(g)) => g,
+            (None, None) => return Ok(Ok(None)),
+        };
+        let group = match self.get(gid, Some(uid)).await {
+            Ok(g) => g,
+            Err(StoreError::NotFound(_)) => return Ok(Err(PostingRefused::Missing)),
+            Err(e) => return Err(e),
+        };
+        Ok(match group.role {
+            None => Err(PostingRefused::NotMember),
+            Some(GroupRole::Member) if group.kind == GroupKind::Announcement => {
+                Err(PostingRefused::StaffOnly)
+            }
+            Some(_) => Ok(Some(group)),
+        })
     }
 
     /// Group `gid` as `viewer` sees it.
