@@ -747,3 +747,86 @@ fn no_handler_imports_another() {
     );
     assert!(report.is_empty(), "handlers import each other:\n{report}");
 }
+
+/// The rungs of `src/store/`, top to bottom (ARCHITECTURE.md, *The
+/// store*): a folder, or a file directly in `src/store`, imports only from
+/// its own rung and the rungs below it. `mod.rs` declares and re-exports:
+/// it is on no rung, and no file of the store imports through it (a path
+/// through it would hide which folder it leans on).
+const STORE_LADDER: &[&[&str]] = &[
+    &["entities"],
+    &["chains"],
+    &["outbox"],
+    &["fanout"],
+    &["layout"],
+    &["writes"],
+    &["events"],
+    &["handle"],
+    &["log"],
+    &["caches"],
+    &["paging"],
+    &["plumbing"],
+];
+
+/// The part of the store a file is in (`caches` for
+/// `src/store/caches/cache.rs`, `paging` for `src/store/paging.rs`),
+/// `None` for `src/store/mod.rs` and files outside the store.
+fn store_part(store: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(store).ok()?;
+    let first = rel.components().next()?.as_os_str().to_string_lossy();
+    let name = first.trim_end_matches(".rs").to_string();
+    (name != "mod").then_some(name)
+}
+
+#[test]
+fn the_store_s_folders_import_only_down_their_ladder() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let store = root.join("src/store");
+    let rung = |part: &str| STORE_LADDER.iter().position(|r| r.contains(&part));
+    let krate = Crate::read(&root.join("src/lib.rs"));
+    let mut report = String::new();
+    let mut crossings = 0;
+    let short = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+    for file in krate.files.values() {
+        if let Some(part) = store_part(&store, file) {
+            if rung(&part).is_none() {
+                report.push_str(&format!("`store::{part}` has no rung in STORE_LADDER\n"));
+            }
+        }
+    }
+    for (from, tos) in imports(&krate) {
+        let Some(a) = store_part(&store, &from) else {
+            continue;
+        };
+        for (to, paths) in tos {
+            let names: Vec<&str> = paths.iter().map(String::as_str).take(3).collect();
+            if to == store.join("mod.rs") {
+                report.push_str(&format!(
+                    "{} imports through src/store/mod.rs: {}\n",
+                    short(&from),
+                    names.join(", ")
+                ));
+                continue;
+            }
+            let Some(b) = store_part(&store, &to) else {
+                continue;
+            };
+            let (Some(ra), Some(rb)) = (rung(&a), rung(&b)) else {
+                continue;
+            };
+            if ra != rb {
+                crossings += 1;
+            }
+            if rb < ra {
+                report.push_str(&format!(
+                    "{} (`{a}`) imports {} (`{b}`), a rung above: {}\n",
+                    short(&from),
+                    short(&to),
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    assert!(crossings > 100, "the store's imports were not read ({crossings})");
+    assert!(report.is_empty(), "the store's ladder is broken:\n{report}");
+}
