@@ -73,7 +73,7 @@ pub(crate) struct Metrics {
     pub behind_warnings: Counter,
     /// Times the hub re-subscribed to Redis.
     pub hub_reconnects: Counter,
-    /// Writes that waited for a Redis node's clock ([`store::events::clocks`](crate::store::events::clocks)).
+    /// Writes that waited for a Redis node's clock ([`store::log::clocks`](crate::store::log::clocks)).
     pub commit_waits: Counter,
     /// Events replayed from the buffer (resume, count, catch-up).
     pub events_replayed: Counter,

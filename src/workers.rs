@@ -46,7 +46,7 @@ pub fn spawn(store: &Store, cfg: &Config, shutdown: &Shutdown) -> Vec<JoinHandle
 }
 
 /// Works the fan-out queues until shutdown: takes a queue hinted at
-/// ([`store::writes::fanout_hints`](crate::store::writes::fanout_hints)), claims a task there, works it, and hints the
+/// ([`store::writes::fanout_hints`](crate::store::plumbing::fanout_hints)), claims a task there, works it, and hints the
 /// queue again (it may hold more). Uses a connection of the worker's own so
 /// its steps never queue behind request traffic.
 pub async fn fanout_worker(

@@ -755,16 +755,16 @@ fn no_handler_imports_another() {
 /// through it would hide which folder it leans on).
 const STORE_LADDER: &[&[&str]] = &[
     &["entities"],
-    &["chains"],
     &["outbox"],
+    &["chains"],
     &["fanout"],
     &["layout"],
     &["writes"],
     &["events"],
+    &["paging"],
     &["handle"],
     &["log"],
     &["caches"],
-    &["paging"],
     &["plumbing"],
 ];
 
@@ -827,6 +827,9 @@ fn the_store_s_folders_import_only_down_their_ladder() {
             }
         }
     }
-    assert!(crossings > 100, "the store's imports were not read ({crossings})");
+    assert!(
+        crossings > 100,
+        "the store's imports were not read ({crossings})"
+    );
     assert!(report.is_empty(), "the store's ladder is broken:\n{report}");
 }

@@ -465,7 +465,7 @@ pub(crate) async fn public(
         (None, None) => EventId(u64::MAX, 0, 0),
         // A status's event follows its id's time: read from a moment after
         // it (clocks of several processes may disagree that much).
-        (None, Some(max)) => match crate::store::writes::ids::millis_of(max) {
+        (None, Some(max)) => match crate::store::plumbing::ids::millis_of(max) {
             Some(ms) => EventId(ms.saturating_add(MAX_ID_SLACK_MS), 0, 0),
             None => EventId(u64::MAX, 0, 0),
         },

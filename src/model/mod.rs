@@ -16,8 +16,8 @@ mod user;
 pub use clock::now;
 pub use event::{spread, Event, IdString};
 pub use social::{
-    AuditAction, Conversation, Group, GroupKind, GroupRole, Membership, Message, Notification,
-    Report,
+    AuditAction, Conversation, Group, GroupChange, GroupKind, GroupRole, Membership, Message,
+    Notification, Report,
 };
 pub use status::{Counts, Status, Version};
 pub use timeline::{timeline_score, trims_homes, HOME_CAP, HOME_TRIM_EVERY};

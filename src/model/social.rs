@@ -227,3 +227,49 @@ pub struct Conversation {
     /// Messages by others after the caller's last read.
     pub unread: u64,
 }
+
+/// A change of membership, as `group_member.lua` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupChange {
+    /// The actor joins (or asks to, for a private group).
+    Join,
+    /// The actor leaves (or cancels a request).
+    Leave,
+    /// The actor (owner, moderator) adds the target.
+    Add,
+    /// The actor (owner, moderator) accepts the target's request.
+    Authorize,
+    /// The actor (owner, moderator) refuses the target's request.
+    Reject,
+    /// The actor (owner) gives the target a role.
+    Role(GroupRole),
+    /// The actor removes the target (owners anyone, moderators members).
+    Remove,
+    /// The actor's account is deleted: out of the group whatever their
+    /// role (the longest-standing other member becomes an owner when the
+    /// last owner goes).
+    Purge,
+}
+
+impl GroupChange {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            GroupChange::Join => "join",
+            GroupChange::Leave => "leave",
+            GroupChange::Add => "add",
+            GroupChange::Authorize => "authorize",
+            GroupChange::Reject => "reject",
+            GroupChange::Role(_) => "role",
+            GroupChange::Remove => "remove",
+            GroupChange::Purge => "purge",
+        }
+    }
+
+    /// Whether it can make the target a member.
+    pub(crate) fn admits(self) -> bool {
+        matches!(
+            self,
+            GroupChange::Join | GroupChange::Add | GroupChange::Authorize
+        )
+    }
+}

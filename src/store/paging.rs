@@ -11,8 +11,8 @@
 //!   shift the pages (an entry may repeat, or be skipped when entries are
 //!   removed).
 
+use super::handle::Store;
 use super::plumbing::error::{parse_id, StoreResult};
-use super::plumbing::handle::Store;
 
 /// Which page of a timeline to read.
 #[derive(Debug, Clone, Copy)]

@@ -8,10 +8,11 @@ use crate::hides;
 use crate::http::shared::extract::{path_id, JsonBody, JsonId};
 use crate::http::shared::openapi::{Auth, Op, Params, Reply, Typed};
 use crate::http::shared::paging::user_paging;
+use crate::model::GroupChange;
 use crate::model::Membership;
 use crate::model::{GroupRole, User};
 use crate::state::AppState;
-use crate::store::entities::groups::{Change, Refused};
+use crate::store::entities::groups::Refused;
 use axum::extract::{Path, Query, State};
 use axum::Json;
 use serde::{Deserialize, Serialize};
@@ -130,7 +131,7 @@ pub(crate) async fn add(
     if current.is_some_and(|s| s.role.is_none() && !s.requested) {
         room_for(&state, target).await?;
     }
-    change(&state, &group, auth.uid, target, Change::Add).await
+    change(&state, &group, auth.uid, target, GroupChange::Add).await
 }
 
 /// Body of `PATCH /api/v1/groups/{id}/members/{uid}`.
@@ -167,7 +168,7 @@ pub(crate) async fn set_role(
     };
     state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
-    change(&state, &group, auth.uid, target, Change::Role(role)).await
+    change(&state, &group, auth.uid, target, GroupChange::Role(role)).await
 }
 
 pub(super) const REMOVE_OP: Op = Op::delete(
@@ -189,7 +190,7 @@ pub(crate) async fn remove(
     let target = path_id(&uid, "member")?;
     state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
-    change(&state, &group, auth.uid, target, Change::Remove).await
+    change(&state, &group, auth.uid, target, GroupChange::Remove).await
 }
 
 pub(super) const REQUESTS_OP: Op = Op::get(
@@ -236,7 +237,7 @@ pub(crate) async fn authorize(
     auth: AuthUser,
     Path((id, uid)): Path<(String, String)>,
 ) -> ApiResult<Json<Membership>> {
-    decide(state, auth, &id, &uid, Change::Authorize).await
+    decide(state, auth, &id, &uid, GroupChange::Authorize).await
 }
 
 pub(super) const REJECT_OP: Op = Op::post(
@@ -253,7 +254,7 @@ pub(crate) async fn reject(
     auth: AuthUser,
     Path((id, uid)): Path<(String, String)>,
 ) -> ApiResult<Json<Membership>> {
-    decide(state, auth, &id, &uid, Change::Reject).await
+    decide(state, auth, &id, &uid, GroupChange::Reject).await
 }
 
 async fn decide(
@@ -261,7 +262,7 @@ async fn decide(
     auth: AuthUser,
     id: &str,
     uid: &str,
-    what: Change,
+    what: GroupChange,
 ) -> ApiResult<Json<Membership>> {
     auth.require(SCOPE_WRITE)?;
     let gid = group_id(id)?;

@@ -13,10 +13,10 @@ use super::shared::routes::Routes;
 use super::shared::visibility::only_visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
+use crate::model::GroupChange;
 use crate::model::{now, Group, Membership, Status};
 use crate::model::{GroupKind, GroupRole};
 use crate::state::AppState;
-use crate::store::entities::groups::Change;
 use crate::store::entities::statuses::Timeline;
 use crate::store::StoreError;
 use axum::extract::{Path, Query, State};
@@ -207,7 +207,7 @@ pub(crate) async fn join(
     if group.role.is_none() && !group.requested {
         room_for(&state, auth.uid).await?;
     }
-    change(&state, &group, auth.uid, auth.uid, Change::Join).await
+    change(&state, &group, auth.uid, auth.uid, GroupChange::Join).await
 }
 
 const LEAVE_OP: Op = Op::post(
@@ -228,7 +228,7 @@ pub(crate) async fn leave(
     let gid = group_id(&id)?;
     state.rate.write(auth.uid).await?;
     let group = find(&state, gid, Some(auth.uid)).await?;
-    change(&state, &group, auth.uid, auth.uid, Change::Leave).await
+    change(&state, &group, auth.uid, auth.uid, GroupChange::Leave).await
 }
 
 const STATUSES_OP: Op = Op::get(

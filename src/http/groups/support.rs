@@ -5,10 +5,11 @@ use crate::auth::AuthUser;
 use crate::error::{ApiError, ApiResult};
 use crate::http::shared::extract::{detached, path_id};
 use crate::http::shared::visibility::may_read_group;
+use crate::model::GroupChange;
 use crate::model::GroupKind;
 use crate::model::{Group, Membership};
 use crate::state::AppState;
-use crate::store::entities::groups::{Change, Refused, Standing};
+use crate::store::entities::groups::{Refused, Standing};
 use crate::store::StoreError;
 use axum::http::StatusCode;
 use axum::Json;
@@ -71,7 +72,7 @@ pub(super) async fn change(
     group: &Group,
     actor: u64,
     target: u64,
-    what: Change,
+    what: GroupChange,
 ) -> ApiResult<Json<Membership>> {
     let gid: u64 = group.id.parse().unwrap_or(0);
     let store = state.store.clone();

@@ -6,11 +6,11 @@
 //! repeats nothing. A feature that gives a user something to hold (a group
 //! membership, filter rules) adds its pass to [`DeleteAccountOp::run`].
 
+use crate::model::GroupChange;
 use crate::model::HOME_CAP;
-use crate::store::entities::groups::Change;
-use crate::store::outbox::entry::Entry;
+use crate::store::chains::entry::Entry;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use futures::StreamExt;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -234,7 +234,7 @@ impl DeleteAccountOp {
                 |gid| async move {
                     store
                         .groups()
-                        .change(gid, uid, uid, Change::Purge, usize::MAX)
+                        .change(gid, uid, uid, GroupChange::Purge, usize::MAX)
                         .await
                         .map(|_| ())
                 },

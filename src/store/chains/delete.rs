@@ -3,12 +3,12 @@
 
 use super::{unique_tags, Count};
 use crate::model::{timeline_score, Event, Status, HOME_CAP};
+use crate::store::chains::entry::Entry;
+use crate::store::chains::finish::Finish;
 use crate::store::events::body;
 use crate::store::fanout::FanoutKind;
-use crate::store::outbox::entry::Entry;
-use crate::store::outbox::finish::Finish;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

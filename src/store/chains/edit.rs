@@ -8,11 +8,11 @@
 
 use super::{unique_tags, Count, INDEX_CAP};
 use crate::model::{timeline_score, Event, IdString, Status, Version};
+use crate::store::chains::entry::Entry;
+use crate::store::chains::finish::Finish;
 use crate::store::events::body;
-use crate::store::outbox::entry::Entry;
-use crate::store::outbox::finish::Finish;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

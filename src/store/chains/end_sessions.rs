@@ -1,9 +1,9 @@
 //! The chain that ends sessions: at their authority, then in the index
 //! with their revocation ([`store::sessions`](crate::store::entities::sessions) starts it).
 
-use crate::store::outbox::entry::Entry;
+use crate::store::chains::entry::Entry;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 use serde::{Deserialize, Serialize};
 
 /// Sessions ended ([`store::sessions`](crate::store::entities::sessions)): at their authority, then in the

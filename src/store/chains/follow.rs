@@ -5,10 +5,10 @@
 //! ([`Store::follow_whole`]). [`store::follows`](crate::store::entities::follows) chooses.
 
 use crate::model::{Event, HOME_CAP};
+use crate::store::chains::entry::Entry;
 use crate::store::events::body;
-use crate::store::outbox::entry::Entry;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use crate::store::plumbing::keys::{pair_part, OUTBOX_PARTS};
 use serde::{Deserialize, Serialize};
 

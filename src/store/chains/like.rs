@@ -4,11 +4,11 @@
 //! `like_whole.lua` ([`Store::like_whole`]). [`store::likes`](crate::store::entities::likes) chooses.
 
 use crate::model::{now, Event};
+use crate::store::chains::entry::Entry;
+use crate::store::chains::finish::Finish;
 use crate::store::events::body;
-use crate::store::outbox::entry::Entry;
-use crate::store::outbox::finish::Finish;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 

@@ -4,11 +4,11 @@
 //! event and the idempotent answer.
 
 use crate::model::{Event, IdString, Message};
+use crate::store::chains::entry::Entry;
+use crate::store::chains::finish::Finish;
 use crate::store::events::body;
-use crate::store::outbox::entry::Entry;
-use crate::store::outbox::finish::Finish;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use serde::{Deserialize, Serialize};
 
 /// A message sent (and, for its first message, the conversation
@@ -30,7 +30,7 @@ pub struct MessageOp {
     /// When it was sent.
     pub at: f64,
     /// Set when the message starts a conversation.
-    pub start: Option<crate::store::outbox::payloads::NewConversation>,
+    pub start: Option<crate::store::chains::payloads::NewConversation>,
     /// The sender's idempotency key, if one was sent.
     pub idempotency_key: Option<String>,
 }

@@ -14,18 +14,23 @@ pub mod account;
 pub mod delete;
 pub(crate) mod edit;
 pub(crate) mod end_sessions;
+pub(crate) mod entry;
+pub(crate) mod finish;
 pub(crate) mod follow;
 pub(crate) mod like;
 pub(crate) mod message;
+pub(crate) mod op;
+pub(crate) mod payloads;
 pub(crate) mod post;
 pub(crate) mod relate;
 pub(crate) mod rename;
 pub(crate) mod request;
 pub mod signup;
 pub(crate) mod suspend;
+pub(crate) mod undo;
 
+use super::handle::Store;
 use super::plumbing::error::StoreResult;
-use super::plumbing::handle::Store;
 use super::plumbing::keys::trend_groups;
 
 /// Most entries kept in a mentions or hashtag timeline.

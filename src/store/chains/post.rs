@@ -8,13 +8,13 @@
 
 use super::{unique_tags, Count, INDEX_CAP, TREND_BUCKET_TTL};
 use crate::model::{timeline_score, trims_homes, Event, Status, HOME_CAP};
+use crate::store::chains::entry::Entry;
+use crate::store::chains::finish::{Finish, IDEMPOTENCY_TTL};
 use crate::store::events::body;
 use crate::store::fanout::FanoutKind;
-use crate::store::outbox::entry::Entry;
-use crate::store::outbox::finish::{Finish, IDEMPOTENCY_TTL};
+use crate::store::handle::Store;
 use crate::store::plumbing::error::parse_id;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use crate::store::plumbing::keys::trend_groups;
 use crate::store::writes::posting::{PostOptions, Posted};
 use redis::AsyncCommands;

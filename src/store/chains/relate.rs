@@ -5,10 +5,10 @@
 use crate::hides::Relation;
 use crate::hides::{self, Change};
 use crate::model::{Event, HOME_CAP};
+use crate::store::chains::entry::Entry;
 use crate::store::events::body;
-use crate::store::outbox::entry::Entry;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 

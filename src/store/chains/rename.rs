@@ -8,10 +8,10 @@
 //! by its old owner.
 
 use crate::model::{Event, IdString};
+use crate::store::chains::entry::Entry;
 use crate::store::events::body;
-use crate::store::outbox::entry::Entry;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use futures::StreamExt;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};

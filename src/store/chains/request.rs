@@ -2,10 +2,10 @@
 //! the requester's outgoing ones, then the event.
 
 use crate::model::Event;
+use crate::store::chains::entry::Entry;
 use crate::store::events::body;
-use crate::store::outbox::entry::Entry;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 

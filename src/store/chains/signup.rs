@@ -4,10 +4,10 @@
 //! keys, then the `user` event.
 
 use crate::model::{Event, User};
+use crate::store::chains::entry::Entry;
 use crate::store::events::body;
-use crate::store::outbox::entry::Entry;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use crate::store::plumbing::settings::Pauses;
 use serde::{Deserialize, Serialize};
 

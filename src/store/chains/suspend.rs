@@ -2,10 +2,10 @@
 //! sessions, the audit entry ([`store::moderation`](crate::store::entities::moderation) starts it).
 
 use crate::model::Event;
-use crate::store::outbox::entry::Entry;
-use crate::store::outbox::finish::Finish;
+use crate::store::chains::entry::Entry;
+use crate::store::chains::finish::Finish;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use crate::store::plumbing::settings::Pauses;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};

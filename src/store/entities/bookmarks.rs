@@ -8,9 +8,9 @@
 //! the page but kept (a follow approved again brings it back).
 
 use crate::model::now;
+use crate::store::handle::Store;
 use crate::store::paging::{Cursor, IdPage};
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 /// Bookmarks a user keeps at most.

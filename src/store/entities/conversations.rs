@@ -12,11 +12,11 @@
 use crate::model::{Conversation, Message};
 use crate::store::chains::message::MessageOp;
 pub(crate) use crate::store::chains::message::Sent;
-use crate::store::outbox::payloads::NewConversation;
+use crate::store::chains::payloads::NewConversation;
+use crate::store::handle::Store;
 use crate::store::outbox::{Begun, Op, Owed};
 use crate::store::paging::{Cursor, IdPage, Page};
 use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 

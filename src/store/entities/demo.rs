@@ -2,8 +2,8 @@
 //! restart goes on with the same world instead of making another, and
 //! which account is its read-only viewer.
 
+use crate::store::handle::Store;
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 /// The demo world's record (`Store::demo`).

@@ -3,9 +3,9 @@
 //! (`chains/edit.rs`, which a worker runs too if the request dies).
 
 use crate::store::chains::edit::{EditOp, EditRefused, Edited};
+use crate::store::handle::Store;
 use crate::store::outbox::{Begun, Op, Owed};
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 
 impl Store {
     /// Edits status `sid` by `uid` (see [`EditOp::run`](crate::store::chains::edit::EditOp::run)). With an

@@ -3,10 +3,10 @@
 
 use crate::model::now;
 use crate::store::chains::request::RequestOp;
+use crate::store::handle::Store;
 use crate::store::outbox::Op;
 use crate::store::paging::{Cursor, IdPage};
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 /// Which follow requests of a user.

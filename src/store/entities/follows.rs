@@ -6,10 +6,10 @@
 
 use crate::store::chains::follow::FollowOp;
 pub use crate::store::chains::follow::FOLLOW_COPY_BUDGET;
+use crate::store::handle::Store;
 use crate::store::outbox::Op;
 pub use crate::store::paging::{Cursor, IdPage};
 use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use futures::StreamExt;
 use redis::AsyncCommands;
 

@@ -8,58 +8,15 @@
 //! checked against each group when read (an entry left by a failed or
 //! interrupted change is dropped then).
 
-use crate::model::{Group, GroupKind, GroupRole};
+use crate::model::{Group, GroupChange, GroupKind, GroupRole};
+use crate::store::handle::Store;
 use crate::store::paging::{Cursor, IdPage};
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 
 /// A group's HASH, the viewer's role and their request's time.
 type GroupRow = (HashMap<String, String>, Option<String>, Option<f64>);
-
-/// A change of membership, as `group_member.lua` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
-    /// The actor joins (or asks to, for a private group).
-    Join,
-    /// The actor leaves (or cancels a request).
-    Leave,
-    /// The actor (owner, moderator) adds the target.
-    Add,
-    /// The actor (owner, moderator) accepts the target's request.
-    Authorize,
-    /// The actor (owner, moderator) refuses the target's request.
-    Reject,
-    /// The actor (owner) gives the target a role.
-    Role(GroupRole),
-    /// The actor removes the target (owners anyone, moderators members).
-    Remove,
-    /// The actor's account is deleted: out of the group whatever their
-    /// role (the longest-standing other member becomes an owner when the
-    /// last owner goes).
-    Purge,
-}
-
-impl Change {
-    fn name(self) -> &'static str {
-        match self {
-            Change::Join => "join",
-            Change::Leave => "leave",
-            Change::Add => "add",
-            Change::Authorize => "authorize",
-            Change::Reject => "reject",
-            Change::Role(_) => "role",
-            Change::Remove => "remove",
-            Change::Purge => "purge",
-        }
-    }
-
-    /// Whether it can make the target a member.
-    fn admits(self) -> bool {
-        matches!(self, Change::Join | Change::Add | Change::Authorize)
-    }
-}
 
 /// A user's standing in a group after a change.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,7 +117,7 @@ impl Groups<'_> {
         gid: u64,
         actor: u64,
         target: u64,
-        change: Change,
+        change: GroupChange,
         max_members: usize,
     ) -> StoreResult<Result<Standing, Refused>> {
         let mut conn = self.store.conn();
@@ -172,7 +129,7 @@ impl Groups<'_> {
                 .await?;
         }
         let role = match change {
-            Change::Role(r) => r.name(),
+            GroupChange::Role(r) => r.name(),
             _ => "",
         };
         let reply: (String, String, String) = self
@@ -200,7 +157,7 @@ impl Groups<'_> {
             // Neither member nor asking: off the list.
             let _: () = conn.zrem(self.store.keys.user_groups(target), gid).await?;
         }
-        if outcome == "ok" && standing.requested && matches!(change, Change::Join) {
+        if outcome == "ok" && standing.requested && matches!(change, GroupChange::Join) {
             // Its owners and moderators are told (by the notifier), once
             // per request: a retry sends the same request's time again.
             let asked: Option<f64> = conn

@@ -8,8 +8,8 @@
 //! clock skew between servers shifts when a dead server's slots lapse by
 //! that skew, nothing more.
 
+use crate::store::handle::Store;
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 use std::time::Duration;
 
 /// Milliseconds since the Unix epoch.

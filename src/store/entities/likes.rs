@@ -4,10 +4,10 @@
 
 use crate::model::now;
 use crate::store::chains::like::LikeOp;
+use crate::store::handle::Store;
 use crate::store::outbox::Op;
 use crate::store::paging::{Cursor, IdPage};
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 
 /// Likes: like and unlike, and a status's likers (`Store::likes`).
 #[derive(Clone, Copy)]

@@ -13,10 +13,10 @@
 
 use crate::model::{now, timeline_score, Event, IdString, HOME_CAP};
 use crate::store::entities::statuses::Shown;
+use crate::store::handle::Store;
 use crate::store::paging::{Cursor, IdPage};
 use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
-use crate::store::writes::ids::posted_of;
+use crate::store::plumbing::ids::posted_of;
 use redis::AsyncCommands;
 
 /// Lists a user keeps at most.

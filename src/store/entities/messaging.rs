@@ -7,10 +7,10 @@
 //! is a typed [`Refusal`], which the API turns into its errors.
 
 use crate::hides;
+use crate::store::chains::payloads::NewConversation;
 use crate::store::entities::conversations::{Outgoing, Sent};
-use crate::store::outbox::payloads::NewConversation;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 
 /// Why a conversation may not start, or a message not be sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

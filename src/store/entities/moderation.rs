@@ -10,10 +10,10 @@
 use crate::model::{now, AuditAction, Report};
 use crate::store::caches::suspended::Suspended;
 use crate::store::chains::suspend::SuspendOp;
+use crate::store::handle::Store;
 use crate::store::outbox::Op;
 use crate::store::paging::{Cursor, IdPage};
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use std::collections::HashSet;
 

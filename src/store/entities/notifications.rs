@@ -7,8 +7,8 @@
 
 use crate::model::now;
 use crate::model::{timeline_score, Notification, Status, User};
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
@@ -81,7 +81,8 @@ impl Notifications<'_> {
         let mut pipe = redis::pipe();
         for (uid, n) in adds {
             let json = serde_json::to_string(n).map_err(|e| StoreError::Internal(e.to_string()))?;
-            let score = crate::store::writes::ids::posted_of(n.number()).map_or(0, timeline_score);
+            let score =
+                crate::store::plumbing::ids::posted_of(n.number()).map_or(0, timeline_score);
             pipe.cmd("EVAL")
                 .arg(NOTIFY_ADD)
                 .arg(3)

@@ -6,8 +6,8 @@
 //! an account made public lets its pending follow requests in.
 
 use crate::model::{now, User};
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 
 /// What a user changes of their account (each `None`: unchanged). The
 /// values are checked by the caller (the sign-up rules).

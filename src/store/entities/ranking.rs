@@ -11,8 +11,8 @@
 use crate::model::{now, Counts, HOME_CAP};
 use crate::store::caches::cache::CachedStatus;
 use crate::store::caches::rank_cache::{Row, HALF_TTL};
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{parse_id, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use rustc_hash::FxHashSet;
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! Rate-limit buckets in Redis, so every process counts the same requests
 //! (`rate_limits` decides what to count).
 
+use crate::store::handle::Store;
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 
 impl Store {
     /// Takes a token from the bucket of `what` (`signup`, `login`, `write`,

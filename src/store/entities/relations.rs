@@ -11,10 +11,10 @@ use crate::hides::{self, Hides};
 use crate::model::User;
 use crate::store::caches::view_cache::Kind;
 use crate::store::chains::relate::RelateOp;
+use crate::store::handle::Store;
 use crate::store::outbox::Op;
 use crate::store::paging::{Cursor, IdPage};
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 

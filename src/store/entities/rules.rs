@@ -3,8 +3,8 @@
 //! duplicates and an order ZSET (oldest first). Ids are status ids: unique,
 //! never reused.
 
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 

@@ -24,9 +24,9 @@
 
 pub(crate) use crate::store::caches::cache::SessionUser;
 use crate::store::chains::end_sessions::EndSessionsOp;
+use crate::store::handle::Store;
 use crate::store::outbox::Op;
 use crate::store::plumbing::error::{parse_id, StoreResult};
-use crate::store::plumbing::handle::Store;
 use crate::store::plumbing::keys::{user_part, OUTBOX_PARTS};
 use crate::store::plumbing::settings::Pauses;
 use redis::AsyncCommands;

@@ -1,7 +1,7 @@
 //! Reads for conversations.
 
+use crate::store::handle::Store;
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 
 /// Most statuses a conversation's descendants are gathered from.
 pub(crate) const MAX_DESCENDANTS: usize = 10_000;

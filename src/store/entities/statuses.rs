@@ -4,10 +4,10 @@ use crate::model::{timeline_score, Counts, Status, HOME_CAP};
 use crate::store::caches::cache::CachedStatus;
 use crate::store::chains::delete::DeleteOp;
 use crate::store::chains::post::{PostEnd, PostOp, Whole};
+use crate::store::handle::Store;
 use crate::store::outbox::{Begun, Op, Owed};
 pub(crate) use crate::store::paging::Page;
 use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use crate::store::writes::posting::{PostOptions, Posted};
 use redis::AsyncCommands;
 use std::collections::HashMap;
@@ -477,7 +477,7 @@ impl Statuses<'_> {
         max: u64,
         count: usize,
     ) -> StoreResult<Vec<String>> {
-        let score = match crate::store::writes::ids::posted_of(max) {
+        let score = match crate::store::plumbing::ids::posted_of(max) {
             Some(posted) => timeline_score(posted).to_string(),
             None => match self.get(max).await {
                 Ok(s) => s.posted.to_string(),

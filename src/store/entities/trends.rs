@@ -4,8 +4,8 @@
 
 use crate::model::now;
 use crate::store::caches::trend_memo::Top;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 use crate::store::plumbing::keys::TREND_PARTS;
 use redis::AsyncCommands;
 impl Store {

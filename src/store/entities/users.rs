@@ -6,9 +6,9 @@ use crate::store::caches::view_cache::Kind;
 use crate::store::chains::account::DeleteAccountOp;
 use crate::store::chains::rename::RenameOp;
 use crate::store::chains::signup::UserOp;
+use crate::store::handle::Store;
 use crate::store::outbox::{Op, Owed};
 use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 use std::collections::HashMap;
 

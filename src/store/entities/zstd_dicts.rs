@@ -2,8 +2,8 @@
 //! in `{g}`, one of them current. [`crate::stream::zstd`] trains and uses
 //! them.
 
+use crate::store::handle::Store;
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 /// Dictionaries kept: the current one and the three before it.

@@ -3,8 +3,8 @@
 //! the log that processes' histories copy.
 
 use super::body::Body;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 
 /// The event log: its shards' buffers and channels (`Store::events`).
 #[derive(Clone, Copy)]
@@ -31,7 +31,7 @@ impl Events<'_> {
     }
 
     /// Emits `bodies`, each shard's as one buffer entry and one published
-    /// message (at most [`MOST_EVENTS`](crate::store::writes::emitter::MOST_EVENTS)
+    /// message (at most [`MOST_EVENTS`](crate::store::log::emitter::MOST_EVENTS)
     /// at a time: larger batches go out in several).
     pub async fn emit_many(self, bodies: &[Body]) -> StoreResult<()> {
         let mut shards: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
@@ -40,7 +40,7 @@ impl Events<'_> {
             shards.entry(k).or_default().push(b.json.clone());
         }
         for (k, jsons) in shards {
-            for chunk in jsons.chunks(crate::store::writes::emitter::MOST_EVENTS) {
+            for chunk in jsons.chunks(crate::store::log::emitter::MOST_EVENTS) {
                 self.append(k, chunk).await?;
             }
         }
@@ -69,7 +69,7 @@ impl Events<'_> {
         let first = firsts.into_iter().next().unwrap_or_default();
         // Acknowledged once every master's clock is past it (the
         // commit-wait, `clocks`): what is written next comes after it.
-        if let Some(id) = super::id::EventId::parse(&first) {
+        if let Some(id) = crate::store::log::id::EventId::parse(&first) {
             store.clocks.wait_past(id).await;
         }
         Ok(first)

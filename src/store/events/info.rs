@@ -1,7 +1,7 @@
 //! What the log's buffers can tell about lost history.
 
 use super::handle::Events;
-use super::id::EventId;
+use crate::store::log::id::EventId;
 use crate::store::plumbing::error::StoreResult;
 
 /// What the replay buffer can tell about lost history.

@@ -2,10 +2,10 @@
 //! per node (one Redis: one connection; a cluster: the cluster client's
 //! connection to each master, with sharded pub/sub), whose messages arrive
 //! as pushes, and probes of each node's time on the same connections
-//! ([`store::events::merge`](crate::store::events::merge)).
+//! ([`store::events::merge`](crate::store::log::merge)).
 
 use super::handle::Events;
-use super::id::EventId;
+use crate::store::log::id::EventId;
 use crate::store::plumbing::conn::Target;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use redis::{PushInfo, PushKind, Value};

@@ -13,8 +13,8 @@
 //! so a page always moves.
 
 use super::handle::Events;
-use super::id::{entry, EventId, EventPage};
 use super::info::BufferInfo;
+use crate::store::log::id::{entry, EventId, EventPage};
 use crate::store::plumbing::error::{StoreError, StoreResult};
 
 type Rows = Vec<(String, Vec<String>)>;

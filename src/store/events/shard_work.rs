@@ -11,9 +11,9 @@
 //! ([`ShardWork::marks`]).
 
 use super::handle::Events;
-use super::id::EventId;
+use crate::store::handle::Store;
+use crate::store::log::id::EventId;
 use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 /// A piece of work that follows the log by shards (`Events::work`).

@@ -10,7 +10,7 @@
 //! [`TAP_CAPACITY`] behind, the hub started again from the newest entry,
 //! or a catch-up gave up): the tap is a shortcut, never the only way.
 
-use super::id::EventId;
+use crate::store::log::id::EventId;
 use std::sync::Arc;
 use tokio::sync::broadcast;
 

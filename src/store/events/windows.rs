@@ -9,7 +9,7 @@
 //! [`Keys::history_windows`]: crate::store::plumbing::keys::Keys::history_windows
 
 use super::handle::Events;
-use super::id::EventId;
+use crate::store::log::id::EventId;
 use crate::store::plumbing::error::StoreResult;
 
 /// The member scored by where sealing goes on.

@@ -8,7 +8,7 @@
 //! task per range on its outbox partition's fan-out STREAM (`fh:{o<j>}:fanout`,
 //! so the queues spread over the shards like the outbox), where the workers
 //! of every process work them through a consumer group per queue. Workers
-//! wait on [`fanout_hints`](super::writes::fanout_hints) instead of a blocking read,
+//! wait on [`fanout_hints`](super::plumbing::fanout_hints) instead of a blocking read,
 //! so an idle worker sends nothing. If the request dies or its client hangs
 //! up first, the entry's lease runs out and a worker's sweeper runs the
 //! chain again ([`Outbox::complete`](crate::store::outbox::Outbox::complete)); only whoever retires the entry
@@ -36,10 +36,10 @@
 
 mod queue;
 
+use super::handle::Store;
 use super::plumbing::conn::RedisConn;
 use super::plumbing::error::StoreResult;
-use super::plumbing::handle::Store;
-pub(crate) use super::writes::fanout_hints::Queue;
+pub(crate) use super::plumbing::fanout_hints::Queue;
 use crate::model::{timeline_score, trims_homes, HOME_CAP};
 use redis::AsyncCommands;
 

@@ -40,20 +40,15 @@
 //! between steps is finished later, and a retry repeats nothing. Events go
 //! out last, so a client that gets an event can read what it refers to.
 
-pub(crate) mod entry;
-pub(crate) mod finish;
-mod handle;
-mod op;
-pub(crate) mod payloads;
-
 use super::plumbing::error::{StoreError, StoreResult};
 use super::plumbing::keys::OUTBOX_PARTS;
 
 use crate::model::now;
-pub use entry::Entry;
-pub use finish::{Finish, EMIT_GRACE, IDEMPOTENCY_TTL};
-pub use handle::Outbox;
-pub use op::{Op, Owed};
+pub use crate::store::chains::entry::Entry;
+pub use crate::store::chains::finish::Outbox;
+pub use crate::store::chains::finish::{Finish, EMIT_GRACE, IDEMPOTENCY_TTL};
+pub(crate) use crate::store::chains::op::Begun;
+pub use crate::store::chains::op::{Op, Owed};
 use redis::AsyncCommands;
 
 /// Seconds a mark in `emitted` outlives the latest moment a run of its op
@@ -63,48 +58,7 @@ pub const MARK_MARGIN: f64 = 30.0;
 /// Marks forgotten per partition per sweep.
 const FORGET_BATCH: usize = 500;
 
-/// What `op_begin` answered.
-pub(crate) enum Begun {
-    /// Recorded: run the chain.
-    Started(Box<Owed>),
-    /// The idempotency key was used: the first answer, or the entry of the
-    /// first write still under way.
-    Duplicate(String),
-}
-
 impl<'a> Outbox<'a> {
-    /// Records `op` in its outbox (with an idempotency key, which lives in
-    /// the op's partition: claims it too).
-    pub(crate) async fn begin(self, op: &Op, idempotency: Option<&str>) -> StoreResult<Begun> {
-        let json = serde_json::to_string(op).map_err(|e| StoreError::Internal(e.to_string()))?;
-        let part = op.part();
-        let outbox = self.store.keys.part_outbox(part);
-        let counter = self.store.keys.part_next_op(part);
-        let deadline = self.lease_deadline();
-        let mut conn = self.store.conn();
-        let mut inv = self.store.scripts.op_begin.prepare_invoke();
-        inv.key(&outbox).key(&counter);
-        match idempotency {
-            Some(key) => inv.key(key),
-            None => inv.key(&counter),
-        };
-        let reply: (String, String) = inv
-            .arg(json)
-            .arg(deadline)
-            .arg(if idempotency.is_some() { "1" } else { "0" })
-            .arg(IDEMPOTENCY_TTL)
-            .arg(OUTBOX_PARTS)
-            .arg(part)
-            .invoke_async(&mut conn)
-            .await?;
-        match reply.0.as_str() {
-            "ok" => Owed::decode_in(&reply.1, part)
-                .map(|owed| Begun::Started(Box::new(owed.leased(deadline))))
-                .ok_or_else(|| StoreError::Internal("op_begin gave a bad member".into())),
-            _ => Ok(Begun::Duplicate(reply.1)),
-        }
-    }
-
     /// Runs an outbox entry's chain to its end. Safe to run more than once
     /// for the same entry, concurrently too (every step is idempotent and
     /// only the call that retires the entry emits and queues).
@@ -121,20 +75,12 @@ impl<'a> Outbox<'a> {
         }
     }
 
-    /// Begins and runs a write that needs no idempotency key.
-    pub(crate) async fn start(self, op: Op) -> StoreResult<Owed> {
-        match self.begin(&op, None).await? {
-            Begun::Started(owed) => Ok(*owed),
-            Begun::Duplicate(_) => Err(StoreError::Internal("op_begin without a key".into())),
-        }
-    }
-
     /// Claims outbox entries whose lease ran out, for a worker to complete:
     /// up to `most` from each partition, each as
     /// its raw member, its partition and, when it parses, the entry. On the
     /// way, forgets the `emitted` marks of ops retired more than
     /// [`Outbox::emitted_kept`](crate::store::outbox::Outbox::emitted_kept) seconds ago, and hints the workers at every
-    /// fan-out queue that is not empty ([`store::writes::fanout_hints`](crate::store::writes::fanout_hints)).
+    /// fan-out queue that is not empty ([`store::writes::fanout_hints`](crate::store::plumbing::fanout_hints)).
     pub async fn claim(self, most: usize) -> StoreResult<Vec<Claimed>> {
         let cutoff = now() - self.emitted_kept();
         let deadline = self.lease_deadline();

@@ -6,9 +6,9 @@
 
 pub mod conn;
 pub(crate) mod error;
-pub(crate) mod handle;
+pub(crate) mod fanout_hints;
+pub mod ids;
 pub mod keys;
-pub mod layout;
 pub(crate) mod replicas;
 pub(crate) mod scripts;
 pub(crate) mod settings;

@@ -4,9 +4,5 @@
 //! (`fanout_hints`), what a post takes and gives (`posting`) and the
 //! writes an account's deletion starts on its owner's behalf (`undo`).
 
-pub(crate) mod emitter;
-pub(crate) mod fanout_hints;
-pub mod ids;
 pub(crate) mod next_ids;
 pub(crate) mod posting;
-pub(crate) mod undo;

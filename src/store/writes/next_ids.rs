@@ -1,9 +1,9 @@
-//! Fresh ids (snowflakes) from the store's generator ([`IdGen`](super::ids::IdGen)): one for
+//! Fresh ids (snowflakes) from the store's generator ([`IdGen`](crate::store::plumbing::ids::IdGen)): one for
 //! every kind of thing that has an id.
 
-use super::ids::{INSTANCES, LEASE_TTL};
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
+use crate::store::plumbing::ids::{INSTANCES, LEASE_TTL};
 use std::time::Instant;
 
 /// Fresh ids from the store's generator (`Store::mint`).
@@ -23,7 +23,7 @@ impl<'a> Mint<'a> {
     /// A fresh user id: a snowflake from the same generator as status ids,
     /// so a sign-up takes no shared counter (users signed up before
     /// 2026-11-27 keep the ids the `{g}` counter gave them, all below
-    /// [`FIRST`](super::ids::FIRST)).
+    /// [`FIRST`](crate::store::plumbing::ids::FIRST)).
     pub async fn user_id(self) -> StoreResult<u64> {
         Ok(self.snowflake().await?.0)
     }

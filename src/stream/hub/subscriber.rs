@@ -81,7 +81,7 @@ async fn wait_probe(
 /// registered, holds every such event.
 ///
 /// But never after the slowest master's clock as this process knows it
-/// ([`store::events::clocks`](crate::store::events::clocks)): an event heard from a master whose clock
+/// ([`store::log::clocks`](crate::store::log::clocks)): an event heard from a master whose clock
 /// runs ahead has an id that one written after the stream opened, on a
 /// master on time, can fall below, and that one must reach the stream.
 #[derive(Default)]

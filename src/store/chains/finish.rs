@@ -1,14 +1,14 @@
-//! Finishing an outbox entry: its events emitted once, its fan-out
+//! The outbox's view ([`Outbox`]) and finishing an entry: its events emitted once, its fan-out
 //! queued, its answer kept, the entry retired (see `outbox`'s module
 //! doc), and the lease a long chain renews as it goes.
 
 use super::entry::Entry;
-use super::handle::Outbox;
 use crate::model::now;
 use crate::store::events::Body;
+use crate::store::handle::Store;
+use crate::store::log::emitter;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::settings::Pauses;
-use crate::store::writes::emitter;
 
 /// Seconds after the end of its lease within which a run of an op may
 /// still emit its events (later, it fails and a worker claims the
@@ -17,6 +17,22 @@ pub const EMIT_GRACE: f64 = 30.0;
 
 /// How long an `Idempotency-Key` of `POST /api/v1/statuses` is remembered, in seconds.
 pub const IDEMPOTENCY_TTL: u64 = 24 * 3600;
+
+/// The outbox: each write that spans slots, recorded before its first
+/// step ([`Outbox::begin`]) and retired after its last ([`Outbox::finish`];
+/// `Store::outbox`). The workers' half (claiming, completing, measuring)
+/// is in [`store::outbox`](crate::store::outbox).
+#[derive(Clone, Copy)]
+pub struct Outbox<'a> {
+    pub(crate) store: &'a Store,
+}
+
+impl Store {
+    /// The outbox.
+    pub fn outbox(&self) -> Outbox<'_> {
+        Outbox { store: self }
+    }
+}
 
 /// What finishing a write gives back.
 #[derive(Debug, Default)]
@@ -30,8 +46,13 @@ pub struct Finish {
 }
 
 impl<'a> Outbox<'a> {
+    /// The outbox lease deadline for work starting now.
+    pub(crate) fn lease_deadline(self) -> f64 {
+        now() + self.store.outbox_lease
+    }
+
     /// Finishes an outbox entry: its events (once: `emit_once.lua`, in
-    /// `{g}`, in the process's next batch: [`store::writes::emitter`](crate::store::writes::emitter)), then the
+    /// `{g}`, in the process's next batch: [`store::writes::emitter`](crate::store::log::emitter)), then the
     /// entry retired in its partition with its answer kept and its fan-out
     /// tasks queued on the partition's queue (`op_retire.lua`; this
     /// process's workers are woken for them). Returns the first event's id

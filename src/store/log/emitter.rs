@@ -16,8 +16,8 @@
 //! writes whose replies are being handled join it. So a lone write goes
 //! out at once and a busy process sends larger batches.
 
-use crate::store::events::clocks::NodeClocks;
-use crate::store::events::id::EventId;
+use crate::store::log::clocks::NodeClocks;
+use crate::store::log::id::EventId;
 use crate::store::plumbing::conn::RedisConn;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::keys::MAX_LOG_SHARDS;

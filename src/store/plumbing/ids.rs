@@ -41,7 +41,7 @@ const SEQUENCE_BITS: u32 = 6;
 pub const INSTANCES: u64 = 1 << INSTANCE_BITS;
 const SEQUENCES: u64 = 1 << SEQUENCE_BITS;
 /// How long Redis keeps an instance lease unless renewed.
-pub(super) const LEASE_TTL: Duration = Duration::from_secs(60);
+pub(crate) const LEASE_TTL: Duration = Duration::from_secs(60);
 /// Ids are issued only until this long before Redis's expiry (measured
 /// from before the SET was sent), so clock drift between here and Redis
 /// cannot let two processes hold one number.
@@ -75,9 +75,9 @@ pub struct IdGen {
     state: Mutex<Sequence>,
     lease: Mutex<Option<Lease>>,
     /// One lease request at a time.
-    pub(super) leasing: tokio::sync::Mutex<()>,
+    pub(crate) leasing: tokio::sync::Mutex<()>,
     /// This process's lease value (so a renewal renews only its own).
-    pub(super) token: String,
+    pub(crate) token: String,
 }
 
 #[derive(Default)]
@@ -87,8 +87,8 @@ struct Sequence {
 }
 
 #[derive(Clone, Copy)]
-pub(super) struct Lease {
-    pub(super) instance: u64,
+pub(crate) struct Lease {
+    pub(crate) instance: u64,
     /// Ids may be issued until then.
     valid_until: Instant,
 }
@@ -118,7 +118,7 @@ impl IdGen {
     }
 
     /// The next id of `instance`, and its `posted` time.
-    pub(super) fn issue(&self, instance: u64) -> (u64, f64) {
+    pub(crate) fn issue(&self, instance: u64) -> (u64, f64) {
         let now = self.now_ms().max(EPOCH_MS);
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if now > s.last_ms {
@@ -141,14 +141,14 @@ impl IdGen {
 
     /// The lease, if ids may be issued under it now, and whether it is due
     /// for renewal.
-    pub(super) fn usable(&self) -> Option<(Lease, bool)> {
+    pub(crate) fn usable(&self) -> Option<(Lease, bool)> {
         let lease = (*self.lease.lock().unwrap_or_else(|e| e.into_inner()))?;
         let now = Instant::now();
         (now < lease.valid_until).then(|| (lease, lease.valid_until - now < RENEW_WHEN_LEFT))
     }
 
     /// The instance of the lease held, usable or not.
-    pub(super) fn held(&self) -> Option<u64> {
+    pub(crate) fn held(&self) -> Option<u64> {
         self.lease
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -157,7 +157,7 @@ impl IdGen {
 
     /// Keeps a lease on `instance` taken or renewed by a call sent at
     /// `asked`; returns the instance.
-    pub(super) fn keep(&self, instance: u64, asked: Instant) -> u64 {
+    pub(crate) fn keep(&self, instance: u64, asked: Instant) -> u64 {
         let lease = Lease {
             instance,
             valid_until: asked + LEASE_TTL - LEASE_MARGIN,
@@ -167,7 +167,7 @@ impl IdGen {
     }
 
     /// Gives the lease up (no id is issued after): its instance, if held.
-    pub(super) fn give_back(&self) -> Option<u64> {
+    pub(crate) fn give_back(&self) -> Option<u64> {
         self.lease
             .lock()
             .unwrap_or_else(|e| e.into_inner())

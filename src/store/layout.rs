@@ -24,8 +24,8 @@
 //! disk keeps its ids, which order before every id made after.
 
 use crate::store::events::Body;
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use crate::store::plumbing::keys::OUTBOX_PARTS;
 use redis::AsyncCommands;
 use std::collections::HashMap;

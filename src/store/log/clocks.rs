@@ -8,7 +8,7 @@
 //!
 //! What a process knows of a node's clock is a lower bound of its offset
 //! from the process's own: a node's time heard at local time `r` (a
-//! message's floor line, a probe's `TIME`, [`store::events::merge`](crate::store::events::merge)) was
+//! message's floor line, a probe's `TIME`, [`store::events::merge`](crate::store::log::merge)) was
 //! read at or before `r`, so the node's clock is at least `time - r` ahead
 //! of ours from then on. The bound is the best heard over the last few
 //! seconds (the subscriber probes every node every two): a message that

@@ -1,17 +1,18 @@
 //! The handle to Redis ([`Store`]): its connection, caches and settings, and
 //! how it opens.
 
-use super::error::{StoreError, StoreResult};
-use super::scripts::Scripts;
-use super::settings::{Limits, Pauses};
 use crate::config::Config;
 use crate::store::caches::cache;
 use crate::store::caches::set::Caches;
+use crate::store::log::emitter;
 use crate::store::plumbing::conn::Target;
 use crate::store::plumbing::conn::{LazyCluster, RedisConn};
+use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::keys::Keys;
 use crate::store::plumbing::replicas;
-use crate::store::writes::{emitter, fanout_hints, ids};
+use crate::store::plumbing::scripts::Scripts;
+use crate::store::plumbing::settings::{Limits, Pauses};
+use crate::store::plumbing::{fanout_hints, ids};
 use redis::aio::ConnectionManager;
 use redis::Client;
 use std::sync::Arc;
@@ -41,7 +42,7 @@ pub struct Store {
     /// The group commit of partitioned writes' events.
     pub(crate) emitter: Arc<emitter::Emitter>,
     /// What this process knows of each node's clock (the commit-wait).
-    pub(crate) clocks: Arc<crate::store::events::clocks::NodeClocks>,
+    pub(crate) clocks: Arc<crate::store::log::clocks::NodeClocks>,
     /// Status ids (a process's instance lease and sequence).
     pub(crate) ids: Arc<ids::IdGen>,
     /// Replicas a write waits for (`--redis-wait-replicas`).
@@ -120,7 +121,7 @@ impl Store {
 
     /// What this process knows of each Redis node's clock: the live
     /// subscription tells it, writes wait on it.
-    pub fn clocks(&self) -> Arc<crate::store::events::clocks::NodeClocks> {
+    pub fn clocks(&self) -> Arc<crate::store::log::clocks::NodeClocks> {
         self.clocks.clone()
     }
 

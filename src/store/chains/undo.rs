@@ -7,10 +7,10 @@ use crate::hides::{self, Relation};
 use crate::store::chains::account::settled;
 use crate::store::chains::delete::{DeleteOp, Homes};
 use crate::store::chains::follow::FollowOp;
+use crate::store::chains::op::{Op, Owed};
 use crate::store::chains::relate::RelateOp;
-use crate::store::outbox::{Op, Owed};
+use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
-use crate::store::plumbing::handle::Store;
 use redis::AsyncCommands;
 
 impl Store {

@@ -1,8 +1,10 @@
 //! An outbox entry's record: the write it stands for ([`Op`], with its
-//! payload, which decides its partition) and the entry as a run holds it
-//! ([`Owed`]).
+//! payload, which decides its partition), the entry as a run holds it
+//! ([`Owed`]), and recording it ([`Outbox::begin`]: the chains record the
+//! ops they start, so this sits beside them).
 
 use super::entry::Entry;
+use super::finish::{Outbox, IDEMPOTENCY_TTL};
 use crate::store::chains::account::DeleteAccountOp;
 use crate::store::chains::delete::DeleteOp;
 use crate::store::chains::edit::EditOp;
@@ -16,9 +18,9 @@ use crate::store::chains::rename::RenameOp;
 use crate::store::chains::request::RequestOp;
 use crate::store::chains::signup::UserOp;
 use crate::store::chains::suspend::SuspendOp;
-use crate::store::plumbing::error::StoreResult;
-use crate::store::plumbing::handle::Store;
-use crate::store::plumbing::keys::{like_part, pair_part, user_part};
+use crate::store::handle::Store;
+use crate::store::plumbing::error::{StoreError, StoreResult};
+use crate::store::plumbing::keys::{like_part, pair_part, user_part, OUTBOX_PARTS};
 use serde::{Deserialize, Serialize};
 
 /// A write that spans slots, as recorded in the outbox.
@@ -159,6 +161,57 @@ impl Owed {
 fn parse(member: &str) -> Option<(u64, Op)> {
     let (n, json) = member.split_once('|')?;
     Some((n.parse().ok()?, serde_json::from_str(json).ok()?))
+}
+
+/// What `op_begin` answered.
+pub(crate) enum Begun {
+    /// Recorded: run the chain.
+    Started(Box<Owed>),
+    /// The idempotency key was used: the first answer, or the entry of the
+    /// first write still under way.
+    Duplicate(String),
+}
+
+impl Outbox<'_> {
+    /// Records `op` in its outbox (with an idempotency key, which lives in
+    /// the op's partition: claims it too).
+    pub(crate) async fn begin(self, op: &Op, idempotency: Option<&str>) -> StoreResult<Begun> {
+        let json = serde_json::to_string(op).map_err(|e| StoreError::Internal(e.to_string()))?;
+        let part = op.part();
+        let outbox = self.store.keys.part_outbox(part);
+        let counter = self.store.keys.part_next_op(part);
+        let deadline = self.lease_deadline();
+        let mut conn = self.store.conn();
+        let mut inv = self.store.scripts.op_begin.prepare_invoke();
+        inv.key(&outbox).key(&counter);
+        match idempotency {
+            Some(key) => inv.key(key),
+            None => inv.key(&counter),
+        };
+        let reply: (String, String) = inv
+            .arg(json)
+            .arg(deadline)
+            .arg(if idempotency.is_some() { "1" } else { "0" })
+            .arg(IDEMPOTENCY_TTL)
+            .arg(OUTBOX_PARTS)
+            .arg(part)
+            .invoke_async(&mut conn)
+            .await?;
+        match reply.0.as_str() {
+            "ok" => Owed::decode_in(&reply.1, part)
+                .map(|owed| Begun::Started(Box::new(owed.leased(deadline))))
+                .ok_or_else(|| StoreError::Internal("op_begin gave a bad member".into())),
+            _ => Ok(Begun::Duplicate(reply.1)),
+        }
+    }
+
+    /// Begins and runs a write that needs no idempotency key.
+    pub(crate) async fn start(self, op: Op) -> StoreResult<Owed> {
+        match self.begin(&op, None).await? {
+            Begun::Started(owed) => Ok(*owed),
+            Begun::Duplicate(_) => Err(StoreError::Internal("op_begin without a key".into())),
+        }
+    }
 }
 
 #[cfg(test)]
