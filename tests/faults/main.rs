@@ -495,7 +495,7 @@ async fn an_unfinished_write_that_keeps_failing_holds_up_no_other() {
         format!("{n}|{}", serde_json::to_string(op).unwrap())
     };
     let bad = firehose::store::outbox::Op::DeleteAccount(
-        firehose::store::chains::account::DeleteAccountOp {
+        firehose::store::chains::payloads::DeleteAccountOp {
             uid: poison,
             login: "poison".into(),
             email: String::new(),

@@ -5,6 +5,7 @@ use super::{unique_tags, Count};
 use crate::model::{timeline_score, Event, Status, HOME_CAP};
 use crate::store::chains::entry::Entry;
 use crate::store::chains::finish::Finish;
+use crate::store::chains::{count_reply, count_trend, repost_claim};
 use crate::store::events::body;
 use crate::store::fanout::FanoutKind;
 use crate::store::handle::Store;
@@ -41,200 +42,200 @@ pub(crate) enum Homes {
     Skip,
 }
 
-impl Store {
-    /// [`DeleteOp::run`], reaching the followers' `homes` as asked.
-    pub(crate) async fn run_delete_reaching(
-        &self,
-        entry: &Entry,
-        op: &DeleteOp,
-        homes: Homes,
-    ) -> StoreResult<()> {
-        let DeleteOp {
-            sid,
-            uid,
-            private,
-            at,
-        } = *op;
-        let mut conn = self.conn();
-        let reply: Vec<String> = self
+/// [`DeleteOp::run`], reaching the followers' `homes` as asked.
+pub(crate) async fn run_delete_reaching(
+    store: &Store,
+    entry: &Entry,
+    op: &DeleteOp,
+    homes: Homes,
+) -> StoreResult<()> {
+    let DeleteOp {
+        sid,
+        uid,
+        private,
+        at,
+    } = *op;
+    let mut conn = store.conn();
+    let reply: Vec<String> = store
+        .scripts
+        .delete_mark
+        .key(store.keys.status(sid))
+        .arg(uid)
+        .arg(entry.n)
+        .invoke_async(&mut conn)
+        .await?;
+    match reply.first().map(String::as_str) {
+        Some("ok") => {}
+        Some("forbidden") => {
+            store.outbox().finish(entry, Finish::default()).await?;
+            return Err(StoreError::Forbidden(
+                "Only the author may delete a status.".into(),
+            ));
+        }
+        _ => {
+            store.outbox().finish(entry, Finish::default()).await?;
+            return Err(StoreError::NotFound("status"));
+        }
+    }
+    let mut h: HashMap<String, String> = reply[1..]
+        .chunks(2)
+        .filter(|kv| kv.len() == 2)
+        .map(|kv| (kv[0].clone(), kv[1].clone()))
+        .collect();
+    h.remove("deleted");
+    store.caches.status.forget(sid);
+    let group = h.get("group_id").and_then(|g| g.parse::<u64>().ok());
+    let private = private || h.get("group_private").is_some_and(|v| v == "1");
+    // Only the tombstone left: an earlier run did every step but the last.
+    if let Some(status) = Status::from_hash(&h) {
+        delete_steps(store, sid, uid, &status, &h, private, at).await?;
+        let _: i64 = store
             .scripts
-            .delete_mark
-            .key(self.keys.status(sid))
-            .arg(uid)
+            .status_bury
+            .key(store.keys.status(sid))
+            .key(store.keys.likers(sid))
+            .key(store.keys.like_seq(sid))
+            .key(store.keys.reposters(sid))
             .arg(entry.n)
+            .arg(TOMBSTONE_TTL)
             .invoke_async(&mut conn)
             .await?;
-        match reply.first().map(String::as_str) {
-            Some("ok") => {}
-            Some("forbidden") => {
-                self.outbox().finish(entry, Finish::default()).await?;
-                return Err(StoreError::Forbidden(
-                    "Only the author may delete a status.".into(),
-                ));
-            }
-            _ => {
-                self.outbox().finish(entry, Finish::default()).await?;
-                return Err(StoreError::NotFound("status"));
-            }
-        }
-        let mut h: HashMap<String, String> = reply[1..]
-            .chunks(2)
-            .filter(|kv| kv.len() == 2)
-            .map(|kv| (kv[0].clone(), kv[1].clone()))
-            .collect();
-        h.remove("deleted");
-        self.caches.status.forget(sid);
-        let group = h.get("group_id").and_then(|g| g.parse::<u64>().ok());
-        let private = private || h.get("group_private").is_some_and(|v| v == "1");
-        // Only the tombstone left: an earlier run did every step but the last.
-        if let Some(status) = Status::from_hash(&h) {
-            self.delete_steps(sid, uid, &status, &h, private, at)
-                .await?;
-            let _: i64 = self
-                .scripts
-                .status_bury
-                .key(self.keys.status(sid))
-                .key(self.keys.likers(sid))
-                .key(self.keys.like_seq(sid))
-                .key(self.keys.reposters(sid))
-                .arg(entry.n)
-                .arg(TOMBSTONE_TTL)
-                .invoke_async(&mut conn)
-                .await?;
-            let _: i64 = conn.del(self.keys.status_versions(sid)).await?;
-        }
-        self.caches.status.forget(sid);
-        self.caches.counts.forget(sid);
-        // A group's status was in no home.
-        let tasks = match (group, homes) {
-            (Some(_), _) | (None, Homes::Skip) => Vec::new(),
-            (None, Homes::Queued) => {
-                self.fanout()
-                    .inline(FanoutKind::Delete, sid, uid, at)
-                    .await?
-            }
-        };
-        self.outbox()
-            .finish(
-                entry,
-                Finish {
-                    events: vec![body(&Event::Delete {
-                        at,
-                        status_id: sid,
-                        uid,
-                        private,
-                        group_id: group.map(crate::model::IdString),
-                    })],
-                    tasks,
-                    answer: None,
-                },
-            )
-            .await?;
-        Ok(())
+        let _: i64 = conn.del(store.keys.status_versions(sid)).await?;
     }
+    store.caches.status.forget(sid);
+    store.caches.counts.forget(sid);
+    // A group's status was in no home.
+    let tasks = match (group, homes) {
+        (Some(_), _) | (None, Homes::Skip) => Vec::new(),
+        (None, Homes::Queued) => {
+            store
+                .fanout()
+                .inline(FanoutKind::Delete, sid, uid, at)
+                .await?
+        }
+    };
+    store
+        .outbox()
+        .finish(
+            entry,
+            Finish {
+                events: vec![body(&Event::Delete {
+                    at,
+                    status_id: sid,
+                    uid,
+                    private,
+                    group_id: group.map(crate::model::IdString),
+                })],
+                tasks,
+                answer: None,
+            },
+        )
+        .await?;
+    Ok(())
+}
 
-    /// The steps of a delete between the mark and the tombstone.
-    async fn delete_steps(
-        &self,
-        sid: u64,
-        uid: u64,
-        status: &Status,
-        h: &HashMap<String, String>,
-        private: bool,
-        at: f64,
-    ) -> StoreResult<()> {
-        let mut conn = self.conn();
-        if let Some(gid) = status.group_id.as_deref().and_then(|g| g.parse().ok()) {
-            self.groups().timeline_remove(gid, sid).await?;
-            let _: () = conn.zrem(self.keys.user_group_statuses(uid), sid).await?;
-        }
-        let likers: Vec<u64> = conn.zrange(self.keys.likers(sid), 0, -1).await?;
-        if !likers.is_empty() {
-            let mut pipe = redis::pipe();
-            for liker in &likers {
-                pipe.zrem(self.keys.likes(*liker), sid).ignore();
-            }
-            let _: () = pipe.query_async(&mut conn).await?;
-        }
-        let _: i64 = self
-            .scripts
-            .author_delete
-            .key(self.keys.user(uid))
-            .key(self.keys.profile(uid))
-            .key(self.keys.home(uid))
-            .key(self.keys.deleted(uid))
-            .arg(sid)
-            .arg(at)
-            .arg(HOME_CAP)
-            .invoke_async(&mut conn)
-            .await?;
-        let parent = status.parent_id();
-        if let Some(p) = parent {
-            self.count_reply(p, sid, timeline_score(status.posted), Count::Out)
-                .await?;
-            self.caches.counts.forget(p);
-        }
-        let mentioned: Vec<u64> = h
-            .get("mention_uids")
-            .and_then(|m| serde_json::from_str(m).ok())
-            .unwrap_or_default();
-        let tags = unique_tags(&status.hashtags);
-        let indexed: Vec<String> = mentioned
-            .iter()
-            .map(|m| self.keys.mentions(*m))
-            .chain(tags.iter().map(|t| self.keys.tag(t)))
-            .collect();
-        if !indexed.is_empty() {
-            let mut pipe = redis::pipe();
-            for key in &indexed {
-                pipe.zrem(key, sid).ignore();
-            }
-            let _: () = pipe.query_async(&mut conn).await?;
-        }
-        // Counted under its latest version's member (`chains::edit`), and
-        // the version before it too: an edit under way may have replaced
-        // the text but not yet counted the previous version out, and it
-        // stops at the delete's mark.
-        let edits = h.get("edits").and_then(|e| e.parse().ok()).unwrap_or(0);
-        if !tags.is_empty() {
-            self.count_trend(
-                &super::edit::trend_member(sid, edits),
-                status.posted,
-                &tags,
-                Count::Out,
-            )
-            .await?;
-        }
-        let previous: Vec<String> = h
-            .get("edit_prev_hashtags")
-            .filter(|_| edits > 0)
-            .and_then(|t| serde_json::from_str(t).ok())
-            .unwrap_or_default();
-        if !previous.is_empty() {
-            self.count_trend(
-                &super::edit::trend_member(sid, edits - 1),
-                status.posted,
-                &unique_tags(&previous),
-                Count::Out,
-            )
-            .await?;
-        }
-        if let Some(original) = status.original_id() {
-            let _: Vec<String> = self.repost_claim(original, uid, sid, false).await?;
-            self.caches.counts.forget(original);
-        }
-        // Reposts of a deleted status go with it, each a delete of its own.
-        let reposts: HashMap<String, String> = conn.hgetall(self.keys.reposters(sid)).await?;
-        for (reposter, repost) in reposts {
-            if let (Ok(reposter), Ok(repost)) = (reposter.parse(), repost.parse()) {
-                match Box::pin(self.statuses().delete(repost, reposter, private, at)).await {
-                    Ok(()) | Err(StoreError::NotFound(_)) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-        Ok(())
+/// The steps of a delete between the mark and the tombstone.
+async fn delete_steps(
+    store: &Store,
+    sid: u64,
+    uid: u64,
+    status: &Status,
+    h: &HashMap<String, String>,
+    private: bool,
+    at: f64,
+) -> StoreResult<()> {
+    let mut conn = store.conn();
+    if let Some(gid) = status.group_id.as_deref().and_then(|g| g.parse().ok()) {
+        store.groups().timeline_remove(gid, sid).await?;
+        let _: () = conn.zrem(store.keys.user_group_statuses(uid), sid).await?;
     }
+    let likers: Vec<u64> = conn.zrange(store.keys.likers(sid), 0, -1).await?;
+    if !likers.is_empty() {
+        let mut pipe = redis::pipe();
+        for liker in &likers {
+            pipe.zrem(store.keys.likes(*liker), sid).ignore();
+        }
+        let _: () = pipe.query_async(&mut conn).await?;
+    }
+    let _: i64 = store
+        .scripts
+        .author_delete
+        .key(store.keys.user(uid))
+        .key(store.keys.profile(uid))
+        .key(store.keys.home(uid))
+        .key(store.keys.deleted(uid))
+        .arg(sid)
+        .arg(at)
+        .arg(HOME_CAP)
+        .invoke_async(&mut conn)
+        .await?;
+    let parent = status.parent_id();
+    if let Some(p) = parent {
+        count_reply(store, p, sid, timeline_score(status.posted), Count::Out).await?;
+        store.caches.counts.forget(p);
+    }
+    let mentioned: Vec<u64> = h
+        .get("mention_uids")
+        .and_then(|m| serde_json::from_str(m).ok())
+        .unwrap_or_default();
+    let tags = unique_tags(&status.hashtags);
+    let indexed: Vec<String> = mentioned
+        .iter()
+        .map(|m| store.keys.mentions(*m))
+        .chain(tags.iter().map(|t| store.keys.tag(t)))
+        .collect();
+    if !indexed.is_empty() {
+        let mut pipe = redis::pipe();
+        for key in &indexed {
+            pipe.zrem(key, sid).ignore();
+        }
+        let _: () = pipe.query_async(&mut conn).await?;
+    }
+    // Counted under its latest version's member (`chains::edit`), and
+    // the version before it too: an edit under way may have replaced
+    // the text but not yet counted the previous version out, and it
+    // stops at the delete's mark.
+    let edits = h.get("edits").and_then(|e| e.parse().ok()).unwrap_or(0);
+    if !tags.is_empty() {
+        count_trend(
+            store,
+            &super::edit::trend_member(sid, edits),
+            status.posted,
+            &tags,
+            Count::Out,
+        )
+        .await?;
+    }
+    let previous: Vec<String> = h
+        .get("edit_prev_hashtags")
+        .filter(|_| edits > 0)
+        .and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or_default();
+    if !previous.is_empty() {
+        count_trend(
+            store,
+            &super::edit::trend_member(sid, edits - 1),
+            status.posted,
+            &unique_tags(&previous),
+            Count::Out,
+        )
+        .await?;
+    }
+    if let Some(original) = status.original_id() {
+        let _: Vec<String> = repost_claim(store, original, uid, sid, false).await?;
+        store.caches.counts.forget(original);
+    }
+    // Reposts of a deleted status go with it, each a delete of its own.
+    let reposts: HashMap<String, String> = conn.hgetall(store.keys.reposters(sid)).await?;
+    for (reposter, repost) in reposts {
+        if let (Ok(reposter), Ok(repost)) = (reposter.parse(), repost.parse()) {
+            match Box::pin(store.statuses().delete(repost, reposter, private, at)).await {
+                Ok(()) | Err(StoreError::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
 }
 
 impl DeleteOp {
@@ -243,6 +244,6 @@ impl DeleteOp {
     /// trending bucket, the repost mapping, the reposts of it, the
     /// tombstone, the first followers' homes; then its event.
     pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<()> {
-        store.run_delete_reaching(entry, self, Homes::Queued).await
+        run_delete_reaching(store, entry, self, Homes::Queued).await
     }
 }

@@ -8,6 +8,7 @@
 
 use super::{unique_tags, Count, INDEX_CAP};
 use crate::model::{timeline_score, Event, IdString, Status, Version};
+use crate::store::chains::count_trend;
 use crate::store::chains::entry::Entry;
 use crate::store::chains::finish::Finish;
 use crate::store::events::body;
@@ -81,61 +82,49 @@ pub(crate) fn trend_member(sid: u64, edits: u64) -> String {
     }
 }
 
-impl Store {
-    /// The hashtag timelines and mentions the old text was in, left, and
-    /// those of the new one, entered.
-    async fn edit_indices(
-        &self,
-        sid: u64,
-        status: &Status,
-        (old_tags, old_mentioned): (&[String], &[u64]),
-        (new_tags, mentioned): (&[String], &[u64]),
-    ) -> StoreResult<()> {
-        let score = timeline_score(status.posted);
-        let (old_tags, new_tags) = if status.group_private {
-            (Vec::new(), Vec::new())
-        } else {
-            (unique_tags(old_tags), unique_tags(new_tags))
-        };
-        let mut pipe = redis::pipe();
-        for t in old_tags.iter().filter(|t| !new_tags.contains(t)) {
-            pipe.zrem(self.keys.tag(t), sid).ignore();
-        }
-        for m in old_mentioned.iter().filter(|m| !mentioned.contains(m)) {
-            pipe.zrem(self.keys.mentions(*m), sid).ignore();
-        }
-        let entered: Vec<String> = new_tags
-            .iter()
-            .filter(|t| !old_tags.contains(t))
-            .map(|t| self.keys.tag(t))
-            .chain(
-                mentioned
-                    .iter()
-                    .filter(|m| !old_mentioned.contains(m))
-                    .map(|m| self.keys.mentions(*m)),
-            )
-            .collect();
-        for key in &entered {
-            pipe.zadd(key, sid, score).ignore();
-            pipe.zremrangebyrank(key, 0, -(INDEX_CAP as isize) - 1)
-                .ignore();
-        }
-        if !pipe.is_empty() {
-            let mut conn = self.conn();
-            let _: () = pipe.query_async(&mut conn).await?;
-        }
-        Ok(())
+/// The hashtag timelines and mentions the old text was in, left, and
+/// those of the new one, entered.
+async fn edit_indices(
+    store: &Store,
+    sid: u64,
+    status: &Status,
+    (old_tags, old_mentioned): (&[String], &[u64]),
+    (new_tags, mentioned): (&[String], &[u64]),
+) -> StoreResult<()> {
+    let score = timeline_score(status.posted);
+    let (old_tags, new_tags) = if status.group_private {
+        (Vec::new(), Vec::new())
+    } else {
+        (unique_tags(old_tags), unique_tags(new_tags))
+    };
+    let mut pipe = redis::pipe();
+    for t in old_tags.iter().filter(|t| !new_tags.contains(t)) {
+        pipe.zrem(store.keys.tag(t), sid).ignore();
     }
-
-    /// A status's versions, oldest first (none if it was never edited).
-    pub async fn status_versions(&self, sid: u64) -> StoreResult<Vec<Version>> {
-        let mut conn = self.conn();
-        let raw: Vec<String> = conn.lrange(self.keys.status_versions(sid), 0, -1).await?;
-        Ok(raw
-            .iter()
-            .filter_map(|v| serde_json::from_str(v).ok())
-            .collect())
+    for m in old_mentioned.iter().filter(|m| !mentioned.contains(m)) {
+        pipe.zrem(store.keys.mentions(*m), sid).ignore();
     }
+    let entered: Vec<String> = new_tags
+        .iter()
+        .filter(|t| !old_tags.contains(t))
+        .map(|t| store.keys.tag(t))
+        .chain(
+            mentioned
+                .iter()
+                .filter(|m| !old_mentioned.contains(m))
+                .map(|m| store.keys.mentions(*m)),
+        )
+        .collect();
+    for key in &entered {
+        pipe.zadd(key, sid, score).ignore();
+        pipe.zremrangebyrank(key, 0, -(INDEX_CAP as isize) - 1)
+            .ignore();
+    }
+    if !pipe.is_empty() {
+        let mut conn = store.conn();
+        let _: () = pipe.query_async(&mut conn).await?;
+    }
+    Ok(())
 }
 
 impl EditOp {
@@ -207,37 +196,37 @@ impl EditOp {
             store.outbox().finish(entry, Finish::default()).await?;
             return Ok(Edited::Refused(EditRefused::Missing));
         };
-        store
-            .edit_indices(
-                sid,
-                &status,
-                (&old_tags, &old_mentioned),
-                (&status.hashtags, mentioned),
-            )
-            .await?;
+        edit_indices(
+            store,
+            sid,
+            &status,
+            (&old_tags, &old_mentioned),
+            (&status.hashtags, mentioned),
+        )
+        .await?;
         // Judged now: a reply to an account made private since is for
         // that account's followers, as if posted after.
         let audience = store.statuses().audience_now(&status).await?;
         let public = !*private && audience.is_none() && !status.group_private;
         let (old_unique, new_unique) = (unique_tags(&old_tags), unique_tags(hashtags));
         // Counted out under the version's member, in under the new one's.
-        store
-            .count_trend(
-                &trend_member(sid, edits - 1),
+        count_trend(
+            store,
+            &trend_member(sid, edits - 1),
+            status.posted,
+            &old_unique,
+            Count::Out,
+        )
+        .await?;
+        if public && !new_unique.is_empty() {
+            count_trend(
+                store,
+                &trend_member(sid, edits),
                 status.posted,
-                &old_unique,
-                Count::Out,
+                &new_unique,
+                Count::In,
             )
             .await?;
-        if public && !new_unique.is_empty() {
-            store
-                .count_trend(
-                    &trend_member(sid, edits),
-                    status.posted,
-                    &new_unique,
-                    Count::In,
-                )
-                .await?;
         }
         store.caches.status.forget(sid);
         // A delete that marked the status meanwhile took out what it saw;
@@ -248,17 +237,22 @@ impl EditOp {
             .query_async(&mut conn)
             .await?;
         if !gone.0 || gone.1 {
-            store
-                .edit_indices(sid, &status, (&status.hashtags, mentioned), (&[], &[]))
-                .await?;
-            store
-                .count_trend(
-                    &trend_member(sid, edits),
-                    status.posted,
-                    &new_unique,
-                    Count::Out,
-                )
-                .await?;
+            edit_indices(
+                store,
+                sid,
+                &status,
+                (&status.hashtags, mentioned),
+                (&[], &[]),
+            )
+            .await?;
+            count_trend(
+                store,
+                &trend_member(sid, edits),
+                status.posted,
+                &new_unique,
+                Count::Out,
+            )
+            .await?;
             store.outbox().finish(entry, Finish::default()).await?;
             return Ok(Edited::Refused(EditRefused::Missing));
         }

@@ -2,7 +2,7 @@
 //! chain (the follower's `following`, the authority; the followee's
 //! `followers`; the follower's home; then the event), and on one Redis a
 //! chunk of follows in one atomic script, `follow_whole.lua`
-//! ([`Store::follow_whole`]). [`store::follows`](crate::store::entities::follows) chooses.
+//! ([`follow_whole`]). [`store::follows`](crate::store::entities::follows) chooses.
 
 use crate::model::{Event, HOME_CAP};
 use crate::store::chains::entry::Entry;
@@ -32,83 +32,82 @@ pub struct FollowOp {
     pub at: f64,
 }
 
-impl Store {
-    /// [`Follows::set_many`](crate::store::entities::follows::Follows::set_many) on one Redis for one chunk: `follow_whole.lua`,
-    /// every step of every change in one atomic script (one round trip, no
-    /// outbox entry). Works the first targets of the chunk, at least one,
-    /// until [`FOLLOW_COPY_BUDGET`] is spent, and answers for those. Reposts
-    /// of users hidden from the follower that the backfill copied are taken
-    /// out after, as a fan-out batch does.
-    pub(crate) async fn follow_whole(
-        &self,
-        source: u64,
-        targets: &[u64],
-        follow: bool,
-        at: f64,
-    ) -> StoreResult<Vec<StoreResult<bool>>> {
-        let mut conn = self.conn();
-        // Every event of a follow is its follower's: one shard.
-        let shard = self.keys.log_shard(source);
-        let mut call = self.scripts.follow_whole.prepare_invoke();
-        call.key(self.keys.user(source))
-            .key(self.keys.following(source))
-            .key(self.keys.follow_applied(source))
-            .key(self.keys.hide(source))
-            .key(self.keys.home(source))
-            .key(self.keys.log_events(shard));
-        for &target in targets {
-            call.key(self.keys.user(target))
-                .key(self.keys.followers(target))
-                .key(self.keys.follower_seq(target))
-                .key(self.keys.hide(target))
-                .key(self.keys.profile(target))
-                .key(self.keys.deleted(target))
-                .key(self.keys.part_next_op(pair_part(source, target)));
-        }
-        call.arg(source)
-            .arg(if follow { "1" } else { "0" })
-            .arg(at)
-            .arg(HOME_CAP)
-            .arg(self.shard_trim(self.shard_maxlen()))
-            .arg(self.keys.log_channel(shard))
-            .arg(OUTBOX_PARTS)
-            .arg(targets.len())
-            .arg(FOLLOW_COPY_BUDGET)
-            .arg(self.publish_command())
-            .arg(shard);
-        for &target in targets {
-            let event = body(&if follow {
-                Event::Follow { at, source, target }
-            } else {
-                Event::Unfollow { at, source, target }
-            });
-            call.arg(target)
-                .arg(event.json)
-                .arg(pair_part(source, target));
-        }
-        let (hidden, outcomes, copied): (Vec<u64>, Vec<i64>, Vec<u64>) =
-            call.invoke_async(&mut conn).await?;
-        if outcomes.is_empty() || outcomes.len() > targets.len() {
-            return Err(StoreError::Internal(format!(
-                "follow_whole: {} outcomes for {} users",
-                outcomes.len(),
-                targets.len()
-            )));
-        }
-        if !hidden.is_empty() && !copied.is_empty() {
-            self.fanout()
-                .settle_backfill(source, &copied, &hidden)
-                .await?;
-        }
-        Ok(outcomes
-            .into_iter()
-            .map(|outcome| match outcome {
-                -1 => Err(StoreError::NotFound("user")),
-                -2 => Err(StoreError::follow_blocked()),
-                changed => Ok(changed == 1),
-            })
-            .collect())
+/// [`Follows::set_many`](crate::store::entities::follows::Follows::set_many) on one Redis for one chunk: `follow_whole.lua`,
+/// every step of every change in one atomic script (one round trip, no
+/// outbox entry). Works the first targets of the chunk, at least one,
+/// until [`FOLLOW_COPY_BUDGET`] is spent, and answers for those. Reposts
+/// of users hidden from the follower that the backfill copied are taken
+/// out after, as a fan-out batch does.
+pub(crate) async fn follow_whole(
+    store: &Store,
+    source: u64,
+    targets: &[u64],
+    follow: bool,
+    at: f64,
+) -> StoreResult<Vec<StoreResult<bool>>> {
+    let mut conn = store.conn();
+    // Every event of a follow is its follower's: one shard.
+    let shard = store.keys.log_shard(source);
+    let mut call = store.scripts.follow_whole.prepare_invoke();
+    call.key(store.keys.user(source))
+        .key(store.keys.following(source))
+        .key(store.keys.follow_applied(source))
+        .key(store.keys.hide(source))
+        .key(store.keys.home(source))
+        .key(store.keys.log_events(shard));
+    for &target in targets {
+        call.key(store.keys.user(target))
+            .key(store.keys.followers(target))
+            .key(store.keys.follower_seq(target))
+            .key(store.keys.hide(target))
+            .key(store.keys.profile(target))
+            .key(store.keys.deleted(target))
+            .key(store.keys.part_next_op(pair_part(source, target)));
     }
+    call.arg(source)
+        .arg(if follow { "1" } else { "0" })
+        .arg(at)
+        .arg(HOME_CAP)
+        .arg(store.shard_trim(store.shard_maxlen()))
+        .arg(store.keys.log_channel(shard))
+        .arg(OUTBOX_PARTS)
+        .arg(targets.len())
+        .arg(FOLLOW_COPY_BUDGET)
+        .arg(store.publish_command())
+        .arg(shard);
+    for &target in targets {
+        let event = body(&if follow {
+            Event::Follow { at, source, target }
+        } else {
+            Event::Unfollow { at, source, target }
+        });
+        call.arg(target)
+            .arg(event.json)
+            .arg(pair_part(source, target));
+    }
+    let (hidden, outcomes, copied): (Vec<u64>, Vec<i64>, Vec<u64>) =
+        call.invoke_async(&mut conn).await?;
+    if outcomes.is_empty() || outcomes.len() > targets.len() {
+        return Err(StoreError::Internal(format!(
+            "follow_whole: {} outcomes for {} users",
+            outcomes.len(),
+            targets.len()
+        )));
+    }
+    if !hidden.is_empty() && !copied.is_empty() {
+        store
+            .fanout()
+            .settle_backfill(source, &copied, &hidden)
+            .await?;
+    }
+    Ok(outcomes
+        .into_iter()
+        .map(|outcome| match outcome {
+            -1 => Err(StoreError::NotFound("user")),
+            -2 => Err(StoreError::follow_blocked()),
+            changed => Ok(changed == 1),
+        })
+        .collect())
 }
 
 impl FollowOp {

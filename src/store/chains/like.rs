@@ -1,7 +1,7 @@
 //! Liking, both ways: the op a like records ([`LikeOp`]) and its chain
 //! (the status's likers, the authority; the user's list of likes; then the
 //! event), and on one Redis the whole like in one atomic script,
-//! `like_whole.lua` ([`Store::like_whole`]). [`store::likes`](crate::store::entities::likes) chooses.
+//! `like_whole.lua` ([`like_whole`]). [`store::likes`](crate::store::entities::likes) chooses.
 
 use crate::model::{now, Event};
 use crate::store::chains::entry::Entry;
@@ -30,59 +30,57 @@ pub struct LikeOp {
     pub at: f64,
 }
 
-impl Store {
-    /// [`Likes::set`](crate::store::entities::likes::Likes::set) on one Redis: `like_whole.lua`, every step in one
-    /// atomic script (one round trip, no outbox entry).
-    pub(crate) async fn like_whole(
-        &self,
-        uid: u64,
-        sid: u64,
-        author: u64,
-        private: bool,
-        like: bool,
-    ) -> StoreResult<(bool, u64)> {
-        let at = now();
-        let event = body(&Event::Like {
-            at,
-            status_id: sid,
-            source: uid,
-            target: author,
-            private,
-        });
-        let shard = self.keys.log_shard(event.key);
-        let mut conn = self.conn();
-        let reply: redis::Value = self
-            .scripts
-            .like_whole
-            .key(self.keys.status(sid))
-            .key(self.keys.likers(sid))
-            .key(self.keys.likes(uid))
-            .key(self.keys.log_events(shard))
-            .arg(uid)
-            .arg(sid)
-            .arg(at)
-            .arg(if like { "1" } else { "0" })
-            .arg(self.shard_trim(self.shard_maxlen()))
-            .arg(self.keys.log_channel(shard))
-            .arg(&event.json)
-            .arg(
-                body(&Event::Unlike {
-                    at,
-                    status_id: sid,
-                    source: uid,
-                    target: author,
-                })
-                .json,
-            )
-            .arg(self.publish_command())
-            .arg(shard)
-            .invoke_async(&mut conn)
-            .await?;
-        self.caches.counts.forget(sid);
-        let (changed, likes) = redis::from_redis_value::<(i64, u64)>(reply)
-            .map_err(|_| StoreError::NotFound("status"))?;
-        Ok((changed == 1, likes))
-    }
+/// [`Likes::set`](crate::store::entities::likes::Likes::set) on one Redis: `like_whole.lua`, every step in one
+/// atomic script (one round trip, no outbox entry).
+pub(crate) async fn like_whole(
+    store: &Store,
+    uid: u64,
+    sid: u64,
+    author: u64,
+    private: bool,
+    like: bool,
+) -> StoreResult<(bool, u64)> {
+    let at = now();
+    let event = body(&Event::Like {
+        at,
+        status_id: sid,
+        source: uid,
+        target: author,
+        private,
+    });
+    let shard = store.keys.log_shard(event.key);
+    let mut conn = store.conn();
+    let reply: redis::Value = store
+        .scripts
+        .like_whole
+        .key(store.keys.status(sid))
+        .key(store.keys.likers(sid))
+        .key(store.keys.likes(uid))
+        .key(store.keys.log_events(shard))
+        .arg(uid)
+        .arg(sid)
+        .arg(at)
+        .arg(if like { "1" } else { "0" })
+        .arg(store.shard_trim(store.shard_maxlen()))
+        .arg(store.keys.log_channel(shard))
+        .arg(&event.json)
+        .arg(
+            body(&Event::Unlike {
+                at,
+                status_id: sid,
+                source: uid,
+                target: author,
+            })
+            .json,
+        )
+        .arg(store.publish_command())
+        .arg(shard)
+        .invoke_async(&mut conn)
+        .await?;
+    store.caches.counts.forget(sid);
+    let (changed, likes) =
+        redis::from_redis_value::<(i64, u64)>(reply).map_err(|_| StoreError::NotFound("status"))?;
+    Ok((changed == 1, likes))
 }
 
 impl LikeOp {

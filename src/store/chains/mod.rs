@@ -20,7 +20,7 @@ pub(crate) mod follow;
 pub(crate) mod like;
 pub(crate) mod message;
 pub(crate) mod op;
-pub(crate) mod payloads;
+pub mod payloads;
 pub(crate) mod post;
 pub(crate) mod relate;
 pub(crate) mod rename;
@@ -66,77 +66,75 @@ impl Count {
     }
 }
 
-impl Store {
-    /// A reply enters or leaves its parent's replies.
-    async fn count_reply(
-        &self,
-        parent: u64,
-        sid: u64,
-        score: u64,
-        count: Count,
-    ) -> StoreResult<()> {
-        let mut conn = self.conn();
-        let _: i64 = self
-            .scripts
-            .replies_count
-            .key(self.keys.status(parent))
-            .key(self.keys.replies(parent))
+/// A reply enters or leaves its parent's replies.
+async fn count_reply(
+    store: &Store,
+    parent: u64,
+    sid: u64,
+    score: u64,
+    count: Count,
+) -> StoreResult<()> {
+    let mut conn = store.conn();
+    let _: i64 = store
+        .scripts
+        .replies_count
+        .key(store.keys.status(parent))
+        .key(store.keys.replies(parent))
+        .arg(count.flag())
+        .arg(sid)
+        .arg(score)
+        .invoke_async(&mut conn)
+        .await?;
+    Ok(())
+}
+
+/// A public status's hashtags counted in (or out of) its minute's
+/// trending bucket, once: one call in each trending partition its tags
+/// fall in (each call idempotent in its own slot).
+async fn count_trend(
+    store: &Store,
+    member: &str,
+    posted: f64,
+    tags: &[String],
+    count: Count,
+) -> StoreResult<()> {
+    let minute = (posted / 60.0) as u64;
+    let mut conn = store.conn();
+    for (p, group) in trend_groups(tags) {
+        let mut inv = store.scripts.trend.prepare_invoke();
+        inv.key(store.keys.trend_bucket(p, minute))
+            .key(store.keys.trend_seen(p, minute))
             .arg(count.flag())
-            .arg(sid)
-            .arg(score)
-            .invoke_async(&mut conn)
-            .await?;
-        Ok(())
-    }
-
-    /// A public status's hashtags counted in (or out of) its minute's
-    /// trending bucket, once: one call in each trending partition its tags
-    /// fall in (each call idempotent in its own slot).
-    async fn count_trend(
-        &self,
-        member: &str,
-        posted: f64,
-        tags: &[String],
-        count: Count,
-    ) -> StoreResult<()> {
-        let minute = (posted / 60.0) as u64;
-        let mut conn = self.conn();
-        for (p, group) in trend_groups(tags) {
-            let mut inv = self.scripts.trend.prepare_invoke();
-            inv.key(self.keys.trend_bucket(p, minute))
-                .key(self.keys.trend_seen(p, minute))
-                .arg(count.flag())
-                .arg(member)
-                .arg(TREND_BUCKET_TTL);
-            for t in &group {
-                inv.arg(t);
-            }
-            let _: i64 = inv.invoke_async(&mut conn).await?;
+            .arg(member)
+            .arg(TREND_BUCKET_TTL);
+        for t in &group {
+            inv.arg(t);
         }
-        Ok(())
+        let _: i64 = inv.invoke_async(&mut conn).await?;
     }
+    Ok(())
+}
 
-    /// The repost mapping of `original` (`repost_claim.lua`, the original's
-    /// slot): `uid`'s repost `sid` claimed (`claim`) or released. The
-    /// script's answer: `ok`, or `reposted` with the first repost's id, or
-    /// `missing`.
-    pub(super) async fn repost_claim(
-        &self,
-        original: u64,
-        uid: u64,
-        sid: u64,
-        claim: bool,
-    ) -> StoreResult<Vec<String>> {
-        let mut conn = self.conn();
-        Ok(self
-            .scripts
-            .repost_claim
-            .key(self.keys.status(original))
-            .key(self.keys.reposters(original))
-            .arg(if claim { "1" } else { "0" })
-            .arg(uid)
-            .arg(sid)
-            .invoke_async(&mut conn)
-            .await?)
-    }
+/// The repost mapping of `original` (`repost_claim.lua`, the original's
+/// slot): `uid`'s repost `sid` claimed (`claim`) or released. The
+/// script's answer: `ok`, or `reposted` with the first repost's id, or
+/// `missing`.
+pub(super) async fn repost_claim(
+    store: &Store,
+    original: u64,
+    uid: u64,
+    sid: u64,
+    claim: bool,
+) -> StoreResult<Vec<String>> {
+    let mut conn = store.conn();
+    Ok(store
+        .scripts
+        .repost_claim
+        .key(store.keys.status(original))
+        .key(store.keys.reposters(original))
+        .arg(if claim { "1" } else { "0" })
+        .arg(uid)
+        .arg(sid)
+        .invoke_async(&mut conn)
+        .await?)
 }

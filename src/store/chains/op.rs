@@ -5,13 +5,13 @@
 
 use super::entry::Entry;
 use super::finish::{Outbox, IDEMPOTENCY_TTL};
-use crate::store::chains::account::DeleteAccountOp;
 use crate::store::chains::delete::DeleteOp;
 use crate::store::chains::edit::EditOp;
 use crate::store::chains::end_sessions::EndSessionsOp;
 use crate::store::chains::follow::FollowOp;
 use crate::store::chains::like::LikeOp;
 use crate::store::chains::message::MessageOp;
+use crate::store::chains::payloads::DeleteAccountOp;
 use crate::store::chains::post::PostOp;
 use crate::store::chains::relate::RelateOp;
 use crate::store::chains::rename::RenameOp;

@@ -2,7 +2,7 @@
 //! chain (the repost mapping, the status, the author's timelines, the
 //! indices, the first followers' homes, then the events); and a post on
 //! one Redis in one atomic script, `post_whole.lua` (no outbox entry, no
-//! chain: [`Store::post_whole`]). Group statuses, replies to private
+//! chain: [`post_whole`]). Group statuses, replies to private
 //! statuses, posts of authors past `--fanout-inline` followers, and every
 //! post on a cluster take the chain. [`store::statuses`](crate::store::entities::statuses) chooses.
 
@@ -10,6 +10,7 @@ use super::{unique_tags, Count, INDEX_CAP, TREND_BUCKET_TTL};
 use crate::model::{timeline_score, trims_homes, Event, Status, HOME_CAP};
 use crate::store::chains::entry::Entry;
 use crate::store::chains::finish::{Finish, IDEMPOTENCY_TTL};
+use crate::store::chains::{count_reply, count_trend, repost_claim};
 use crate::store::events::body;
 use crate::store::fanout::FanoutKind;
 use crate::store::handle::Store;
@@ -48,156 +49,153 @@ pub(crate) enum PostEnd {
     Missing(&'static str),
 }
 
-impl Store {
-    /// Whether [`Store::post_whole`] may take this post.
-    pub(crate) fn posts_whole(&self, status: &Status) -> bool {
-        !self.is_cluster()
-            && (status.repost_of.is_none() || status.repost_of_uid.is_some())
-            && status.group_id.is_none()
-            && status.audience.is_none()
-            && !status.group_private
-    }
+/// Whether [`post_whole`] may take this post.
+pub(crate) fn posts_whole(store: &Store, status: &Status) -> bool {
+    !store.is_cluster()
+        && (status.repost_of.is_none() || status.repost_of_uid.is_some())
+        && status.group_id.is_none()
+        && status.audience.is_none()
+        && !status.group_private
+}
 
-    /// Posts `status` whole. `None`: the author has more followers than
-    /// the inline fan-out reaches, nothing was written, and the caller
-    /// takes the chain. An Idempotency-Key used before gives
-    /// [`Whole::Duplicate`] with its first answer (which may be a chain's
-    /// `pending|` entry, for the caller to finish).
-    pub(crate) async fn post_whole(
-        &self,
-        status: &Status,
-        opts: &PostOptions<'_>,
-        fields: &HashMap<String, String>,
-    ) -> StoreResult<Option<Whole>> {
-        let sid = parse_id(&status.id)?;
-        let uid = parse_id(&status.uid)?;
-        let parent = status.parent_id();
-        let original = status.original_id();
-        let original_uid: Option<u64> =
-            status.repost_of_uid.as_deref().and_then(|t| t.parse().ok());
-        let tags = unique_tags(&status.hashtags);
-        let trending: &[String] = if opts.private { &[] } else { &tags };
-        let indexed: Vec<String> = opts
-            .mentioned
-            .iter()
-            .map(|m| self.keys.mentions(*m))
-            .chain(tags.iter().map(|t| self.keys.tag(t)))
-            .collect();
-        let at = status.posted;
-        let mut events = vec![body(&Event::Status {
+/// Posts `status` whole. `None`: the author has more followers than
+/// the inline fan-out reaches, nothing was written, and the caller
+/// takes the chain. An Idempotency-Key used before gives
+/// [`Whole::Duplicate`] with its first answer (which may be a chain's
+/// `pending|` entry, for the caller to finish).
+pub(crate) async fn post_whole(
+    store: &Store,
+    status: &Status,
+    opts: &PostOptions<'_>,
+    fields: &HashMap<String, String>,
+) -> StoreResult<Option<Whole>> {
+    let sid = parse_id(&status.id)?;
+    let uid = parse_id(&status.uid)?;
+    let parent = status.parent_id();
+    let original = status.original_id();
+    let original_uid: Option<u64> = status.repost_of_uid.as_deref().and_then(|t| t.parse().ok());
+    let tags = unique_tags(&status.hashtags);
+    let trending: &[String] = if opts.private { &[] } else { &tags };
+    let indexed: Vec<String> = opts
+        .mentioned
+        .iter()
+        .map(|m| store.keys.mentions(*m))
+        .chain(tags.iter().map(|t| store.keys.tag(t)))
+        .collect();
+    let at = status.posted;
+    let mut events = vec![body(&Event::Status {
+        at,
+        status: status.clone(),
+        private: opts.private,
+        audience: None,
+    })];
+    for &target in opts.mentioned {
+        events.push(body(&Event::Mention {
             at,
             status: status.clone(),
+            target,
             private: opts.private,
-            audience: None,
-        })];
-        for &target in opts.mentioned {
-            events.push(body(&Event::Mention {
-                at,
-                status: status.clone(),
-                target,
-                private: opts.private,
-            }));
+        }));
+    }
+    if let Some(target) = original_uid.filter(|_| opts.notify_original) {
+        events.push(body(&Event::Repost {
+            at,
+            status: status.clone(),
+            target,
+            private: opts.private,
+        }));
+    }
+    let minute = (at / 60.0) as u64;
+    let mut inv = store.scripts.post_whole.prepare_invoke();
+    inv.key(store.keys.status(sid))
+        .key(store.keys.user(uid))
+        .key(store.keys.profile(uid))
+        .key(store.keys.home(uid))
+        .key(store.keys.followers(uid))
+        .key(store.keys.log_events(store.keys.log_shard(sid)));
+    match parent {
+        Some(p) => inv.key(store.keys.status(p)).key(store.keys.replies(p)),
+        None => inv.key(store.keys.status(sid)).key(store.keys.status(sid)),
+    };
+    let idempotency = opts.idempotency_key.map(|k| store.keys.idempotency(uid, k));
+    inv.key(idempotency.unwrap_or_else(|| store.keys.status(sid)));
+    match original {
+        Some(o) => inv.key(store.keys.status(o)).key(store.keys.reposters(o)),
+        None => inv.key(store.keys.status(sid)).key(store.keys.status(sid)),
+    };
+    for key in &indexed {
+        inv.key(key);
+    }
+    let groups = trend_groups(trending);
+    for (p, _) in &groups {
+        inv.key(store.keys.trend_bucket(*p, minute))
+            .key(store.keys.trend_seen(*p, minute));
+    }
+    inv.arg(sid)
+        .arg(at)
+        .arg(uid)
+        .arg(if trims_homes(sid) { HOME_CAP } else { 0 })
+        .arg(INDEX_CAP)
+        .arg(store.fanout_inline)
+        .arg(store.shard_trim(store.shard_maxlen()))
+        .arg("PUBLISH")
+        .arg(store.keys.home(0))
+        .arg(store.keys.hide(0))
+        .arg(if parent.is_some() { "1" } else { "0" })
+        .arg(indexed.len())
+        .arg(groups.len())
+        .arg(TREND_BUCKET_TTL)
+        .arg(fields.iter().filter(|(k, _)| *k != "id").count())
+        .arg(events.len())
+        .arg(original_uid.map_or(String::new(), |o| o.to_string()))
+        .arg(store.keys.hidden_by(0));
+    for (_, group) in &groups {
+        inv.arg(group.len());
+        for t in group {
+            inv.arg(t);
         }
-        if let Some(target) = original_uid.filter(|_| opts.notify_original) {
-            events.push(body(&Event::Repost {
-                at,
-                status: status.clone(),
-                target,
-                private: opts.private,
-            }));
+    }
+    for (k, v) in fields.iter().filter(|(k, _)| *k != "id") {
+        inv.arg(k).arg(v);
+    }
+    for e in &events {
+        let k = store.keys.log_shard(e.key);
+        inv.arg(k)
+            .arg(store.keys.log_events(k))
+            .arg(store.keys.log_channel(k))
+            .arg(&e.json);
+    }
+    let answer = match opts.idempotency_key {
+        Some(_) => {
+            serde_json::to_string(status).map_err(|e| StoreError::Internal(e.to_string()))?
         }
-        let minute = (at / 60.0) as u64;
-        let mut inv = self.scripts.post_whole.prepare_invoke();
-        inv.key(self.keys.status(sid))
-            .key(self.keys.user(uid))
-            .key(self.keys.profile(uid))
-            .key(self.keys.home(uid))
-            .key(self.keys.followers(uid))
-            .key(self.keys.log_events(self.keys.log_shard(sid)));
-        match parent {
-            Some(p) => inv.key(self.keys.status(p)).key(self.keys.replies(p)),
-            None => inv.key(self.keys.status(sid)).key(self.keys.status(sid)),
-        };
-        let idempotency = opts.idempotency_key.map(|k| self.keys.idempotency(uid, k));
-        inv.key(idempotency.unwrap_or_else(|| self.keys.status(sid)));
-        match original {
-            Some(o) => inv.key(self.keys.status(o)).key(self.keys.reposters(o)),
-            None => inv.key(self.keys.status(sid)).key(self.keys.status(sid)),
-        };
-        for key in &indexed {
-            inv.key(key);
-        }
-        let groups = trend_groups(trending);
-        for (p, _) in &groups {
-            inv.key(self.keys.trend_bucket(*p, minute))
-                .key(self.keys.trend_seen(*p, minute));
-        }
-        inv.arg(sid)
-            .arg(at)
-            .arg(uid)
-            .arg(if trims_homes(sid) { HOME_CAP } else { 0 })
-            .arg(INDEX_CAP)
-            .arg(self.fanout_inline)
-            .arg(self.shard_trim(self.shard_maxlen()))
-            .arg("PUBLISH")
-            .arg(self.keys.home(0))
-            .arg(self.keys.hide(0))
-            .arg(if parent.is_some() { "1" } else { "0" })
-            .arg(indexed.len())
-            .arg(groups.len())
-            .arg(TREND_BUCKET_TTL)
-            .arg(fields.iter().filter(|(k, _)| *k != "id").count())
-            .arg(events.len())
-            .arg(original_uid.map_or(String::new(), |o| o.to_string()))
-            .arg(self.keys.hidden_by(0));
-        for (_, group) in &groups {
-            inv.arg(group.len());
-            for t in group {
-                inv.arg(t);
+        None => String::new(),
+    };
+    inv.arg(answer).arg(IDEMPOTENCY_TTL);
+    let mut conn = store.conn();
+    let reply: redis::Value = inv.invoke_async(&mut conn).await?;
+    for id in parent.into_iter().chain(original) {
+        store.caches.counts.forget(id);
+    }
+    if let Ok((word, first)) = redis::from_redis_value::<(String, String)>(reply.clone()) {
+        match word.as_str() {
+            "dup" => return Ok(Some(Whole::Duplicate(first))),
+            "reposted" => {
+                let id = first.parse().unwrap_or(0);
+                return Ok(Some(Whole::Done(Posted::Reposted(id))));
             }
+            _ => {}
         }
-        for (k, v) in fields.iter().filter(|(k, _)| *k != "id") {
-            inv.arg(k).arg(v);
-        }
-        for e in &events {
-            let k = self.keys.log_shard(e.key);
-            inv.arg(k)
-                .arg(self.keys.log_events(k))
-                .arg(self.keys.log_channel(k))
-                .arg(&e.json);
-        }
-        let answer = match opts.idempotency_key {
-            Some(_) => {
-                serde_json::to_string(status).map_err(|e| StoreError::Internal(e.to_string()))?
-            }
-            None => String::new(),
-        };
-        inv.arg(answer).arg(IDEMPOTENCY_TTL);
-        let mut conn = self.conn();
-        let reply: redis::Value = inv.invoke_async(&mut conn).await?;
-        for id in parent.into_iter().chain(original) {
-            self.caches.counts.forget(id);
-        }
-        if let Ok((word, first)) = redis::from_redis_value::<(String, String)>(reply.clone()) {
-            match word.as_str() {
-                "dup" => return Ok(Some(Whole::Duplicate(first))),
-                "reposted" => {
-                    let id = first.parse().unwrap_or(0);
-                    return Ok(Some(Whole::Done(Posted::Reposted(id))));
-                }
-                _ => {}
-            }
-        }
-        match redis::from_redis_value::<String>(reply) {
-            Ok(word) if word == "chain" => Ok(None),
-            Ok(word) if word == "nouser" => Err(StoreError::NotFound("user")),
-            Ok(word) if word == "missing" => Err(StoreError::NotFound("status")),
-            _ => Ok(Some(Whole::Done(Posted::Created))),
-        }
+    }
+    match redis::from_redis_value::<String>(reply) {
+        Ok(word) if word == "chain" => Ok(None),
+        Ok(word) if word == "nouser" => Err(StoreError::NotFound("user")),
+        Ok(word) if word == "missing" => Err(StoreError::NotFound("status")),
+        _ => Ok(Some(Whole::Done(Posted::Created))),
     }
 }
 
-/// What [`Store::post_whole`] did.
+/// What [`post_whole`] did.
 pub(crate) enum Whole {
     /// The post is made (or refused).
     Done(Posted),
@@ -234,7 +232,7 @@ impl PostOp {
             Ok(end)
         };
         if let Some(original) = original {
-            let reply: Vec<String> = store.repost_claim(original, uid, sid, true).await?;
+            let reply: Vec<String> = repost_claim(store, original, uid, sid, true).await?;
             match reply.first().map(String::as_str) {
                 Some("reposted") => {
                     let first = reply.get(1).and_then(|id| id.parse().ok()).unwrap_or(0);
@@ -294,7 +292,7 @@ impl PostOp {
                     .and_then(|s| s.group_id)
                     == status.group_id;
             if counted {
-                store.count_reply(p, sid, score, Count::In).await?;
+                count_reply(store, p, sid, score, Count::In).await?;
             }
         }
         // A private group's statuses stay out of hashtag timelines (its
@@ -315,9 +313,7 @@ impl PostOp {
             let _: () = pipe.query_async(&mut conn).await?;
         }
         if !private && !tags.is_empty() {
-            store
-                .count_trend(&sid.to_string(), status.posted, &tags, Count::In)
-                .await?;
+            count_trend(store, &sid.to_string(), status.posted, &tags, Count::In).await?;
         }
         for id in parent.into_iter().chain(original) {
             store.caches.counts.forget(id);

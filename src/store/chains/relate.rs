@@ -7,6 +7,7 @@ use crate::hides::{self, Change};
 use crate::model::{Event, HOME_CAP};
 use crate::store::chains::entry::Entry;
 use crate::store::events::body;
+use crate::store::fanout::home_hide;
 use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use redis::AsyncCommands;
@@ -40,132 +41,114 @@ struct Side {
     cut_follower: bool,
 }
 
-impl Store {
-    /// One side of a relation change (`relate.lua` on `uid`'s keys), with
-    /// the list the source keeps (key, score, cap) on the source's side.
-    #[allow(clippy::too_many_arguments)]
-    async fn relate_side(
-        &self,
-        uid: u64,
-        other: u64,
-        bit: u8,
-        on: bool,
-        n: u64,
-        list: Option<(&str, f64, usize)>,
-        cuts: bool,
-    ) -> StoreResult<Side> {
-        let hide = self.keys.hide(uid);
-        let (list_key, score, cap) = match list {
-            Some((key, score, cap)) => (key.to_string(), score, cap),
-            None => (hide.clone(), 0.0, 0),
-        };
-        let mut conn = self.conn();
-        let mut inv = self.scripts.relate.prepare_invoke();
-        inv.key(&hide)
-            .key(list_key)
-            .key(self.keys.following(uid))
-            .key(self.keys.followers(uid))
-            .key(self.keys.requests(uid))
-            .key(self.keys.requested(uid))
-            .key(self.keys.user(uid))
-            .key(self.keys.follow_applied(uid))
-            .key(self.keys.follower_seq(uid))
-            .arg(other)
-            .arg(bit)
-            .arg(if on { "1" } else { "0" })
-            .arg(n)
-            .arg(score)
-            .arg(if list.is_some() { "1" } else { "0" })
-            .arg(cap)
-            .arg(if cuts { "1" } else { "0" });
-        // On one Redis the other side's index of who hides them changes
-        // with the bits (`Keys::hidden_by`, read by `post_whole.lua`).
-        if !self.is_cluster() {
-            inv.key(self.keys.hidden_by(other)).arg(uid);
-        }
-        let (outcome, bits, seq, cf, cr): (i64, u8, u64, i64, i64) =
-            inv.invoke_async(&mut conn).await?;
-        Ok(Side {
-            outcome,
-            bits,
-            seq,
-            cut_following: cf == 1,
-            cut_follower: cr == 1,
+/// One side of a relation change (`relate.lua` on `uid`'s keys), with
+/// the list the source keeps (key, score, cap) on the source's side.
+#[allow(clippy::too_many_arguments)]
+async fn relate_side(
+    store: &Store,
+    uid: u64,
+    other: u64,
+    bit: u8,
+    on: bool,
+    n: u64,
+    list: Option<(&str, f64, usize)>,
+    cuts: bool,
+) -> StoreResult<Side> {
+    let hide = store.keys.hide(uid);
+    let (list_key, score, cap) = match list {
+        Some((key, score, cap)) => (key.to_string(), score, cap),
+        None => (hide.clone(), 0.0, 0),
+    };
+    let mut conn = store.conn();
+    let mut inv = store.scripts.relate.prepare_invoke();
+    inv.key(&hide)
+        .key(list_key)
+        .key(store.keys.following(uid))
+        .key(store.keys.followers(uid))
+        .key(store.keys.requests(uid))
+        .key(store.keys.requested(uid))
+        .key(store.keys.user(uid))
+        .key(store.keys.follow_applied(uid))
+        .key(store.keys.follower_seq(uid))
+        .arg(other)
+        .arg(bit)
+        .arg(if on { "1" } else { "0" })
+        .arg(n)
+        .arg(score)
+        .arg(if list.is_some() { "1" } else { "0" })
+        .arg(cap)
+        .arg(if cuts { "1" } else { "0" });
+    // On one Redis the other side's index of who hides them changes
+    // with the bits (`Keys::hidden_by`, read by `post_whole.lua`).
+    if !store.is_cluster() {
+        inv.key(store.keys.hidden_by(other)).arg(uid);
+    }
+    let (outcome, bits, seq, cf, cr): (i64, u8, u64, i64, i64) =
+        inv.invoke_async(&mut conn).await?;
+    Ok(Side {
+        outcome,
+        bits,
+        seq,
+        cut_following: cf == 1,
+        cut_follower: cr == 1,
+    })
+}
+
+/// Takes `other`'s statuses and reposts of them out of `viewer`'s home
+/// while a relation hides them (`home_hide.lua` checks it).
+async fn hide_in_home(store: &Store, viewer: u64, other: u64) -> StoreResult<()> {
+    let mut conn = store.conn();
+    let ids: Vec<u64> = conn.zrange(store.keys.home(viewer), 0, -1).await?;
+    let found = store.statuses().many(&ids).await?;
+    let other_s = other.to_string();
+    let hit: Vec<u64> = found
+        .iter()
+        .filter_map(|(id, s)| {
+            let s = &s.as_ref()?.status;
+            (s.uid == other_s || s.repost_of_uid.as_deref() == Some(other_s.as_str()))
+                .then_some(*id)
         })
-    }
+        .collect();
+    home_hide(store, viewer, other, &hit).await
+}
 
-    /// Takes `other`'s statuses and reposts of them out of `viewer`'s home
-    /// while a relation hides them (`home_hide.lua` checks it).
-    async fn hide_in_home(&self, viewer: u64, other: u64) -> StoreResult<()> {
-        let mut conn = self.conn();
-        let ids: Vec<u64> = conn.zrange(self.keys.home(viewer), 0, -1).await?;
-        let found = self.statuses().many(&ids).await?;
-        let other_s = other.to_string();
-        let hit: Vec<u64> = found
+/// After an unmute: `other`'s newest statuses come back into `viewer`'s
+/// home, as a follow's backfill brings them, if `viewer` follows them.
+async fn unhide_in_home(store: &Store, viewer: u64, other: u64) -> StoreResult<()> {
+    let mut conn = store.conn();
+    let newest: Vec<(String, f64)> = conn
+        .zrevrange_withscores(store.keys.profile(other), 0, HOME_CAP as isize - 1)
+        .await?;
+    if newest.is_empty() {
+        return Ok(());
+    }
+    let mut inv = store.scripts.home_unhide.prepare_invoke();
+    inv.key(store.keys.following(viewer))
+        .key(store.keys.home(viewer))
+        .key(store.keys.hide(viewer))
+        .arg(other)
+        .arg(HOME_CAP);
+    for (id, score) in &newest {
+        inv.arg(id).arg(score);
+    }
+    let added: i64 = inv.invoke_async(&mut conn).await?;
+    if added > 0 {
+        let ids: Vec<u64> = newest
             .iter()
-            .filter_map(|(id, s)| {
-                let s = &s.as_ref()?.status;
-                (s.uid == other_s || s.repost_of_uid.as_deref() == Some(other_s.as_str()))
-                    .then_some(*id)
-            })
+            .filter_map(|(id, _)| id.parse().ok())
             .collect();
-        self.home_hide(viewer, other, &hit).await
-    }
-
-    /// `home_hide.lua`: `ids` leave `viewer`'s home if a relation with
-    /// `other` still hides them.
-    pub(crate) async fn home_hide(&self, viewer: u64, other: u64, ids: &[u64]) -> StoreResult<()> {
-        if ids.is_empty() {
-            return Ok(());
-        }
-        let mut conn = self.conn();
-        let mut inv = self.scripts.home_hide.prepare_invoke();
-        inv.key(self.keys.hide(viewer))
-            .key(self.keys.home(viewer))
-            .arg(other)
-            .arg(hides::FEED);
-        for id in ids {
-            inv.arg(id);
-        }
-        let _: i64 = inv.invoke_async(&mut conn).await?;
-        Ok(())
-    }
-
-    /// After an unmute: `other`'s newest statuses come back into `viewer`'s
-    /// home, as a follow's backfill brings them, if `viewer` follows them.
-    async fn unhide_in_home(&self, viewer: u64, other: u64) -> StoreResult<()> {
-        let mut conn = self.conn();
-        let newest: Vec<(String, f64)> = conn
-            .zrevrange_withscores(self.keys.profile(other), 0, HOME_CAP as isize - 1)
+        let hidden: Vec<u64> = store
+            .relations()
+            .hides(viewer)
+            .await?
+            .others(hides::FEED)
+            .collect();
+        store
+            .fanout()
+            .settle_backfill(viewer, &ids, &hidden)
             .await?;
-        if newest.is_empty() {
-            return Ok(());
-        }
-        let mut inv = self.scripts.home_unhide.prepare_invoke();
-        inv.key(self.keys.following(viewer))
-            .key(self.keys.home(viewer))
-            .key(self.keys.hide(viewer))
-            .arg(other)
-            .arg(HOME_CAP);
-        for (id, score) in &newest {
-            inv.arg(id).arg(score);
-        }
-        let added: i64 = inv.invoke_async(&mut conn).await?;
-        if added > 0 {
-            let ids: Vec<u64> = newest
-                .iter()
-                .filter_map(|(id, _)| id.parse().ok())
-                .collect();
-            let hidden: Vec<u64> = self
-                .relations()
-                .hides(viewer)
-                .await?
-                .others(hides::FEED)
-                .collect();
-            self.fanout().settle_backfill(viewer, &ids, &hidden).await?;
-        }
-        Ok(())
     }
+    Ok(())
 }
 
 impl RelateOp {
@@ -184,17 +167,17 @@ impl RelateOp {
             Relation::Block => (store.keys.blocks(source), store.limits.max_blocks),
             Relation::Mute => (store.keys.mutes(source), store.limits.max_mutes),
         };
-        let src = store
-            .relate_side(
-                source,
-                target,
-                kind.bit(),
-                on,
-                entry.n,
-                Some((&list, -at, cap)),
-                block,
-            )
-            .await?;
+        let src = relate_side(
+            store,
+            source,
+            target,
+            kind.bit(),
+            on,
+            entry.n,
+            Some((&list, -at, cap)),
+            block,
+        )
+        .await?;
         match src.outcome {
             1 => {}
             -2 => {
@@ -227,9 +210,17 @@ impl RelateOp {
         // Follows ended, source -> target and target -> source.
         let (mut s_to_t, mut t_to_s) = (src.cut_following, src.cut_follower);
         if block {
-            let tgt = store
-                .relate_side(target, source, hides::BLOCKED_BY, on, entry.n, None, true)
-                .await?;
+            let tgt = relate_side(
+                store,
+                target,
+                source,
+                hides::BLOCKED_BY,
+                on,
+                entry.n,
+                None,
+                true,
+            )
+            .await?;
             if tgt.outcome == 1 {
                 changes.push(Change {
                     uid: target,
@@ -242,12 +233,12 @@ impl RelateOp {
             }
         }
         if on {
-            store.hide_in_home(source, target).await?;
+            hide_in_home(store, source, target).await?;
             if block {
-                store.hide_in_home(target, source).await?;
+                hide_in_home(store, target, source).await?;
             }
         } else if !block {
-            store.unhide_in_home(source, target).await?;
+            unhide_in_home(store, source, target).await?;
         }
         let mut events = vec![body(&Event::Relation { at, changes })];
         if s_to_t {

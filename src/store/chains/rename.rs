@@ -35,46 +35,44 @@ const RELABEL_PAGE: isize = 500;
 /// Status ids per `statuses_changed` event.
 const RELABEL_EVENT: usize = 500;
 
-impl Store {
-    /// Writes `login` into every status of `uid`'s (a page of the profile
-    /// at a time) and forgets them in this process's cache; returns their ids.
-    async fn relabel_statuses(&self, uid: u64, login: &str) -> StoreResult<Vec<u64>> {
-        let mut all = Vec::new();
-        let mut start = 0isize;
-        loop {
-            let mut conn = self.conn();
-            let page: Vec<u64> = conn
-                .zrange(self.keys.profile(uid), start, start + RELABEL_PAGE - 1)
-                .await?;
-            if page.is_empty() {
-                break;
-            }
-            start += page.len() as isize;
-            let written: Vec<StoreResult<i64>> = futures::stream::iter(page.iter().copied())
-                .map(|sid| async move {
-                    let mut conn = self.conn();
-                    Ok(self
-                        .scripts
-                        .status_login
-                        .key(self.keys.status(sid))
-                        .arg(uid)
-                        .arg(login)
-                        .invoke_async(&mut conn)
-                        .await?)
-                })
-                .buffer_unordered(32)
-                .collect()
-                .await;
-            for w in written {
-                w?;
-            }
-            for sid in &page {
-                self.caches.status.forget(*sid);
-            }
-            all.extend(page);
+/// Writes `login` into every status of `uid`'s (a page of the profile
+/// at a time) and forgets them in this process's cache; returns their ids.
+async fn relabel_statuses(store: &Store, uid: u64, login: &str) -> StoreResult<Vec<u64>> {
+    let mut all = Vec::new();
+    let mut start = 0isize;
+    loop {
+        let mut conn = store.conn();
+        let page: Vec<u64> = conn
+            .zrange(store.keys.profile(uid), start, start + RELABEL_PAGE - 1)
+            .await?;
+        if page.is_empty() {
+            break;
         }
-        Ok(all)
+        start += page.len() as isize;
+        let written: Vec<StoreResult<i64>> = futures::stream::iter(page.iter().copied())
+            .map(|sid| async move {
+                let mut conn = store.conn();
+                Ok(store
+                    .scripts
+                    .status_login
+                    .key(store.keys.status(sid))
+                    .arg(uid)
+                    .arg(login)
+                    .invoke_async(&mut conn)
+                    .await?)
+            })
+            .buffer_unordered(32)
+            .collect()
+            .await;
+        for w in written {
+            w?;
+        }
+        for sid in &page {
+            store.caches.status.forget(*sid);
+        }
+        all.extend(page);
     }
+    Ok(all)
 }
 
 impl RenameOp {
@@ -117,8 +115,7 @@ impl RenameOp {
         if field == "login" {
             // Every status the user wrote shows the new login from now on;
             // the hubs of every process drop the old copies from their caches.
-            for ids in store
-                .relabel_statuses(*uid, new)
+            for ids in relabel_statuses(store, *uid, new)
                 .await?
                 .chunks(RELABEL_EVENT)
             {

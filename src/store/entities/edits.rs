@@ -2,20 +2,47 @@
 //! outbox (an idempotency key answers a repeat) and runs its chain
 //! (`chains/edit.rs`, which a worker runs too if the request dies).
 
+use crate::model::Version;
 use crate::store::chains::edit::{EditOp, EditRefused, Edited};
 use crate::store::handle::Store;
 use crate::store::outbox::{Begun, Op, Owed};
 use crate::store::plumbing::error::{StoreError, StoreResult};
+use redis::AsyncCommands;
+
+/// Edits of statuses (`Store::edits`).
+#[derive(Clone, Copy)]
+pub struct Edits<'a> {
+    store: &'a Store,
+}
 
 impl Store {
+    /// Edits of statuses.
+    pub fn edits(&self) -> Edits<'_> {
+        Edits { store: self }
+    }
+}
+
+impl Edits<'_> {
+    /// A status's versions, oldest first (none if it was never edited).
+    pub async fn versions(self, sid: u64) -> StoreResult<Vec<Version>> {
+        let mut conn = self.store.conn();
+        let raw: Vec<String> = conn
+            .lrange(self.store.keys.status_versions(sid), 0, -1)
+            .await?;
+        Ok(raw
+            .iter()
+            .filter_map(|v| serde_json::from_str(v).ok())
+            .collect())
+    }
+
     /// Edits status `sid` by `uid` (see [`EditOp::run`](crate::store::chains::edit::EditOp::run)). With an
     /// idempotency key this author used for an edit of this status within
     /// [`IDEMPOTENCY_TTL`](crate::store::outbox::IDEMPOTENCY_TTL), edits
     /// nothing (finishing the first edit if it is still under way) and
     /// answers the status as it is.
     #[allow(clippy::too_many_arguments)]
-    pub async fn edit_status(
-        &self,
+    pub async fn edit(
+        self,
         sid: u64,
         uid: u64,
         message: &str,
@@ -38,18 +65,19 @@ impl Store {
             at,
             idempotency_key: idempotency_key.clone(),
         });
-        let key = idempotency_key.map(|k| self.keys.idempotency(uid, &k));
-        let owed = match self.outbox().begin(&op, key.as_deref()).await? {
+        let store = self.store;
+        let key = idempotency_key.map(|k| store.keys.idempotency(uid, &k));
+        let owed = match store.outbox().begin(&op, key.as_deref()).await? {
             Begun::Started(owed) => *owed,
             Begun::Duplicate(first) => {
                 if let Some(pending) = first.strip_prefix("pending|") {
                     if let Some(owed) =
-                        Owed::decode_pending(pending, self.outbox().lease_deadline())
+                        Owed::decode_pending(pending, store.outbox().lease_deadline())
                     {
-                        self.outbox().complete(&owed).await?;
+                        store.outbox().complete(&owed).await?;
                     }
                 }
-                return match self.statuses().get(sid).await {
+                return match store.statuses().get(sid).await {
                     Ok(status) => Ok(Edited::Done(Box::new(status))),
                     Err(StoreError::NotFound(_)) => Ok(Edited::Refused(EditRefused::Missing)),
                     Err(e) => Err(e),
@@ -59,6 +87,6 @@ impl Store {
         let Op::Edit(op) = &owed.op else {
             return Err(StoreError::Internal("not an edit".into()));
         };
-        op.run(self, &owed.entry).await
+        op.run(store, &owed.entry).await
     }
 }

@@ -4,6 +4,7 @@
 //! home timeline gains or loses the followee's newest statuses (step 3).
 //! Each step touches one user's keys only, and any step may be retried.
 
+use crate::store::chains::follow::follow_whole;
 use crate::store::chains::follow::FollowOp;
 pub use crate::store::chains::follow::FOLLOW_COPY_BUDGET;
 use crate::store::handle::Store;
@@ -51,10 +52,7 @@ impl Follows<'_> {
             return Err(StoreError::Forbidden("You cannot follow yourself.".into()));
         }
         if !self.store.is_cluster() {
-            let mut outcomes = self
-                .store
-                .follow_whole(source, &[target], follow, now)
-                .await?;
+            let mut outcomes = follow_whole(self.store, source, &[target], follow, now).await?;
             return outcomes.pop().unwrap_or(Ok(false));
         }
         if !self.store.users().exists(target).await? {
@@ -87,7 +85,7 @@ impl Follows<'_> {
             while outcomes.len() < targets.len() {
                 let rest = &targets[outcomes.len()..];
                 let chunk = &rest[..rest.len().min(FOLLOW_CHUNK)];
-                outcomes.extend(self.store.follow_whole(source, chunk, follow, now).await?);
+                outcomes.extend(follow_whole(self.store, source, chunk, follow, now).await?);
             }
             return Ok(outcomes);
         }

@@ -3,6 +3,7 @@
 //! some statuses a user reposted.
 
 use crate::model::now;
+use crate::store::chains::like::like_whole;
 use crate::store::chains::like::LikeOp;
 use crate::store::handle::Store;
 use crate::store::outbox::Op;
@@ -27,7 +28,7 @@ impl Likes<'_> {
     /// Returns whether it changed and the status's likes now. The like event
     /// (for the author's user stream) goes out once, with the change.
     /// On a cluster, a chain driven from the outbox; on one Redis, one
-    /// script ([`Store::like_whole`]).
+    /// script ([`like_whole`]).
     pub async fn set(
         self,
         uid: u64,
@@ -37,7 +38,7 @@ impl Likes<'_> {
         like: bool,
     ) -> StoreResult<(bool, u64)> {
         if !self.store.is_cluster() {
-            return self.store.like_whole(uid, sid, author, private, like).await;
+            return like_whole(self.store, uid, sid, author, private, like).await;
         }
         let op = LikeOp {
             uid,

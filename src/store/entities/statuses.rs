@@ -3,6 +3,7 @@
 use crate::model::{timeline_score, Counts, Status, HOME_CAP};
 use crate::store::caches::cache::CachedStatus;
 use crate::store::chains::delete::DeleteOp;
+use crate::store::chains::post::{post_whole, posts_whole};
 use crate::store::chains::post::{PostEnd, PostOp, Whole};
 use crate::store::handle::Store;
 use crate::store::outbox::{Begun, Op, Owed};
@@ -55,7 +56,7 @@ impl Statuses<'_> {
     /// Stores a status whose id came from [`Mint::snowflake`](crate::store::writes::next_ids::Mint::snowflake), emits its
     /// events and fans it out (a chain of single-slot steps driven from the
     /// outbox: see `outbox`; on one Redis a plain post is one script,
-    /// [`Store::post_whole`]). With an idempotency key already used by this
+    /// [`post_whole`]). With an idempotency key already used by this
     /// author within [`IDEMPOTENCY_TTL`](crate::store::outbox::IDEMPOTENCY_TTL), creates nothing and returns the
     /// first answer (finishing the first write first if it is still under
     /// way).
@@ -71,8 +72,8 @@ impl Statuses<'_> {
             "mention_uids".into(),
             serde_json::to_string(opts.mentioned).unwrap_or_default(),
         );
-        if self.store.posts_whole(status) {
-            match self.store.post_whole(status, opts, &fields).await? {
+        if posts_whole(self.store, status) {
+            match post_whole(self.store, status, opts, &fields).await? {
                 Some(Whole::Done(posted)) => {
                     if matches!(posted, Posted::Created) {
                         self.remember_posted(&fields);

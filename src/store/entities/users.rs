@@ -3,7 +3,8 @@
 
 use crate::model::{now, User};
 use crate::store::caches::view_cache::Kind;
-use crate::store::chains::account::DeleteAccountOp;
+use crate::store::chains::account::close_account;
+use crate::store::chains::payloads::DeleteAccountOp;
 use crate::store::chains::rename::RenameOp;
 use crate::store::chains::signup::UserOp;
 use crate::store::handle::Store;
@@ -56,7 +57,7 @@ impl Users<'_> {
             .outbox()
             .start(Op::DeleteAccount(op.clone()))
             .await?;
-        self.store.close_account(&owed.entry, &op).await?;
+        close_account(self.store, &owed.entry, &op).await?;
         Ok(owed)
     }
 

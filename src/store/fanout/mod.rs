@@ -40,6 +40,7 @@ use super::handle::Store;
 use super::plumbing::conn::RedisConn;
 use super::plumbing::error::StoreResult;
 pub(crate) use super::plumbing::fanout_hints::Queue;
+use crate::hides;
 use crate::model::{timeline_score, trims_homes, HOME_CAP};
 use redis::AsyncCommands;
 
@@ -515,8 +516,32 @@ impl<'a> Fanout<'a> {
                         .then_some(*id)
                 })
                 .collect();
-            self.store.home_hide(owner, *other, &reposts).await?;
+            home_hide(self.store, owner, *other, &reposts).await?;
         }
         Ok(())
     }
+}
+
+/// `home_hide.lua`: `ids` leave `viewer`'s home if a relation with
+/// `other` still hides them.
+pub(crate) async fn home_hide(
+    store: &Store,
+    viewer: u64,
+    other: u64,
+    ids: &[u64],
+) -> StoreResult<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let mut conn = store.conn();
+    let mut inv = store.scripts.home_hide.prepare_invoke();
+    inv.key(store.keys.hide(viewer))
+        .key(store.keys.home(viewer))
+        .arg(other)
+        .arg(hides::FEED);
+    for id in ids {
+        inv.arg(id);
+    }
+    let _: i64 = inv.invoke_async(&mut conn).await?;
+    Ok(())
 }
