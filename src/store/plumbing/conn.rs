@@ -38,7 +38,13 @@ pub struct LazyCluster {
 /// (longer than a failover takes to settle with our node timeouts).
 const HEAL_AFTER: Duration = Duration::from_secs(8);
 
-/// A gap with no failure that ends a run of failures.
+/// The longest wait for a new cluster connection (every node's connection
+/// and the slot map).
+const OPEN_WITHIN: Duration = Duration::from_secs(10);
+
+/// A gap with no failure that ends a run of failures, beyond the response
+/// timeout (a caller that sends one request after another sees its
+/// failures that far apart when each times out).
 const QUIET: Duration = Duration::from_secs(2);
 
 struct Shared {
@@ -49,18 +55,20 @@ struct Shared {
     opening: tokio::sync::Mutex<()>,
     /// The current run of failures.
     failing: Mutex<FailureRun>,
+    /// The gap that ends a run: [`QUIET`] past the response timeout.
+    quiet: Duration,
 }
 
-/// A run of failures: each less than [`QUIET`] after the one before.
+/// A run of failures: each less than a quiet gap after the one before.
 #[derive(Default)]
 struct FailureRun(Option<(Instant, Instant)>);
 
 impl FailureRun {
-    /// Notes a failure at `now`; true when the run has lasted
-    /// [`HEAL_AFTER`] (and a new run begins).
-    fn fail(&mut self, now: Instant) -> bool {
+    /// Notes a failure at `now`; true when the run (failures less than
+    /// `quiet` apart) has lasted [`HEAL_AFTER`] (and a new run begins).
+    fn fail(&mut self, now: Instant, quiet: Duration) -> bool {
         let (began, last) = self.0.get_or_insert((now, now));
-        if now.duration_since(*last) > QUIET {
+        if now.duration_since(*last) > quiet {
             *began = now;
         }
         *last = now;
@@ -88,6 +96,7 @@ impl LazyCluster {
                 conn: Mutex::new(None),
                 opening: tokio::sync::Mutex::new(()),
                 failing: Mutex::new(FailureRun::default()),
+                quiet: response_timeout + QUIET,
             }),
         })
     }
@@ -108,13 +117,22 @@ impl LazyCluster {
         if let Some(conn) = self.current() {
             return Ok(conn);
         }
-        let conn = self.inner.client.get_async_connection().await?;
+        // Bounded: the crate's connect was seen to hang now and then
+        // (redis-rs issue 1953), and every request waits on this one.
+        let conn = tokio::time::timeout(OPEN_WITHIN, self.inner.client.get_async_connection())
+            .await
+            .map_err(|_| {
+                redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "opening the Redis Cluster connection timed out",
+                ))
+            })??;
         *self.inner.conn.lock().unwrap_or_else(|e| e.into_inner()) = Some(conn.clone());
         Ok(conn)
     }
 
     /// Notes how a request went. Failures of the link (not of a command:
-    /// a script's error is an answer) less than [`QUIET`] apart make a
+    /// a script's error is an answer) less than the quiet gap apart make a
     /// run; a run longer than [`HEAL_AFTER`] drops the connection. Other
     /// requests' successes do not end a run: a connection stuck on one
     /// node still answers for the others.
@@ -124,7 +142,7 @@ impl LazyCluster {
             return;
         }
         let mut run = self.inner.failing.lock().unwrap_or_else(|e| e.into_inner());
-        if !run.fail(Instant::now()) {
+        if !run.fail(Instant::now(), self.inner.quiet) {
             return;
         }
         drop(run);
@@ -303,23 +321,27 @@ mod tests {
     fn a_connection_is_replaced_after_a_long_run_of_failures_only() {
         let t0 = Instant::now();
         let at = |ms: u64| t0 + Duration::from_millis(ms);
-        let step = QUIET.as_millis() as u64 / 2;
+        // Requests one after another, each timing out after 5 s: their
+        // failures are 5 s apart, and still one run.
+        let quiet = Duration::from_secs(5) + QUIET;
+        let step = 5_000;
         let heal = HEAL_AFTER.as_millis() as u64;
         let mut run = FailureRun::default();
-        // Failures a step apart: no heal until the run is HEAL_AFTER long.
+        // No heal until the run is HEAL_AFTER long.
         let mut ms = 0;
         while ms < heal {
-            assert!(!run.fail(at(ms)), "healed at {ms} ms");
+            assert!(!run.fail(at(ms), quiet), "healed at {ms} ms");
             ms += step;
         }
-        assert!(run.fail(at(ms)), "a run of {ms} ms heals");
+        assert!(run.fail(at(ms), quiet), "a run of {ms} ms heals");
         // ... and the next failure begins a new run.
-        assert!(!run.fail(at(ms + step)));
+        assert!(!run.fail(at(ms + step), quiet));
         // A quiet gap ends a run: failures on either side never heal.
         let mut run = FailureRun::default();
-        assert!(!run.fail(at(0)));
-        assert!(!run.fail(at(heal - 1)));
-        assert!(!run.fail(at(heal + step)));
+        let gap = quiet.as_millis() as u64 + 1;
+        assert!(!run.fail(at(0), quiet));
+        assert!(!run.fail(at(gap), quiet));
+        assert!(!run.fail(at(2 * gap), quiet));
     }
 
     #[test]
