@@ -127,25 +127,94 @@ async fn edit_indices(
     Ok(())
 }
 
+/// What `status_edit.lua` answered of an edit it applied.
+struct Applied {
+    /// The text before the edit (the `update` event carries it).
+    previous: String,
+    /// The hashtags and mentioned users before the edit.
+    old_tags: Vec<String>,
+    old_mentioned: Vec<u64>,
+    /// Edits so far, this one included.
+    edits: u64,
+}
+
 impl EditOp {
-    /// Runs an edit's steps.
+    /// Runs an edit's steps: the new version applied
+    /// ([`EditOp::apply`]), the indices and trending buckets moved from the
+    /// old text to the new ([`EditOp::reindex`]), all of it taken back if a
+    /// delete came meanwhile ([`EditOp::undo_if_deleted`]); then the
+    /// `update` event and a mention event for each user mentioned first.
     pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<Edited> {
-        let EditOp {
-            sid,
-            uid,
-            message,
-            hashtags,
-            mentions,
-            mentioned,
-            private,
+        let refused = |why| async move {
+            store.outbox().finish(entry, Finish::default()).await?;
+            Ok(Edited::Refused(why))
+        };
+        let applied = match self.apply(store, entry).await? {
+            Ok(applied) => applied,
+            Err(why) => return refused(why).await,
+        };
+        let mut conn = store.conn();
+        let h: HashMap<String, String> = conn.hgetall(store.keys.status(self.sid)).await?;
+        let Some(status) = Status::from_hash(&h).filter(|_| !h.contains_key("deleted")) else {
+            // Deleted meanwhile: the delete took it out of every index.
+            return refused(EditRefused::Missing).await;
+        };
+        // Judged now: a reply to an account made private since is for
+        // that account's followers, as if posted after.
+        let audience = store.statuses().audience_now(&status).await?;
+        let public = !self.private && audience.is_none() && !status.group_private;
+        self.reindex(store, &status, &applied, public).await?;
+        if self.undo_if_deleted(store, &status, &applied).await? {
+            return refused(EditRefused::Missing).await;
+        }
+        let (at, private) = (self.at, !public);
+        // Private as its status event is: to public streams a reply to a
+        // private account is as private as that account's own statuses.
+        let mut events = vec![body(&Event::Update {
             at,
-            idempotency_key,
-        } = self;
-        let (sid, uid, at) = (*sid, *uid, *at);
+            status: status.clone(),
+            private,
+            audience: audience.map(IdString),
+            previous: applied.previous,
+        })];
+        // Those the edit mentions first are told, as a post tells them.
+        let first_mentioned = self
+            .mentioned
+            .iter()
+            .filter(|m| !applied.old_mentioned.contains(m));
+        for &target in first_mentioned {
+            events.push(body(&Event::Mention {
+                at,
+                status: status.clone(),
+                target,
+                private,
+            }));
+        }
+        let answer = self
+            .idempotency_key
+            .as_deref()
+            .map(|k| (store.keys.idempotency(self.uid, k), "edited".to_string()));
+        let finish = Finish {
+            events,
+            answer,
+            ..Finish::default()
+        };
+        store.outbox().finish(entry, finish).await?;
+        Ok(Edited::Done(Box::new(status)))
+    }
+
+    /// `status_edit.lua`: the new version, if its author may make it now
+    /// (again for a rerun of this op: `again`).
+    async fn apply(
+        &self,
+        store: &Store,
+        entry: &Entry,
+    ) -> StoreResult<Result<Applied, EditRefused>> {
+        let (sid, at) = (self.sid, self.at);
         let version = serde_json::to_string(&Version {
-            message: message.clone(),
-            hashtags: hashtags.clone(),
-            mentions: mentions.clone(),
+            message: self.message.clone(),
+            hashtags: self.hashtags.clone(),
+            mentions: self.mentions.clone(),
             at,
         })
         .unwrap_or_default();
@@ -155,12 +224,12 @@ impl EditOp {
             .status_edit
             .key(store.keys.status(sid))
             .key(store.keys.status_versions(sid))
-            .arg(uid)
+            .arg(self.uid)
             .arg(entry.n)
-            .arg(message)
-            .arg(serde_json::to_string(hashtags).unwrap_or_default())
-            .arg(serde_json::to_string(mentions).unwrap_or_default())
-            .arg(serde_json::to_string(mentioned).unwrap_or_default())
+            .arg(&self.message)
+            .arg(serde_json::to_string(&self.hashtags).unwrap_or_default())
+            .arg(serde_json::to_string(&self.mentions).unwrap_or_default())
+            .arg(serde_json::to_string(&self.mentioned).unwrap_or_default())
             .arg(at)
             .arg(EDIT_WINDOW)
             .arg(MAX_EDITS)
@@ -176,11 +245,9 @@ impl EditOp {
             _ => Some(EditRefused::Missing),
         };
         if let Some(why) = refused {
-            store.outbox().finish(entry, Finish::default()).await?;
-            return Ok(Edited::Refused(why));
+            return Ok(Err(why));
         }
         store.caches.status.forget(sid);
-        let previous = reply.get(1).cloned().unwrap_or_default();
         let old_tags: Vec<String> = reply
             .get(2)
             .and_then(|t| serde_json::from_str(t).ok())
@@ -189,27 +256,36 @@ impl EditOp {
             .get(3)
             .and_then(|t| serde_json::from_str(t).ok())
             .unwrap_or_default();
-        let edits: u64 = reply.get(4).and_then(|n| n.parse().ok()).unwrap_or(1);
-        let h: HashMap<String, String> = conn.hgetall(store.keys.status(sid)).await?;
-        let Some(status) = Status::from_hash(&h).filter(|_| !h.contains_key("deleted")) else {
-            // Deleted meanwhile: the delete took it out of every index.
-            store.outbox().finish(entry, Finish::default()).await?;
-            return Ok(Edited::Refused(EditRefused::Missing));
-        };
+        Ok(Ok(Applied {
+            previous: reply.get(1).cloned().unwrap_or_default(),
+            old_tags,
+            old_mentioned,
+            edits: reply.get(4).and_then(|n| n.parse().ok()).unwrap_or(1),
+        }))
+    }
+
+    /// The mention and hashtag timelines moved from the old text to the
+    /// new, the trending buckets counted out under the old version's
+    /// member and (when public) in under the new one's.
+    async fn reindex(
+        &self,
+        store: &Store,
+        status: &Status,
+        applied: &Applied,
+        public: bool,
+    ) -> StoreResult<()> {
+        let sid = self.sid;
         edit_indices(
             store,
             sid,
-            &status,
-            (&old_tags, &old_mentioned),
-            (&status.hashtags, mentioned),
+            status,
+            (&applied.old_tags, &applied.old_mentioned),
+            (&status.hashtags, &self.mentioned),
         )
         .await?;
-        // Judged now: a reply to an account made private since is for
-        // that account's followers, as if posted after.
-        let audience = store.statuses().audience_now(&status).await?;
-        let public = !*private && audience.is_none() && !status.group_private;
-        let (old_unique, new_unique) = (unique_tags(&old_tags), unique_tags(hashtags));
-        // Counted out under the version's member, in under the new one's.
+        let (old_unique, new_unique) =
+            (unique_tags(&applied.old_tags), unique_tags(&self.hashtags));
+        let edits = applied.edits;
         count_trend(
             store,
             &trend_member(sid, edits - 1),
@@ -229,65 +305,45 @@ impl EditOp {
             .await?;
         }
         store.caches.status.forget(sid);
-        // A delete that marked the status meanwhile took out what it saw;
-        // what this edit put in after that goes too, and no update is sent.
+        Ok(())
+    }
+
+    /// A delete that marked the status meanwhile took out what it saw;
+    /// what this edit put in after that goes too, and no update is sent.
+    /// True when it did.
+    async fn undo_if_deleted(
+        &self,
+        store: &Store,
+        status: &Status,
+        applied: &Applied,
+    ) -> StoreResult<bool> {
+        let sid = self.sid;
+        let mut conn = store.conn();
         let gone: (bool, bool) = redis::pipe()
             .hexists(store.keys.status(sid), "uid")
             .hexists(store.keys.status(sid), "deleted")
             .query_async(&mut conn)
             .await?;
-        if !gone.0 || gone.1 {
-            edit_indices(
-                store,
-                sid,
-                &status,
-                (&status.hashtags, mentioned),
-                (&[], &[]),
-            )
-            .await?;
-            count_trend(
-                store,
-                &trend_member(sid, edits),
-                status.posted,
-                &new_unique,
-                Count::Out,
-            )
-            .await?;
-            store.outbox().finish(entry, Finish::default()).await?;
-            return Ok(Edited::Refused(EditRefused::Missing));
+        if gone.0 && !gone.1 {
+            return Ok(false);
         }
-        // Private as its status event is: to public streams a reply to a
-        // private account is as private as that account's own statuses.
-        let mut events = vec![body(&Event::Update {
-            at,
-            status: status.clone(),
-            private: !public,
-            audience: audience.map(IdString),
-            previous,
-        })];
-        // Those the edit mentions first are told, as a post tells them.
-        for &target in mentioned.iter().filter(|m| !old_mentioned.contains(m)) {
-            events.push(body(&Event::Mention {
-                at,
-                status: status.clone(),
-                target,
-                private: !public,
-            }));
-        }
-        let answer = idempotency_key
-            .as_deref()
-            .map(|k| (store.keys.idempotency(uid, k), "edited".to_string()));
-        store
-            .outbox()
-            .finish(
-                entry,
-                Finish {
-                    events,
-                    answer,
-                    ..Finish::default()
-                },
-            )
-            .await?;
-        Ok(Edited::Done(Box::new(status)))
+        edit_indices(
+            store,
+            sid,
+            status,
+            (&status.hashtags, &self.mentioned),
+            (&[], &[]),
+        )
+        .await?;
+        let new_unique = unique_tags(&self.hashtags);
+        count_trend(
+            store,
+            &trend_member(sid, applied.edits),
+            status.posted,
+            &new_unique,
+            Count::Out,
+        )
+        .await?;
+        Ok(true)
     }
 }

@@ -11,7 +11,7 @@ use crate::model::{timeline_score, trims_homes, Event, Status, HOME_CAP};
 use crate::store::chains::entry::Entry;
 use crate::store::chains::finish::{Finish, IDEMPOTENCY_TTL};
 use crate::store::chains::{count_reply, count_trend, repost_claim};
-use crate::store::events::body;
+use crate::store::events::{body, Body};
 use crate::store::fanout::FanoutKind;
 use crate::store::handle::Store;
 use crate::store::plumbing::error::parse_id;
@@ -203,48 +203,59 @@ pub(crate) enum Whole {
     Duplicate(String),
 }
 
-impl PostOp {
-    /// A post's steps: the repost mapping, the status, the author's
-    /// timelines, the parent's replies, the mentions and hashtag timelines,
-    /// the trending bucket, the first followers' homes; then its events.
-    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<PostEnd> {
-        let PostOp {
-            fields,
-            private,
-            mentioned,
-            notify_original,
-            idempotency_key,
-        } = self;
-        let status = Status::from_hash(fields)
-            .ok_or_else(|| StoreError::Internal("a post self without a status".into()))?;
-        let private = *private || status.audience.is_some() || status.group_private;
-        // A group's status goes to its group's timeline alone: no profile,
-        // home or follower's home.
-        let group: Option<u64> = status.group_id.as_deref().and_then(|g| g.parse().ok());
-        let sid = parse_id(&status.id)?;
-        let uid = parse_id(&status.uid)?;
-        let parent = status.parent_id();
-        let original = status.original_id();
-        let tags = unique_tags(&status.hashtags);
-        let mut conn = store.conn();
-        let quit = |end: PostEnd| async move {
-            store.outbox().finish(entry, Finish::default()).await?;
-            Ok(end)
-        };
-        if let Some(original) = original {
+/// A post as its steps read it, worked out once from the op.
+struct Posting<'a> {
+    op: &'a PostOp,
+    status: Status,
+    sid: u64,
+    uid: u64,
+    /// Followers (or the audience, or the group's members) only.
+    private: bool,
+    /// A group's status goes to its group's timeline alone: no profile,
+    /// home or follower's home.
+    group: Option<u64>,
+    parent: Option<u64>,
+    original: Option<u64>,
+    tags: Vec<String>,
+}
+
+impl<'a> Posting<'a> {
+    fn of(op: &'a PostOp) -> StoreResult<Posting<'a>> {
+        let status = Status::from_hash(&op.fields)
+            .ok_or_else(|| StoreError::Internal("a post op without a status".into()))?;
+        Ok(Posting {
+            op,
+            private: op.private || status.audience.is_some() || status.group_private,
+            group: status.group_id.as_deref().and_then(|g| g.parse().ok()),
+            sid: parse_id(&status.id)?,
+            uid: parse_id(&status.uid)?,
+            parent: status.parent_id(),
+            original: status.original_id(),
+            tags: unique_tags(&status.hashtags),
+            status,
+        })
+    }
+
+    /// The repost mapping, the status and the author's (or the group's)
+    /// timelines; how the post ends early, if it does (the user reposted
+    /// the original before; the original, the status or the author gone).
+    async fn stored(&self, store: &Store) -> StoreResult<Option<PostEnd>> {
+        let (sid, uid) = (self.sid, self.uid);
+        if let Some(original) = self.original {
             let reply: Vec<String> = repost_claim(store, original, uid, sid, true).await?;
             match reply.first().map(String::as_str) {
                 Some("reposted") => {
                     let first = reply.get(1).and_then(|id| id.parse().ok()).unwrap_or(0);
-                    return quit(PostEnd::Reposted(first)).await;
+                    return Ok(Some(PostEnd::Reposted(first)));
                 }
-                Some("missing") => return quit(PostEnd::Missing("status")).await,
+                Some("missing") => return Ok(Some(PostEnd::Missing("status"))),
                 _ => {}
             }
         }
+        let mut conn = store.conn();
         let mut inv = store.scripts.status_put.prepare_invoke();
         inv.key(store.keys.status(sid)).arg(sid);
-        for (k, v) in fields {
+        for (k, v) in &self.op.fields {
             if k != "id" {
                 inv.arg(k).arg(v);
             }
@@ -252,10 +263,10 @@ impl PostOp {
         let put: i64 = inv.invoke_async(&mut conn).await?;
         if put < 0 {
             // Deleted before its post finished: nothing more to do.
-            return quit(PostEnd::Missing("status")).await;
+            return Ok(Some(PostEnd::Missing("status")));
         }
-        let score = timeline_score(status.posted);
-        match group {
+        let score = timeline_score(self.status.posted);
+        match self.group {
             Some(gid) => {
                 let _: () = conn
                     .zadd(store.keys.user_group_statuses(uid), sid, score)
@@ -275,11 +286,19 @@ impl PostOp {
                     .invoke_async(&mut conn)
                     .await?;
                 if posts < 0 {
-                    return quit(PostEnd::Missing("user")).await;
+                    return Ok(Some(PostEnd::Missing("user")));
                 }
             }
         }
-        if let Some(p) = parent {
+        Ok(None)
+    }
+
+    /// The parent's replies, the mentions' and hashtags' timelines, the
+    /// trending bucket; the cached counts it changed forgotten.
+    async fn indexed(&self, store: &Store) -> StoreResult<()> {
+        let (sid, status) = (self.sid, &self.status);
+        let score = timeline_score(status.posted);
+        if let Some(p) = self.parent {
             // A reply in a private group to a status outside it is not
             // counted in that status's replies: the count would reveal
             // what the group hides.
@@ -297,8 +316,14 @@ impl PostOp {
         }
         // A private group's statuses stay out of hashtag timelines (its
         // mentions reach members only: the caller chose `mentioned`).
-        let public_tags: &[String] = if status.group_private { &[] } else { &tags };
-        let indexed: Vec<String> = mentioned
+        let public_tags: &[String] = if status.group_private {
+            &[]
+        } else {
+            &self.tags
+        };
+        let indexed: Vec<String> = self
+            .op
+            .mentioned
             .iter()
             .map(|m| store.keys.mentions(*m))
             .chain(public_tags.iter().map(|t| store.keys.tag(t)))
@@ -310,24 +335,42 @@ impl PostOp {
                 pipe.zremrangebyrank(key, 0, -(INDEX_CAP as isize) - 1)
                     .ignore();
             }
+            let mut conn = store.conn();
             let _: () = pipe.query_async(&mut conn).await?;
         }
-        if !private && !tags.is_empty() {
-            count_trend(store, &sid.to_string(), status.posted, &tags, Count::In).await?;
+        if !self.private && !self.tags.is_empty() {
+            count_trend(
+                store,
+                &sid.to_string(),
+                status.posted,
+                &self.tags,
+                Count::In,
+            )
+            .await?;
         }
-        for id in parent.into_iter().chain(original) {
+        for id in self.parent.into_iter().chain(self.original) {
             store.caches.counts.forget(id);
         }
-        let tasks = match group {
-            Some(_) => Vec::new(),
+        Ok(())
+    }
+
+    /// The first followers' homes; the fan-out tasks left for workers.
+    async fn fanned_out(&self, store: &Store) -> StoreResult<Vec<String>> {
+        match self.group {
+            Some(_) => Ok(Vec::new()),
             None => {
                 store
                     .fanout()
-                    .inline(FanoutKind::Post, sid, uid, status.posted)
-                    .await?
+                    .inline(FanoutKind::Post, self.sid, self.uid, self.status.posted)
+                    .await
             }
-        };
-        let at = status.posted;
+        }
+    }
+
+    /// The status event, a mention event per mentioned user, and the
+    /// repost event the original's author is told of.
+    fn events(&self) -> Vec<Body> {
+        let (status, private, at) = (&self.status, self.private, self.status.posted);
         let mut events = vec![body(&Event::Status {
             at,
             status: status.clone(),
@@ -338,7 +381,7 @@ impl PostOp {
                 .and_then(|a| a.parse().ok())
                 .map(crate::model::IdString),
         })];
-        for &target in mentioned {
+        for &target in &self.op.mentioned {
             events.push(body(&Event::Mention {
                 at,
                 status: status.clone(),
@@ -347,7 +390,7 @@ impl PostOp {
             }));
         }
         let original = status.repost_of_uid.as_deref().and_then(|t| t.parse().ok());
-        if let Some(target) = original.filter(|_| *notify_original) {
+        if let Some(target) = original.filter(|_| self.op.notify_original) {
             events.push(body(&Event::Repost {
                 at,
                 status: status.clone(),
@@ -355,24 +398,40 @@ impl PostOp {
                 private,
             }));
         }
-        let answer = match idempotency_key {
-            Some(key) => Some((
-                store.keys.idempotency(uid, key),
-                serde_json::to_string(&status).map_err(|e| StoreError::Internal(e.to_string()))?,
-            )),
-            None => None,
+        events
+    }
+
+    /// The answer kept under the idempotency key, if one was sent.
+    fn answer(&self, store: &Store) -> StoreResult<Option<(String, String)>> {
+        let Some(key) = &self.op.idempotency_key else {
+            return Ok(None);
         };
-        store
-            .outbox()
-            .finish(
-                entry,
-                Finish {
-                    events,
-                    tasks,
-                    answer,
-                },
-            )
-            .await?;
+        let status =
+            serde_json::to_string(&self.status).map_err(|e| StoreError::Internal(e.to_string()))?;
+        Ok(Some((store.keys.idempotency(self.uid, key), status)))
+    }
+}
+
+impl PostOp {
+    /// A post's steps: the repost mapping, the status, the author's
+    /// timelines ([`Posting::stored`]), the parent's replies, the mentions
+    /// and hashtag timelines, the trending bucket ([`Posting::indexed`]),
+    /// the first followers' homes ([`Posting::fanned_out`]); then its
+    /// events. A post that ends early finishes its entry with nothing.
+    pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<PostEnd> {
+        let post = Posting::of(self)?;
+        if let Some(end) = post.stored(store).await? {
+            store.outbox().finish(entry, Finish::default()).await?;
+            return Ok(end);
+        }
+        post.indexed(store).await?;
+        let tasks = post.fanned_out(store).await?;
+        let finish = Finish {
+            events: post.events(),
+            tasks,
+            answer: post.answer(store)?,
+        };
+        store.outbox().finish(entry, finish).await?;
         Ok(PostEnd::Created)
     }
 }
