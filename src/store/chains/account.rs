@@ -143,22 +143,32 @@ where
 }
 
 impl DeleteAccountOp {
-    /// The whole deletion: closed (again: idempotent), emptied, its keys
-    /// removed, the op retired.
+    /// The whole deletion: closed (again: idempotent), its statuses
+    /// deleted ([`DeleteAccountOp::delete_statuses`]), what it holds with
+    /// others undone ([`DeleteAccountOp::undo_ties`]), its keys removed
+    /// ([`DeleteAccountOp::remove_keys`]), the op retired.
     pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<()> {
-        let DeleteAccountOp { uid, at, .. } = *self;
         close_account(store, entry, self).await?;
+        self.delete_statuses(store, entry).await?;
+        self.undo_ties(store, entry).await?;
+        self.remove_keys(store).await?;
+        store.outbox().finish_with(entry, Vec::new()).await
+    }
+
+    /// The statuses first, while the follows stand, so that each delete
+    /// reaches every stream its author's delete would (followers' user
+    /// streams too). Newest first, so that what timelines show goes first,
+    /// a round at a time; then the round leaves the followers' homes, one
+    /// ZREM per home, before the next. Only the newest HOME_CAP can be in
+    /// a home (a home keeps its newest HOME_CAP). Then what they posted in
+    /// groups (in no home).
+    async fn delete_statuses(&self, store: &Store, entry: &Entry) -> StoreResult<()> {
+        let DeleteAccountOp { uid, at, .. } = *self;
         let private = {
             let mut conn = store.conn();
             let p: Option<String> = conn.hget(store.keys.user(uid), "private").await?;
             p.as_deref() == Some("1")
         };
-        // The statuses first, while the follows stand, so that each delete
-        // reaches every stream its author's delete would (followers' user
-        // streams too). Newest first, so that what timelines show goes
-        // first, a round at a time; then the round leaves the followers'
-        // homes, one ZREM per home, before the next. Only the newest
-        // HOME_CAP can be in a home (a home keeps its newest HOME_CAP).
         let homed = homed_statuses(store, uid).await?;
         let homed = &homed;
         let profile = store.keys.profile(uid);
@@ -169,50 +179,40 @@ impl DeleteAccountOp {
             store.fanout().unhome_everywhere(uid, &shown).await
         })
         .await?;
-        // Then what they posted in groups (in no home).
         let group_statuses = store.keys.user_group_statuses(uid);
         undo_each(store, entry, &group_statuses, true, |sid| {
             delete_for_account(store, sid, uid, private, at)
         })
+        .await
+    }
+
+    /// Then what the account holds with others, each undone as its own
+    /// action would undo it: follows both ways (the deletes above went
+    /// where the author's own would have), follow requests both ways,
+    /// group memberships, likes, blocks and mutes, conversations, lists.
+    async fn undo_ties(&self, store: &Store, entry: &Entry) -> StoreResult<()> {
+        let DeleteAccountOp { uid, at, .. } = *self;
+        let keys = &store.keys;
+        undo_each(store, entry, &keys.followers(uid), false, |f| async move {
+            undo_follow(store, f, uid, at).await
+        })
         .await?;
-        // Then the follows: the deletes above went where the author's own
-        // would have.
-        undo_each(
-            store,
-            entry,
-            &store.keys.followers(uid),
-            false,
-            |f| async move { undo_follow(store, f, uid, at).await },
-        )
+        undo_each(store, entry, &keys.following(uid), false, |t| async move {
+            undo_follow(store, uid, t, at).await
+        })
         .await?;
-        undo_each(
-            store,
-            entry,
-            &store.keys.following(uid),
-            false,
-            |t| async move { undo_follow(store, uid, t, at).await },
-        )
+        undo_each(store, entry, &keys.requests(uid), false, |s| async move {
+            store.follow_requests().withdraw(s, uid).await.map(|_| ())
+        })
         .await?;
-        undo_each(
-            store,
-            entry,
-            &store.keys.requests(uid),
-            false,
-            |s| async move { store.follow_requests().withdraw(s, uid).await.map(|_| ()) },
-        )
-        .await?;
-        undo_each(
-            store,
-            entry,
-            &store.keys.requested(uid),
-            false,
-            |t| async move { store.follow_requests().withdraw(uid, t).await.map(|_| ()) },
-        )
+        undo_each(store, entry, &keys.requested(uid), false, |t| async move {
+            store.follow_requests().withdraw(uid, t).await.map(|_| ())
+        })
         .await?;
         undo_each(
             store,
             entry,
-            &store.keys.user_groups(uid),
+            &keys.user_groups(uid),
             false,
             |gid| async move {
                 store
@@ -223,39 +223,37 @@ impl DeleteAccountOp {
             },
         )
         .await?;
-        undo_each(
-            store,
-            entry,
-            &store.keys.likes(uid),
-            true,
-            |sid| async move {
-                let status = store.statuses().get(sid).await?;
-                let author: u64 = status.uid.parse().unwrap_or(0);
-                let author_private = store
-                    .users()
-                    .get(author)
-                    .await
-                    .map(|u| u.private)
-                    .unwrap_or(false);
-                store
-                    .likes()
-                    .set(uid, sid, author, author_private, false)
-                    .await
-                    .map(|_| ())
-            },
-        )
+        undo_each(store, entry, &keys.likes(uid), true, |sid| async move {
+            let status = store.statuses().get(sid).await?;
+            let author: u64 = status.uid.parse().unwrap_or(0);
+            let author_private = store
+                .users()
+                .get(author)
+                .await
+                .map(|u| u.private)
+                .unwrap_or(false);
+            store
+                .likes()
+                .set(uid, sid, author, author_private, false)
+                .await
+                .map(|_| ())
+        })
         .await?;
         undo_relations(store, uid, at).await?;
         undo_each(
             store,
             entry,
-            &store.keys.user_convs(uid),
+            &keys.user_convs(uid),
             false,
             |cid| async move { store.conversations().leave_as(cid, uid, true).await },
         )
         .await?;
-        store.lists().drop_all(uid).await?;
-        // What is left is the user's own keys, all in their slot.
+        store.lists().drop_all(uid).await
+    }
+
+    /// What is left is the user's own keys, all in their slot.
+    async fn remove_keys(&self, store: &Store) -> StoreResult<()> {
+        let uid = self.uid;
         let k = &store.keys;
         let mut conn = store.conn();
         let _: () = redis::cmd("DEL")
@@ -296,6 +294,6 @@ impl DeleteAccountOp {
             .arg(k.markers(uid))
             .query_async(&mut conn)
             .await?;
-        store.outbox().finish_with(entry, Vec::new()).await
+        Ok(())
     }
 }

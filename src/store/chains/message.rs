@@ -45,61 +45,111 @@ pub struct Sent {
 }
 
 impl MessageOp {
-    /// A message's steps; returns where it went.
+    /// A message's steps: its conversation settled
+    /// ([`MessageOp::conversation`]), the message stored
+    /// ([`MessageOp::store_in`]), each participant's list of conversations;
+    /// then its event. Returns where it went.
     pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<Sent> {
-        let MessageOp {
-            cid,
-            mid,
-            uid,
-            ref login,
-            ref text,
-            at,
-            ref start,
-            ref idempotency_key,
-        } = *self;
-        let mut conn = store.conn();
-        // A direct pair has one conversation: the first claim wins, and a
-        // message proposing another goes into the winner's.
-        let cid = match start {
-            Some(new) if new.kind == "direct" => {
-                let (lo, hi) = match new.members.as_slice() {
-                    [a, b] => (*a.min(b), *a.max(b)),
-                    _ => return Err(StoreError::Internal("a direct pair of two".into())),
-                };
-                let won: u64 = store
-                    .scripts
-                    .direct_claim
-                    .key(store.keys.direct(lo))
-                    .arg(hi)
-                    .arg(cid)
-                    .invoke_async(&mut conn)
-                    .await?;
-                won
-            }
-            _ => cid,
-        };
+        let cid = self.conversation(store).await?;
         let message = Message {
-            id: mid.to_string(),
+            id: self.mid.to_string(),
             conversation_id: cid.to_string(),
-            uid: uid.to_string(),
-            login: login.clone(),
-            text: text.clone(),
-            sent: at,
+            uid: self.uid.to_string(),
+            login: self.login.clone(),
+            text: self.text.clone(),
+            sent: self.at,
         };
+        let members = match self.store_in(store, cid, &message).await? {
+            Ok(members) => members,
+            Err(refused) => {
+                store.outbox().finish_with(entry, Vec::new()).await?;
+                return Err(refused);
+            }
+        };
+        // Each participant's list, newest activity first (scores are minus
+        // the time; LT keeps the newest).
+        let mut pipe = redis::pipe();
+        for m in &members {
+            pipe.cmd("ZADD")
+                .arg(store.keys.user_convs(*m))
+                .arg("LT")
+                .arg(-self.at)
+                .arg(cid)
+                .ignore();
+        }
+        let mut conn = store.conn();
+        let _: () = pipe.query_async(&mut conn).await?;
+        let sent = Sent {
+            conversation_id: cid,
+            message_id: self.mid,
+        };
+        let answer = match &self.idempotency_key {
+            Some(key) => Some((
+                store.keys.idempotency(self.uid, &format!("m:{key}")),
+                serde_json::to_string(&sent).map_err(|e| StoreError::Internal(e.to_string()))?,
+            )),
+            None => None,
+        };
+        let event = Event::DirectMessage {
+            at: self.at,
+            message,
+            participants: members.into_iter().map(IdString).collect(),
+        };
+        let finish = Finish {
+            events: vec![body(&event)],
+            tasks: Vec::new(),
+            answer,
+        };
+        store.outbox().finish(entry, finish).await?;
+        Ok(sent)
+    }
+
+    /// The conversation the message goes to. A direct pair has one: the
+    /// first claim wins, and a message proposing another goes into the
+    /// winner's.
+    async fn conversation(&self, store: &Store) -> StoreResult<u64> {
+        let Some(new) = self.start.as_ref().filter(|n| n.kind == "direct") else {
+            return Ok(self.cid);
+        };
+        let (lo, hi) = match new.members.as_slice() {
+            [a, b] => (*a.min(b), *a.max(b)),
+            _ => return Err(StoreError::Internal("a direct pair of two".into())),
+        };
+        let mut conn = store.conn();
+        let won: u64 = store
+            .scripts
+            .direct_claim
+            .key(store.keys.direct(lo))
+            .arg(hi)
+            .arg(self.cid)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(won)
+    }
+
+    /// `conv_send.lua`: the message in conversation `cid` (started with
+    /// it when the op starts one); its participants, or why it was
+    /// refused (the conversation full, or gone).
+    async fn store_in(
+        &self,
+        store: &Store,
+        cid: u64,
+        message: &Message,
+    ) -> StoreResult<Result<Vec<u64>, StoreError>> {
         let json =
-            serde_json::to_string(&message).map_err(|e| StoreError::Internal(e.to_string()))?;
+            serde_json::to_string(message).map_err(|e| StoreError::Internal(e.to_string()))?;
         let mut inv = store.scripts.conv_send.prepare_invoke();
         inv.key(store.keys.conv(cid))
             .key(store.keys.conv_members(cid))
             .key(store.keys.conv_messages(cid))
             .key(store.keys.conv_bodies(cid))
             .key(store.keys.conv_unread(cid))
-            .arg(mid)
-            .arg(uid)
+            .arg(self.mid)
+            .arg(self.uid)
             .arg(&json)
-            .arg(at)
+            .arg(self.at)
             .arg(store.limits.max_conversation_messages);
-        match start {
+        match &self.start {
             Some(new) => {
                 inv.arg("1")
                     .arg(cid)
@@ -113,63 +163,18 @@ impl MessageOp {
                 inv.arg("0");
             }
         }
+        let mut conn = store.conn();
         let reply: Vec<String> = inv.invoke_async(&mut conn).await?;
-        let members: Vec<u64> = match reply.first().map(String::as_str) {
-            Some("ok" | "again") => reply[1..].iter().filter_map(|m| m.parse().ok()).collect(),
-            Some("full") => {
-                store.outbox().finish_with(entry, Vec::new()).await?;
-                return Err(StoreError::Limit(
-                    "conversation_full",
-                    format!(
-                        "This conversation holds its most messages ({}); start another.",
-                        store.limits.max_conversation_messages
-                    ),
-                ));
-            }
-            _ => {
-                store.outbox().finish_with(entry, Vec::new()).await?;
-                return Err(StoreError::NotFound("conversation"));
-            }
-        };
-        // Each participant's list, newest activity first (scores are minus
-        // the time; LT keeps the newest).
-        let mut pipe = redis::pipe();
-        for m in &members {
-            pipe.cmd("ZADD")
-                .arg(store.keys.user_convs(*m))
-                .arg("LT")
-                .arg(-at)
-                .arg(cid)
-                .ignore();
-        }
-        let _: () = pipe.query_async(&mut conn).await?;
-        let sent = Sent {
-            conversation_id: cid,
-            message_id: mid,
-        };
-        let answer = match idempotency_key {
-            Some(key) => Some((
-                store.keys.idempotency(uid, &format!("m:{key}")),
-                serde_json::to_string(&sent).map_err(|e| StoreError::Internal(e.to_string()))?,
+        Ok(match reply.first().map(String::as_str) {
+            Some("ok" | "again") => Ok(reply[1..].iter().filter_map(|m| m.parse().ok()).collect()),
+            Some("full") => Err(StoreError::Limit(
+                "conversation_full",
+                format!(
+                    "This conversation holds its most messages ({}); start another.",
+                    store.limits.max_conversation_messages
+                ),
             )),
-            None => None,
-        };
-        let event = Event::DirectMessage {
-            at,
-            message,
-            participants: members.into_iter().map(IdString).collect(),
-        };
-        store
-            .outbox()
-            .finish(
-                entry,
-                Finish {
-                    events: vec![body(&event)],
-                    tasks: Vec::new(),
-                    answer,
-                },
-            )
-            .await?;
-        Ok(sent)
+            _ => Err(StoreError::NotFound("conversation")),
+        })
     }
 }
