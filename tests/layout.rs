@@ -658,27 +658,45 @@ fn top_module(src: &Path, file: &Path) -> Option<String> {
     (name != "lib").then_some(name)
 }
 
-#[test]
-fn every_module_imports_only_from_its_rung_and_below() {
+/// Where the imports of the files `part` places break `ladder` (a rung's
+/// index: the higher, the lower the rung): each import of a part above
+/// its importer's, and each part with no rung; and how many imports cross
+/// between rungs (to check the imports were read). `through`, if given,
+/// is a file no part may import through.
+fn ladder_breaks(
+    krate: &Crate,
+    ladder: &[&[&str]],
+    part: impl Fn(&Path) -> Option<String>,
+    through: Option<&Path>,
+) -> (String, usize) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let src = root.join("src");
-    let rung = |module: &str| LADDER.iter().position(|r| r.contains(&module));
-    let krate = Crate::read(&src.join("lib.rs"));
+    let short = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
+    let rung = |name: &str| ladder.iter().position(|r| r.contains(&name));
     let mut report = String::new();
     let mut crossings = 0;
     for file in krate.files.values() {
-        if let Some(module) = top_module(&src, file) {
-            if rung(&module).is_none() {
-                report.push_str(&format!("`{module}` has no rung in LADDER\n"));
+        if let Some(name) = part(file) {
+            if rung(&name).is_none() {
+                report.push_str(&format!("`{name}` has no rung in the ladder\n"));
             }
         }
     }
-    for (from, tos) in imports(&krate) {
-        let Some(a) = top_module(&src, &from) else {
+    for (from, tos) in imports(krate) {
+        let Some(a) = part(&from) else {
             continue;
         };
         for (to, paths) in tos {
-            let Some(b) = top_module(&src, &to) else {
+            let names: Vec<&str> = paths.iter().map(String::as_str).take(3).collect();
+            if through == Some(to.as_path()) {
+                report.push_str(&format!(
+                    "{} imports through {}: {}\n",
+                    short(&from),
+                    short(&to),
+                    names.join(", ")
+                ));
+                continue;
+            }
+            let Some(b) = part(&to) else {
                 continue;
             };
             let (Some(ra), Some(rb)) = (rung(&a), rung(&b)) else {
@@ -688,8 +706,6 @@ fn every_module_imports_only_from_its_rung_and_below() {
                 crossings += 1;
             }
             if rb < ra {
-                let short = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
-                let names: Vec<&str> = paths.iter().map(String::as_str).take(3).collect();
                 report.push_str(&format!(
                     "{} (`{a}`) imports {} (`{b}`), a rung above: {}\n",
                     short(&from),
@@ -699,6 +715,15 @@ fn every_module_imports_only_from_its_rung_and_below() {
             }
         }
     }
+    (report, crossings)
+}
+
+#[test]
+fn every_module_imports_only_from_its_rung_and_below() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = root.join("src");
+    let krate = Crate::read(&src.join("lib.rs"));
+    let (report, crossings) = ladder_breaks(&krate, LADDER, |f| top_module(&src, f), None);
     assert!(crossings > 100, "the imports were not read ({crossings})");
     assert!(report.is_empty(), "the ladder is broken:\n{report}");
 }
@@ -782,51 +807,14 @@ fn store_part(store: &Path, file: &Path) -> Option<String> {
 fn the_store_s_folders_import_only_down_their_ladder() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let store = root.join("src/store");
-    let rung = |part: &str| STORE_LADDER.iter().position(|r| r.contains(&part));
     let krate = Crate::read(&root.join("src/lib.rs"));
-    let mut report = String::new();
-    let mut crossings = 0;
-    let short = |p: &Path| p.strip_prefix(root).unwrap_or(p).display().to_string();
-    for file in krate.files.values() {
-        if let Some(part) = store_part(&store, file) {
-            if rung(&part).is_none() {
-                report.push_str(&format!("`store::{part}` has no rung in STORE_LADDER\n"));
-            }
-        }
-    }
-    for (from, tos) in imports(&krate) {
-        let Some(a) = store_part(&store, &from) else {
-            continue;
-        };
-        for (to, paths) in tos {
-            let names: Vec<&str> = paths.iter().map(String::as_str).take(3).collect();
-            if to == store.join("mod.rs") {
-                report.push_str(&format!(
-                    "{} imports through src/store/mod.rs: {}\n",
-                    short(&from),
-                    names.join(", ")
-                ));
-                continue;
-            }
-            let Some(b) = store_part(&store, &to) else {
-                continue;
-            };
-            let (Some(ra), Some(rb)) = (rung(&a), rung(&b)) else {
-                continue;
-            };
-            if ra != rb {
-                crossings += 1;
-            }
-            if rb < ra {
-                report.push_str(&format!(
-                    "{} (`{a}`) imports {} (`{b}`), a rung above: {}\n",
-                    short(&from),
-                    short(&to),
-                    names.join(", ")
-                ));
-            }
-        }
-    }
+    let through = store.join("mod.rs");
+    let (report, crossings) = ladder_breaks(
+        &krate,
+        STORE_LADDER,
+        |f| store_part(&store, f),
+        Some(&through),
+    );
     assert!(
         crossings > 100,
         "the store's imports were not read ({crossings})"
