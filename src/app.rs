@@ -6,7 +6,7 @@ use crate::http;
 use crate::password::Passwords;
 use crate::shutdown::{self, Shutdown};
 use crate::state::{AppState, Shared};
-use crate::store::layout::foreign_layout_error;
+use crate::store::layout::{foreign_layout, foreign_layout_error};
 use crate::store::{Store, StoreError};
 use crate::stream::stream_limits::StreamLimits;
 use crate::stream::Hub;
@@ -33,8 +33,11 @@ async fn prepare(cfg: &Config, store: &Store, shutdown: &mut Shutdown) -> anyhow
     let mut backoff = std::time::Duration::from_millis(100);
     loop {
         let ready = async {
-            let foreign = store.foreign_layout().await?;
-            Ok::<_, StoreError>((foreign, store.jwt_secret(cfg.jwt_secret()).await?))
+            let foreign = foreign_layout(store).await?;
+            Ok::<_, StoreError>((
+                foreign,
+                store.sessions().jwt_secret(cfg.jwt_secret()).await?,
+            ))
         };
         match ready.await {
             Ok((Some(found), _)) => anyhow::bail!(foreign_layout_error(&found)),

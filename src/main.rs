@@ -4,6 +4,7 @@
 use anyhow::{bail, Context};
 use clap::Parser;
 use firehose::config::{Cli, Command, Config, LogFormat, TokenArgs};
+use firehose::store::layout::foreign_layout;
 use firehose::{app, embedded};
 use std::io::Write;
 
@@ -145,14 +146,14 @@ async fn token(args: TokenArgs) -> anyhow::Result<()> {
     if args.grant_firehose {
         store.users().set_firehose_allowed(args.user, true).await?;
     }
-    if let Some(found) = store.foreign_layout().await? {
+    if let Some(found) = foreign_layout(&store).await? {
         bail!(firehose::store::layout::foreign_layout_error(&found));
     }
     let sid = store
         .sessions()
         .create(args.user, firehose::model::now())
         .await?;
-    let secret = store.jwt_secret(cfg.jwt_secret()).await?;
+    let secret = store.sessions().jwt_secret(cfg.jwt_secret()).await?;
     let jwt = firehose::auth::Jwt::new(&secret);
     let scopes: Vec<&str> = args.scopes.iter().map(String::as_str).collect();
     let (token, expires_at) = jwt.mint(args.user, &sid, &scopes, cfg.token_ttl);
@@ -185,9 +186,9 @@ async fn check(cfg: Config) -> anyhow::Result<()> {
         problems.push("--stream-queue below 10 disconnects clients at the slightest delay".into());
     }
     let store = firehose::store::Store::open(&url, &cfg)?;
-    match store.ping().await {
+    match store.server().ping().await {
         Ok(()) => {
-            let version = store.server_version().await.unwrap_or_default();
+            let version = store.server().version().await.unwrap_or_default();
             say(format!("redis: reachable at {url}, version {version}"));
             let major: u32 = version
                 .split('.')
@@ -197,13 +198,13 @@ async fn check(cfg: Config) -> anyhow::Result<()> {
             if major < 7 {
                 problems.push(format!("Redis {version} is too old: 7.0 or newer is needed (XAUTOCLAIM, max-deleted-entry-id)"));
             }
-            if let Ok(Some(p)) = store.config_get("maxmemory-policy").await {
+            if let Ok(Some(p)) = store.server().config_get("maxmemory-policy").await {
                 say(format!("redis: maxmemory-policy {p}"));
                 if p != "noeviction" {
                     problems.push(format!("maxmemory-policy is {p}: Redis may evict users and timelines; use noeviction"));
                 }
             }
-            if let Ok(Some(a)) = store.config_get("appendonly").await {
+            if let Ok(Some(a)) = store.server().config_get("appendonly").await {
                 say(format!("redis: appendonly {a}"));
                 if a != "yes" {
                     problems.push("appendonly is off: a Redis crash loses recent writes".into());

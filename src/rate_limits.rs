@@ -13,6 +13,7 @@
 
 use crate::config::Config;
 use crate::error::ApiError;
+use crate::store::entities::rate;
 use crate::store::Store;
 use std::net::IpAddr;
 use std::time::Instant;
@@ -162,11 +163,7 @@ impl Limits {
     /// Takes a token from `who`'s bucket of `rate` (`take`), or looks
     /// whether one is there; 429 when none is.
     async fn count(&self, rate: &Rate, who: &str, take: bool) -> Result<(), ApiError> {
-        match self
-            .store
-            .rate_take(rate.what, who, rate.per_sec, rate.burst, take)
-            .await
-        {
+        match rate::take(&self.store, rate.what, who, rate.per_sec, rate.burst, take).await {
             Ok(None) => Ok(()),
             Ok(Some(secs)) => Err(ApiError::too_many(format!(
                 "Too many {}; try again later.",

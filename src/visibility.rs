@@ -195,7 +195,7 @@ impl Sight {
     /// reader, or a private account the reader follows (on a path of
     /// [`Reach::Followers`]).
     pub(crate) async fn author(&mut self, author: u64) -> StoreResult<bool> {
-        if self.store.suspended().contains(author) {
+        if self.store.moderation().suspended().contains(author) {
             return Ok(false);
         }
         if self.viewer == Some(author) {

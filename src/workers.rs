@@ -62,7 +62,7 @@ pub async fn fanout_worker(
             return;
         }
     };
-    let hints = store.fanout_hints();
+    let hints = store.fanout().hints();
     let mut ready = std::collections::HashSet::new();
     while !shutdown.is_set() {
         let queue = tokio::select! {

@@ -305,7 +305,8 @@ fn split_top(inner: &str) -> Vec<&str> {
     parts.into_iter().filter(|p| !p.is_empty()).collect()
 }
 
-/// The `a::b::c` paths written in code, each at its offset, as its segments.
+/// The `a::b::c` paths written in code, each at its offset, as its segments
+/// (not a visibility's path).
 fn path_tokens(code: &str) -> Vec<(usize, Vec<String>)> {
     let mut paths = Vec::new();
     let bytes = code.as_bytes();
@@ -333,7 +334,9 @@ fn path_tokens(code: &str) -> Vec<(usize, Vec<String>)> {
                 break;
             }
         }
-        if segments.len() > 1 {
+        // A visibility (`pub(in crate::store)`) names a module, imports nothing.
+        let visibility = code[..i].trim_end().ends_with("pub(in");
+        if segments.len() > 1 && !visibility {
             paths.push((i, segments));
         }
         i = j.max(i + 1);
@@ -779,6 +782,7 @@ fn no_handler_imports_another() {
 /// it is on no rung, and no file of the store imports through it (a path
 /// through it would hide which folder it leans on).
 const STORE_LADDER: &[&[&str]] = &[
+    &["views"],
     &["entities"],
     &["outbox"],
     &["chains"],
@@ -787,6 +791,7 @@ const STORE_LADDER: &[&[&str]] = &[
     &["writes"],
     &["events"],
     &["paging"],
+    &["server"],
     &["handle"],
     &["log"],
     &["caches"],
@@ -820,4 +825,96 @@ fn the_store_s_folders_import_only_down_their_ladder() {
         "the store's imports were not read ({crossings})"
     );
     assert!(report.is_empty(), "the store's ladder is broken:\n{report}");
+}
+
+/// The files where the store's handle gets methods: its own (the
+/// connection, caches, keys, the server, the log's shape) and its views.
+const STORE_SURFACE: &[&str] = &["src/store/handle.rs", "src/store/views.rs"];
+
+/// Most methods `Store` may have, over every `impl Store` block.
+const MOST_STORE_METHODS: usize = 30;
+
+/// The `fn` items directly inside each `impl Store { .. }` of `code` (a
+/// stripped file): one entry per block, its functions' names.
+fn store_impls(code: &str) -> Vec<Vec<String>> {
+    let mut blocks = Vec::new();
+    let mut rest = code;
+    while let Some(at) = find_word(rest, "impl") {
+        let after = rest[at + 4..].trim_start();
+        rest = &rest[at + 4..];
+        let Some(body) = after.strip_prefix("Store") else {
+            continue;
+        };
+        let body = body.trim_start();
+        if !body.starts_with('{') {
+            continue;
+        }
+        let (mut depth, mut end) = (0usize, body.len());
+        for (i, c) in body.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (mut fns, mut depth) = (Vec::new(), 0usize);
+        let inner = &body[1..end];
+        let mut words = inner.split_inclusive(['{', '}', ' ', '\n', '(', '<']);
+        while let Some(word) = words.next() {
+            depth += word.matches('{').count();
+            depth -= word.matches('}').count().min(depth);
+            if depth == 0 && word.trim() == "fn" {
+                if let Some(name) = words.next() {
+                    fns.push(name.trim_end_matches(['(', '<', ' ']).to_string());
+                }
+            }
+        }
+        blocks.push(fns);
+    }
+    blocks
+}
+
+#[test]
+fn the_store_s_methods_are_its_handle_s_and_its_views_under_thirty() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let krate = Crate::read(&root.join("src/lib.rs"));
+    let mut methods = Vec::new();
+    let mut elsewhere = Vec::new();
+    for file in krate.files.values() {
+        let code = strip(&fs::read_to_string(file).unwrap());
+        let rel = file
+            .strip_prefix(root)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        for block in store_impls(&code) {
+            if STORE_SURFACE.contains(&rel.as_str()) {
+                methods.extend(block.into_iter().map(|f| format!("{rel}: {f}")));
+            } else {
+                elsewhere.push(format!("{rel}: {}", block.join(", ")));
+            }
+        }
+    }
+    assert!(
+        elsewhere.is_empty(),
+        "`impl Store` outside {STORE_SURFACE:?}:\n{}",
+        elsewhere.join("\n")
+    );
+    assert!(
+        methods.len() > 10,
+        "the store's methods were not read: {methods:?}"
+    );
+    assert!(
+        methods.len() < MOST_STORE_METHODS,
+        "Store has {} methods (at most {}):\n{}",
+        methods.len(),
+        MOST_STORE_METHODS - 1,
+        methods.join("\n")
+    );
 }

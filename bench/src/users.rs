@@ -13,7 +13,7 @@ pub async fn open_store(
     cfg.redis_url = Some(redis_url.to_string());
     cfg.key_prefix = key_prefix.to_string();
     let store = Store::open(redis_url, &cfg)?;
-    let jwt = firehose::auth::Jwt::new(&store.jwt_secret(cfg.jwt_secret()).await?);
+    let jwt = firehose::auth::Jwt::new(&store.sessions().jwt_secret(cfg.jwt_secret()).await?);
     Ok((store, jwt))
 }
 

@@ -485,7 +485,7 @@ impl Config {
     }
 
     /// The configured JWT secret, if one is (else the store generates one
-    /// at first start and keeps it in Redis: `Store::jwt_secret`).
+    /// at first start and keeps it in Redis: `Sessions::jwt_secret`).
     pub fn jwt_secret(&self) -> Option<&str> {
         self.jwt_secret.as_deref().filter(|s| !s.is_empty())
     }

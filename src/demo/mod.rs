@@ -47,7 +47,7 @@ async fn populate(args: DemoArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| embedded::DEFAULT_URL.to_string());
     let store = Store::open(&url, &cfg)?;
-    store.ping().await.with_context(|| {
+    store.server().ping().await.with_context(|| {
         format!("Redis is unreachable at {url}: start `firehose serve` first or pass --redis-url")
     })?;
     let shape = Shape {

@@ -291,7 +291,8 @@ impl Export {
     ) -> Result<(), crate::store::StoreError> {
         let ids = self
             .store
-            .user_list_newest(self.uid, list, offset, EXPORT_PAGE)
+            .users()
+            .list_newest(self.uid, list, offset, EXPORT_PAGE)
             .await?;
         match list {
             UserList::Likes => {

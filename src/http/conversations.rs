@@ -147,7 +147,7 @@ pub(crate) async fn create(
     state.rate.write(auth.uid).await?;
     let opening = state
         .store
-        .messaging()
+        .conversations()
         .opening(auth.uid, &others)
         .await?
         .map_err(refused)?;
@@ -163,7 +163,7 @@ pub(crate) async fn create(
             text: &body.text,
             idempotency_key: idem.as_deref(),
         };
-        Ok(store.messaging().open(start, opening).await?)
+        Ok(store.conversations().open(start, opening).await?)
     })
     .await?;
     let conversation = state
@@ -369,7 +369,7 @@ pub(crate) async fn send(
     state.rate.write(auth.uid).await?;
     if let Some(refusal) = state
         .store
-        .messaging()
+        .conversations()
         .may_send(auth.uid, cid, &members)
         .await?
     {

@@ -103,7 +103,7 @@ pub(crate) async fn edit(
     let (uid, private) = (auth.uid, auth.private);
     let edited = detached(async move {
         Ok(store
-            .edits()
+            .statuses()
             .edit(
                 sid,
                 uid,
@@ -169,7 +169,7 @@ pub(crate) async fn history(
 ) -> ApiResult<Json<Versions>> {
     let sid = path_id(&id, "status")?;
     let status = visible(&state, viewer.as_ref(), sid).await?;
-    let mut versions = state.store.edits().versions(sid).await?;
+    let mut versions = state.store.statuses().versions(sid).await?;
     if versions.is_empty() {
         versions.push(Version {
             message: status.message,

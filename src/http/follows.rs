@@ -55,7 +55,8 @@ async fn request_list(
     let (cursor, count) = user_paging(&q)?;
     let page = state
         .store
-        .follow_requests()
+        .follows()
+        .requests()
         .page(auth.uid, which, &cursor, count)
         .await?;
     UserPage::of(&state, page).await
@@ -170,7 +171,8 @@ async fn decide(
     let requester = path_id(&id, "follow request")?;
     if !state
         .store
-        .follow_requests()
+        .follows()
+        .requests()
         .has_requested(requester, auth.uid)
         .await?
     {
@@ -184,7 +186,11 @@ async fn decide(
         if approve {
             store.follows().set(requester, owner, true, now()).await?;
         }
-        store.follow_requests().withdraw(requester, owner).await?;
+        store
+            .follows()
+            .requests()
+            .withdraw(requester, owner)
+            .await?;
         Ok(())
     })
     .await?;
@@ -236,7 +242,7 @@ async fn follow_or_ask(store: &Store, uid: u64, target: u64) -> Result<Followed,
     if uid != target && !store.follows().is_following(uid, target).await? {
         let user = store.users().get(target).await?;
         if user.private {
-            store.follow_requests().ask(uid, target).await?;
+            store.follows().requests().ask(uid, target).await?;
             return Ok(Followed::Asked);
         }
     }
@@ -267,7 +273,7 @@ pub(crate) async fn destroy(
     let store = state.store.clone();
     let uid = auth.uid;
     let cancelled = detached(async move {
-        if store.follow_requests().withdraw(uid, target).await? {
+        if store.follows().requests().withdraw(uid, target).await? {
             return Ok(true);
         }
         store.follows().set(uid, target, false, now()).await?;

@@ -203,8 +203,11 @@ async fn observe(
         request_id = request_id.to_str().unwrap_or("")
     );
     let mut response = next.run(req).instrument(span.clone()).await;
-    if is_write(&method) && response.status().is_success() && state.store.waits_for_replicas() {
-        if let Err(e) = state.store.confirm_replicated().await {
+    if is_write(&method)
+        && response.status().is_success()
+        && state.store.server().waits_for_replicas()
+    {
+        if let Err(e) = state.store.server().confirm_replicated().await {
             response = ApiError::from(e).into_response();
         }
     }

@@ -93,7 +93,7 @@ async fn visible(
         let total = shown.len();
         for (i, (s, n)) in shown.into_iter().enumerate() {
             let account: u64 = s.account.parse().unwrap_or(0);
-            if state.store.suspended().contains(account)
+            if state.store.moderation().suspended().contains(account)
                 || sight.relations().bits(account) & hides::FEED != 0
             {
                 continue;

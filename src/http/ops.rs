@@ -190,7 +190,7 @@ pub(crate) enum Reachable {
 /// `history_store` says whether its object store answers (the process
 /// serves either way: from its disk and the buffer while it does not).
 pub(crate) async fn readyz(State(state): State<AppState>) -> Response {
-    if state.store.ping().await.is_err() {
+    if state.store.server().ping().await.is_err() {
         return ApiError::unavailable().into_response();
     }
     if !state.hub.is_subscribed() {
@@ -241,6 +241,7 @@ pub(crate) async fn prometheus(State(state): State<AppState>, headers: HeaderMap
     let started = std::time::Instant::now();
     let ping = state
         .store
+        .server()
         .ping()
         .await
         .map(|_| started.elapsed().as_secs_f64());

@@ -257,7 +257,7 @@ pub(crate) async fn context(
         ancestors.push(up);
     }
     ancestors.reverse();
-    let ids = state.store.descendants(sid).await?;
+    let ids = state.store.statuses().descendants(sid).await?;
     let found = state.store.statuses().many(&ids).await?;
     let cached: Vec<_> = found.into_iter().filter_map(|(_, s)| s).collect();
     let shown = state.store.statuses().shown(cached).await?;

@@ -88,7 +88,11 @@ pub(crate) async fn tag(
                 "order=top pages with page.",
             ));
         };
-        let ranked = state.store.ranked_page(&Ranked::Tag(tag), n, count).await?;
+        let ranked = state
+            .store
+            .statuses()
+            .ranked_page(&Ranked::Tag(tag), n, count)
+            .await?;
         return Ok(ranked_json(
             visible_ranked(&state, viewer.as_ref(), ranked).await?,
         ));
@@ -129,6 +133,7 @@ pub(crate) async fn home(
         };
         let ranked = state
             .store
+            .statuses()
             .ranked_page(&Ranked::Home(auth.uid), n, count)
             .await?;
         return Ok(ranked_json(ranked));

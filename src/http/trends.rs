@@ -56,7 +56,11 @@ pub(crate) async fn tags(
             .filter(|l| (1..=100).contains(l))
             .ok_or_else(|| ApiError::invalid("invalid_limit", "limit must be 1 to 100."))?,
     };
-    let top = state.store.trending(window, limit as usize).await?;
+    let top = state
+        .store
+        .statuses()
+        .trending(window, limit as usize)
+        .await?;
     Ok(Json(
         top.into_iter()
             .map(|(tag, count)| Trend { tag, count })

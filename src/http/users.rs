@@ -343,6 +343,6 @@ pub(crate) async fn update_me(
         private: body.private,
         dm_policy: body.dm_policy.as_deref(),
     };
-    let user = state.store.profile().change(auth.uid, &change).await?;
+    let user = state.store.users().change(auth.uid, &change).await?;
     Ok(Json(user))
 }

@@ -24,8 +24,8 @@ async fn relationship(m: &Mastodon, me: u64, other: u64) -> Result<Value, Refuse
     let (following, followed_by, requested, requested_by, bits) = futures::join!(
         store.follows().is_following(me, other),
         store.follows().is_following(other, me),
-        store.follow_requests().has_requested(me, other),
-        store.follow_requests().has_requested(other, me),
+        store.follows().requests().has_requested(me, other),
+        store.follows().requests().has_requested(other, me),
         store.relations().bits(me, other),
     );
     let fail = |e: crate::store::StoreError| unavailable(&e);

@@ -2,9 +2,9 @@
 //! how it opens.
 
 use crate::config::Config;
-use crate::store::caches::cache;
 use crate::store::caches::set::Caches;
 use crate::store::log::emitter;
+use crate::store::log::shape::LogShape;
 use crate::store::plumbing::conn::Target;
 use crate::store::plumbing::conn::{LazyCluster, RedisConn};
 use crate::store::plumbing::error::{StoreError, StoreResult};
@@ -25,7 +25,8 @@ pub struct Store {
     pub(crate) target: Target,
     pub(crate) keys: Keys,
     pub(crate) scripts: Arc<Scripts>,
-    pub(crate) replay_maxlen: u64,
+    /// How the event log is laid over Redis.
+    pub(crate) log_shape: LogShape,
     pub(crate) fanout_inline: usize,
     pub(crate) fanout_batch: usize,
     /// Seconds a request owns the outbox entry of its write before a
@@ -58,11 +59,6 @@ pub fn cluster_nodes(list: &str) -> Vec<String> {
         .collect()
 }
 
-/// The least a shard of the log keeps, whatever `--replay-maxlen`: the
-/// history's archiver reads every shard behind the writes, and a shard
-/// that kept one event would drop it at its shard's next write.
-pub(crate) const MIN_SHARD_SHARE: u64 = 4;
-
 impl Store {
     /// Connects lazily: the first command opens the connection, and a lost
     /// connection is reopened with backoff, so the server starts and recovers
@@ -91,6 +87,7 @@ impl Store {
                 (RedisConn::Single(conn), Target::Single(client))
             }
         };
+        let cluster = matches!(target, Target::Cluster(_));
         let caches = match &target {
             Target::Single(client) => Caches::new(cfg, Some(client)),
             Target::Cluster(_) => Caches::new(cfg, None),
@@ -100,7 +97,7 @@ impl Store {
             target,
             keys: Keys::new(&cfg.key_prefix).with_log_shards(cfg.log_shards as usize),
             scripts: Arc::new(Scripts::load()),
-            replay_maxlen: cfg.replay_maxlen,
+            log_shape: LogShape::new(cluster, cfg.replay_maxlen, cfg.log_shards as usize),
             fanout_inline: cfg.fanout_inline.max(1),
             fanout_batch: cfg.fanout_batch.max(1),
             outbox_lease: cfg.outbox_lease.max(0.1),
@@ -119,31 +116,10 @@ impl Store {
         })
     }
 
-    /// What this process knows of each Redis node's clock: the live
-    /// subscription tells it, writes wait on it.
-    pub fn clocks(&self) -> Arc<crate::store::log::clocks::NodeClocks> {
-        self.clocks.clone()
-    }
-
-    /// Which fan-out queues may hold work (the workers wait on it).
-    pub fn fanout_hints(&self) -> Arc<fanout_hints::FanoutHints> {
-        self.fanout_hints.clone()
-    }
-
-    /// The status cache (the hub evicts deleted statuses from it).
-    pub fn status_cache(&self) -> &cache::StatusCache {
-        &self.caches.status
-    }
-
-    /// Recently read status counts (the hub evicts changed ones).
-    pub fn counts_cache(&self) -> &cache::CountsCache {
-        &self.caches.counts
-    }
-
-    /// Sessions recently found alive (the hub revokes ended ones and
-    /// suspends it while its subscription is down).
-    pub fn session_cache(&self) -> &cache::SessionCache {
-        &self.caches.sessions
+    /// Every in-process cache: statuses, counts, sessions alive, ... (the
+    /// hub evicts what changed).
+    pub(crate) fn caches(&self) -> &Caches {
+        &self.caches
     }
 
     /// The key builder.
@@ -176,91 +152,14 @@ impl Store {
         self.conn.clone()
     }
 
-    /// Waits until the replicas hold every write finished so far
-    /// (`--redis-wait-replicas`; at once when that is 0). `Unavailable`
-    /// when a replica did not confirm in time.
-    pub async fn confirm_replicated(&self) -> StoreResult<()> {
-        self.replication.confirm(&self.conn, &self.target).await
-    }
-
-    /// Whether writes wait for replicas.
-    pub fn waits_for_replicas(&self) -> bool {
-        self.replication.enabled()
-    }
-
     /// Whether the store runs on a Redis Cluster.
     pub fn is_cluster(&self) -> bool {
         matches!(self.target, Target::Cluster(_))
     }
 
-    /// The command that publishes a shard of the event log: sharded
-    /// pub/sub on a cluster (no node relays every event), plain PUBLISH on
-    /// one Redis (where there is nothing to relay).
-    pub(crate) fn publish_command(&self) -> &'static str {
-        if self.is_cluster() {
-            "SPUBLISH"
-        } else {
-            "PUBLISH"
-        }
-    }
-
-    /// A shard's share of the buffer's capacity in events
-    /// (`--replay-maxlen` over the shards, at least [`MIN_SHARD_SHARE`]).
-    pub(crate) fn shard_maxlen(&self) -> u64 {
-        self.replay_maxlen
-            .div_ceil(self.keys.log_shards() as u64)
-            .max(MIN_SHARD_SHARE)
-    }
-
-    /// How a shard's buffer is trimmed to `entries` (`log_append.lua`'s
-    /// argument): `~` (whole nodes of entries, cheap) when a share is
-    /// large, exactly when it is small (a node holds 100 entries, so a
-    /// small buffer would never be trimmed at all).
-    pub(crate) fn shard_trim(&self, entries: u64) -> String {
-        if self.shard_maxlen() >= 1_000 {
-            format!("~{entries}")
-        } else {
-            format!("={entries}")
-        }
-    }
-
-    /// PING: whether Redis answers.
-    pub async fn ping(&self) -> StoreResult<()> {
-        let mut conn = self.conn();
-        let _: String = redis::cmd("PING").query_async(&mut conn).await?;
-        Ok(())
-    }
-
-    /// A Redis configuration parameter (CONFIG GET), if the server reports it.
-    /// On a cluster, the first seed node's.
-    pub async fn config_get(&self, name: &str) -> StoreResult<Option<String>> {
-        let pair: Vec<String> = self
-            .one_node(redis::cmd("CONFIG").arg("GET").arg(name))
-            .await?;
-        Ok(pair.into_iter().nth(1))
-    }
-
-    /// A node-level command (INFO, CONFIG) answered by the server, or on a
-    /// cluster by the first seed node.
-    async fn one_node<T: redis::FromRedisValue>(&self, cmd: &redis::Cmd) -> StoreResult<T> {
-        match &self.target {
-            Target::Single(_) => Ok(cmd.query_async(&mut self.conn()).await?),
-            Target::Cluster(nodes) => {
-                let client = Client::open(nodes[0].as_str())?;
-                let mut conn = client.get_multiplexed_async_connection().await?;
-                Ok(cmd.query_async(&mut conn).await?)
-            }
-        }
-    }
-
-    /// The `redis_version` INFO field (on a cluster, the first seed node's).
-    pub async fn server_version(&self) -> StoreResult<String> {
-        let info: String = self.one_node(redis::cmd("INFO").arg("server")).await?;
-        Ok(info
-            .lines()
-            .find_map(|l| l.strip_prefix("redis_version:"))
-            .unwrap_or("unknown")
-            .trim()
-            .to_string())
+    /// How the event log is laid over Redis: a shard's publish command,
+    /// capacity and trim.
+    pub fn log_shape(&self) -> LogShape {
+        self.log_shape
     }
 }

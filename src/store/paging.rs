@@ -72,57 +72,56 @@ pub struct IdPage {
     pub next_cursor: Option<String>,
 }
 
-impl Store {
-    /// A page of a ZSET of user ids, in score order (ties by member), from
-    /// `cursor`: `count` entries and the cursor of the next page.
-    pub(crate) async fn id_page(
-        &self,
-        key: &str,
-        cursor: &Cursor,
-        count: usize,
-    ) -> StoreResult<IdPage> {
-        let mut conn = self.conn();
-        let flat: Vec<String> = match cursor {
-            Cursor::Offset(offset) => {
-                let start = (*offset).min(isize::MAX as u64 / 2) as isize;
-                redis::cmd("ZRANGE")
-                    .arg(key)
-                    .arg(start)
-                    .arg(start + count as isize)
-                    .arg("WITHSCORES")
-                    .query_async(&mut conn)
-                    .await?
-            }
-            Cursor::Start | Cursor::After { .. } => {
-                let (score, member) = match cursor {
-                    Cursor::After { score, member } => (score.clone(), member.to_string()),
-                    _ => ("-inf".to_string(), String::new()),
-                };
-                // The fan-out's exact cursor walk: entries strictly after
-                // (score, member), whether or not that entry is still there.
-                self.scripts
-                    .fanout_page
-                    .key(key)
-                    .arg(score)
-                    .arg(member)
-                    .arg(count + 1)
-                    .invoke_async(&mut conn)
-                    .await?
-            }
-        };
-        let pairs: Vec<(u64, &str)> = flat
-            .chunks_exact(2)
-            .map(|p| Ok((parse_id(&p[0])?, p[1].as_str())))
-            .collect::<StoreResult<_>>()?;
-        let more = pairs.len() > count;
-        let shown = &pairs[..pairs.len().min(count)];
-        Ok(IdPage {
-            next_cursor: more
-                .then(|| shown.last().map(|(m, s)| Cursor::write(s, *m)))
-                .flatten(),
-            ids: shown.iter().map(|(m, _)| *m).collect(),
-        })
-    }
+/// A page of a ZSET of user ids, in score order (ties by member), from
+/// `cursor`: `count` entries and the cursor of the next page.
+pub(crate) async fn id_page(
+    store: &Store,
+    key: &str,
+    cursor: &Cursor,
+    count: usize,
+) -> StoreResult<IdPage> {
+    let mut conn = store.conn();
+    let flat: Vec<String> = match cursor {
+        Cursor::Offset(offset) => {
+            let start = (*offset).min(isize::MAX as u64 / 2) as isize;
+            redis::cmd("ZRANGE")
+                .arg(key)
+                .arg(start)
+                .arg(start + count as isize)
+                .arg("WITHSCORES")
+                .query_async(&mut conn)
+                .await?
+        }
+        Cursor::Start | Cursor::After { .. } => {
+            let (score, member) = match cursor {
+                Cursor::After { score, member } => (score.clone(), member.to_string()),
+                _ => ("-inf".to_string(), String::new()),
+            };
+            // The fan-out's exact cursor walk: entries strictly after
+            // (score, member), whether or not that entry is still there.
+            store
+                .scripts
+                .fanout_page
+                .key(key)
+                .arg(score)
+                .arg(member)
+                .arg(count + 1)
+                .invoke_async(&mut conn)
+                .await?
+        }
+    };
+    let pairs: Vec<(u64, &str)> = flat
+        .chunks_exact(2)
+        .map(|p| Ok((parse_id(&p[0])?, p[1].as_str())))
+        .collect::<StoreResult<_>>()?;
+    let more = pairs.len() > count;
+    let shown = &pairs[..pairs.len().min(count)];
+    Ok(IdPage {
+        next_cursor: more
+            .then(|| shown.last().map(|(m, s)| Cursor::write(s, *m)))
+            .flatten(),
+        ids: shown.iter().map(|(m, _)| *m).collect(),
+    })
 }
 
 /// A list of a user's, newest entry first (for the account export).
@@ -134,32 +133,6 @@ pub enum UserList {
     Followers,
     /// Statuses the user likes.
     Likes,
-}
-
-impl Store {
-    /// Up to `count` ids of one of `uid`'s lists, newest first, from
-    /// `offset`.
-    pub async fn user_list_newest(
-        &self,
-        uid: u64,
-        list: UserList,
-        offset: usize,
-        count: usize,
-    ) -> StoreResult<Vec<u64>> {
-        let key = match list {
-            UserList::Following => self.keys.following(uid),
-            UserList::Followers => self.keys.followers(uid),
-            UserList::Likes => self.keys.likes(uid),
-        };
-        let mut conn = self.conn();
-        let ids: Vec<String> = redis::cmd("ZREVRANGE")
-            .arg(key)
-            .arg(offset)
-            .arg(offset + count - 1)
-            .query_async(&mut conn)
-            .await?;
-        ids.iter().map(|s| parse_id(s)).collect()
-    }
 }
 
 #[cfg(test)]

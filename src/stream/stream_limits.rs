@@ -76,6 +76,7 @@ impl StreamLimits {
         };
         if !self
             .store
+            .sessions()
             .stream_leases()
             .take(uid, &guard.member, max, self.lease)
             .await?
@@ -104,7 +105,13 @@ impl StreamLimits {
                 Ok(held) => held.iter().map(|(m, uid)| (*uid, m.clone())).collect(),
                 Err(_) => continue,
             };
-            if let Err(e) = self.store.stream_leases().renew(&held, self.lease).await {
+            if let Err(e) = self
+                .store
+                .sessions()
+                .stream_leases()
+                .renew(&held, self.lease)
+                .await
+            {
                 tracing::warn!(error = %e, leases = held.len(), "cannot renew stream leases");
             }
         }
@@ -129,7 +136,7 @@ impl Drop for StreamGuard {
         let (uid, member) = (self.uid, std::mem::take(&mut self.member));
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                if let Err(e) = store.stream_leases().release(uid, &member).await {
+                if let Err(e) = store.sessions().stream_leases().release(uid, &member).await {
                     // It lapses by itself.
                     tracing::debug!(error = %e, "cannot drop a stream lease");
                 }

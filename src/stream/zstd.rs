@@ -148,6 +148,7 @@ impl Dictionaries {
             None => {
                 let dict = train_from(store).await?;
                 let id = store
+                    .events()
                     .zstd_dicts()
                     .put(&dict.id.to_string(), &dict.bytes, true)
                     .await?;
@@ -170,6 +171,7 @@ impl Dictionaries {
 
 async fn load_current(store: &Store) -> anyhow::Result<Option<Dict>> {
     Ok(store
+        .events()
         .zstd_dicts()
         .current()
         .await?
@@ -199,9 +201,10 @@ pub(crate) async fn run(dicts: Arc<Dictionaries>, retrain: Duration, mut shutdow
         since_training += tick;
         if !retrain.is_zero() && since_training >= retrain {
             since_training = Duration::ZERO;
-            let used = matches!(store.zstd_dicts().current_id().await, Ok(Some(_)));
+            let used = matches!(store.events().zstd_dicts().current_id().await, Ok(Some(_)));
             if used
                 && store
+                    .events()
                     .zstd_dicts()
                     .take_trainer(&holder, retrain.as_secs())
                     .await
@@ -220,6 +223,7 @@ pub(crate) async fn run(dicts: Arc<Dictionaries>, retrain: Duration, mut shutdow
 pub(crate) async fn retrain_now(store: &Store) {
     match train_from(store).await {
         Ok(dict) => match store
+            .events()
             .zstd_dicts()
             .put(&dict.id.to_string(), &dict.bytes, false)
             .await
@@ -237,13 +241,13 @@ pub(crate) async fn retrain_now(store: &Store) {
 
 /// Switches to the current dictionary if it changed.
 async fn follow(store: &Store, dicts: &Dictionaries) {
-    let Ok(Some(id)) = store.zstd_dicts().current_id().await else {
+    let Ok(Some(id)) = store.events().zstd_dicts().current_id().await else {
         return;
     };
     if dicts.current().is_some_and(|d| d.id.to_string() == id) {
         return;
     }
-    if let Ok(Some(bytes)) = store.zstd_dicts().get(&id).await {
+    if let Ok(Some(bytes)) = store.events().zstd_dicts().get(&id).await {
         if let Some(dict) = Dict::new(bytes) {
             dicts.set(dict);
         }

@@ -338,7 +338,7 @@ async fn main() -> anyhow::Result<()> {
     cfg.redis_url = Some(args.redis_url.clone());
     cfg.jwt_secret = args.jwt_secret.clone();
     let store = Store::open(&args.redis_url, &cfg)?;
-    let jwt = firehose::auth::Jwt::new(&store.jwt_secret(cfg.jwt_secret()).await?);
+    let jwt = firehose::auth::Jwt::new(&store.sessions().jwt_secret(cfg.jwt_secret()).await?);
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(1024)
         .build()?;

@@ -566,7 +566,7 @@ async fn main() -> anyhow::Result<()> {
     cfg.key_prefix = args.key_prefix.clone();
     cfg.jwt_secret = args.jwt_secret.clone();
     let store = Store::open(&args.redis_url, &cfg)?;
-    let secret = store.jwt_secret(cfg.jwt_secret()).await?;
+    let secret = store.sessions().jwt_secret(cfg.jwt_secret()).await?;
     let jwt = firehose::auth::Jwt::new(&secret);
     let pid = args.server_pid.or_else(find_server);
 

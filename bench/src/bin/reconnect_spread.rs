@@ -79,7 +79,7 @@ async fn main() -> anyhow::Result<()> {
     let mut cfg = Config::defaults();
     cfg.redis_url = Some(args.redis_url.clone());
     let store = Store::open(&args.redis_url, &cfg)?;
-    let jwt = firehose::auth::Jwt::new(&store.jwt_secret(None).await?);
+    let jwt = firehose::auth::Jwt::new(&store.sessions().jwt_secret(None).await?);
     let tokens =
         firehose_bench::users::tokens(&store, &jwt, "spread_", args.clients.div_ceil(5)).await?;
     let path = "/api/v1/stream/sample?rate=0.01";

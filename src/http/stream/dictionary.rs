@@ -33,6 +33,7 @@ pub(crate) async fn dictionary(
                 Some(d) => d.bytes.to_vec(),
                 None => state
                     .store
+                    .events()
                     .zstd_dicts()
                     .get(&id.to_string())
                     .await?

@@ -84,14 +84,14 @@ struct Shard {
 }
 
 /// The cache; cheap to share.
-pub struct StatusCache {
+pub(crate) struct StatusCache {
     shards: Vec<Mutex<Shard>>,
     per_shard: usize,
 }
 
 impl StatusCache {
     /// A cache of at most about `capacity` statuses (0 disables it).
-    pub fn new(capacity: usize) -> Self {
+    pub(crate) fn new(capacity: usize) -> Self {
         StatusCache {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             per_shard: capacity.div_ceil(SHARDS),
@@ -106,12 +106,12 @@ impl StatusCache {
     }
 
     /// The cached status, if any.
-    pub fn get(&self, id: u64) -> Option<Arc<CachedStatus>> {
+    pub(crate) fn get(&self, id: u64) -> Option<Arc<CachedStatus>> {
         self.shard(id)?.map.get(&id).cloned()
     }
 
     /// Remembers a status read from Redis (unless it was deleted meanwhile).
-    pub fn put(&self, id: u64, status: Arc<CachedStatus>) {
+    pub(crate) fn put(&self, id: u64, status: Arc<CachedStatus>) {
         let per_shard = self.per_shard;
         let Some(mut shard) = self.shard(id) else {
             return;
@@ -132,7 +132,7 @@ impl StatusCache {
     }
 
     /// Forgets a deleted status for good.
-    pub fn forget(&self, id: u64) {
+    pub(crate) fn forget(&self, id: u64) {
         let per_shard = self.per_shard;
         let Some(mut shard) = self.shard(id) else {
             return;
@@ -163,7 +163,7 @@ const COUNTS_PER_SHARD: usize = 8192;
 /// and the hub evicts on the like, status (reply, repost) and delete events
 /// of every process, so only an unlike elsewhere can show for up to a
 /// second. A single status (`GET /api/v1/statuses/{id}`) is always read fresh.
-pub struct CountsCache {
+pub(crate) struct CountsCache {
     shards: Vec<Mutex<FxHashMap<u64, (Counts, Instant)>>>,
 }
 
@@ -184,7 +184,7 @@ impl CountsCache {
     }
 
     /// The counts of `id` if read less than [`COUNTS_TTL`] before `now`.
-    pub fn get(&self, id: u64, now: Instant) -> Option<Counts> {
+    pub(crate) fn get(&self, id: u64, now: Instant) -> Option<Counts> {
         let shard = self.shard(id)?;
         shard
             .get(&id)
@@ -194,7 +194,7 @@ impl CountsCache {
 
     /// The counts of `id` if read less than `ttl` before `now` (ranking
     /// may use counts up to a few seconds old).
-    pub fn get_within(&self, id: u64, now: Instant, ttl: Duration) -> Option<Counts> {
+    pub(crate) fn get_within(&self, id: u64, now: Instant, ttl: Duration) -> Option<Counts> {
         let shard = self.shard(id)?;
         shard
             .get(&id)
@@ -203,7 +203,7 @@ impl CountsCache {
     }
 
     /// Remembers counts just read.
-    pub fn put(&self, id: u64, counts: Counts) {
+    pub(crate) fn put(&self, id: u64, counts: Counts) {
         if let Some(mut shard) = self.shard(id) {
             if shard.len() >= COUNTS_PER_SHARD {
                 shard.retain(|_, (_, at)| at.elapsed() < COUNTS_TTL);
@@ -216,7 +216,7 @@ impl CountsCache {
     }
 
     /// Forgets the counts of `id` (they just changed).
-    pub fn forget(&self, id: u64) {
+    pub(crate) fn forget(&self, id: u64) {
         if let Some(mut shard) = self.shard(id) {
             shard.remove(&id);
         }
@@ -246,7 +246,7 @@ struct SessionEntry {
 /// suspended and empty, because revocations could pass unseen. What it can
 /// serve late is the account's `private` flag changed on another process:
 /// for at most its time to live (a second by default).
-pub struct SessionCache {
+pub(crate) struct SessionCache {
     shards: Vec<Mutex<HashMap<String, SessionEntry>>>,
     generation: AtomicU64,
     live: AtomicBool,
@@ -256,7 +256,7 @@ pub struct SessionCache {
 impl SessionCache {
     /// A cache trusting a session for `ttl` (zero disables it). It starts
     /// suspended: [`SessionCache::resume`] once revocations are heard.
-    pub fn new(ttl: Duration) -> Self {
+    pub(crate) fn new(ttl: Duration) -> Self {
         SessionCache {
             shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
             generation: AtomicU64::new(0),
@@ -272,7 +272,7 @@ impl SessionCache {
 
     /// The session's user if `sid` (owned by `uid`) was found alive within
     /// the time to live.
-    pub fn get(&self, sid: &str, uid: u64) -> Option<SessionUser> {
+    pub(crate) fn get(&self, sid: &str, uid: u64) -> Option<SessionUser> {
         if !self.live.load(Ordering::Acquire) {
             return None;
         }
@@ -285,7 +285,7 @@ impl SessionCache {
 
     /// Where revocations stand, to give [`SessionCache::put`] after reading
     /// a session from Redis; `None` while suspended.
-    pub fn generation(&self) -> Option<u64> {
+    pub(crate) fn generation(&self) -> Option<u64> {
         self.live
             .load(Ordering::Acquire)
             .then(|| self.generation.load(Ordering::Acquire))
@@ -293,7 +293,7 @@ impl SessionCache {
 
     /// Remembers a session read alive from Redis, unless a revocation (or a
     /// suspension) happened since `seen` was taken.
-    pub fn put(&self, seen: u64, sid: &str, uid: u64, user: SessionUser) {
+    pub(crate) fn put(&self, seen: u64, sid: &str, uid: u64, user: SessionUser) {
         let Some(mut shard) = self.shard(sid) else {
             return;
         };
@@ -321,7 +321,7 @@ impl SessionCache {
     }
 
     /// Forgets an ended session for good.
-    pub fn revoke(&self, sid: &str) {
+    pub(crate) fn revoke(&self, sid: &str) {
         if let Some(mut shard) = self.shard(sid) {
             self.generation.fetch_add(1, Ordering::AcqRel);
             shard.remove(sid);
@@ -329,7 +329,7 @@ impl SessionCache {
     }
 
     /// Forgets every session of `uid` (its account just changed).
-    pub fn forget_user(&self, uid: u64) {
+    pub(crate) fn forget_user(&self, uid: u64) {
         for shard in &self.shards {
             if let Ok(mut shard) = shard.lock() {
                 self.generation.fetch_add(1, Ordering::AcqRel);
@@ -339,7 +339,7 @@ impl SessionCache {
     }
 
     /// Stops serving and empties the cache: revocations may go unseen.
-    pub fn suspend(&self) {
+    pub(crate) fn suspend(&self) {
         self.live.store(false, Ordering::Release);
         self.generation.fetch_add(1, Ordering::AcqRel);
         for shard in &self.shards {
@@ -350,7 +350,7 @@ impl SessionCache {
     }
 
     /// Serves again: revocations are seen once more.
-    pub fn resume(&self) {
+    pub(crate) fn resume(&self) {
         self.live.store(true, Ordering::Release);
     }
 }

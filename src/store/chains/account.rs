@@ -202,11 +202,21 @@ impl DeleteAccountOp {
         })
         .await?;
         undo_each(store, entry, &keys.requests(uid), false, |s| async move {
-            store.follow_requests().withdraw(s, uid).await.map(|_| ())
+            store
+                .follows()
+                .requests()
+                .withdraw(s, uid)
+                .await
+                .map(|_| ())
         })
         .await?;
         undo_each(store, entry, &keys.requested(uid), false, |t| async move {
-            store.follow_requests().withdraw(uid, t).await.map(|_| ())
+            store
+                .follows()
+                .requests()
+                .withdraw(uid, t)
+                .await
+                .map(|_| ())
         })
         .await?;
         undo_each(

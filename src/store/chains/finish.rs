@@ -24,14 +24,7 @@ pub const IDEMPOTENCY_TTL: u64 = 24 * 3600;
 /// is in [`store::outbox`](crate::store::outbox).
 #[derive(Clone, Copy)]
 pub struct Outbox<'a> {
-    pub(crate) store: &'a Store,
-}
-
-impl Store {
-    /// The outbox.
-    pub fn outbox(&self) -> Outbox<'_> {
-        Outbox { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 /// What finishing a write gives back.
@@ -80,10 +73,10 @@ impl<'a> Outbox<'a> {
                 emitted: self.store.keys.log_emitted(k),
                 events: self.store.keys.log_events(k),
                 channel: self.store.keys.log_channel(k),
-                publish: self.store.publish_command(),
+                publish: self.store.log_shape().publish,
                 shard: k,
-                maxlen: self.store.shard_maxlen(),
-                exact: !self.store.shard_trim(1).starts_with('~'),
+                maxlen: self.store.log_shape().maxlen,
+                exact: self.store.log_shape().exact(),
             };
             let events = f
                 .events

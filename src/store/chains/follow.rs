@@ -68,12 +68,12 @@ pub(crate) async fn follow_whole(
         .arg(if follow { "1" } else { "0" })
         .arg(at)
         .arg(HOME_CAP)
-        .arg(store.shard_trim(store.shard_maxlen()))
+        .arg(store.log_shape().trim())
         .arg(store.keys.log_channel(shard))
         .arg(OUTBOX_PARTS)
         .arg(targets.len())
         .arg(FOLLOW_COPY_BUDGET)
-        .arg(store.publish_command())
+        .arg(store.log_shape().publish)
         .arg(shard);
     for &target in targets {
         let event = body(&if follow {

@@ -61,7 +61,7 @@ pub(crate) async fn like_whole(
         .arg(sid)
         .arg(at)
         .arg(if like { "1" } else { "0" })
-        .arg(store.shard_trim(store.shard_maxlen()))
+        .arg(store.log_shape().trim())
         .arg(store.keys.log_channel(shard))
         .arg(&event.json)
         .arg(
@@ -73,7 +73,7 @@ pub(crate) async fn like_whole(
             })
             .json,
         )
-        .arg(store.publish_command())
+        .arg(store.log_shape().publish)
         .arg(shard)
         .invoke_async(&mut conn)
         .await?;

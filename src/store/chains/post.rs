@@ -137,7 +137,7 @@ pub(crate) async fn post_whole(
         .arg(if trims_homes(sid) { HOME_CAP } else { 0 })
         .arg(INDEX_CAP)
         .arg(store.fanout_inline)
-        .arg(store.shard_trim(store.shard_maxlen()))
+        .arg(store.log_shape().trim())
         .arg("PUBLISH")
         .arg(store.keys.home(0))
         .arg(store.keys.hide(0))

@@ -9,7 +9,7 @@
 
 use crate::model::now;
 use crate::store::handle::Store;
-use crate::store::paging::{Cursor, IdPage};
+use crate::store::paging::{id_page, Cursor, IdPage};
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use redis::AsyncCommands;
 
@@ -19,14 +19,7 @@ pub(crate) const MAX_BOOKMARKS: usize = 10_000;
 /// A user's bookmarks (`Store::bookmarks`).
 #[derive(Clone, Copy)]
 pub struct Bookmarks<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// A user's bookmarks.
-    pub fn bookmarks(&self) -> Bookmarks<'_> {
-        Bookmarks { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Bookmarks<'_> {
@@ -61,9 +54,7 @@ impl Bookmarks<'_> {
 
     /// A page of `uid`'s bookmarked status ids, newest bookmark first.
     pub async fn page(self, uid: u64, cursor: &Cursor, count: usize) -> StoreResult<IdPage> {
-        self.store
-            .id_page(&self.store.keys.bookmarks(uid), cursor, count)
-            .await
+        id_page(self.store, &self.store.keys.bookmarks(uid), cursor, count).await
     }
 
     /// Whether `uid` has bookmarked each of `sids` (one command).

@@ -15,7 +15,7 @@ pub(crate) use crate::store::chains::message::Sent;
 use crate::store::chains::payloads::NewConversation;
 use crate::store::handle::Store;
 use crate::store::outbox::{Begun, Op, Owed};
-use crate::store::paging::{Cursor, IdPage, Page};
+use crate::store::paging::{id_page, Cursor, IdPage, Page};
 use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
 use redis::AsyncCommands;
 use std::collections::HashMap;
@@ -43,14 +43,7 @@ type ConvRow = (HashMap<String, String>, Vec<String>, Option<u64>);
 /// Direct conversations and their messages (`Store::conversations`).
 #[derive(Clone, Copy)]
 pub struct Conversations<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Direct conversations and their messages.
-    pub fn conversations(&self) -> Conversations<'_> {
-        Conversations { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Conversations<'_> {
@@ -198,10 +191,13 @@ impl Conversations<'_> {
         cursor: &Cursor,
         count: usize,
     ) -> StoreResult<(Vec<Conversation>, Option<String>)> {
-        let IdPage { ids, next_cursor } = self
-            .store
-            .id_page(&self.store.keys.user_convs(viewer), cursor, count)
-            .await?;
+        let IdPage { ids, next_cursor } = id_page(
+            self.store,
+            &self.store.keys.user_convs(viewer),
+            cursor,
+            count,
+        )
+        .await?;
         let found = self.many(&ids, viewer).await?;
         let mut shown = Vec::with_capacity(found.len());
         let mut stale = Vec::new();

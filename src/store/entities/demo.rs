@@ -9,14 +9,7 @@ use redis::AsyncCommands;
 /// The demo world's record (`Store::demo`).
 #[derive(Clone, Copy)]
 pub struct Demo<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// The demo world's record.
-    pub fn demo(&self) -> Demo<'_> {
-        Demo { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Demo<'_> {

@@ -4,25 +4,12 @@
 
 use crate::model::Version;
 use crate::store::chains::edit::{EditOp, EditRefused, Edited};
-use crate::store::handle::Store;
+use crate::store::entities::statuses::Statuses;
 use crate::store::outbox::{Begun, Op, Owed};
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use redis::AsyncCommands;
 
-/// Edits of statuses (`Store::edits`).
-#[derive(Clone, Copy)]
-pub struct Edits<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Edits of statuses.
-    pub fn edits(&self) -> Edits<'_> {
-        Edits { store: self }
-    }
-}
-
-impl Edits<'_> {
+impl Statuses<'_> {
     /// A status's versions, oldest first (none if it was never edited).
     pub async fn versions(self, sid: u64) -> StoreResult<Vec<Version>> {
         let mut conn = self.store.conn();

@@ -3,9 +3,10 @@
 
 use crate::model::now;
 use crate::store::chains::request::RequestOp;
+use crate::store::entities::follows::Follows;
 use crate::store::handle::Store;
 use crate::store::outbox::Op;
-use crate::store::paging::{Cursor, IdPage};
+use crate::store::paging::{id_page, Cursor, IdPage};
 use crate::store::plumbing::error::StoreResult;
 use redis::AsyncCommands;
 
@@ -18,16 +19,16 @@ pub enum Requests {
     Outgoing,
 }
 
-/// Follow requests to private accounts (`Store::follow_requests`).
+/// Follow requests to private accounts (`Follows::requests`).
 #[derive(Clone, Copy)]
 pub struct FollowRequests<'a> {
-    store: &'a Store,
+    pub(in crate::store) store: &'a Store,
 }
 
-impl Store {
-    /// Follow requests to private accounts.
-    pub fn follow_requests(&self) -> FollowRequests<'_> {
-        FollowRequests { store: self }
+impl<'a> Follows<'a> {
+    /// Follow requests: those to private accounts, waiting for an answer.
+    pub fn requests(self) -> FollowRequests<'a> {
+        FollowRequests { store: self.store }
     }
 }
 
@@ -75,7 +76,7 @@ impl FollowRequests<'_> {
             Requests::Incoming => self.store.keys.requests(uid),
             Requests::Outgoing => self.store.keys.requested(uid),
         };
-        self.store.id_page(&key, cursor, count).await
+        id_page(self.store, &key, cursor, count).await
     }
 
     /// Everyone waiting for `uid`'s answer.

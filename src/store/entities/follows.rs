@@ -9,6 +9,7 @@ use crate::store::chains::follow::FollowOp;
 pub use crate::store::chains::follow::FOLLOW_COPY_BUDGET;
 use crate::store::handle::Store;
 use crate::store::outbox::Op;
+use crate::store::paging::id_page;
 pub use crate::store::paging::{Cursor, IdPage};
 use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
 use futures::StreamExt;
@@ -33,14 +34,7 @@ pub enum FollowList {
 /// (`Store::follows`).
 #[derive(Clone, Copy)]
 pub struct Follows<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Who follows whom.
-    pub fn follows(&self) -> Follows<'_> {
-        Follows { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Follows<'_> {
@@ -124,6 +118,6 @@ impl Follows<'_> {
             FollowList::Followers => self.store.keys.followers(uid),
             FollowList::Following => self.store.keys.following(uid),
         };
-        self.store.id_page(&key, cursor, count).await
+        id_page(self.store, &key, cursor, count).await
     }
 }

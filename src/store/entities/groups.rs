@@ -10,7 +10,7 @@
 
 use crate::model::{Group, GroupChange, GroupKind, GroupRole};
 use crate::store::handle::Store;
-use crate::store::paging::{Cursor, IdPage};
+use crate::store::paging::{id_page, Cursor, IdPage};
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use redis::AsyncCommands;
 use std::collections::HashMap;
@@ -60,14 +60,7 @@ pub enum PostingRefused {
 /// Groups and their members (`Store::groups`).
 #[derive(Clone, Copy)]
 pub struct Groups<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Groups and their members.
-    pub fn groups(&self) -> Groups<'_> {
-        Groups { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Groups<'_> {
@@ -291,10 +284,8 @@ impl Groups<'_> {
         cursor: &Cursor,
         count: usize,
     ) -> StoreResult<(Vec<Group>, Option<String>)> {
-        let IdPage { ids, next_cursor } = self
-            .store
-            .id_page(&self.store.keys.user_groups(uid), cursor, count)
-            .await?;
+        let IdPage { ids, next_cursor } =
+            id_page(self.store, &self.store.keys.user_groups(uid), cursor, count).await?;
         let found = self.many(&ids, Some(uid)).await?;
         let mut shown = Vec::with_capacity(found.len());
         let mut stale = Vec::new();
@@ -325,7 +316,7 @@ impl Groups<'_> {
         } else {
             self.store.keys.group_members(gid)
         };
-        let IdPage { ids, next_cursor } = self.store.id_page(&key, cursor, count).await?;
+        let IdPage { ids, next_cursor } = id_page(self.store, &key, cursor, count).await?;
         if ids.is_empty() {
             return Ok((Vec::new(), next_cursor));
         }

@@ -8,6 +8,7 @@
 //! clock skew between servers shifts when a dead server's slots lapse by
 //! that skew, nothing more.
 
+use crate::store::entities::sessions::Sessions;
 use crate::store::handle::Store;
 use crate::store::plumbing::error::StoreResult;
 use std::time::Duration;
@@ -19,16 +20,16 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// Stream slots, held as leases (`Store::stream_leases`).
+/// Stream slots, held as leases (`Sessions::stream_leases`).
 #[derive(Clone, Copy)]
 pub struct StreamLeases<'a> {
-    store: &'a Store,
+    pub(in crate::store) store: &'a Store,
 }
 
-impl Store {
-    /// Stream slots, held as leases.
-    pub fn stream_leases(&self) -> StreamLeases<'_> {
-        StreamLeases { store: self }
+impl<'a> Sessions<'a> {
+    /// The stream slots sessions hold (a user's concurrent streams).
+    pub fn stream_leases(self) -> StreamLeases<'a> {
+        StreamLeases { store: self.store }
     }
 }
 

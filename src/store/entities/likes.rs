@@ -7,20 +7,13 @@ use crate::store::chains::like::like_whole;
 use crate::store::chains::like::LikeOp;
 use crate::store::handle::Store;
 use crate::store::outbox::Op;
-use crate::store::paging::{Cursor, IdPage};
+use crate::store::paging::{id_page, Cursor, IdPage};
 use crate::store::plumbing::error::StoreResult;
 
 /// Likes: like and unlike, and a status's likers (`Store::likes`).
 #[derive(Clone, Copy)]
 pub struct Likes<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Likes and likers.
-    pub fn likes(&self) -> Likes<'_> {
-        Likes { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Likes<'_> {
@@ -60,9 +53,7 @@ impl Likes<'_> {
 
     /// Who likes a status, oldest like first, `count` from `cursor`.
     pub async fn likers(self, sid: u64, cursor: &Cursor, count: usize) -> StoreResult<IdPage> {
-        self.store
-            .id_page(&self.store.keys.likers(sid), cursor, count)
-            .await
+        id_page(self.store, &self.store.keys.likers(sid), cursor, count).await
     }
 }
 
@@ -70,14 +61,7 @@ impl Likes<'_> {
 /// (`Statuses`).
 #[derive(Clone, Copy)]
 pub struct Reposts<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Who reposted what.
-    pub fn reposts(&self) -> Reposts<'_> {
-        Reposts { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Reposts<'_> {

@@ -14,7 +14,7 @@
 use crate::model::{now, timeline_score, Event, IdString, HOME_CAP};
 use crate::store::entities::statuses::Shown;
 use crate::store::handle::Store;
-use crate::store::paging::{Cursor, IdPage};
+use crate::store::paging::{id_page, Cursor, IdPage};
 use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
 use crate::store::plumbing::ids::posted_of;
 use redis::AsyncCommands;
@@ -58,14 +58,7 @@ pub enum MemberChange {
 /// A user's lists (`Store::lists`).
 #[derive(Clone, Copy)]
 pub struct Lists<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// A user's lists.
-    pub fn lists(&self) -> Lists<'_> {
-        Lists { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Lists<'_> {
@@ -306,9 +299,13 @@ impl Lists<'_> {
         count: usize,
     ) -> StoreResult<IdPage> {
         self.get(uid, lid).await?;
-        self.store
-            .id_page(&self.store.keys.list_members(uid, lid), cursor, count)
-            .await
+        id_page(
+            self.store,
+            &self.store.keys.list_members(uid, lid),
+            cursor,
+            count,
+        )
+        .await
     }
 
     /// Deletes every list of `uid`'s (their account is going).

@@ -8,8 +8,7 @@
 
 use crate::hides;
 use crate::store::chains::payloads::NewConversation;
-use crate::store::entities::conversations::{Outgoing, Sent};
-use crate::store::handle::Store;
+use crate::store::entities::conversations::{Conversations, Outgoing, Sent};
 use crate::store::plumbing::error::StoreResult;
 
 /// Why a conversation may not start, or a message not be sent.
@@ -53,20 +52,7 @@ pub struct Start<'a> {
     pub idempotency_key: Option<&'a str>,
 }
 
-/// The rules of messaging (`Store::messaging`).
-#[derive(Clone, Copy)]
-pub struct Messaging<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Who may write to whom.
-    pub fn messaging(&self) -> Messaging<'_> {
-        Messaging { store: self }
-    }
-}
-
-impl Messaging<'_> {
+impl Conversations<'_> {
     /// Where `uid`'s first message to `others` goes, or why it may not be
     /// sent: every other participant must exist with no block between
     /// them and `uid`; a new conversation (any but a direct pair's that
@@ -119,7 +105,7 @@ impl Messaging<'_> {
         Ok(Ok(()))
     }
 
-    /// Sends the first message where [`opening`](Messaging::opening) said:
+    /// Sends the first message where [`opening`](Conversations::opening) said:
     /// into the existing direct conversation, or starting a new one (a
     /// fresh id; direct for one other participant, else a group). True
     /// with it when this call started the conversation (a retry with the

@@ -12,7 +12,7 @@ use crate::store::caches::suspended::Suspended;
 use crate::store::chains::suspend::SuspendOp;
 use crate::store::handle::Store;
 use crate::store::outbox::Op;
-use crate::store::paging::{Cursor, IdPage};
+use crate::store::paging::{id_page, Cursor, IdPage};
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use redis::AsyncCommands;
 use std::collections::HashSet;
@@ -59,14 +59,7 @@ pub enum Resolved {
 /// Reports, the audit log and suspensions (`Store::moderation`).
 #[derive(Clone, Copy)]
 pub struct Moderation<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Reports, the audit log and suspensions.
-    pub fn moderation(&self) -> Moderation<'_> {
-        Moderation { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Moderation<'_> {
@@ -116,7 +109,7 @@ impl Moderation<'_> {
             ReportState::Open => self.store.keys.reports_open(),
             ReportState::Resolved => self.store.keys.reports_resolved(),
         };
-        let IdPage { ids, next_cursor } = self.store.id_page(&key, cursor, count).await?;
+        let IdPage { ids, next_cursor } = id_page(self.store, &key, cursor, count).await?;
         let rows = self.hash_rows(&self.store.keys.reports(), &ids).await?;
         Ok((
             rows.iter()
@@ -264,10 +257,8 @@ impl Moderation<'_> {
         cursor: &Cursor,
         count: usize,
     ) -> StoreResult<(Vec<AuditAction>, Option<String>)> {
-        let IdPage { ids, next_cursor } = self
-            .store
-            .id_page(&self.store.keys.audit_order(), cursor, count)
-            .await?;
+        let IdPage { ids, next_cursor } =
+            id_page(self.store, &self.store.keys.audit_order(), cursor, count).await?;
         let rows = self.hash_rows(&self.store.keys.audit(), &ids).await?;
         Ok((
             rows.iter()
@@ -324,10 +315,10 @@ impl Moderation<'_> {
     }
 }
 
-impl Store {
+impl<'a> Moderation<'a> {
     /// The suspended users this process knows of.
-    pub fn suspended(&self) -> &Suspended {
-        &self.caches.suspended
+    pub fn suspended(self) -> &'a Suspended {
+        &self.store.caches.suspended
     }
 }
 

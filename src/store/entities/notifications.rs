@@ -58,14 +58,7 @@ impl Stored {
 /// A user's notifications (`Store::notifications`).
 #[derive(Clone, Copy)]
 pub struct Notifications<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// A user's notifications.
-    pub fn notifications(&self) -> Notifications<'_> {
-        Notifications { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Notifications<'_> {

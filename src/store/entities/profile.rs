@@ -6,7 +6,7 @@
 //! an account made public lets its pending follow requests in.
 
 use crate::model::{now, User};
-use crate::store::handle::Store;
+use crate::store::entities::users::Users;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 
 /// What a user changes of their account (each `None`: unchanged). The
@@ -25,25 +25,12 @@ pub struct ProfileChange<'a> {
     pub dm_policy: Option<&'a str>,
 }
 
-/// A user's own account (`Store::profile`).
-#[derive(Clone, Copy)]
-pub struct Profile<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// A user's own account.
-    pub fn profile(&self) -> Profile<'_> {
-        Profile { store: self }
-    }
-}
-
-impl Profile<'_> {
+impl Users<'_> {
     /// Applies `change` to `uid`'s account and answers it as its owner
     /// reads it (email and `dm_policy` included).
     pub async fn change(self, uid: u64, change: &ProfileChange<'_>) -> StoreResult<User> {
-        self.rename(uid, change.login, change.email).await?;
-        let users = self.store.users();
+        self.take_names(uid, change.login, change.email).await?;
+        let users = self;
         let mut user = users
             .update_profile(uid, change.name, change.private)
             .await?;
@@ -62,8 +49,13 @@ impl Profile<'_> {
     /// held for the user first, so that a login change that succeeds is
     /// never followed by an email refused, and given back if the login is
     /// refused.
-    async fn rename(self, uid: u64, login: Option<&str>, email: Option<&str>) -> StoreResult<()> {
-        let users = self.store.users();
+    async fn take_names(
+        self,
+        uid: u64,
+        login: Option<&str>,
+        email: Option<&str>,
+    ) -> StoreResult<()> {
+        let users = self;
         let current_login = users.get(uid).await?.login;
         let current_email = users.email(uid).await?.unwrap_or_default();
         let new_login = login.filter(|l| *l != current_login);
@@ -97,13 +89,14 @@ impl Profile<'_> {
     /// A public account has no one to approve: its pending follow
     /// requests become follows.
     async fn let_requests_in(self, uid: u64) -> StoreResult<()> {
-        for requester in self.store.follow_requests().all(uid).await? {
+        for requester in self.store.follows().requests().all(uid).await? {
             self.store
                 .follows()
                 .set(requester, uid, true, now())
                 .await?;
             self.store
-                .follow_requests()
+                .follows()
+                .requests()
                 .withdraw(requester, uid)
                 .await?;
         }

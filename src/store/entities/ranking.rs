@@ -11,7 +11,7 @@
 use crate::model::{now, Counts, HOME_CAP};
 use crate::store::caches::cache::CachedStatus;
 use crate::store::caches::rank_cache::{Row, HALF_TTL};
-use crate::store::handle::Store;
+use crate::store::entities::statuses::Statuses;
 use crate::store::plumbing::error::{parse_id, StoreResult};
 use redis::AsyncCommands;
 use rustc_hash::FxHashSet;
@@ -38,19 +38,19 @@ pub(crate) fn score(counts: Counts, posted: f64, at: f64) -> f64 {
     engagement / (2.0 + age_hours).powf(1.5)
 }
 
-impl Store {
+impl Statuses<'_> {
     /// The `page`-th `count` entries of the ranked timeline.
     pub async fn ranked_page(
-        &self,
+        self,
         which: &Ranked,
         page: u64,
         count: usize,
     ) -> StoreResult<Vec<RankedEntry>> {
         let (key, dedupe) = match which {
-            Ranked::Home(uid) => (self.keys.home(*uid), true),
-            Ranked::Tag(tag) => (self.keys.tag(tag), false),
+            Ranked::Home(uid) => (self.store.keys.home(*uid), true),
+            Ranked::Tag(tag) => (self.store.keys.tag(tag), false),
         };
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let (head, len): (Vec<String>, usize) = redis::pipe()
             .zrevrange(&key, 0, 0)
             .zcard(&key)
@@ -58,11 +58,14 @@ impl Store {
             .await?;
         let version = (head.first().and_then(|h| h.parse().ok()), len);
         let started = Instant::now();
-        let rows = match self.caches.ranked.get(&key, version, started) {
+        let rows = match self.store.caches.ranked.get(&key, version, started) {
             Some(rows) => rows,
             None => {
                 let rows = Arc::new(self.rank_rows(&key, dedupe).await?);
-                self.caches.ranked.put(&key, version, started, rows.clone());
+                self.store
+                    .caches
+                    .ranked
+                    .put(&key, version, started, rows.clone());
                 rows
             }
         };
@@ -77,13 +80,13 @@ impl Store {
         let skip = (page.saturating_sub(1) as usize).saturating_mul(count);
         let chosen: Vec<(f64, u64, usize)> = ranked.into_iter().skip(skip).take(count).collect();
         let ids: Vec<u64> = chosen.iter().map(|(_, id, _)| *id).collect();
-        let found = self.statuses().many(&ids).await?;
+        let found = self.store.statuses().many(&ids).await?;
         Ok(chosen
             .into_iter()
             .zip(found)
             .filter_map(|((score, _, i), (_, status))| {
                 // Deleted since, or by a suspended user: not shown.
-                let status = status.filter(|s| !self.statuses().by_suspended(&s.status))?;
+                let status = status.filter(|s| !self.store.statuses().by_suspended(&s.status))?;
                 Some((status, rows[i].shown, score))
             })
             .collect())
@@ -91,21 +94,21 @@ impl Store {
 
     /// The rows of timeline `key`'s newest 1,000 entries (each status once
     /// when `dedupe`, as its newest entry).
-    async fn rank_rows(&self, key: &str, dedupe: bool) -> StoreResult<Vec<Row>> {
-        let mut conn = self.conn();
+    async fn rank_rows(self, key: &str, dedupe: bool) -> StoreResult<Vec<Row>> {
+        let mut conn = self.store.conn();
         let raw: Vec<String> = conn.zrevrange(key, 0, HOME_CAP as isize - 1).await?;
         let ids: Vec<u64> = raw
             .iter()
             .map(|s| parse_id(s))
             .collect::<StoreResult<_>>()?;
-        let found = self.statuses().many(&ids).await?;
+        let found = self.store.statuses().many(&ids).await?;
         // Each entry ranks as the status it shows or reposts; a home shows
         // a status once (its newest entry).
         let mut entries: Vec<(Arc<CachedStatus>, u64)> = Vec::with_capacity(found.len());
         let mut seen = FxHashSet::default();
         for (_, status) in found {
             let Some(status) = status else { continue };
-            if self.statuses().by_suspended(&status.status) {
+            if self.store.statuses().by_suspended(&status.status) {
                 continue;
             }
             let rank_id = status
@@ -124,7 +127,6 @@ impl Store {
             .map(|(_, r)| *r)
             .collect();
         let posted_of: rustc_hash::FxHashMap<u64, f64> = self
-            .statuses()
             .many(&originals)
             .await?
             .into_iter()
@@ -155,11 +157,11 @@ impl Store {
 
     /// Counts at most [`HALF_TTL`] old: from the counts cache, the
     /// rest read in one pipeline (and cached).
-    async fn rank_counts(&self, ids: &[u64]) -> StoreResult<Vec<Counts>> {
+    async fn rank_counts(self, ids: &[u64]) -> StoreResult<Vec<Counts>> {
         let at = Instant::now();
         let mut out: Vec<Option<Counts>> = ids
             .iter()
-            .map(|id| self.caches.counts.get_within(*id, at, HALF_TTL))
+            .map(|id| self.store.caches.counts.get_within(*id, at, HALF_TTL))
             .collect();
         let missing: Vec<u64> = ids
             .iter()
@@ -168,11 +170,11 @@ impl Store {
             .map(|(id, _)| *id)
             .collect();
         if !missing.is_empty() {
-            let fresh = self.statuses().fresh_counts(&missing).await?;
+            let fresh = self.store.statuses().fresh_counts(&missing).await?;
             let mut fresh = missing.iter().zip(fresh);
             for slot in out.iter_mut().filter(|c| c.is_none()) {
                 if let Some((id, c)) = fresh.next() {
-                    self.caches.counts.put(*id, c);
+                    self.store.caches.counts.put(*id, c);
                     *slot = Some(c);
                 }
             }

@@ -13,7 +13,7 @@ use crate::store::caches::view_cache::Kind;
 use crate::store::chains::relate::RelateOp;
 use crate::store::handle::Store;
 use crate::store::outbox::Op;
-use crate::store::paging::{Cursor, IdPage};
+use crate::store::paging::{id_page, Cursor, IdPage};
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use redis::AsyncCommands;
 use std::collections::HashMap;
@@ -21,14 +21,7 @@ use std::collections::HashMap;
 /// Blocks and mutes (`Store::relations`).
 #[derive(Clone, Copy)]
 pub struct Relations<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Blocks and mutes.
-    pub fn relations(&self) -> Relations<'_> {
-        Relations { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Relations<'_> {
@@ -116,7 +109,7 @@ impl Relations<'_> {
             Relation::Block => self.store.keys.blocks(uid),
             Relation::Mute => self.store.keys.mutes(uid),
         };
-        self.store.id_page(&key, cursor, count).await
+        id_page(self.store, &key, cursor, count).await
     }
 }
 

@@ -35,14 +35,7 @@ pub struct Added {
 /// Users' filter rules (`Store::rules`).
 #[derive(Clone, Copy)]
 pub struct Rules<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Users' filter rules.
-    pub fn rules(&self) -> Rules<'_> {
-        Rules { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Rules<'_> {

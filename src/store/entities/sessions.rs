@@ -48,14 +48,7 @@ pub(crate) const RECENT_GRAIN: f64 = 60.0;
 /// Sessions: tokens' authority, their index and clean-up (`Store::sessions`).
 #[derive(Clone, Copy)]
 pub struct Sessions<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Sessions: tokens' authority, their index and clean-up.
-    pub fn sessions(&self) -> Sessions<'_> {
-        Sessions { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Sessions<'_> {
@@ -395,8 +388,8 @@ impl Sessions<'_> {
             .key(self.store.keys.log_events(shard))
             .key(self.store.keys.log_emitted(shard))
             .arg(self.store.keys.log_channel(shard))
-            .arg(self.store.shard_trim(self.store.shard_maxlen()))
-            .arg(self.store.publish_command())
+            .arg(self.store.log_shape().trim())
+            .arg(self.store.log_shape().publish)
             .arg(shard)
             .arg(&sids)
             .invoke_async(&mut conn)
@@ -554,24 +547,24 @@ fn new_session_id() -> String {
     format!("{bits:032x}")
 }
 
-impl Store {
+impl Sessions<'_> {
     /// The JWT secret: `configured` if given, else the one kept in Redis,
     /// generated (256 random bits) by whichever process asks first.
-    pub async fn jwt_secret(&self, configured: Option<&str>) -> StoreResult<String> {
+    pub async fn jwt_secret(self, configured: Option<&str>) -> StoreResult<String> {
         if let Some(secret) = configured {
             return Ok(secret.to_string());
         }
         let fresh: String = (0..32)
             .map(|_| format!("{:02x}", rand::random::<u8>()))
             .collect();
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         let _: Option<String> = redis::cmd("SET")
-            .arg(self.keys.jwt_secret())
+            .arg(self.store.keys.jwt_secret())
             .arg(&fresh)
             .arg("NX")
             .query_async(&mut conn)
             .await?;
-        let kept: Option<String> = conn.get(self.keys.jwt_secret()).await?;
+        let kept: Option<String> = conn.get(self.store.keys.jwt_secret()).await?;
         kept.ok_or_else(|| {
             crate::store::plumbing::error::StoreError::Internal("the JWT secret vanished".into())
         })

@@ -42,14 +42,7 @@ pub enum Timeline {
 /// Statuses and the timelines read from them (`Store::statuses`).
 #[derive(Clone, Copy)]
 pub struct Statuses<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Statuses and the timelines read from them.
-    pub fn statuses(&self) -> Statuses<'_> {
-        Statuses { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Statuses<'_> {

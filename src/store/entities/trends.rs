@@ -4,11 +4,11 @@
 
 use crate::model::now;
 use crate::store::caches::trend_memo::Top;
-use crate::store::handle::Store;
+use crate::store::entities::statuses::Statuses;
 use crate::store::plumbing::error::StoreResult;
 use crate::store::plumbing::keys::TREND_PARTS;
 use redis::AsyncCommands;
-impl Store {
+impl Statuses<'_> {
     /// The most used hashtags of public statuses in the last `window`
     /// seconds, with their counts: in each trending partition, the
     /// per-minute buckets that overlap the window (the oldest one partly:
@@ -16,8 +16,8 @@ impl Store {
     /// key kept 1 s) and its top `limit` read back; the partitions hold
     /// disjoint hashtags, so the top `limit` of their tops is the top of
     /// all. The answer is kept in the process for a second.
-    pub async fn trending(&self, window: u64, limit: usize) -> StoreResult<Top> {
-        if let Some(top) = self.caches.trends.get((window, limit)) {
+    pub async fn trending(self, window: u64, limit: usize) -> StoreResult<Top> {
+        if let Some(top) = self.store.caches.trends.get((window, limit)) {
             return Ok(top);
         }
         let now = now();
@@ -25,12 +25,12 @@ impl Store {
         let oldest = ((now - window as f64).max(0.0) / 60.0) as u64;
         let last = limit as isize - 1;
         let sums: Vec<String> = (0..TREND_PARTS)
-            .map(|p| self.keys.trend_sum(p, window, minute))
+            .map(|p| self.store.keys.trend_sum(p, window, minute))
             .collect();
-        let mut conn = self.conn();
+        let mut conn = self.store.conn();
         // The kept sums: in one round on one Redis; one partition after
         // another on a cluster (see `outboxes`).
-        let mut tops: Vec<Vec<(String, f64)>> = if self.is_cluster() {
+        let mut tops: Vec<Vec<(String, f64)>> = if self.store.is_cluster() {
             let mut tops = Vec::with_capacity(TREND_PARTS);
             for sum in &sums {
                 tops.push(conn.zrevrange_withscores(sum, 0, last).await?);
@@ -50,7 +50,7 @@ impl Store {
             // Not kept (or nothing trends there): summed now and read in
             // the same transaction.
             let keys: Vec<String> = (oldest..=minute)
-                .map(|m| self.keys.trend_bucket(p, m))
+                .map(|m| self.store.keys.trend_bucket(p, m))
                 .collect();
             let mut pipe = redis::pipe();
             pipe.atomic()
@@ -73,7 +73,7 @@ impl Store {
         all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
         all.truncate(limit);
         let top: Top = all.into_iter().map(|(tag, n)| (tag, n as u64)).collect();
-        self.caches.trends.put((window, limit), &top);
+        self.store.caches.trends.put((window, limit), &top);
         Ok(top)
     }
 }

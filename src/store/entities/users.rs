@@ -29,14 +29,7 @@ pub struct NewUser<'a> {
 /// Users: accounts, their names and settings (`Store::users`).
 #[derive(Clone, Copy)]
 pub struct Users<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Users: accounts, their names and settings.
-    pub fn users(&self) -> Users<'_> {
-        Users { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Users<'_> {

@@ -2,6 +2,7 @@
 //! in `{g}`, one of them current. [`crate::stream::zstd`] trains and uses
 //! them.
 
+use crate::store::events::Events;
 use crate::store::handle::Store;
 use crate::store::plumbing::error::StoreResult;
 use redis::AsyncCommands;
@@ -9,16 +10,16 @@ use redis::AsyncCommands;
 /// Dictionaries kept: the current one and the three before it.
 pub(crate) const KEPT: usize = 4;
 
-/// The zstd dictionaries streams share (`Store::zstd_dicts`).
+/// The zstd dictionaries streams share (`Events::zstd_dicts`).
 #[derive(Clone, Copy)]
 pub struct ZstdDicts<'a> {
-    store: &'a Store,
+    pub(in crate::store) store: &'a Store,
 }
 
-impl Store {
-    /// The zstd dictionaries streams share.
-    pub fn zstd_dicts(&self) -> ZstdDicts<'_> {
-        ZstdDicts { store: self }
+impl<'a> Events<'a> {
+    /// The zstd dictionaries trained on the log's frames.
+    pub fn zstd_dicts(self) -> ZstdDicts<'a> {
+        ZstdDicts { store: self.store }
     }
 }
 

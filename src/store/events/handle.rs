@@ -9,17 +9,16 @@ use crate::store::plumbing::error::StoreResult;
 /// The event log: its shards' buffers and channels (`Store::events`).
 #[derive(Clone, Copy)]
 pub struct Events<'a> {
-    pub(super) store: &'a Store,
-}
-
-impl Store {
-    /// The event log.
-    pub fn events(&self) -> Events<'_> {
-        Events { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl Events<'_> {
+    /// What this process knows of each Redis node's clock: the live
+    /// subscription tells it, writes wait on it.
+    pub fn clocks(self) -> std::sync::Arc<crate::store::log::clocks::NodeClocks> {
+        self.store.clocks.clone()
+    }
+
     /// Appends an event to its shard's buffer and publishes it in one
     /// atomic step: its id, once every master's clock has passed it.
     pub async fn emit(self, body: &Body) -> StoreResult<String> {
@@ -55,9 +54,9 @@ impl Events<'_> {
         let mut inv = store.scripts.emit_once.prepare_invoke();
         inv.key(keys.log_emitted(k))
             .key(keys.log_events(k))
-            .arg(store.shard_trim(store.shard_maxlen()))
+            .arg(store.log_shape().trim())
             .arg(keys.log_channel(k))
-            .arg(store.publish_command())
+            .arg(store.log_shape().publish)
             .arg(k)
             .arg("")
             .arg("-")

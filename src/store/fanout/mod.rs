@@ -150,17 +150,15 @@ pub enum Step {
 /// the first and by the queues' workers for the rest (`Store::fanout`).
 #[derive(Clone, Copy)]
 pub struct Fanout<'a> {
-    pub(super) store: &'a Store,
-}
-
-impl Store {
-    /// The fan-out.
-    pub fn fanout(&self) -> Fanout<'_> {
-        Fanout { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl<'a> Fanout<'a> {
+    /// Which fan-out queues may hold work (the workers wait on it).
+    pub fn hints(self) -> std::sync::Arc<crate::store::plumbing::fanout_hints::FanoutHints> {
+        self.store.fanout_hints.clone()
+    }
+
     /// Reaches the first followers inline and cuts the rest into ranges:
     /// returns the tasks to queue (by `op_retire`, as the entry retires).
     pub(crate) async fn inline(

@@ -38,7 +38,7 @@ struct Bound {
     since: Instant,
 }
 
-/// What the process knows of each node's clock (`Store::clocks`).
+/// What the process knows of each node's clock (`Events::clocks`).
 #[derive(Debug, Default)]
 pub struct NodeClocks {
     nodes: Mutex<Vec<Option<Bound>>>,

@@ -60,7 +60,7 @@ pub(crate) struct Sink {
     pub shard: usize,
     /// The shard's share of the buffer's capacity, in events.
     pub maxlen: u64,
-    /// Whether the shard is trimmed exactly (a small share: `shard_trim`).
+    /// Whether the shard is trimmed exactly (a small share: `LogShape::exact`).
     pub exact: bool,
 }
 

@@ -9,14 +9,7 @@ use std::time::Instant;
 /// Fresh ids from the store's generator (`Store::mint`).
 #[derive(Clone, Copy)]
 pub struct Mint<'a> {
-    store: &'a Store,
-}
-
-impl Store {
-    /// Fresh ids.
-    pub fn mint(&self) -> Mint<'_> {
-        Mint { store: self }
-    }
+    pub(in crate::store) store: &'a Store,
 }
 
 impl<'a> Mint<'a> {

@@ -236,7 +236,7 @@ impl Feed {
             }
             if let Some(f) = job.want.judge(f) {
                 if !job.hides.hides_any(f.actors(), hide_mask(job.stream))
-                    && !self.hub.store().suspended().any(f.actors())
+                    && !self.hub.store().moderation().suspended().any(f.actors())
                 {
                     bytes += replay_job::held(&f);
                     matched.push(f);
@@ -321,7 +321,7 @@ impl Feed {
             for f in frames.iter().rev() {
                 if let Some(f) = want.judge(f) {
                     if !hides.hides_any(f.actors(), hide_mask(stream))
-                        && !self.hub.store().suspended().any(f.actors())
+                        && !self.hub.store().moderation().suspended().any(f.actors())
                     {
                         matched.push(f);
                     }

@@ -19,7 +19,7 @@ impl Dispatcher {
     /// dispatched event, warning every connection if part of it was trimmed.
     pub(super) async fn catch_up(&mut self, shutdown: &mut Shutdown) {
         match self.store.moderation().suspended_ids().await {
-            Ok(ids) => self.store.suspended().replace(ids),
+            Ok(ids) => self.store.moderation().suspended().replace(ids),
             Err(e) => tracing::warn!(error = %e, "could not read the suspended users"),
         }
         let Some(last) = self.last else {

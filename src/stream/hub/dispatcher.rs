@@ -277,7 +277,7 @@ impl Dispatcher {
     /// `uid` was suspended (`on`) or the suspension lifted: while it
     /// lasts their events reach no stream here, and their own streams end.
     fn suspended(&mut self, uid: u64, on: bool) {
-        self.store.suspended().set(uid, on);
+        self.store.moderation().suspended().set(uid, on);
         if on {
             for conn in self.open.values().filter(|c| c.uid == uid) {
                 conn.kill(DisconnectCode::Suspended);
@@ -351,7 +351,7 @@ impl Dispatcher {
     /// Closes every connection of a session, and remembers the session for
     /// connections that are still opening.
     pub(super) fn revoke(&mut self, sid: String) {
-        self.store.session_cache().revoke(&sid);
+        self.store.caches().sessions.revoke(&sid);
         for id in self.sessions.revoke(sid) {
             if let Some(conn) = self.open.get(&id) {
                 conn.kill(DisconnectCode::Revoked);
@@ -378,7 +378,7 @@ impl Dispatcher {
             }
             Some(Incoming::StatusesChanged(ids)) => {
                 for id in ids {
-                    self.store.status_cache().forget(id);
+                    self.store.caches().status.forget(id);
                 }
             }
             None => tracing::warn!("ignored a malformed event on the channel"),
@@ -399,7 +399,7 @@ impl Dispatcher {
 
     /// Whether a suspended user caused `frame` (then no stream gets it).
     fn by_suspended(&self, frame: &Frame) -> bool {
-        let suspended = self.store.suspended();
+        let suspended = self.store.moderation().suspended();
         !suspended.is_empty() && suspended.any(frame.actors())
     }
 
@@ -417,7 +417,7 @@ impl Dispatcher {
         {
             // Deleted statuses leave this process's cache (other processes'
             // hubs see the same event).
-            self.store.status_cache().forget(status_id);
+            self.store.caches().status.forget(status_id);
         }
         true
     }

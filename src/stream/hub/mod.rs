@@ -70,7 +70,7 @@ impl Hub {
         let (msg_tx, msg_rx) = mpsc::channel(65_536);
         let subscribed = Arc::new(AtomicBool::new(false));
         let tap = crate::store::events::Tap::default();
-        let heard = Arc::new(subscriber::HeardMark::new(store.clocks()));
+        let heard = Arc::new(subscriber::HeardMark::new(store.events().clocks()));
         let sub = tokio::spawn(subscriber::subscriber(
             store.clone(),
             msg_tx,

@@ -150,9 +150,9 @@ pub(super) async fn subscriber(
         subscribed.store(true, Ordering::Relaxed);
         // Revocations are seen from here on (and those missed meanwhile
         // are already in Redis, which the cache was emptied to ask).
-        store.session_cache().resume();
+        store.caches().sessions.resume();
         let (mut pushes, prober) = (subscription.pushes, subscription.prober);
-        let mut merge = Merge::new(prober.node_of()).with_clocks(store.clocks());
+        let mut merge = Merge::new(prober.node_of()).with_clocks(store.events().clocks());
         let mut handed = EventId::ZERO;
         let mut probe: Option<Probe> = None;
         let mut last_probe = Instant::now() - PROBE_GAP;
@@ -252,6 +252,6 @@ pub(super) async fn subscriber(
             }
         }
         subscribed.store(false, Ordering::Relaxed);
-        store.session_cache().suspend();
+        store.caches().sessions.suspend();
     }
 }
