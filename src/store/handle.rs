@@ -88,6 +88,8 @@ impl Store {
             }
         };
         let cluster = matches!(target, Target::Cluster(_));
+        let keys = Keys::new(&cfg.key_prefix).with_log_shards(cfg.log_shards as usize);
+        let log_shape = LogShape::new(cluster, cfg.replay_maxlen, keys.log_shards());
         let caches = match &target {
             Target::Single(client) => Caches::new(cfg, Some(client)),
             Target::Cluster(_) => Caches::new(cfg, None),
@@ -95,9 +97,9 @@ impl Store {
         Ok(Store {
             conn,
             target,
-            keys: Keys::new(&cfg.key_prefix).with_log_shards(cfg.log_shards as usize),
+            keys,
             scripts: Arc::new(Scripts::load()),
-            log_shape: LogShape::new(cluster, cfg.replay_maxlen, cfg.log_shards as usize),
+            log_shape,
             fanout_inline: cfg.fanout_inline.max(1),
             fanout_batch: cfg.fanout_batch.max(1),
             outbox_lease: cfg.outbox_lease.max(0.1),
