@@ -23,6 +23,7 @@
 
 use crate::hides::{self, Hides};
 use crate::model::GroupKind;
+use crate::model::Id;
 use crate::model::{Status, User};
 use crate::store::entities::statuses::StatusNow;
 use crate::store::{Store, StoreError, StoreResult};
@@ -135,9 +136,7 @@ impl Sight {
                 self.accounts.insert(*uid, None);
             }
             for user in self.store.users().many(&uids).await? {
-                if let Ok(uid) = user.id.parse::<u64>() {
-                    self.accounts.insert(uid, Some(user.private));
-                }
+                self.accounts.insert(user.id.get(), Some(user.private));
             }
         }
         Ok(())
@@ -146,9 +145,7 @@ impl Sight {
     /// Remembers an account already read (a path that read the author
     /// anyway).
     pub(crate) fn know(&mut self, user: &User) {
-        if let Ok(uid) = user.id.parse::<u64>() {
-            self.accounts.insert(uid, Some(user.private));
-        }
+        self.accounts.insert(user.id.get(), Some(user.private));
     }
 
     /// Whether status `sid` still exists.
@@ -214,11 +211,11 @@ impl Sight {
     /// Whether the reader may see `status` as far as its people and group
     /// go (its existence aside: a status read from Redis just now exists).
     pub(crate) async fn status(&mut self, status: &Status) -> StoreResult<bool> {
-        let author: u64 = status.uid.parse().unwrap_or(0);
+        let author: u64 = status.uid.get();
         if !self.author(author).await? {
             return Ok(false);
         }
-        if let Some(original) = id_of(&status.repost_of_uid) {
+        if let Some(original) = status.repost_of_uid.map(Id::get) {
             if !self.author(original).await? {
                 return Ok(false);
             }
@@ -226,20 +223,20 @@ impl Sight {
         // Its author reads their own reply wherever followers' statuses
         // show, whoever its audience is.
         let own = self.viewer == Some(author) && self.reach == Reach::Followers;
-        if let Some(parent) = id_of(&status.audience).filter(|_| !own) {
+        if let Some(parent) = status.audience.map(Id::get).filter(|_| !own) {
             if !self.author(parent).await? {
                 return Ok(false);
             }
         }
         // A reply is for whom its parent's author is for now: one to an
         // account made private since is hidden as if posted after.
-        if let Some(parent) = id_of(&status.reply_to_uid).filter(|_| !own) {
+        if let Some(parent) = status.reply_to_uid.map(Id::get).filter(|_| !own) {
             if parent != author && !self.private_allows(parent).await? {
                 return Ok(false);
             }
         }
         if status.group_private {
-            let gid = id_of(&status.group_id).unwrap_or(0);
+            let gid = status.group_id.map(Id::get).unwrap_or(0);
             if self.reach == Reach::Public || !self.member(gid).await? {
                 return Ok(false);
             }
@@ -340,8 +337,4 @@ impl Sight {
         self.follows.insert(author, follows);
         Ok(follows)
     }
-}
-
-fn id_of(field: &Option<String>) -> Option<u64> {
-    field.as_deref().and_then(|p| p.parse::<u64>().ok())
 }

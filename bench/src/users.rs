@@ -38,7 +38,7 @@ pub async fn users(store: &Store, prefix: &str, n: usize) -> anyhow::Result<Vec<
                 .create(&new, firehose::model::now())
                 .await?
                 .id
-                .parse()?)
+                .get())
         })
         .buffered(64)
         .collect()

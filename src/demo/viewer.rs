@@ -116,10 +116,7 @@ async fn account(store: &Store, passwords: &Passwords) -> StoreResult<(u64, Stri
         password_hash: &hash,
     };
     let user = store.users().create(&new, now()).await?;
-    let uid: u64 = user
-        .id
-        .parse()
-        .map_err(|_| StoreError::Internal("a user id".into()))?;
+    let uid: u64 = user.id.get();
     // Another process may have made one meanwhile: the first recorded
     // wins, unless it is the gone account this one replaces.
     if let Some(first) = store.demo().set_viewer(uid, false).await? {

@@ -3,6 +3,7 @@
 //! reposts). It writes through the same store code as the HTTP API, so
 //! every write is fanned out and reaches the streams of every server.
 
+use crate::model::Id;
 use crate::model::{now, Status};
 use crate::password::Passwords;
 use crate::store::entities::users::NewUser;
@@ -192,7 +193,7 @@ impl World {
                         password_hash: &hash,
                     };
                     let id = match store.users().create(&new, now()).await {
-                        Ok(u) => u.id.parse().ok(),
+                        Ok(u) => Some(u.id.get()),
                         Err(StoreError::Conflict(..)) => {
                             store.users().lookup(login).await.ok().flatten()
                         }
@@ -375,8 +376,8 @@ impl World {
             )
         });
         Status {
-            id: String::new(),
-            uid: self.uids[author].to_string(),
+            id: Id(0),
+            uid: Id(self.uids[author]),
             login: self.logins[author].clone(),
             hashtags: text::hashtags(&message),
             mentions: text::mentions(&message),
@@ -402,7 +403,7 @@ impl World {
         opts: PostOptions<'_>,
     ) -> Result<u64, StoreError> {
         let (sid, posted) = self.store.mint().snowflake().await?;
-        status.id = sid.to_string();
+        status.id = Id(sid);
         status.posted = posted;
         self.store.statuses().post(&status, &opts).await?;
         Ok(sid)
@@ -427,8 +428,8 @@ impl World {
         let answer = ANSWERS[self.rng.random_range(0..ANSWERS.len())];
         let message = format!("@{} {answer}", self.logins[to]);
         let mut status = self.draft(author, message);
-        status.reply_to = Some(sid.to_string());
-        status.reply_to_uid = Some(self.uids[to].to_string());
+        status.reply_to = Some(Id(sid));
+        status.reply_to_uid = Some(Id(self.uids[to]));
         let mentioned = [self.uids[to]];
         let opts = PostOptions {
             mentioned: &mentioned,
@@ -450,8 +451,8 @@ impl World {
         }
         let mut status = self.draft(author, String::new());
         (status.lat, status.lon) = (None, None);
-        status.repost_of = Some(sid.to_string());
-        status.repost_of_uid = Some(self.uids[to].to_string());
+        status.repost_of = Some(Id(sid));
+        status.repost_of_uid = Some(Id(self.uids[to]));
         let opts = PostOptions {
             notify_original: true,
             ..Default::default()

@@ -266,9 +266,7 @@ impl Export {
             .statuses()
             .timeline(Timeline::Profile(self.uid), Page::MaxId(max), EXPORT_PAGE)
             .await?;
-        let last = page
-            .last()
-            .and_then(|(s, _)| s.status.id.parse::<u64>().ok());
+        let last = page.last().map(|(s, _)| s.status.id.get());
         for (status, counts) in &page {
             out.extend_from_slice(br#"{"type":"status","#);
             let mut json = Vec::new();

@@ -196,11 +196,11 @@ pub(crate) async fn resolve(
             ))
         }
         ("remove_status", Some(sid)) => {
-            remove(&state, sid.parse().unwrap_or(0)).await?;
-            ("remove_status", sid.clone())
+            remove(&state, sid.get()).await?;
+            ("remove_status", *sid)
         }
         ("suspend_user", _) => {
-            let uid: u64 = report.user_id.parse().unwrap_or(0);
+            let uid: u64 = report.user_id.get();
             let keep = state.cfg.max_audit_entries;
             match state
                 .store
@@ -211,12 +211,9 @@ pub(crate) async fn resolve(
                 Ok(_) | Err(StoreError::NotFound(_)) => {}
                 Err(e) => return Err(e.into()),
             }
-            ("suspend_user", report.user_id.clone())
+            ("suspend_user", report.user_id)
         }
-        (_, status) => (
-            "dismiss_report",
-            status.clone().unwrap_or_else(|| report.user_id.clone()),
-        ),
+        (_, status) => ("dismiss_report", status.unwrap_or(report.user_id)),
     };
     let store = state.store.clone();
     let keep = state.cfg.max_audit_entries;
@@ -252,7 +249,7 @@ async fn remove(state: &AppState, sid: u64) -> ApiResult<bool> {
         Err(StoreError::NotFound(_)) => return Ok(false),
         Err(e) => return Err(e.into()),
     };
-    let author: u64 = status.uid.parse().unwrap_or(0);
+    let author: u64 = status.uid.get();
     let private = match state.store.users().get_any(author).await {
         Ok(u) => u.private,
         Err(StoreError::NotFound(_)) => false,
@@ -290,12 +287,7 @@ pub(crate) async fn remove_status(
     state
         .store
         .moderation()
-        .audit_add(
-            auth.uid,
-            "remove_status",
-            &sid.to_string(),
-            state.cfg.max_audit_entries,
-        )
+        .audit_add(auth.uid, "remove_status", sid, state.cfg.max_audit_entries)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -10,6 +10,7 @@ use super::shared::status_text::resolve_mentions;
 use super::shared::visibility::visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
+use crate::model::Id;
 use crate::model::{now, Status, Version};
 use crate::state::AppState;
 use crate::store::{EditRefused, Edited, EDIT_WINDOW, MAX_EDITS};
@@ -80,24 +81,13 @@ pub(crate) async fn edit(
     // they may not see it, else 403.
     let status = visible(&state, Some(&auth), sid).await?;
     let private_group = if status.group_private {
-        status.group_id.as_deref().and_then(|g| g.parse().ok())
+        status.group_id.map(Id::get)
     } else {
         None
     };
-    let audience = state
-        .store
-        .statuses()
-        .audience_now(&status)
-        .await?
-        .map(|a| a.to_string());
-    let (mentions, mentioned) = resolve_mentions(
-        &state,
-        &auth,
-        &body.message,
-        audience.as_deref(),
-        private_group,
-    )
-    .await?;
+    let audience = state.store.statuses().audience_now(&status).await?;
+    let (mentions, mentioned) =
+        resolve_mentions(&state, &auth, &body.message, audience, private_group).await?;
     let hashtags = text::hashtags(&body.message);
     let store = state.store.clone();
     let (uid, private) = (auth.uid, auth.private);

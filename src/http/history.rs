@@ -485,9 +485,7 @@ pub(crate) async fn public(
     if let Some(max) = max_id {
         // The statuses read past `max_id` (the slack) are not the page's:
         // read on (a few pages at most) until it is full.
-        let below = |s: &crate::store::entities::statuses::Shown| {
-            s.0.status.id.parse::<u64>().is_ok_and(|id| id <= max)
-        };
+        let below = |s: &crate::store::entities::statuses::Shown| s.0.status.id.get() <= max;
         shown.retain(below);
         for _ in 0..MAX_ID_READS {
             let Some(at) = next.filter(|_| shown.len() < count) else {

@@ -44,7 +44,7 @@ async fn set(
     state.rate.write(auth.uid).await?;
     let sid = path_id(&id, "status")?;
     let (status, author_user) = visible_with_author(&state, &auth, sid).await?;
-    let author: u64 = status.uid.parse().unwrap_or(0);
+    let author: u64 = status.uid.get();
     let private = author_user.private;
     let store = state.store.clone();
     let (_, likes) = detached(async move {

@@ -12,6 +12,7 @@ use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::hides;
 use crate::model::GroupRole;
+use crate::model::Id;
 use crate::model::{Notification, Status, User};
 use crate::state::AppState;
 use crate::store::entities::notifications::{Stored, MAX_NOTIFICATIONS};
@@ -75,15 +76,12 @@ async fn visible(
             .below(auth.uid, below, chunk)
             .await?;
         let done = stored.len() < chunk;
-        below = stored.last().map(Stored::number);
+        below = stored.last().map(|s| s.id.get());
         let stored: Vec<Stored> = stored
             .into_iter()
             .filter(|s| types.is_none_or(|t| t.contains(&s.kind)))
             .collect();
-        let vias: Vec<u64> = stored
-            .iter()
-            .filter_map(|s| s.via.as_deref()?.parse().ok())
-            .collect();
+        let vias: Vec<u64> = stored.iter().filter_map(|s| s.via.map(Id::get)).collect();
         let alive: HashMap<u64, bool> = vias
             .iter()
             .copied()
@@ -92,13 +90,13 @@ async fn visible(
         let shown = state.store.notifications().hydrate(stored).await?;
         let total = shown.len();
         for (i, (s, n)) in shown.into_iter().enumerate() {
-            let account: u64 = s.account.parse().unwrap_or(0);
+            let account: u64 = s.account.get();
             if state.store.moderation().suspended().contains(account)
                 || sight.relations().bits(account) & hides::FEED != 0
             {
                 continue;
             }
-            if let Some(via) = s.via.as_deref().and_then(|v| v.parse::<u64>().ok()) {
+            if let Some(via) = s.via.map(Id::get) {
                 if !alive.get(&via).copied().unwrap_or(false) {
                     continue;
                 }
@@ -108,7 +106,7 @@ async fn visible(
                     continue;
                 }
             }
-            if let Some(gid) = s.group.as_deref().and_then(|g| g.parse::<u64>().ok()) {
+            if let Some(gid) = s.group.map(Id::get) {
                 // A join request is for the group's staff now, not then.
                 let staff = match staff_of.get(&gid) {
                     Some(&b) => b,
@@ -193,7 +191,8 @@ pub(crate) enum NotificationItem {
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub(crate) struct NotificationGroup {
     /// The id of its newest notification.
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: Id,
     /// The notifications' type.
     #[serde(rename = "type")]
     pub kind: String,
@@ -208,10 +207,12 @@ pub(crate) struct NotificationGroup {
     pub status: Option<Status>,
     /// For a `group_request`: the group asked to join.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub group_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub group_id: Option<Id>,
     /// For a `report_resolved`: the report.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub report_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub report_id: Option<Id>,
 }
 
 /// `GET /api/v1/notifications`.
@@ -259,19 +260,23 @@ pub(crate) async fn list(
         let (all, _) = visible(&state, &auth, None, MAX_NOTIFICATIONS, types.as_deref()).await?;
         let mut page: Vec<NotificationGroup> = group(all)
             .into_iter()
-            .filter(|g| below.is_none_or(|b| g.id.parse::<u64>().ok() < Some(b)))
+            .filter(|g| below.is_none_or(|b| g.id.get() < b))
             .take(count + 1)
             .collect();
         let more = page.len() > count;
         page.truncate(count);
-        let next = more.then(|| page.last().map(|g| g.id.clone())).flatten();
+        let next = more
+            .then(|| page.last().map(|g| g.id.to_string()))
+            .flatten();
         return Ok(Json(NotificationPage {
             notifications: page.into_iter().map(NotificationItem::Group).collect(),
             next_cursor: next,
         }));
     }
     let (page, more) = visible(&state, &auth, below, count, types.as_deref()).await?;
-    let next = more.then(|| page.last().map(|n| n.id.clone())).flatten();
+    let next = more
+        .then(|| page.last().map(|n| n.id.to_string()))
+        .flatten();
     Ok(Json(NotificationPage {
         notifications: page.into_iter().map(NotificationItem::One).collect(),
         next_cursor: next,
@@ -289,7 +294,9 @@ fn group(all: Vec<Notification>) -> Vec<NotificationGroup> {
             "like" | "repost" => format!(
                 "{}:{}",
                 n.kind,
-                n.status.as_ref().map_or("", |s| s.id.as_str())
+                n.status
+                    .as_ref()
+                    .map_or(String::new(), |s| s.id.to_string())
             ),
             "follow" => "follow".to_string(),
             _ => format!("one:{}", n.id),
@@ -343,10 +350,7 @@ pub(crate) async fn unread(
     crate::notifier::caught_up(&state.store, CATCH_UP).await;
     let marker = state.store.notifications().marker(auth.uid).await?;
     let (all, _) = visible(&state, &auth, None, MAX_NOTIFICATIONS, None).await?;
-    let count = all
-        .iter()
-        .filter(|n| n.id.parse::<u64>().is_ok_and(|id| id > marker))
-        .count();
+    let count = all.iter().filter(|n| n.id.get() > marker).count();
     Ok(Json(Unread {
         count: count as u64,
     }))

@@ -7,6 +7,7 @@ use super::shared::routes::Routes;
 use super::shared::visibility::visible;
 use crate::auth::{AuthUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
+use crate::model::Id;
 use crate::model::Report;
 use crate::state::AppState;
 use crate::store::entities::moderation::REASONS;
@@ -146,7 +147,7 @@ pub(crate) async fn create(
             Err(e) => return Err(e.into()),
         },
     };
-    if user_id == auth.uid.to_string() {
+    if user_id == auth.uid {
         return Err(ApiError::invalid(
             "cannot_report_yourself",
             "You cannot report yourself or your own statuses.",
@@ -154,8 +155,8 @@ pub(crate) async fn create(
     }
     state.rate.write(auth.uid).await?;
     let report = Report {
-        id: String::new(),
-        reporter: auth.uid.to_string(),
+        id: Id(0),
+        reporter: Id(auth.uid),
         user_id,
         status_id,
         reason: body.reason,

@@ -9,6 +9,7 @@ use super::shared::visibility::visible;
 use crate::auth::{AuthUser, MaybeUser, SCOPE_WRITE};
 use crate::error::{ApiError, ApiResult};
 use crate::model::GroupKind;
+use crate::model::Id;
 use crate::model::{now, Status};
 use crate::state::AppState;
 use crate::store::entities::follows::Cursor;
@@ -89,8 +90,8 @@ pub(crate) async fn repost(
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid).await?;
     let original = repost_root(&state, &auth, &id).await?;
-    let root: u64 = original.id.parse().unwrap_or(0);
-    let author: u64 = original.uid.parse().unwrap_or(0);
+    let root: u64 = original.id.get();
+    let author: u64 = original.uid.get();
     if state.store.users().get(author).await?.private
         || state
             .store
@@ -120,8 +121,8 @@ pub(crate) async fn repost(
     let outcome = detached(async move {
         let (sid, posted) = store.mint().snowflake().await?;
         let status = Status {
-            id: sid.to_string(),
-            uid: auth.uid.to_string(),
+            id: Id(sid),
+            uid: Id(auth.uid),
             login: auth.login.clone(),
             message: String::new(),
             posted,
@@ -131,8 +132,8 @@ pub(crate) async fn repost(
             reply_to_uid: None,
             hashtags: Vec::new(),
             mentions: Vec::new(),
-            repost_of: Some(original.id.clone()),
-            repost_of_uid: Some(original.uid.clone()),
+            repost_of: Some(original.id),
+            repost_of_uid: Some(original.uid),
             audience: None,
             group_id: None,
             group_private: false,
@@ -183,7 +184,7 @@ pub(crate) async fn unrepost(
     auth.require(SCOPE_WRITE)?;
     state.rate.write(auth.uid).await?;
     let original = repost_root(&state, &auth, &id).await?;
-    let root: u64 = original.id.parse().unwrap_or(0);
+    let root: u64 = original.id.get();
     if let Some(existing) = state.store.statuses().repost_by(root, auth.uid).await? {
         let store = state.store.clone();
         let private = auth.private;
@@ -253,7 +254,7 @@ pub(crate) async fn context(
             parent_missing = true;
             break;
         };
-        parent = up.reply_to.as_deref().and_then(|p| p.parse::<u64>().ok());
+        parent = up.reply_to.map(Id::get);
         ancestors.push(up);
     }
     ancestors.reverse();
@@ -262,11 +263,10 @@ pub(crate) async fn context(
     let cached: Vec<_> = found.into_iter().filter_map(|(_, s)| s).collect();
     let shown = state.store.statuses().shown(cached).await?;
     let mut shown = super::shared::visibility::only_visible(&state, viewer.as_ref(), shown).await?;
-    shown.sort_by_key(|s| s.0.status.id.parse::<u64>().unwrap_or(0));
+    shown.sort_by_key(|s| s.0.status.id.get());
     // Descendants are in id order, so a page starts after the last id
     // shown: replies posted or deleted meanwhile move nothing across it.
-    let sid_of =
-        |s: &crate::store::entities::statuses::Shown| s.0.status.id.parse::<u64>().unwrap_or(0);
+    let sid_of = |s: &crate::store::entities::statuses::Shown| s.0.status.id.get();
     let start = match cursor {
         Cursor::Start => 0,
         Cursor::Offset(n) => (n as usize).min(shown.len()),
@@ -439,13 +439,13 @@ async fn posting_group(
     state: &AppState,
     auth: &AuthUser,
     named: Option<&JsonId>,
-    parent_group: Option<String>,
+    parent_group: Option<Id>,
 ) -> ApiResult<Option<crate::model::Group>> {
     let no_group = || ApiError::not_found("No such group.");
     let named = named
         .map(|id| id.parse().ok_or_else(no_group))
         .transpose()?;
-    let parent: Option<u64> = parent_group.and_then(|g| g.parse().ok());
+    let parent: Option<u64> = parent_group.map(Id::get);
     let posting = state
         .store
         .groups()
@@ -486,13 +486,13 @@ async fn publish(
                     })?;
             // A reply to a private account's status (or to such a reply) is
             // for those who may see that account.
-            let parent_uid: u64 = parent.uid.parse().unwrap_or(0);
+            let parent_uid: u64 = parent.uid.get();
             let audience =
                 if parent_uid != auth.uid && state.store.users().get(parent_uid).await?.private {
-                    Some(parent.uid.clone())
+                    Some(parent.uid)
                 } else {
                     let now = state.store.statuses().audience_now(&parent).await?;
-                    now.map(|a| a.to_string())
+                    now.map(Id)
                 };
             (Some(parent.id), Some(parent.uid), audience, parent.group_id)
         }
@@ -501,19 +501,19 @@ async fn publish(
     let private_group = group
         .as_ref()
         .filter(|g| g.kind == GroupKind::Private)
-        .and_then(|g| g.id.parse().ok());
+        .map(|g| g.id.get());
     let (mentions, mentioned) = resolve_mentions(
         &state,
         &auth,
         &body.message,
-        audience.as_deref(),
+        audience.map(Id::get),
         private_group,
     )
     .await?;
     let (sid, posted) = state.store.mint().snowflake().await?;
     let status = Status {
-        id: sid.to_string(),
-        uid: auth.uid.to_string(),
+        id: Id(sid),
+        uid: Id(auth.uid),
         login: auth.login.clone(),
         hashtags: text::hashtags(&body.message),
         mentions,

@@ -9,6 +9,7 @@ use super::shared::visibility::{
 };
 use crate::auth::{AuthUser, MaybeUser};
 use crate::error::{ApiError, ApiResult};
+use crate::model::Id;
 use crate::model::Status;
 use crate::state::AppState;
 use crate::store::entities::ranking::{Ranked, RankedEntry};
@@ -195,8 +196,7 @@ async fn visible_ranked(
 ) -> ApiResult<Vec<RankedEntry>> {
     let shown: Vec<_> = ranked.iter().map(|(s, c, _)| (s.clone(), *c)).collect();
     let kept = only_visible(state, viewer, shown).await?;
-    let ids: std::collections::HashSet<String> =
-        kept.iter().map(|(s, _)| s.status.id.clone()).collect();
+    let ids: std::collections::HashSet<Id> = kept.iter().map(|(s, _)| s.status.id).collect();
     Ok(ranked
         .into_iter()
         .filter(|(s, _, _)| ids.contains(&s.status.id))

@@ -164,7 +164,7 @@ impl People {
                 .iter()
                 .filter_map(|u| {
                     let json = serde_json::to_value(u).ok()?;
-                    Some((u.id.parse().ok()?, account(&json, base)))
+                    Some((u.id.get(), account(&json, base)))
                 })
                 .collect(),
             logins: logins

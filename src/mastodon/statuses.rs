@@ -409,7 +409,7 @@ pub(super) async fn reblogged_by(
         .map_err(|e| unavailable(&e))?;
     let by_uid: std::collections::HashMap<String, Value> = users
         .iter()
-        .filter_map(|u| Some((u.id.clone(), serde_json::to_value(u).ok()?)))
+        .filter_map(|u| Some((u.id.to_string(), serde_json::to_value(u).ok()?)))
         .collect();
     // Each account under its repost's id, for the page's links.
     let listed: Vec<(u64, Value)> = inside

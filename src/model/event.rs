@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::id::Id;
 use super::social::{Message, Notification};
 use super::status::Status;
 use super::user::User;
@@ -26,7 +27,7 @@ pub enum Event {
         /// For a reply to a private account's status: that account. Only
         /// user streams of its followers (and its own) get the reply.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        audience: Option<IdString>,
+        audience: Option<Id>,
     },
     /// A status was edited: its new version, to every stream that got
     /// the status (the hub routes it by `previous`, the text it had); a
@@ -41,7 +42,7 @@ pub enum Event {
         private: bool,
         /// For a reply to a private account's status: that account.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        audience: Option<IdString>,
+        audience: Option<Id>,
         /// The text before the edit.
         #[serde(default)]
         previous: String,
@@ -61,7 +62,7 @@ pub enum Event {
         private: bool,
         /// The group the status was posted in.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        group_id: Option<IdString>,
+        group_id: Option<Id>,
     },
     /// `source` started following `target`.
     Follow {
@@ -157,7 +158,7 @@ pub enum Event {
         message: Message,
         /// Who was in the conversation when it was sent (the user streams
         /// that get it).
-        participants: Vec<IdString>,
+        participants: Vec<Id>,
     },
     /// A notification for `uid`: on their user streams only.
     Notification {
@@ -213,7 +214,8 @@ pub enum Event {
         /// When it was resolved.
         at: f64,
         /// The report.
-        report_id: String,
+        #[serde(with = "super::id_string")]
+        report_id: u64,
         /// Who reported.
         #[serde(with = "super::id_string")]
         reporter: u64,
@@ -225,7 +227,7 @@ pub enum Event {
     /// drops them from its process's cache. Internal: never sent to a client.
     StatusesChanged {
         /// The statuses.
-        ids: Vec<IdString>,
+        ids: Vec<Id>,
     },
     /// An account was suspended (`on`) or its suspension lifted: every hub
     /// ends its streams and stops delivering its events while it lasts.
@@ -261,10 +263,10 @@ pub enum Event {
         version: u64,
         /// Users who became members.
         #[serde(default)]
-        added: Vec<IdString>,
+        added: Vec<Id>,
         /// Users who are members no more.
         #[serde(default)]
-        removed: Vec<IdString>,
+        removed: Vec<Id>,
         /// The list was deleted.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         deleted: bool,
@@ -339,7 +341,7 @@ impl Event {
     pub fn partition_key(&self) -> u64 {
         use Event as E;
         match self {
-            E::Status { status, .. } | E::Update { status, .. } => status.id.parse().unwrap_or(0),
+            E::Status { status, .. } | E::Update { status, .. } => status.id.get(),
             E::Delete { status_id, .. } => *status_id,
             E::Follow { source, .. }
             | E::Unfollow { source, .. }
@@ -347,9 +349,9 @@ impl Event {
             | E::Unlike { source, .. }
             | E::GroupRequest { source, .. }
             | E::FollowRequest { source, .. } => *source,
-            E::Mention { status, .. } | E::Repost { status, .. } => status.uid.parse().unwrap_or(0),
-            E::User { user, .. } => user.id.parse().unwrap_or(0),
-            E::DirectMessage { message, .. } => message.uid.parse().unwrap_or(0),
+            E::Mention { status, .. } | E::Repost { status, .. } => status.uid.get(),
+            E::User { user, .. } => user.id.get(),
+            E::DirectMessage { message, .. } => message.uid.get(),
             E::Notification { uid, .. }
             | E::NotificationRemoved { uid, .. }
             | E::Suspended { uid, .. }
@@ -392,10 +394,6 @@ impl Event {
     }
 }
 
-/// A user id that is a JSON string and a number in Rust.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-pub struct IdString(#[serde(with = "super::id_string")] pub u64);
-
 /// The fields of [`Event::Status`], read without the enum's buffering.
 #[derive(Deserialize)]
 struct StatusEvent {
@@ -404,7 +402,7 @@ struct StatusEvent {
     #[serde(default)]
     private: bool,
     #[serde(default)]
-    audience: Option<IdString>,
+    audience: Option<Id>,
 }
 
 /// The `type` of an event's JSON when it is the object's first field, or
@@ -426,15 +424,15 @@ mod tests {
 
     fn status() -> Status {
         Status {
-            id: "77".into(),
-            uid: "5".into(),
+            id: Id(77),
+            uid: Id(5),
             login: "ada".into(),
             message: "hi #rust \"quoted\"".into(),
             posted: 1.5,
             lat: Some(52.5),
             lon: Some(13.4),
-            reply_to: Some("70".into()),
-            reply_to_uid: Some("6".into()),
+            reply_to: Some(Id(70)),
+            reply_to_uid: Some(Id(6)),
             hashtags: vec!["rust".into()],
             mentions: vec![],
             repost_of: None,
@@ -453,7 +451,7 @@ mod tests {
 
     #[test]
     fn a_status_event_read_straight_equals_the_tagged_enums_reading() {
-        for (private, audience) in [(false, None), (true, Some(IdString(6)))] {
+        for (private, audience) in [(false, None), (true, Some(Id(6)))] {
             let event = Event::Status {
                 at: 1.5,
                 status: status(),

@@ -2,11 +2,12 @@
 //! the streams carry ([`Event`]).
 //!
 //! One file a concern: [`timeline`] (caps and scores), [`clock`], [`user`],
-//! [`status`], [`social`] (notifications, messages, groups, reports) and
-//! [`event`].
+//! [`status`], [`social`] (notifications, messages, groups, reports),
+//! [`event`], and [`Id`], the one id type of them all.
 
 mod clock;
 mod event;
+mod id;
 pub(crate) mod id_string;
 mod social;
 mod status;
@@ -14,7 +15,8 @@ mod timeline;
 mod user;
 
 pub use clock::now;
-pub use event::{spread, Event, IdString};
+pub use event::{spread, Event};
+pub use id::Id;
 pub use social::{
     AuditAction, Conversation, Group, GroupChange, GroupKind, GroupRole, Membership, Message,
     Notification, Report,

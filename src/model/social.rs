@@ -1,6 +1,7 @@
 //! The shapes of the social surfaces beside statuses: notifications,
 //! messages and conversations, groups, reports and the audit log.
 
+use super::id::Id;
 use serde::{Deserialize, Serialize};
 
 use super::status::Status;
@@ -11,7 +12,8 @@ use super::user::User;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct Notification {
     /// Notification id (time-ordered, as status ids are).
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: Id,
     /// `follow`, `follow_request`, `like`, `repost`, `mention`, `reply`,
     /// `group_request` or `report_resolved`.
     #[serde(rename = "type")]
@@ -25,22 +27,27 @@ pub struct Notification {
     pub status: Option<Status>,
     /// For a `group_request`: the group asked to join.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub group_id: Option<Id>,
     /// For a `report_resolved`: the report (its `account` the admin who
     /// resolved it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub report_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub report_id: Option<Id>,
 }
 
 /// A message of a conversation (`direct_message` events carry it).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct Message {
     /// Message id (time-ordered, as status ids are).
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: Id,
     /// The conversation.
-    pub conversation_id: String,
+    #[schema(value_type = String)]
+    pub conversation_id: Id,
     /// The sender.
-    pub uid: String,
+    #[schema(value_type = String)]
+    pub uid: Id,
     /// The sender's login when it was sent.
     pub login: String,
     /// 1-1000 characters.
@@ -122,7 +129,8 @@ impl GroupRole {
 #[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct Group {
     /// Group id.
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: Id,
     /// 1-50 characters.
     pub name: String,
     /// At most 500 characters.
@@ -133,7 +141,8 @@ pub struct Group {
     /// How many members it has.
     pub members: u64,
     /// An owner's id (the creator while an owner).
-    pub owner: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub owner: Option<Id>,
     /// When it was created.
     pub created: f64,
     /// The caller's role (`owner`, `moderator`, `member`), or null.
@@ -147,9 +156,11 @@ pub struct Group {
 #[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct Membership {
     /// The group.
-    pub group_id: String,
+    #[schema(value_type = String)]
+    pub group_id: Id,
     /// The user.
-    pub user_id: String,
+    #[schema(value_type = String)]
+    pub user_id: Id,
     /// Whether they are a member.
     pub member: bool,
     /// Their role, or null.
@@ -163,13 +174,17 @@ pub struct Membership {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct Report {
     /// Report id.
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: Id,
     /// Who reported.
-    pub reporter: String,
+    #[schema(value_type = String)]
+    pub reporter: Id,
     /// The user reported (for a status, its author).
-    pub user_id: String,
+    #[schema(value_type = String)]
+    pub user_id: Id,
     /// The status reported; null for a user report.
-    pub status_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub status_id: Option<Id>,
     /// `spam`, `abuse`, `illegal` or `other`.
     pub reason: String,
     /// The reporter's words, or null.
@@ -182,7 +197,8 @@ pub struct Report {
     /// null while open.
     pub action: Option<String>,
     /// The admin who resolved it; null while open.
-    pub resolved_by: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub resolved_by: Option<Id>,
     /// When; null while open.
     pub resolved_at: Option<f64>,
     /// The admin's note, if any.
@@ -194,24 +210,29 @@ pub struct Report {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct AuditAction {
     /// Entry id.
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: Id,
     /// When.
     pub at: f64,
     /// The admin's user id.
-    pub admin: String,
+    #[schema(value_type = String)]
+    pub admin: Id,
     /// `dismiss_report`, `remove_status`, `suspend_user` or `unsuspend_user`.
     pub action: String,
     /// The status or user acted on.
-    pub target: String,
+    #[schema(value_type = String)]
+    pub target: Id,
     /// The report it resolved, else null.
-    pub report: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub report: Option<Id>,
 }
 
 /// A conversation as one participant sees it.
 #[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 pub struct Conversation {
     /// Conversation id.
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: Id,
     /// `direct` (a pair of users) or `group`.
     pub kind: String,
     /// A group's title; null for a direct conversation.

@@ -1,6 +1,7 @@
 //! The public `status` object, its counts, and the Redis HASH it is
 //! stored as.
 
+use super::id::Id;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -9,9 +10,11 @@ use std::collections::HashMap;
 #[serde(from = "StatusJson")]
 pub struct Status {
     /// Status id.
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: Id,
     /// Author id.
-    pub uid: String,
+    #[schema(value_type = String)]
+    pub uid: Id,
     /// Author login.
     pub login: String,
     /// The text, 1-280 characters.
@@ -26,28 +29,33 @@ pub struct Status {
     pub lon: Option<f64>,
     /// The status this one replies to.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reply_to: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub reply_to: Option<Id>,
     /// Author of the status this one replies to.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub reply_to_uid: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub reply_to_uid: Option<Id>,
     /// Hashtags in the message, without `#`, in order of appearance.
     pub hashtags: Vec<String>,
     /// Logins mentioned with `@` that belong to users, in order of appearance.
     pub mentions: Vec<String>,
     /// The status this one reposts (a repost's own message may be empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repost_of: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub repost_of: Option<Id>,
     /// Author of the reposted status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repost_of_uid: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub repost_of_uid: Option<Id>,
     /// For a reply to a private account's status: that account. Then only
     /// who may see that account's statuses sees the reply (never in JSON).
     #[serde(skip)]
-    pub audience: Option<String>,
+    pub audience: Option<Id>,
     /// The group it was posted in (then it is in that group's timeline
     /// only: no home, profile or user stream).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group_id: Option<String>,
+    #[schema(value_type = Option<String>)]
+    pub group_id: Option<Id>,
     /// Whether that group is private: then only its members see it
     /// (never in JSON).
     #[serde(skip)]
@@ -67,23 +75,23 @@ pub struct Status {
 /// one of these per event).
 #[derive(Deserialize)]
 struct StatusJson {
-    id: String,
-    uid: String,
+    id: Id,
+    uid: Id,
     login: String,
     message: String,
     posted: f64,
     lat: Option<f64>,
     lon: Option<f64>,
-    reply_to: Option<String>,
-    reply_to_uid: Option<String>,
+    reply_to: Option<Id>,
+    reply_to_uid: Option<Id>,
     hashtags: Vec<String>,
     mentions: Vec<String>,
     #[serde(default)]
-    repost_of: Option<String>,
+    repost_of: Option<Id>,
     #[serde(default)]
-    repost_of_uid: Option<String>,
+    repost_of_uid: Option<Id>,
     #[serde(default)]
-    group_id: Option<String>,
+    group_id: Option<Id>,
     #[serde(default)]
     edited_at: Option<f64>,
     #[serde(default)]
@@ -165,18 +173,18 @@ impl Counts {
 impl Status {
     /// The id of the status this one replies to.
     pub fn parent_id(&self) -> Option<u64> {
-        self.reply_to.as_deref().and_then(|p| p.parse().ok())
+        self.reply_to.map(Id::get)
     }
 
     /// The id of the status this one reposts.
     pub fn original_id(&self) -> Option<u64> {
-        self.repost_of.as_deref().and_then(|p| p.parse().ok())
+        self.repost_of.map(Id::get)
     }
 
     /// The HASH fields a status is stored as.
     pub fn to_fields(&self) -> Vec<(&'static str, String)> {
         let mut f = vec![
-            ("uid", self.uid.clone()),
+            ("uid", self.uid.to_string()),
             ("login", self.login.clone()),
             ("message", self.message.clone()),
             ("posted", self.posted.to_string()),
@@ -194,22 +202,22 @@ impl Status {
             f.push(("lon", lon.to_string()));
         }
         if let Some(r) = &self.reply_to {
-            f.push(("reply_to", r.clone()));
+            f.push(("reply_to", r.to_string()));
         }
         if let Some(r) = &self.reply_to_uid {
-            f.push(("reply_to_uid", r.clone()));
+            f.push(("reply_to_uid", r.to_string()));
         }
         if let Some(r) = &self.repost_of {
-            f.push(("repost_of", r.clone()));
+            f.push(("repost_of", r.to_string()));
         }
         if let Some(r) = &self.repost_of_uid {
-            f.push(("repost_of_uid", r.clone()));
+            f.push(("repost_of_uid", r.to_string()));
         }
         if let Some(a) = &self.audience {
-            f.push(("audience", a.clone()));
+            f.push(("audience", a.to_string()));
         }
         if let Some(g) = &self.group_id {
-            f.push(("group_id", g.clone()));
+            f.push(("group_id", g.to_string()));
             if self.group_private {
                 f.push(("group_private", "1".into()));
             }
@@ -228,22 +236,23 @@ impl Status {
                 .and_then(|v| serde_json::from_str(v).ok())
                 .unwrap_or_default()
         };
+        let id = |k: &str| h.get(k).and_then(|v| v.parse().ok());
         Some(Status {
-            id: h.get("id")?.clone(),
-            uid: h.get("uid")?.clone(),
+            id: h.get("id")?.parse().ok()?,
+            uid: h.get("uid")?.parse().ok()?,
             login: h.get("login").cloned().unwrap_or_default(),
             message: h.get("message").cloned().unwrap_or_default(),
             posted: h.get("posted").and_then(|v| v.parse().ok()).unwrap_or(0.0),
             lat: h.get("lat").and_then(|v| v.parse().ok()),
             lon: h.get("lon").and_then(|v| v.parse().ok()),
-            reply_to: h.get("reply_to").cloned(),
-            reply_to_uid: h.get("reply_to_uid").cloned(),
+            reply_to: id("reply_to"),
+            reply_to_uid: id("reply_to_uid"),
             hashtags: list("hashtags"),
             mentions: list("mentions"),
-            repost_of: h.get("repost_of").cloned(),
-            repost_of_uid: h.get("repost_of_uid").cloned(),
-            audience: h.get("audience").cloned(),
-            group_id: h.get("group_id").cloned(),
+            repost_of: id("repost_of"),
+            repost_of_uid: id("repost_of_uid"),
+            audience: id("audience"),
+            group_id: id("group_id"),
             group_private: h.get("group_private").is_some_and(|v| v == "1"),
             edited_at: h.get("edited_at").and_then(|v| v.parse().ok()),
             counts: Counts::from_hash(h),

@@ -1,5 +1,6 @@
 //! The public `user` object and the Redis HASH it is read from.
 
+use super::id::Id;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
@@ -7,7 +8,8 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, utoipa::ToSchema)]
 pub struct User {
     /// User id (a string of digits).
-    pub id: String,
+    #[schema(value_type = String)]
+    pub id: Id,
     /// Login as typed at sign-up.
     pub login: String,
     /// Display name.
@@ -60,7 +62,7 @@ impl User {
         }
         let num = |k: &str| h.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
         Some(User {
-            id: h.get("id")?.clone(),
+            id: h.get("id")?.parse().ok()?,
             login: h.get("login")?.clone(),
             name: h.get("name").cloned().unwrap_or_default(),
             followers: num("followers"),

@@ -2,7 +2,7 @@
 //! notification for someone, or one taken away), made in order, and the
 //! `notification` and `notification_removed` events of those that changed.
 
-use crate::model::{now, Event};
+use crate::model::{now, Event, Id};
 use crate::store::entities::notifications::Stored;
 use crate::store::events::{body, EventId};
 use crate::store::{Store, StoreResult};
@@ -22,7 +22,7 @@ pub(super) async fn apply(store: &Store, events: &[(EventId, String)]) -> StoreR
             None => {}
             Some(Change::Staff(gid, n)) => {
                 for uid in store.groups().staff(gid, MAX_STAFF_NOTIFIED).await? {
-                    if n.account != uid.to_string() {
+                    if n.account != uid {
                         changes.push((Change::Add(uid, n.clone()), private));
                     }
                 }
@@ -138,11 +138,11 @@ enum Change {
 /// The notification (or removal) `event` makes, if any: never one of your
 /// own doing.
 fn change_of(event: &Event, id: u64) -> Option<Change> {
-    let stored = |kind: &str, at: f64, account: u64, status: Option<String>, key: String| Stored {
-        id: id.to_string(),
+    let stored = |kind: &str, at: f64, account: u64, status: Option<Id>, key: String| Stored {
+        id: Id(id),
         kind: kind.to_string(),
         at,
-        account: account.to_string(),
+        account: Id(account),
         status,
         via: None,
         group: None,
@@ -162,7 +162,7 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
                 "like",
                 *at,
                 *source,
-                Some(status_id.to_string()),
+                Some(Id(*status_id)),
                 format!("like:{source}:{status_id}"),
             ),
         ),
@@ -194,16 +194,16 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
         Event::Repost {
             at, status, target, ..
         } => {
-            let original = status.repost_of.clone()?;
-            let reposter: u64 = status.uid.parse().ok()?;
+            let original = status.repost_of?;
+            let reposter = status.uid.get();
             let mut n = stored(
                 "repost",
                 *at,
                 reposter,
-                Some(original.clone()),
+                Some(original),
                 format!("repost:{reposter}:{original}"),
             );
-            n.via = Some(status.id.clone());
+            n.via = Some(status.id);
             Change::Add(*target, n)
         }
         // A reply that mentions the one it answers is a reply to them,
@@ -214,25 +214,25 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
         } => Change::Add(
             *target,
             stored(
-                match status.reply_to_uid.as_deref() == Some(target.to_string().as_str()) {
+                match status.reply_to_uid == Some(Id(*target)) {
                     true => "reply",
                     false => "mention",
                 },
                 *at,
-                status.uid.parse().ok()?,
-                Some(status.id.clone()),
+                status.uid.get(),
+                Some(status.id),
                 format!("post:{}", status.id),
             ),
         ),
         Event::Status { at, status, .. } if status.repost_of.is_none() => {
-            let parent: u64 = status.reply_to_uid.as_deref()?.parse().ok()?;
+            let parent: u64 = status.reply_to_uid?.get();
             Change::Add(
                 parent,
                 stored(
                     "reply",
                     *at,
-                    status.uid.parse().ok()?,
-                    Some(status.id.clone()),
+                    status.uid.get(),
+                    Some(status.id),
                     format!("post:{}", status.id),
                 ),
             )
@@ -252,7 +252,7 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
                 // the same request is not.
                 format!("group_request:{group_id}:{source}:{}", (at * 1000.0) as u64),
             );
-            n.group = Some(group_id.to_string());
+            n.group = Some(Id(*group_id));
             Change::Staff(*group_id, n)
         }
         Event::ReportResolved {
@@ -268,13 +268,13 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
                 None,
                 format!("report:{report_id}"),
             );
-            n.report = Some(report_id.clone());
+            n.report = Some(Id(*report_id));
             Change::Add(*reporter, n)
         }
         _ => return None,
     };
     match &change {
-        Change::Add(uid, n) if n.account == uid.to_string() => None,
+        Change::Add(uid, n) if n.account == *uid => None,
         _ => Some(change),
     }
 }

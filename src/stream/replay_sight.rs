@@ -11,6 +11,7 @@
 
 use super::frame::Frame;
 use crate::model::Event;
+use crate::model::Id;
 use crate::store::StoreResult;
 use crate::visibility::{Reach, Sight};
 use std::sync::Arc;
@@ -58,7 +59,7 @@ impl ReplaySight {
         for f in &frames {
             match judged(&f.event) {
                 Judged::Status { status, audience } => {
-                    sids.extend(status.id.parse::<u64>().ok());
+                    sids.push(status.id.get());
                     uids.extend(people_of(status).chain(audience));
                 }
                 Judged::Liked { status_id } => liked.push(status_id),
@@ -96,7 +97,7 @@ impl ReplaySight {
     async fn current_versions(&self, frames: Vec<Arc<Frame>>) -> StoreResult<Vec<Arc<Frame>>> {
         let edited = |f: &Frame| {
             let status = status_of(&f.event)?;
-            let sid: u64 = status.id.parse().ok()?;
+            let sid: u64 = status.id.get();
             match self.sight.status_now(sid) {
                 Some(Some(now)) if now.edited_at == status.edited_at => None,
                 _ => Some(sid),
@@ -119,7 +120,7 @@ impl ReplaySight {
             .into_iter()
             .map(|f| {
                 let current = status_of(&f.event).and_then(|s| {
-                    let c = now.get(&s.id.parse().ok()?)?;
+                    let c = now.get(&s.id.get())?;
                     (c.status.edited_at != s.edited_at).then(|| c.status.clone())
                 });
                 match current {
@@ -196,7 +197,7 @@ fn judged(event: &Event) -> Judged<'_> {
             None => Judged::Always,
         },
         Event::DirectMessage { message, .. } => Judged::Message {
-            conversation: message.conversation_id.parse().unwrap_or(0),
+            conversation: message.conversation_id.get(),
         },
         Event::Delete { .. }
         | Event::Follow { .. }
@@ -227,7 +228,7 @@ async fn see_status(
     audience: Option<u64>,
     check_alive: bool,
 ) -> StoreResult<bool> {
-    let sid: u64 = status.id.parse().unwrap_or(0);
+    let sid: u64 = status.id.get();
     if check_alive && !sight.alive(sid).await? {
         return Ok(false);
     }
@@ -239,21 +240,21 @@ async fn see_status(
             return Ok(false);
         }
     }
-    group_readable(sight, status.group_id.as_deref()).await
+    group_readable(sight, status.group_id).await
 }
 
 /// The accounts judging `status` asks of: its author, the reposted
 /// author, the replied-to author and its audience.
 fn people_of(status: &crate::model::Status) -> impl Iterator<Item = u64> + '_ {
     [
-        Some(&status.uid),
-        status.repost_of_uid.as_ref(),
-        status.reply_to_uid.as_ref(),
-        status.audience.as_ref(),
+        Some(status.uid),
+        status.repost_of_uid,
+        status.reply_to_uid,
+        status.audience,
     ]
     .into_iter()
     .flatten()
-    .filter_map(|u| u.parse::<u64>().ok())
+    .map(Id::get)
 }
 
 /// The status an event carries.
@@ -269,8 +270,8 @@ fn status_of(event: &Event) -> Option<&crate::model::Status> {
 
 /// Whether the reader may read the group a status was posted in (any
 /// public or announcement group; a private one while a member).
-async fn group_readable(sight: &mut Sight, group: Option<&str>) -> StoreResult<bool> {
-    match group.and_then(|g| g.parse::<u64>().ok()) {
+async fn group_readable(sight: &mut Sight, group: Option<Id>) -> StoreResult<bool> {
+    match group.map(Id::get) {
         None => Ok(true),
         Some(gid) => sight.reads_group(gid).await,
     }

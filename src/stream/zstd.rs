@@ -15,6 +15,7 @@
 //!
 //! A plain stream (SSE, NDJSON) coded with zstd is `zstd_body`'s.
 
+use crate::model::Id;
 use crate::shutdown::Shutdown;
 use crate::store::Store;
 use bytes::Bytes;
@@ -379,15 +380,15 @@ fn made_up(n: usize) -> Vec<Vec<u8>> {
             let sid = (((at * 1000.0) as u64) << 22) | (r & 0x3f_ffff);
             let uid = 1 + r % 100_000;
             let status = || Status {
-                id: sid.to_string(),
-                uid: uid.to_string(),
+                id: Id(sid),
+                uid: Id(uid),
                 login: filler(5 + (r % 10) as usize),
                 message: filler(20 + (r % 200) as usize),
                 posted: at,
                 lat: None,
                 lon: None,
-                reply_to: (r % 5 == 0).then(|| (sid - 1000).to_string()),
-                reply_to_uid: (r % 5 == 0).then(|| (uid + 1).to_string()),
+                reply_to: (r % 5 == 0).then(|| Id(sid - 1000)),
+                reply_to_uid: (r % 5 == 0).then(|| Id(uid + 1)),
                 hashtags: if r % 3 == 0 {
                     vec![filler(6)]
                 } else {

@@ -372,8 +372,7 @@ pub(crate) async fn bulk_users(app: &TestApp, prefix: &str, n: usize) -> Vec<u64
                     .await
                     .unwrap()
                     .id
-                    .parse::<u64>()
-                    .unwrap()
+                    .get()
             }
         })
         .buffered(64)

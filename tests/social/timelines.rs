@@ -80,8 +80,8 @@ async fn home_timelines_keep_the_newest_1000() {
         total += 1;
         let (sid, posted) = store.mint().snowflake().await.unwrap();
         let status = firehose::model::Status {
-            id: sid.to_string(),
-            uid: id.clone(),
+            id: firehose::model::Id(sid),
+            uid: id.parse().unwrap(),
             login: "prolific".into(),
             message: format!("n{i}"),
             posted,

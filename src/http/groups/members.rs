@@ -59,7 +59,7 @@ async fn member_page(
     let users = users
         .into_iter()
         .map(|user| {
-            let id: u64 = user.id.parse().unwrap_or(0);
+            let id: u64 = user.id.get();
             let role = roles.get(&id).copied().flatten();
             Member { user, role }
         })

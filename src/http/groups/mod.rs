@@ -284,13 +284,13 @@ pub(crate) async fn remove_status(
         return Err(no_group());
     }
     let status = match state.store.statuses().get(sid).await {
-        Ok(s) if s.group_id.as_deref() == Some(group.id.as_str()) => s,
+        Ok(s) if s.group_id == Some(group.id) => s,
         Ok(_) | Err(StoreError::NotFound(_)) => {
             return Err(ApiError::not_found("No such status in this group."))
         }
         Err(e) => return Err(e.into()),
     };
-    let author: u64 = status.uid.parse().unwrap_or(0);
+    let author: u64 = status.uid.get();
     if author != auth.uid && !group.role.is_some_and(GroupRole::is_staff) {
         return Err(ApiError::forbidden(
             "Only its author, an owner or a moderator removes a group's status.",

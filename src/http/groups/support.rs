@@ -7,6 +7,7 @@ use crate::http::shared::extract::{detached, path_id};
 use crate::http::shared::visibility::may_read_group;
 use crate::model::GroupChange;
 use crate::model::GroupKind;
+use crate::model::Id;
 use crate::model::{Group, Membership};
 use crate::state::AppState;
 use crate::store::entities::groups::{Refused, Standing};
@@ -57,8 +58,8 @@ pub(super) fn refused(r: Refused) -> ApiError {
 
 pub(super) fn membership(gid: u64, uid: u64, s: &Standing) -> Json<Membership> {
     Json(Membership {
-        group_id: gid.to_string(),
-        user_id: uid.to_string(),
+        group_id: Id(gid),
+        user_id: Id(uid),
         member: s.role.is_some(),
         role: s.role,
         requested: s.requested,
@@ -74,7 +75,7 @@ pub(super) async fn change(
     target: u64,
     what: GroupChange,
 ) -> ApiResult<Json<Membership>> {
-    let gid: u64 = group.id.parse().unwrap_or(0);
+    let gid: u64 = group.id.get();
     let store = state.store.clone();
     let max = state.cfg.max_group_members;
     let outcome =

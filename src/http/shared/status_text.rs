@@ -19,7 +19,7 @@ pub(crate) async fn resolve_mentions(
     state: &AppState,
     author: &AuthUser,
     message: &str,
-    audience: Option<&str>,
+    audience: Option<u64>,
     private_group: Option<u64>,
 ) -> ApiResult<(Vec<String>, Vec<u64>)> {
     let mut mentions = Vec::new();
@@ -32,7 +32,7 @@ pub(crate) async fn resolve_mentions(
         let mut sees = !author.private
             || uid == author.uid
             || state.store.follows().is_following(uid, author.uid).await?;
-        if let Some(p) = audience.and_then(|p| p.parse::<u64>().ok()) {
+        if let Some(p) = audience {
             sees = sees && (uid == p || state.store.follows().is_following(uid, p).await?);
         }
         if let Some(gid) = private_group {

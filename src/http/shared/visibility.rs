@@ -7,6 +7,7 @@ use crate::auth::AuthUser;
 use crate::error::{ApiError, ApiResult};
 use crate::hides;
 use crate::model::GroupKind;
+use crate::model::Id;
 use crate::model::{Status, User};
 use crate::state::AppState;
 use crate::store::entities::statuses::Shown;
@@ -35,7 +36,7 @@ pub(crate) async fn privacy_allows_user(
     viewer: Option<&AuthUser>,
     user: &User,
 ) -> ApiResult<bool> {
-    let author: u64 = user.id.parse().unwrap_or(0);
+    let author: u64 = user.id.get();
     if !user.private || viewer.is_some_and(|v| v.uid == author) {
         return Ok(true);
     }
@@ -49,8 +50,8 @@ pub(crate) async fn privacy_allows_user(
 /// status it reposts (0 when none).
 fn actors(status: &Status) -> [u64; 2] {
     [
-        status.uid.parse().unwrap_or(0),
-        id_of(&status.repost_of_uid).unwrap_or(0),
+        status.uid.get(),
+        status.repost_of_uid.map(Id::get).unwrap_or(0),
     ]
 }
 
@@ -90,7 +91,7 @@ pub(crate) async fn visible_with_author(
         .get_uncounted(sid)
         .await
         .map_err(not_found)?;
-    let author_id: u64 = status.uid.parse().unwrap_or(0);
+    let author_id: u64 = status.uid.get();
     let (author, bits) = state
         .store
         .relations()
@@ -151,10 +152,6 @@ pub(crate) async fn may_read_group(
     ))
 }
 
-fn id_of(field: &Option<String>) -> Option<u64> {
-    field.as_deref().and_then(|p| p.parse::<u64>().ok())
-}
-
 /// Keeps the statuses `viewer` may see (a private author's only for the
 /// author and their followers; none by someone who blocks the viewer, nor
 /// reposts of them).
@@ -187,7 +184,7 @@ pub(crate) async fn only_visible_hiding(
                 .iter()
                 .flat_map(|item| {
                     let s = &item.0.status;
-                    [id_of(&s.audience), id_of(&s.reply_to_uid)]
+                    [s.audience.map(Id::get), s.reply_to_uid.map(Id::get)]
                 })
                 .flatten(),
         )

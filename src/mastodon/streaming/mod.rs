@@ -316,10 +316,8 @@ pub(super) async fn make_together(m: &Mastodon, base: &str, frames: &[&Arc<Frame
     let mut fresh = Vec::new();
     for frame in frames.iter().filter(|f| f.translated.get().is_none()) {
         match &frame.event {
-            Event::Status { status, .. } => fresh.push((*frame, status.id.as_str(), "update")),
-            Event::Update { status, .. } => {
-                fresh.push((*frame, status.id.as_str(), "status.update"))
-            }
+            Event::Status { status, .. } => fresh.push((*frame, status.id.get(), "update")),
+            Event::Update { status, .. } => fresh.push((*frame, status.id.get(), "status.update")),
             Event::Delete { status_id, .. } => {
                 let id = frame.id.to_string();
                 keep(frame, Some(Said::new(&id, "delete", status_id.to_string())));
@@ -340,9 +338,9 @@ pub(super) async fn make_together(m: &Mastodon, base: &str, frames: &[&Arc<Frame
         let Ok(made) = many(m, &cx, statuses).await else {
             return;
         };
-        let by_id: std::collections::HashMap<&str, &Value> = made
+        let by_id: std::collections::HashMap<u64, &Value> = made
             .iter()
-            .filter_map(|s| Some((s["id"].as_str()?, s)))
+            .filter_map(|s| Some((s["id"].as_str()?.parse().ok()?, s)))
             .collect();
         for (frame, id, name) in together {
             let said = by_id

@@ -235,7 +235,7 @@ impl DeleteAccountOp {
         .await?;
         undo_each(store, entry, &keys.likes(uid), true, |sid| async move {
             let status = store.statuses().get(sid).await?;
-            let author: u64 = status.uid.parse().unwrap_or(0);
+            let author: u64 = status.uid.get();
             let author_private = store
                 .users()
                 .get(author)

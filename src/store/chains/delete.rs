@@ -2,6 +2,7 @@
 //! the reposts, the tombstone, the homes, then the event.
 
 use super::{unique_tags, Count};
+use crate::model::Id;
 use crate::model::{timeline_score, Event, Status, HOME_CAP};
 use crate::store::chains::entry::Entry;
 use crate::store::chains::finish::Finish;
@@ -124,7 +125,7 @@ pub(crate) async fn run_delete_reaching(
                     status_id: sid,
                     uid,
                     private,
-                    group_id: group.map(crate::model::IdString),
+                    group_id: group.map(crate::model::Id),
                 })],
                 tasks,
                 answer: None,
@@ -145,7 +146,7 @@ async fn delete_steps(
     at: f64,
 ) -> StoreResult<()> {
     let mut conn = store.conn();
-    if let Some(gid) = status.group_id.as_deref().and_then(|g| g.parse().ok()) {
+    if let Some(gid) = status.group_id.map(Id::get) {
         store.groups().timeline_remove(gid, sid).await?;
         let _: () = conn.zrem(store.keys.user_group_statuses(uid), sid).await?;
     }

@@ -7,7 +7,7 @@
 //! with it) and every later step is idempotent.
 
 use super::{unique_tags, Count, INDEX_CAP};
-use crate::model::{timeline_score, Event, IdString, Status, Version};
+use crate::model::{timeline_score, Event, Id, Status, Version};
 use crate::store::chains::count_trend;
 use crate::store::chains::entry::Entry;
 use crate::store::chains::finish::Finish;
@@ -174,7 +174,7 @@ impl EditOp {
             at,
             status: status.clone(),
             private,
-            audience: audience.map(IdString),
+            audience: audience.map(Id),
             previous: applied.previous,
         })];
         // Those the edit mentions first are told, as a post tells them.

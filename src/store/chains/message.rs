@@ -3,7 +3,7 @@
 //! each participant's list of conversations, then the `direct_message`
 //! event and the idempotent answer.
 
-use crate::model::{Event, IdString, Message};
+use crate::model::{Event, Id, Message};
 use crate::store::chains::entry::Entry;
 use crate::store::chains::finish::Finish;
 use crate::store::events::body;
@@ -52,9 +52,9 @@ impl MessageOp {
     pub(crate) async fn run(&self, store: &Store, entry: &Entry) -> StoreResult<Sent> {
         let cid = self.conversation(store).await?;
         let message = Message {
-            id: self.mid.to_string(),
-            conversation_id: cid.to_string(),
-            uid: self.uid.to_string(),
+            id: Id(self.mid),
+            conversation_id: Id(cid),
+            uid: Id(self.uid),
             login: self.login.clone(),
             text: self.text.clone(),
             sent: self.at,
@@ -93,7 +93,7 @@ impl MessageOp {
         let event = Event::DirectMessage {
             at: self.at,
             message,
-            participants: members.into_iter().map(IdString).collect(),
+            participants: members.into_iter().map(Id).collect(),
         };
         let finish = Finish {
             events: vec![body(&event)],

@@ -7,6 +7,7 @@
 //! post on a cluster take the chain. [`store::statuses`](crate::store::entities::statuses) chooses.
 
 use super::{unique_tags, Count, INDEX_CAP, TREND_BUCKET_TTL};
+use crate::model::Id;
 use crate::model::{timeline_score, trims_homes, Event, Status, HOME_CAP};
 use crate::store::chains::entry::Entry;
 use crate::store::chains::finish::{Finish, IDEMPOTENCY_TTL};
@@ -14,7 +15,6 @@ use crate::store::chains::{count_reply, count_trend, repost_claim};
 use crate::store::events::{body, Body};
 use crate::store::fanout::FanoutKind;
 use crate::store::handle::Store;
-use crate::store::plumbing::error::parse_id;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::plumbing::keys::trend_groups;
 use crate::store::writes::posting::{PostOptions, Posted};
@@ -69,11 +69,10 @@ pub(crate) async fn post_whole(
     opts: &PostOptions<'_>,
     fields: &HashMap<String, String>,
 ) -> StoreResult<Option<Whole>> {
-    let sid = parse_id(&status.id)?;
-    let uid = parse_id(&status.uid)?;
+    let (sid, uid) = (status.id.get(), status.uid.get());
     let parent = status.parent_id();
     let original = status.original_id();
-    let original_uid: Option<u64> = status.repost_of_uid.as_deref().and_then(|t| t.parse().ok());
+    let original_uid: Option<u64> = status.repost_of_uid.map(Id::get);
     let tags = unique_tags(&status.hashtags);
     let trending: &[String] = if opts.private { &[] } else { &tags };
     let indexed: Vec<String> = opts
@@ -226,9 +225,9 @@ impl<'a> Posting<'a> {
         Ok(Posting {
             op,
             private: op.private || status.audience.is_some() || status.group_private,
-            group: status.group_id.as_deref().and_then(|g| g.parse().ok()),
-            sid: parse_id(&status.id)?,
-            uid: parse_id(&status.uid)?,
+            group: status.group_id.map(Id::get),
+            sid: status.id.get(),
+            uid: status.uid.get(),
             parent: status.parent_id(),
             original: status.original_id(),
             tags: unique_tags(&status.hashtags),
@@ -375,11 +374,7 @@ impl<'a> Posting<'a> {
             at,
             status: status.clone(),
             private,
-            audience: status
-                .audience
-                .as_deref()
-                .and_then(|a| a.parse().ok())
-                .map(crate::model::IdString),
+            audience: status.audience,
         })];
         for &target in &self.op.mentioned {
             events.push(body(&Event::Mention {
@@ -389,7 +384,7 @@ impl<'a> Posting<'a> {
                 private,
             }));
         }
-        let original = status.repost_of_uid.as_deref().and_then(|t| t.parse().ok());
+        let original = status.repost_of_uid.map(Id::get);
         if let Some(target) = original.filter(|_| self.op.notify_original) {
             events.push(body(&Event::Repost {
                 at,

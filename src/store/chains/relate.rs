@@ -4,6 +4,7 @@
 
 use crate::hides::Relation;
 use crate::hides::{self, Change};
+use crate::model::Id;
 use crate::model::{Event, HOME_CAP};
 use crate::store::chains::entry::Entry;
 use crate::store::events::body;
@@ -100,13 +101,11 @@ async fn hide_in_home(store: &Store, viewer: u64, other: u64) -> StoreResult<()>
     let mut conn = store.conn();
     let ids: Vec<u64> = conn.zrange(store.keys.home(viewer), 0, -1).await?;
     let found = store.statuses().many(&ids).await?;
-    let other_s = other.to_string();
     let hit: Vec<u64> = found
         .iter()
         .filter_map(|(id, s)| {
             let s = &s.as_ref()?.status;
-            (s.uid == other_s || s.repost_of_uid.as_deref() == Some(other_s.as_str()))
-                .then_some(*id)
+            (s.uid == other || s.repost_of_uid == Some(Id(other))).then_some(*id)
         })
         .collect();
     home_hide(store, viewer, other, &hit).await

@@ -7,7 +7,7 @@
 //! the second to a worker, and never a name the index gave away still shown
 //! by its old owner.
 
-use crate::model::{Event, IdString};
+use crate::model::{Event, Id};
 use crate::store::chains::entry::Entry;
 use crate::store::events::body;
 use crate::store::handle::Store;
@@ -120,7 +120,7 @@ impl RenameOp {
                 .chunks(RELABEL_EVENT)
             {
                 events.push(body(&Event::StatusesChanged {
-                    ids: ids.iter().copied().map(IdString).collect(),
+                    ids: ids.iter().copied().map(Id).collect(),
                 }));
             }
         }

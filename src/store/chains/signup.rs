@@ -3,6 +3,7 @@
 //! slot; a taken one releases the other and ends the sign-up), the user's
 //! keys, then the `user` event.
 
+use crate::model::Id;
 use crate::model::{Event, User};
 use crate::store::chains::entry::Entry;
 use crate::store::events::body;
@@ -80,7 +81,7 @@ impl UserOp {
         pipe.hset_nx(&secret, "password", password).ignore();
         let _: () = pipe.query_async(&mut conn).await?;
         let user = User {
-            id: uid.to_string(),
+            id: Id(*uid),
             login: login.clone(),
             name: name.clone(),
             followers: 0,

@@ -73,7 +73,7 @@ impl SuspendOp {
             let action = if on { "suspend_user" } else { "unsuspend_user" };
             store
                 .moderation()
-                .audit_put(id, admin, action, &uid.to_string(), None, keep)
+                .audit_put(id, admin, action, uid, None, keep)
                 .await?;
         }
         store.outbox().finish_with(entry, Vec::new()).await?;

@@ -169,7 +169,7 @@ impl Conversations<'_> {
             let ids: Vec<u64> = members.iter().filter_map(|m| m.parse().ok()).collect();
             let num = |k: &str| h.get(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
             out.push(Some(Conversation {
-                id: h.get("id").cloned().unwrap_or_default(),
+                id: h.get("id").and_then(|v| v.parse().ok()).unwrap_or_default(),
                 kind: h.get("kind").cloned().unwrap_or_default(),
                 title: h.get("title").filter(|t| !t.is_empty()).cloned(),
                 participants: self.store.users().many(&ids).await?,

@@ -256,7 +256,7 @@ impl Groups<'_> {
                 }
                 let num = |k: &str| h.get(k).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
                 Some(Group {
-                    id: h.get("id").cloned().unwrap_or_default(),
+                    id: h.get("id").and_then(|v| v.parse().ok()).unwrap_or_default(),
                     name: h.get("name").cloned().unwrap_or_default(),
                     description: h.get("description").cloned().unwrap_or_default(),
                     // A kind this build does not know reads as private:
@@ -266,7 +266,7 @@ impl Groups<'_> {
                         .and_then(|k| GroupKind::parse(k))
                         .unwrap_or(GroupKind::Private),
                     members: num("members") as u64,
-                    owner: h.get("owner").cloned().filter(|o| !o.is_empty()),
+                    owner: h.get("owner").and_then(|o| o.parse().ok()),
                     created: num("created"),
                     role: viewer.and(role.as_deref().and_then(GroupRole::parse)),
                     requested: viewer.is_some() && requested.is_some(),

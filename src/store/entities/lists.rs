@@ -11,7 +11,7 @@
 //! announced to every hub (`list_changed`, with the list's version) so that
 //! open streams of the list follow it.
 
-use crate::model::{now, timeline_score, Event, IdString, HOME_CAP};
+use crate::model::{now, timeline_score, Event, Id, HOME_CAP};
 use crate::store::entities::statuses::Shown;
 use crate::store::handle::Store;
 use crate::store::paging::{id_page, Cursor, IdPage};
@@ -240,7 +240,7 @@ impl Lists<'_> {
         change: MemberChange,
         deleted: bool,
     ) -> StoreResult<()> {
-        let ids: Vec<IdString> = ids.iter().map(|&i| IdString(i)).collect();
+        let ids: Vec<Id> = ids.iter().map(|&i| Id(i)).collect();
         let (added, removed) = match change {
             MemberChange::Add => (ids, Vec::new()),
             MemberChange::Remove => (Vec::new(), ids),

@@ -7,6 +7,7 @@
 //! the user's streams and keeps their events off every stream in every
 //! process; their sessions end.
 
+use crate::model::Id;
 use crate::model::{now, AuditAction, Report};
 use crate::store::caches::suspended::Suspended;
 use crate::store::chains::suspend::SuspendOp;
@@ -42,7 +43,7 @@ pub struct Resolution {
     /// `suspend_user`).
     pub audit_action: &'static str,
     /// The status or user acted on.
-    pub target: String,
+    pub target: Id,
 }
 
 /// What resolving a report did.
@@ -70,7 +71,7 @@ impl Moderation<'_> {
         max_open: usize,
     ) -> StoreResult<Option<Report>> {
         let (id, created) = self.store.mint().snowflake().await?;
-        report.id = id.to_string();
+        report.id = Id(id);
         report.created = created;
         let json = to_json(&report)?;
         let mut conn = self.store.conn();
@@ -151,17 +152,17 @@ impl Moderation<'_> {
         let mut resolved = report.clone();
         resolved.state = "resolved".into();
         resolved.action = Some(action);
-        resolved.resolved_by = Some(admin.to_string());
+        resolved.resolved_by = Some(Id(admin));
         resolved.resolved_at = Some(at);
         resolved.note = note;
         let (audit_id, _) = self.store.mint().snowflake().await?;
         let entry = AuditAction {
-            id: audit_id.to_string(),
+            id: Id(audit_id),
             at,
-            admin: admin.to_string(),
+            admin: Id(admin),
             action: audit_action.into(),
             target,
-            report: Some(report.id.clone()),
+            report: Some(report.id),
         };
         let mut conn = self.store.conn();
         let outcome: String = self
@@ -173,7 +174,7 @@ impl Moderation<'_> {
             .key(self.store.keys.reports_resolved())
             .key(self.store.keys.audit())
             .key(self.store.keys.audit_order())
-            .arg(&report.id)
+            .arg(report.id)
             .arg(to_json(&resolved)?)
             .arg(-(audit_id as f64))
             .arg(audit_id)
@@ -183,13 +184,14 @@ impl Moderation<'_> {
             .await?;
         if outcome == "ok" {
             // The reporter is told (by the notifier).
-            if let Ok(reporter) = report.reporter.parse() {
+            {
+                let reporter = report.reporter.get();
                 self.store
                     .events()
                     .emit(&crate::store::events::body(
                         &crate::model::Event::ReportResolved {
                             at,
-                            report_id: report.id.clone(),
+                            report_id: report.id.get(),
                             reporter,
                             admin,
                         },
@@ -209,7 +211,7 @@ impl Moderation<'_> {
         self,
         admin: u64,
         action: &str,
-        target: &str,
+        target: u64,
         keep: usize,
     ) -> StoreResult<()> {
         let (id, _) = self.store.mint().snowflake().await?;
@@ -222,17 +224,17 @@ impl Moderation<'_> {
         id: u64,
         admin: u64,
         action: &str,
-        target: &str,
-        report: Option<String>,
+        target: u64,
+        report: Option<Id>,
         keep: usize,
     ) -> StoreResult<()> {
         let at = now();
         let entry = AuditAction {
-            id: id.to_string(),
+            id: Id(id),
             at,
-            admin: admin.to_string(),
+            admin: Id(admin),
             action: action.into(),
-            target: target.into(),
+            target: Id(target),
             report,
         };
         let mut conn = self.store.conn();

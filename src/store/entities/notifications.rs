@@ -6,7 +6,7 @@
 //! in each shard's slot ([`store::events::shard_work`](crate::store::events::shard_work)).
 
 use crate::model::now;
-use crate::model::{timeline_score, Notification, Status, User};
+use crate::model::{timeline_score, Id, Notification, Status, User};
 use crate::store::handle::Store;
 use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
 use redis::AsyncCommands;
@@ -24,35 +24,28 @@ const NOTIFY_REMOVE: &str = include_str!("lua/notify_remove.lua");
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Stored {
     /// Its id.
-    pub id: String,
+    pub id: Id,
     /// Its type.
     #[serde(rename = "type")]
     pub kind: String,
     /// When.
     pub at: f64,
     /// Who did it.
-    pub account: String,
+    pub account: Id,
     /// The status it is about.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
+    pub status: Option<Id>,
     /// For a repost: the repost (while it stands, the notification does).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub via: Option<String>,
+    pub via: Option<Id>,
     /// For a `group_request`: the group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
+    pub group: Option<Id>,
     /// For a `report_resolved`: the report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub report: Option<String>,
+    pub report: Option<Id>,
     /// What it is of (`like:<who>:<status>`, `follow:<who>`, ...).
     pub key: String,
-}
-
-impl Stored {
-    /// Its id as a number.
-    pub fn number(&self) -> u64 {
-        self.id.parse().unwrap_or(0)
-    }
 }
 
 /// A user's notifications (`Store::notifications`).
@@ -67,7 +60,7 @@ impl Notifications<'_> {
     /// or the next free one when another of `uid`'s holds it). One round trip for all (scripts
     /// sent whole, `EVAL`, so a pipeline never meets a script cache that
     /// lacks them).
-    pub async fn add(self, adds: &[(u64, &Stored)]) -> StoreResult<Vec<Option<String>>> {
+    pub async fn add(self, adds: &[(u64, &Stored)]) -> StoreResult<Vec<Option<Id>>> {
         if adds.is_empty() {
             return Ok(Vec::new());
         }
@@ -75,7 +68,7 @@ impl Notifications<'_> {
         for (uid, n) in adds {
             let json = serde_json::to_string(n).map_err(|e| StoreError::Internal(e.to_string()))?;
             let score =
-                crate::store::plumbing::ids::posted_of(n.number()).map_or(0, timeline_score);
+                crate::store::plumbing::ids::posted_of(n.id.get()).map_or(0, timeline_score);
             pipe.cmd("EVAL")
                 .arg(NOTIFY_ADD)
                 .arg(3)
@@ -83,17 +76,14 @@ impl Notifications<'_> {
                 .arg(self.store.keys.notification_data(*uid))
                 .arg(self.store.keys.notification_keys(*uid))
                 .arg(&n.key)
-                .arg(&n.id)
+                .arg(n.id)
                 .arg(score)
                 .arg(json)
                 .arg(MAX_NOTIFICATIONS);
         }
         let mut conn = self.store.conn();
         let added: Vec<String> = pipe.query_async(&mut conn).await?;
-        Ok(added
-            .into_iter()
-            .map(|id| (!id.is_empty()).then_some(id))
-            .collect())
+        Ok(added.into_iter().map(|id| id.parse().ok()).collect())
     }
 
     /// Takes away each `(uid, key)` notification: for each, its id if there
@@ -239,19 +229,16 @@ impl Notifications<'_> {
     /// Each of `stored` as its user reads it, `None` for one whose account
     /// is gone or suspended or whose status is gone.
     pub async fn hydrate_each(self, stored: &[Stored]) -> StoreResult<Vec<Option<Notification>>> {
-        let mut uids: Vec<u64> = stored
-            .iter()
-            .filter_map(|s| s.account.parse().ok())
-            .collect();
+        let mut uids: Vec<u64> = stored.iter().map(|s| s.account.get()).collect();
         uids.sort_unstable();
         uids.dedup();
-        let mut users: std::collections::HashMap<String, User> = std::collections::HashMap::new();
+        let mut users: std::collections::HashMap<Id, User> = std::collections::HashMap::new();
         for u in self.store.users().many(&uids).await? {
-            users.insert(u.id.clone(), u);
+            users.insert(u.id, u);
         }
         let mut sids: Vec<u64> = stored
             .iter()
-            .filter_map(|s| s.status.as_deref()?.parse().ok())
+            .filter_map(|s| s.status.map(Id::get))
             .collect();
         sids.sort_unstable();
         sids.dedup();
@@ -265,18 +252,18 @@ impl Notifications<'_> {
             .iter()
             .map(|s| {
                 let account = users.get(&s.account)?.clone();
-                let status = match s.status.as_deref().and_then(|x| x.parse::<u64>().ok()) {
-                    Some(sid) => Some(statuses.get(&sid)?.clone()),
+                let status = match s.status {
+                    Some(sid) => Some(statuses.get(&sid.get())?.clone()),
                     None => None,
                 };
                 Some(Notification {
-                    id: s.id.clone(),
+                    id: s.id,
                     kind: s.kind.clone(),
                     at: s.at,
                     account,
                     status,
-                    group_id: s.group.clone(),
-                    report_id: s.report.clone(),
+                    group_id: s.group,
+                    report_id: s.report,
                 })
             })
             .collect())

@@ -114,7 +114,7 @@ impl Statuses<'_> {
             let rank_id = status
                 .status
                 .original_id()
-                .unwrap_or_else(|| status.status.id.parse().unwrap_or(0));
+                .unwrap_or_else(|| status.status.id.get());
             if dedupe && !seen.insert(rank_id) {
                 continue;
             }
@@ -123,7 +123,7 @@ impl Statuses<'_> {
         // The originals of reposts, for their counts and time.
         let originals: Vec<u64> = entries
             .iter()
-            .filter(|(s, r)| s.status.id != r.to_string())
+            .filter(|(s, r)| s.status.id != *r)
             .map(|(_, r)| *r)
             .collect();
         let posted_of: rustc_hash::FxHashMap<u64, f64> = self
@@ -134,17 +134,14 @@ impl Statuses<'_> {
             .collect();
         let rank_ids: Vec<u64> = entries.iter().map(|(_, r)| *r).collect();
         let counts = self.rank_counts(&rank_ids).await?;
-        let shown_ids: Vec<u64> = entries
-            .iter()
-            .map(|(s, _)| s.status.id.parse().unwrap_or(0))
-            .collect();
+        let shown_ids: Vec<u64> = entries.iter().map(|(s, _)| s.status.id.get()).collect();
         let shown_counts = self.rank_counts(&shown_ids).await?;
         Ok(entries
             .into_iter()
             .zip(counts)
             .zip(shown_counts)
             .map(|(((status, rank_id), counts), shown)| Row {
-                entry: status.status.id.parse().unwrap_or(0),
+                entry: status.status.id.get(),
                 posted: posted_of
                     .get(&rank_id)
                     .copied()

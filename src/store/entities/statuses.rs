@@ -1,5 +1,6 @@
 //! Statuses: post, delete, read, and the profile and home timelines.
 
+use crate::model::Id;
 use crate::model::{timeline_score, Counts, Status, HOME_CAP};
 use crate::store::caches::cache::CachedStatus;
 use crate::store::chains::delete::DeleteOp;
@@ -8,7 +9,7 @@ use crate::store::chains::post::{PostEnd, PostOp, Whole};
 use crate::store::handle::Store;
 use crate::store::outbox::{Begun, Op, Owed};
 pub(crate) use crate::store::paging::Page;
-use crate::store::plumbing::error::{parse_id, StoreError, StoreResult};
+use crate::store::plumbing::error::{StoreError, StoreResult};
 use crate::store::writes::posting::{PostOptions, Posted};
 use redis::AsyncCommands;
 use std::collections::HashMap;
@@ -54,13 +55,13 @@ impl Statuses<'_> {
     /// first answer (finishing the first write first if it is still under
     /// way).
     pub async fn post(self, status: &Status, opts: &PostOptions<'_>) -> StoreResult<Posted> {
-        let uid = parse_id(&status.uid)?;
+        let uid = status.uid.get();
         let mut fields: HashMap<String, String> = status
             .to_fields()
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect();
-        fields.insert("id".into(), status.id.clone());
+        fields.insert("id".into(), status.id.to_string());
         fields.insert(
             "mention_uids".into(),
             serde_json::to_string(opts.mentioned).unwrap_or_default(),
@@ -141,7 +142,7 @@ impl Statuses<'_> {
         let Some(status) = Status::from_hash(&h) else {
             return Err(StoreError::NotFound("status"));
         };
-        if parse_id(&status.uid)? != uid {
+        if status.uid != uid {
             return Err(StoreError::Forbidden(
                 "Only the author may delete a status.".into(),
             ));
@@ -178,12 +179,11 @@ impl Statuses<'_> {
     /// reply), else the author it replies to when that account has been
     /// made private since (their own replies aside).
     pub async fn audience_now(self, status: &Status) -> StoreResult<Option<u64>> {
-        let id = |f: &Option<String>| f.as_deref().and_then(|u| u.parse::<u64>().ok());
-        if let Some(a) = id(&status.audience) {
-            return Ok(Some(a));
+        if let Some(a) = status.audience {
+            return Ok(Some(a.get()));
         }
-        let author = status.uid.parse::<u64>().ok();
-        let Some(parent) = id(&status.reply_to_uid).filter(|p| Some(*p) != author) else {
+        let author = status.uid.get();
+        let Some(parent) = status.reply_to_uid.map(Id::get).filter(|p| *p != author) else {
             return Ok(None);
         };
         match self.store.users().get(parent).await {
@@ -263,10 +263,7 @@ impl Statuses<'_> {
 
     /// Cached statuses with their current counts.
     pub async fn shown(self, statuses: Vec<Arc<CachedStatus>>) -> StoreResult<Vec<Shown>> {
-        let ids: Vec<u64> = statuses
-            .iter()
-            .filter_map(|s| s.status.id.parse().ok())
-            .collect();
+        let ids: Vec<u64> = statuses.iter().map(|s| s.status.id.get()).collect();
         let counts = self.counts(&ids).await?;
         Ok(statuses.into_iter().zip(counts).collect())
     }
@@ -451,10 +448,11 @@ impl Statuses<'_> {
         if self.store.caches.suspended.is_empty() {
             return false;
         }
-        let id = |s: &Option<String>| s.as_deref().and_then(|v| v.parse::<u64>().ok());
-        let author: u64 = status.uid.parse().unwrap_or(0);
+        let author: u64 = status.uid.get();
         self.store.caches.suspended.contains(author)
-            || id(&status.repost_of_uid).is_some_and(|u| self.store.caches.suspended.contains(u))
+            || status
+                .repost_of_uid
+                .is_some_and(|u| self.store.caches.suspended.contains(u.get()))
     }
 
     /// Up to `count` ids of a timeline of statuses, newest first, from

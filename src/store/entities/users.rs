@@ -1,6 +1,7 @@
 //! Users: registration (unique login and email), lookup by any unique field,
 //! profiles.
 
+use crate::model::Id;
 use crate::model::{now, User};
 use crate::store::caches::view_cache::Kind;
 use crate::store::chains::account::close_account;
@@ -122,7 +123,7 @@ impl Users<'_> {
         let owed = self.store.outbox().start(Op::User(op.clone())).await?;
         op.run(self.store, &owed.entry).await?;
         Ok(User {
-            id: uid.to_string(),
+            id: Id(uid),
             login: new.login.to_string(),
             name: new.name.to_string(),
             followers: 0,

@@ -41,6 +41,7 @@ use super::plumbing::conn::RedisConn;
 use super::plumbing::error::StoreResult;
 pub(crate) use super::plumbing::fanout_hints::Queue;
 use crate::hides;
+use crate::model::Id;
 use crate::model::{timeline_score, trims_homes, HOME_CAP};
 use redis::AsyncCommands;
 
@@ -506,12 +507,10 @@ impl<'a> Fanout<'a> {
         }
         let found = self.store.statuses().many(ids).await?;
         for other in hidden {
-            let other_s = other.to_string();
             let reposts: Vec<u64> = found
                 .iter()
                 .filter_map(|(id, s)| {
-                    (s.as_ref()?.status.repost_of_uid.as_deref() == Some(other_s.as_str()))
-                        .then_some(*id)
+                    (s.as_ref()?.status.repost_of_uid == Some(Id(*other))).then_some(*id)
                 })
                 .collect();
             home_hide(self.store, owner, *other, &reposts).await?;

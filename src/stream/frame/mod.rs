@@ -5,6 +5,7 @@ mod forms;
 
 use super::deflate::Deflated;
 use crate::model;
+use crate::model::Id;
 use bytes::Bytes;
 pub use control::{Control, ControlFrame, DisconnectCode, WarningCode};
 use firehose_filters::rules::RuleStatus;
@@ -291,7 +292,7 @@ impl Frame {
     pub fn group(&self) -> Option<u64> {
         match &self.event {
             model::Event::Status { status, .. } | model::Event::Update { status, .. } => {
-                status.group_id.as_deref()?.parse().ok()
+                status.group_id.map(Id::get)
             }
             model::Event::Delete { group_id, .. } => group_id.map(|g| g.0),
             _ => None,
@@ -456,12 +457,11 @@ struct TypeOnly<'a> {
 
 /// The numbers of a status, `None` if its ids are not numbers.
 fn status_ids(status: &model::Status) -> Option<StatusIds> {
-    let num = |s: &Option<String>| s.as_deref().and_then(|v| v.parse().ok());
     Some(StatusIds {
-        id: status.id.parse().ok()?,
-        uid: status.uid.parse().ok()?,
-        reply_to_uid: num(&status.reply_to_uid),
-        repost_of_uid: num(&status.repost_of_uid),
+        id: status.id.get(),
+        uid: status.uid.get(),
+        reply_to_uid: status.reply_to_uid.map(Id::get),
+        repost_of_uid: status.repost_of_uid.map(Id::get),
     })
 }
 
@@ -535,7 +535,7 @@ pub fn parse(json: &str) -> Option<Incoming> {
         } => Ids {
             status: None,
             notified: vec![*uid],
-            actors: [notification.account.id.parse().unwrap_or(0), 0],
+            actors: [notification.account.id.get(), 0],
         },
         E::NotificationRemoved { uid, .. } => Ids {
             status: None,
