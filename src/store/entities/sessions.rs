@@ -149,12 +149,7 @@ impl Sessions<'_> {
     /// Ends `uid`'s session `sid` at once (logout): its token stops
     /// working and its streams close.
     pub async fn end(self, uid: u64, sid: &str) -> StoreResult<bool> {
-        Ok(self
-            .store
-            .sessions()
-            .end_many(vec![(uid, sid.to_string())], None)
-            .await?
-            > 0)
+        Ok(self.end_many(vec![(uid, sid.to_string())], None).await? > 0)
     }
 
     /// Notes that session `sid` of `uid` viewed a status.
@@ -479,12 +474,7 @@ impl Sessions<'_> {
         if seen.is_none() {
             return Ok(false);
         }
-        Ok(self
-            .store
-            .sessions()
-            .end_many(vec![(uid, sid.to_string())], None)
-            .await?
-            > 0)
+        self.end(uid, sid).await
     }
 
     /// Ends every live session of `uid` but `keep`; returns how many.
