@@ -49,8 +49,9 @@
 //! The ladder is of paths: a part names only itself and the parts below.
 //! Calls through the handle's views are not paths, and one kind goes up:
 //! a chain's step may call an entity's view (`store.users().claim_name`
-//! in a rename, `store.sessions().close` in an account's deletion; 23
-//! calls on 2026-12-07), as an entity starts the chain. This file only
+//! in a rename, `store.sessions().close` in an account's deletion; 30
+//! calls on 2026-12-07, all in `chains/` but `fanout`'s one read of
+//! statuses), as an entity starts the chain. This file only
 //! declares and re-exports, and no file of the store imports through it.
 //! Each Lua script is a `lua/<name>.lua` file in its callers' part
 //! (`entities/lua/` for the entities'), whose header says why it is atomic
