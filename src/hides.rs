@@ -4,6 +4,7 @@
 //! Redis, the hub keeps a copy per connected user current from
 //! `relation` events.
 
+use crate::model::id::Id;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
@@ -27,11 +28,9 @@ pub(crate) const UNSEEABLE: u8 = BLOCKED_BY;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Change {
     /// The user whose map changed.
-    #[serde(with = "crate::model::id_string")]
-    pub uid: u64,
+    pub uid: Id,
     /// The other user.
-    #[serde(with = "crate::model::id_string")]
-    pub other: u64,
+    pub other: Id,
     /// The relation bits now.
     pub bits: u8,
     /// The user's change counter after the change.

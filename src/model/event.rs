@@ -52,11 +52,9 @@ pub enum Event {
         /// When.
         at: f64,
         /// The deleted status.
-        #[serde(with = "super::id_string")]
-        status_id: u64,
+        status_id: Id,
         /// Its author.
-        #[serde(with = "super::id_string")]
-        uid: u64,
+        uid: Id,
         /// The author's account (or the status's group) is private.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         private: bool,
@@ -69,22 +67,18 @@ pub enum Event {
         /// When.
         at: f64,
         /// The follower.
-        #[serde(with = "super::id_string")]
-        source: u64,
+        source: Id,
         /// The followed user.
-        #[serde(with = "super::id_string")]
-        target: u64,
+        target: Id,
     },
     /// `source` stopped following `target`.
     Unfollow {
         /// When.
         at: f64,
         /// The former follower.
-        #[serde(with = "super::id_string")]
-        source: u64,
+        source: Id,
         /// The user no longer followed.
-        #[serde(with = "super::id_string")]
-        target: u64,
+        target: Id,
     },
     /// A user signed up.
     User {
@@ -100,8 +94,7 @@ pub enum Event {
         /// The status mentioning them.
         status: Status,
         /// The mentioned user.
-        #[serde(with = "super::id_string")]
-        target: u64,
+        target: Id,
         /// The author's account is private.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         private: bool,
@@ -113,8 +106,7 @@ pub enum Event {
         /// The repost.
         status: Status,
         /// The author of the reposted status.
-        #[serde(with = "super::id_string")]
-        target: u64,
+        target: Id,
         /// The reposter's account is private.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         private: bool,
@@ -124,14 +116,11 @@ pub enum Event {
         /// When.
         at: f64,
         /// The liked status.
-        #[serde(with = "super::id_string")]
-        status_id: u64,
+        status_id: Id,
         /// Who liked it.
-        #[serde(with = "super::id_string")]
-        source: u64,
+        source: Id,
         /// Its author.
-        #[serde(with = "super::id_string")]
-        target: u64,
+        target: Id,
         /// The status is a private account's.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         private: bool,
@@ -141,11 +130,9 @@ pub enum Event {
         /// When.
         at: f64,
         /// Who asks.
-        #[serde(with = "super::id_string")]
-        source: u64,
+        source: Id,
         /// The private account.
-        #[serde(with = "super::id_string")]
-        target: u64,
+        target: Id,
         /// Always true: a request concerns a private account.
         private: bool,
     },
@@ -165,8 +152,7 @@ pub enum Event {
         /// When.
         at: f64,
         /// Whose.
-        #[serde(with = "super::id_string")]
-        uid: u64,
+        uid: Id,
         /// The notification.
         notification: Box<Notification>,
     },
@@ -175,8 +161,7 @@ pub enum Event {
         /// When.
         at: f64,
         /// Whose.
-        #[serde(with = "super::id_string")]
-        uid: u64,
+        uid: Id,
         /// The notification.
         notification_id: String,
     },
@@ -186,14 +171,11 @@ pub enum Event {
         /// When.
         at: f64,
         /// The status.
-        #[serde(with = "super::id_string")]
-        status_id: u64,
+        status_id: Id,
         /// Who liked it.
-        #[serde(with = "super::id_string")]
-        source: u64,
+        source: Id,
         /// Its author.
-        #[serde(with = "super::id_string")]
-        target: u64,
+        target: Id,
     },
     /// `source` asked to join the private group `group_id` (their request
     /// made at `at`): for the notifier, which tells the group's owners and
@@ -202,11 +184,9 @@ pub enum Event {
         /// When the request was made (the same for every retry of it).
         at: f64,
         /// The group.
-        #[serde(with = "super::id_string")]
-        group_id: u64,
+        group_id: Id,
         /// Who asks.
-        #[serde(with = "super::id_string")]
-        source: u64,
+        source: Id,
     },
     /// An admin resolved `reporter`'s report: for the notifier, which
     /// tells the reporter. Reaches no stream.
@@ -214,14 +194,11 @@ pub enum Event {
         /// When it was resolved.
         at: f64,
         /// The report.
-        #[serde(with = "super::id_string")]
-        report_id: u64,
+        report_id: Id,
         /// Who reported.
-        #[serde(with = "super::id_string")]
-        reporter: u64,
+        reporter: Id,
         /// The admin who resolved it.
-        #[serde(with = "super::id_string")]
-        admin: u64,
+        admin: Id,
     },
     /// Statuses changed in place (their author's new login): every hub
     /// drops them from its process's cache. Internal: never sent to a client.
@@ -234,8 +211,7 @@ pub enum Event {
     /// Internal: never sent to a client.
     Suspended {
         /// The user.
-        #[serde(with = "super::id_string")]
-        uid: u64,
+        uid: Id,
         /// Suspended (true) or lifted (false).
         on: bool,
     },
@@ -243,22 +219,18 @@ pub enum Event {
     /// their group streams of it. Internal: never sent to a client.
     GroupLeft {
         /// The group.
-        #[serde(with = "super::id_string")]
-        group_id: u64,
+        group_id: Id,
         /// The former member.
-        #[serde(with = "super::id_string")]
-        uid: u64,
+        uid: Id,
     },
     /// A list's members changed, or the list was deleted: every hub
     /// updates its streams of that list (a deleted list's end). Internal:
     /// never sent to a client.
     ListChanged {
         /// The list's owner.
-        #[serde(with = "super::id_string")]
-        owner: u64,
+        owner: Id,
         /// The list.
-        #[serde(with = "super::id_string")]
-        list_id: u64,
+        list_id: Id,
         /// The list's version after the change (it only grows).
         version: u64,
         /// Users who became members.
@@ -275,8 +247,7 @@ pub enum Event {
     /// user's open search streams. Internal: never sent to a client.
     RulesChanged {
         /// Whose rules.
-        #[serde(with = "super::id_string")]
-        uid: u64,
+        uid: Id,
         /// The rules' version after the change (it only grows).
         version: u64,
     },
@@ -342,13 +313,13 @@ impl Event {
         use Event as E;
         match self {
             E::Status { status, .. } | E::Update { status, .. } => status.id.get(),
-            E::Delete { status_id, .. } => *status_id,
+            E::Delete { status_id, .. } => status_id.get(),
             E::Follow { source, .. }
             | E::Unfollow { source, .. }
             | E::Like { source, .. }
             | E::Unlike { source, .. }
             | E::GroupRequest { source, .. }
-            | E::FollowRequest { source, .. } => *source,
+            | E::FollowRequest { source, .. } => source.get(),
             E::Mention { status, .. } | E::Repost { status, .. } => status.uid.get(),
             E::User { user, .. } => user.id.get(),
             E::DirectMessage { message, .. } => message.uid.get(),
@@ -356,9 +327,9 @@ impl Event {
             | E::NotificationRemoved { uid, .. }
             | E::Suspended { uid, .. }
             | E::GroupLeft { uid, .. }
-            | E::RulesChanged { uid, .. } => *uid,
-            E::ListChanged { owner, .. } => *owner,
-            E::ReportResolved { admin, .. } => *admin,
+            | E::RulesChanged { uid, .. } => uid.get(),
+            E::ListChanged { owner, .. } => owner.get(),
+            E::ReportResolved { admin, .. } => admin.get(),
             _ => 0,
         }
     }
@@ -476,7 +447,10 @@ mod tests {
         assert_eq!(kind_at_front(delete), Some("delete"));
         assert!(matches!(
             Event::from_json(delete).unwrap(),
-            Event::Delete { status_id: 7, .. }
+            Event::Delete {
+                status_id: Id(7),
+                ..
+            }
         ));
     }
 }

@@ -7,8 +7,7 @@
 
 mod clock;
 mod event;
-mod id;
-pub(crate) mod id_string;
+pub(crate) mod id;
 mod social;
 mod status;
 mod timeline;

@@ -86,7 +86,7 @@ async fn add_run(store: &Store, run: &[(Change, bool)]) -> StoreResult<()> {
         }
         bodies.push(body(&Event::Notification {
             at: now(),
-            uid,
+            uid: Id(uid),
             notification: Box::new(shown),
         }));
     }
@@ -113,7 +113,7 @@ async fn remove_run(store: &Store, run: &[(Change, bool)]) -> StoreResult<()> {
         .filter_map(|((uid, _), id)| {
             Some(body(&Event::NotificationRemoved {
                 at: now(),
-                uid: *uid,
+                uid: Id(*uid),
                 notification_id: id?,
             }))
         })
@@ -157,12 +157,12 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
             target,
             ..
         } => Change::Add(
-            *target,
+            target.get(),
             stored(
                 "like",
                 *at,
-                *source,
-                Some(Id(*status_id)),
+                source.get(),
+                Some(Id(status_id.get())),
                 format!("like:{source}:{status_id}"),
             ),
         ),
@@ -171,22 +171,28 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
             source,
             target,
             ..
-        } => Change::Remove(*target, format!("like:{source}:{status_id}")),
+        } => Change::Remove(target.get(), format!("like:{source}:{status_id}")),
         Event::Follow { at, source, target } => Change::Add(
-            *target,
-            stored("follow", *at, *source, None, format!("follow:{source}")),
+            target.get(),
+            stored(
+                "follow",
+                *at,
+                source.get(),
+                None,
+                format!("follow:{source}"),
+            ),
         ),
         Event::Unfollow { source, target, .. } => {
-            Change::Remove(*target, format!("follow:{source}"))
+            Change::Remove(target.get(), format!("follow:{source}"))
         }
         Event::FollowRequest {
             at, source, target, ..
         } => Change::Add(
-            *target,
+            target.get(),
             stored(
                 "follow_request",
                 *at,
-                *source,
+                source.get(),
                 None,
                 format!("request:{source}"),
             ),
@@ -204,7 +210,7 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
                 format!("repost:{reposter}:{original}"),
             );
             n.via = Some(status.id);
-            Change::Add(*target, n)
+            Change::Add(target.get(), n)
         }
         // A reply that mentions the one it answers is a reply to them,
         // whichever of its two events (in two shards of the log) comes
@@ -212,9 +218,9 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
         Event::Mention {
             at, status, target, ..
         } => Change::Add(
-            *target,
+            target.get(),
             stored(
-                match status.reply_to_uid == Some(Id(*target)) {
+                match status.reply_to_uid == Some(Id(target.get())) {
                     true => "reply",
                     false => "mention",
                 },
@@ -245,15 +251,15 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
             let mut n = stored(
                 "group_request",
                 *at,
-                *source,
+                source.get(),
                 None,
                 // The request's time in the key: a request made again
                 // after one was answered is notified again, a retry of
                 // the same request is not.
                 format!("group_request:{group_id}:{source}:{}", (at * 1000.0) as u64),
             );
-            n.group = Some(Id(*group_id));
-            Change::Staff(*group_id, n)
+            n.group = Some(Id(group_id.get()));
+            Change::Staff(group_id.get(), n)
         }
         Event::ReportResolved {
             at,
@@ -264,12 +270,12 @@ fn change_of(event: &Event, id: u64) -> Option<Change> {
             let mut n = stored(
                 "report_resolved",
                 *at,
-                *admin,
+                admin.get(),
                 None,
                 format!("report:{report_id}"),
             );
-            n.report = Some(Id(*report_id));
-            Change::Add(*reporter, n)
+            n.report = Some(Id(report_id.get()));
+            Change::Add(reporter.get(), n)
         }
         _ => return None,
     };

@@ -187,7 +187,7 @@ fn judged(event: &Event) -> Judged<'_> {
             audience: None,
         },
         Event::Like { status_id, .. } => Judged::Liked {
-            status_id: *status_id,
+            status_id: status_id.get(),
         },
         Event::Notification { notification, .. } => match &notification.status {
             Some(status) => Judged::Status {

@@ -416,22 +416,22 @@ fn made_up(n: usize) -> Vec<Vec<u8>> {
                 },
                 6 | 7 => Event::Like {
                     at,
-                    status_id: sid,
-                    source: uid + 7,
-                    target: uid,
+                    status_id: Id(sid),
+                    source: Id(uid + 7),
+                    target: Id(uid),
                     private: false,
                 },
                 8 => Event::Delete {
                     at,
-                    status_id: sid,
-                    uid,
+                    status_id: Id(sid),
+                    uid: Id(uid),
                     private: false,
                     group_id: None,
                 },
                 _ => Event::Follow {
                     at,
-                    source: uid,
-                    target: uid + 13,
+                    source: Id(uid),
+                    target: Id(uid + 13),
                 },
             };
             let eid = format!("{}-{}", (at * 1000.0) as u64, r % 4);

@@ -83,7 +83,7 @@ async fn events_published_together_in_one_message_reach_each_stream_once_in_orde
         body(firehose::model::Event::Delete {
             at,
             status_id: sid.parse().unwrap(),
-            uid: a,
+            uid: firehose::model::Id(a),
             private: false,
             group_id: None,
         })
@@ -111,8 +111,8 @@ async fn events_published_together_in_one_message_reach_each_stream_once_in_orde
             .arg(
                 body(firehose::model::Event::Follow {
                     at,
-                    source: a,
-                    target: b,
+                    source: firehose::model::Id(a),
+                    target: firehose::model::Id(b),
                 })
                 .json,
             )

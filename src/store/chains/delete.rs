@@ -122,8 +122,8 @@ pub(crate) async fn run_delete_reaching(
             Finish {
                 events: vec![body(&Event::Delete {
                     at,
-                    status_id: sid,
-                    uid,
+                    status_id: Id(sid),
+                    uid: Id(uid),
                     private,
                     group_id: group.map(crate::model::Id),
                 })],

@@ -186,7 +186,7 @@ impl EditOp {
             events.push(body(&Event::Mention {
                 at,
                 status: status.clone(),
-                target,
+                target: Id(target),
                 private,
             }));
         }

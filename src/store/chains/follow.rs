@@ -4,6 +4,7 @@
 //! chunk of follows in one atomic script, `follow_whole.lua`
 //! ([`follow_whole`]). [`store::follows`](crate::store::entities::follows) chooses.
 
+use crate::model::Id;
 use crate::model::{Event, HOME_CAP};
 use crate::store::chains::entry::Entry;
 use crate::store::events::body;
@@ -77,9 +78,17 @@ pub(crate) async fn follow_whole(
         .arg(shard);
     for &target in targets {
         let event = body(&if follow {
-            Event::Follow { at, source, target }
+            Event::Follow {
+                at,
+                source: Id(source),
+                target: Id(target),
+            }
         } else {
-            Event::Unfollow { at, source, target }
+            Event::Unfollow {
+                at,
+                source: Id(source),
+                target: Id(target),
+            }
         });
         call.arg(target)
             .arg(event.json)
@@ -147,9 +156,17 @@ impl FollowOp {
         }
         let events = if changed == 1 {
             let event = if follow {
-                Event::Follow { at, source, target }
+                Event::Follow {
+                    at,
+                    source: Id(source),
+                    target: Id(target),
+                }
             } else {
-                Event::Unfollow { at, source, target }
+                Event::Unfollow {
+                    at,
+                    source: Id(source),
+                    target: Id(target),
+                }
             };
             vec![body(&event)]
         } else {

@@ -3,6 +3,7 @@
 //! event), and on one Redis the whole like in one atomic script,
 //! `like_whole.lua` ([`like_whole`]). [`store::likes`](crate::store::entities::likes) chooses.
 
+use crate::model::Id;
 use crate::model::{now, Event};
 use crate::store::chains::entry::Entry;
 use crate::store::chains::finish::Finish;
@@ -43,9 +44,9 @@ pub(crate) async fn like_whole(
     let at = now();
     let event = body(&Event::Like {
         at,
-        status_id: sid,
-        source: uid,
-        target: author,
+        status_id: Id(sid),
+        source: Id(uid),
+        target: Id(author),
         private,
     });
     let shard = store.keys.log_shard(event.key);
@@ -67,9 +68,9 @@ pub(crate) async fn like_whole(
         .arg(
             body(&Event::Unlike {
                 at,
-                status_id: sid,
-                source: uid,
-                target: author,
+                status_id: Id(sid),
+                source: Id(uid),
+                target: Id(author),
             })
             .json,
         )
@@ -131,18 +132,18 @@ impl LikeOp {
         if changed == 1 && like {
             events.push(body(&Event::Like {
                 at,
-                status_id: sid,
-                source: uid,
-                target: author,
+                status_id: Id(sid),
+                source: Id(uid),
+                target: Id(author),
                 private,
             }));
         } else if changed == 1 {
             // For the notifier, which takes the like's notification away.
             events.push(body(&Event::Unlike {
                 at,
-                status_id: sid,
-                source: uid,
-                target: author,
+                status_id: Id(sid),
+                source: Id(uid),
+                target: Id(author),
             }));
         }
         store.outbox().finish_with(entry, events).await?;

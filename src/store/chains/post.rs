@@ -92,7 +92,7 @@ pub(crate) async fn post_whole(
         events.push(body(&Event::Mention {
             at,
             status: status.clone(),
-            target,
+            target: Id(target),
             private: opts.private,
         }));
     }
@@ -100,7 +100,7 @@ pub(crate) async fn post_whole(
         events.push(body(&Event::Repost {
             at,
             status: status.clone(),
-            target,
+            target: Id(target),
             private: opts.private,
         }));
     }
@@ -380,7 +380,7 @@ impl<'a> Posting<'a> {
             events.push(body(&Event::Mention {
                 at,
                 status: status.clone(),
-                target,
+                target: Id(target),
                 private,
             }));
         }
@@ -389,7 +389,7 @@ impl<'a> Posting<'a> {
             events.push(body(&Event::Repost {
                 at,
                 status: status.clone(),
-                target,
+                target: Id(target),
                 private,
             }));
         }

@@ -201,8 +201,8 @@ impl RelateOp {
             }
         }
         let mut changes = vec![Change {
-            uid: source,
-            other: target,
+            uid: Id(source),
+            other: Id(target),
             bits: src.bits,
             seq: src.seq,
         }];
@@ -222,8 +222,8 @@ impl RelateOp {
             .await?;
             if tgt.outcome == 1 {
                 changes.push(Change {
-                    uid: target,
-                    other: source,
+                    uid: Id(target),
+                    other: Id(source),
                     bits: tgt.bits,
                     seq: tgt.seq,
                 });
@@ -241,13 +241,17 @@ impl RelateOp {
         }
         let mut events = vec![body(&Event::Relation { at, changes })];
         if s_to_t {
-            events.push(body(&Event::Unfollow { at, source, target }));
+            events.push(body(&Event::Unfollow {
+                at,
+                source: Id(source),
+                target: Id(target),
+            }));
         }
         if t_to_s {
             events.push(body(&Event::Unfollow {
                 at,
-                source: target,
-                target: source,
+                source: Id(target),
+                target: Id(source),
             }));
         }
         store.outbox().finish_with(entry, events).await?;

@@ -2,6 +2,7 @@
 //! the requester's outgoing ones, then the event.
 
 use crate::model::Event;
+use crate::model::Id;
 use crate::store::chains::entry::Entry;
 use crate::store::events::body;
 use crate::store::handle::Store;
@@ -71,8 +72,8 @@ impl RequestOp {
         let events = if ask && changed == 1 {
             vec![body(&Event::FollowRequest {
                 at,
-                source,
-                target,
+                source: Id(source),
+                target: Id(target),
                 private: true,
             })]
         } else {

@@ -2,6 +2,7 @@
 //! sessions, the audit entry ([`store::moderation`](crate::store::entities::moderation) starts it).
 
 use crate::model::Event;
+use crate::model::Id;
 use crate::store::chains::entry::Entry;
 use crate::store::chains::finish::Finish;
 use crate::store::handle::Store;
@@ -63,7 +64,7 @@ impl SuspendOp {
         // The event before the sessions end, so that every hub ends the
         // user's streams with `suspended` (not `revoked`); a rerun emits it
         // again, which changes nothing.
-        let event = crate::store::events::body(&Event::Suspended { uid, on });
+        let event = crate::store::events::body(&Event::Suspended { uid: Id(uid), on });
         store.events().emit(&event).await?;
         if on {
             let sessions = store.sessions().all_of(uid).await?;

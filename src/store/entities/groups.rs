@@ -8,6 +8,7 @@
 //! checked against each group when read (an entry left by a failed or
 //! interrupted change is dropped then).
 
+use crate::model::Id;
 use crate::model::{Group, GroupChange, GroupKind, GroupRole};
 use crate::store::handle::Store;
 use crate::store::paging::{id_page, Cursor, IdPage};
@@ -162,8 +163,8 @@ impl Groups<'_> {
                     .emit(&crate::store::events::body(
                         &crate::model::Event::GroupRequest {
                             at,
-                            group_id: gid,
-                            source: target,
+                            group_id: Id(gid),
+                            source: Id(target),
                         },
                     ))
                     .await?;
@@ -347,8 +348,10 @@ impl Groups<'_> {
     /// Tells every process's hub that `uid` no longer reads private group
     /// `gid` (their group streams of it end).
     pub async fn announce_left(self, gid: u64, uid: u64) -> StoreResult<()> {
-        let body =
-            crate::store::events::body(&crate::model::Event::GroupLeft { group_id: gid, uid });
+        let body = crate::store::events::body(&crate::model::Event::GroupLeft {
+            group_id: Id(gid),
+            uid: Id(uid),
+        });
         self.store.events().emit(&body).await?;
         Ok(())
     }

@@ -246,8 +246,8 @@ impl Lists<'_> {
             MemberChange::Remove => (Vec::new(), ids),
         };
         let body = crate::store::events::body(&Event::ListChanged {
-            owner,
-            list_id: lid,
+            owner: Id(owner),
+            list_id: Id(lid),
             version,
             added,
             removed,

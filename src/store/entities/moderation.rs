@@ -191,9 +191,9 @@ impl Moderation<'_> {
                     .emit(&crate::store::events::body(
                         &crate::model::Event::ReportResolved {
                             at,
-                            report_id: report.id.get(),
-                            reporter,
-                            admin,
+                            report_id: report.id,
+                            reporter: Id(reporter),
+                            admin: Id(admin),
                         },
                     ))
                     .await?;

@@ -3,6 +3,7 @@
 //! duplicates and an order ZSET (oldest first). Ids are status ids: unique,
 //! never reused.
 
+use crate::model::Id;
 use crate::store::handle::Store;
 use crate::store::plumbing::error::{StoreError, StoreResult};
 use redis::AsyncCommands;
@@ -154,7 +155,10 @@ impl Rules<'_> {
 
     /// Tells every process's hub that `uid`'s rules are now at `version`.
     async fn announce(self, uid: u64, version: u64) -> StoreResult<()> {
-        let body = crate::store::events::body(&crate::model::Event::RulesChanged { uid, version });
+        let body = crate::store::events::body(&crate::model::Event::RulesChanged {
+            uid: Id(uid),
+            version,
+        });
         self.store.events().emit(&body).await?;
         Ok(())
     }

@@ -170,19 +170,19 @@ impl Frame {
                 group_id,
                 ..
             } => Event::Delete {
-                status_id: *status_id,
-                uid: *uid,
+                status_id: status_id.get(),
+                uid: uid.get(),
                 private: *private,
                 grouped: group_id.is_some(),
             },
             E::Follow { source, target, .. } => Event::Follow {
-                source: *source,
-                target: *target,
+                source: source.get(),
+                target: target.get(),
                 following: true,
             },
             E::Unfollow { source, target, .. } => Event::Follow {
-                source: *source,
-                target: *target,
+                source: source.get(),
+                target: target.get(),
                 following: false,
             },
             E::Mention { private, .. } | E::Repost { private, .. } | E::Like { private, .. } => {
@@ -381,7 +381,7 @@ impl Frame {
     /// The status a `delete` event removes.
     pub fn deleted_status(&self) -> Option<u64> {
         match self.event {
-            model::Event::Delete { status_id, .. } => Some(status_id),
+            model::Event::Delete { status_id, .. } => Some(status_id.get()),
             _ => None,
         }
     }
@@ -477,8 +477,12 @@ pub fn parse(json: &str) -> Option<Incoming> {
         E::StatusesChanged { ids } => {
             return Some(Incoming::StatusesChanged(ids.iter().map(|i| i.0).collect()))
         }
-        E::RulesChanged { uid, version } => return Some(Incoming::RulesChanged(uid, version)),
-        E::GroupLeft { group_id, uid } => return Some(Incoming::GroupLeft(group_id, uid)),
+        E::RulesChanged { uid, version } => {
+            return Some(Incoming::RulesChanged(uid.get(), version))
+        }
+        E::GroupLeft { group_id, uid } => {
+            return Some(Incoming::GroupLeft(group_id.get(), uid.get()))
+        }
         E::ListChanged {
             owner,
             list_id,
@@ -488,15 +492,15 @@ pub fn parse(json: &str) -> Option<Incoming> {
             deleted,
         } => {
             return Some(Incoming::ListChanged(ListChange {
-                owner,
-                list: list_id,
+                owner: owner.get(),
+                list: list_id.get(),
                 version,
                 added: added.iter().map(|i| i.0).collect(),
                 removed: removed.iter().map(|i| i.0).collect(),
                 deleted,
             }))
         }
-        E::Suspended { uid, on } => return Some(Incoming::Suspended(uid, on)),
+        E::Suspended { uid, on } => return Some(Incoming::Suspended(uid.get(), on)),
         event => event,
     };
     let id_text = published_id(json)?;
@@ -514,18 +518,18 @@ pub fn parse(json: &str) -> Option<Incoming> {
         // author); a follow request is for both users.
         E::Mention { target, status, .. } | E::Repost { target, status, .. } => Ids {
             status: None,
-            notified: vec![*target],
+            notified: vec![target.get()],
             actors: [status_ids(status)?.uid, 0],
         },
         E::Like { target, source, .. } => Ids {
             status: None,
-            notified: vec![*target],
-            actors: [*source, 0],
+            notified: vec![target.get()],
+            actors: [source.get(), 0],
         },
         E::FollowRequest { source, target, .. } => Ids {
             status: None,
-            notified: vec![*source, *target],
-            actors: [*source, 0],
+            notified: vec![source.get(), target.get()],
+            actors: [source.get(), 0],
         },
         // Every participant's user stream; no actor, since neither blocks
         // (which close a direct conversation at sending) nor mutes touch
@@ -534,12 +538,12 @@ pub fn parse(json: &str) -> Option<Incoming> {
             uid, notification, ..
         } => Ids {
             status: None,
-            notified: vec![*uid],
+            notified: vec![uid.get()],
             actors: [notification.account.id.get(), 0],
         },
         E::NotificationRemoved { uid, .. } => Ids {
             status: None,
-            notified: vec![*uid],
+            notified: vec![uid.get()],
             actors: [0, 0],
         },
         E::DirectMessage { participants, .. } => Ids {

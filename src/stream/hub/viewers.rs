@@ -52,7 +52,7 @@ impl Viewers {
             viewer.hides = snapshot;
             // Changes heard before this arrived, newer than the snapshot.
             for c in self.log.iter().filter(|c| c.uid == uid) {
-                viewer.hides.apply(c.other, c.bits, c.seq);
+                viewer.hides.apply(c.other.get(), c.bits, c.seq);
             }
         }
         viewer.subs += 1;
@@ -77,9 +77,9 @@ impl Viewers {
     /// remembered for subscriptions still on their way.
     pub(super) fn apply(&mut self, changes: Vec<Change>) {
         for c in changes {
-            if let Some(viewer) = self.by_uid.get_mut(&c.uid) {
+            if let Some(viewer) = self.by_uid.get_mut(&c.uid.get()) {
                 let was = !viewer.hides.is_empty();
-                viewer.hides.apply(c.other, c.bits, c.seq);
+                viewer.hides.apply(c.other.get(), c.bits, c.seq);
                 let now = !viewer.hides.is_empty();
                 Self::count(&mut self.hiding, was, now);
             }
