@@ -291,13 +291,10 @@ fn group(all: Vec<Notification>) -> Vec<NotificationGroup> {
     let mut groups: HashMap<String, Vec<Notification>> = HashMap::new();
     for n in all {
         let key = match n.kind.as_str() {
-            "like" | "repost" => format!(
-                "{}:{}",
-                n.kind,
-                n.status
-                    .as_ref()
-                    .map_or(String::new(), |s| s.id.to_string())
-            ),
+            "like" | "repost" => match &n.status {
+                Some(s) => format!("{}:{}", n.kind, s.id),
+                None => format!("{}:", n.kind),
+            },
             "follow" => "follow".to_string(),
             _ => format!("one:{}", n.id),
         };

@@ -455,14 +455,14 @@ struct TypeOnly<'a> {
     kind: std::borrow::Cow<'a, str>,
 }
 
-/// The numbers of a status, `None` if its ids are not numbers.
-fn status_ids(status: &model::Status) -> Option<StatusIds> {
-    Some(StatusIds {
+/// The numbers of a status.
+fn status_ids(status: &model::Status) -> StatusIds {
+    StatusIds {
         id: status.id.get(),
         uid: status.uid.get(),
         reply_to_uid: status.reply_to_uid.map(Id::get),
         repost_of_uid: status.repost_of_uid.map(Id::get),
-    })
+    }
 }
 
 /// Parses a published message; `None` for anything malformed.
@@ -507,7 +507,7 @@ pub fn parse(json: &str) -> Option<Incoming> {
     let id = EventId::parse(&id_text)?;
     let ids = match &event {
         E::Status { status, .. } | E::Update { status, .. } => {
-            let s = status_ids(status)?;
+            let s = status_ids(status);
             Ids {
                 status: Some(s),
                 notified: Vec::new(),
@@ -519,7 +519,7 @@ pub fn parse(json: &str) -> Option<Incoming> {
         E::Mention { target, status, .. } | E::Repost { target, status, .. } => Ids {
             status: None,
             notified: vec![target.get()],
-            actors: [status_ids(status)?.uid, 0],
+            actors: [status.uid.get(), 0],
         },
         E::Like { target, source, .. } => Ids {
             status: None,
